@@ -1,0 +1,38 @@
+# PE-Lab: `make demo` runs the main job, `make test` runs every test.
+# Both create .venv from nothing but python3.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export PYTHONHASHSEED := 0
+
+.PHONY: demo test venv browser clean
+
+venv: $(STAMP)
+
+# torch 2.13.0 (CPU build on CPU machines) goes in first and is pinned by a
+# constraint file, so nothing later can replace it with a CUDA build.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "torch==2.13.0"
+	echo "torch==2.13.0" > $(VENV)/constraints.txt
+	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e ".[dev]"
+	@if $(PY) -m pip list 2>/dev/null | grep -i '^nvidia-'; then \
+	    if ! command -v nvidia-smi >/dev/null; then echo "ERROR: CUDA wheels on a CPU machine" >&2; exit 1; fi; fi
+	touch $(STAMP)
+
+# Headless chromium + chromedriver (Debian packages) for the dashboard tests.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	 ( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	   || echo "warning: could not install chromium; browser tests will be skipped" )
+
+test: $(STAMP) browser
+	$(PY) -m pytest tests
+
+demo: $(STAMP)
+	$(PY) -m workbench.demo
+
+clean:
+	rm -rf $(VENV) runs data_cache

@@ -1,0 +1,5 @@
+"""CLI commands (filled in by its issue)."""
+
+
+def register(app):
+    pass

@@ -1,0 +1,104 @@
+"""Multi-head attention with TransformerLens hook points; schemes subclass it to add position.
+
+A scheme overrides one or more of four steps, each with its own hooks:
+
+    q, k, v  = project(x_q, x_kv)              hook_q, hook_k, hook_v     [batch, pos, head, d_head]
+    q', k'   = rotate(q, k)                    hook_rot_q, hook_rot_k     (identity unless rotary)
+    b        = pos_bias(n_q, n_k)              hook_pos_bias              [head, q_pos, k_pos] or None
+    s        = scores(q', k') + b + mask       hook_attn_scores           [batch, head, q_pos, k_pos]
+    z        = softmax(s) v                    hook_pattern, hook_z
+    out      = sum_h z_h W_O[h] + b_O
+
+When nothing observes the scores or the pattern and the scheme's scores are plain dot products,
+the same computation runs through `torch.nn.functional.scaled_dot_product_attention`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformer_lens.hook_points import HookPoint
+
+from .config import ModelConfig
+
+MASK_VALUE = -1e9  # finite, so a fully masked row gives a uniform pattern rather than NaN
+
+
+def _init_uniform(t: torch.Tensor, fan_in: int) -> None:
+    bound = 1.0 / math.sqrt(fan_in)
+    nn.init.uniform_(t, -bound, bound)
+
+
+def observed(hook: HookPoint) -> bool:
+    """True when a TransformerLens hook or an nnsight trace is attached to this hook point."""
+    return bool(hook._forward_hooks or hook._forward_pre_hooks or "forward" in hook.__dict__)
+
+
+class Attention(nn.Module):
+    """Plain (position-free) multi-head attention; the `nope` scheme uses it as is."""
+
+    standard_scores = True  # scores are q.k / sqrt(d_head), so SDPA may compute them
+
+    def __init__(self, cfg: ModelConfig, layer: int, scheme=None):
+        super().__init__()
+        self.cfg, self.layer, self.scheme = cfg, layer, scheme
+        h, d, dh = cfg.n_heads, cfg.d_model, cfg.d_head
+        self.W_Q = nn.Parameter(torch.empty(h, d, dh))
+        self.W_K = nn.Parameter(torch.empty(h, d, dh))
+        self.W_V = nn.Parameter(torch.empty(h, d, dh))
+        self.W_O = nn.Parameter(torch.empty(h, dh, d))
+        self.b_Q = nn.Parameter(torch.zeros(h, dh))
+        self.b_K = nn.Parameter(torch.zeros(h, dh))
+        self.b_V = nn.Parameter(torch.zeros(h, dh))
+        self.b_O = nn.Parameter(torch.zeros(d))
+        for w in (self.W_Q, self.W_K, self.W_V):
+            _init_uniform(w, d)
+        _init_uniform(self.W_O, d)
+        self.attn_dropout = nn.Dropout(cfg.dropout)
+        for name in ("q", "k", "v", "rot_q", "rot_k", "pos_bias", "attn_scores", "pattern", "z"):
+            setattr(self, f"hook_{name}", HookPoint())
+
+    # ---- the four steps a scheme may override -------------------------------------------
+    def project(self, x_q: torch.Tensor, x_kv: torch.Tensor):
+        q = torch.einsum("bpd,hde->bphe", x_q, self.W_Q) + self.b_Q
+        k = torch.einsum("bpd,hde->bphe", x_kv, self.W_K) + self.b_K
+        v = torch.einsum("bpd,hde->bphe", x_kv, self.W_V) + self.b_V
+        return q, k, v
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor):
+        return q, k
+
+    def pos_bias(self, n_q: int, n_k: int) -> torch.Tensor | None:
+        return None
+
+    def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(q.shape[-1])
+
+    # ---- forward ---------------------------------------------------------------------------
+    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """`mask`: additive [batch, 1, q_pos, k_pos] (0 where allowed, MASK_VALUE where not)."""
+        q, k, v = self.project(x_q, x_kv)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        rq, rk = self.rotate(q, k)
+        rq, rk = self.hook_rot_q(rq), self.hook_rot_k(rk)
+        bias = self.pos_bias(q.shape[1], k.shape[1])
+        if bias is not None:
+            bias = self.hook_pos_bias(bias)
+            mask = mask + bias.unsqueeze(0).to(mask.dtype)
+        if self.fast_path_ok():
+            z = F.scaled_dot_product_attention(
+                rq.transpose(1, 2), rk.transpose(1, 2), v.transpose(1, 2), attn_mask=mask.to(rq.dtype),
+                dropout_p=self.cfg.dropout if self.training else 0.0,
+            ).transpose(1, 2)
+        else:
+            s = self.hook_attn_scores(self.scores(rq, rk) + mask)
+            pattern = self.hook_pattern(torch.softmax(s, dim=-1))
+            z = torch.einsum("bhqk,bkhe->bqhe", self.attn_dropout(pattern), v)
+        z = self.hook_z(z)
+        return torch.einsum("bqhe,hed->bqd", z, self.W_O) + self.b_O
+
+    def fast_path_ok(self) -> bool:
+        return (self.cfg.use_sdpa and self.standard_scores
+                and not observed(self.hook_attn_scores) and not observed(self.hook_pattern))

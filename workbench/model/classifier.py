@@ -1,0 +1,119 @@
+"""`PEClassifier`: the one hooked transformer classifier every experiment trains (SPEC section 2).
+
+paper arch (the authors' scripts):   M = E[t] + PE;  x_0 = M
+    x += Dropout(W_O Attn(q = LN1(x_l), k = v = M))        keys/values always from M, never normalised
+    x += Dropout(FFN_relu(LN2(x)))
+    logits = W_U LN_f(masked-mean_p x_L)
+decoder arch (pre-LN causal decoder):  x_0 = E[t] + PE
+    x += Dropout(Attn(LN1 x) causal);  x += Dropout(FFN_gelu(LN2 x));  logits = W_U LN_f(x_L[last non-pad])
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformer_lens import ActivationCache, HookedRootModule
+from transformer_lens.hook_points import HookPoint
+
+from .attention import MASK_VALUE
+from .config import ModelConfig
+from .pe import get_scheme
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.fc_in, self.fc_out = nn.Linear(cfg.d_model, cfg.d_ff), nn.Linear(cfg.d_ff, cfg.d_model)
+        self.act = nn.ReLU() if cfg.arch == "paper" else nn.GELU()
+        self.hook_pre, self.hook_post = HookPoint(), HookPoint()
+
+    def forward(self, x):
+        return self.fc_out(self.hook_post(self.act(self.hook_pre(self.fc_in(x)))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int, scheme):
+        super().__init__()
+        self.cfg = cfg
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.attn = scheme.attention(layer)
+        self.mlp = MLP(cfg)
+        self.drop_attn, self.drop_mlp = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
+        for name in ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out"):
+            setattr(self, f"hook_{name}", HookPoint())
+
+    def forward(self, x, memory, mask):
+        x = self.hook_resid_pre(x)
+        h = self.ln1(x)
+        kv = memory if self.cfg.arch == "paper" else h
+        x = self.hook_resid_mid(x + self.drop_attn(self.hook_attn_out(self.attn(h, kv, mask))))
+        x = x + self.drop_mlp(self.hook_mlp_out(self.mlp(self.ln2(x))))
+        return self.hook_resid_post(x)
+
+
+class PEClassifier(HookedRootModule):
+    """Sequence classifier; `forward(tokens [batch, pos]) -> logits [batch, n_classes]`, PAD = 0."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.scheme = get_scheme(cfg.scheme)(cfg)
+        gen_state = torch.random.get_rng_state()
+        torch.manual_seed(cfg.seed)
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=0)
+        self.pos_embed = self.scheme.input_pe()
+        self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme) for layer in range(cfg.n_layers))
+        self.ln_final = nn.LayerNorm(cfg.d_model)
+        self.unembed = nn.Linear(cfg.d_model, cfg.n_classes)
+        torch.random.set_rng_state(gen_state)
+        self.hook_embed, self.hook_pos_embed, self.hook_readout = HookPoint(), HookPoint(), HookPoint()
+        self.setup()
+
+    def mask(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Additive [batch, 1, q, k]: PAD keys masked; plus the causal mask in the decoder."""
+        n = tokens.shape[1]
+        allowed = (tokens != 0)[:, None, None, :].expand(-1, 1, n, n)
+        if self.cfg.arch == "decoder":
+            allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=tokens.device).tril()
+        zero = torch.zeros((), device=tokens.device)
+        return torch.where(allowed, zero, torch.full((), MASK_VALUE, device=tokens.device))
+
+    def embed_input(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.hook_embed(self.embed(tokens))
+        if self.pos_embed is not None:
+            pe = self.pos_embed(tokens.shape[1]).to(x.device, x.dtype)
+            x = x + self.hook_pos_embed(pe.expand(tokens.shape[0], -1, -1))
+        return x
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        tokens = tokens.to(self.embed.weight.device)
+        memory = self.embed_input(tokens)
+        mask = self.mask(tokens)
+        x = memory
+        for block in self.blocks:
+            x = block(x, memory, mask)
+        return self.unembed(self.ln_final(self.hook_readout(self.readout(x, tokens))))
+
+    def readout(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Masked mean over non-pad positions (paper) or the last non-pad position (decoder)."""
+        keep = tokens != 0
+        if self.cfg.arch == "decoder":
+            last = keep.long().cumsum(1).argmax(1)
+            return x[torch.arange(x.shape[0], device=x.device), last]
+        if self.cfg.readout_include_pad:
+            return x.mean(1)
+        w = keep.to(x.dtype).unsqueeze(-1)
+        return (x * w).sum(1) / w.sum(1).clamp(min=1.0)
+
+    def run_with_cache(self, *args, **kwargs) -> tuple[torch.Tensor, ActivationCache]:
+        """As TransformerLens: returns (logits, ActivationCache)."""
+        out, cache = super().run_with_cache(*args, **kwargs)
+        return out, ActivationCache(cache, self, has_batch_dim=not kwargs.get("remove_batch_dim", False))
+
+    def loss(self, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(self(tokens), labels.to(self.unembed.weight.device))
+
+    def to(self, *args, **kwargs):  # keep cfg.device truthful for TransformerLens utilities
+        out = super().to(*args, **kwargs)
+        self.cfg.device = str(self.embed.weight.device)
+        return out

@@ -1,0 +1,69 @@
+"""`Scheme`: the interface every positional-encoding scheme implements (one file per scheme)."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from ..attention import Attention
+
+
+class Scheme:
+    """A positional-encoding scheme. Subclasses set the class attributes and override
+    `input_pe` (schemes acting on the input) and/or `attention_cls` (schemes acting on q/k or logits).
+
+    `params` maps each scheme_kwargs name to (default, description); unknown kwargs are refused.
+    """
+
+    name: ClassVar[str]
+    acts_on: ClassVar[str]  # "nowhere" | "input" | "logits" | "q,k" | "input + q,k"
+    formula: ClassVar[str]
+    source: ClassVar[str]
+    extrapolation: ClassVar[str]  # what it does at positions beyond the training length
+    can_extrapolate: ClassVar[bool] = True
+    rotary: ClassVar[bool] = False  # has 2-D rotary planes (initial-angle analysis applies)
+    params: ClassVar[dict[str, tuple[Any, str]]] = {}
+    attention_cls: ClassVar[type[Attention]] = Attention
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        unknown = set(cfg.scheme_kwargs) - set(self.params)
+        if unknown:
+            allowed = sorted(self.params) or "none"
+            raise ValueError(f"scheme {self.name!r} got unknown scheme_kwargs {sorted(unknown)}; allowed: {allowed}")
+        self.kw = {k: v for k, (v, _) in self.params.items()} | dict(cfg.scheme_kwargs)
+        self.check()
+
+    @classmethod
+    def validate(cls, cfg) -> None:
+        cls(cfg)
+
+    def check(self) -> None:
+        """Scheme-specific validation of `self.cfg` and `self.kw`; raise ValueError saying what to change."""
+
+    def input_pe(self) -> nn.Module | None:
+        """A module mapping `n_pos` to `[n_pos, d_model]`, added to the token embeddings, or None."""
+        return None
+
+    def attention(self, layer: int) -> Attention:
+        return self.attention_cls(self.cfg, layer, self)
+
+
+class FixedInputPE(nn.Module):
+    """An input PE given by a deterministic function of (n_pos, d_model); cached per length."""
+
+    def __init__(self, table_fn, d_model: int):
+        super().__init__()
+        self.table_fn, self.d_model = table_fn, d_model
+        self._cache: dict[int, torch.Tensor] = {}
+
+    def forward(self, n_pos: int) -> torch.Tensor:
+        if n_pos not in self._cache:
+            self._cache[n_pos] = torch.as_tensor(self.table_fn(n_pos, self.d_model), dtype=torch.float32)
+        return self._cache[n_pos]
+
+
+def need(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(msg)

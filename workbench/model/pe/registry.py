@@ -1,0 +1,34 @@
+"""The scheme registry: name -> Scheme class. Adding a scheme = one file + one line in `_MODULES`."""
+from __future__ import annotations
+
+import importlib
+
+from .base import Scheme
+
+_MODULES = ["nope", "sinusoidal", "learned", "random", "relative", "t5", "alibi", "rope",
+            "rope_sinusoidal"]
+SCHEMES: dict[str, type[Scheme]] = {}
+
+
+def register(cls: type[Scheme]) -> type[Scheme]:
+    SCHEMES[cls.name] = cls
+    return cls
+
+
+def _load() -> None:
+    for module in _MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+
+
+def get_scheme(name: str) -> type[Scheme]:
+    if not SCHEMES:
+        _load()
+    if name not in SCHEMES:
+        raise ValueError(f"unknown scheme {name!r}; known schemes: {', '.join(SCHEMES)}")
+    return SCHEMES[name]
+
+
+def list_schemes() -> dict[str, type[Scheme]]:
+    if not SCHEMES:
+        _load()
+    return dict(SCHEMES)
