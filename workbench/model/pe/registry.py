@@ -15,20 +15,24 @@ def register(cls: type[Scheme]) -> type[Scheme]:
     return cls
 
 
+_loaded = False
+
+
 def _load() -> None:
-    for module in _MODULES:
-        importlib.import_module(f"{__package__}.{module}")
+    global _loaded
+    if not _loaded:
+        for module in _MODULES:
+            importlib.import_module(f"{__package__}.{module}")
+        _loaded = True
 
 
 def get_scheme(name: str) -> type[Scheme]:
-    if not SCHEMES:
-        _load()
+    _load()
     if name not in SCHEMES:
         raise ValueError(f"unknown scheme {name!r}; known schemes: {', '.join(SCHEMES)}")
     return SCHEMES[name]
 
 
 def list_schemes() -> dict[str, type[Scheme]]:
-    if not SCHEMES:
-        _load()
+    _load()
     return dict(SCHEMES)

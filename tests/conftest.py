@@ -1,0 +1,28 @@
+import os
+
+import pytest
+import torch
+
+torch.set_num_threads(int(os.environ.get("PELAB_THREADS", "2")))
+
+
+@pytest.fixture
+def tiny_cfg():
+    """Factory for tiny model configs (2 layers, d_model 32, 4 heads)."""
+    from workbench.model import ModelConfig
+
+    def make(scheme="rope", arch="paper", **kw):
+        base = dict(vocab_size=24, n_classes=6, arch=arch, scheme=scheme, d_model=32, n_heads=4, d_ff=48,
+                    n_layers=2, max_len=16, dropout=0.0)
+        return ModelConfig(**(base | kw))
+
+    return make
+
+
+@pytest.fixture
+def tokens():
+    g = torch.Generator().manual_seed(0)
+    t = torch.randint(1, 24, (5, 16), generator=g)
+    t[0, 11:] = 0
+    t[3, 6:] = 0
+    return t
