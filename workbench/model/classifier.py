@@ -15,7 +15,7 @@ from torch import nn
 from transformer_lens import ActivationCache, HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
-from .attention import MASK_VALUE
+from .attention import MASK_VALUE, Dropout
 from .config import ModelConfig
 from .pe import get_scheme
 
@@ -38,7 +38,7 @@ class Block(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = scheme.attention(layer)
         self.mlp = MLP(cfg)
-        self.drop_attn, self.drop_mlp = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
+        self.drop_attn, self.drop_mlp = Dropout(cfg.dropout), Dropout(cfg.dropout)
         for name in ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out"):
             setattr(self, f"hook_{name}", HookPoint())
 
