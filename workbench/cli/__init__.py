@@ -5,6 +5,13 @@ from . import analyze, app_cmd, data, report, schemes, train
 
 app = typer.Typer(help="PE-Lab: positional-encoding interpretability workbench.", no_args_is_help=True,
                   add_completion=False)
+
+
+@app.callback()
+def _root() -> None:
+    """PE-Lab: positional-encoding interpretability workbench."""
+
+
 for _module in (data, schemes, train, analyze, report, app_cmd):
     _module.register(app)
 

@@ -6,11 +6,13 @@ A scheme overrides one or more of four steps, each with its own hooks:
     q', k'   = rotate(q, k)                    hook_rot_q, hook_rot_k     (identity unless rotary)
     b        = pos_bias(n_q, n_k)              hook_pos_bias              [head, q_pos, k_pos] or None
     s        = scores(q', k') + b + mask       hook_attn_scores           [batch, head, q_pos, k_pos]
+               (default: f_q . f_k / sqrt(width) with f_q, f_k = score_features(q', k') = (q', k'))
     z        = softmax(s) v                    hook_pattern, hook_z
     out      = sum_h z_h W_O[h] + b_O
 
-When nothing observes the scores or the pattern and the scheme's scores are plain dot products,
-the same computation runs through `torch.nn.functional.scaled_dot_product_attention`.
+When nothing observes the scores or the pattern, the scheme's scores are dot products of its score features
+(`dot_product_scores`) and no attention dropout is due, the same computation runs through
+`torch.nn.functional.scaled_dot_product_attention`.
 """
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def observed(hook: HookPoint) -> bool:
 class Attention(nn.Module):
     """Plain (position-free) multi-head attention; the `nope` scheme uses it as is."""
 
-    standard_scores = True  # scores are q.k / sqrt(d_head), so SDPA may compute them
+    dot_product_scores = True  # scores = score_features dot product / sqrt(width), so SDPA may compute them
 
     def __init__(self, cfg: ModelConfig, layer: int, scheme=None):
         super().__init__()
@@ -90,8 +92,13 @@ class Attention(nn.Module):
     def pos_bias(self, n_q: int, n_k: int) -> torch.Tensor | None:
         return None
 
+    def score_features(self, q: torch.Tensor, k: torch.Tensor):
+        """Per-position features whose dot product / sqrt(width) is the score; plain attention: (q', k')."""
+        return q, k
+
     def scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        return torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(q.shape[-1])
+        f_q, f_k = self.score_features(q, k)
+        return torch.einsum("bqhe,bkhe->bhqk", f_q, f_k) / math.sqrt(f_q.shape[-1])
 
     # ---- forward ---------------------------------------------------------------------------
     def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -104,9 +111,10 @@ class Attention(nn.Module):
         if bias is not None:
             bias = self.hook_pos_bias(bias)
             mask = mask + bias.unsqueeze(0).to(mask.dtype)
-        if self.fast_path_ok() and not (self.training and self.cfg.dropout > 0):
+        if self.fast_path_ok():
+            f_q, f_k = self.score_features(rq, rk)
             z = F.scaled_dot_product_attention(
-                rq.transpose(1, 2), rk.transpose(1, 2), v.transpose(1, 2), attn_mask=mask.to(rq.dtype),
+                f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask.to(f_q.dtype),
             ).transpose(1, 2)
         else:
             s = self.hook_attn_scores(self.scores(rq, rk) + mask)
@@ -116,5 +124,5 @@ class Attention(nn.Module):
         return z.flatten(-2) @ self.W_O.flatten(0, 1) + self.b_O
 
     def fast_path_ok(self) -> bool:
-        return (self.cfg.use_sdpa and self.standard_scores
+        return (self.cfg.use_sdpa and self.dot_product_scores and not (self.training and self.cfg.dropout > 0)
                 and not observed(self.hook_attn_scores) and not observed(self.hook_pattern))

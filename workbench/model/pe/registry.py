@@ -6,7 +6,7 @@ import importlib
 from .base import Scheme
 
 _MODULES = ["nope", "sinusoidal", "learned", "random", "relative", "t5", "alibi", "rope",
-            "rope_sinusoidal"]
+            "rope_sinusoidal", "mla", "coca", "fope", "tapa", "wavelet", "legendre"]
 SCHEMES: dict[str, type[Scheme]] = {}
 
 
@@ -35,4 +35,5 @@ def get_scheme(name: str) -> type[Scheme]:
 
 def list_schemes() -> dict[str, type[Scheme]]:
     _load()
-    return dict(SCHEMES)
+    order = {module: i for i, module in enumerate(_MODULES)}
+    return dict(sorted(SCHEMES.items(), key=lambda kv: order.get(kv[1].__module__.rsplit(".", 1)[-1], len(order))))

@@ -36,6 +36,10 @@ def head_mask(cfg, layer: int, rope_heads, rope_layers) -> torch.Tensor:
 
 
 class RotaryAttention(Attention):
+    """`rot_offset`, `d_rot`: the rotary dims of hook_q/hook_k are [rot_offset, rot_offset + d_rot)."""
+
+    rot_offset = 0
+
     def __init__(self, cfg, layer, scheme):
         super().__init__(cfg, layer, scheme)
         kw = scheme.kw
