@@ -1,5 +1,151 @@
-"""CLI commands (filled in by its issue)."""
+"""CLI: `workbench train`, `workbench runs`, `workbench sweep`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
 
 
-def register(app):
-    pass
+def _store(root: Optional[Path]):
+    from workbench.store import RunStore
+
+    return RunStore(root)
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+def train_cmd(
+    scheme: str = typer.Option("rope", "--scheme", "-s", help="PE scheme (see `workbench schemes`)"),
+    task: str = typer.Option("trigger-distance", "--task", "-t", help="trigger-distance (t1) or trigger-count (t2)"),
+    preset: str = typer.Option("cpu", "--preset", "-p", help="paper | cpu | smoke"),
+    arch: Optional[str] = typer.Option(None, "--arch", help="paper | decoder (default: the preset's)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="training seed (init, dropout, shuffling)"),
+    set_: List[str] = typer.Option([], "--set", help="override, e.g. train.epochs=5, model.n_layers=2, "
+                                   "model.scheme_kwargs.rope_heads=[1,0,0,0], task.middle_max=20"),
+    tag: Optional[str] = typer.Option(None, "--tag", help="label used in the run id instead of the scheme"),
+    resume: bool = typer.Option(False, "--resume", help="continue an unfinished run with the same config"),
+    force: bool = typer.Option(False, "--force", help="delete a run with the same config and start over"),
+    device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda if available)"),
+    compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id, do not train"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Train one model, save it in the run store and print its run id (last line of stdout)."""
+    from workbench.store import StoreError
+    from workbench.train import resolve_config, train
+
+    store = _store(root)
+    try:
+        cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=seed, sets=set_, tag=tag,
+                             store=store)
+    except (ValueError, KeyError) as e:
+        _fail(str(e))
+    run_id = store.run_id(cfg)
+    if dry_run:
+        typer.echo(json.dumps(cfg, indent=2))
+        typer.echo(run_id)
+        return
+    try:
+        run = train(cfg, store, resume=resume, force=force, device=device, compile=compile, threads=threads,
+                    progress=not quiet)
+    except StoreError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        typer.secho(f"interrupted; continue with the same command and --resume ({run_id})", err=True)
+        raise typer.Exit(130)
+    final = run.final
+    if final:
+        typer.secho(f"{run.status}: test acc {final.get('test_acc', float('nan')):.4f}, "
+                    f"test loss {final.get('test_loss', float('nan')):.4f} ({run.path})", err=True)
+    typer.echo(run.id)
+
+
+def runs_cmd(
+    scheme: Optional[List[str]] = typer.Option(None, "--scheme", "-s"),
+    task: Optional[List[str]] = typer.Option(None, "--task", "-t"),
+    arch: Optional[List[str]] = typer.Option(None, "--arch"),
+    preset: Optional[List[str]] = typer.Option(None, "--preset", "-p"),
+    seed: Optional[List[int]] = typer.Option(None, "--seed"),
+    status: Optional[List[str]] = typer.Option(None, "--status"),
+    tag: Optional[List[str]] = typer.Option(None, "--tag"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON records instead of a table"),
+    reindex: bool = typer.Option(False, "--reindex", help="rebuild the index from the run folders first"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """List runs from the index (filters repeat: --scheme rope --scheme nope)."""
+    from workbench.train import canonical_task
+
+    store = _store(root)
+    if reindex:
+        store.reindex()
+    task = [canonical_task(t) for t in task] if task else None
+    df = store.query(scheme=scheme or None, task=task, arch=arch or None, preset=preset or None, seed=seed or None,
+                     status=status or None, tag=tag or None)
+    if as_json:
+        typer.echo(df.drop(columns=["config"]).to_json(orient="records", indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(df)} runs in {store.root}")
+    for col in ("id", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "test acc", "wall", "updated"):
+        table.add_column(col, justify="right" if col in ("seed", "epoch", "test acc", "wall") else "left")
+    colors = {"finished": "green", "running": "cyan", "failed": "red", "interrupted": "yellow", "corrupt": "red"}
+    for r in df.itertuples():
+        acc = "" if r.test_acc is None or r.test_acc != r.test_acc else f"{r.test_acc:.4f}"
+        wall = "" if r.wall_time_s is None or r.wall_time_s != r.wall_time_s else f"{r.wall_time_s:.0f}s"
+        epoch = "" if r.epochs is None or r.epochs != r.epochs else f"{int(r.epoch or 0)}/{int(r.epochs)}"
+        seed_s = "" if r.seed is None or r.seed != r.seed else str(int(r.seed))
+        st = f"[{colors.get(r.status, 'white')}]{r.status}[/]"
+        table.add_row(r.id, str(r.scheme), str(r.task), str(r.arch), str(r.preset), seed_s, st, epoch, acc, wall,
+                      str(r.updated or ""))
+    Console(width=200).print(table)
+
+
+def sweep_cmd(
+    grid: Path = typer.Argument(..., exists=True, dir_okay=False, help="grid TOML (see grids/)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be trained"),
+    shard: Optional[str] = typer.Option(None, "--shard", help="I/N: only every N-th run starting at I (0-based)"),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="stop at the first failing run"),
+    device: Optional[str] = typer.Option(None, "--device"),
+    compile: bool = typer.Option(False, "--compile"),
+    threads: Optional[int] = typer.Option(None, "--threads"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Train every run of a grid that is not finished; stop and restart any time."""
+    from workbench.train import sweep
+
+    shard_t = None
+    if shard:
+        try:
+            i, n = (int(v) for v in shard.split("/"))
+            assert 0 <= i < n
+            shard_t = (i, n)
+        except (ValueError, AssertionError):
+            _fail(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. 0/2")
+    try:
+        results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
+                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast)
+    except ValueError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        typer.secho("sweep interrupted; run the same command again to continue", err=True)
+        raise typer.Exit(130)
+    if any(r["outcome"] == "failed" for r in results):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train_cmd)
+    app.command("runs")(runs_cmd)
+    app.command("sweep")(sweep_cmd)

@@ -1,0 +1,209 @@
+"""Training loop, presets, resume, sweeps and the train/runs/sweep CLI, on the smoke preset with tiny models."""
+import json
+import math
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from workbench.store import RunStore
+from workbench.train import (PRESETS, base_config, epoch_permutation, grid_points, load_grid, lr_at, resolve_config,
+                             sweep, train)
+
+TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=1", "task.n_examples=500",
+        "train.batch_size=32"]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture
+def store(tmp_path, data_dir):
+    return RunStore(tmp_path / "runs", data_dir=data_dir)
+
+
+def tiny(store, scheme="rope", *sets, **kw):
+    return resolve_config("smoke", scheme, "trigger-distance", sets=TINY + list(sets), store=store, **kw)
+
+
+# ---- presets and config resolution --------------------------------------------------------------------
+def test_paper_preset_matches_the_spec():
+    p = PRESETS["paper"]
+    assert {k: p["model"][k] for k in ("d_model", "n_heads", "d_ff", "n_layers", "dropout", "max_len")} == \
+        {"d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.1, "max_len": 128}
+    t = p["train"]
+    assert (t["lr"], t["betas"], t["weight_decay"], t["warmup_frac"], t["batch_size"], t["seed"]) == \
+        (1e-4, [0.98, 0.9], 1e-5, 0.06, 512, 42)
+    assert base_config("paper", "rope", "trigger-distance")["train"]["epochs"] == 100
+    assert base_config("paper", "rope", "trigger-count")["train"]["epochs"] == 150
+    assert base_config("paper", "mla", "t1")["train"]["batch_size"] == 1024
+
+
+def test_resolve_config_applies_overrides_and_fills_data_sizes(store):
+    cfg = resolve_config("smoke", "rope", "t1", seed=7, store=store,
+                         sets=["train.epochs=5", "model.n_layers=3", "model.scheme_kwargs.rope_heads=[1,0,2]",
+                               "task.middle_max=10", "train.betas=[0.9,0.95]"])
+    ds = store.load_task(cfg["task"])
+    assert cfg["train"]["epochs"] == 5 and cfg["train"]["seed"] == 7 and cfg["model"]["seed"] == 7
+    assert cfg["model"]["n_layers"] == 3 and cfg["model"]["scheme_kwargs"] == {"rope_heads": [1, 0, 2]}
+    assert cfg["task"] == {"task": "trigger-distance", "preset": "smoke", "seed": 42, "overrides": {"middle_max": 10}}
+    assert cfg["model"]["n_classes"] == ds.n_classes == 12 and cfg["model"]["vocab_size"] == ds.vocab_size
+    assert cfg["model"]["max_len"] == ds.seq_len and cfg["train"]["betas"] == [0.9, 0.95]
+    with pytest.raises(ValueError, match="unknown train key"):
+        resolve_config("smoke", "rope", "t1", store=store, sets=["train.lrr=1"])
+    with pytest.raises(ValueError, match="rope_heads"):
+        resolve_config("smoke", "rope", "t1", store=store, sets=["model.scheme_kwargs.rope_heads=[1]"])
+
+
+def test_lr_schedule_and_shuffling_are_functions_of_their_inputs():
+    t = {"lr": 1.0, "warmup_frac": 0.1, "schedule": "cosine"}
+    lrs = [lr_at(s, 100, t) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0) and lrs[10] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:])) and lrs[-1] < 1e-3
+    assert lrs[55] == pytest.approx(0.5 * (1 + math.cos(math.pi * 45 / 90)))
+    assert torch.equal(epoch_permutation(50, 3, 2), epoch_permutation(50, 3, 2))
+    assert not torch.equal(epoch_permutation(50, 3, 2), epoch_permutation(50, 3, 1))
+    assert not torch.equal(epoch_permutation(50, 3, 2), epoch_permutation(50, 4, 2))
+
+
+# ---- training and resume ------------------------------------------------------------------------------
+def test_training_learns_and_records_everything(store):
+    cfg = tiny(store, "rope", "train.epochs=3", "train.lr=1e-2")
+    run = train(cfg, store, progress=False)
+    assert run.status == "finished" and run.id == store.run_id(cfg)
+    m = run.metrics()
+    assert m["epoch"].tolist() == [1, 2, 3]
+    assert {"train_loss", "train_acc", "test_loss", "test_acc", "lr", "wall_s", "seq_per_s"} <= set(m.columns)
+    assert m["train_loss"].iloc[-1] < m["train_loss"].iloc[0]  # it learns something
+    info = run.info
+    ds = run.load_dataset()
+    assert info["dataset_hash"] == ds.hash and info["device"] == "cpu" and info["code_version"]
+    assert info["final"]["test_acc"] == m["test_acc"].iloc[-1] and info["wall_time_s"] > 0
+    # the stored model reproduces the recorded test accuracy
+    model = run.load_model()
+    with torch.no_grad():
+        acc = (model(torch.from_numpy(ds.test_x)).argmax(-1) == torch.from_numpy(ds.test_y)).float().mean().item()
+    assert acc == pytest.approx(info["final"]["test_acc"], abs=1e-6)
+    assert train(cfg, store, progress=False).info["finished"] == info["finished"]  # finished: not retrained
+    row = store.query(scheme="rope").iloc[0]
+    assert row["status"] == "finished" and row["test_acc"] == pytest.approx(info["final"]["test_acc"])
+
+
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_dir):
+    sets = ["train.epochs=3", "model.dropout=0.1"]  # dropout: the RNG stream must be restored too
+    straight_store = RunStore(tmp_path / "a", data_dir=data_dir)
+    straight = train(tiny(straight_store, "rope", *sets), straight_store, progress=False)
+
+    store = RunStore(tmp_path / "b", data_dir=data_dir)
+    cfg = tiny(store, "rope", *sets)
+    run = train(cfg, store, progress=False, stop_after_epochs=1)  # a clean stop after epoch 1
+    assert run.status == "interrupted" and run.info["epoch"] == 1
+
+    class Crash(RuntimeError):
+        pass
+
+    def crash(run, row):
+        if row["epoch"] == 2:
+            raise Crash("injected")
+
+    with pytest.raises(Crash):  # a crash after epoch 2
+        train(cfg, store, progress=False, resume=True, on_epoch=crash)
+    assert run.status == "failed" and "injected" in run.info["error"]
+    # a re-run without --resume refuses to clobber the unfinished run
+    from workbench.store import StoreError
+
+    with pytest.raises(StoreError, match="resume"):
+        train(cfg, store, progress=False)
+    resumed = train(cfg, store, progress=False, resume=True)
+    assert resumed.status == "finished" and resumed.info["resumed_from_epoch"] == 2
+
+    keys = ["epoch", "step", "lr", "train_loss", "train_acc", "test_loss", "test_acc"]
+    a, b = straight.metrics()[keys], resumed.metrics()[keys]
+    assert a.to_dict("records") == b.to_dict("records")  # exactly, not approximately
+    wa, wb = straight.model_tensors(), resumed.model_tensors()
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    oa, ob = straight.load_checkpoint()[1], resumed.load_checkpoint()[1]
+    assert all(torch.equal(oa[k], ob[k]) for k in oa if k.startswith("state."))
+
+
+# ---- sweeps -------------------------------------------------------------------------------------------
+def test_sweep_skips_finished_and_resumes_interrupted_runs(store):
+    grid = {"preset": "smoke", "tasks": ["t1"], "seeds": [1], "schemes": ["nope", "alibi"],
+            "set": {"train": {"epochs": 2}, "model.d_model": 16, "model.n_heads": 2, "model.d_ff": 32,
+                    "model.n_layers": 1, "task.n_examples": 500, "train.batch_size": 32},
+            "variants": [{"name": "rope-h1", "scheme": "rope", "set": {"model.scheme_kwargs": {"rope_heads": 1}}}]}
+    points = grid_points(grid)
+    assert [(p["scheme"], p["tag"]) for p in points] == [("nope", None), ("alibi", None), ("rope", "rope-h1")]
+    configs = [resolve_config(store=store, **p) for p in points]
+    assert configs[2]["model"]["scheme_kwargs"] == {"rope_heads": 1}
+
+    done = train(configs[0], store, progress=False)
+    half = train(configs[2], store, progress=False, stop_after_epochs=1)
+    done_mtime = (done.path / "model.safetensors").stat().st_mtime_ns
+    assert half.status == "interrupted"
+
+    results = sweep(grid, store, progress=False, log=lambda msg: None)
+    assert {r["id"]: r["outcome"] for r in results} == {
+        done.id: "finished", store.run_id(configs[1]): "trained", half.id: "resumed"}
+    assert (done.path / "model.safetensors").stat().st_mtime_ns == done_mtime  # untouched
+    assert half.status == "finished" and half.info["resumed_from_epoch"] == 1
+    assert set(store.query(status="finished")["id"]) == {r["id"] for r in results}
+    assert set(store.query(tag="rope-h1")["id"]) == {half.id}
+    again = sweep(grid, store, progress=False, log=lambda msg: None)
+    assert {r["outcome"] for r in again} == {"finished"}
+
+
+@pytest.mark.parametrize("name", ["cpu", "paper"])
+def test_shipped_grids_expand_to_valid_model_configs(name):
+    import pathlib
+
+    from workbench.model import ModelConfig, list_schemes
+
+    grid = load_grid(pathlib.Path(__file__).resolve().parent.parent / "grids" / f"{name}.toml")
+    points = grid_points(grid)
+    schemes = {p["scheme"] for p in points}
+    assert {"nope", "sinusoidal", "learned", "random", "relative", "alibi", "rope", "rope+sinusoidal",
+            "mla"} <= schemes
+    assert schemes <= set(list_schemes()) and {p["task"] for p in points} == {"trigger-distance", "trigger-count"}
+    assert any(p["tag"] and p["scheme"] == "rope" for p in points)  # partial RoPE variants
+    for p in points:
+        cfg = base_config(p["preset"], p["scheme"], p["task"], p["arch"], p["seed"], p["sets"], p["tag"])
+        assert cfg["preset"] == name
+        ModelConfig.from_dict(cfg["model"] | {"vocab_size": 50, "n_classes": 10, "max_len": cfg["model"]["max_len"]
+                                              or 48})
+
+
+# ---- CLI ----------------------------------------------------------------------------------------------
+def test_cli_train_runs_and_sweep(tmp_path, data_dir, monkeypatch):
+    from workbench.cli import app
+
+    monkeypatch.setenv("PELAB_DATA", str(data_dir))
+    root = str(tmp_path / "runs")
+    runner = CliRunner()
+    args = ["train", "--preset", "smoke", "--scheme", "nope", "--task", "t1", "--seed", "3", "--root", root, "-q",
+            "--set", "train.epochs=1"] + sum((["--set", s] for s in TINY), [])
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    run_id = res.stdout.strip().splitlines()[-1]
+    assert run_id.startswith("t1-nope-smoke-s3-")
+    run = RunStore(root).get(run_id)
+    assert run.status == "finished" and run.config["train"]["epochs"] == 1 and run.config["model"]["d_model"] == 16
+
+    res = runner.invoke(app, ["runs", "--root", root, "--json"])
+    assert res.exit_code == 0 and [r["id"] for r in json.loads(res.stdout)] == [run_id]
+    res = runner.invoke(app, ["runs", "--root", root, "--scheme", "rope", "--json"])
+    assert json.loads(res.stdout) == []
+    res = runner.invoke(app, ["runs", "--root", root, "--task", "t1"])
+    assert res.exit_code == 0 and run_id in res.stdout and "finished" in res.stdout
+
+    bad = runner.invoke(app, ["train", "--preset", "smoke", "--root", root, "--set", "train.nonsense=1"])
+    assert bad.exit_code == 2 and "nonsense" in bad.output
+
+    grid = tmp_path / "g.toml"
+    grid.write_text('preset = "smoke"\ntasks = ["t1"]\nseeds = [3]\nschemes = ["nope"]\n[set]\n"train.epochs" = 1\n'
+                    + "".join(f'"{k}" = {v}\n' for k, v in (s.split("=") for s in TINY)))
+    res = runner.invoke(app, ["sweep", str(grid), "--root", root, "-q"])
+    assert res.exit_code == 0, res.output
+    assert "finished already" in res.output and run_id in res.output

@@ -1,0 +1,333 @@
+"""One run folder: config, checkpoint, metrics, run info and analysis tables.
+
+    <root>/<run_id>/
+        config.json          fully resolved run config {"preset", "tag", "model", "task", "train"}
+        run.json             status, timestamps, dataset hash, code version, device, wall time, final metrics
+        metrics.jsonl        one JSON object per finished epoch
+        model.safetensors    model weights (metadata: run id, epoch)
+        optim.safetensors    optimizer moments + RNG states, for resume
+        state.json           epoch, scheduler step, optimizer hyper-parameters, sha256 of the two checkpoints
+        tables/<name>.parquet  analysis tables
+
+Nothing here unpickles: weights are safetensors, everything else JSON or parquet.
+
+A checkpoint is three files that must agree. They are written as a small journal: `model.safetensors.next`
+and `optim.safetensors.next` first (each atomically), then `state.json` (atomically; the commit point, it
+records the sha256 of both), then both `.next` files are renamed over the old ones. A crash at any point
+leaves either the old checkpoint or the new one; readers pick whichever the committed `state.json` names.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import socket
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from .errors import StoreError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .runstore import RunStore
+
+CONFIG, INFO, METRICS, STATE = "config.json", "run.json", "metrics.jsonl", "state.json"
+MODEL, OPTIM = "model.safetensors", "optim.safetensors"
+TABLES = "tables"
+STATUSES = ("created", "running", "finished", "failed", "interrupted")
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def process_identity() -> dict[str, Any]:
+    """What identifies the current process, so others can tell a live run from a killed one."""
+    import psutil
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": psutil.Process().create_time()}
+
+
+def process_alive(info: dict[str, Any]) -> bool:
+    """False only when we can tell that the process recorded in `info` is gone (same host)."""
+    import psutil
+
+    if info.get("host") != socket.gethostname() or info.get("pid") is None:
+        return True  # another machine: cannot tell
+    try:
+        p = psutil.Process(int(info["pid"]))
+        started = info.get("pid_started")
+        return started is None or abs(p.create_time() - float(started)) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+class Run:
+    """A handle on one run folder. Cheap to create; files are read when asked for."""
+
+    def __init__(self, store: "RunStore", run_id: str):
+        self.store, self.id = store, run_id
+        self.path = Path(store.root) / run_id
+        self._config: dict | None = None
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r}, status={self.status!r})"
+
+    # ---- reading JSON files ------------------------------------------------------------------
+    def _read_json(self, name: str, missing_ok: bool = False) -> Any:
+        p = self.path / name
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            if missing_ok:
+                return None
+            if not self.path.is_dir():
+                raise StoreError(f"run folder {self.path} does not exist", self.id) from None
+            raise StoreError(f"missing ({p})", self.id, name) from None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise StoreError(f"corrupted JSON ({p}): {e}", self.id, name) from None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The fully resolved run config: {"preset", "tag", "model", "task", "train"}."""
+        if self._config is None:
+            cfg = self._read_json(CONFIG)
+            missing = {"model", "task", "train"} - set(cfg) if isinstance(cfg, dict) else {"model", "task", "train"}
+            if missing:
+                raise StoreError(f"config lacks sections {sorted(missing)} ({self.path / CONFIG})", self.id, CONFIG)
+            self._config = cfg
+        return self._config
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """run.json (re-read on every access)."""
+        return self._read_json(INFO, missing_ok=True) or {"id": self.id, "status": "created"}
+
+    @property
+    def status(self) -> str:
+        """created / running / finished / failed / interrupted. A run whose process died (killed, machine
+        crash) without recording it reads as `interrupted`."""
+        info = self.info
+        st = info.get("status", "created")
+        if st == "running" and not process_alive(info):
+            return "interrupted"
+        return st
+
+    @property
+    def final(self) -> dict[str, Any]:
+        """Metrics of the last finished epoch ({} if none)."""
+        return dict(self.info.get("final") or {})
+
+    def update_info(self, **fields: Any) -> dict[str, Any]:
+        info = self.info
+        info.update(fields, id=self.id, updated=now_iso())
+        atomic_write_json(self.path / INFO, info)
+        self.store._index_run(self)
+        return info
+
+    # ---- metrics -------------------------------------------------------------------------------
+    def metric_rows(self) -> list[dict[str, Any]]:
+        p = self.path / METRICS
+        if not p.exists():
+            return []
+        rows = []
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise StoreError(f"corrupted line {i} ({p}): {e}", self.id, METRICS) from None
+        return rows
+
+    def metrics(self) -> "pd.DataFrame":
+        """One row per epoch: epoch, step, lr, train_loss, train_acc, test_loss, test_acc, wall_s, seq_per_s..."""
+        import pandas as pd
+
+        return pd.DataFrame(self.metric_rows())
+
+    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
+        """Rewrite metrics.jsonl atomically (it is small: one line per epoch)."""
+        atomic_write_text(self.path / METRICS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+
+    # ---- checkpoint ----------------------------------------------------------------------------
+    def _committed_file(self, name: str, state: dict | None) -> Path:
+        """The file that holds the committed version of `name` (the `.next` file if not yet renamed)."""
+        want = (state or {}).get("files", {}).get(name)
+        nxt = self.path / f"{name}.next"
+        if want and nxt.exists() and sha256_file(nxt) == want:
+            return nxt
+        return self.path / name
+
+    def _recover(self) -> None:
+        """Writer-side: finish an interrupted checkpoint commit, or drop an uncommitted one."""
+        state = self._read_json(STATE, missing_ok=True)
+        for name in (MODEL, OPTIM):
+            nxt = self.path / f"{name}.next"
+            if nxt.exists():
+                if state and sha256_file(nxt) == state.get("files", {}).get(name):
+                    os.replace(nxt, self.path / name)
+                else:
+                    nxt.unlink()
+
+    def has_checkpoint(self) -> bool:
+        return (self.path / STATE).exists()
+
+    def save_checkpoint(self, model_tensors: dict, optim_tensors: dict, state: dict[str, Any]) -> None:
+        """Write model + optimizer tensors and the JSON resume state as one atomic checkpoint."""
+        from safetensors.torch import save
+
+        self._recover()
+        meta = {"run_id": self.id, "epoch": str(state.get("epoch"))}
+        files = {}
+        for name, tensors in ((MODEL, model_tensors), (OPTIM, optim_tensors)):
+            data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=meta)
+            atomic_write_bytes(self.path / f"{name}.next", data)
+            files[name] = hashlib.sha256(data).hexdigest()
+        atomic_write_json(self.path / STATE, dict(state, files=files, saved=now_iso()))  # commit point
+        for name in files:
+            os.replace(self.path / f"{name}.next", self.path / name)
+
+    def _load_tensors(self, name: str, state: dict | None, verify: bool = True) -> dict:
+        from safetensors.torch import load
+
+        p = self._committed_file(name, state)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise StoreError(f"missing ({self.path / name}); the run has no checkpoint "
+                             f"(status {self.status!r})", self.id, name) from None
+        want = (state or {}).get("files", {}).get(name)
+        if verify and want and hashlib.sha256(data).hexdigest() != want:
+            raise StoreError(f"corrupted: sha256 differs from the one recorded in {STATE} ({p})", self.id, name)
+        try:
+            return load(data)
+        except Exception as e:  # safetensors raises its own error types
+            raise StoreError(f"corrupted safetensors file ({p}): {e}", self.id, name) from None
+
+    def load_checkpoint(self) -> tuple[dict, dict, dict] | None:
+        """(model_tensors, optim_tensors, state) of the last committed epoch, or None if none. Writer-side:
+        finishes an interrupted commit first."""
+        self._recover()
+        state = self._read_json(STATE, missing_ok=True)
+        if state is None:
+            return None
+        return self._load_tensors(MODEL, state), self._load_tensors(OPTIM, state), state
+
+    def state(self) -> dict[str, Any] | None:
+        return self._read_json(STATE, missing_ok=True)
+
+    def model_tensors(self) -> dict:
+        """The weights as a {name: tensor} dict (verified against state.json's sha256 when present)."""
+        return self._load_tensors(MODEL, self._read_json(STATE, missing_ok=True))
+
+    # ---- model and data ------------------------------------------------------------------------
+    def model_config(self):
+        from workbench.model import ModelConfig
+
+        try:
+            return ModelConfig.from_dict(dict(self.config["model"]))
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"invalid model section: {e}", self.id, CONFIG) from None
+
+    def load_model(self, device: str = "cpu"):
+        """The trained PEClassifier in eval mode on `device`."""
+        from workbench.model import PEClassifier
+
+        model = PEClassifier(self.model_config())
+        tensors = self.model_tensors()
+        try:
+            model.load_state_dict(tensors, strict=True)
+        except RuntimeError as e:
+            raise StoreError(f"weights do not fit the model config: {e}", self.id, MODEL) from None
+        return model.to(device).eval()
+
+    def load_dataset(self):
+        """The run's Dataset (synthetic_tasks), from the store's data cache."""
+        ds = self.store.load_task(self.config["task"])
+        recorded = self.info.get("dataset_hash")
+        if recorded and recorded != ds.hash:
+            warnings.warn(f"run {self.id!r} was trained on dataset {recorded}, but its task spec now generates "
+                          f"{ds.hash} (the generator changed?)", stacklevel=2)
+        return ds
+
+    # ---- analysis tables -----------------------------------------------------------------------
+    def _table_path(self, name: str) -> Path:
+        if not _TABLE_NAME.match(name):
+            raise ValueError(f"table name {name!r} may only contain letters, digits, '_', '.', '-'")
+        return self.path / TABLES / f"{name}.parquet"
+
+    def save_table(self, name: str, df: "pd.DataFrame") -> Path:
+        """Store an analysis table as tables/<name>.parquet (atomically; replaces an older one)."""
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        return atomic_write_bytes(self._table_path(name), buf.getvalue())
+
+    def load_table(self, name: str) -> "pd.DataFrame":
+        import pandas as pd
+
+        p = self._table_path(name)
+        if not p.exists():
+            raise StoreError(f"no table {name!r}; stored tables: {self.tables() or 'none'}", self.id,
+                             f"{TABLES}/{name}.parquet")
+        try:
+            return pd.read_parquet(p)
+        except Exception as e:
+            raise StoreError(f"corrupted parquet ({p}): {e}", self.id, f"{TABLES}/{name}.parquet") from None
+
+    def tables(self) -> list[str]:
+        d = self.path / TABLES
+        return sorted(p.stem for p in d.glob("*.parquet")) if d.is_dir() else []
+
+    def has_table(self, name: str) -> bool:
+        return self._table_path(name).exists()
+
+    # ---- summary -------------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        """The index row of this run (what `RunStore.query` returns)."""
+        cfg = self.config
+        info = self.info
+        st = info.get("status", "created")
+        if st == "running" and not process_alive(info):
+            st = "interrupted"
+        final = info.get("final") or {}
+        model, task, train = cfg["model"], cfg["task"], cfg["train"]
+        return {
+            "id": self.id, "scheme": model.get("scheme"), "task": task.get("task"), "arch": model.get("arch"),
+            "preset": cfg.get("preset"), "seed": train.get("seed"), "tag": cfg.get("tag"), "status": st,
+            "epoch": info.get("epoch", 0), "epochs": train.get("epochs"),
+            "test_acc": final.get("test_acc"), "test_loss": final.get("test_loss"),
+            "train_acc": final.get("train_acc"), "wall_time_s": info.get("wall_time_s"),
+            "created": info.get("created"), "updated": info.get("updated"), "path": str(self.path.resolve()),
+            "config": json.dumps(cfg, sort_keys=True), "error": info.get("error"),
+        }
+
+
+def _stat(path: Path) -> str:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "-"
+    return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+
+
+def folder_stamp(path: Path) -> str:
+    """Changes whenever run.json or config.json is rewritten (atomic writes replace the inode)."""
+    return f"{_stat(path / INFO)}|{_stat(path / CONFIG)}"

@@ -1,0 +1,284 @@
+"""`RunStore`: the run folders under one root, and their SQLite index.
+
+The folders are the truth; `<root>/index.sqlite` is a cache of one row per run that `query` keeps in step
+with them: before each query it stats every run folder's run.json/config.json and re-reads the folders
+whose files changed, appeared or vanished (and re-checks runs marked `running` whose process may have
+died). A missing, corrupted or old-schema index is rebuilt from the folders. Every index write is one
+SQLite transaction.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+from contextlib import closing
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from .atomic import atomic_write_json
+from .errors import StoreError
+from .run import CONFIG, INFO, Run, folder_stamp, now_iso
+
+INDEX = "index.sqlite"
+SCHEMA_VERSION = "1"
+COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "tag", "status", "epoch", "epochs", "test_acc",
+           "test_loss", "train_acc", "wall_time_s", "created", "updated", "path", "config", "error"]
+FILTERS = ("scheme", "task", "arch", "preset", "seed", "status", "tag")
+TASK_SHORT = {"trigger-distance": "t1", "trigger-count": "t2"}
+
+_SQL_TYPES = {"seed": "INTEGER", "epoch": "INTEGER", "epochs": "INTEGER", "test_acc": "REAL", "test_loss": "REAL",
+              "train_acc": "REAL", "wall_time_s": "REAL"}
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("PELAB_RUNS", "runs"))
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """sha256 over what determines the result: the model, task and train sections (not preset/tag labels)."""
+    core = {k: config[k] for k in ("model", "task", "train")}
+    return hashlib.sha256(canonical_json(core).encode()).hexdigest()
+
+
+def _slug(s: Any) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", str(s)).strip("_-") or "x"
+
+
+def run_id_for(config: dict[str, Any]) -> str:
+    """Readable and unique: `t1-rope-cpu-s42-1a2b3c` (task, tag or scheme, [arch if not paper], preset, seed,
+    6 hex of the config hash). The same config always gives the same id."""
+    model, task, train = config["model"], config["task"], config["train"]
+    name = task.get("task", "task")
+    parts = [TASK_SHORT.get(name, _slug(name)), _slug(config.get("tag") or model.get("scheme"))]
+    if model.get("arch", "paper") != "paper":
+        parts.append(_slug(model["arch"]))
+    parts += [_slug(config.get("preset") or "custom"), f"s{train.get('seed')}", config_hash(config)[:6]]
+    return "-".join(parts)
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """`git describe` (+ `-dirty` when tracked files changed) of the source tree, else the package version.
+    Uses --no-optional-locks so it never writes to the repository."""
+    import workbench
+
+    src = Path(workbench.__file__).resolve().parent.parent
+    try:
+        git = ["git", "--no-optional-locks", "-C", str(src)]
+        desc = subprocess.run(git + ["describe", "--always", "--tags"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10, check=True).stdout.strip()
+        if desc:
+            return f"{desc}-dirty" if dirty else desc
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return f"pe-lab {workbench.__version__}"
+
+
+class RunStore:
+    """All runs under `root` (default: $PELAB_RUNS or ./runs). Datasets are cached in `data_dir`
+    (default: $PELAB_DATA or `<root>/../data_cache`)."""
+
+    def __init__(self, root: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None):
+        self.root = Path(root) if root is not None else default_root()
+        self.root.mkdir(parents=True, exist_ok=True)
+        if data_dir is None:
+            data_dir = os.environ.get("PELAB_DATA") or (self.root.resolve().parent / "data_cache")
+        self.data_dir = Path(data_dir)
+        self.index_path = self.root / INDEX
+        self._datasets: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.root)!r})"
+
+    # ---- runs ----------------------------------------------------------------------------------
+    def run_id(self, config: dict[str, Any]) -> str:
+        return run_id_for(config)
+
+    def exists(self, run_id: str) -> bool:
+        return (self.root / run_id / CONFIG).exists()
+
+    def get(self, run_id: str) -> Run:
+        """The run with this id. StoreError if there is no such run folder or its config is unreadable."""
+        if not (self.root / run_id).is_dir():
+            near = [r for r in self.run_ids() if run_id in r][:5]
+            hint = f"; did you mean {near}?" if near else ""
+            raise StoreError(f"no such run in {self.root}{hint}", run_id)
+        run = Run(self, run_id)
+        run.config  # noqa: B018 - raises StoreError naming config.json when missing or corrupted
+        return run
+
+    def run_ids(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(e.name for e in os.scandir(self.root)
+                      if e.is_dir() and not e.name.startswith(".") and e.name != "tables")
+
+    def runs(self, **filters: Any) -> list[Run]:
+        """Run handles matching the filters (see `query`)."""
+        return [Run(self, rid) for rid in self.query(**filters)["id"]]
+
+    def create(self, config: dict[str, Any]) -> Run:
+        """Create the run folder for `config` (config.json + run.json with status `created`), or return the
+        existing run with the same config. StoreError if a folder with this id holds a different config."""
+        for section in ("model", "task", "train"):
+            if not isinstance(config.get(section), dict):
+                raise ValueError(f"run config needs a {section!r} section (dict); got keys {sorted(config)}")
+        run_id = self.run_id(config)
+        run = Run(self, run_id)
+        run.path.mkdir(parents=True, exist_ok=True)
+        if (run.path / CONFIG).exists():
+            if config_hash(run.config) != config_hash(config):
+                raise StoreError(f"exists with a different config ({run.path / CONFIG})", run_id, CONFIG)
+            return run
+        atomic_write_json(run.path / CONFIG, config)
+        if not (run.path / INFO).exists():
+            stamp = now_iso()
+            atomic_write_json(run.path / INFO, {"id": run_id, "status": "created", "created": stamp,
+                                                "updated": stamp, "epoch": 0, "code_version": code_version()})
+        run._config = None
+        self._index_run(run)
+        return run
+
+    def delete(self, run_id: str) -> None:
+        path = self.root / run_id
+        if path.is_dir():
+            shutil.rmtree(path)
+        self._with_index(lambda c: c.execute("DELETE FROM runs WHERE id = ?", (run_id,)))
+
+    # ---- data ----------------------------------------------------------------------------------
+    def load_task(self, task: dict[str, Any]):
+        """Dataset for a run config's task section {"task", "preset", "seed", "overrides"} (memoised)."""
+        key = canonical_json(task)
+        if key not in self._datasets:
+            from synthetic_tasks import get_spec, load_or_generate
+
+            spec = get_spec(task["task"], preset=task.get("preset", "paper"), seed=task.get("seed", 42),
+                            **dict(task.get("overrides") or {}))
+            self._datasets[key] = load_or_generate(spec, self.data_dir)
+        return self._datasets[key]
+
+    # ---- index ---------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.index_path, timeout=60)
+        conn.execute("PRAGMA busy_timeout = 60000")
+        return conn
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        cols = ", ".join(f"{c} {_SQL_TYPES.get(c, 'TEXT')}" + (" PRIMARY KEY" if c == "id" else "")
+                         for c in COLUMNS)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS runs ({cols}, stamp TEXT)")
+        conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+
+    def _open_index(self) -> sqlite3.Connection:
+        """A connection to a valid index, rebuilding the file if it is corrupted or has an old schema."""
+        for attempt in range(2):
+            try:
+                conn = self._connect()
+                with conn:
+                    has = conn.execute("SELECT name FROM sqlite_master WHERE name='meta'").fetchone()
+                    version = has and conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                    if not version or version[0] != SCHEMA_VERSION:
+                        conn.execute("DROP TABLE IF EXISTS runs")
+                        self._create_schema(conn)
+                return conn
+            except sqlite3.DatabaseError:
+                if attempt:
+                    raise
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+                for suffix in ("", "-journal", "-wal", "-shm"):  # corrupted: start afresh
+                    Path(f"{self.index_path}{suffix}").unlink(missing_ok=True)
+        raise AssertionError("unreachable")
+
+    def _with_index(self, fn) -> Any:
+        with closing(self._open_index()) as conn:
+            with conn:  # one transaction
+                return fn(conn)
+
+    @staticmethod
+    def _row(run: Run) -> dict[str, Any]:
+        stamp = folder_stamp(run.path)
+        try:
+            row = run.summary()
+        except StoreError as e:
+            row = {c: None for c in COLUMNS} | {"id": run.id, "status": "corrupt", "error": str(e),
+                                                 "path": str(run.path.resolve())}
+        row["stamp"] = stamp
+        return row
+
+    @staticmethod
+    def _upsert(conn: sqlite3.Connection, rows: Iterable[dict[str, Any]]) -> None:
+        cols = COLUMNS + ["stamp"]
+        conn.executemany(f"INSERT OR REPLACE INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                         [tuple(r.get(c) for c in cols) for r in rows])
+
+    def _index_run(self, run: Run) -> None:
+        run._config = None
+        row = self._row(run)
+        self._with_index(lambda c: self._upsert(c, [row]))
+
+    def reindex(self) -> int:
+        """Rebuild the whole index from the run folders (one transaction). Returns the number of runs."""
+        rows = [self._row(Run(self, rid)) for rid in self.run_ids()]
+
+        def rebuild(conn):
+            conn.execute("DELETE FROM runs")
+            self._upsert(conn, rows)
+
+        self._with_index(rebuild)
+        return len(rows)
+
+    def refresh(self) -> None:
+        """Bring the index in step with the folders: re-read changed, new and running runs; drop vanished ones."""
+        def sync(conn):
+            known = {rid: (stamp, status) for rid, stamp, status in
+                     conn.execute("SELECT id, stamp, status FROM runs")}
+            ids = self.run_ids()
+            stale = [rid for rid in ids if rid not in known or known[rid][1] == "running"
+                     or known[rid][0] != folder_stamp(self.root / rid)]
+            gone = set(known) - set(ids)
+            if stale:
+                self._upsert(conn, [self._row(Run(self, rid)) for rid in stale])
+            if gone:
+                conn.executemany("DELETE FROM runs WHERE id = ?", [(g,) for g in gone])
+
+        self._with_index(sync)
+
+    def query(self, **filters: Any):
+        """Runs as a pandas DataFrame (one row per run, columns `COLUMNS`), newest first.
+
+        Filters: scheme, task, arch, preset, seed, status, tag; each a value or a list of values (None = any).
+        """
+        import pandas as pd
+
+        unknown = set(filters) - set(FILTERS)
+        if unknown:
+            raise ValueError(f"unknown filters {sorted(unknown)}; use {list(FILTERS)}")
+        where, args = [], []
+        for key, value in filters.items():
+            if value is None:
+                continue
+            values = list(value) if isinstance(value, (list, tuple, set)) else [value]
+            where.append(f"{key} IN ({', '.join('?' * len(values))})")
+            args += values
+        self.refresh()
+        sql = f"SELECT {', '.join(COLUMNS)} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created DESC, id"
+        with closing(self._open_index()) as conn:
+            return pd.read_sql_query(sql, conn, params=args)

@@ -1,0 +1,241 @@
+"""The training loop: one function, readable in one sitting (nanoGPT-style).
+
+    run = train(config, store)          # config from presets.resolve_config(...)
+
+Device: CUDA when available (bf16 autocast, fused AdamW, optional torch.compile), else CPU; the code path
+is the same. On CPU a run is deterministic given its seed: parameter init follows `model.seed`, and at the
+start of epoch e the global torch RNG (dropout) and the shuffling generator are re-seeded from
+(train.seed, e), so a resumed run replays exactly the batches and dropout masks of an uninterrupted one.
+A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every epoch.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from workbench.store import Run, RunStore, StoreError, code_version
+from workbench.store.run import now_iso, process_alive, process_identity
+
+
+class StopTraining(Exception):
+    """Raised inside the loop to stop after a given epoch (the run is left `interrupted`, resumable)."""
+
+
+def derive_seed(seed: int, epoch: int, stream: str) -> int:
+    """A 63-bit seed that depends only on (seed, epoch, stream)."""
+    digest = hashlib.sha256(f"pe-lab:{seed}:{epoch}:{stream}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
+    """The shuffling order of epoch `epoch` (0-based), a function of (seed, epoch) only."""
+    g = torch.Generator().manual_seed(derive_seed(seed, epoch, "shuffle"))
+    return torch.randperm(n, generator=g)
+
+
+def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
+    """Linear warm-up over `warmup_frac` of all steps, then cosine decay to 0 (or constant)."""
+    lr, warmup = train["lr"], round(train["warmup_frac"] * total_steps)
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if train["schedule"] == "constant":
+        return lr
+    progress = (step - warmup) / max(1, total_steps - warmup)
+    return lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def set_threads(threads: int | None) -> int:
+    """Use `threads` (or $PELAB_THREADS) intra-op CPU threads; otherwise keep torch's default."""
+    threads = threads or int(os.environ.get("PELAB_THREADS", "0") or 0)
+    if threads:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+@torch.no_grad()
+def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` in eval mode."""
+    was_training = model.training
+    model.eval()
+    loss_sum = torch.zeros((), device=x.device)
+    correct = torch.zeros((), device=x.device, dtype=torch.long)
+    for i in range(0, len(x), batch_size):
+        xb, yb = x[i:i + batch_size], y[i:i + batch_size]
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
+            logits = model(xb)
+        loss_sum += F.cross_entropy(logits.float(), yb, reduction="sum")
+        correct += (logits.argmax(-1) == yb).sum()
+    model.train(was_training)
+    n = max(1, len(x))
+    return loss_sum.item() / n, correct.item() / n
+
+
+def optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
+    """AdamW state as flat tensors: state.<param index>.<exp_avg|exp_avg_sq|step>."""
+    out = {}
+    for idx, st in opt.state_dict()["state"].items():
+        for key, value in st.items():
+            out[f"state.{idx}.{key}"] = value if torch.is_tensor(value) else torch.tensor(value)
+    return out
+
+
+def load_optimizer_tensors(opt: torch.optim.Optimizer, tensors: dict[str, torch.Tensor]) -> None:
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for name, value in tensors.items():
+        if name.startswith("state."):
+            _, idx, key = name.split(".", 2)
+            state.setdefault(int(idx), {})[key] = value
+    sd = opt.state_dict()
+    opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+
+
+def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
+          force: bool = False, device: str | None = None, compile: bool = False, amp: bool | None = None,
+          threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
+          on_epoch: Callable[[Run, dict[str, Any]], None] | None = None) -> Run:
+    """Train the run described by `config` (a resolved run config, or an existing Run) and return its Run.
+
+    resume: continue from the last checkpoint if the run exists unfinished (else StoreError).
+    force: delete an existing run with this id and start over.
+    stop_after_epochs: stop (status `interrupted`, resumable) once this many epochs are done.
+    on_epoch(run, metrics_row): called after every committed epoch (may raise to abort).
+    A finished run is returned as is.
+    """
+    store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
+    if isinstance(config, Run):
+        config = config.config
+    run_id = store.run_id(config)
+    if force and store.exists(run_id):
+        store.delete(run_id)
+    run = store.create(config)
+    info = run.info
+    if run.status == "finished":
+        return run
+    if info.get("status") == "running" and process_alive(info) and info.get("pid") != os.getpid():
+        raise StoreError(f"is being trained by pid {info.get('pid')} on {info.get('host')}", run.id, "run.json")
+    if run.has_checkpoint() and not resume:
+        raise StoreError(f"exists unfinished (status {run.status!r}, epoch {info.get('epoch', 0)}); "
+                         "pass resume=True (--resume) to continue it or force=True (--force) to restart", run.id)
+
+    cfg, tcfg = run.config, run.config["train"]
+    dev = pick_device(device)
+    amp = (dev.type == "cuda") if amp is None else amp
+    n_threads = set_threads(threads)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+    ds = store.load_task(cfg["task"])
+    x_train, y_train = torch.from_numpy(ds.train_x).long().to(dev), torch.from_numpy(ds.train_y).long().to(dev)
+    x_test, y_test = torch.from_numpy(ds.test_x).long().to(dev), torch.from_numpy(ds.test_y).long().to(dev)
+
+    from workbench.model import PEClassifier
+
+    model = PEClassifier(run.model_config()).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
+                            weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
+    bs, epochs, seed = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"]
+    n = len(x_train)
+    steps_per_epoch = math.ceil(n / bs)
+    total_steps = steps_per_epoch * epochs
+
+    start_epoch, step, wall_before, rows = 0, 0, 0.0, []
+    ckpt = run.load_checkpoint() if resume else None
+    if ckpt is not None:
+        model_t, optim_t, state = ckpt
+        model.load_state_dict(model_t, strict=True)
+        load_optimizer_tensors(opt, optim_t)
+        start_epoch, step, wall_before = state["epoch"], state["step"], state.get("wall_time_s", 0.0)
+        if "rng.torch" in optim_t:
+            torch.set_rng_state(optim_t["rng.torch"])
+        rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
+    fwd = torch.compile(model) if compile else model
+
+    run.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
+                    compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
+                    torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
+                    error=None, **process_identity())
+    t_session = time.perf_counter()
+    try:
+        from tqdm.auto import tqdm
+
+        for epoch in range(start_epoch, epochs):
+            torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
+            perm = epoch_permutation(n, seed, epoch).to(dev)
+            model.train()
+            loss_sum = torch.zeros((), device=dev)
+            correct = torch.zeros((), device=dev, dtype=torch.long)
+            t0 = time.perf_counter()
+            bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
+                       disable=not progress, file=sys.stderr, dynamic_ncols=True)
+            for i in bar:
+                idx = perm[i * bs:(i + 1) * bs]
+                xb, yb = x_train[idx], y_train[idx]
+                lr = lr_at(step, total_steps, tcfg)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+                    logits = fwd(xb)
+                loss = F.cross_entropy(logits.float(), yb)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if tcfg.get("grad_clip"):
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
+                opt.step()
+                step += 1
+                loss_sum += loss.detach() * len(idx)
+                correct += (logits.detach().argmax(-1) == yb).sum()
+                if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
+                    seen = min(n, (i + 1) * bs)
+                    bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
+                                    lr=f"{lr:.2e}")
+            bar.close()
+            train_time = time.perf_counter() - t0
+            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp)
+            wall = wall_before + time.perf_counter() - t_session
+            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n,
+                   "train_acc": correct.item() / n, "test_loss": test_loss, "test_acc": test_acc,
+                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time, "time": now_iso()}
+            rows.append(row)
+            run.write_metrics(rows)
+            rng = {"rng.torch": torch.get_rng_state()}
+            if dev.type == "cuda":
+                rng["rng.cuda"] = torch.cuda.get_rng_state(dev)
+            run.save_checkpoint(model.state_dict(), optimizer_tensors(opt) | rng,
+                                {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
+                                 "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
+                                 "shuffle": "epoch_permutation(n, train.seed, epoch)"})
+            final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final)
+            if progress:
+                tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
+                           f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
+                           f"{row['seq_per_s']:.0f} seq/s", file=sys.stderr)
+            if on_epoch is not None:
+                on_epoch(run, row)
+            if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
+                raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
+    except (KeyboardInterrupt, StopTraining) as e:
+        run.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return run
+    except BaseException as e:
+        with contextlib.suppress(Exception):
+            run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+        raise
+    run.update_info(status="finished", finished=now_iso(),
+                    wall_time_s=wall_before + time.perf_counter() - t_session)
+    return run

@@ -1,0 +1,192 @@
+"""Training presets as plain configs, and the resolution of a run config from preset + choices + overrides.
+
+A run config is a plain dict (stored as config.json):
+
+    {"preset": "cpu", "tag": None,
+     "model": ModelConfig.to_dict(),                          # vocab_size / n_classes / max_len filled from the data
+     "task":  {"task": "trigger-distance", "preset": "cpu", "seed": 42, "overrides": {}},   # synthetic_tasks spec
+     "train": {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size",
+               "eval_batch_size", "seed", "grad_clip"}}
+
+`--seed` (or `seed=`) sets the training seed (parameter init, dropout, shuffling); the dataset keeps the
+preset's data seed (42) so that runs of different seeds share one test set. Change it with `task.seed=...`.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Iterable
+
+TASKS = ("trigger-distance", "trigger-count")
+TASK_ALIASES = {"t1": "trigger-distance", "task1": "trigger-distance", "1": "trigger-distance",
+                "distance": "trigger-distance", "t2": "trigger-count", "task2": "trigger-count", "2": "trigger-count",
+                "count": "trigger-count"}
+TRAIN_KEYS = {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size", "eval_batch_size",
+              "seed", "grad_clip"}
+TASK_KEYS = {"task", "preset", "seed", "overrides"}
+
+_TRAIN_DEFAULTS = {"betas": [0.98, 0.9], "weight_decay": 1e-5, "warmup_frac": 0.06, "schedule": "cosine",
+                   "seed": 42, "grad_clip": None, "eval_batch_size": 1024}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # SPEC section 2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
+    "paper": {
+        "model": {"arch": "paper", "d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.1,
+                  "max_len": 128},
+        "task": {"preset": "paper", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 1e-4, "epochs": 100, "batch_size": 512},
+        "by_task": {"trigger-distance": {"train.epochs": 100}, "trigger-count": {"train.epochs": 150}},
+        "by_scheme": {"mla": {"train.batch_size": 1024}},
+        "doc": "paper scale (SPEC section 2): 6 layers, d_model 256, 16 heads, AdamW 1e-4, 100/150 epochs; GPU",
+    },
+    # Found by experiment on 2 CPU cores (docs/training.md): every scheme trains in well under 3 minutes,
+    # RoPE reaches >= 95 % on Task 1 while NoPE stays near chance.
+    "cpu": {
+        "model": {"arch": "paper", "d_model": 64, "n_heads": 8, "d_ff": 128, "n_layers": 4, "dropout": 0.0,
+                  "max_len": None},
+        "task": {"preset": "cpu", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 3e-3, "epochs": 3, "batch_size": 64, "weight_decay": 1e-5},
+        "by_task": {},
+        "by_scheme": {},
+        "doc": "scaled down for 2 CPU cores (docs/training.md): 4 layers, d_model 64, 8 heads, cpu data preset",
+    },
+    # For tests: trains in a few seconds on the smoke data preset.
+    "smoke": {
+        "model": {"arch": "paper", "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 2, "dropout": 0.0,
+                  "max_len": None},
+        "task": {"preset": "smoke", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 3e-3, "epochs": 2, "batch_size": 64, "eval_batch_size": 256},
+        "by_task": {},
+        "by_scheme": {},
+        "doc": "a few seconds on CPU, for tests",
+    },
+}
+
+
+def canonical_task(task: str) -> str:
+    return TASK_ALIASES.get(str(task).lower(), task)
+
+
+def parse_value(text: str) -> Any:
+    """`--set` values: JSON (5, 1e-3, [1, 2], {"a": 1}, true, null), Python's True/False/None, else the string."""
+    py = {"True": True, "False": False, "None": None, "none": None}
+    if text in py:
+        return py[text]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_sets(items: Iterable[str]) -> list[tuple[str, Any]]:
+    """["train.epochs=5", "model.scheme_kwargs.rope_heads=[1,0,0,0]"] -> [(dotted key, value), ...]."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. train.epochs=5")
+        out.append((key.strip(), parse_value(value.strip())))
+    return out
+
+
+def set_dotted(cfg: dict[str, Any], key: str, value: Any) -> None:
+    """Set `cfg[a][b][c] = value` for key "a.b.c". Task keys other than task/preset/seed/overrides go into
+    task.overrides (e.g. `task.middle_max=24`)."""
+    parts = key.split(".")
+    if parts[0] not in ("model", "task", "train") or len(parts) < 2:
+        raise ValueError(f"override {key!r}: keys start with model., task. or train. (e.g. train.epochs)")
+    if parts[0] == "task" and parts[1] not in TASK_KEYS:
+        parts = ["task", "overrides"] + parts[1:]
+    if parts[0] == "train" and parts[1] not in TRAIN_KEYS:
+        raise ValueError(f"override {key!r}: unknown train key {parts[1]!r}; known: {sorted(TRAIN_KEYS)}")
+    node = cfg
+    for p in parts[:-1]:
+        if node.get(p) is None:
+            node[p] = {}
+        if not isinstance(node[p], dict):
+            raise ValueError(f"override {key!r}: {p!r} is not a section")
+        node = node[p]
+    node[parts[-1]] = value
+
+
+def flatten_sets(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """{"model": {"n_layers": 2}, "train.epochs": 3} -> [("model.n_layers", 2), ("train.epochs", 3)]."""
+    out = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        mergeable = "." not in key or key in ("model.scheme_kwargs", "task.overrides")
+        if isinstance(v, dict) and mergeable:
+            out += flatten_sets(v, key + ".")
+        else:
+            out.append((key, v))
+    return out
+
+
+def base_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-distance",
+                arch: str | None = None, seed: int | None = None,
+                sets: Iterable[tuple[str, Any]] | Iterable[str] = (), tag: str | None = None) -> dict[str, Any]:
+    """The run config before the data fills in vocab_size / n_classes / max_len (no I/O)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; presets: {list(PRESETS)}")
+    p = PRESETS[preset]
+    task = canonical_task(task)
+    cfg: dict[str, Any] = {"preset": preset, "tag": tag, "model": copy.deepcopy(p["model"]),
+                           "task": copy.deepcopy(p["task"]) | {"task": task, "overrides": {}},
+                           "train": copy.deepcopy(p["train"])}
+    cfg["model"]["scheme"] = scheme
+    cfg["model"]["scheme_kwargs"] = {}
+    if arch is not None:
+        cfg["model"]["arch"] = arch
+    for key, value in list(p["by_task"].get(task, {}).items()) + list(p["by_scheme"].get(scheme, {}).items()):
+        set_dotted(cfg, key, value)
+    if seed is not None:
+        cfg["train"]["seed"] = int(seed)
+    sets = [parse_sets([s])[0] if isinstance(s, str) else s for s in sets]
+    for key, value in sets:
+        set_dotted(cfg, key, value)
+    if not any(k == "model.seed" for k, _ in sets):
+        cfg["model"]["seed"] = cfg["train"]["seed"]  # parameter init follows the training seed
+    cfg["task"]["task"] = canonical_task(cfg["task"]["task"])
+    return cfg
+
+
+def resolve_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-distance",
+                   arch: str | None = None, seed: int | None = None,
+                   sets: Iterable[tuple[str, Any]] | Iterable[str] = (), tag: str | None = None,
+                   store=None) -> dict[str, Any]:
+    """Fully resolved run config: preset, then scheme/task/arch/seed, then per-task and per-scheme preset
+    rules, then `sets` (dotted overrides, later wins); vocab_size, n_classes and (when None) max_len come from
+    the dataset, which is generated or loaded from the store's cache. The model section is validated."""
+    from workbench.model import ModelConfig
+    from workbench.store import RunStore
+
+    cfg = base_config(preset, scheme, task, arch, seed, sets, tag)
+    store = store if store is not None else RunStore()
+    ds = store.load_task(cfg["task"])
+    model = cfg["model"]
+    model["vocab_size"], model["n_classes"] = int(ds.vocab_size), int(ds.n_classes)
+    if model.get("max_len") is None:
+        model["max_len"] = int(ds.seq_len)
+    if model["max_len"] < ds.seq_len:
+        raise ValueError(f"model.max_len={model['max_len']} is shorter than the data's seq_len={ds.seq_len}")
+    cfg["model"] = ModelConfig.from_dict(model).to_dict()
+    return finish_train_section(cfg)
+
+
+def finish_train_section(cfg: dict[str, Any]) -> dict[str, Any]:
+    t = cfg["train"]
+    unknown = set(t) - TRAIN_KEYS
+    if unknown:
+        raise ValueError(f"unknown train keys {sorted(unknown)}; known: {sorted(TRAIN_KEYS)}")
+    checks = [(t["lr"] > 0, "lr must be > 0"), (int(t["epochs"]) >= 1, "epochs must be >= 1"),
+              (int(t["batch_size"]) >= 1, "batch_size must be >= 1"),
+              (0 <= t["warmup_frac"] < 1, "warmup_frac must be in [0, 1)"),
+              (t["schedule"] in ("cosine", "constant"), "schedule must be 'cosine' or 'constant'"),
+              (len(t["betas"]) == 2, "betas must be two numbers")]
+    for ok, msg in checks:
+        if not ok:
+            raise ValueError(f"train config: {msg} (got {t})")
+    t["epochs"], t["batch_size"], t["seed"] = int(t["epochs"]), int(t["batch_size"]), int(t["seed"])
+    t["eval_batch_size"] = int(t.get("eval_batch_size") or t["batch_size"])
+    t["betas"] = [float(b) for b in t["betas"]]
+    return cfg

@@ -1,0 +1,183 @@
+"""Resumable sweeps over a TOML grid: schemes x tasks x seeds (x archs), plus named override sets.
+
+    preset  = "cpu"
+    tasks   = ["trigger-distance", "trigger-count"]
+    seeds   = [42, 43]
+    archs   = ["paper"]                     # optional (or arch = "paper")
+    schemes = ["nope", "rope", "alibi"]
+
+    [set]                                   # overrides for every run (dotted keys or nested tables)
+    "train.epochs" = 3
+
+    [[variants]]                            # a named override set: its name becomes the run tag
+    name = "rope-h1-l0"
+    scheme = "rope"
+    set = { "model.scheme_kwargs" = { rope_heads = 1, rope_layers = [0] } }
+    # tasks / seeds / archs / preset here restrict or replace the grid's for this variant
+
+Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
+sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.store import RunStore, StoreError
+from workbench.store.run import process_alive
+
+from .presets import flatten_sets, resolve_config
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset"}
+
+
+def load_grid(path: str | Path) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        grid = tomllib.load(f)
+    grid.setdefault("name", Path(path).stem)
+    return grid
+
+
+def _listify(v: Any) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def grid_points(grid: dict[str, Any]) -> list[dict[str, Any]]:
+    """The grid's points as keyword dicts for `resolve_config` (no I/O), in run order: seed, task, arch, scheme."""
+    unknown = set(grid) - GRID_KEYS
+    if unknown:
+        raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
+    preset = grid.get("preset", "cpu")
+    tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
+    archs = _listify(grid.get("archs", grid.get("arch", "paper")))
+    common = flatten_sets(grid.get("set", {}))
+    entries = [{"scheme": s, "tag": None, "sets": []} for s in _listify(grid.get("schemes", []))]
+    for v in grid.get("variants", []):
+        bad = set(v) - VARIANT_KEYS
+        if bad or "name" not in v or "scheme" not in v:
+            raise ValueError(f"grid variant {v}: needs name and scheme; allowed keys {sorted(VARIANT_KEYS)}")
+        entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": flatten_sets(v.get("set", {})),
+                        "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
+                        "preset": v.get("preset")})
+    points = []
+    for seed in seeds:
+        for task in tasks:
+            for arch in archs:
+                for e in entries:
+                    if e.get("tasks") is not None and task not in _listify(e["tasks"]):
+                        continue
+                    if e.get("seeds") is not None and seed not in _listify(e["seeds"]):
+                        continue
+                    if e.get("archs") is not None and arch not in _listify(e["archs"]):
+                        continue
+                    points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
+                                   "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"]})
+    return points
+
+
+def expand_grid(grid: dict[str, Any], store: RunStore) -> list[dict[str, Any]]:
+    """Resolved run configs of every grid point (datasets are generated or loaded once per task)."""
+    return [resolve_config(store=store, **p) for p in grid_points(grid)]
+
+
+def _fmt_time(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
+          threads: int | None = None, compile: bool = False, progress: bool = True, dry_run: bool = False,
+          shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
+          log=None) -> list[dict[str, Any]]:
+    """Train every run of the grid that is not finished yet. Returns one record per run:
+    {"id", "outcome": finished (already) | trained | resumed | failed | busy | planned, "test_acc", "error"}.
+
+    shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
+    retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
+    Ctrl-C marks the current run interrupted and stops; run the sweep again to continue.
+    """
+    from .loop import train
+
+    store = store if store is not None else RunStore()
+    if not isinstance(grid, dict):
+        grid = load_grid(grid)
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    configs = expand_grid(grid, store)
+    if shard is not None:
+        i, k = shard
+        configs = [c for j, c in enumerate(configs) if j % k == i]
+    ids = [store.run_id(c) for c in configs]
+    if len(set(ids)) != len(ids):
+        dup = sorted({x for x in ids if ids.count(x) > 1})
+        log(f"note: {len(ids) - len(set(ids))} grid points repeat an identical config ({dup[:3]}...); run once")
+    done = sum(store.exists(r) and store.get(r).status == "finished" for r in set(ids))
+    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished, root {store.root}")
+    results, t_start, seen = [], time.perf_counter(), set()
+    total = len(ids)
+    for k, (cfg, run_id) in enumerate(zip(configs, ids), 1):
+        if run_id in seen:
+            continue
+        seen.add(run_id)
+        head = f"[{k:>{len(str(total))}}/{total}] {run_id}"
+        rec: dict[str, Any] = {"id": run_id, "outcome": None, "test_acc": None, "error": None}
+        existing = store.get(run_id) if store.exists(run_id) else None
+        status = existing.status if existing else "new"
+        if status == "finished":
+            rec.update(outcome="finished", test_acc=existing.final.get("test_acc"))
+            log(f"{head}  finished already (test acc {rec['test_acc']:.4f})" if rec["test_acc"] is not None
+                else f"{head}  finished already")
+            results.append(rec)
+            continue
+        if status == "running" and process_alive(existing.info):
+            rec["outcome"] = "busy"
+            log(f"{head}  being trained by another process (pid {existing.info.get('pid')}); skipped")
+            results.append(rec)
+            continue
+        if status == "failed" and not retry_failed:
+            rec.update(outcome="failed", error=existing.info.get("error"))
+            log(f"{head}  failed before ({rec['error']}); skipped (retry_failed=False)")
+            results.append(rec)
+            continue
+        if dry_run:
+            rec["outcome"] = "planned"
+            log(f"{head}  would {'resume' if existing and existing.has_checkpoint() else 'train'} ({status})")
+            results.append(rec)
+            continue
+        resumed = bool(existing and existing.has_checkpoint())
+        log(f"{head}  {'resuming from epoch ' + str(existing.info.get('epoch', 0)) if resumed else 'training'}"
+            f"  (sweep time {_fmt_time(time.perf_counter() - t_start)})")
+        t0 = time.perf_counter()
+        try:
+            run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress)
+        except KeyboardInterrupt:
+            log(f"{head}  interrupted; run the sweep again to resume")
+            raise
+        except Exception as e:  # one broken run must not stop the sweep
+            rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
+            log(f"{head}  FAILED: {rec['error']}")
+            results.append(rec)
+            if fail_fast:
+                raise
+            continue
+        rec.update(outcome="resumed" if resumed else "trained", test_acc=run.final.get("test_acc"))
+        if run.status != "finished":  # pragma: no cover - train() only returns unfinished with stop hooks
+            rec["outcome"] = run.status
+        log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}")
+        results.append(rec)
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    log(f"sweep done in {_fmt_time(time.perf_counter() - t_start)}: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return results
+
+
+__all__ = ["load_grid", "grid_points", "expand_grid", "sweep", "StoreError"]
