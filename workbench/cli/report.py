@@ -1,5 +1,36 @@
-"""CLI commands (filled in by its issue)."""
+"""`workbench report`: one self-contained HTML report (+ summary.json) over a selection of runs."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
 
 
-def register(app):
-    pass
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        runs_query: str = typer.Option("all", "--runs", help="which runs: 'all' or filters like "
+                                       "scheme=rope|nope,task=trigger-distance (keys: scheme task arch preset "
+                                       "seed status tag id)"),
+        out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write"),
+        store: Optional[Path] = typer.Option(None, "--store", help="run store (default: $PELAB_RUNS or ./runs)"),
+        title: Optional[str] = typer.Option(None, help="report title"),
+        summary: Optional[Path] = typer.Option(None, help="where to write summary.json (default: next to --out)"),
+    ) -> None:
+        """Write a self-contained HTML report (works offline) and summary.json for the selected runs."""
+        from workbench.report import build_report, parse_query
+        from workbench.store import RunStore
+
+        try:
+            parse_query(runs_query)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--runs") from None
+        s = build_report(RunStore(store), runs_query, out, title=title, summary_path=summary)
+        n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
+        typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
+                   f"and {Path(summary) if summary else out.with_name('summary.json')}")
+        for p in s["problems"]:
+            typer.secho(f"  problem: {p}", fg=typer.colors.YELLOW, err=True)
+        if not s["runs"]:
+            typer.secho(f"no runs match {runs_query!r}", fg=typer.colors.YELLOW, err=True)

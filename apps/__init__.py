@@ -1,0 +1,69 @@
+"""PE-Lab dashboard: a Dash multi-page app over the run store.
+
+    from apps import create_app
+    app = create_app("runs")          # default: $PELAB_RUNS or ./runs
+    app.run(host="127.0.0.1", port=8050)
+
+or `workbench app`. One module per page in `apps/pages/`, each with `PATH`, `NAME`, `ORDER`, a `layout(**query)`
+function and `register_callbacks(app)` (callbacks next to their layout). Pages are registered with
+`dash.register_page`; callbacks are registered on the app itself (not globally), so several apps -- e.g. on
+different stores -- can live in one process. Long work (an analysis not stored yet, training a CPU-preset
+run) runs as a background callback through a `DiskcacheManager`.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+ASSETS = Path(__file__).parent / "assets"
+
+
+def page_modules():
+    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, partial_rope, qk_means, runs,
+                        spectral)
+
+    return [runs, ablation, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation, explorer]
+
+
+def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None):
+    """Build the dashboard for the run store at `store_root` (default: $PELAB_RUNS or ./runs).
+
+    `cache_dir` holds the background-job cache (default: a fresh temporary folder)."""
+    import dash
+    import diskcache
+    from dash import DiskcacheManager, dcc, html
+
+    from workbench.store import RunStore
+
+    from .common import AppContext
+
+    store = RunStore(store_root)
+    if cache_dir is None:
+        cache_dir = Path(tempfile.mkdtemp(prefix="pelab-dash-"))
+        atexit.register(shutil.rmtree, cache_dir, True)
+    cache_dir = Path(cache_dir)
+    manager = DiskcacheManager(diskcache.Cache(str(cache_dir)))
+    app = dash.Dash(
+        __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
+        background_callback_manager=manager, suppress_callback_exceptions=True, title="PE-Lab",
+        update_title=None, serve_locally=True,
+    )
+    app.server.config["PELAB"] = AppContext(store_root=Path(store.root).resolve(), cache_dir=cache_dir)
+
+    modules = page_modules()
+    for m in modules:
+        dash.register_page(m.__name__, path=m.PATH, name=m.NAME, title=f"PE-Lab · {m.NAME}", order=m.ORDER,
+                           layout=m.layout)
+    nav = html.Nav([html.Span("PE-Lab", className="brand")]
+                   + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'runs'}")
+                      for m in modules]
+                   + [html.Span(str(Path(store.root).resolve()), className="store-root", title="run store")],
+                   className="navbar")
+    app.layout = html.Div([nav, dcc.Store(id="pelab-root", data=str(Path(store.root).resolve())),
+                           html.Main(dash.page_container, className="content")])
+    for m in modules:
+        m.register_callbacks(app)
+    return app

@@ -1,0 +1,305 @@
+"""What every page shares: the store of the current app, run pickers, hints, graphs, the job panel.
+
+Pages never compute an analysis or draw a figure themselves: tables come from the run store
+(`Run.load_table`), figures from `workbench.figures.FIGURES`, analyses from `workbench.analysis.ANALYSES`.
+This module only adapts them to Dash components and turns every failure into a readable hint.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+from dash import dcc, html
+
+GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+# ---- the app's context ---------------------------------------------------------------------------
+@dataclass
+class AppContext:
+    """Per-app settings, kept in `app.server.config["PELAB"]` (page layouts run inside a request)."""
+
+    store_root: Path
+    cache_dir: Path
+
+    def store(self):
+        from workbench.store import RunStore
+
+        return RunStore(self.store_root)
+
+
+def current() -> AppContext:
+    from flask import current_app
+
+    return current_app.config["PELAB"]
+
+
+def store_for(root: str | None):
+    """The store of a callback (`root` comes from the `pelab-root` dcc.Store) or of the current app."""
+    from workbench.store import RunStore
+
+    if root:
+        return RunStore(root)
+    return current().store()
+
+
+# ---- registries (imported lazily: the app starts even when a package is broken) -------------------
+def analyses() -> dict[str, Callable]:
+    try:
+        from workbench.analysis import ANALYSES
+    except Exception:  # pragma: no cover - shown as a hint on the pages
+        return {}
+    return ANALYSES
+
+
+def figures() -> dict[str, Callable]:
+    try:
+        from workbench.figures import FIGURES
+    except Exception:  # pragma: no cover
+        return {}
+    return FIGURES
+
+
+def not_applicable_type() -> type:
+    try:
+        from workbench.analysis import NotApplicable
+    except Exception:  # pragma: no cover
+        return type("NotApplicable", (Exception,), {})
+    return NotApplicable
+
+
+# ---- runs ------------------------------------------------------------------------------------------
+FILTER_KEYS = ("scheme", "task", "arch", "preset", "status")
+
+
+def query_runs(store, **filters) -> pd.DataFrame:
+    """store.query with empty filters dropped; an empty frame (with the store's columns) on no runs."""
+    clean = {k: v for k, v in filters.items() if v not in (None, "", [])}
+    return store.query(**clean)
+
+
+def run_label(row: dict | pd.Series) -> str:
+    acc = row.get("test_acc")
+    acc_s = f" · acc {acc:.3f}" if isinstance(acc, (int, float)) and acc == acc else ""
+    status = row.get("status")
+    st = "" if status == "finished" else f" · {status}"
+    return f"{row.get('id')}{acc_s}{st}"
+
+
+def run_options(df: pd.DataFrame) -> list[dict]:
+    return [{"label": run_label(r), "value": r["id"]} for r in df.to_dict("records")]
+
+
+def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | None = None,
+                store=None) -> str | None:
+    """`want` if it is a run in df; else the first finished run (that has `need_table`, when given)."""
+    if df.empty:
+        return None
+    ids = list(df["id"])
+    if want in ids:
+        return want
+    finished = [r for r, s in zip(df["id"], df["status"]) if s == "finished"] or ids
+    if need_table and store is not None:
+        for rid in finished:
+            try:
+                if store.get(rid).has_table(need_table):
+                    return rid
+            except Exception:
+                continue
+    return finished[0]
+
+
+def get_run(store, run_id: str | None):
+    """(run, None) or (None, hint component)."""
+    if not run_id:
+        return None, no_runs_hint(store)
+    try:
+        return store.get(run_id), None
+    except Exception as e:  # StoreError: missing folder, corrupted config
+        return None, hint(f"Run {run_id} cannot be read: {e}", kind="error")
+
+
+def run_state_hint(run) -> html.Div | None:
+    """A hint for runs that are not finished (created, running, interrupted, failed), else None."""
+    try:
+        status = run.status
+        info = run.info
+    except Exception as e:
+        return hint(f"Run {run.id} cannot be read: {e}", kind="error")
+    if status == "finished":
+        return None
+    cmd = f"workbench train --resume {run.id}"
+    if status == "failed":
+        err = (info.get("error") or "no error message recorded").strip().splitlines()
+        return hint(f"Run {run.id} failed: {err[-1] if err else ''}", cmd=cmd, kind="error",
+                    extra="Fix the cause, then resume or retrain it.")
+    if status == "running":
+        return hint(f"Run {run.id} is still training (epoch {info.get('epoch', 0)}); what is shown is its last "
+                    "checkpoint.", kind="info")
+    if status == "interrupted":
+        return hint(f"Run {run.id} was interrupted at epoch {info.get('epoch', 0)}; it is partial.", cmd=cmd,
+                    kind="warn")
+    return hint(f"Run {run.id} has not been trained yet (status {status}).", cmd=cmd, kind="warn")
+
+
+def has_checkpoint(run) -> bool:
+    try:
+        return run.has_checkpoint()
+    except Exception:
+        return False
+
+
+# ---- tables ------------------------------------------------------------------------------------------
+def load_table(run, name: str) -> tuple[pd.DataFrame | None, html.Div | None]:
+    """(table, None) or (None, hint) for a missing / unreadable table."""
+    try:
+        if not run.has_table(name):
+            return None, missing_table_hint(run, name)
+        return run.load_table(name), None
+    except Exception as e:
+        return None, hint(f"Table {name!r} of run {run.id} cannot be read: {e}", kind="error",
+                          cmd=analyze_cmd(run.id, name))
+
+
+def analyze_cmd(run_id: str, what: str) -> str:
+    """The `workbench analyze` command that stores table `what` for the run."""
+    if what.startswith("ablation_"):
+        return f"workbench analyze {run_id} --what ablation --mode {what.split('_', 1)[1]}"
+    return f"workbench analyze {run_id} --what {what.replace('_', '-')}"
+
+
+def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
+    tail = " or press Run" if button else ""
+    return hint(f"no {name} table yet for {run.id}: run `{analyze_cmd(run.id, name)}`{tail}.",
+                kind="missing")
+
+
+def no_runs_hint(store=None) -> html.Div:
+    where = f" in {store.root}" if store is not None else ""
+    return hint(f"No runs{where} yet: train one with `workbench train --scheme rope --task trigger-distance "
+                "--preset cpu` (or the Train panel on the Runs page).", kind="missing")
+
+
+# ---- figures -------------------------------------------------------------------------------------------
+def build_figure(name: str, df: pd.DataFrame, **kwargs):
+    """(figure, None) or (None, hint) -- a figure builder that fails becomes a hint, not a trace."""
+    fn = figures().get(name)
+    if fn is None:
+        return None, hint(f"No figure builder {name!r} in workbench.figures.FIGURES "
+                          f"(have: {', '.join(sorted(figures())) or 'none'}).", kind="error")
+    try:
+        return fn(df, **kwargs), None
+    except Exception as e:
+        return None, hint(f"The {name} figure could not be drawn: {type(e).__name__}: {e}", kind="error",
+                          details=traceback.format_exc(limit=3))
+
+
+def graph(fig, id: str | dict | None = None, height: int | None = None, **kwargs) -> dcc.Graph:
+    if height is not None:
+        fig.update_layout(height=height)
+    props = {"figure": fig, "config": GRAPH_CONFIG, "className": "pelab-graph", **kwargs}
+    if id is not None:
+        props["id"] = id
+    return dcc.Graph(**props)
+
+
+def figure_or_hint(name: str, df: pd.DataFrame | None, missing: html.Div | None = None, height: int | None = None,
+                   **kwargs):
+    if df is None:
+        return missing
+    fig, err = build_figure(name, df, **kwargs)
+    return err if fig is None else graph(fig, height=height)
+
+
+# ---- small components --------------------------------------------------------------------------------
+ICONS = {"missing": "○", "error": "✕", "warn": "!", "info": "i", "ok": "✓"}
+
+
+def _inline_code(text: str) -> list:
+    """Render `backticks` as <code>."""
+    parts = text.split("`")
+    return [html.Code(p) if i % 2 else p for i, p in enumerate(parts)]
+
+
+def hint(text: str, cmd: str | None = None, kind: str = "missing", extra: str | None = None,
+         details: str | None = None) -> html.Div:
+    children = [html.Span(ICONS.get(kind, "i"), className="hint-icon"), html.Span(_inline_code(text))]
+    if cmd:
+        children += [html.Span(" Run "), html.Code(cmd)]
+    if extra:
+        children.append(html.Div(extra, className="hint-extra"))
+    if details:
+        children.append(html.Details([html.Summary("details"), html.Pre(details)]))
+    return html.Div(children, className=f"hint hint-{kind}")
+
+
+def page_header(title: str, blurb: str) -> html.Div:
+    return html.Div([html.H2(title), html.P(blurb, className="blurb")], className="page-header")
+
+
+def labelled(label: str, component, width: str | None = None) -> html.Div:
+    style = {"width": width} if width else {}
+    return html.Div([html.Label(label), component], className="control", style=style)
+
+
+def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15, **kwargs):
+    from dash import dash_table
+
+    data = df.copy()
+    for c in data.columns:
+        if data[c].dtype.kind == "f":
+            data[c] = data[c].round(4)
+        elif data[c].dtype == object:
+            data[c] = data[c].map(lambda v: v if isinstance(v, (str, int, float, type(None))) else json.dumps(v,
+                                  default=str))
+    props = dict(columns=[{"name": c, "id": c} for c in data.columns], data=data.to_dict("records"),
+                 page_size=page_size, sort_action="native", style_table={"overflowX": "auto"},
+                 style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 8px",
+                             "textAlign": "left", "maxWidth": "280px", "overflow": "hidden",
+                             "textOverflow": "ellipsis"},
+                 style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6"}, **kwargs)
+    if id is not None:
+        props["id"] = id
+    return dash_table.DataTable(**props)
+
+
+# ---- job panel (long work as a Dash background callback) ----------------------------------------------
+def job_panel(prefix: str, label: str = "Run", note: str | None = None) -> html.Div:
+    """Run button, cancel button, progress bar and status line; wired by `apps.jobs.register_job`."""
+    return html.Div([
+        html.Button(label, id=f"{prefix}-job-run", className="btn btn-run", n_clicks=0),
+        html.Button("Cancel", id=f"{prefix}-job-cancel", className="btn btn-cancel", n_clicks=0, disabled=True),
+        html.Div([html.Progress(id=f"{prefix}-job-progress", value="0", max="100"),
+                  html.Span(id=f"{prefix}-job-status", className="job-status")],
+                 id=f"{prefix}-job-box", className="job-box", style={"display": "none"}),
+        html.Span(note or "", className="job-note"),
+        html.Div(id=f"{prefix}-job-message", className="job-message"),
+        dcc.Store(id=f"{prefix}-job-result"),
+    ], className="job-panel")
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_model(root: str, run_id: str, stamp: str):
+    from workbench.store import RunStore
+
+    model = RunStore(root).get(run_id).load_model("cpu")
+    model._pelab_lock = threading.Lock()  # hooks are added to the module itself: one forward at a time
+    return model
+
+
+def model_lock(model) -> threading.Lock:
+    """The lock to hold while running (hooked) forwards of a cached model from a server thread."""
+    return getattr(model, "_pelab_lock", None) or threading.Lock()
+
+
+def load_model_cached(run):
+    """The run's model, cached per (store, run, checkpoint state); use it under `model_lock(model)`."""
+    state = run.path / "state.json"
+    stamp = str(state.stat().st_mtime_ns) if state.exists() else "-"
+    return _cached_model(str(run.store.root), run.id, stamp)

@@ -1,0 +1,168 @@
+"""One factory for the diagnostic pages (q/k means, initial angles, spectral, distance bias, extrapolation).
+
+Each page: pick one run (or several, where the figure compares runs), read the stored table of the analysis,
+draw it with the shared figure builders (`workbench.figures.FIGURES`). A run without the table gets a hint
+naming the CLI command and a Run button that computes it as a background job (the table lands in the
+store). Optional: a dropdown that feeds a keyword of the figure builders (e.g. which angle statistic), and
+run-free reference tables (`workbench.analysis.STANDALONE`, e.g. the Lemma B.1 check) behind a button.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import pandas as pd
+from dash import Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
+
+from apps import common as C
+from apps.jobs import analysis_work, register_job
+from workbench.report.build import not_applicable
+
+
+@dataclass
+class Diagnostic:
+    prefix: str
+    title: str
+    blurb: str
+    analysis: str                      # ANALYSES name == stored table name
+    figures: list[tuple[str, dict]] = field(default_factory=list)   # (FIGURES name, fixed kwargs)
+    multi: bool = False                # several runs at once (tables concatenated, tagged with run_id)
+    applies: str = ""                  # which runs it applies to (shown next to the picker)
+    choice: tuple[str, str, list] | None = None   # (figure kwarg, label, [options]) -> a dropdown
+    summary_columns: list[str] = field(default_factory=list)      # shown as a table under the figures
+    standalone: list[tuple[str, dict, str]] = field(default_factory=list)  # (STANDALONE name, kwargs, button label)
+
+
+def make_layout(d: Diagnostic):
+    def layout(run: str | None = None, **query):
+        store = C.current().store()
+        df = store.query()
+        want = [r for r in (run or "").split("|") if r]
+        if d.multi:
+            have = [rid for rid in df["id"] if _has(store, rid, d.analysis)]
+            value = [r for r in want if r in set(df["id"])] or have[:6] or list(df["id"][:1])
+        else:
+            value = C.default_run(df, want[0] if want else None, need_table=d.analysis, store=store)
+        controls = [C.labelled("runs" if d.multi else "run",
+                               dcc.Dropdown(id=f"{d.prefix}-run", options=C.run_options(df), value=value,
+                                            multi=d.multi, placeholder="pick a run" + ("s" if d.multi else "")),
+                               width="640px")]
+        if d.choice:
+            kw, label, options = d.choice
+            controls.append(C.labelled(label, dcc.Dropdown(id=f"{d.prefix}-choice", options=options,
+                                                           value=query.get(kw, options[0]), clearable=False),
+                                       width="260px"))
+        controls.append(html.Span(d.applies, className="job-note"))
+        body = [C.page_header(d.title, d.blurb), html.Div(controls, className="controls"),
+                html.Div([html.Div(id=f"{d.prefix}-out"),
+                          C.job_panel(d.prefix, "Run", note=f"(re)computes the {d.analysis} table for the selected "
+                                                            f"run{'s that lack it' if d.multi else ''}")],
+                         className="card")]
+        for i, (name, _, label) in enumerate(d.standalone):
+            body.append(html.Div([html.H3(label), html.Button("Compute", id=f"{d.prefix}-sa-{i}-go", n_clicks=0,
+                                                              className="btn"),
+                                  dcc.Loading(html.Div(id=f"{d.prefix}-sa-{i}-out"))], className="card"))
+        return html.Div(body)
+
+    return layout
+
+
+def _has(store, rid: str, name: str) -> bool:
+    try:
+        return store.get(rid).has_table(name)
+    except Exception:
+        return False
+
+
+def render(d: Diagnostic, store, run_ids: list[str], choice=None) -> list:
+    """The page body for the chosen runs: figures of the stored tables, or hints."""
+    if not run_ids:
+        return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run above.")]
+    frames, notes = [], []
+    for rid in run_ids:
+        run, err = C.get_run(store, rid)
+        if err is not None:
+            notes.append(err)
+            continue
+        state = C.run_state_hint(run)
+        if state is not None and not C.has_checkpoint(run):
+            notes.append(state)
+            continue
+        df, missing = C.load_table(run, d.analysis)
+        na = not_applicable(run.config["model"].get("scheme")).get(d.analysis)
+        if df is None and na:
+            notes.append(C.hint(f"{d.title} does not apply to {run.id}: {na}.", kind="info"))
+        elif df is None:
+            notes.append(missing)
+        else:
+            if state is not None:
+                notes.append(state)
+            frames.append(df)
+    if not frames:
+        return notes
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    out = list(notes)
+    for name, kwargs in d.figures:
+        kw = dict(kwargs)
+        if d.choice and choice is not None and name == d.figures[0][0]:
+            kw[d.choice[0]] = choice
+        out.append(C.figure_or_hint(name, table, **kw))
+    cols = [c for c in d.summary_columns if c in table.columns]
+    if cols:
+        out.append(C.table_component(table[cols], page_size=10))
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _standalone(name: str, kwargs_items: tuple) -> pd.DataFrame:
+    from workbench.analysis import STANDALONE
+
+    return STANDALONE[name](**dict(kwargs_items))
+
+
+def register(app, d: Diagnostic) -> None:
+    def work(progress, root, run_ids):
+        ids = run_ids if isinstance(run_ids, list) else [run_ids] if run_ids else []
+        store = C.store_for(root)
+        todo = [r for r in ids if not _has(store, r, d.analysis)] or ids[:1]
+        if not todo:
+            raise ValueError("pick a run first")
+        messages = []
+        for i, rid in enumerate(todo):
+            def sub(frac, text, i=i):
+                progress((i + frac) / len(todo), f"[{i + 1}/{len(todo)}] {text}")
+
+            try:
+                messages.append(analysis_work(sub, root, rid, d.analysis)["message"])
+            except C.not_applicable_type() as e:
+                messages.append(f"{rid}: not applicable: {e}")
+        return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
+
+    register_job(app, d.prefix, [State(f"{d.prefix}-run", "value")], work)
+
+    inputs = [Input(f"{d.prefix}-run", "value"), Input(f"{d.prefix}-job-result", "data")]
+    if d.choice:
+        inputs.append(Input(f"{d.prefix}-choice", "value"))
+
+    @app.callback(Output(f"{d.prefix}-out", "children"), *inputs, State("pelab-root", "data"))
+    def show(run_ids, _job, *rest):
+        choice = rest[0] if d.choice else None
+        root = rest[-1]
+        ids = run_ids if isinstance(run_ids, list) else ([run_ids] if run_ids else [])
+        return render(d, C.store_for(root), ids, choice)
+
+    for i, (name, kwargs, _) in enumerate(d.standalone):
+        _register_standalone(app, f"{d.prefix}-sa-{i}", name, kwargs)
+
+
+def _register_standalone(app, prefix: str, name: str, kwargs: dict) -> None:
+    @app.callback(Output(f"{prefix}-out", "children"), Input(f"{prefix}-go", "n_clicks"), prevent_initial_call=True)
+    def standalone(n):
+        if not n:
+            raise PreventUpdate
+        try:
+            df = _standalone(name, tuple(sorted(kwargs.items())))
+        except Exception as e:
+            return C.hint(f"{name} failed: {type(e).__name__}: {e}", kind="error")
+        return C.figure_or_hint(name, df)

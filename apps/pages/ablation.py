@@ -1,0 +1,110 @@
+"""Ablation atlas: per run, the layer x head heatmap of ablation deltas, the per-layer strip/violin plot (the
+paper's figures) and the deposit statistics with their intervals; two runs side by side."""
+from __future__ import annotations
+
+from dash import Input, Output, State, dcc, html
+
+from apps import common as C
+from apps.jobs import analysis_work, register_job
+
+PATH, NAME, ORDER = "/ablation", "Ablation atlas", 1
+P = "abl"
+SIDES = ("a", "b")
+
+
+def table_name(mode: str) -> str:
+    from workbench.analysis.ablation import table_name as tn
+
+    return tn(mode or "zero")
+
+
+def layout(run: str | None = None, run_b: str | None = None, metric: str = "accuracy", mode: str = "zero",
+           **query):
+    store = C.current().store()
+    df = store.query()
+    a = C.default_run(df, run, need_table=table_name(mode), store=store)
+    b = run_b if run_b in set(df["id"]) else None
+    if b is None and run_b is None and a is not None:  # another run of the same task, else any other
+        rest = df[df["id"] != a]
+        same = rest[rest["task"] == df.loc[df["id"] == a, "task"].iloc[0]]
+        b = C.default_run(same if not same.empty else rest, None, need_table=table_name(mode), store=store)
+    opts = C.run_options(df)
+    controls = html.Div([
+        C.labelled("metric", dcc.Dropdown(id=f"{P}-metric", value=metric, clearable=False,
+                                          options=[{"label": "accuracy (drop)", "value": "accuracy"},
+                                                   {"label": "loss (rise)", "value": "loss"}]), width="180px"),
+        C.labelled("ablation", dcc.Dropdown(id=f"{P}-mode", value=mode, clearable=False,
+                                            options=[{"label": "zero", "value": "zero"},
+                                                     {"label": "mean", "value": "mean"}]), width="140px"),
+    ], className="controls")
+    cols = []
+    for side, value in zip(SIDES, (a, b)):
+        cols.append(html.Div([
+            C.labelled(f"run {side.upper()}", dcc.Dropdown(id=f"{P}-run-{side}", options=opts, value=value,
+                                                           placeholder="pick a run")),
+            html.Div(id=f"{P}-out-{side}"),
+            C.job_panel(f"{P}-{side}", "Run ablation", note="sweeps every head of every layer"),
+        ], className="card"))
+    return html.Div([
+        C.page_header("Ablation atlas", "delta(l, h) = metric(clean) - metric(head h of layer l zeroed before W_O), "
+                      "with 95 % bootstrap intervals over test examples. Per layer, the concentration C_l and the "
+                      "single-head / average deposit test (SPEC section 5)."),
+        controls, html.Div(cols, className="two-col")])
+
+
+DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
+                   "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
+
+
+def deposit_block(df, metric: str) -> list:
+    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions."""
+    from workbench.analysis import deposit
+
+    stats = deposit.compute(df, metric=metric)
+    out = [html.H4("Deposit statistics"), html.P(deposit.deposit_sentence(stats), className="stat-sentence")]
+    out.append(C.figure_or_hint("deposit", stats, height=300))
+    out.append(C.table_component(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]], page_size=12))
+    return out
+
+
+def render(store, run_id: str | None, metric: str, mode: str) -> list:
+    run, err = C.get_run(store, run_id)
+    if err is not None:
+        return [err]
+    out = []
+    state = C.run_state_hint(run)
+    if state is not None:
+        out.append(state)
+        if not C.has_checkpoint(run):
+            return out
+    name = table_name(mode)
+    df, missing = C.load_table(run, name)
+    if df is None:
+        return out + [missing]
+    if "metric" in df.columns and metric not in set(df["metric"]):
+        return out + [C.hint(f"The {name} table of {run.id} has no rows for metric {metric!r}.", kind="warn",
+                             cmd=C.analyze_cmd(run.id, "ablation"))]
+    out.append(C.figure_or_hint("ablation", df, metric=metric, height=340))
+    out.append(C.figure_or_hint("ablation_layers", df, metric=metric, height=340))
+    try:
+        out += deposit_block(df, metric)
+    except Exception as e:
+        out.append(C.hint(f"Deposit statistics unavailable: {type(e).__name__}: {e}", kind="error"))
+    return out
+
+
+def register_callbacks(app):
+    for side in SIDES:
+        def work(progress, root, run_id, mode):
+            return analysis_work(progress, root, run_id, "ablation", {"mode": mode or "zero"})
+
+        register_job(app, f"{P}-{side}", [State(f"{P}-run-{side}", "value"), State(f"{P}-mode", "value")], work)
+
+        @app.callback(Output(f"{P}-out-{side}", "children"), Input(f"{P}-run-{side}", "value"),
+                      Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"),
+                      Input(f"{P}-{side}-job-result", "data"), State("pelab-root", "data"))
+        def show(run_id, metric, mode, _job, root):
+            store = C.store_for(root)
+            if not run_id:
+                return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run to compare.")]
+            return render(store, run_id, metric or "accuracy", mode or "zero")

@@ -1,0 +1,21 @@
+"""Initial angles between pre-rotation query and key per rotary plane (CoCA, sections 2.2-2.3)."""
+from apps.pages._diagnostic import Diagnostic, make_layout, register
+
+PATH, NAME, ORDER = "/angles", "Initial angles", 4
+SPEC = Diagnostic(
+    prefix="ang", title="Initial angles", analysis="angles", figures=[("angles", {})],
+    blurb="For rotary models, the angle Theta_j between the pre-rotation query and key in each rotary plane, over "
+          "sampled token pairs: per layer, head and plane, the share of pairs in the anomalous scenarios (attention "
+          "to the tau closest tokens abnormally low) and the number of closest tokens affected. CoCA gives "
+          "Theta_j = 0 by construction.",
+    applies="rotary schemes (rope, rope+sinusoidal, mla, coca, fope)",
+    choice=("value", "statistic", ["share_anomalous", "weighted_share_anomalous", "share_affected", "tau_mean",
+                                   "tau_median", "angle_resultant", "mean_cos", "cycles"]),
+    summary_columns=["layer", "head", "plane", "theta", "cycles", "share_anomalous", "share_a", "share_d",
+                     "share_affected", "tau_mean", "angle_circmean", "angle_resultant"],
+)
+layout = make_layout(SPEC)
+
+
+def register_callbacks(app):
+    register(app, SPEC)

@@ -1,0 +1,123 @@
+"""Partial RoPE (core paper, section 5 / App. C.3): RoPE on the first k heads of layer l (or of every layer),
+NoPE elsewhere -- accuracy and where the deepest deposit sits, against k, per layer. Below, the other section-5
+comparisons when the store holds their runs: MLA vs RoPE vs NoPE and RoPE vs RoPE+sinusoidal."""
+from __future__ import annotations
+
+from dash import Input, Output, State, dcc, html
+
+from apps import common as C
+from apps.jobs import analysis_work, register_job
+
+PATH, NAME, ORDER = "/partial-rope", "Partial RoPE", 2
+P = "prope"
+TABLE_COLUMNS = ["run_id", "variant", "k", "layer", "rope_layers", "k_per_layer", "test_acc", "train_acc",
+                 "deepest_single_deposit_layer", "deepest_deposit_layer", "n_single_deposits", "max_concentration",
+                 "deposit"]
+RELATED = [("mla_rope_nope", "MLA vs RoPE vs NoPE (Table 1)", ("mla", "rope", "nope")),
+           ("rope_vs_rope_sinusoidal", "RoPE vs RoPE+sinusoidal: where the deposit sits", ("rope", "rope+sinusoidal"))]
+TRAIN_HINT = ("Train partial-RoPE runs, e.g. `workbench train --scheme rope --task trigger-distance --preset cpu "
+              "--set model.scheme_kwargs.rope_heads=2 --set model.scheme_kwargs.rope_layers=[0]` (RoPE on the first "
+              "2 heads of layer 0), then ablate them.")
+
+
+def layout(task: str | None = None, **query):
+    store = C.current().store()
+    df = store.query()
+    tasks = sorted({t for t in df.get("task", []) if t})
+    value = task if task in tasks else ("trigger-distance" if "trigger-distance" in tasks else
+                                        (tasks[0] if tasks else None))
+    return html.Div([
+        C.page_header("Partial RoPE", "RoPE on the first k heads of one layer (or of every layer), NoPE on the rest: "
+                      "test accuracy and the deepest layer holding a deposit, for every (layer, k) in the store; "
+                      "full RoPE appears as k = n_heads, layer 'every'. The paper finds the deepest deposit can move "
+                      "to layer 2 or 3."),
+        html.Div([C.labelled("task", dcc.Dropdown(id=f"{P}-task", options=tasks, value=value, clearable=False),
+                             width="240px")], className="controls"),
+        html.Div([html.Div(id=f"{P}-out"),
+                  C.job_panel(P, "Run missing ablations", note="ablation sweeps for the RoPE runs of this task "
+                                                               "that lack one")], className="card"),
+        html.Div(id=f"{P}-related"),
+    ])
+
+
+def _rope_runs(store, task: str | None):
+    """(RoPE runs of the task with an ablation table, those without) -- finished or partial, with weights."""
+    if not task:
+        return [], []
+    have, lack = [], []
+    for rid in store.query(scheme="rope", task=task)["id"]:
+        run = store.get(rid)
+        if not C.has_checkpoint(run):
+            continue
+        (have if run.has_table("ablation") or run.has_table("deposit") else lack).append(run)
+    return have, lack
+
+
+def render(store, task: str | None) -> list:
+    from workbench.analysis import EXPERIMENTS
+
+    if store.query().empty:
+        return [C.no_runs_hint(store)]
+    have, lack = _rope_runs(store, task)
+    out = []
+    if lack:
+        out.append(C.hint(f"{len(lack)} RoPE run(s) of {task} have no ablation table yet ("
+                          + ", ".join(r.id for r in lack) + "): run `workbench analyze RUN --what ablation` or press "
+                          "Run missing ablations.", kind="missing"))
+    if not have:
+        return out + [C.hint(f"No ablated RoPE run of {task} yet. {TRAIN_HINT}")]
+    try:
+        table = EXPERIMENTS["partial_rope"](runs=have, compute_missing=False)
+    except Exception as e:
+        return out + [C.hint(f"Partial-RoPE table unavailable: {type(e).__name__}: {e}", kind="error")]
+    if not (table["variant"] == "partial").any():
+        out.append(C.hint(f"Only full-RoPE runs so far. {TRAIN_HINT}", kind="info"))
+    out.append(C.figure_or_hint("partial_rope", table, height=420))
+    out.append(C.table_component(table[[c for c in TABLE_COLUMNS if c in table.columns]], id=f"{P}-table"))
+    return out
+
+
+def render_related(store, task: str | None) -> list:
+    from workbench.analysis import EXPERIMENTS
+
+    cards = []
+    for name, title, schemes in RELATED:
+        runs = [store.get(r) for r in store.query(scheme=list(schemes), task=task)["id"]] if task else []
+        runs = [r for r in runs if r.has_table("ablation") or r.has_table("deposit")]
+        if len({r.config["model"]["scheme"] for r in runs}) < 2:
+            continue  # nothing to compare yet
+        try:
+            table = EXPERIMENTS[name](runs=runs, compute_missing=False)
+        except Exception as e:
+            cards.append(html.Div([html.H3(title), C.hint(f"{type(e).__name__}: {e}", kind="error")], className="card"))
+            continue
+        if table.empty:
+            continue
+        cols = [c for c in ("run_id", "scheme", "layer", "pattern", "test_acc", "paper_test_acc", "n_single_deposits",
+                            "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
+        cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
+                               C.table_component(table[cols], page_size=8)], className="card"))
+    return cards
+
+
+def register_callbacks(app):
+    def work(progress, root, task):
+        store = C.store_for(root)
+        _, lack = _rope_runs(store, task)
+        if not lack:
+            return {"message": "every RoPE run of this task already has an ablation table"}
+        msgs = []
+        for i, run in enumerate(lack):
+            def sub(frac, text, i=i):
+                progress((i + frac) / len(lack), f"[{i + 1}/{len(lack)}] {text}")
+
+            msgs.append(analysis_work(sub, root, run.id, "ablation")["message"])
+        return {"message": "; ".join(msgs)}
+
+    register_job(app, P, [State(f"{P}-task", "value")], work)
+
+    @app.callback(Output(f"{P}-out", "children"), Output(f"{P}-related", "children"), Input(f"{P}-task", "value"),
+                  Input(f"{P}-job-result", "data"), State("pelab-root", "data"))
+    def show(task, _job, root):
+        store = C.store_for(root)
+        return render(store, task), render_related(store, task)

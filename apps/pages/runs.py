@@ -1,0 +1,218 @@
+"""Runs: the run index with filters, training curves per scheme and task, side-by-side comparison, and a
+Train panel (a CPU- or smoke-preset run trained as a background job)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from dash import Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
+
+from apps import common as C
+from apps.jobs import register_job, train_work
+
+PATH, NAME, ORDER = "/", "Runs", 0
+P = "runs"
+INDEX_COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
+                 "train_acc", "test_loss", "wall_time_s", "tables", "error"]
+CURVE_METRICS = [("accuracy", "accuracy (train dashed, test solid)"), ("loss", "loss (train dashed, test solid)")]
+
+
+def _options(values) -> list[dict]:
+    vals = sorted({str(v) for v in values if v is not None and v == v})
+    return [{"label": v, "value": v} for v in vals]
+
+
+def _as_list(v) -> list | None:
+    if v in (None, "", []):
+        return None
+    return v if isinstance(v, list) else [s for s in str(v).split("|") if s]
+
+
+def layout(**query):
+    store = C.current().store()
+    df = store.query()
+    filters = []
+    for key in C.FILTER_KEYS:
+        filters.append(C.labelled(key, dcc.Dropdown(id=f"{P}-f-{key}", options=_options(df.get(key, [])),
+                                                    value=_as_list(query.get(key)), multi=True,
+                                                    placeholder=f"any {key}")))
+    filters.append(html.Button("Refresh", id=f"{P}-refresh", className="btn", n_clicks=0))
+    return html.Div([
+        C.page_header("Runs", "Every run in the store: filter by scheme, task, architecture, preset and status; "
+                      "training curves of the selection; two runs side by side; train a new small run."),
+        html.Div(filters, className="controls"),
+        html.Div([html.H3("Run index"), html.Div(id=f"{P}-index-hint"), html.Div(id=f"{P}-index")], className="card"),
+        html.Div([html.H3("Training curves"),
+                  html.Div([C.labelled("metric", dcc.Dropdown(id=f"{P}-metric", clearable=False, value="accuracy",
+                                                              options=[{"label": l, "value": v}
+                                                                       for v, l in CURVE_METRICS]), width="320px")],
+                           className="controls"),
+                  html.Div(id=f"{P}-curves")], className="card"),
+        html.Div([html.H3("Compare two runs"),
+                  html.Div([C.labelled("run A", dcc.Dropdown(id=f"{P}-cmp-a"), width="420px"),
+                            C.labelled("run B", dcc.Dropdown(id=f"{P}-cmp-b"), width="420px")],
+                           className="controls"),
+                  html.Div(id=f"{P}-compare")], className="card"),
+        html.Div([html.H3("Train a run"), _train_controls(),
+                  C.job_panel("train", "Train", note="CPU preset: about a minute per scheme on 2 cores; smoke: "
+                                                     "seconds.")], className="card"),
+    ])
+
+
+def _train_controls():
+    try:
+        from workbench.model import list_schemes
+
+        schemes = list(list_schemes())
+    except Exception:  # pragma: no cover
+        schemes = ["rope", "nope"]
+    from workbench.train.presets import PRESETS, TASKS
+
+    presets = [p for p in PRESETS if p != "paper"]
+    return html.Div([
+        C.labelled("scheme", dcc.Dropdown(id=f"{P}-t-scheme", options=schemes, value="rope", clearable=False)),
+        C.labelled("task", dcc.Dropdown(id=f"{P}-t-task", options=list(TASKS), value=TASKS[0], clearable=False),
+                   width="200px"),
+        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "decoder"], value="paper",
+                                        clearable=False)),
+        C.labelled("preset", dcc.Dropdown(id=f"{P}-t-preset", options=presets,
+                                          value="cpu" if "cpu" in presets else presets[0], clearable=False)),
+        C.labelled("seed", dcc.Input(id=f"{P}-t-seed", type="number", value=42, min=0, step=1)),
+    ], className="controls")
+
+
+def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    tables = []
+    for rid in df["id"]:
+        try:
+            tables.append(", ".join(store.get(rid).tables()))
+        except Exception:
+            tables.append("")
+    df["tables"] = tables
+    return df
+
+
+def curves_frame(store, run_ids: list[str]) -> pd.DataFrame:
+    """Per-epoch metrics of several runs: the shared convergence experiment table of workbench.analysis."""
+    from workbench.analysis import EXPERIMENTS
+
+    return EXPERIMENTS["convergence"](runs=[store.get(r) for r in run_ids])
+
+
+def _curves(store, ids: list[str], metric: str):
+    if not ids:
+        return C.no_runs_hint(store)
+    try:
+        df = curves_frame(store, ids)
+    except C.not_applicable_type():
+        df = None
+    except Exception as e:
+        return C.hint(f"Training curves unavailable: {type(e).__name__}: {e}", kind="error")
+    if df is None or df.empty:
+        return C.hint("None of the selected runs has finished an epoch yet: train one with "
+                      "`workbench train --scheme rope --task trigger-distance --preset cpu`.")
+    return C.figure_or_hint("convergence", df, metric=metric, height=420)
+
+
+def register_callbacks(app):
+    register_job(app, "train", [State(f"{P}-t-scheme", "value"), State(f"{P}-t-task", "value"),
+                                State(f"{P}-t-preset", "value"), State(f"{P}-t-seed", "value"),
+                                State(f"{P}-t-arch", "value")],
+                 lambda progress, root, scheme, task, preset, seed, arch:
+                 train_work(progress, root, scheme, task, preset, seed, arch))
+
+    @app.callback(
+        Output(f"{P}-index", "children"), Output(f"{P}-index-hint", "children"), Output(f"{P}-curves", "children"),
+        Output(f"{P}-cmp-a", "options"), Output(f"{P}-cmp-b", "options"),
+        Output(f"{P}-cmp-a", "value"), Output(f"{P}-cmp-b", "value"),
+        *[Output(f"{P}-f-{k}", "options") for k in C.FILTER_KEYS],
+        *[Input(f"{P}-f-{k}", "value") for k in C.FILTER_KEYS],
+        Input(f"{P}-metric", "value"), Input(f"{P}-refresh", "n_clicks"), Input("train-job-result", "data"),
+        State("pelab-root", "data"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
+    )
+    def update(scheme, task, arch, preset, status, metric, _n, _job, root, cmp_a, cmp_b):
+        store = C.store_for(root)
+        everything = store.query()
+        df = C.query_runs(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status)
+        filter_opts = [_options(everything.get(k, [])) for k in C.FILTER_KEYS]
+        if everything.empty:
+            hint = C.no_runs_hint(store)
+            return (None, hint, C.hint("No training curves: the store is empty."), [], [], None, None, *filter_opts)
+        if df.empty:
+            return (None, C.hint("No run matches these filters; clear one of them."), None, [], [], None, None,
+                    *filter_opts)
+        shown = _with_tables(store, df)
+        cols = [c for c in INDEX_COLUMNS if c in shown.columns]
+        table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, style_data_conditional=[
+            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt"'}, "backgroundColor": "#fbeceb"},
+            {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
+             "backgroundColor": "#fdf6e3"}])
+        counts = df["status"].value_counts().to_dict()
+        notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items()))]
+        for r in df.to_dict("records"):
+            if r["status"] in ("failed", "corrupt"):
+                err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
+                notes.append(C.hint(f"{r['id']} {r['status']}: {err}", cmd=f"workbench train --resume {r['id']}",
+                                    kind="error"))
+            elif r["status"] in ("interrupted", "created"):
+                notes.append(C.hint(f"{r['id']} is {r['status']} (epoch {r.get('epoch') or 0} of "
+                                    f"{r.get('epochs') or '?'}): partial.", cmd=f"workbench train --resume {r['id']}",
+                                    kind="warn"))
+        with_epochs = [r for r, e in zip(df["id"], df["epoch"].fillna(0)) if e and e > 0]
+        curves = _curves(store, with_epochs or list(df["id"]), metric or "accuracy")
+        opts = C.run_options(df)
+        ids = list(df["id"])
+        preferred = list(df.loc[df["status"] == "finished", "id"]) + [i for i in ids if i not in set(
+            df.loc[df["status"] == "finished", "id"])]
+        a = cmp_a if cmp_a in ids else (preferred[0] if preferred else None)
+        b = cmp_b if cmp_b in ids and cmp_b != a else next((i for i in preferred if i != a), None)
+        return (table, notes, curves, opts, opts, a, b, *filter_opts)
+
+    @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
+                  Input(f"{P}-metric", "value"), State("pelab-root", "data"))
+    def compare(a, b, metric, root):
+        if not a and not b:
+            raise PreventUpdate
+        store = C.store_for(root)
+        ids = [r for r in (a, b) if r]
+        cols = {}
+        for rid in ids:
+            run, err = C.get_run(store, rid)
+            if err is not None:
+                return err
+            cols[rid] = _describe(run)
+        keys = list(dict.fromkeys(k for d in cols.values() for k in d))
+        rows = [{"field": k, **{rid: cols[rid].get(k, "") for rid in ids}} for k in keys]
+        diff = pd.DataFrame(rows)
+        note = None
+        if len(ids) == 2:
+            differs = [str(r[ids[0]]) != str(r[ids[1]]) for r in rows]
+            keep = [d or r["field"].split(".")[0] in ("status", "final", "tables") for d, r in zip(differs, rows)]
+            diff["differs"] = ["≠" if d else "" for d in differs]
+            hidden = len(diff) - sum(keep)
+            diff = diff[keep].sort_values("differs", ascending=False, kind="stable")
+            note = html.Span(f"{hidden} identical config fields hidden", className="job-note") if hidden else None
+        return html.Div([C.table_component(diff, id=f"{P}-cmp-table", page_size=15), note,
+                         _curves(store, ids, metric or "accuracy")])
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    for k, v in (d or {}).items():
+        if isinstance(v, dict) and v:
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = json.dumps(v) if isinstance(v, (list, dict)) else v
+    return out
+
+
+def _describe(run) -> dict:
+    """Status, final metrics, stored tables and the flattened config of one run."""
+    d = {"status": run.status}
+    for k, v in (run.final or {}).items():
+        d[f"final.{k}"] = round(v, 4) if isinstance(v, float) else v
+    d["tables"] = ", ".join(run.tables())
+    d.update(_flatten(run.config))
+    return d

@@ -1,0 +1,314 @@
+"""Helpers for the user-level tests (dashboard, report, notebooks); no pytest fixtures live here.
+
+* `smoke_store()`: a temporary run store with a few smoke-preset runs and their analysis tables, built once
+  per test process (every test module shares it);
+* `AppServer`: the Dash app served on 127.0.0.1 on a free port, in a thread;
+* `driver()`: one headless Debian chromium (/usr/bin/chromium + /usr/bin/chromedriver, never a downloaded
+  browser) driven by selenium, shared by the whole process; `browser_skip_reason()` says why it cannot run;
+* `console_errors(drv)`: SEVERE entries of the browser console.
+
+Screenshots go to `artifacts/` (ignored by git); `PELAB_UPDATE_SCREENSHOTS=1` also copies them to docs/img/.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "artifacts"
+DOCS_IMG = REPO / "docs" / "img"
+CHROMIUM = os.environ.get("PELAB_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("PELAB_CHROMEDRIVER", "/usr/bin/chromedriver")
+CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1400,1000", "--hide-scrollbars"]
+
+# The smoke store: (scheme, task, scheme_kwargs) trained at the smoke preset.
+SMOKE_RUNS = {"rope": ("rope", "trigger-distance", {}), "nope": ("nope", "trigger-distance", {}),
+              "partial": ("rope", "trigger-distance", {"rope_heads": 1, "rope_layers": [0]}),  # partial RoPE
+              "count": ("rope", "trigger-count", {})}
+# analyses left out on purpose: the UI must offer to compute them
+SMOKE_SKIP = {"count": {"spectral", "extrapolation"}}
+# tables computed for every smoke run (the rest are left missing on purpose: the UI shows hints for them)
+SMOKE_ANALYSES = ["ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation"]
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """Run with n intra-op torch threads (smoke models gain nothing from more, and on a shared 2-core machine
+    two OpenMP threads competing with another process are many times slower than one), then restore."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _tmp_root() -> Path:
+    d = Path(tempfile.mkdtemp(prefix="pelab-ui-"))
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+@functools.lru_cache(maxsize=1)
+def smoke_store() -> SimpleNamespace:
+    """Train the smoke runs and compute their tables once per process.
+
+    Returns a namespace: `root` (the store folder), one run id per SMOKE_RUNS key, plus `failed` (a run
+    marked failed) and `created` (a run that never trained), so the UI shows them as such."""
+    with torch_threads(1):
+        return _build_smoke_store()
+
+
+def _build_smoke_store() -> SimpleNamespace:
+    from workbench.store import RunStore
+    from workbench.train.loop import train
+    from workbench.train.presets import resolve_config
+
+    root = _tmp_root() / "runs"
+    store = RunStore(root)
+    ids = {}
+    for key, (scheme, task, kw) in SMOKE_RUNS.items():
+        sets = [(f"model.scheme_kwargs.{k}", v) for k, v in kw.items()]
+        cfg = resolve_config(preset="smoke", scheme=scheme, task=task, sets=sets, store=store)
+        ids[key] = train(cfg, store, progress=False).id
+    try:
+        from workbench.analysis import ANALYSES
+    except ImportError:
+        ANALYSES = {}
+    for key, rid in ids.items():
+        run = store.get(rid)
+        for name in SMOKE_ANALYSES:
+            fn = ANALYSES.get(name)
+            if fn is None or name in SMOKE_SKIP.get(key, ()):
+                continue
+            try:
+                df = fn(run)
+            except Exception as e:  # NotApplicable (e.g. angles of NoPE): the UI says so
+                if type(e).__name__ != "NotApplicable":
+                    raise
+                continue
+            if not run.has_table(name):
+                run.save_table(name, df)
+    # a failed run and a run that never trained
+    bad = resolve_config(preset="smoke", scheme="alibi", task="trigger-distance", store=store)
+    run = store.create(bad)
+    run.update_info(status="failed", error="RuntimeError: CUDA out of memory (simulated for the UI tests)")
+    ids["failed"] = run.id
+    ids["created"] = store.create(resolve_config(preset="smoke", scheme="sinusoidal", task="trigger-distance",
+                                                 store=store)).id
+    return SimpleNamespace(root=root, **ids)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """Serve a Dash app (or any WSGI app) on 127.0.0.1 in a daemon thread."""
+
+    def __init__(self, wsgi_app):
+        from werkzeug.serving import make_server
+
+        self.port = free_port()
+        self.server = make_server("127.0.0.1", self.port, wsgi_app, threaded=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.thread.join(5)
+
+
+def browser_skip_reason() -> str | None:
+    for path, pkg in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not (Path(path).exists() and os.access(path, os.X_OK)):
+            return f"{path} not found: install Debian's {pkg} (`make browser`, or apt-get install chromium " \
+                   "chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    return None
+
+
+_DRIVER = None
+
+
+def driver():
+    """The process-wide headless chromium (created on first use, quit at exit)."""
+    global _DRIVER
+    if _DRIVER is None:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = CHROMIUM
+        for flag in CHROME_FLAGS:
+            opts.add_argument(flag)
+        opts.add_argument(f"--user-data-dir={_tmp_root() / 'chromium-profile'}")
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        _DRIVER = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        _DRIVER.set_page_load_timeout(60)
+        atexit.register(_quit)
+    return _DRIVER
+
+
+def _quit() -> None:
+    global _DRIVER
+    if _DRIVER is not None:
+        try:
+            _DRIVER.quit()
+        finally:
+            _DRIVER = None
+
+
+def console_errors(drv) -> list[dict]:
+    """SEVERE browser-console entries since the last call (the log is drained on read)."""
+    return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def wait_until(fn, timeout: float = 30.0, interval: float = 0.2, what: str = "condition"):
+    """Poll fn() until it returns something truthy; AssertionError naming `what` on timeout."""
+    end = time.time() + timeout
+    last_exc = None
+    while time.time() < end:
+        try:
+            value = fn()
+            if value:
+                return value
+        except Exception as e:  # stale elements while Dash re-renders
+            last_exc = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" +
+                         (f" (last error: {last_exc!r})" if last_exc else ""))
+
+
+def dash_idle(drv) -> bool:
+    """No Dash callback in flight (the renderer marks the document while loading)."""
+    return drv.execute_script(
+        "return !document.querySelector('[data-dash-is-loading=\"true\"]') && "
+        "document.readyState === 'complete'")
+
+
+def trace_counts(drv, root_css: str = "") -> list[int]:
+    """Number of data traces of every rendered plotly graph (under root_css)."""
+    return drv.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0] + ' .js-plotly-plot'))"
+        ".map(g => (g.data || []).length);", root_css)
+
+
+def screenshot(drv, name: str) -> Path:
+    """Full-page PNG into artifacts/ (and docs/img/ when PELAB_UPDATE_SCREENSHOTS=1)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    height = 0
+    for _ in range(3):  # graphs re-lay out after a resize: grow until the page fits
+        new = int(drv.execute_script("return Math.min(4000, document.documentElement.scrollHeight)"))
+        if new <= height:
+            break
+        height = new
+        drv.set_window_size(1400, max(900, height + 140))
+        time.sleep(0.3)
+    path = ARTIFACTS / f"{name}.png"
+    drv.save_screenshot(str(path))
+    drv.set_window_size(1400, 1000)
+    if os.environ.get("PELAB_UPDATE_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS_IMG / f"{name}.png")
+    return path
+
+
+def select_option(drv, dropdown_id: str, text: str, close: bool = True) -> None:
+    """Pick the option labelled `text` in a Dash 4 dcc.Dropdown (click it open, click the option)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    if not drv.find_elements(By.CSS_SELECTOR, "[role=option]"):  # open it (a multi-select may still be open)
+        drv.find_element(By.ID, dropdown_id).click()
+
+    def find():
+        for opt in drv.find_elements(By.CSS_SELECTOR, "[role=option]"):
+            if opt.text.strip() == text:
+                return opt
+        return None
+
+    wait_until(find, 10, what=f"option {text!r} of #{dropdown_id}").click()
+    if close:
+        drv.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        wait_until(lambda: not drv.find_elements(By.CSS_SELECTOR, "[role=option]"), 5,
+                   what=f"#{dropdown_id} to close")
+
+
+# ---- docs/img: screenshots of a real store (python tests/browser.py docs-screenshots STORE) ----------------
+def _pick(store, scheme: str, task: str = "trigger-distance", partial: bool = False) -> str | None:
+    for rid in store.query(scheme=scheme, task=task, status="finished")["id"]:
+        kw = store.get(rid).config["model"].get("scheme_kwargs") or {}
+        if bool(kw.get("rope_heads") is not None or kw.get("rope_layers") is not None) == partial:
+            return rid
+    return None
+
+
+def docs_screenshots(store_root: str) -> list[Path]:
+    """Serve the app on `store_root` (e.g. CPU-preset runs) and write docs/img/dashboard_*.png and report.png."""
+    from apps import create_app
+    from workbench.report import build_report
+    from workbench.store import RunStore
+
+    store = RunStore(store_root)
+    ids = {"rope": _pick(store, "rope"), "nope": _pick(store, "nope"), "partial": _pick(store, "rope", partial=True)}
+    ids = {k: v or "" for k, v in ids.items()}
+    pages = [("/", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
+             ("/partial-rope", "partial_rope", ""), ("/qk-means", "qk_means", "?run={rope}"),
+             ("/angles", "angles", "?run={rope}"), ("/spectral", "spectral", "?run={rope}"),
+             ("/distance-bias", "distance_bias", "?run={rope}|{nope}"),
+             ("/extrapolation", "extrapolation", "?run={rope}|{nope}|{partial}"),
+             ("/explorer", "explorer", "?run={rope}&example=3&layer=1&ablate=1.1")]
+    os.environ["PELAB_UPDATE_SCREENSHOTS"] = "1"
+    srv = AppServer(create_app(store_root).server)
+    drv = driver()
+    out = []
+    try:
+        for path, name, q in pages:
+            drv.get(srv.url + path + q.format(**ids))
+            wait_until(lambda: any(n > 0 for n in trace_counts(drv)), 60, what=f"graphs on {path}")
+            wait_until(lambda: dash_idle(drv), 60, what=f"{path} to settle")
+            time.sleep(1.0)
+            out.append(screenshot(drv, f"dashboard_{name}"))
+        report = Path(tempfile.mkdtemp()) / "report.html"
+        build_report(store, "task=trigger-distance", report)
+        drv.get(report.as_uri())
+        wait_until(lambda: len(trace_counts(drv)) > 0, 60, what="the report's graphs")
+        time.sleep(1.0)
+        drv.set_window_size(1400, 1800)
+        drv.save_screenshot(str(DOCS_IMG / "report.png"))
+        out.append(DOCS_IMG / "report.png")
+    finally:
+        srv.stop()
+        _quit()
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "docs-screenshots":
+        sys.path.insert(0, str(REPO))
+        for p in docs_screenshots(sys.argv[2]):
+            print("wrote", p)
+    else:
+        print("usage: python tests/browser.py docs-screenshots STORE_ROOT")

@@ -1,0 +1,262 @@
+"""The dashboard, tested as a user would: served on 127.0.0.1, driven by Debian's headless chromium.
+
+A temporary store with smoke-preset runs (tests/browser.py: smoke_store) is built once per process. Browser
+tests skip (with the reason) when /usr/bin/chromium or /usr/bin/chromedriver are missing.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import browser as B
+
+PAGES = [("/", "runs"), ("/ablation", "ablation"), ("/partial-rope", "partial_rope"), ("/qk-means", "qk_means"),
+         ("/angles", "angles"), ("/spectral", "spectral"), ("/distance-bias", "distance_bias"),
+         ("/extrapolation", "extrapolation"), ("/explorer", "explorer")]
+# what the screenshots show (query parameters pick the runs; the pages also work without them)
+SHOT_QUERY = {"ablation": "?run={rope}&run_b={nope}", "qk_means": "?run={rope}", "angles": "?run={rope}",
+              "spectral": "?run={rope}", "distance_bias": "?run={rope}|{nope}",
+              "extrapolation": "?run={rope}|{nope}|{partial}", "explorer": "?run={rope}&example=3"}
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return B.smoke_store()
+
+
+@pytest.fixture(scope="module")
+def server(smoke):
+    """The app on the smoke store; callbacks and background jobs (forked) run torch on one thread."""
+    from apps import create_app
+
+    with B.torch_threads(1):
+        srv = B.AppServer(create_app(smoke.root).server)
+        yield srv
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def drv():
+    reason = B.browser_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    d = B.driver()
+    d.get_log("browser")  # drain
+    return d
+
+
+def open_page(drv, url: str, need_traces: bool = True, timeout: float = 40):
+    drv.get(url)
+    B.wait_until(lambda: drv.find_elements("css selector", ".content h2"), timeout, what=f"{url} to render")
+    if need_traces:
+        B.wait_until(lambda: any(n > 0 for n in B.trace_counts(drv)), timeout, what=f"a graph with traces on {url}")
+    B.wait_until(lambda: B.dash_idle(drv), timeout, what=f"callbacks of {url} to finish")
+
+
+def page_text(drv) -> str:
+    return drv.find_element("css selector", ".content").text
+
+
+def assert_clean(drv, where: str):
+    errors = B.console_errors(drv)
+    assert not errors, f"browser console errors on {where}: {errors}"
+    text = page_text(drv)
+    assert "Traceback" not in text, f"a stack trace is shown on {where}"
+
+
+# ---- without a browser -----------------------------------------------------------------------------
+def test_cli_app_binds_localhost_unless_public(monkeypatch, tmp_path):
+    import dash
+    from typer.testing import CliRunner
+
+    from workbench.cli import app as cli
+
+    calls = []
+    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(kw))
+    runner = CliRunner()
+    r = runner.invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--port", "8123"])
+    assert r.exit_code == 0, r.output
+    r2 = runner.invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--public"])
+    assert r2.exit_code == 0, r2.output
+    assert calls[0]["host"] == "127.0.0.1" and calls[0]["port"] == 8123
+    assert calls[1]["host"] == "0.0.0.0" and calls[1]["port"] == 8050
+
+
+def test_every_page_is_routed_and_served(tmp_path):
+    from apps import create_app, page_modules
+
+    app = create_app(tmp_path / "runs")
+    client = app.server.test_client()
+    paths = [m.PATH for m in page_modules()]
+    assert sorted(paths) == sorted(p for p, _ in PAGES)
+    for path in paths:
+        r = client.get(path)
+        assert r.status_code == 200 and b"_dash-config" in r.data, path
+    layout = client.get("/_dash-layout").get_json()
+    assert "pelab-root" in str(layout)
+
+
+def test_explorer_ablation_hook_matches_the_stored_sweep(smoke):
+    """The explorer's live ablation (hook on hook_z) gives the accuracy the ablation table recorded."""
+    from apps.pages.explorer import ablation_hooks
+    from workbench.store import RunStore
+
+    run = RunStore(smoke.root).get(smoke.rope)
+    if not run.has_table("ablation"):
+        pytest.skip("no ablation analysis available")
+    table = run.load_table("ablation")
+    acc = table[table.metric == "accuracy"]
+    model, ds = run.load_model(), run.load_dataset()
+    x, y = torch.as_tensor(ds.test_x), torch.as_tensor(ds.test_y)
+    for _, row in acc.sort_values("delta").iloc[[0, -1]].iterrows():  # the least and the most important head
+        with torch.no_grad():
+            out = model.run_with_hooks(x, fwd_hooks=ablation_hooks([(int(row.layer), int(row["head"]))]))
+        assert (out.argmax(-1) == y).double().mean().item() == pytest.approx(row.ablated, abs=1e-9)
+    with torch.no_grad():  # ablating every head of every layer changes the output
+        every = [(l, h) for l in range(model.cfg.n_layers) for h in range(model.cfg.n_heads)]
+        assert not torch.allclose(model.run_with_hooks(x[:8], fwd_hooks=ablation_hooks(every)), model(x[:8]))
+
+
+# ---- in the browser ------------------------------------------------------------------------------------
+@pytest.mark.browser
+def test_every_page_loads_with_data_and_no_console_errors(drv, server, smoke):
+    for path, name in PAGES:
+        open_page(drv, server.url + path)
+        counts = B.trace_counts(drv)
+        assert any(n > 0 for n in counts), f"{path}: no graph with traces ({counts})"
+        assert_clean(drv, path)
+        if name not in SHOT_QUERY:
+            B.screenshot(drv, f"dashboard_{name}")
+            continue
+        path = path + SHOT_QUERY[name].format(**vars(smoke))
+        open_page(drv, server.url + path)
+        counts = B.trace_counts(drv)
+        assert any(n > 0 for n in counts), f"{path}: no graph with traces ({counts})"
+        assert_clean(drv, path)
+        B.screenshot(drv, f"dashboard_{name}")
+
+
+@pytest.mark.browser
+def test_filter_changes_the_training_curves(drv, server, smoke):
+    open_page(drv, server.url + "/")
+    graph = "#runs-curves .js-plotly-plot"
+
+    def names():
+        return drv.execute_script(
+            "const g = document.querySelector(arguments[0]); return g ? g.data.map(t => t.name) : null;", graph)
+
+    before = names()
+    assert before and len(before) >= 3, before
+    B.select_option(drv, "runs-f-scheme", "nope")
+    after = B.wait_until(lambda: (n := names()) != before and n, 20, what="curves to change after the filter")
+    assert all("nope" in str(n).lower() for n in after) and len(after) < len(before), (before, after)
+    assert smoke.nope in page_text(drv) and smoke.rope not in page_text(drv)
+    assert_clean(drv, "runs page after filtering")
+
+
+@pytest.mark.browser
+def test_attention_explorer_live_ablation_changes_the_prediction(drv, server, smoke):
+    open_page(drv, f"{server.url}/explorer?run={smoke.rope}&example=3")
+    triggers = drv.find_elements("css selector", "#exp-tokens .tok-trigger")
+    assert len(triggers) == 2, "Task 1 examples hold exactly two highlighted trigger words"
+    clean = drv.find_element("id", "exp-prediction").text
+    assert "clean model: predicts" in clean
+    for head in ("L0.H0", "L0.H1", "L0.H2", "L0.H3", "L1.H0"):
+        B.select_option(drv, "exp-ablate", head, close=False)
+    drv.find_element("css selector", "body").send_keys("\ue00c")  # Escape closes the menu
+    text = B.wait_until(lambda: "L1.H0 ablated" in (t := drv.find_element("id", "exp-prediction").text) and t,
+                        30, what="the prediction with all five heads ablated")
+    ablated_line = [line for line in text.splitlines() if "ablated" in line][0]
+    assert "L0.H0" in ablated_line and "L1.H0" in ablated_line
+    p_clean = float(re.search(r"p\(label\) = ([0-9.]+)", clean).group(1))
+    p_abl = float(re.search(r"p\(label\) = ([0-9.]+)", ablated_line).group(1))
+    assert p_abl != p_clean
+    assert_clean(drv, "explorer")
+    B.screenshot(drv, "dashboard_explorer_ablated")
+
+
+@pytest.mark.browser
+def test_missing_table_hint_then_background_job_computes_it(drv, server, smoke):
+    from workbench.store import RunStore
+
+    run = RunStore(smoke.root).get(smoke.count)
+    assert not run.has_table("spectral")
+    open_page(drv, f"{server.url}/spectral?run={smoke.count}", need_traces=False)
+    text = page_text(drv)
+    assert f"no spectral table yet for {smoke.count}" in text and f"workbench analyze {smoke.count} --what spectral" \
+        in text
+    drv.find_element("id", "spec-job-run").click()
+    B.wait_until(lambda: any(n > 0 for n in B.trace_counts(drv, "#spec-out")), 90, what="the computed figure")
+    assert run.has_table("spectral"), "the job's table landed in the store"
+    assert "✓" in drv.find_element("id", "spec-job-message").text
+    assert not drv.find_element("id", "spec-job-run").get_attribute("disabled")
+    assert_clean(drv, "spectral after the job")
+
+
+@pytest.mark.browser
+def test_train_job_from_the_app_then_cancel_one(drv, server, smoke):
+    from workbench.store import RunStore
+
+    store = RunStore(smoke.root)
+    open_page(drv, server.url + "/")
+    B.select_option(drv, "runs-t-preset", "smoke")
+    seed = drv.find_element("id", "runs-t-seed")
+    seed.clear()
+    seed.send_keys("7")
+    drv.find_element("id", "train-job-run").click()
+    B.wait_until(lambda: drv.find_element("id", "train-job-box").is_displayed(), 10, what="the progress bar")
+    B.wait_until(lambda: "✓ trained" in drv.find_element("id", "train-job-message").text, 120, what="training")
+    new = store.query(seed=7, preset="smoke")
+    assert len(new) == 1 and new.iloc[0]["status"] == "finished"
+    assert new.iloc[0]["id"] in page_text(drv), "the run index refreshed after the job"
+    # a longer job, cancelled: the button comes back, nothing finished
+    seed.clear()
+    seed.send_keys("8")
+    B.select_option(drv, "runs-t-preset", "cpu")
+    drv.find_element("id", "train-job-run").click()
+    B.wait_until(lambda: drv.find_element("id", "train-job-box").is_displayed(), 10, what="the progress bar")
+    time.sleep(1.0)
+    drv.find_element("id", "train-job-cancel").click()
+    B.wait_until(lambda: not drv.find_element("id", "train-job-box").is_displayed(), 20, what="the job to stop")
+    # the job's process was killed: its run (if it got as far as creating one) is not live any more
+    B.wait_until(lambda: set(store.query(seed=8)["status"]) <= {"interrupted", "created"}, 15,
+                 what="the cancelled training process to be gone")
+    assert "-s8-" not in drv.find_element("id", "train-job-message").text  # no result came back
+    assert not drv.find_element("id", "train-job-run").get_attribute("disabled")
+    assert_clean(drv, "runs page after the train jobs")
+
+
+@pytest.mark.browser
+def test_failed_and_unfinished_runs_are_shown_as_such(drv, server, smoke):
+    open_page(drv, server.url + "/", need_traces=False)
+    text = page_text(drv)
+    assert f"{smoke.failed} failed: RuntimeError: CUDA out of memory" in text
+    assert f"{smoke.created} is created" in text
+    open_page(drv, f"{server.url}/ablation?run={smoke.failed}&run_b={smoke.created}", need_traces=False)
+    text = page_text(drv)
+    assert f"Run {smoke.failed} failed" in text and f"workbench train --resume {smoke.failed}" in text
+    assert f"Run {smoke.created} has not been trained yet" in text
+    open_page(drv, f"{server.url}/explorer?run={smoke.created}", need_traces=False)
+    assert "has not been trained yet" in page_text(drv)
+    open_page(drv, f"{server.url}/angles?run={smoke.nope}", need_traces=False)
+    assert f"Initial angles does not apply to {smoke.nope}" in page_text(drv)
+    assert_clean(drv, "pages of failed / unfinished runs")
+
+
+@pytest.mark.browser
+def test_empty_store_shows_hints_not_errors(drv, tmp_path):
+    from apps import create_app
+
+    srv = B.AppServer(create_app(tmp_path / "empty").server)
+    try:
+        for path, _ in PAGES:
+            open_page(drv, srv.url + path, need_traces=False)
+            text = page_text(drv)
+            assert "No runs" in text and "workbench train" in text, f"{path}: {text[:300]}"
+            assert_clean(drv, f"{path} on an empty store")
+    finally:
+        srv.stop()

@@ -1,0 +1,124 @@
+"""`workbench report`: one self-contained HTML file + summary.json, checked as a user would (CLI, then the
+file opened offline in headless chromium)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+import browser as B
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    return B.smoke_store()
+
+
+@pytest.fixture(scope="module")
+def report(smoke, tmp_path_factory):
+    """`workbench report --runs task=trigger-distance` over the smoke store."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app as cli
+
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    r = CliRunner().invoke(cli, ["report", "--store", str(smoke.root), "--runs", "task=trigger-distance",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out.parent / "summary.json").read_text())
+    return out, out.read_text(encoding="utf-8"), summary
+
+
+def test_parse_query():
+    from workbench.report import parse_query
+
+    assert parse_query("all") == {} and parse_query("") == {}
+    assert parse_query("scheme=rope|nope,task=trigger-distance") == {"scheme": ["rope", "nope"],
+                                                                      "task": ["trigger-distance"]}
+    assert parse_query("scheme=rope,scheme=mla") == {"scheme": ["rope", "mla"]}
+    with pytest.raises(ValueError, match="unknown key 'colour'"):
+        parse_query("colour=red")
+    with pytest.raises(ValueError, match="not key=value"):
+        parse_query("rope")
+
+
+def test_summary_matches_the_store(report, smoke):
+    from workbench.store import RunStore
+
+    store = RunStore(smoke.root)
+    _, _, summary = report
+    ids = {r["id"] for r in summary["runs"]}
+    expected = set(store.query(task="trigger-distance")["id"])
+    assert ids == expected and smoke.count not in ids  # the Task 2 run is not selected
+    by_id = {r["id"]: r for r in summary["runs"]}
+    rope = by_id[smoke.rope]
+    run = store.get(smoke.rope)
+    assert rope["final"]["test_acc"] == pytest.approx(run.final["test_acc"])
+    assert rope["config"]["model"]["scheme"] == "rope" and rope["status"] == "finished"
+    assert set(rope["tables"]["present"]) == set(run.tables())
+    for name, path in rope["tables"]["files"].items():
+        pd.testing.assert_frame_equal(pd.read_parquet(path), run.load_table(name))
+    # deposit statistics, regenerated from the stored table, give the numbers in summary.json
+    if "ablation" in run.tables():
+        from workbench.analysis import deposit
+
+        stats = deposit.compute(run.load_table("ablation"), metric="accuracy")
+        assert [d["layer"] for d in rope["deposits"]] == list(stats["layer"])
+        assert [d["concentration"] for d in rope["deposits"]] == pytest.approx(list(stats["concentration"]),
+                                                                                 nan_ok=True)
+        assert rope["deposit_sentence"] == deposit.deposit_sentence(stats)
+    created = by_id[smoke.created]
+    assert created["status"] == "created" and "ablation" in created["tables"]["missing"]
+    assert by_id[smoke.failed]["status"] == "failed"
+    assert "CUDA out of memory" in by_id[smoke.failed]["error"]
+
+
+def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
+    from plotly.offline import get_plotlyjs
+
+    _, html, summary = report
+    js = get_plotlyjs()
+    assert html.count(js[:2000]) == 1, "plotly.js must be inlined exactly once"
+    rest = html.replace(js, "")
+    assert "<script src" not in rest and not re.search(r"""(src|href)\s*=\s*["']https?://""", rest), \
+        "no external resources (offline)"
+    figs = summary["figures"]
+    assert figs, "the report has figures"
+    for f in figs:
+        assert html.count(f'id="{f["id"]}"') == 1
+        assert f["n_traces"] > 0
+    sections = {f["section"] for f in figs}
+    assert {"convergence", "ablation"} <= sections
+    assert any(s.startswith("diagnostics/") for s in sections)
+    assert "no ablation table yet" in html  # the never-trained run is listed as missing, not skipped
+
+
+def test_report_with_no_matching_runs_says_so(smoke, tmp_path):
+    from workbench.report import build_report
+
+    s = build_report(smoke.root, "scheme=fope", tmp_path / "r.html")
+    assert s["runs"] == [] and s["figures"] == []
+    assert "no runs match" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.browser
+def test_report_renders_in_the_browser(report):
+    reason = B.browser_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    out, _, summary = report
+    drv = B.driver()
+    drv.get_log("browser")
+    drv.get(out.as_uri())
+    n = len(summary["figures"])
+    B.wait_until(lambda: len([c for c in B.trace_counts(drv) if c > 0]) == n, 60,
+                 what=f"{n} rendered plotly graphs")
+    rendered = drv.execute_script("return document.querySelectorAll('.js-plotly-plot .main-svg').length")
+    assert rendered >= n
+    errors = B.console_errors(drv)
+    assert not errors, errors
+    fetched = drv.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert not [u for u in fetched if u.startswith(("http:", "https:"))], f"the report fetched {fetched}"
+    B.screenshot(drv, "report")

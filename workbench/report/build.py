@@ -1,0 +1,480 @@
+"""Build one self-contained HTML report (+ summary.json) for the runs a query selects.
+
+Query syntax (`workbench report --runs QUERY`): `all`, or comma-separated `key=value` filters over the store
+index (`scheme`, `task`, `arch`, `preset`, `seed`, `status`, `tag`, and `id`); `|` separates alternatives
+and a repeated key adds alternatives: `scheme=rope|nope,task=trigger-distance`.
+
+Sections: runs (config summary, status, final accuracies), convergence curves, the ablation atlas (heatmap,
+per-layer strip plot, deposit statistics with intervals per run), deposit statistics of all runs, the
+partial-RoPE experiment when the selection holds partial-RoPE runs, then every diagnostic table stored for
+the runs (missing ones listed as missing). plotly.js is written once into <head>; every figure is a div.
+
+`summary.json` (next to the HTML) is for scripts: per run the config summary, final metrics, deposit
+statistics, the tables present/missing with their parquet paths, and for every figure in the report the
+builder name, its keyword arguments and the tables it was drawn from, so the figures can be regenerated.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.store import FILTERS
+
+QUERY_KEYS = tuple(FILTERS) + ("id",)
+
+# (table == ANALYSES name, section title, [(FIGURES name, kwargs)])
+ANALYSIS_SECTIONS: list[tuple[str, str, list[tuple[str, dict]]]] = [
+    ("qk_means", "q/k dimension means", [("qk_means", {})]),
+    ("angles", "Initial angles (share of anomalous pairs)", [("angles", {"value": "share_anomalous"})]),
+    ("spectral", "Spectral / Toeplitz", [("spectral", {}), ("spectral_eigen", {})]),
+    ("distance_bias", "Distance bias", [("distance_bias", {})]),
+    ("extrapolation", "Length extrapolation", [("extrapolation", {})]),
+]
+ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"metric": "accuracy"})]
+# cross-run experiment tables (workbench.analysis.EXPERIMENTS) shown when the selection supports them
+EXPERIMENT_SECTIONS = [("partial_rope", "Partial RoPE"), ("mla_rope_nope", "MLA vs RoPE vs NoPE"),
+                       ("rope_vs_rope_sinusoidal", "RoPE vs RoPE+sinusoidal")]
+DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
+                   "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
+CONFIG_KEYS = {"model": ["arch", "scheme", "scheme_kwargs", "d_model", "n_heads", "n_layers", "d_ff", "dropout",
+                         "max_len", "vocab_size", "n_classes"],
+               "task": ["task", "preset", "seed", "overrides"],
+               "train": ["epochs", "batch_size", "lr", "seed", "schedule"]}
+
+
+# ---- query -------------------------------------------------------------------------------------------
+def parse_query(query: str | None) -> dict[str, list[str]]:
+    """'all' / '' -> {}; 'scheme=rope|nope,task=trigger-distance' -> {'scheme': ['rope', 'nope'], ...}."""
+    q = (query or "").strip()
+    if q.lower() in ("", "all", "*"):
+        return {}
+    out: dict[str, list[str]] = {}
+    for part in q.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise ValueError(f"--runs {query!r}: {part!r} is not key=value (e.g. scheme=rope,task=trigger-distance, "
+                             "or all)")
+        if key not in QUERY_KEYS:
+            raise ValueError(f"--runs {query!r}: unknown key {key!r}; use one of {list(QUERY_KEYS)}")
+        out.setdefault(key, []).extend(v.strip() for v in value.split("|") if v.strip())
+    return out
+
+
+def select_runs(store, query: str | dict | None) -> pd.DataFrame:
+    """The index rows (store.query) the query selects, oldest first."""
+    filters = parse_query(query) if not isinstance(query, dict) else query
+    ids = filters.get("id")
+    rest = {k: v for k, v in filters.items() if k != "id"}
+    if "seed" in rest:
+        rest["seed"] = [int(s) for s in rest["seed"]]
+    df = store.query(**rest)
+    if ids:
+        df = df[df["id"].isin(ids)]
+    return df.iloc[::-1].reset_index(drop=True)
+
+
+# ---- helpers -----------------------------------------------------------------------------------------
+def _clean(v: Any) -> Any:
+    """JSON-safe scalars: NaN/inf -> None, numpy -> python."""
+    if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
+        try:
+            v = v.item()
+        except Exception:
+            pass
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    return v
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    return [_clean(r) for r in df.to_dict("records")]
+
+
+def _analyses() -> dict:
+    try:
+        from workbench.analysis import ANALYSES
+    except Exception:
+        return {}
+    return ANALYSES
+
+
+def _figures() -> dict:
+    try:
+        from workbench.figures import FIGURES
+    except Exception:
+        return {}
+    return FIGURES
+
+
+def deposit_stats(ablation: pd.DataFrame, metric: str = "accuracy") -> tuple[pd.DataFrame, str]:
+    """(per-layer deposit statistics, one-sentence summary) from the shared analysis functions."""
+    from workbench.analysis import deposit
+
+    stats = deposit.compute(ablation, metric=metric)
+    return stats, deposit.deposit_sentence(stats)
+
+
+def convergence(runs: list) -> pd.DataFrame:
+    from workbench.analysis import EXPERIMENTS
+
+    return EXPERIMENTS["convergence"](runs=runs)
+
+
+# ---- the document ------------------------------------------------------------------------------------
+@dataclass
+class Doc:
+    """Accumulates HTML sections and the figure list of summary.json."""
+
+    parts: list[str] = field(default_factory=list)
+    figures: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def h(self, level: int, text: str, id: str | None = None) -> None:
+        anchor = f' id="{html.escape(id)}"' if id else ""
+        self.parts.append(f"<h{level}{anchor}>{html.escape(text)}</h{level}>")
+
+    def p(self, text: str, cls: str = "") -> None:
+        self.parts.append(f'<p class="{cls}">{html.escape(text)}</p>')
+
+    def missing(self, text: str) -> None:
+        self.parts.append(f'<p class="missing">○ {html.escape(text)}</p>')
+
+    def error(self, text: str) -> None:
+        self.problems.append(text)
+        self.parts.append(f'<p class="error">✕ {html.escape(text)}</p>')
+
+    def table(self, df: pd.DataFrame, max_rows: int = 60) -> None:
+        shown = df.head(max_rows)
+        body = shown.to_html(index=False, classes="tbl", border=0, na_rep="", float_format=lambda x: f"{x:.4g}",
+                             escape=True)
+        self.parts.append(body)
+        if len(df) > max_rows:
+            self.p(f"({len(df) - max_rows} more rows in the stored table)", "note")
+
+    def figure(self, name: str, df: pd.DataFrame, section: str, run_ids: list[str], tables: list[str],
+               kwargs: dict | None = None, height: int | None = None) -> bool:
+        import plotly.io as pio
+
+        fn = _figures().get(name)
+        if fn is None:
+            self.error(f"no figure builder {name!r} in workbench.figures.FIGURES")
+            return False
+        try:
+            fig = fn(df, **(kwargs or {}))
+        except Exception as e:
+            self.error(f"figure {name} for {', '.join(run_ids)} failed: {type(e).__name__}: {e}")
+            return False
+        if height:
+            fig.update_layout(height=height)
+        fid = f"fig-{len(self.figures) + 1}"
+        self.parts.append('<div class="fig">' + pio.to_html(
+            fig, full_html=False, include_plotlyjs=False, div_id=fid,
+            config={"displaylogo": False, "responsive": True}) + "</div>")
+        self.figures.append({"id": fid, "section": section, "figure": name, "kwargs": _clean(kwargs or {}),
+                             "runs": run_ids, "tables": tables, "n_traces": len(fig.data)})
+        return True
+
+
+CSS = """
+body{font-family:-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:0;color:#1d2330;background:#f7f8fa}
+header{background:#1f2a44;color:#fff;padding:14px 24px} header h1{margin:0 0 4px;font-size:22px}
+header .meta{color:#c5d0ea;font-size:13px} main{padding:8px 24px 40px;max-width:1400px}
+nav.toc{font-size:13px;margin:10px 0} nav.toc a{margin-right:12px;color:#2d5be3}
+section{background:#fff;border:1px solid #e1e5ec;border-radius:6px;padding:8px 16px;margin:14px 0}
+h2{font-size:18px;margin:8px 0} h3{font-size:15px;margin:14px 0 6px;color:#2c3a55}
+table.tbl{border-collapse:collapse;font-size:12.5px;margin:6px 0}
+table.tbl th,table.tbl td{border-bottom:1px solid #e6e9ef;padding:3px 8px;text-align:left}
+table.tbl th{background:#f1f3f6} .missing{color:#6b7488} .error{color:#b03a2e}
+.sentence{font-style:italic;color:#2c3a55} .note{color:#6b7488;font-size:12px}
+.status-failed{color:#b03a2e;font-weight:600} .status-interrupted,.status-created,.status-running{color:#b7791f}
+"""
+
+
+def _config_summary(cfg: dict) -> dict:
+    out = {"preset": cfg.get("preset"), "tag": cfg.get("tag")}
+    for section, keys in CONFIG_KEYS.items():
+        sec = cfg.get(section) or {}
+        out[section] = {k: sec.get(k) for k in keys if k in sec}
+    return out
+
+
+def not_applicable(scheme: str | None) -> dict[str, str]:
+    """Tables a scheme cannot have, with the reason (initial angles need rotary planes)."""
+    try:
+        from workbench.model import get_scheme
+
+        rotary = bool(getattr(get_scheme(scheme), "rotary", False))
+    except Exception:
+        return {}
+    return {} if rotary else {"angles": f"{scheme} does not rotate q and k (initial angles need a rotary scheme)"}
+
+
+def summarize_run(run, row: dict | None = None) -> dict:
+    """Machine-readable summary of one run (what summary.json holds per run)."""
+    row = row or {}
+    try:
+        cfg = run.config
+    except Exception as e:
+        return {"id": run.id, "status": "corrupt", "error": str(e)}
+    present = run.tables()
+    na = not_applicable(cfg["model"].get("scheme"))
+    wanted = [t for t in ["ablation"] + [name for name, _, _ in ANALYSIS_SECTIONS] if t not in na]
+    info = run.info
+    out = {"id": run.id, "scheme": cfg["model"].get("scheme"), "task": cfg["task"].get("task"),
+           "arch": cfg["model"].get("arch"), "preset": cfg.get("preset"), "seed": cfg["train"].get("seed"),
+           "status": run.status, "epochs_done": info.get("epoch", 0), "epochs": cfg["train"].get("epochs"),
+           "error": info.get("error"), "wall_time_s": info.get("wall_time_s"), "path": str(run.path.resolve()),
+           "config": _config_summary(cfg), "final": run.final,
+           "tables": {"present": present, "missing": [t for t in wanted if t not in present],
+                      "not_applicable": {t: na[t] for t in na if t not in present},
+                      "files": {t: str((run.path / "tables" / f"{t}.parquet").resolve()) for t in present}},
+           "deposits": None, "deposit_sentence": None}
+    return _clean(out)
+
+
+def _status_cell(status: str) -> str:
+    return f'<span class="status-{html.escape(status)}">{html.escape(status)}</span>'
+
+
+# ---- sections ----------------------------------------------------------------------------------------
+def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict]) -> None:
+    doc.parts.append('<section id="runs">')
+    doc.h(2, f"Runs ({len(runs)})")
+    rows = []
+    for s in summaries:
+        fin = s.get("final") or {}
+        rows.append({"id": s["id"], "scheme": s.get("scheme"), "task": s.get("task"), "arch": s.get("arch"),
+                     "preset": s.get("preset"), "seed": s.get("seed"), "status": s.get("status"),
+                     "epochs": f"{s.get('epochs_done', 0)}/{s.get('epochs')}", "test_acc": fin.get("test_acc"),
+                     "train_acc": fin.get("train_acc"), "tables": ", ".join(s["tables"]["present"])
+                     if "tables" in s else ""})
+    if rows:
+        doc.table(pd.DataFrame(rows), max_rows=500)
+    for s in summaries:
+        if s.get("status") in ("failed", "corrupt"):
+            doc.error(f"{s['id']} {s['status']}: {s.get('error') or 'no error recorded'} "
+                      f"(resume with `workbench train --resume {s['id']}`)")
+        elif s.get("status") in ("created", "interrupted", "running"):
+            doc.missing(f"{s['id']} is {s['status']} after {s.get('epochs_done', 0)} of {s.get('epochs')} epochs: "
+                        "partial results")
+    doc.parts.append("</section>")
+
+
+def _convergence_section(doc: Doc, store, runs: pd.DataFrame) -> None:
+    doc.parts.append('<section id="convergence">')
+    doc.h(2, "Convergence")
+    trained = [r for r, e in zip(runs["id"], runs["epoch"].fillna(0)) if e and e > 0]
+    if not trained:
+        doc.missing("no run has finished an epoch: train with `workbench train --scheme rope --task "
+                    "trigger-distance --preset cpu`")
+    else:
+        try:
+            df = convergence([store.get(r) for r in trained])
+        except Exception as e:
+            doc.error(f"convergence table failed: {type(e).__name__}: {e}")
+            df = None
+        if df is not None and not df.empty:
+            for metric in ("accuracy", "loss"):
+                doc.figure("convergence", df, "convergence", trained, ["metrics"], {"metric": metric})
+    doc.parts.append("</section>")
+
+
+def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
+    doc.parts.append('<section id="ablation">')
+    doc.h(2, "Ablation atlas")
+    doc.p("delta(l, h) = metric(clean) - metric(head h of layer l zeroed before W_O); 95 % bootstrap intervals over "
+          "test examples; deposit statistics per layer (SPEC section 5).", "note")
+    all_stats = []
+    for s in summaries:
+        run = store.get(s["id"])
+        doc.h(3, s["id"], id=f"abl-{s['id']}")
+        if "ablation" not in s.get("tables", {}).get("present", []):
+            doc.missing(f"no ablation table yet: run `workbench analyze {s['id']} --what ablation`")
+            continue
+        try:
+            df = run.load_table("ablation")
+        except Exception as e:
+            doc.error(f"ablation table of {s['id']} unreadable: {e}")
+            continue
+        acc = df[df["metric"] == "accuracy"] if "metric" in df.columns else df
+        for name, kw in ABLATION_FIGURES:
+            doc.figure(name, acc, "ablation", [s["id"]], ["ablation"], kw)
+        try:
+            stats, sentence = deposit_stats(df, "accuracy")
+        except Exception as e:
+            doc.error(f"deposit statistics of {s['id']} failed: {type(e).__name__}: {e}")
+            continue
+        doc.p(sentence, "sentence")
+        doc.figure("deposit", stats, "ablation", [s["id"]], ["ablation"])
+        doc.table(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]])
+        s["deposits"], s["deposit_sentence"] = records(stats), sentence
+        st = stats.copy()
+        if "run_id" not in st.columns:
+            st.insert(0, "run_id", s["id"])
+        all_stats.append(st)
+    doc.parts.append("</section>")
+    return pd.concat(all_stats, ignore_index=True) if all_stats else pd.DataFrame()
+
+
+def _deposits_section(doc: Doc, stats: pd.DataFrame) -> None:
+    doc.parts.append('<section id="deposits">')
+    doc.h(2, "Deposit statistics (all runs)")
+    if stats.empty:
+        doc.missing("no ablation tables in the selection")
+    else:
+        doc.table(stats, max_rows=400)
+    doc.parts.append("</section>")
+
+
+def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) -> None:
+    """Cross-run experiment tables (partial RoPE, MLA vs RoPE vs NoPE, RoPE vs RoPE+sinusoidal) over the
+    selected runs that have an ablation table, when there is something to compare."""
+    doc.parts.append('<section id="experiments">')
+    doc.h(2, "Experiments (core paper, section 5)")
+    try:
+        from workbench.analysis import EXPERIMENTS
+    except Exception as e:
+        doc.error(f"workbench.analysis.EXPERIMENTS unavailable: {e}")
+        EXPERIMENTS = {}
+    ablated = [store.get(s["id"]) for s in summaries
+               if {"ablation", "deposit"} & set(s.get("tables", {}).get("present", []))]
+    shown = False
+    for name, title in EXPERIMENT_SECTIONS:
+        fn = EXPERIMENTS.get(name)
+        if fn is None:
+            continue
+        try:
+            table = fn(runs=ablated, compute_missing=False)
+        except Exception as e:
+            doc.missing(f"{title}: {type(e).__name__}: {e}")
+            continue
+        if table.empty or table["run_id"].nunique() < 2:
+            continue  # nothing to compare in this selection
+        doc.h(3, title)
+        doc.figure(name, table, f"experiments/{name}", list(dict.fromkeys(table["run_id"])), ["ablation"])
+        doc.table(table)
+        summary["experiments"][name] = records(table)
+        shown = True
+    if not shown:
+        doc.missing("no experiment applies to this selection: partial RoPE needs RoPE runs with different "
+                    "rope_heads / rope_layers, the others MLA / NoPE / RoPE+sinusoidal runs next to RoPE, each with "
+                    "an ablation table")
+    doc.parts.append("</section>")
+
+
+def _diagnostics_section(doc: Doc, store, summaries: list[dict]) -> None:
+    doc.parts.append('<section id="diagnostics">')
+    doc.h(2, "Diagnostics")
+    for table, title, figs in ANALYSIS_SECTIONS:
+        doc.h(3, title, id=f"diag-{table}")
+        have = [s for s in summaries if table in s.get("tables", {}).get("present", [])]
+        na = [s["id"] for s in summaries if table in s.get("tables", {}).get("not_applicable", {})]
+        missing = [s["id"] for s in summaries if s not in have and s["id"] not in na]
+        for s in have:
+            try:
+                df = store.get(s["id"]).load_table(table)
+            except Exception as e:
+                doc.error(f"{table} table of {s['id']} unreadable: {e}")
+                continue
+            doc.p(s["id"], "note")
+            for name, kw in figs:
+                doc.figure(name, df, f"diagnostics/{table}", [s["id"]], [table], kw)
+        if table == "extrapolation" and len(have) > 1:
+            frames = []
+            for s in have:
+                try:
+                    frames.append(store.get(s["id"]).load_table(table))
+                except Exception:
+                    pass
+            if len(frames) > 1:
+                doc.p("all runs together", "note")
+                doc.figure("extrapolation", pd.concat(frames, ignore_index=True), f"diagnostics/{table}",
+                           [s["id"] for s in have], [table])
+        if na:
+            doc.p(f"not applicable to {', '.join(na)}", "note")
+        if missing:
+            cli = table.replace("_", "-")
+            doc.missing(f"missing for {', '.join(missing)}: run `workbench analyze RUN --what {cli}`")
+    doc.parts.append("</section>")
+
+
+# ---- entry point -------------------------------------------------------------------------------------
+def build_report(store, query: str | None, out: str | Path, title: str | None = None,
+                 summary_path: str | Path | None = None) -> dict:
+    """Write the HTML report to `out` and summary.json next to it (or to `summary_path`); return the summary."""
+    import plotly
+    from plotly.offline import get_plotlyjs
+
+    from workbench.store import RunStore, code_version
+
+    store = store if hasattr(store, "query") else RunStore(store)
+    out = Path(out)
+    summary_path = Path(summary_path) if summary_path else out.with_name("summary.json")
+    runs = select_runs(store, query)
+    t0 = time.time()
+    doc = Doc()
+    summaries = []
+    for row in runs.to_dict("records"):
+        try:
+            summaries.append(summarize_run(store.get(row["id"]), row))
+        except Exception as e:
+            summaries.append({"id": row["id"], "status": "corrupt", "error": str(e)})
+    summary: dict[str, Any] = {
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "query": query or "all",
+        "filters": parse_query(query) if not isinstance(query, dict) else query,
+        "store": str(Path(store.root).resolve()), "code_version": code_version(),
+        "plotly_version": plotly.__version__, "report": str(out.resolve()), "runs": summaries,
+        "experiments": {}, "figures": doc.figures, "problems": doc.problems,
+    }
+    if runs.empty:
+        doc.parts.append('<section id="runs">')
+        doc.missing(f"no runs match {query!r} in {store.root}: train some with `workbench train --scheme rope "
+                    "--task trigger-distance --preset cpu`")
+        doc.parts.append("</section>")
+    else:
+        ok = [s for s in summaries if s.get("status") != "corrupt"]
+        _runs_section(doc, runs, summaries)
+        _convergence_section(doc, store, runs)
+        stats = _ablation_section(doc, store, ok)
+        _deposits_section(doc, stats)
+        _experiments_section(doc, store, ok, summary)
+        _diagnostics_section(doc, store, ok)
+    title = title or f"PE-Lab report: {query or 'all'}"
+    toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in (("runs", "Runs"), ("convergence", "Convergence"),
+                                                           ("ablation", "Ablation atlas"), ("deposits", "Deposits"),
+                                                           ("experiments", "Experiments"),
+                                                           ("diagnostics", "Diagnostics")))
+    meta = (f"{len(runs)} run(s) · store {html.escape(summary['store'])} · code {html.escape(summary['code_version'])}"
+            f" · generated {html.escape(summary['generated'])}")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{CSS}</style>"
+            f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head><body>"
+            f"<header><h1>{html.escape(title)}</h1><div class=\"meta\">{meta}</div></header><main>"
+            f"<nav class=\"toc\">{toc}</nav>" + "\n".join(doc.parts) + "</main></body></html>\n")
+    summary["build_s"] = round(time.time() - t0, 2)
+    from workbench.store import atomic_write_text
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, page)
+    atomic_write_text(summary_path, json.dumps(_clean(summary), indent=2, sort_keys=False, default=str) + "\n")
+    return summary
+
+
+def format_exc_short() -> str:  # pragma: no cover - debugging aid
+    return traceback.format_exc(limit=3)
