@@ -1,6 +1,7 @@
 """The run store: ids, index, atomic writes, checkpoint journal, corruption errors, tables."""
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -95,7 +96,7 @@ def test_create_get_query_and_reindex(store):
 def test_dead_running_run_reads_as_interrupted(store):
     run = store.create(make_config())
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    run.update_info(status="running", pid=int(proc.stdout), host=os.uname().nodename, pid_started=0.0)
+    run.update_info(status="running", pid=int(proc.stdout), host=socket.gethostname(), pid_started=0.0)
     assert run.status == "interrupted"
     assert store.query()["status"].iloc[0] == "interrupted"
     run.update_info(status="running", pid=os.getpid(), pid_started=None)

@@ -1,5 +1,167 @@
-"""CLI commands (filled in by its issue)."""
+"""CLI: `workbench analyze RUN_ID [RUN_ID...] --what ablation,qk-means,... | --all`."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
+# CLI name -> ANALYSES key, in the order they run (deposit right after ablation: it reads its table)
+NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
+         "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation"}
 
 
-def register(app):
-    pass
+def _fail(msg: str, code: int = 2) -> None:
+    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+def parse_what(what: Optional[str], all_: bool) -> list[str]:
+    """CLI names (comma separated, '-' or '_') -> ANALYSES keys in run order; ablation brings deposit along."""
+    if all_:
+        return list(NAMES.values())
+    if not what:
+        _fail(f"say what to run: --what {','.join(NAMES)} (any subset) or --all")
+    keys = set()
+    for part in what.split(","):
+        name = part.strip().replace("_", "-")
+        if not name:
+            continue
+        if name not in NAMES:
+            _fail(f"unknown analysis {part.strip()!r}; choose from {', '.join(NAMES)}")
+        keys.add(NAMES[name])
+    if "ablation" in keys:
+        keys.add("deposit")
+    return [k for k in NAMES.values() if k in keys]
+
+
+def summarize(name: str, df) -> str:
+    """One line about a table, for the console."""
+    if name == "ablation":
+        acc = df[df.metric == "accuracy"]
+        r = acc.loc[acc["delta"].idxmax()]
+        return (f"largest accuracy drop: layer {int(r.layer)}, head {int(r['head'])}, delta {r.delta:.3f} "
+                f"[{r.ci_lo:.3f}, {r.ci_hi:.3f}] (clean accuracy {r.clean:.3f}, {int(r.n_examples)} examples)")
+    if name == "deposit":
+        from workbench.analysis import deposit_sentence
+
+        return deposit_sentence(df)
+    if name == "qk_means":
+        u = df[df.undertrained]
+        rest = df[~df.undertrained]
+        if len(u):
+            return (f"mean |q/k mean| in under-trained dims {u.abs_mean.mean():.3f} vs {rest.abs_mean.mean():.3f} "
+                    f"elsewhere ({int(u.dim.nunique())} of {int(df.dim.nunique())} dims under-trained)")
+        return f"mean |q/k mean| {df.abs_mean.mean():.3f} over {int(df.dim.nunique())} dims (no under-trained marks)"
+    if name == "angles":
+        w = df.groupby("layer")["share_anomalous"].mean()
+        return "share of anomalous pairs by layer: " + ", ".join(f"{l}: {v:.2f}" for l, v in w.items())
+    if name == "spectral":
+        ph = df.drop_duplicates(["layer", "head"])
+        w = ph.groupby("layer")["explained_var"].mean()
+        return "Toeplitz share of logit variance by layer: " + ", ".join(f"{l}: {v:.2f}" for l, v in w.items())
+    if name == "distance_bias":
+        ph = df.drop_duplicates(["layer", "head"])
+        w = ph.groupby("layer")["mean_diff"].mean()
+        return "mean logit(near) - logit(far) by layer: " + ", ".join(f"{l}: {v:+.2f}" for l, v in w.items())
+    if name == "extrapolation":
+        return "accuracy: " + ", ".join(f"{r.split} ({int(r.max_len)} tok) {r.accuracy:.3f}" for r in df.itertuples())
+    return f"{len(df)} rows"
+
+
+def analyze_cmd(
+    run_ids: List[str] = typer.Argument(..., help="one or more run ids (see `workbench runs`)"),
+    what: Optional[str] = typer.Option(None, "--what", "-w",
+                                       help=f"comma-separated subset of: {', '.join(NAMES)}"),
+    all_: bool = typer.Option(False, "--all", help="every analysis (those a run cannot support are skipped)"),
+    mode: str = typer.Option("zero", "--mode", help="ablation: zero | mean"),
+    n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals"),
+    max_examples: Optional[int] = typer.Option(None, "--max-examples",
+                                               help="ablation/extrapolation: evaluate on at most this many test "
+                                                    "examples (default: all)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the sampling and the bootstrap"),
+    aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
+                                   "(seeds of one configuration) and print the deposit sentence of the mean"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Run analyses on stored runs, save each table with the run, and print a short summary.
+
+    Exit status 0: everything asked for ran. 3: an analysis named in --what does not apply to a run.
+
+    1: an analysis failed. With --all, analyses a run cannot support are noted and skipped."""
+    import torch
+    from rich.console import Console
+    from rich.table import Table
+
+    from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
+    from workbench.analysis import deposit as deposit_mod
+    from workbench.store import RunStore, StoreError
+
+    keys = parse_what(what, all_)
+    if mode not in ("zero", "mean"):
+        _fail(f"--mode {mode!r}: use zero or mean")
+    n_threads = threads or (int(os.environ["PELAB_THREADS"]) if os.environ.get("PELAB_THREADS") else None)
+    if n_threads:
+        torch.set_num_threads(n_threads)
+    store = RunStore(root)
+    console = Console(width=160)
+    params = {
+        "ablation": dict(mode=mode, n_boot=n_boot, seed=seed, max_examples=max_examples),
+        "deposit": dict(table="ablation" if mode == "zero" else f"ablation_{mode}"),
+        "qk_means": dict(seed=seed), "angles": dict(seed=seed), "spectral": dict(seed=seed),
+        "distance_bias": dict(seed=seed),
+        "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
+    }
+    not_applicable = failed = False
+    ablations = []
+    for run_id in run_ids:
+        try:
+            run = store.get(run_id)
+        except StoreError as e:
+            _fail(str(e))
+        if device != "cpu":
+            load = run.load_model
+            run.load_model = lambda device_=device, load=load: load(device_)
+        table = Table(title=f"{run.id}", show_lines=False)
+        for col in ("analysis", "rows", "time", "summary"):
+            table.add_column(col, overflow="fold")
+        sentence = None
+        for key in keys:
+            t0 = time.perf_counter()
+            try:
+                df = ANALYSES[key](run, **params[key])
+            except NotApplicable as e:
+                style = "yellow"
+                table.add_row(key, "-", "-", f"[{style}]not applicable: {e}[/]")
+                not_applicable = not_applicable or not all_
+                continue
+            except Exception as e:  # report and go on with the next analysis
+                table.add_row(key, "-", "-", f"[red]failed: {type(e).__name__}: {e}[/]")
+                failed = True
+                continue
+            dt = time.perf_counter() - t0
+            table.add_row(key, str(len(df)), f"{dt:.1f}s", summarize(key, df))
+            if key == "deposit":
+                sentence = deposit_sentence(df)
+            if key == "ablation":
+                ablations.append(df)
+        console.print(table)
+        if sentence:
+            console.print(f"[bold]{sentence}[/]")
+    if aggregate and len(ablations) > 1:
+        agg = aggregate_seeds(ablations)
+        dep = deposit_mod.compute(agg)
+        console.print(f"[bold]mean over {len(ablations)} runs:[/] {deposit_sentence(dep)}")
+    if failed:
+        raise typer.Exit(1)
+    if not_applicable:
+        raise typer.Exit(3)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("analyze")(analyze_cmd)

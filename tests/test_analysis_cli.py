@@ -1,0 +1,48 @@
+"""`workbench analyze` on a tiny trained run in a temporary store."""
+import pytest
+from typer.testing import CliRunner
+
+from workbench.cli import app
+from workbench.cli.analyze import parse_what
+
+TINY = ["train.epochs=1", "task.n_examples=300", "task.extrap_size=20"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    root = tmp_path_factory.mktemp("runs")
+    st = RunStore(root / "runs", data_dir=root / "data")
+    ids = {}
+    for scheme in ("rope", "learned"):
+        cfg = resolve_config(preset="smoke", scheme=scheme, task="trigger-distance", sets=TINY, store=st)
+        ids[scheme] = train(cfg, st, progress=False).id
+    return st, ids
+
+
+def test_parse_what():
+    assert parse_what("qk-means,ablation", False) == ["ablation", "deposit", "qk_means"]
+    assert parse_what("distance_bias", False) == ["distance_bias"]
+    assert len(parse_what(None, True)) == 7
+
+
+def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--all", "--n-boot", "50", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    assert "RoPE, Task 1:" in res.output
+    assert set(st.get(ids["rope"]).tables()) == {"ablation", "deposit", "qk_means", "angles", "spectral",
+                                                 "distance_bias", "extrapolation"}
+
+
+def test_analyze_says_plainly_what_does_not_apply(store):
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["learned"], "--what", "angles,extrapolation", "--root",
+                                   str(st.root)])
+    assert res.exit_code == 3, res.output
+    assert "not applicable" in res.output and "rope" in res.output
+    assert st.get(ids["learned"]).tables() == []
+    res = CliRunner().invoke(app, ["analyze", ids["learned"], "--what", "bogus", "--root", str(st.root)])
+    assert res.exit_code == 2 and "unknown analysis" in res.output

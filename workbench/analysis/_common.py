@@ -1,0 +1,235 @@
+"""Helpers shared by the analyses: data access, batching, hooks, rotary-plane discovery, run tagging."""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+import torch
+
+
+class NotApplicable(Exception):
+    """The analysis cannot be computed for this run; the message says why and what would work."""
+
+
+# ---- display names (sentences, figure titles) -------------------------------------------------
+SCHEME_NAMES = {
+    "nope": "NoPE", "sinusoidal": "Sinusoidal", "learned": "Learned", "random": "Random", "relative": "Relative",
+    "t5": "T5", "alibi": "ALiBi", "rope": "RoPE", "rope+sinusoidal": "RoPE+sinusoidal", "mla": "MLA",
+    "coca": "CoCA", "fope": "FoPE", "tapa": "TAPA", "wavelet": "Wavelet", "legendre": "Legendre",
+}
+TASK_NAMES = {"trigger-distance": "Task 1", "trigger-count": "Task 2"}
+
+
+def scheme_label(scheme: str | None) -> str:
+    return SCHEME_NAMES.get(scheme, scheme) if scheme else "model"
+
+
+def task_label(task: str | None) -> str:
+    return TASK_NAMES.get(task, task) if task else ""
+
+
+# ---- data ------------------------------------------------------------------------------------
+def split_xy(data: Any, split: str = "test") -> tuple[np.ndarray, np.ndarray | None]:
+    """(x, y) of a split of a Dataset-like object, or of an (x, y) tuple / a bare token array."""
+    if isinstance(data, tuple) and len(data) == 2:
+        x, y = data
+    elif isinstance(data, (np.ndarray, torch.Tensor)):
+        x, y = data, None
+    elif split in ("test", "train"):
+        x, y = getattr(data, f"{split}_x"), getattr(data, f"{split}_y")
+    else:
+        x, y = data.extrap[split]
+    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    if y is not None:
+        y = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    return x.astype(np.int64), (None if y is None else y.astype(np.int64))
+
+
+def train_length(model, data: Any = None) -> int:
+    """The training length L: the longest real (non-pad) sequence of the training data (the task spec's
+    `train_len`, i.e. max_tokens) when known, else the dataset's padded seq_len, else the model's max_len."""
+    n = getattr(getattr(data, "spec", None), "train_len", None) or getattr(data, "seq_len", None)
+    return int(n) if n else int(model.cfg.max_len)
+
+
+def subsample(n: int, k: int | None, seed: int) -> np.ndarray:
+    """k distinct sorted indices out of n (all of them when k is None or >= n)."""
+    if k is None or k >= n:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False))
+
+
+def lengths(x: np.ndarray) -> np.ndarray:
+    """Number of non-pad tokens per row (right padding: last non-pad index + 1)."""
+    keep = x != 0
+    return np.where(keep.any(1), x.shape[1] - np.argmax(keep[:, ::-1], axis=1), 0)
+
+
+def batches(x: np.ndarray, batch_size: int, y: np.ndarray | None = None, trim: bool = False,
+            device: str = "cpu") -> Iterator[tuple[np.ndarray, torch.Tensor, torch.Tensor | None]]:
+    """Yield (indices, tokens, labels). With `trim`, examples are sorted by length and every batch is cut
+    to its longest non-pad length (exact for right-padded inputs whose pads never influence non-pad
+    positions, which holds for both architectures when the readout ignores pads)."""
+    order = np.argsort(lengths(x), kind="stable") if trim else np.arange(len(x))
+    for s in range(0, len(x), batch_size):
+        idx = order[s:s + batch_size]
+        xb = x[idx]
+        if trim:
+            n = max(1, int(lengths(xb).max()))
+            xb = xb[:, :n]
+        yb = None if y is None else torch.as_tensor(y[idx], device=device)
+        yield idx, torch.as_tensor(xb, device=device), yb
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """eval mode + no_grad, restoring the training flag afterwards."""
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        model.train(was)
+
+
+def valid_pairs(tokens: torch.Tensor, arch: str) -> torch.Tensor:
+    """Bool [batch, q, k]: both positions non-pad (and k <= q in the causal decoder)."""
+    keep = tokens != 0
+    ok = keep[:, :, None] & keep[:, None, :]
+    if arch == "decoder":
+        n = tokens.shape[1]
+        ok = ok & torch.ones(n, n, dtype=torch.bool, device=tokens.device).tril()
+    return ok
+
+
+def cache_hooks(model, tokens: torch.Tensor, names: list[str]) -> dict[str, torch.Tensor]:
+    """Forward once with hooks that store the named activations (nothing else is kept)."""
+    store: dict[str, torch.Tensor] = {}
+
+    def save(t, hook):
+        store[hook.name] = t.detach()
+        return t
+
+    model.run_with_hooks(tokens, fwd_hooks=[(n, save) for n in names])
+    return store
+
+
+# ---- rotary planes ---------------------------------------------------------------------------
+@dataclass
+class RotaryPlanes:
+    """Which (head, plane) of a layer rotate, and at what angular frequency (radians per position).
+
+    `theta[h, j]` is the angle plane j (dims 2j, 2j+1) of head h turns by per position, NaN where the plane
+    does not rotate."""
+
+    theta: np.ndarray  # [n_heads, d_head // 2]
+
+    @property
+    def rotates(self) -> np.ndarray:
+        return ~np.isnan(self.theta)
+
+
+def rotary_planes(attn, n_heads: int, width: int) -> RotaryPlanes:
+    """The rotary planes of one attention module, for q/k vectors of `width` dims (hook_q's last axis).
+
+    Read from the attributes the rotary schemes share: `inv_freq` (theta_j), `rot_offset` (first rotary dim,
+    0 unless MLA), `d_rot` (number of rotary dims), `rot_heads` (bool per head, partial RoPE) and, for FoPE,
+    `frequencies()` (clipped planes have frequency 0 and do not rotate). A scheme may instead expose
+    `rotary_planes() -> [n_heads, width//2]`. Without any of these, `rotate` is probed with basis vectors at
+    positions 0 and 1 (a plane rotates iff e_2j comes back turned inside its plane)."""
+    if hasattr(attn, "rotary_planes"):
+        return RotaryPlanes(np.asarray(attn.rotary_planes(), dtype=np.float64))
+    theta = np.full((n_heads, width // 2), np.nan)
+    if hasattr(attn, "inv_freq"):
+        freq = attn.frequencies() if hasattr(attn, "frequencies") else attn.inv_freq
+        freq = freq.detach().double().cpu().numpy()
+        offset = int(getattr(attn, "rot_offset", 0))
+        d_rot = int(getattr(attn, "d_rot", 2 * len(freq)))
+        heads = getattr(attn, "rot_heads", None)
+        heads = np.ones(n_heads, bool) if heads is None else heads.detach().cpu().numpy().astype(bool)
+        n = min(d_rot // 2, len(freq))
+        vals = np.where(freq[:n] > 0, freq[:n], np.nan)  # frequency 0 (FoPE's clipped planes): no rotation
+        theta[np.ix_(heads, np.arange(offset // 2, offset // 2 + n))] = vals
+        return RotaryPlanes(theta)
+    dev = next(attn.parameters()).device
+    basis = torch.eye(width, device=dev)[0::2]  # e_{2j}: [n_planes, width]
+    probe = basis[:, None, None, :].expand(-1, 2, n_heads, -1).contiguous()  # [plane, pos=2, head, width]
+    with torch.no_grad():
+        try:
+            rq, _ = attn.rotate(probe, probe.clone())
+        except Exception:  # a scheme whose rotate needs more than (q, k)
+            return RotaryPlanes(theta)
+    out = rq[:, 1].double().cpu().numpy()  # [plane, head, width]
+    for j in range(width // 2):
+        v = out[j]
+        inside = v[:, 2 * j:2 * j + 2]
+        rest = np.delete(v, [2 * j, 2 * j + 1], axis=1)
+        turned = np.abs(inside - np.array([1.0, 0.0])).max(1) > 1e-6
+        clean = (np.abs(rest).max(1, initial=0.0) < 1e-5) & (np.abs(np.hypot(*inside.T) - 1) < 1e-4)
+        ang = np.arctan2(inside[:, 1], inside[:, 0])
+        theta[:, j] = np.where(turned & clean, np.abs(ang), np.nan)
+    return RotaryPlanes(theta)
+
+
+def rope_frequencies(d_head: int, base: float = 10000.0) -> np.ndarray:
+    """theta_j = base^(-2j/d), j = 0 .. d/2-1."""
+    return base ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)
+
+
+# ---- runs ------------------------------------------------------------------------------------
+def run_meta(run) -> dict[str, Any]:
+    """run_id / scheme / task / arch / seed of a store run, tolerant of missing sections."""
+    cfg = getattr(run, "config", {}) or {}
+    model = cfg.get("model", {}) or {}
+    task = cfg.get("task", {}) or {}
+    train = cfg.get("train", {}) or {}
+    task_name = task.get("name") or task.get("task") if isinstance(task, dict) else task
+    return {"run_id": getattr(run, "id", None), "scheme": model.get("scheme"), "task": task_name,
+            "arch": model.get("arch"), "seed": train.get("seed", model.get("seed"))}
+
+
+def tag(df: pd.DataFrame, run) -> pd.DataFrame:
+    """Prepend run_id / scheme / task columns (so tables of many runs can be concatenated)."""
+    meta = run_meta(run)
+    df = df.copy()
+    for i, key in enumerate(("run_id", "scheme", "task")):
+        if key not in df.columns:
+            df.insert(i, key, meta[key])
+    return df
+
+
+def bootstrap_weights(n: int, n_boot: int, seed: int, chunk: int = 64) -> Iterator[np.ndarray]:
+    """Yield chunks of bootstrap resampling counts [chunk, n] (each row sums to n), seeded."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_boot:
+        m = min(chunk, n_boot - done)
+        idx = rng.integers(0, n, size=(m, n))
+        counts = np.stack([np.bincount(row, minlength=n) for row in idx]).astype(np.float64)
+        done += m
+        yield counts
+
+
+def bootstrap_means(values: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Bootstrap replicates of the column means of `values` [n, k] -> [n_boot, k] (same resamples for
+    every column, so differences between columns are paired)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    n = values.shape[0]
+    out = [w @ values / n for w in bootstrap_weights(n, n_boot, seed)]
+    return np.concatenate(out, 0)
+
+
+def percentile_interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    a = (1 - level) / 2
+    return np.quantile(reps, a, axis=0), np.quantile(reps, 1 - a, axis=0)
+
+
+def nan_to_none(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x

@@ -1,0 +1,172 @@
+"""The core paper's experiments (seed 003) as functions over sets of runs from the store.
+
+Every function takes a `RunStore` (plus filters) or an explicit list of runs and returns one tidy table:
+
+    partial_rope(store)               section 5.1 / App. C.3: RoPE on the first k heads of layer l (or of every
+                                      layer), NoPE elsewhere: accuracy and where the deepest deposit sits
+    rope_vs_rope_sinusoidal(store)    section 5.2, first strategy: does the sinusoid move the deposit out of layer 0?
+    mla_rope_nope(store)              Table 1 + Fig. 7: accuracy and deposit of MLA vs RoPE vs NoPE
+    convergence(store)                Figs. 2-3: train/test accuracy and loss per epoch per scheme and task
+
+Deposits come from each run's stored `deposit` table, else from its `ablation` table, else (with
+`compute_missing=True`) the ablation sweep is run and stored first.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from ._common import NotApplicable, run_meta
+from .deposit import compute as deposit_compute
+from .deposit import deposit_sentence
+
+PAPER_TABLE1 = {("mla", "trigger-distance"): 0.8834, ("mla", "trigger-count"): 0.9741,
+                ("rope", "trigger-distance"): 0.9264, ("rope", "trigger-count"): 0.6943,
+                ("nope", "trigger-distance"): 0.0351, ("nope", "trigger-count"): 0.7769}
+
+
+def _select(store=None, runs: Iterable | None = None, schemes: Iterable[str] | None = None, task=None,
+            status: str | None = "finished", **filters) -> list:
+    if runs is not None:
+        out = list(runs)
+        if schemes is not None:
+            out = [r for r in out if run_meta(r)["scheme"] in set(schemes)]
+        if task is not None:
+            out = [r for r in out if run_meta(r)["task"] in (task if isinstance(task, (list, tuple)) else [task])]
+        return out
+    if store is None:
+        from workbench.store import RunStore
+
+        store = RunStore()
+    return store.runs(scheme=list(schemes) if schemes is not None else None, task=task, status=status, **filters)
+
+
+def final_metrics(run) -> dict[str, float]:
+    """Last epoch's test/train accuracy and loss (from run.final or metrics())."""
+    final = dict(getattr(run, "final", {}) or {})
+    if not final:
+        m = run.metrics()
+        final = m.iloc[-1].to_dict() if len(m) else {}
+    return {k: float(final[k]) if final.get(k) is not None else np.nan
+            for k in ("test_acc", "test_loss", "train_acc", "train_loss")}
+
+
+def run_deposit(run, compute_missing: bool = True, **ablation_params) -> pd.DataFrame:
+    """The run's deposit table: stored, or computed from its ablation table (computed if missing)."""
+    tables = set(run.tables())
+    if "deposit" in tables:
+        return run.load_table("deposit")
+    if "ablation" in tables:
+        abl = run.load_table("ablation")
+    elif compute_missing:
+        from . import ablation
+
+        abl = ablation.run(run, **ablation_params)
+    else:
+        raise NotApplicable(f"run {run.id} has no ablation table; run `workbench analyze {run.id} --what ablation` "
+                            "or pass compute_missing=True")
+    dep = deposit_compute(abl)
+    return dep
+
+
+def _deepest(dep: pd.DataFrame, col: str) -> float:
+    layers = dep.loc[dep[col], "layer"]
+    return float(layers.max()) if len(layers) else np.nan
+
+
+def _kwargs(run) -> dict[str, Any]:
+    kw = (run.config.get("model", {}) or {}).get("scheme_kwargs") or {}
+    return kw if isinstance(kw, dict) else json.loads(kw)
+
+
+def partial_rope(store=None, runs=None, task=None, compute_missing: bool = True, **ablation_params) -> pd.DataFrame:
+    """One row per RoPE run (full and partial): k heads with RoPE, the RoPE layer (-1 = every layer),
+    accuracy, and the deepest single-head / any deposit layer."""
+    rows = []
+    for run in _select(store, runs, schemes=["rope"], task=task):
+        meta, kw, cfg = run_meta(run), _kwargs(run), run.config["model"]
+        H, n_layers = int(cfg.get("n_heads", 16)), int(cfg.get("n_layers", 6))
+        heads, layers = kw.get("rope_heads"), kw.get("rope_layers")
+        k = H if heads is None else (heads if isinstance(heads, int) else -1)
+        layer = -1 if layers is None or len(layers) == n_layers else (layers[0] if len(layers) == 1 else -2)
+        variant = "full" if heads in (None, H) and layers is None else "partial"
+        dep = run_deposit(run, compute_missing, **ablation_params)
+        dep = dep[dep["metric"] == "accuracy"]
+        rows.append({**meta, "variant": variant, "k": k, "layer": layer,
+                     "k_per_layer": json.dumps(heads) if isinstance(heads, list) else "",
+                     "rope_layers": "all" if layers is None else json.dumps(layers),
+                     **final_metrics(run),
+                     "deepest_single_deposit_layer": _deepest(dep, "single_head_deposit"),
+                     "deepest_deposit_layer": _deepest(dep, "single_head_deposit") if dep["single_head_deposit"].any()
+                     else _deepest(dep, "average_deposit"),
+                     "n_single_deposits": int(dep["single_head_deposit"].sum()),
+                     "max_concentration": float(dep["concentration"].max()),
+                     "deposit": deposit_sentence(dep, meta["scheme"], meta["task"])})
+    return pd.DataFrame(rows)
+
+
+def rope_vs_rope_sinusoidal(store=None, runs=None, task=None, compute_missing: bool = True,
+                            **ablation_params) -> pd.DataFrame:
+    """One row per run and layer for `rope` and `rope+sinusoidal`: deposit pattern, concentration, top head."""
+    rows = []
+    for run in _select(store, runs, schemes=["rope", "rope+sinusoidal"], task=task):
+        meta = run_meta(run)
+        if _kwargs(run).get("rope_heads") is not None or _kwargs(run).get("rope_layers") is not None:
+            continue  # partial RoPE belongs to `partial_rope`
+        dep = run_deposit(run, compute_missing, **ablation_params)
+        dep = dep[dep["metric"] == "accuracy"]
+        fm = final_metrics(run)
+        for _, r in dep.iterrows():
+            rows.append({**meta, "layer": int(r.layer), "pattern": r.pattern, "concentration": r.concentration,
+                         "top_head": int(r.top_head), "top_delta": r.top_delta, "top_lo": r.top_lo,
+                         "top_hi": r.top_hi, "sum_delta": r.sum_delta, "test_acc": fm["test_acc"]})
+    return pd.DataFrame(rows)
+
+
+def mla_rope_nope(store=None, runs=None, task=None, compute_missing: bool = True, **ablation_params) -> pd.DataFrame:
+    """One row per run of mla / rope / nope: accuracy next to the paper's Table 1 and the deposit summary."""
+    rows = []
+    for run in _select(store, runs, schemes=["mla", "rope", "nope"], task=task):
+        meta = run_meta(run)
+        if meta["scheme"] == "rope" and (_kwargs(run).get("rope_heads") is not None
+                                         or _kwargs(run).get("rope_layers") is not None):
+            continue
+        dep = run_deposit(run, compute_missing, **ablation_params)
+        dep = dep[dep["metric"] == "accuracy"]
+        rows.append({**meta, **final_metrics(run),
+                     "paper_test_acc": PAPER_TABLE1.get((meta["scheme"], meta["task"]), np.nan),
+                     "n_single_deposits": int(dep["single_head_deposit"].sum()),
+                     "n_average_deposits": int(dep["average_deposit"].sum()),
+                     "max_concentration": float(dep["concentration"].max()),
+                     "max_top_delta": float(dep["top_delta"].max()),
+                     "deposit": deposit_sentence(dep, meta["scheme"], meta["task"])})
+    return pd.DataFrame(rows)
+
+
+def convergence(store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
+    """Long table: run_id, scheme, task, arch, seed, label, epoch, split (train/test), metric (accuracy/loss), value.
+    `label` tells runs of one scheme apart: the run's tag, else the scheme plus its non-default scheme_kwargs."""
+    frames = []
+    for run in _select(store, runs, schemes=schemes, task=task, status=None):
+        m = run.metrics()
+        if m.empty:
+            continue
+        meta = run_meta(run)
+        kw = _kwargs(run)
+        label = run.config.get("tag") or (meta["scheme"] + (" " + json.dumps(kw, sort_keys=True) if kw else ""))
+        for split in ("train", "test"):
+            for metric, col in (("accuracy", f"{split}_acc"), ("loss", f"{split}_loss")):
+                if col not in m.columns:
+                    continue
+                frames.append(pd.DataFrame({**meta, "label": label, "epoch": m["epoch"].astype(int), "split": split,
+                                            "metric": metric, "value": m[col].astype(float)}))
+    if not frames:
+        raise NotApplicable("no run with per-epoch metrics matched; train some runs first (`workbench train`)")
+    return pd.concat(frames, ignore_index=True)
+
+
+EXPERIMENTS = {"partial_rope": partial_rope, "rope_vs_rope_sinusoidal": rope_vs_rope_sinusoidal,
+               "mla_rope_nope": mla_rope_nope, "convergence": convergence}

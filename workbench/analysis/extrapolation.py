@@ -1,0 +1,84 @@
+"""Length extrapolation: accuracy and loss vs. test length.
+
+The regular test split and every length-extrapolation split of the dataset (`Dataset.extrap`: Task 1
+`len1.25x`, `len1.5x`, `len2x` and `shifted`, the trigger pair placed beyond the training length; Task 2
+`len*x`) are evaluated with the trained model, with 95 % bootstrap intervals over examples. A scheme whose
+`can_extrapolate` is False (`learned`: no embedding past max_len) raises NotApplicable.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch.nn.functional as F
+
+from ._common import (NotApplicable, batches, bootstrap_means, evaluating, lengths, percentile_interval, split_xy,
+                      tag, train_length)
+
+
+
+def extrapolating_schemes() -> str:
+    from workbench.model import list_schemes
+
+    return ", ".join(n for n, cls in list_schemes().items() if getattr(cls, "can_extrapolate", True))
+
+
+def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int = 64) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per-example correctness and loss (NaN where the label is outside the classifier's classes)."""
+    C = model.cfg.n_classes
+    correct = np.zeros(len(x), bool)
+    loss = np.full(len(x), np.nan)
+    out_of_range = int(((y < 0) | (y >= C)).sum())
+    with evaluating(model):
+        for idx, tok, lab in batches(x, batch_size, y, trim=not model.cfg.readout_include_pad,
+                                     device=model.cfg.device):
+            logits = model(tok)
+            ok = (lab >= 0) & (lab < C)
+            correct[idx] = (logits.argmax(-1) == lab).cpu().numpy()
+            li = F.cross_entropy(logits[ok], lab[ok], reduction="none").double().cpu().numpy()
+            sel = idx[ok.cpu().numpy()]
+            loss[sel] = li
+    return correct, loss, out_of_range
+
+
+def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, n_boot: int = 1000, seed: int = 0,
+            level: float = 0.95, max_examples: int | None = None) -> pd.DataFrame:
+    scheme = model.scheme
+    if not getattr(scheme, "can_extrapolate", True):
+        raise NotApplicable(f"scheme {scheme.name!r} cannot run past its training length "
+                            f"({getattr(scheme, 'extrapolation', '')}); length extrapolation works for "
+                            f"{extrapolating_schemes()}")
+    extrap = getattr(data, "extrap", {}) or {}
+    names = splits if splits is not None else ["test", *extrap.keys()]
+    if len(names) <= 1 and splits is None:
+        raise NotApplicable("the dataset has no length-extrapolation splits (extrap_size = 0?); regenerate it "
+                            "with extrap_size > 0 to measure extrapolation")
+    L_real = train_length(model, data)
+    rows = []
+    for name in names:
+        x, y = split_xy(data, name)
+        if max_examples is not None and len(x) > max_examples:
+            keep = np.sort(np.random.default_rng(seed).choice(len(x), max_examples, replace=False))
+            x, y = x[keep], y[keep]
+        correct, loss, oor = evaluate(model, x, y, batch_size)
+        lens = lengths(x)
+        row = {"split": name, "seq_len": int(x.shape[1]), "mean_len": float(lens.mean()), "max_len": int(lens.max()),
+               "length_factor": float(lens.max() / max(L_real, 1)), "n_examples": int(len(x)),
+               "accuracy": float(correct.mean()), "loss": float(np.nanmean(loss)) if np.isfinite(loss).any() else np.nan,
+               "n_label_out_of_range": oor, "in_training_range": bool(lens.max() <= L_real),
+               "train_len": L_real}
+        if n_boot > 0:
+            ok = np.isfinite(loss)
+            reps = bootstrap_means(correct.astype(float), n_boot, seed)[:, 0]
+            row["acc_lo"], row["acc_hi"] = (float(v) for v in percentile_interval(reps, level))
+            if ok.any():
+                reps_l = bootstrap_means(loss[ok], n_boot, seed)[:, 0]
+                row["loss_lo"], row["loss_hi"] = (float(v) for v in percentile_interval(reps_l, level))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    return df.sort_values(["max_len", "split"], kind="stable").reset_index(drop=True)
+
+
+def run(run, **params) -> pd.DataFrame:
+    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    run.save_table("extrapolation", df)
+    return df
