@@ -5,6 +5,9 @@
 3. run every analysis on every run (stored next to the run);
 4. write `runs/report.html` + `runs/summary.json`;
 5. serve the dashboard on http://127.0.0.1:8050 (skipped with --no-serve, or when CI is set).
+
+`--preset smoke` runs the same loop in seconds (the test suite does, so the demo never rots); the store is
+$PELAB_RUNS or ./runs.
 """
 from __future__ import annotations
 
@@ -18,21 +21,22 @@ import synthetic_tasks as st
 from workbench.analysis import ANALYSES, NotApplicable, deposit_sentence
 from workbench.cli.data import summary_table
 from workbench.store import RunStore
-from workbench.train import sweep
+from workbench.train import load_grid, sweep
 
 GRID = Path(__file__).resolve().parent.parent / "grids" / "demo.toml"
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    preset = argv[argv.index("--preset") + 1] if "--preset" in argv else "cpu"
     console = Console()
     store = RunStore()
-    console.rule("[bold]1. datasets (cpu preset)")
+    console.rule(f"[bold]1. datasets ({preset} preset)")
     for task in st.TASKS:
-        console.print(summary_table(st.load_or_generate(st.get_spec(task, preset="cpu"))))
+        console.print(summary_table(st.load_or_generate(st.get_spec(task, preset=preset))))
 
-    console.rule("[bold]2. training grids/demo.toml")
-    results = sweep(GRID, store)
+    console.rule(f"[bold]2. training grids/demo.toml ({preset} preset)")
+    results = sweep(load_grid(GRID) | {"preset": preset}, store)
 
     console.rule("[bold]3. analyses")
     for rec in results:
@@ -54,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     from workbench.report import build_report
 
     out = store.root / "report.html"
-    build_report(store, "all", out, title="PE-Lab demo (cpu preset)")
+    build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset)")
     console.print(f"report: {out}  summary: {out.with_name('summary.json')}")
 
     if "--no-serve" in argv or os.environ.get("CI"):

@@ -1,0 +1,22 @@
+"""`make demo`'s loop (datasets, grid, analyses, report) at the smoke preset, so it never rots."""
+import json
+
+from workbench import demo
+from workbench.store import RunStore
+
+
+def test_demo_loop_at_smoke_preset(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PELAB_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("PELAB_DATA", str(tmp_path / "data"))
+    demo.main(["--preset", "smoke", "--no-serve"])
+    store = RunStore(tmp_path / "runs")
+    runs = store.query()
+    assert len(runs) == 6 and set(runs["status"]) == {"finished"}
+    assert set(runs["scheme"]) == {"rope", "nope", "alibi", "mla"}
+    for run_id in runs["id"]:
+        tables = store.get(run_id).tables()
+        assert {"ablation", "deposit", "qk_means", "spectral", "extrapolation"} <= set(tables), run_id
+    summary = json.loads((tmp_path / "runs" / "summary.json").read_text())
+    assert len(summary["runs"]) == 6
+    assert (tmp_path / "runs" / "report.html").stat().st_size > 100_000  # plotly.js inlined
+    assert "deposit" in capsys.readouterr().out
