@@ -104,9 +104,10 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
         with model.hooks(fwd_hooks=hooks):
             y = block(resid[l], memory, mask)
         if share_kv:
-            # paper arch: keys and values come from M, the same for every copy -> project them once (batch B)
-            # and hand every copy the same k, v at hook_k / hook_v (hook_t, the latents etc. stay at batch B)
-            up = [(f"blocks.{u}.attn.hook_{w}", repeat_copies) for u in range(l + 1, L) for w in ("k", "v")]
+            # paper arch: keys and values come from M, the same for every copy -> project (and rotate) them once
+            # at batch B and hand every copy the same rotated k and v at hook_rot_k / hook_v (hook_k, hook_t,
+            # the latents stay at batch B)
+            up = [(f"blocks.{u}.attn.hook_{w}", repeat_copies) for u in range(l + 1, L) for w in ("rot_k", "v")]
             with model.hooks(fwd_hooks=up):
                 for block_up in model.blocks[l + 1:]:
                     y = block_up(y, memory, mask_rep)
@@ -141,8 +142,8 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
     if method not in ("fast", "naive"):
         raise ValueError(f"method={method!r} is unknown; use 'fast' or 'naive'")
     cfg = model.cfg
-    if batch_size is None:
-        batch_size = max(1, 512 // cfg.n_heads) if method == "fast" else 128
+    if batch_size is None:  # fast: H copies of each example; ~64 sequences per forward keeps them in cache
+        batch_size = max(1, 64 // cfg.n_heads) if method == "fast" else 128
     trim = trim and not cfg.readout_include_pad
     z_fill = head_means(model, x) if mode == "mean" else None
     L, H, N = cfg.n_layers, cfg.n_heads, len(x)
