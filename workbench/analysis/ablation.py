@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ._common import batches, bootstrap_means, evaluating, percentile_interval, split_xy, tag
+from ._common import cache_hooks, batches, bootstrap_means, evaluating, percentile_interval, split_xy, tag
 
 METRICS = ("accuracy", "loss")
 SIGN = {"accuracy": 1.0, "loss": -1.0}  # importance = SIGN * delta: positive = the head matters
@@ -42,13 +42,7 @@ def head_means(model, x: np.ndarray, batch_size: int = 64) -> torch.Tensor:
     names = [f"blocks.{l}.attn.hook_z" for l in range(cfg.n_layers)]
     with evaluating(model):
         for _, tok, _ in batches(x, batch_size, trim=False, device=cfg.device):
-            store = {}
-
-            def save(z, hook):
-                store[hook.name] = z
-                return z
-
-            model.run_with_hooks(tok, fwd_hooks=[(n, save) for n in names])
+            store = cache_hooks(model, tok, list(names))
             keep = (tok != 0).to(torch.float64)[:, :, None, None]
             for l, n in enumerate(names):
                 total[l] += (store[n].double() * keep).sum((0, 1)).cpu()

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (NotApplicable, batches, evaluating, lengths, rotary_planes, split_xy, subsample, tag,
+from ._common import (cache_hooks, NotApplicable, batches, evaluating, lengths, rotary_planes, split_xy, subsample, tag,
                       train_length)
 
 
@@ -85,13 +85,7 @@ def compute(model, data, n_pairs: int = 4096, n_examples: int | None = 512, seed
             if len(sel) == 0:
                 continue
             local = np.searchsorted(idx, ex[sel])  # idx is sorted (no trimming)
-            store = {}
-
-            def save(t, hook):
-                store[hook.name] = t
-                return t
-
-            model.run_with_hooks(tok, fwd_hooks=[(nm, save) for nm in names])
+            store = cache_hooks(model, tok, list(names))
             b = torch.as_tensor(local, device=tok.device)
             mm, nn_ = torch.as_tensor(m[sel], device=tok.device), torch.as_tensor(n[sel], device=tok.device)
             for l in range(cfg.n_layers):

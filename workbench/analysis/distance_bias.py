@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import NotApplicable, batches, evaluating, lengths, split_xy, subsample, tag, train_length
+from ._common import cache_hooks, NotApplicable, batches, evaluating, lengths, split_xy, subsample, tag, train_length
 
 
 def sample_triples(x: np.ndarray, n_pairs: int, short: tuple[int, int], long: tuple[int, int], arch: str,
@@ -79,13 +79,7 @@ def compute(model, data, n_pairs: int = 10000, n_examples: int | None = 512, see
             sel = np.flatnonzero(np.isin(ex, idx))
             if len(sel) == 0:
                 continue
-            store = {}
-
-            def save(t, hook):
-                store[hook.name] = t
-                return t
-
-            model.run_with_hooks(tok, fwd_hooks=[(nm, save) for nm in names])
+            store = cache_hooks(model, tok, list(names))
             b = torch.as_tensor(np.searchsorted(idx, ex[sel]))
             mm, a, c = (torch.as_tensor(v[sel]) for v in (m, ns, nl))
             for l, nm in enumerate(names):

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._common import batches, evaluating, rotary_planes, split_xy, subsample, tag, train_length
+from ._common import cache_hooks, batches, evaluating, rotary_planes, split_xy, subsample, tag, train_length
 
 
 def _frequencies(model, layer: int, width: int) -> np.ndarray:
@@ -36,13 +36,7 @@ def compute(model, data, n_examples: int | None = 512, seed: int = 0, batch_size
     count = 0
     with evaluating(model):
         for _, tok, _ in batches(x, batch_size, trim=False, device=cfg.device):
-            store = {}
-
-            def save(t, hook):
-                store[hook.name] = t
-                return t
-
-            model.run_with_hooks(tok, fwd_hooks=[(n, save) for n in names.values()])
+            store = cache_hooks(model, tok, list(names.values()))
             keep = (tok != 0)
             for key, n in names.items():
                 t = store[n][keep].double()  # [tokens, head, d]

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from scipy.linalg import toeplitz
 
-from ._common import batches, evaluating, split_xy, subsample, tag, valid_pairs
+from ._common import cache_hooks, batches, evaluating, split_xy, subsample, tag, valid_pairs
 
 
 def toeplitz_from_profile(profile: dict[int, float] | np.ndarray, n: int) -> np.ndarray:
@@ -70,13 +70,7 @@ def compute(model, data, n_examples: int | None = 256, seed: int = 0, batch_size
     max_len = 0
     with evaluating(model):
         for _, tok, _ in batches(x, batch_size, trim=False, device=cfg.device):
-            store = {}
-
-            def save(t, hook):
-                store[hook.name] = t
-                return t
-
-            model.run_with_hooks(tok, fwd_hooks=[(nm, save) for nm in names])
+            store = cache_hooks(model, tok, list(names))
             B, n = tok.shape
             max_len = max(max_len, int((tok != 0).sum(1).max()))
             ok = valid_pairs(tok, cfg.arch).cpu()  # [B, q, k]
