@@ -141,13 +141,14 @@ def time_steps(step, n, device) -> float:
     return (time.perf_counter() - t) / n
 
 
-def bench(scheme: str, s: dict, device: torch.device, steps: int, repeats: int, compile: bool) -> dict:
+def bench(scheme: str, s: dict, device: torch.device, steps: int, repeats: int, compile: bool,
+          use_sdpa: bool = True) -> dict:
     from workbench.model import ModelConfig, PEClassifier
 
     cuda = device.type == "cuda"
     cfg = ModelConfig(vocab_size=s["vocab"], n_classes=s["n_classes"], arch="paper", scheme=scheme,
                       d_model=s["d_model"], n_heads=s["n_heads"], d_ff=s["d_ff"], n_layers=s["n_layers"],
-                      max_len=s["seq_len"], dropout=s["dropout"])
+                      max_len=s["seq_len"], dropout=s["dropout"], use_sdpa=use_sdpa)
     ours = PEClassifier(cfg).to(device).train()
     ref = RefClassifier(s["vocab"], s["n_classes"], s["d_model"], s["n_heads"], s["d_ff"], s["n_layers"],
                         s["dropout"], rope=scheme == "rope").to(device).train()
@@ -182,6 +183,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "2")))
     ap.add_argument("--compile", action="store_true", help="torch.compile the PE-Lab model")
+    ap.add_argument("--no-sdpa", action="store_true", help="PE-Lab model with use_sdpa=False (explicit attention)")
     a = ap.parse_args(argv)
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.set_num_threads(a.threads)
@@ -194,10 +196,11 @@ def main(argv=None) -> list[dict]:
     torch.manual_seed(0)
     print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else platform.processor() or platform.machine()}), "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"scale: {s}; {steps} steps x {a.repeats} interleaved repeats, best of each; compile={a.compile}")
+    print(f"scale: {s}; {steps} steps x {a.repeats} interleaved repeats, best of each; compile={a.compile}, "
+          f"use_sdpa={not a.no_sdpa}")
     rows = []
     for scheme in a.schemes.split(","):
-        r = bench(scheme, s, device, steps, a.repeats, a.compile)
+        r = bench(scheme, s, device, steps, a.repeats, a.compile, use_sdpa=not a.no_sdpa)
         rows.append(r)
         print(f"{scheme:>6}: PE-Lab {r['pelab_steps_s']:7.2f} steps/s ({r['pelab_seq_s']:8.0f} seq/s) | reference "
               f"{r['ref_steps_s']:7.2f} steps/s ({r['ref_seq_s']:8.0f} seq/s) | ratio {r['ratio']:.2f}x "

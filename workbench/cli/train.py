@@ -108,7 +108,10 @@ def runs_cmd(
         st = f"[{colors.get(r.status, 'white')}]{r.status}[/]"
         table.add_row(r.id, str(r.scheme), str(r.task), str(r.arch), str(r.preset), seed_s, st, epoch, acc, wall,
                       str(r.updated or ""))
-    Console(width=200).print(table)
+    console = Console()
+    if not console.is_terminal:  # piped / captured: do not squeeze the ids into 80 columns
+        console = Console(width=200)
+    console.print(table)
 
 
 def sweep_cmd(
