@@ -41,6 +41,12 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     @property
+    def pads_are_inert(self) -> bool:
+        """True when PAD positions never reach the output (masked as keys, left out of the readout), so
+        trailing pads can be trimmed from a batch without changing any logit."""
+        return not self.readout_include_pad
+
+    @property
     def n_key_value_heads(self) -> None:
         return None
 

@@ -41,6 +41,35 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=g)
 
 
+def epoch_batches(lengths: torch.Tensor, batch_size: int, seed: int, epoch: int, batching: str = "random",
+                  chunk_batches: int = 64) -> list[torch.Tensor]:
+    """The index batches of epoch `epoch`, a function of (lengths, batch_size, seed, epoch) only.
+
+    random: consecutive slices of `epoch_permutation`.
+    length: "group by length" (as in NLP training since Vaswani et al. 2017): take the same permutation, sort
+    by sequence length (descending, stable) within chunks of `chunk_batches` batches, slice into batches, then
+    shuffle the batch order, so each batch holds similar lengths and can be trimmed to its longest sequence.
+    """
+    n = len(lengths)
+    perm = epoch_permutation(n, seed, epoch)
+    if batching == "random":
+        return list(perm.split(batch_size))
+    if batching != "length":
+        raise ValueError(f"train.batching={batching!r}: use 'random' or 'length'")
+    batches = []
+    for chunk in perm.split(batch_size * chunk_batches):
+        order = torch.sort(lengths[chunk], descending=True, stable=True).indices
+        batches += list(chunk[order].split(batch_size))
+    g = torch.Generator().manual_seed(derive_seed(seed, epoch, "batches"))
+    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+
+def trim(x: torch.Tensor) -> torch.Tensor:
+    """Drop the trailing columns that are PAD (0) in every row of a right-padded batch."""
+    width = int((x != 0).any(0).nonzero().max().item()) + 1 if bool((x != 0).any()) else 1
+    return x[:, :width]
+
+
 def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
     """Linear warm-up over `warmup_frac` of all steps, then cosine decay to 0 (or constant)."""
     lr, warmup = train["lr"], round(train["warmup_frac"] * total_steps)
@@ -65,14 +94,21 @@ def pick_device(device: str | None = None) -> torch.device:
 
 
 @torch.no_grad()
-def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool) -> tuple[float, float]:
-    """(mean cross-entropy, accuracy) of `model` in eval mode."""
+def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool,
+             trim_pads: bool = False) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` in eval mode. trim_pads: visit the examples sorted by length
+    and trim each batch's trailing pads (same sums, fewer tokens; only for models whose pads are inert)."""
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=x.device)
     correct = torch.zeros((), device=x.device, dtype=torch.long)
+    if trim_pads:
+        order = torch.sort((x != 0).sum(1), descending=True, stable=True).indices
+        x, y = x[order], y[order]
     for i in range(0, len(x), batch_size):
         xb, yb = x[i:i + batch_size], y[i:i + batch_size]
+        if trim_pads:
+            xb = trim(xb)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(xb)
         loss_sum += F.cross_entropy(logits.float(), yb, reduction="sum")
@@ -147,6 +183,12 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
     bs, epochs, seed = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"]
+    batching = tcfg.get("batching", "random")
+    trim_pads = batching == "length"
+    if trim_pads and not model.cfg.pads_are_inert:
+        raise ValueError("train.batching='length' trims pads, but this model attends to or pools its pads "
+                         "(an authors' setting); use train.batching='random'")
+    lengths = (x_train != 0).sum(1).cpu()
     n = len(x_train)
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
@@ -173,16 +215,19 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
 
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
-            perm = epoch_permutation(n, seed, epoch).to(dev)
+            batches = epoch_batches(lengths, bs, seed, epoch, batching)
             model.train()
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.long)
+            seen, computed = 0, 0
             t0 = time.perf_counter()
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not progress, file=sys.stderr, dynamic_ncols=True)
             for i in bar:
-                idx = perm[i * bs:(i + 1) * bs]
+                idx = batches[i].to(dev)
                 xb, yb = x_train[idx], y_train[idx]
+                if trim_pads:
+                    xb = trim(xb)
                 lr = lr_at(step, total_steps, tcfg)
                 for group in opt.param_groups:
                     group["lr"] = lr
@@ -196,18 +241,20 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
                 opt.step()
                 step += 1
                 loss_sum += loss.detach() * len(idx)
+                seen, computed = seen + len(idx), computed + xb.numel()
                 correct += (logits.detach().argmax(-1) == yb).sum()
                 if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
-                    seen = min(n, (i + 1) * bs)
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
                                     lr=f"{lr:.2e}")
             bar.close()
             train_time = time.perf_counter() - t0
-            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp)
+            useful = int(lengths.sum())
+            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads)
             wall = wall_before + time.perf_counter() - t_session
             row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n,
                    "train_acc": correct.item() / n, "test_loss": test_loss, "test_acc": test_acc,
-                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time, "time": now_iso()}
+                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
+                   "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
             rows.append(row)
             run.write_metrics(rows)
             rng = {"rng.torch": torch.get_rng_state()}
@@ -216,7 +263,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
             run.save_checkpoint(model.state_dict(), optimizer_tensors(opt) | rng,
                                 {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
-                                 "shuffle": "epoch_permutation(n, train.seed, epoch)"})
+                                 "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
             run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final)
             if progress:

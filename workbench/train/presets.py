@@ -6,7 +6,7 @@ A run config is a plain dict (stored as config.json):
      "model": ModelConfig.to_dict(),                          # vocab_size / n_classes / max_len filled from the data
      "task":  {"task": "trigger-distance", "preset": "cpu", "seed": 42, "overrides": {}},   # synthetic_tasks spec
      "train": {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size",
-               "eval_batch_size", "seed", "grad_clip"}}
+               "eval_batch_size", "seed", "grad_clip", "batching"}}
 
 `--seed` (or `seed=`) sets the training seed (parameter init, dropout, shuffling); the dataset keeps the
 preset's data seed (42) so that runs of different seeds share one test set. Change it with `task.seed=...`.
@@ -22,11 +22,12 @@ TASK_ALIASES = {"t1": "trigger-distance", "task1": "trigger-distance", "1": "tri
                 "distance": "trigger-distance", "t2": "trigger-count", "task2": "trigger-count", "2": "trigger-count",
                 "count": "trigger-count"}
 TRAIN_KEYS = {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size", "eval_batch_size",
-              "seed", "grad_clip"}
+              "seed", "grad_clip", "batching"}
 TASK_KEYS = {"task", "preset", "seed", "overrides"}
 
 _TRAIN_DEFAULTS = {"betas": [0.98, 0.9], "weight_decay": 1e-5, "warmup_frac": 0.06, "schedule": "cosine",
-                   "seed": 42, "grad_clip": None, "eval_batch_size": 1024}
+                   "seed": 42, "grad_clip": None, "eval_batch_size": 1024,
+                   "batching": "random"}
 
 PRESETS: dict[str, dict[str, Any]] = {
     # SPEC section 2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
@@ -183,7 +184,8 @@ def finish_train_section(cfg: dict[str, Any]) -> dict[str, Any]:
               (int(t["batch_size"]) >= 1, "batch_size must be >= 1"),
               (0 <= t["warmup_frac"] < 1, "warmup_frac must be in [0, 1)"),
               (t["schedule"] in ("cosine", "constant"), "schedule must be 'cosine' or 'constant'"),
-              (len(t["betas"]) == 2, "betas must be two numbers")]
+              (len(t["betas"]) == 2, "betas must be two numbers"),
+              (t.setdefault("batching", "random") in ("random", "length"), "batching must be 'random' or 'length'")]
     for ok, msg in checks:
         if not ok:
             raise ValueError(f"train config: {msg} (got {t})")
