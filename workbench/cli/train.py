@@ -119,6 +119,7 @@ def sweep_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be trained"),
     shard: Optional[str] = typer.Option(None, "--shard", help="I/N: only every N-th run starting at I (0-based)"),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="stop at the first failing run"),
+    tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
     threads: Optional[int] = typer.Option(None, "--threads"),
@@ -136,9 +137,15 @@ def sweep_cmd(
             shard_t = (i, n)
         except (ValueError, AssertionError):
             _fail(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. 0/2")
+    tiers = None
+    if tier:
+        try:
+            tiers = [int(t) for t in tier.split(",")]
+        except ValueError:
+            _fail(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2")
     try:
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
-                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast)
+                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers)
     except ValueError as e:
         _fail(str(e))
     except KeyboardInterrupt:

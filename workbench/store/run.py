@@ -18,6 +18,7 @@ leaves either the old checkpoint or the new one; readers pick whichever the comm
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -61,6 +62,20 @@ def process_identity() -> dict[str, Any]:
     import psutil
 
     return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": psutil.Process().create_time()}
+
+
+def machine_identity() -> dict[str, Any]:
+    """Provenance of a run's numbers: the machine it ran on (CPU model, cores, OS, Python) and its load."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": cpu, "cores": os.cpu_count(), "os": platform.platform(), "python": platform.python_version(),
+            "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
 def process_alive(info: dict[str, Any]) -> bool:

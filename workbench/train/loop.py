@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import now_iso, process_alive, process_identity
+from workbench.store.run import machine_identity, now_iso, process_alive, process_identity
 
 
 class StopTraining(Exception):
@@ -208,8 +208,9 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
-                    error=None, **process_identity())
-    t_session = time.perf_counter()
+                    error=None, machine=machine_identity(), **process_identity())
+    t_session, cpu_session = time.perf_counter(), time.process_time()
+    cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
     try:
         from tqdm.auto import tqdm
 
@@ -265,7 +266,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
                                  "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final)
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final,
+                            cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
                 tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
                            f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
@@ -283,6 +285,6 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         with contextlib.suppress(Exception):
             run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
         raise
-    run.update_info(status="finished", finished=now_iso(),
-                    wall_time_s=wall_before + time.perf_counter() - t_session)
+    run.update_info(status="finished", finished=now_iso(), wall_time_s=wall_before + time.perf_counter() - t_session,
+                    cpu_time_s=cpu_before + time.process_time() - cpu_session, machine_at_finish=machine_identity())
     return run
