@@ -7,6 +7,8 @@ is the same. On CPU a run is deterministic given its seed: parameter init follow
 start of epoch e the global torch RNG (dropout) and the shuffling generator are re-seeded from
 (train.seed, e), so a resumed run replays exactly the batches and dropout masks of an uninterrupted one.
 A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every epoch.
+Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`): a resume
+with another thread count warns. The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
 """
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ import math
 import os
 import sys
 import time
+import warnings
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import machine_identity, now_iso, process_alive, process_identity
+from workbench.store.run import machine_identity, now_iso, process_identity
 
 
 class StopTraining(Exception):
@@ -81,16 +84,47 @@ def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
     return lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
+MAX_THREADS_PER_CPU = 4
+
+
+def check_threads(threads: Any, name: str = "--threads") -> int | None:
+    """`threads` (or $PELAB_THREADS) as a validated count in [1, 4 x CPUs], or None (keep torch's default)."""
+    if threads is None or threads == 0:
+        env = os.environ.get("PELAB_THREADS", "")
+        if not env:
+            return None
+        threads, name = env, "$PELAB_THREADS"
+    limit = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    try:
+        n = int(threads)
+        ok = str(threads).strip().lstrip("+").isdigit() and 1 <= n <= limit
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}={threads!r}: must be an integer from 1 to {limit} ({MAX_THREADS_PER_CPU} x the "
+                         f"{os.cpu_count()} CPUs of this machine)")
+    return n
+
+
 def set_threads(threads: int | None) -> int:
     """Use `threads` (or $PELAB_THREADS) intra-op CPU threads; otherwise keep torch's default."""
-    threads = threads or int(os.environ.get("PELAB_THREADS", "0") or 0)
-    if threads:
-        torch.set_num_threads(threads)
+    n = check_threads(threads)
+    if n:
+        torch.set_num_threads(n)
     return torch.get_num_threads()
 
 
 def pick_device(device: str | None = None) -> torch.device:
-    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    """`device` (default: cuda when available, else cpu); ValueError for an unknown or unavailable device."""
+    try:
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except (RuntimeError, TypeError):
+        raise ValueError(f"--device {device!r} is not a device; use cpu or cuda (cuda:N)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device!r}: CUDA is not available on this machine; use --device cpu")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {device!r}: PE-Lab trains on cpu or cuda")
+    return dev
 
 
 @torch.no_grad()
@@ -152,21 +186,46 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
     if isinstance(config, Run):
         config = config.config
+    from .presets import validate_config
+
+    validate_config(config)  # bad configs and arguments fail before anything is written
+    dev = pick_device(device)
+    check_threads(threads)
     run_id = store.run_id(config)
-    if force and store.exists(run_id):
-        store.delete(run_id)
-    run = store.create(config)
+    lock = store.lock(run_id).acquire()  # RunLocked at once when another process trains this run
+    try:
+        if force and store.exists(run_id):
+            store.delete(run_id, lock=lock)
+        fresh = not store.exists(run_id)
+        try:
+            return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
+                                 threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
+                                 on_epoch=on_epoch)
+        except BaseException as e:  # failed before its first epoch: leave no half-made run behind
+            run = Run(store, run_id)
+            if fresh and not run.has_checkpoint():
+                store.delete(run_id, lock=lock)
+            elif not isinstance(e, (StoreError, KeyboardInterrupt)):
+                with contextlib.suppress(StoreError):
+                    if run.info.get("status") == "created":
+                        run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+            raise
+    finally:
+        lock.release()
+
+
+def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: bool, amp: bool | None,
+                  threads: int | None, progress: bool, stop_after_epochs: int | None,
+                  on_epoch: Callable[[Run, dict[str, Any]], None] | None) -> Run:
+    """`train` once the run's lock is held and its folder exists."""
     info = run.info
     if run.status == "finished":
         return run
-    if info.get("status") == "running" and process_alive(info) and info.get("pid") != os.getpid():
-        raise StoreError(f"is being trained by pid {info.get('pid')} on {info.get('host')}", run.id, "run.json")
     if run.has_checkpoint() and not resume:
         raise StoreError(f"exists unfinished (status {run.status!r}, epoch {info.get('epoch', 0)}); "
                          "pass resume=True (--resume) to continue it or force=True (--force) to restart", run.id)
 
     cfg, tcfg = run.config, run.config["train"]
-    dev = pick_device(device)
     amp = (dev.type == "cuda") if amp is None else amp
     n_threads = set_threads(threads)
     if dev.type == "cuda":
@@ -203,9 +262,15 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         if "rng.torch" in optim_t:
             torch.set_rng_state(optim_t["rng.torch"])
         rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
+    started_threads = info.get("threads") if ckpt is not None else None
+    if started_threads and started_threads != n_threads and dev.type == "cpu":
+        warnings.warn(f"run {run.id}: resuming with {n_threads} CPU threads, but it started with {started_threads}; "
+                      f"the result will not be bit-identical to an uninterrupted run (pass --threads "
+                      f"{started_threads})", stacklevel=2)
     fwd = torch.compile(model) if compile else model
 
-    run.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
+    run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
+                    resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     error=None, machine=machine_identity(), **process_identity())
@@ -256,6 +321,9 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
                    "train_acc": correct.item() / n, "test_loss": test_loss, "test_acc": test_acc,
                    "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
                    "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
+            if not math.isfinite(row["train_loss"]):
+                raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {epoch + 1}; "
+                                         "lower train.lr or set train.grad_clip")
             rows.append(row)
             run.write_metrics(rows)
             rng = {"rng.torch": torch.get_rng_state()}

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.store import RunStore, StoreError
+from workbench.store import RunLocked, RunStore, StoreError
 from workbench.store.run import process_alive
 
 from .presets import flatten_sets, resolve_config
@@ -60,14 +60,19 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
     preset = grid.get("preset", "cpu")
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
     archs = _listify(grid.get("archs", grid.get("arch", "paper")))
-    common = flatten_sets(grid.get("set", {}))
+    common = flatten_sets(grid.get("set", {}), where="grid: set")
     base_tier = grid.get("tier", 1)
     entries = [{"scheme": s, "tag": None, "sets": [], "tier": base_tier} for s in _listify(grid.get("schemes", []))]
-    for v in grid.get("variants", []):
+    variants = grid.get("variants", [])
+    if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
+        raise ValueError(f"grid: variants={variants!r:.80} must be a list of tables ([[variants]] with name and "
+                         "scheme)")
+    for v in variants:
         bad = set(v) - VARIANT_KEYS
         if bad or "name" not in v or "scheme" not in v:
             raise ValueError(f"grid variant {v}: needs name and scheme; allowed keys {sorted(VARIANT_KEYS)}")
-        entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": flatten_sets(v.get("set", {})),
+        sets = flatten_sets(v.get("set", {}), where=f"grid variant {v['name']!r}: set")
+        entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": sets,
                         "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
                         "preset": v.get("preset"), "tier": v.get("tier", base_tier)})
     for e in entries:
@@ -173,6 +178,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         except KeyboardInterrupt:
             log(f"{head}  interrupted; run the sweep again to resume")
             raise
+        except RunLocked as e:  # another process (sweep worker, dashboard job, `workbench train`) has it
+            rec.update(outcome="busy", error=str(e))
+            log(f"{head}  {e}; skipped")
+            results.append(rec)
+            continue
         except Exception as e:  # one broken run must not stop the sweep
             rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
             log(f"{head}  FAILED: {rec['error']}")
