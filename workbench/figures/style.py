@@ -33,7 +33,7 @@ BASELINE_COLOR = "#555555"
 SPLIT_DASH = {"train": "dash", "test": "solid"}
 TENSOR_DASH = {"q": "solid", "k": "dot"}
 BASELINE_DASH = {"chance": "dot", "length-only": "dashdot", "uniform angles": "dot", "clean model": "dash",
-                 "shuffled labels": "dot"}
+                 "shuffled labels": "dot", "uniform heads": "dot", "no contraction": "dash"}
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Viridis"
 MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells
@@ -51,6 +51,17 @@ def layer_color(layer: int, n_layers: int) -> str:
     """Sequential colour of layer `layer` out of `n_layers` (Viridis 0.85 -> 0: shallow light, deep dark)."""
     t = 0.0 if n_layers <= 1 else layer / (n_layers - 1)
     return sample_colorscale(SEQUENTIAL, [0.85 * (1 - t)])[0]
+
+
+def shade(color: str, i: int, n: int) -> str:
+    """Variant i of n of a colour (n = 1: the colour itself; otherwise from darker to lighter)."""
+    if n <= 1:
+        return color
+    rgb = np.array([int(color[k:k + 2], 16) for k in (1, 3, 5)], float) if color.startswith("#") else \
+        np.array([float(v) for v in color[color.index("(") + 1:-1].split(",")[:3]])
+    t = -0.45 + 0.9 * i / (n - 1)  # -0.45 (darker) .. +0.45 (lighter)
+    out = rgb * (1 + t) if t < 0 else rgb + (255 - rgb) * t
+    return "#" + "".join(f"{int(round(v)):02x}" for v in np.clip(out, 0, 255))
 
 
 # ---- labels ------------------------------------------------------------------------------------
@@ -181,15 +192,18 @@ def category_axes(fig: go.Figure, z: pd.DataFrame, x_title: str, y_title: str, r
 
 
 # ---- baselines ---------------------------------------------------------------------------------
-def add_baseline(fig: go.Figure, y: float, kind: str, x: tuple[float, float], *, label: str | None = None,
-                 row=None, col=None, secondary_y: bool | None = None) -> None:
-    """A horizontal reference line y over x = (x0, x1), drawn as a legend trace flagged meta.baseline = kind
-    (chance, length-only, uniform angles, clean model, shuffled labels)."""
-    if y is None or not np.isfinite(y):
+def add_baseline(fig: go.Figure, y, kind: str, x, *, label: str | None = None, row=None, col=None,
+                 secondary_y: bool | None = None) -> None:
+    """A reference level drawn as a legend trace flagged meta.baseline = kind (chance, length-only, uniform
+    angles, clean model, shuffled labels): a horizontal line y over x = (x0, x1) for a scalar y, or the
+    curve (x, y) for lists. Nothing is drawn for a missing (None / NaN) level."""
+    ys = [y] if np.isscalar(y) or y is None else list(y)
+    if not ys or any(v is None or not np.isfinite(v) for v in ys):
         return
-    tr = go.Scatter(x=list(x), y=[y, y], mode="lines", name=label or f"{kind} ({y:.3g})",
+    xs, ys = (list(x), [y, y]) if len(ys) == 1 else (list(x), ys)
+    tr = go.Scatter(x=xs, y=ys, mode="lines", name=label or f"{kind} ({ys[0]:.3g})",
                     line=dict(color=BASELINE_COLOR, dash=BASELINE_DASH.get(kind, "dot"), width=1.5),
-                    hovertemplate=f"{kind}: {y:.3f}<extra></extra>", meta={"baseline": kind})
+                    hovertemplate=f"{kind}: %{{y:.3f}}<extra></extra>", meta={"baseline": kind})
     if row is None:
         fig.add_trace(tr)
     elif secondary_y is None:
