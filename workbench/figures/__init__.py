@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments")
+MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments",
+           "findings")
 
 
 def _collect(modules: tuple[str, ...]) -> dict[str, Callable]:
