@@ -31,9 +31,12 @@ def register(app: typer.Typer) -> None:
             parse_query(runs_query)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--runs") from None
-        for path in (out, summary):
-            if path is not None and path.parent.exists() and not path.parent.is_dir():
-                raise ValueError(f"cannot write {path}: {path.parent} is not a folder")
+        for opt, path in (("--out", out), ("--summary", summary)):
+            try:
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder ({e.strerror})") from None
         s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
                          summary_path=summary)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])

@@ -89,7 +89,7 @@ MAX_THREADS_PER_CPU = 4
 
 def check_threads(threads: Any, name: str = "--threads") -> int | None:
     """`threads` (or $PELAB_THREADS) as a validated count in [1, 4 x CPUs], or None (keep torch's default)."""
-    if threads is None or threads == 0:
+    if threads is None:
         env = os.environ.get("PELAB_THREADS", "")
         if not env:
             return None

@@ -42,7 +42,10 @@ VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "pre
 
 def load_grid(path: str | Path) -> dict[str, Any]:
     with open(path, "rb") as f:
-        grid = tomllib.load(f)
+        try:
+            grid = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"grid {path}: not valid TOML: {e}") from None
     grid.setdefault("name", Path(path).stem)
     return grid
 
