@@ -13,7 +13,9 @@
     name = "rope-h1-l0"
     scheme = "rope"
     set = { "model.scheme_kwargs" = { rope_heads = 1, rope_layers = [0] } }
-    # tasks / seeds / archs / preset here restrict or replace the grid's for this variant
+    # tasks / seeds / archs / preset / fidelity here restrict or replace the grid's for this variant
+
+`fidelity = "authors"` (top level or in a variant) applies a named setting of docs/fidelity.md to its runs.
 
 Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
 sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
@@ -35,8 +37,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description"}
-VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset"}
+GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description",
+             "fidelity"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "fidelity"}
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
@@ -57,8 +60,9 @@ def grid_points(grid: dict[str, Any]) -> list[dict[str, Any]]:
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
     preset = grid.get("preset", "cpu")
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
-    archs = _listify(grid.get("archs", grid.get("arch", "paper")))
+    archs = _listify(grid.get("archs", grid.get("arch", None)))
     common = flatten_sets(grid.get("set", {}))
+    fidelity = grid.get("fidelity", "pelab")
     entries = [{"scheme": s, "tag": None, "sets": []} for s in _listify(grid.get("schemes", []))]
     for v in grid.get("variants", []):
         bad = set(v) - VARIANT_KEYS
@@ -66,7 +70,7 @@ def grid_points(grid: dict[str, Any]) -> list[dict[str, Any]]:
             raise ValueError(f"grid variant {v}: needs name and scheme; allowed keys {sorted(VARIANT_KEYS)}")
         entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": flatten_sets(v.get("set", {})),
                         "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
-                        "preset": v.get("preset")})
+                        "preset": v.get("preset"), "fidelity": v.get("fidelity")})
     points = []
     for seed in seeds:
         for task in tasks:
@@ -76,10 +80,11 @@ def grid_points(grid: dict[str, Any]) -> list[dict[str, Any]]:
                         continue
                     if e.get("seeds") is not None and seed not in _listify(e["seeds"]):
                         continue
-                    if e.get("archs") is not None and arch not in _listify(e["archs"]):
+                    if e.get("archs") is not None and (arch or "paper") not in _listify(e["archs"]):
                         continue
                     points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
-                                   "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"]})
+                                   "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
+                                   "fidelity": e.get("fidelity") or fidelity})
     return points
 
 
