@@ -227,7 +227,8 @@ def authors_transformer_forward(model, tok, kind):
 
 
 @pytest.mark.parametrize("scheme, kind", [("rope", "rope"), ("sinusoidal", "absolute"), ("alibi", "alibi"),
-                                          ("relative", "relative"), ("learned", "random"), ("nope", "nope")])
+                                          ("relative", "relative"), ("learned", "random"), ("random", "random"),
+                                          ("nope", "nope")])
 def test_authors_transformer_forward_matches_independent_reimplementation(scheme, kind):
     model = fidelity_model(scheme, "authors")
     t = tokens()
@@ -400,3 +401,86 @@ def test_smoke_training_of_each_named_setting(fidelity, task, tmp_path):
     assert 0.0 <= run.final["test_acc"] <= 1.0 and math.isfinite(run.final["test_loss"])
     model = run.load_model()
     assert model.cfg == ModelConfig.from_dict(cfg["model"])
+
+
+# ---- official-code variants of the other seeds (SPEC section 3) -------------------------------------------------
+def _turn(x, ang):
+    """Interleaved-pair rotation of x [b, p, h, d] by ang [p, d/2], written out."""
+    c, s = ang.cos()[None, :, None], ang.sin()[None, :, None]
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), -1).flatten(-2)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_coca_released_score_is_the_untied_dual_form(strict):
+    t = tokens()
+    cfgs = {sc: ModelConfig(scheme="coca", scheme_kwargs={"score": sc, "strict": strict}, **TINY) for sc in
+            ("released", "collinear")}
+    out = {}
+    for sc, cfg in cfgs.items():
+        model = PEClassifier(cfg).eval()
+        logits, cache = model.run_with_cache(t)
+        torch.testing.assert_close(model(t), logits, atol=1e-5, rtol=1e-5)  # SDPA fast path = explicit scores
+        out[sc] = cache["blocks.0.attn.hook_attn_scores"]
+        if sc == "released":
+            q, c = cache["blocks.0.attn.hook_q"], cache["blocks.0.attn.hook_k"]
+            ang = torch.arange(16.0)[:, None] * 10000.0 ** (-torch.arange(0, 8, 2.0) / 8)
+            a = torch.einsum("bmhd,bnhd->bhmn", _turn(q, ang) * q, _turn(c, ang)) / math.sqrt(8)
+            real = (t != 0)[:, None, None, :].expand_as(a)
+            torch.testing.assert_close(out[sc].masked_select(real), a.masked_select(real), atol=1e-5, rtol=1e-5)
+            assert not model.blocks[0].attn.collinear
+    # equal to the collinear score exactly when the query pair is tied (CoCA-Strict), different otherwise
+    assert torch.allclose(out["released"], out["collinear"], atol=1e-5) == strict
+
+
+def test_fope_official_construction():
+    cfg = ModelConfig(scheme="fope", scheme_kwargs={"construction": "official", "sigma": 0.3},
+                      **(TINY | {"d_model": 64, "n_heads": 4, "max_len": 16}))  # d_head 16: 8 planes
+    model = PEClassifier(cfg).eval()
+    attn = model.blocks[0].attn
+    theta = 10000.0 ** (-torch.arange(0, 16, 2.0) / 16)
+    kept = theta[theta >= 2 * math.pi / 16]
+    n_in, n_out = len(kept), min(len(kept), 16 // 4)
+    assert 0 < n_out < 8 and n_in < 8  # some planes clipped, some planes without a series
+    assert attn.cos_coef.shape == (4, n_in, n_out) and not attn.cos_coef.requires_grad
+    C, S = attn.cos_sin(16, torch.float32)  # [pos, head, d_head] (each plane's value on both dims)
+    pos = torch.arange(16.0)[:, None]
+    for h in range(4):  # independent evaluation of the series on the first n_out planes
+        c_ref = torch.cos(pos * kept) @ attn.cos_coef[h]
+        s_ref = torch.sin(pos * kept) @ attn.sin_coef[h]
+        torch.testing.assert_close(C[:, h, 0:2 * n_out:2], c_ref, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(S[:, h, 0:2 * n_out:2], s_ref, atol=1e-5, rtol=1e-5)
+    assert (C[:, :, 2 * n_out:] == 1).all() and (S[:, :, 2 * n_out:] == 1).all()  # 1/1 on the remaining planes
+    step_eye = torch.zeros(n_in, n_out)
+    step_eye[torch.arange(n_out) * math.ceil(n_in / n_out), torch.arange(n_out)] = 1
+    noise = torch.cat([b.blocks[0].attn.cos_coef - step_eye for b in
+                       [PEClassifier(cfg.replace(seed=s)) for s in range(30)]])
+    expect = 0.3 * math.sqrt(2 / (n_in * n_out + 4 * n_out))
+    assert abs(noise.std().item() / expect - 1) < 0.1
+    t = tokens()
+    torch.testing.assert_close(model(t), model.run_with_cache(t)[0], atol=1e-5, rtol=1e-5)
+    paper = PEClassifier(cfg.replace(scheme_kwargs={"sigma": 0.3})).blocks[0].attn
+    assert paper.cos_coef.shape == (4, 8, 8)
+
+
+def test_every_new_option_is_listed_by_workbench_schemes_and_documented():
+    from pathlib import Path
+
+    res = CliRunner().invoke(app, ["schemes", "--json"])
+    rows = {r["name"]: r["params"] for r in json.loads(res.output)}
+    for scheme, param in [("mla", "shared_rope_q"), ("mla", "rope_read"), ("mla", "score_scale_dim"),
+                          ("mla", "input_pe"), ("coca", "score"), ("fope", "construction"), ("alibi", "slopes"),
+                          ("sinusoidal", "layout"), ("rope+sinusoidal", "layout")]:
+        assert param in rows[scheme], (scheme, param)
+    fid = CliRunner().invoke(app, ["schemes", "--fidelity"])
+    assert fid.exit_code == 0
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    fidelity_md, schemes_md = (docs / "fidelity.md").read_text(), (docs / "schemes.md").read_text()
+    for name in ("attn_pad_mask", "pad_trained", "readout_include_pad", "final_ln", "unembed_vocab", "activation",
+                 "dropout_sites", "attn_bias", "ignore_label", "sampling", "shared_rope_q", "rope_read",
+                 "score_scale_dim", "input_pe", "layout", "slopes", "construction", "score"):
+        assert f"`{name}" in fidelity_md, name
+        assert name in fid.output, name
+    for name in ("shared_rope_q", "rope_read", "score_scale_dim", "input_pe", "construction", "released", "reference",
+                 "concat"):
+        assert name in schemes_md, name

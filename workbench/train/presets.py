@@ -69,8 +69,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-# The authors' released scripts (SPEC section 7), as explicit fields. "model.scheme_map" renames a scheme to the
-# PE-Lab scheme + kwargs that computes what the authors' code computed under that name.
+# The authors' released scripts (SPEC section 7), as explicit fields. "scheme_map" renames a scheme to the PE-Lab
+# scheme + kwargs that computes what the authors' code computed under that name ("random" there is a trained
+# N(0, 1) table: PE-Lab's `learned`).
 _AUTHORS_DATA = {"trigger-distance": {"task.sampling": "authors", "task.filler_includes_triggers": True}}
 FIDELITIES: dict[str, dict[str, Any]] = {
     "pelab": {"doc": "PE-Lab's defaults (SPEC section 2): pad mask, masked mean, final LayerNorm, plain loss"},
@@ -84,7 +85,8 @@ FIDELITIES: dict[str, dict[str, Any]] = {
                  "model.dropout_sites": ["attn_weights", "attn_out", "mlp_out"], "model.attn_bias": True,
                  "train.ignore_label": 0},
         "by_task": _AUTHORS_DATA,
-        "scheme_map": {"rope": ("rope+sinusoidal", {"layout": "concat"}), "alibi": ("alibi", {"slopes": "paper"})},
+        "scheme_map": {"rope": ("rope+sinusoidal", {"layout": "concat"}), "alibi": ("alibi", {"slopes": "paper"}),
+                       "random": ("learned", {})},
     },
     "authors-mla": {
         "doc": "the core paper's MLA script: encoder arch, pad mask, trained absolute position embedding (zero "
@@ -99,8 +101,8 @@ FIDELITIES: dict[str, dict[str, Any]] = {
                  "train.ignore_label": None},
         "by_task": _AUTHORS_DATA,
         "by_preset": {"paper": {"train.epochs": 150, "train.batch_size": 1024}},
-        "mla_kwargs": lambda d_head: {"shared_rope_q": True, "rope_read": "authors", "d_rope": d_head,
-                                      "score_scale_dim": 2 * d_head, "input_pe": "learned-zero"},
+        "scheme_kwargs": {"shared_rope_q": True, "rope_read": "authors", "d_rope": "d_head",
+                          "score_scale_dim": "2 d_head", "input_pe": "learned-zero"},
     },
 }
 
@@ -122,8 +124,11 @@ def apply_fidelity(cfg: dict[str, Any], fidelity: str, arch_given: str | None) -
     if model["scheme"] in f.get("scheme_map", {}):
         model["scheme"], kwargs = f["scheme_map"][model["scheme"]]
         model["scheme_kwargs"] = dict(kwargs)
-    if "mla_kwargs" in f:
-        model["scheme_kwargs"] = f["mla_kwargs"](model["d_model"] // model["n_heads"])
+    if "scheme_kwargs" in f:  # sizes given in d_head units resolve with the preset's d_model / n_heads
+        d_head = model["d_model"] // model["n_heads"]
+        sizes = {"d_head": d_head, "2 d_head": 2 * d_head}
+        model["scheme_kwargs"] = {k: sizes.get(v, v) if isinstance(v, str) else v
+                                  for k, v in f["scheme_kwargs"].items()}
     rules = list(f.get("sets", {}).items()) + list(f.get("by_task", {}).get(cfg["task"]["task"], {}).items()) \
         + list(f.get("by_preset", {}).get(cfg["preset"], {}).items())
     for key, value in rules:
