@@ -338,6 +338,9 @@ def test_fidelity_resolves_to_explicit_fields_and_changes_the_run_id():
         (False, True, True, "none", True)
     assert authors["train"]["ignore_label"] == 0 and authors["task"]["overrides"]["sampling"] == "authors"
     assert run_id_for(authors) != run_id_for(pelab)
+    assert authors["model"]["scheme"] == "rope+sinusoidal" and authors["tag"] == "rope"  # the authors' name
+    assert resolve_config("smoke", "random", "t1", fidelity="authors")["model"]["scheme"] == "learned"
+    assert resolve_config("smoke", "rope", "t1", fidelity="authors", tag="mine")["tag"] == "mine"
     mla = resolve_config("smoke", None, "t1", fidelity="authors-mla")
     assert mla["model"]["scheme"] == "mla" and mla["model"]["arch"] == "encoder"
     # a single field stays overridable after the named setting
