@@ -75,7 +75,7 @@ def _train_controls():
         C.labelled("scheme", dcc.Dropdown(id=f"{P}-t-scheme", options=schemes, value="rope", clearable=False)),
         C.labelled("task", dcc.Dropdown(id=f"{P}-t-task", options=list(TASKS), value=TASKS[0], clearable=False),
                    width="200px"),
-        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "decoder"], value="paper",
+        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "encoder", "decoder"], value="paper",
                                         clearable=False)),
         C.labelled("preset", dcc.Dropdown(id=f"{P}-t-preset", options=presets,
                                           value="cpu" if "cpu" in presets else presets[0], clearable=False)),

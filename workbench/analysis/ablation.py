@@ -29,11 +29,6 @@ METRICS = ("accuracy", "loss")
 SIGN = {"accuracy": 1.0, "loss": -1.0}  # importance = SIGN * delta: positive = the head matters
 
 
-def _head(model, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Readout -> final LayerNorm -> unembed (the tail of PEClassifier.forward)."""
-    return model.unembed(model.ln_final(model.hook_readout(model.readout(x, tokens))))
-
-
 def head_means(model, x: np.ndarray, batch_size: int = 64) -> torch.Tensor:
     """[n_layers, n_heads, d_head]: mean of every head's z over the non-pad tokens of `x`."""
     cfg = model.cfg
@@ -69,7 +64,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
     for block in model.blocks:
         resid.append(x)
         x = block(x, memory, mask)
-    clean = _head(model, x, tokens)
+    clean = model.head(x, tokens)
     out = torch.empty(L, H, B, clean.shape[-1], dtype=clean.dtype, device=clean.device)
     keep = 1.0 - torch.eye(H, device=clean.device, dtype=memory.dtype)  # [copy, head]
     keep = keep[:, None, None, :, None]  # [copy, 1, 1, head, 1]
@@ -108,7 +103,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
         else:
             for block_up in model.blocks[l + 1:]:
                 y = block_up(y, mem_rep, mask_rep)
-        out[l] = _head(model, y, tok_rep).reshape(H, B, -1)
+        out[l] = model.head(y, tok_rep).reshape(H, B, -1)
     return clean, out
 
 
