@@ -1,7 +1,11 @@
 """`workbench` command line. Each command group lives in its own module with a `register(app)`."""
-import typer
+import os
 
-from . import analyze, app_cmd, data, report, schemes, train
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any command imports torch
+
+import typer  # noqa: E402
+
+from . import analyze, app_cmd, data, report, schemes, train  # noqa: E402
 
 app = typer.Typer(help="PE-Lab: positional-encoding interpretability workbench.", no_args_is_help=True,
                   add_completion=False)

@@ -60,6 +60,14 @@ def set_threads(threads: int | None) -> int:
     return torch.get_num_threads()
 
 
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (getrusage ru_maxrss: KiB on Linux, bytes on macOS)."""
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
 def pick_device(device: str | None = None) -> torch.device:
     return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
@@ -166,7 +174,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
-                    error=None, **process_identity())
+                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, **process_identity())
     t_session = time.perf_counter()
     try:
         from tqdm.auto import tqdm
@@ -218,7 +226,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
                                  "shuffle": "epoch_permutation(n, train.seed, epoch)"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final)
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final, peak_rss_mb=round(peak_rss_mb(), 1))
             if progress:
                 tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
                            f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
