@@ -48,10 +48,10 @@ def check_address(address: str, timeout: float = 3.0) -> None:
 def connect(address: str | None) -> None:
     """Connect to the Ray cluster at `address` (None: the one already initialised, else a new local one)."""
     ray = import_ray()
-    if ray.is_initialized():
-        return
     if address is not None:
         check_address(address)
+    if ray.is_initialized():
+        return
     ray.init(address=address, log_to_driver=True, configure_logging=False)
 
 
