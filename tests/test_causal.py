@@ -158,3 +158,125 @@ def test_patching_bad_input():
         patching.compute(task_model(), make_data(10), n_pairs=4)
     with pytest.raises(ValueError, match="classes"):
         patching.compute(task_model(n_classes=5), task_data(), n_pairs=4)
+
+
+# ---- probes ------------------------------------------------------------------------------------------
+def probe_data(n=160, seq=24, fixed=True, bos=False, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(2, 40, (n, seq))
+    if bos:
+        x[:, 0] = 1
+    if not fixed:
+        for i in range(n):
+            x[i, rng.integers(8, seq + 1):] = 0
+    return SimpleNamespace(test_x=x, test_y=rng.integers(0, 6, n))
+
+
+def probe_model(arch, scheme):
+    return PEClassifier(ModelConfig(vocab_size=40, n_classes=6, arch=arch, scheme=scheme, d_model=32, n_heads=4,
+                                    d_ff=48, n_layers=2, max_len=24, dropout=0.0, seed=1)).eval()
+
+
+def position_scores(arch, scheme, **kw):
+    from workbench.analysis import probes
+
+    df = probes.compute(probe_model(arch, scheme), probe_data(**kw), probes=("position",), n_examples=160)
+    return df.set_index("layer")
+
+
+def test_position_probe_known_answers():
+    """paper arch + NoPE is permutation invariant: on equal-length inputs no layer tells the position (R^2 ~ 0);
+    an input PE makes it decodable from the embedded input (layer -1) on; a causal decoder without PE builds it
+    up layer by layer (Haviv et al. 2022) -- seen here with a fixed first token, where the bidirectional NoPE
+    model knows only what that token itself says (position 0)."""
+    nope = position_scores("paper", "nope")
+    assert (nope["score"] < 0.03).all() and (nope["control"] < 0.03).all()
+    sin = position_scores("paper", "sinusoidal", fixed=False)
+    assert sin.loc[-1, "score"] > 0.6 and sin.loc[0, "selectivity"] > 0.6
+    assert sin.loc[-1, "score"] > sin.loc[-1, "baseline"] + 0.3  # more than the length alone tells
+    dec, bi = position_scores("decoder", "nope", bos=True), position_scores("paper", "nope", bos=True)
+    assert np.ptp(bi["score"].values) < 0.01  # nothing beyond the first token's identity, at every layer
+    assert dec.loc[1, "score"] > bi["score"].max() + 0.1
+
+
+def test_label_probes_find_a_planted_signal():
+    """The label = how often token 2 occurs (0, 4, .., 20 times): the mean-pooled z of the heads and the pooled
+    stream average the token embeddings, so the label is linearly decodable there; shuffled controls fail."""
+    from workbench.analysis import probes
+
+    d = probe_data(200)
+    rng = np.random.default_rng(1)
+    d.test_y = rng.integers(0, 6, 200)
+    d.test_x = np.where(d.test_x == 2, 3, d.test_x)
+    for row, k in zip(d.test_x, d.test_y):
+        row[rng.choice(24, 4 * k, replace=False)] = 2
+    model = probe_model("paper", "rope")
+    df = probes.compute(model, d, probes=("label_head", "label_stream"), n_examples=200, n_folds=4)
+    heads = df[df.probe == "label_head"]
+    assert len(heads) == 8 and (heads["control"] < 0.5).all()
+    assert heads["score"].max() > 0.6 and heads["selectivity"].max() > 0.4
+    assert (df[df.probe == "label_stream"]["score"] > 0.6).all()
+    assert (df["score_lo"] <= df["score"]).all() and (df["score"] <= df["score_hi"]).all()
+
+
+def test_probe_bad_input():
+    from workbench.analysis import probes
+
+    with pytest.raises(ValueError, match="layers 0..1"):
+        probes.compute(probe_model("paper", "rope"), probe_data(), layers=[5])
+    with pytest.raises(ValueError, match="n_folds"):
+        probes.compute(probe_model("paper", "rope"), probe_data(6), n_folds=5)
+
+
+# ---- trigger attention ----------------------------------------------------------------------------------
+def test_trigger_attention_hand_checks():
+    from workbench.analysis import NotApplicable, trigger_attention
+
+    model, d = task_model(), task_data()
+    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 30, seed=0)
+    d.test_x, d.test_y = pairs.clean_x, pairs.clean_y
+    df = trigger_attention.compute(model, d, n_boot=30)
+    tok = torch.as_tensor(pairs.clean_x)
+    _, cache = model.run_with_cache(tok)
+    pat = cache["blocks.1.attn.hook_pattern"][:, 3]
+    r = torch.arange(len(tok))
+    p1, p2 = (tok == 5).float().argmax(1), (tok == 7).float().argmax(1)
+    row = df[(df.measure == "t2_to_t1") & (df.layer == 1) & (df["head"] == 3)].iloc[0]
+    assert row.value == pytest.approx(float(pat[r, p2, p1].mean()), abs=1e-6) and row.ci_lo <= row.value <= row.ci_hi
+    # a head that attends uniformly: every measure equals its uniform reference
+    with torch.no_grad():
+        model.blocks[0].attn.W_Q[2] = 0.0
+        model.blocks[0].attn.b_Q[2] = 0.0
+    df = trigger_attention.compute(model, SimpleNamespace(test_x=pairs.clean_x, test_y=pairs.clean_y,
+                                                          trigger_ids=d.trigger_ids, spec=d.spec), n_boot=0)
+    h = df[(df.layer == 0) & (df["head"] == 2)]
+    to = h[h.measure == "to_triggers"].iloc[0]
+    assert to.value == pytest.approx(to.uniform, abs=1e-5)
+    bd = h[h.measure == "by_distance"]
+    np.testing.assert_allclose(bd["value"], bd["uniform"], atol=1e-5)
+    with pytest.raises(NotApplicable, match="trigger"):
+        trigger_attention.compute(model, make_data(10))
+
+
+# ---- direct logit attribution ---------------------------------------------------------------------------
+@pytest.mark.parametrize("arch, scheme", [("paper", "rope"), ("decoder", "alibi"), ("paper", "mla")])
+def test_dla_components_sum_to_the_logits(arch, scheme):
+    """With the final LayerNorm's scale frozen at the clean run the decomposition is exact: the per-head direct
+    effects plus the embedding, attention-bias, MLP and bias terms give the logits."""
+    from workbench.analysis import dla
+
+    model = make_model(scheme, arch=arch)
+    tok = torch.as_tensor(make_data(12).test_x)
+    with torch.no_grad():
+        labels, contrib, logits = dla.decompose(model, tok)
+        torch.testing.assert_close(contrib.sum(1), model(tok), rtol=1e-4, atol=1e-4)
+    assert sum(c == "head" for c, _, _ in labels) == model.cfg.n_layers * model.cfg.n_heads
+    d = make_data(30)
+    df = dla.compute(model, d, n_boot=20)
+    logits = model(torch.as_tensor(d.test_x)).detach().numpy()
+    assert df["dla"].sum() == pytest.approx(logits[np.arange(30), d.test_y].mean(), abs=1e-4)
+    # a head with W_O = 0 has no direct effect
+    with torch.no_grad():
+        model.blocks[1].attn.W_O[0] = 0.0
+    df = dla.compute(model, d, n_boot=0)
+    assert df[(df.component == "head") & (df.layer == 1) & (df["head"] == 0)]["dla"].abs().max() < 1e-7
