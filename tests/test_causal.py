@@ -280,3 +280,88 @@ def test_dla_components_sum_to_the_logits(arch, scheme):
         model.blocks[1].attn.W_O[0] = 0.0
     df = dla.compute(model, d, n_boot=0)
     assert df[(df.component == "head") & (df.layer == 1) & (df["head"] == 0)]["dla"].abs().max() < 1e-7
+
+
+# ---- head summary ------------------------------------------------------------------------------------------
+def fake_tables(L=2, H=4):
+    """Per-head tables where head (1, 2) is strong by ablation and patching, (0, 1) by ablation only."""
+    import pandas as pd
+
+    abl, pat, dl = [], [], []
+    for l in range(L):
+        for h in range(H):
+            d = 0.3 if (l, h) in ((1, 2), (0, 1)) else 0.0
+            abl.append(dict(layer=l, head=h, metric="accuracy", mode="zero", delta=d, ci_lo=d - 0.05, ci_hi=d + 0.05,
+                            layer_gap=0.3, layer_gap_lo=0.2, layer_gap_hi=0.4))
+            e = 0.6 if (l, h) == (1, 2) else 0.01
+            for pos in ("all", "trigger", "non_trigger"):
+                pat.append(dict(site="head", layer=l, head=h, positions=pos, effect=e, ci_lo=e - 0.05, ci_hi=e + 0.05))
+            dl.append(dict(component="head", layer=l, head=h, dla_vs_mean=0.1, vs_mean_lo=0.0, vs_mean_hi=0.2))
+    return {"ablation": pd.DataFrame(abl), "patching": pd.DataFrame(pat), "dla": pd.DataFrame(dl)}
+
+
+def test_head_summary_needs_agreement_and_keeps_the_paper_verdict():
+    from workbench.analysis import NotApplicable, head_summary
+
+    df = head_summary.compute(fake_tables())
+    assert len(df) == 8 and (df["n_methods"] == 3).all()
+    dep = df[df.deposit_head]
+    assert list(zip(dep.layer, dep["head"])) == [(1, 2)] and dep.methods.iloc[0] == "ablation+patching"
+    paper = df[df.paper_deposit]  # the paper's zero-ablation definition flags both single-head deposits
+    assert set(zip(paper.layer, paper["head"])) == {(0, 1), (1, 2)}
+    assert df.probe_acc.isna().all() and df.by_probe.isna().all()
+    assert head_summary.compute(fake_tables(), min_agree=1).deposit_head.sum() == 2
+    assert head_summary.compute(fake_tables(), min_effect=0.7).deposit_head.sum() == 0
+    with pytest.raises(NotApplicable, match="workbench analyze"):
+        head_summary.compute({})
+
+
+# ---- figures ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def head_tables():
+    from workbench.analysis import dla, head_summary, patching, probes, trigger_attention
+
+    model, d = task_model(), task_data()
+    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 60, seed=4)
+    d.test_x, d.test_y = pairs.clean_x, pairs.clean_y
+    t = {"patching": patching.compute(model, d, n_pairs=20, n_boot=30),
+         "probes": probes.compute(model, d, n_examples=60, n_folds=3),
+         "trigger_attention": trigger_attention.compute(model, d, n_boot=30),
+         "dla": dla.compute(model, d, n_boot=30),
+         "ablation": ablation.compute(model, d, n_boot=30),
+         "ablation_resample": ablation.compute(model, d, mode="resample", n_boot=30)}
+    t["head_summary"] = head_summary.compute(t)
+    return t
+
+
+HEAD_FIGS = {"patching": 4, "probes": 5, "trigger_attention": 4, "dla": 2, "head_summary": 3, "ablation_resample": 1}
+
+
+@pytest.mark.parametrize("name", sorted(HEAD_FIGS))
+def test_head_figures_build_from_their_tables(name, head_tables):
+    from workbench.figures import FIGURES
+
+    fig = FIGURES[name](head_tables[name])
+    assert len(fig.data) == HEAD_FIGS[name], name
+    fig.to_json()
+
+
+def test_head_card_and_attention_figures(head_tables):
+    import pandas as pd
+
+    from workbench.figures import FIGURES
+
+    s = head_tables["head_summary"]
+    assert {"zero_delta", "resample_delta", "patch_effect", "probe_selectivity", "dla", "t2_to_t1"} <= set(s.columns)
+    assert s[["zero_delta", "resample_delta", "patch_effect", "dla", "t2_to_t1"]].notna().all().all()
+    card = FIGURES["head_card"](s, layer=1, head=2)
+    assert len(card.data) == 1 and len(card.data[0].x) == 9  # every measure but mean ablation (not computed)
+    with pytest.raises(ValueError, match="layer 7"):
+        FIGURES["head_card"](s, layer=7, head=0)
+    P = 5
+    q, k = np.meshgrid(np.arange(P), np.arange(P), indexing="ij")
+    words = ["a", "*t1", "b", "*t2", "c"]
+    pat = pd.DataFrame({"layer": 1, "head": 2, "q_pos": q.ravel(), "k_pos": k.ravel(), "weight": 1 / P,
+                        "q_token": np.asarray(words)[q.ravel()], "k_token": np.asarray(words)[k.ravel()]})
+    fig = FIGURES["head_attention"](pat)
+    assert len(fig.data) == 2 and sorted(fig.data[1].x[:2]) == [1, 3]

@@ -314,6 +314,11 @@ FIGURES = {
     "rope_vs_rope_sinusoidal": rope_vs_rope_sinusoidal,
     "mla_rope_nope": mla_rope_nope,
     "convergence": convergence,
+    "ablation_resample": ablation,
 }
 
 __all__ = ["FIGURES", *dict.fromkeys(f.__name__ for f in FIGURES.values())]
+
+from . import heads  # noqa: E402  (issue 14's builders, in their own module; it uses _title/_layout above)
+
+FIGURES.update(heads.FIGURES)
