@@ -15,7 +15,7 @@ import importlib
 from typing import Callable
 
 MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments",
-           "findings")
+           "findings", "heads")
 
 
 def _collect(modules: tuple[str, ...]) -> dict[str, Callable]:
