@@ -1,7 +1,7 @@
 """`workbench` command line. Each command group lives in its own module with a `register(app)`."""
 import typer
 
-from . import analyze, app_cmd, data, report, schemes, train
+from . import analyze, app_cmd, data, figure, report, schemes, train
 
 app = typer.Typer(help="PE-Lab: positional-encoding interpretability workbench.", no_args_is_help=True,
                   add_completion=False)
@@ -12,7 +12,7 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
-for _module in (data, schemes, train, analyze, report, app_cmd):
+for _module in (data, schemes, train, analyze, report, figure, app_cmd):
     _module.register(app)
 
 

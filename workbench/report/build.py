@@ -160,8 +160,10 @@ class Doc:
         self.parts.append(f'<p class="error">✕ {html.escape(text)}</p>')
 
     def table(self, df: pd.DataFrame, max_rows: int = 60) -> None:
-        shown = df.head(max_rows)
-        body = shown.to_html(index=False, classes="tbl", border=0, na_rep="", float_format=lambda x: f"{x:.4g}",
+        from workbench.figures.style import round_table
+
+        shown = round_table(df.head(max_rows))
+        body = shown.to_html(index=False, classes="tbl", border=0, na_rep="", float_format=lambda x: f"{x:.10g}",
                              escape=True)
         self.parts.append(body)
         if len(df) > max_rows:
