@@ -42,6 +42,7 @@ def figure_table(store, run: str, table: str):
 
     from workbench.analysis import EXPERIMENTS, STANDALONE
     from workbench.report import select_runs
+    from workbench.report.build import not_applicable
 
     if table in EXPERIMENTS:
         ids = list(select_runs(store, run)["id"])
@@ -54,6 +55,9 @@ def figure_table(store, run: str, table: str):
     for rid in [r.strip() for r in run.split(",") if r.strip()]:
         r = store.get(rid)
         if not r.has_table(table):
+            na = not_applicable(r.config["model"].get("scheme")).get(table)
+            if na:
+                raise ValueError(f"{table} does not apply to run {rid}: {na}")
             cli = table.replace("_", "-")
             raise ValueError(f"run {rid} has no {table!r} table: compute it with `workbench analyze {rid} "
                              f"--what {cli.replace('-mean', '')}`")

@@ -17,6 +17,10 @@ def register(app: typer.Typer) -> None:
         store: Optional[Path] = typer.Option(None, "--store", help="run store (default: $PELAB_RUNS or ./runs)"),
         title: Optional[str] = typer.Option(None, help="report title"),
         summary: Optional[Path] = typer.Option(None, help="where to write summary.json (default: next to --out)"),
+        figures_dir: Optional[Path] = typer.Option(None, "--figures-dir", help="also write every figure as a file "
+                                                   "in this folder (static export; needs chromium)"),
+        figure_format: str = typer.Option("svg", "--figure-format", help="format of --figures-dir files: svg, pdf "
+                                          "or png"),
     ) -> None:
         """Write a self-contained HTML report (works offline) and summary.json for the selected runs."""
         from workbench.report import build_report, parse_query
@@ -26,10 +30,18 @@ def register(app: typer.Typer) -> None:
             parse_query(runs_query)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--runs") from None
-        s = build_report(RunStore(store), runs_query, out, title=title, summary_path=summary)
+        from workbench.figures.export import ExportError
+
+        try:
+            s = build_report(RunStore(store), runs_query, out, title=title, summary_path=summary,
+                             figures_dir=figures_dir, figure_format=figure_format)
+        except (ExportError, ValueError) as e:
+            typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
-                   f"and {Path(summary) if summary else out.with_name('summary.json')}")
+                   f"and {Path(summary) if summary else out.with_name('summary.json')}"
+                   + (f"; figures as .{figure_format} in {figures_dir}" if figures_dir else ""))
         for p in s["problems"]:
             typer.secho(f"  problem: {p}", fg=typer.colors.YELLOW, err=True)
         if not s["runs"]:

@@ -40,13 +40,12 @@ def export_format(path: str | Path, fmt: str | None = None) -> str:
     f = (fmt or Path(path).suffix.lstrip(".")).lower()
     if f not in FORMATS:
         raise ValueError(f"cannot export to {f or 'a file without suffix'!r} ({path}): use one of "
-                         f"{', '.join('.' + x for x in FORMATS)} (or pass format=)")
+                         f"{', '.join('.' + x for x in FORMATS)}")
     return f
 
 
-@contextlib.contextmanager
-def _browser():
-    """Check that export can work, and point kaleido at our browser (BROWSER_PATH) while it runs."""
+def check_export() -> str:
+    """The browser static export will use; ExportError naming what to install when there is none (or no kaleido)."""
     browser = find_browser()
     if browser is None:
         where = next((f"{v}={os.environ[v]!r} is not an executable file" for v in ("PELAB_CHROMIUM", "BROWSER_PATH")
@@ -60,6 +59,13 @@ def _browser():
     except ImportError:
         raise ExportError("static figure export needs the kaleido package (pip install kaleido; it is in "
                           "pyproject.toml)") from None
+    return browser
+
+
+@contextlib.contextmanager
+def _browser():
+    """Point kaleido at our browser (BROWSER_PATH) while it runs."""
+    browser = check_export()
     old = os.environ.get("BROWSER_PATH")
     os.environ["BROWSER_PATH"] = browser  # what kaleido's browser search reads first
     try:
