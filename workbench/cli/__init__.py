@@ -11,7 +11,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any c
 import typer  # noqa: E402
 from typer.core import TyperGroup  # noqa: E402
 
-from . import analyze, app_cmd, data, report, repro, schemes, train  # noqa: E402
+from . import analyze, app_cmd, data, figure, report, repro, schemes, train  # noqa: E402
 
 
 def fail(message: str) -> None:
@@ -41,7 +41,7 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
-for _module in (data, schemes, train, analyze, report, repro, app_cmd):
+for _module in (data, schemes, train, analyze, report, repro, figure, app_cmd):
     _module.register(app)
 
 
