@@ -42,6 +42,9 @@ def ship_cmd(
     analyze: bool = typer.Option(True, "--analyze/--no-analyze", help="run every analysis first (skips tables "
                                  "that exist)"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
+    max_examples: Optional[int] = typer.Option(1000, "--max-examples", min=1,
+                                               help="ablation/extrapolation: a seeded sample of this many test "
+                                                    "examples (the intervals account for it)"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
@@ -75,7 +78,7 @@ def ship_cmd(
             skipped += 1
             continue
         if analyze:
-            run_suite(run, n_boot=n_boot, log=lambda msg: typer.echo(msg, err=True))
+            run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
         ship_run(run, to)
         shipped += 1
         typer.echo(f"{rid}: shipped to {Path(to) / rid}")
