@@ -4,11 +4,14 @@ Every command turns bad input into `error: ...` on stderr and exit code 2, never
 (invalid config, argument or query), `StoreError` (unknown run, corrupt file, locked run, read-only store) and
 `OSError` (a path that cannot be written) are caught once, here, by the command group.
 """
-import typer
-from typer.core import TyperGroup
+import os
 
-from . import analyze, app_cmd, data, report, schemes, train
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any command imports torch
 
+import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
+
+from . import analyze, app_cmd, data, figure, report, repro, schemes, train  # noqa: E402
 
 
 def fail(message: str) -> None:
@@ -38,7 +41,7 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
-for _module in (data, schemes, train, analyze, report, app_cmd):
+for _module in (data, schemes, train, analyze, report, repro, figure, app_cmd):
     _module.register(app)
 
 

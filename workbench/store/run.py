@@ -75,6 +75,20 @@ def process_identity() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": psutil.Process().create_time()}
 
 
+def machine_identity() -> dict[str, Any]:
+    """Provenance of a run's numbers: the machine it ran on (CPU model, cores, OS, Python) and its load."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": cpu, "cores": os.cpu_count(), "os": platform.platform(), "python": platform.python_version(),
+            "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+
+
 def process_alive(info: dict[str, Any]) -> bool:
     """False only when we can tell that the process recorded in `info` is gone (same host)."""
     import psutil

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import now_iso, process_identity
+from workbench.store.run import machine_identity, now_iso, process_identity
 
 
 class StopTraining(Exception):
@@ -42,6 +42,35 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
     """The shuffling order of epoch `epoch` (0-based), a function of (seed, epoch) only."""
     g = torch.Generator().manual_seed(derive_seed(seed, epoch, "shuffle"))
     return torch.randperm(n, generator=g)
+
+
+def epoch_batches(lengths: torch.Tensor, batch_size: int, seed: int, epoch: int, batching: str = "random",
+                  chunk_batches: int = 64) -> list[torch.Tensor]:
+    """The index batches of epoch `epoch`, a function of (lengths, batch_size, seed, epoch) only.
+
+    random: consecutive slices of `epoch_permutation`.
+    length: "group by length" (as in NLP training since Vaswani et al. 2017): take the same permutation, sort
+    by sequence length (descending, stable) within chunks of `chunk_batches` batches, slice into batches, then
+    shuffle the batch order, so each batch holds similar lengths and can be trimmed to its longest sequence.
+    """
+    n = len(lengths)
+    perm = epoch_permutation(n, seed, epoch)
+    if batching == "random":
+        return list(perm.split(batch_size))
+    if batching != "length":
+        raise ValueError(f"train.batching={batching!r}: use 'random' or 'length'")
+    batches = []
+    for chunk in perm.split(batch_size * chunk_batches):
+        order = torch.sort(lengths[chunk], descending=True, stable=True).indices
+        batches += list(chunk[order].split(batch_size))
+    g = torch.Generator().manual_seed(derive_seed(seed, epoch, "batches"))
+    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+
+def trim(x: torch.Tensor) -> torch.Tensor:
+    """Drop the trailing columns that are PAD (0) in every row of a right-padded batch."""
+    width = int((x != 0).any(0).nonzero().max().item()) + 1 if bool((x != 0).any()) else 1
+    return x[:, :width]
 
 
 def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
@@ -85,6 +114,14 @@ def set_threads(threads: int | None) -> int:
     return torch.get_num_threads()
 
 
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (getrusage ru_maxrss: KiB on Linux, bytes on macOS)."""
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
 def pick_device(device: str | None = None) -> torch.device:
     """`device` (default: cuda when available, else cpu); ValueError for an unknown or unavailable device."""
     try:
@@ -98,21 +135,41 @@ def pick_device(device: str | None = None) -> torch.device:
     return dev
 
 
+def counted_loss(logits: torch.Tensor, y: torch.Tensor, ignore_label: int | None):
+    """(summed cross-entropy, number of correct predictions, number of counted examples) over the examples whose
+    label is not `ignore_label` (None: all). As the authors' `CrossEntropyLoss(ignore_index=0)` and their
+    accuracy over `labels != 0`: an ignored example counts for nothing in either."""
+    keep = torch.ones_like(y, dtype=torch.bool) if ignore_label is None else y != ignore_label
+    losses = F.cross_entropy(logits.float(), y, reduction="none")
+    return (losses * keep).sum(), ((logits.argmax(-1) == y) & keep).sum(), keep.sum()
+
+
 @torch.no_grad()
-def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool) -> tuple[float, float]:
-    """(mean cross-entropy, accuracy) of `model` in eval mode."""
+def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool,
+             trim_pads: bool = False, ignore_label: int | None = None) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` in eval mode over the examples not labelled `ignore_label`.
+    trim_pads: visit the examples sorted by length and trim each batch's trailing pads (same sums, fewer tokens;
+    only for models whose pads are inert)."""
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=x.device)
     correct = torch.zeros((), device=x.device, dtype=torch.long)
+    counted = torch.zeros((), device=x.device, dtype=torch.long)
+    if trim_pads:
+        order = torch.sort((x != 0).sum(1), descending=True, stable=True).indices
+        x, y = x[order], y[order]
     for i in range(0, len(x), batch_size):
         xb, yb = x[i:i + batch_size], y[i:i + batch_size]
+        if trim_pads:
+            xb = trim(xb)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(xb)
-        loss_sum += F.cross_entropy(logits.float(), yb, reduction="sum")
-        correct += (logits.argmax(-1) == yb).sum()
+        l, c, k = counted_loss(logits, yb, ignore_label)
+        loss_sum += l
+        correct += c
+        counted += k
     model.train(was_training)
-    n = max(1, len(x))
+    n = max(1, counted.item())
     return loss_sum.item() / n, correct.item() / n
 
 
@@ -205,7 +262,13 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     model = PEClassifier(run.model_config()).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
-    bs, epochs, seed = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"]
+    bs, epochs, seed, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"], tcfg.get("ignore_label")
+    batching = tcfg.get("batching", "random")
+    trim_pads = batching == "length"
+    if trim_pads and not model.cfg.pads_are_inert:
+        raise ValueError("train.batching='length' trims pads, but this model attends to or pools its pads "
+                         "(an authors' setting); use train.batching='random'")
+    lengths = (x_train != 0).sum(1).cpu()
     n = len(x_train)
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
@@ -231,48 +294,60 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
-                    error=None, **process_identity())
-    t_session = time.perf_counter()
+                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
+                    **process_identity())
+    t_session, cpu_session = time.perf_counter(), time.process_time()
+    cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
     try:
         from tqdm.auto import tqdm
 
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
-            perm = epoch_permutation(n, seed, epoch).to(dev)
+            batches = epoch_batches(lengths, bs, seed, epoch, batching)
             model.train()
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.long)
+            counted = torch.zeros((), device=dev, dtype=torch.long)
+            computed = 0
             t0 = time.perf_counter()
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not progress, file=sys.stderr, dynamic_ncols=True)
             for i in bar:
-                idx = perm[i * bs:(i + 1) * bs]
+                idx = batches[i].to(dev)
                 xb, yb = x_train[idx], y_train[idx]
+                if trim_pads:
+                    xb = trim(xb)
                 lr = lr_at(step, total_steps, tcfg)
                 for group in opt.param_groups:
                     group["lr"] = lr
                 with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
                     logits = fwd(xb)
-                loss = F.cross_entropy(logits.float(), yb)
+                batch_loss, batch_correct, batch_counted = counted_loss(logits, yb, ignore)
+                loss = batch_loss / batch_counted.clamp(min=1)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if tcfg.get("grad_clip"):
                     torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
                 opt.step()
                 step += 1
-                loss_sum += loss.detach() * len(idx)
-                correct += (logits.detach().argmax(-1) == yb).sum()
+                loss_sum += batch_loss.detach()
+                correct += batch_correct
+                counted += batch_counted
+                computed += xb.numel()
                 if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
-                    seen = min(n, (i + 1) * bs)
+                    seen = max(1, counted.item())
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
                                     lr=f"{lr:.2e}")
             bar.close()
             train_time = time.perf_counter() - t0
-            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp)
+            useful = int(lengths.sum())
+            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads, ignore)
             wall = wall_before + time.perf_counter() - t_session
-            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n,
-                   "train_acc": correct.item() / n, "test_loss": test_loss, "test_acc": test_acc,
-                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time, "time": now_iso()}
+            n_counted = max(1, counted.item())
+            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
+                   "train_acc": correct.item() / n_counted, "test_loss": test_loss, "test_acc": test_acc,
+                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
+                   "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
             if not math.isfinite(row["train_loss"]):
                 raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {epoch + 1}; "
                                          "lower train.lr or set train.grad_clip")
@@ -284,9 +359,10 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             run.save_checkpoint(model.state_dict(), optimizer_tensors(opt) | rng,
                                 {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
-                                 "shuffle": "epoch_permutation(n, train.seed, epoch)"})
+                                 "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final)
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final, peak_rss_mb=round(peak_rss_mb(), 1),
+                            cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
                 tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
                            f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
@@ -304,6 +380,6 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         with contextlib.suppress(Exception):
             run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
         raise
-    run.update_info(status="finished", finished=now_iso(),
-                    wall_time_s=wall_before + time.perf_counter() - t_session)
+    run.update_info(status="finished", finished=now_iso(), wall_time_s=wall_before + time.perf_counter() - t_session,
+                    cpu_time_s=cpu_before + time.process_time() - cpu_session, machine_at_finish=machine_identity())
     return run
