@@ -276,9 +276,9 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
 
     data = round_table(df)
     for c in data.columns:
-        if data[c].dtype == object:
-            data[c] = data[c].map(lambda v: v if isinstance(v, (str, int, float, type(None))) else json.dumps(v,
-                                  default=str))
+        if data[c].dtype == object:  # text cells (e.g. a corrupt run's error) show no server paths
+            data[c] = data[c].map(lambda v: redact_paths(v) if isinstance(v, str) else v if isinstance(
+                v, (int, float, type(None))) else redact_paths(json.dumps(v, default=str)))
     n_fixed = n_key_columns(data)
     props = dict(columns=[{"name": c, "id": c} for c in data.columns], data=data.to_dict("records"),
                  page_size=page_size, sort_action="native",

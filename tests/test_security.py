@@ -112,11 +112,15 @@ def test_runs_table_has_a_source_column_and_lists_shipped_runs(tmp_path):
 
     own, shipped = RunStore(tmp_path / "own"), RunStore(tmp_path / "shipped")
     a, b = own.create(make_config("rope")), shipped.create(make_config("nope"))
+    bad = own.create(make_config("alibi"))
+    (bad.path / "run.json").write_text("[1, 2]")  # corrupt: its error names the file by its full path
     app = create_app(own.root, cache_dir=tmp_path / "cache", shipped=shipped.root)
     status, text = post((app, app.server.test_client()), "runs-index.children", {})
     assert status == 200, text
     rows = {r["id"]: r for r in _table_rows(text)}
     assert rows[a.id]["source"] == "own" and rows[b.id]["source"] == "shipped"
+    assert rows[bad.id]["status"] == "corrupt" and "run.json" in rows[bad.id]["error"]
+    assert str(tmp_path) not in text  # the error is shown without the server path
     assert not (shipped.root / ".locks").exists()
 
 
