@@ -113,6 +113,8 @@ BAD_OTHER = [
     (["sweep", "GRID:seeds = [\"abc\"]\nschemes = [\"rope\"]"], ["train.seed", "abc"]),
     (["sweep", "GRID:preset = 5\nschemes = [\"rope\"]"], ["preset", "5"]),
     (["sweep", "GRID:schemes = [\"rope\"\n"], ["grid", "not valid TOML"]),
+    (["sweep", "GRID:schemes = [\"rope\"]", "--workers", "100000"], ["--workers", "from 1 to"]),
+    (["sweep", "GRID:schemes = [\"rope\"]", "--workers", "0"], ["--workers", "from 1 to"]),
     (["app", "--port", "-1"], ["--port"]),
     (["app", "--port", "99999"], ["--port"]),
     (["app", "--root", "/dev/null/x"], ["/dev/null/x"]),
@@ -140,7 +142,7 @@ def test_bad_input_to_every_command_is_a_clear_error(env, trained, args, words, 
     if args[0] == "sweep":
         grid = env / "grid.toml"
         grid.write_text(args[1].split(":", 1)[1] + "\n")
-        args = ["sweep", str(grid), "-q", "--threads", "1"]
+        args = ["sweep", str(grid), "-q", "--threads", "1"] + args[2:]
     if "--root" not in args and args[0] != "app":
         args += ["--root", str(trained.store.root)]
     if args[0] == "report":

@@ -158,8 +158,9 @@ def sweep_cmd(
 
     pick_device(device)
     check_threads(threads)
-    if workers < 1:
-        _fail(f"--workers {workers}: must be >= 1 (1 = one run after another)")
+    check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
+    if ray_gpus < 0:
+        _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
     ray_arg = ray_address or ray or None
     try:
         if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
