@@ -68,6 +68,10 @@ def make(task: str = typer.Option("trigger-distance", "--task", "-t", help=f"{' 
         specs = [st.get_spec(t, preset=preset, seed=seed, **_parse_sets(set_)) for t in tasks]
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
+    from workbench.train.presets import check_dataset_memory
+
+    for spec in specs:
+        check_dataset_memory(spec)  # before allocating: a clear error, not a MemoryError
     for spec in specs:
         ds = st.load_or_generate(spec, out, force=force)
         console.print(summary_table(ds))

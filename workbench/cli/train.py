@@ -88,6 +88,11 @@ def runs_cmd(
     """List runs from the index (filters repeat: --scheme rope --scheme nope)."""
     from workbench.train import canonical_task
 
+    from workbench.store import LISTED_STATUSES
+
+    bad = sorted(set(status or []) - set(LISTED_STATUSES))
+    if bad:
+        _fail(f"--status {', '.join(bad)}: unknown; use one of {', '.join(LISTED_STATUSES)}")
     store = _store(root)
     if reindex:
         store.reindex()
