@@ -84,8 +84,14 @@ FILTER_KEYS = ("scheme", "task", "arch", "preset", "status")
 
 
 def query_runs(store, **filters) -> pd.DataFrame:
-    """store.query with empty filters dropped; an empty frame (with the store's columns) on no runs."""
-    clean = {k: v for k, v in filters.items() if v not in (None, "", [])}
+    """store.query with empty filters dropped, and values a browser may send that are not text or numbers
+    ignored; an empty frame (with the store's columns) on no runs."""
+    def scalars(v):
+        vs = [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, (str, int, float)) and not
+              isinstance(x, bool) and x != ""]
+        return vs or None
+
+    clean = {k: vs for k, v in filters.items() if (vs := scalars(v))}
     return store.query(**clean)
 
 

@@ -174,3 +174,28 @@ def test_sigterm_removes_the_job_cache_folder(tmp_path):
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=30)
     assert not cache.exists()
+
+
+def test_every_callback_answers_hostile_values_without_500_traces_or_paths(site):
+    """Each input and state of every (non-job) callback, one at a time, set to a hostile value."""
+    app, client, run, tmp = site
+    hostile = ["../outside/evil", -1, {"a": 1}, ["../x", 5], True]
+    failures, n = [], 0
+    for key, spec in list(app.callback_map.items()):
+        if spec.get("background") or "-job-" in key or "callback" not in spec:
+            continue  # jobs run in a child process (their work functions are tested above); clientside
+        outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+        slots = spec["inputs"] + spec["state"]
+        for i, v in ((i, v) for i in range(len(slots)) for v in hostile):
+            vals = [run.id if s["id"].endswith(("-run", "-run-a")) else None for s in slots]
+            vals[i] = v
+            items = [dict(id=s["id"], property=s["property"], value=x) for s, x in zip(slots, vals)]
+            payload = {"output": key, "outputs": outs if len(outs) > 1 else outs[0],
+                       "inputs": items[:len(spec["inputs"])], "state": items[len(spec["inputs"]):],
+                       "changedPropIds": [f"{slots[0]['id']}.{slots[0]['property']}"]}
+            r = client.post("/_dash-update-component", json=payload)
+            n += 1
+            text = r.get_data(as_text=True)
+            if r.status_code not in (200, 204) or "Traceback" in text or str(tmp) in text:
+                failures.append((key[:50], slots[i]["id"], v, r.status_code))
+    assert n > 100 and not failures, failures[:10]
