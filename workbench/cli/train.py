@@ -40,7 +40,8 @@ def train_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda if available)"),
     compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
-                                          "$PELAB_THREADS or torch's); results are bit-identical only for equal counts"),
+                                          "$PELAB_THREADS or torch's); results are bit-identical only for "
+                                          "equal counts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id; creates nothing"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),

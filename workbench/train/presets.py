@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from dataclasses import dataclass, fields
 from typing import Any, Iterable
 
