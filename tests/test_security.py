@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -19,14 +18,11 @@ REPO = Path(__file__).resolve().parent.parent
 def site(tmp_path_factory):
     """An app over a store with one trained smoke run, plus a run-like folder outside the store."""
     from apps import create_app
-    from workbench.store import RunStore
-    from workbench.train import resolve_config, train
+    from test_validation import train_smoke_run
 
     tmp = tmp_path_factory.mktemp("site")
-    store = RunStore(tmp / "runs", data_dir=tmp / "data")
-    threads = torch.get_num_threads()
-    run = train(resolve_config(preset="smoke", store=store), store, progress=False, threads=1)
-    torch.set_num_threads(threads)
+    run = train_smoke_run(tmp)
+    store = run.store
     outside = tmp / "outside" / "evil"
     outside.mkdir(parents=True)
     (outside / "config.json").write_text((run.path / "config.json").read_text())

@@ -125,18 +125,22 @@ BAD_OTHER = [
 ]
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """One finished smoke run (for the analyze cases)."""
+def train_smoke_run(tmp):
+    """One finished smoke run in a new store `tmp/runs` (data in `tmp/data`); torch's thread count is kept."""
     from workbench.store import RunStore
     from workbench.train import resolve_config, train
 
-    tmp = tmp_path_factory.mktemp("trained")
     store = RunStore(tmp / "runs", data_dir=tmp / "data")
     threads = torch.get_num_threads()
     run = train(resolve_config(preset="smoke", store=store), store, progress=False, threads=1)
     torch.set_num_threads(threads)
     return run
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One finished smoke run (for the analyze cases)."""
+    return train_smoke_run(tmp_path_factory.mktemp("trained"))
 
 
 @pytest.mark.parametrize("args,words", BAD_OTHER, ids=[" ".join(a)[:40] for a, _ in BAD_OTHER])
