@@ -256,7 +256,6 @@ def compute(model, data, mode: str = "zero", n_boot: int = 1000, seed: int = 0, 
     return table_from_examples(res, mode=mode, n_boot=n_boot, seed=seed, level=level)
 
 
-MODES = ("zero", "mean")  # the ablation modes `per_example` supports
 
 
 def table_name(mode: str) -> str:
