@@ -487,3 +487,15 @@ def test_every_new_option_is_listed_by_workbench_schemes_and_documented():
     for name in ("shared_rope_q", "rope_read", "score_scale_dim", "input_pe", "construction", "released", "reference",
                  "concat"):
         assert name in schemes_md, name
+
+
+def test_extrapolation_is_not_applicable_with_the_authors_mla_position_table():
+    from types import SimpleNamespace
+
+    from workbench.analysis import NotApplicable, extrapolation
+
+    data = SimpleNamespace(test_x=np.ones((4, 16), dtype=np.int64), test_y=np.zeros(4, dtype=np.int64),
+                           extrap={"len2x": (np.ones((4, 32), dtype=np.int64), np.zeros(4, dtype=np.int64))})
+    with pytest.raises(NotApplicable, match="cannot"):
+        extrapolation.compute(mla(input_pe="learned-zero"), data, n_boot=10)
+    assert len(extrapolation.compute(mla(), data, n_boot=10)) == 2
