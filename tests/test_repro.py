@@ -163,3 +163,21 @@ def test_claim_verdicts_follow_the_seeds():
     # a stricter shallow-layer threshold turns seed 43 (layer 1) into a disagreement too, still mixed (seed 42)
     strict = claims(FakeStore(runs), frame, Thresholds(shallow_layer=0))
     assert "seed 43: single-head deposit L1.H3" in strict[strict.claim.str.startswith("RoPE has")].evidence.iloc[0]
+
+
+def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
+    from apps import create_app
+    from apps.pages import findings
+
+    base, ids = shipped
+    app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=base / "results")
+    with app.server.test_request_context("/findings"):
+        page = str(findings.layout())
+        assert "Table 1" in page and "find-claims" in page and "RoPE has a single-head deposit" in page
+        store = findings._shipped()
+        runs, t1, cl = findings._tables(store)
+        row = cl[cl.claim.str.startswith("RoPE has a single-head deposit")].index[0]
+        ev = str(findings.evidence(store, cl, str(row)))
+        assert "zero-ablation atlas" in ev and f"/ablation?run={ids[0]}" in ev
+        assert "Pick a claim" in str(findings.evidence(store, cl, "../etc"))
+    assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read

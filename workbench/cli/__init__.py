@@ -4,17 +4,20 @@ Every command turns bad input into `error: ...` on stderr and exit code 2, never
 (invalid config, argument or query), `StoreError` (unknown run, corrupt file, locked run, read-only store) and
 `OSError` (a path that cannot be written) are caught once, here, by the command group.
 """
-import typer
-from typer.core import TyperGroup
+import os
 
-from . import analyze, app_cmd, data, report, repro, schemes, train
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any command imports torch
+
+import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
+
+from . import analyze, app_cmd, data, figure, report, repro, schemes, train  # noqa: E402
 
 
-def user_error(message: str) -> typer.Exit:
-    """Bad input: print `error: <message>` on stderr; the returned typer.Exit(2) is to be raised. (typer.Exit, not a
-    click.ClickException subclass: typer >= 0.16 runs its own vendored click and would not catch that one.)"""
+def fail(message: str) -> None:
+    """Print `error: message` to stderr and exit with code 2 (bad input)."""
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(2)
+    raise typer.Exit(2)
 
 
 class _Group(TyperGroup):
@@ -24,10 +27,9 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except (ValueError, StoreError) as e:
-            raise user_error(str(e)) from None
+            fail(str(e))
         except OSError as e:
-            where = f" {e.filename}" if e.filename else ""
-            raise user_error(f"cannot use{where}: {e.strerror or e}") from None
+            fail(f"cannot use {e.filename or 'a path'}: {e.strerror or e}")
 
 
 app = typer.Typer(help="PE-Lab: positional-encoding interpretability workbench.", no_args_is_help=True,
@@ -39,7 +41,7 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
-for _module in (data, schemes, train, analyze, report, repro, app_cmd):
+for _module in (data, schemes, train, analyze, report, repro, figure, app_cmd):
     _module.register(app)
 
 

@@ -126,7 +126,14 @@ def sweep_cmd(
     tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
-    threads: Optional[int] = typer.Option(None, "--threads"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
+                                          "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
+    workers: int = typer.Option(1, "--workers", "-w", help="runs trained at once, each in its own process"),
+    ray: bool = typer.Option(False, "--ray", help="run every grid point as a Ray task (pip install 'pe-lab[ray]'); "
+                             "a local cluster unless --ray-address is given"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (implies --ray): "
+                                              "HOST:6379 from `ray start --head`, ray://HOST:10001, or auto"),
+    ray_gpus: float = typer.Option(0.0, "--ray-gpus", help="GPUs per run on Ray; a fraction (0.25) shares one GPU"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -151,9 +158,22 @@ def sweep_cmd(
 
     pick_device(device)
     check_threads(threads)
+    if workers < 1:
+        _fail(f"--workers {workers}: must be >= 1 (1 = one run after another)")
+    ray_arg = ray_address or ray or None
     try:
+        if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
+            from workbench.train.ray_engine import connect
+
+            connect(None if ray_arg is True else ray_arg)
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
-                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers)
+                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
+                        ray=ray_arg, ray_gpus=ray_gpus)
+    except ImportError as e:  # --ray without Ray installed
+        _fail(str(e))
+    except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed
+        typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
     except KeyboardInterrupt:
         typer.secho("sweep interrupted; run the same command again to continue", err=True)
         raise typer.Exit(130)

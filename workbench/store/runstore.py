@@ -172,7 +172,7 @@ class RunStore:
         if not self.root.is_dir():
             return []
         return sorted(e.name for e in os.scandir(self.root)
-                      if e.is_dir() and RUN_ID_PATTERN.match(e.name) and e.name != "tables")
+                      if e.is_dir() and RUN_ID_PATTERN.match(e.name) and e.name not in ("tables", INDEX))
 
     def runs(self, **filters: Any) -> list[Run]:
         """Run handles matching the filters (see `query`)."""

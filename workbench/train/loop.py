@@ -89,7 +89,7 @@ MAX_THREADS_PER_CPU = 4
 
 def check_threads(threads: Any, name: str = "--threads") -> int | None:
     """`threads` (or $PELAB_THREADS) as a validated count in [1, 4 x CPUs], or None (keep torch's default)."""
-    if threads is None or threads == 0:
+    if threads is None:
         env = os.environ.get("PELAB_THREADS", "")
         if not env:
             return None
@@ -112,6 +112,14 @@ def set_threads(threads: int | None) -> int:
     if n:
         torch.set_num_threads(n)
     return torch.get_num_threads()
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (getrusage ru_maxrss: KiB on Linux, bytes on macOS)."""
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -286,7 +294,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
-                    error=None, machine=machine_identity(), **process_identity())
+                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
+                    **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
     try:
@@ -352,7 +361,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
                                  "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final,
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final, peak_rss_mb=round(peak_rss_mb(), 1),
                             cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
                 tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
