@@ -499,3 +499,18 @@ def test_extrapolation_is_not_applicable_with_the_authors_mla_position_table():
     with pytest.raises(NotApplicable, match="cannot"):
         extrapolation.compute(mla(input_pe="learned-zero"), data, n_boot=10)
     assert len(extrapolation.compute(mla(), data, n_boot=10)) == 2
+
+
+@pytest.mark.parametrize("fidelity, scheme", [("authors", "rope"), ("authors-mla", "mla")])
+def test_direct_logit_attribution_adds_up_under_the_authors_layernorm_placements(fidelity, scheme):
+    """No final LayerNorm (transformer script) and LayerNorm before the pooling (MLA script): the components
+    still sum to the logits exactly, with the pads pooled (authors) or masked (authors-mla)."""
+    from workbench.analysis import dla
+
+    model = fidelity_model(scheme, fidelity)
+    t = tokens()
+    with torch.no_grad():
+        labels, contrib, logits = dla.decompose(model, t)
+        torch.testing.assert_close(contrib.sum(1), model(t), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(logits, model(t), rtol=1e-5, atol=1e-5)
+    assert contrib.shape[-1] == 24  # one column per output (vocab_size with unembed_vocab)
