@@ -373,11 +373,10 @@ def test_grid_fidelity_top_level_and_per_variant():
     grid = {"preset": "smoke", "schemes": ["rope"], "fidelity": "authors",
             "variants": [{"name": "mla-authors", "scheme": "mla", "fidelity": "authors-mla"},
                          {"name": "rope-pelab", "scheme": "rope", "fidelity": "pelab"}]}
-    points = grid_points(grid)
-    assert [p["fidelity"] for p in points] == ["authors", "authors-mla", "pelab"]
-    cfgs = [resolve_config(**p) for p in points]
-    assert [c["model"]["arch"] for c in cfgs] == ["paper", "encoder", "paper"]
-    assert cfgs[0]["model"]["scheme"] == "rope+sinusoidal" and cfgs[2]["model"]["scheme"] == "rope"
+    cfgs = {p["tag"] or p["scheme"]: resolve_config(**p) for p in grid_points(grid)}
+    assert {k: (c["fidelity"], c["model"]["arch"], c["model"]["scheme"]) for k, c in cfgs.items()} == {
+        "rope": ("authors", "paper", "rope+sinusoidal"), "mla-authors": ("authors-mla", "encoder", "mla"),
+        "rope-pelab": ("pelab", "paper", "rope")}
 
 
 def test_cli_dry_run_prints_the_resolved_config_and_creates_nothing(tmp_path, monkeypatch):
@@ -514,3 +513,14 @@ def test_direct_logit_attribution_adds_up_under_the_authors_layernorm_placements
         torch.testing.assert_close(contrib.sum(1), model(t), rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(logits, model(t), rtol=1e-5, atol=1e-5)
     assert contrib.shape[-1] == 24  # one column per output (vocab_size with unembed_vocab)
+
+
+def test_grid_entries_with_a_named_setting_take_its_arch():
+    grid = {"preset": "smoke", "archs": ["paper", "decoder"], "schemes": ["nope"],
+            "variants": [{"name": "mla-authors", "scheme": "mla", "fidelity": "authors-mla"},
+                         {"name": "rope-authors", "scheme": "rope", "fidelity": "authors"}]}
+    points = grid_points(grid)
+    assert sorted((p["tag"] or p["scheme"], p["arch"]) for p in points) == [
+        ("mla-authors", "encoder"), ("nope", "decoder"), ("nope", "paper"), ("rope-authors", "paper")]
+    for p in points:
+        assert resolve_config(**p)["model"]["arch"] == p["arch"]  # no conflict with the named setting
