@@ -34,7 +34,7 @@ def step_time(attn: Attention, x: torch.Tensor, mask: torch.Tensor, steps: int, 
     sync = torch.cuda.synchronize if x.device.type == "cuda" else (lambda: None)
     gate = attn.fast_path_ok
     if force is not None:
-        attn.fast_path_ok = lambda: force  # measure one path regardless of the gate
+        attn.fast_path_ok = lambda *_: force  # measure one path regardless of the gate
     try:
         sync()
         t0 = time.perf_counter()
