@@ -268,21 +268,27 @@ def labelled(label: str, component, width: str | None = None) -> html.Div:
 
 
 def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15, **kwargs):
+    """A sortable DataTable in the house precision (`workbench.figures.style.round_table`: key columns first,
+    times to 0.1 s, accuracies and intervals to 3 decimals); the key columns stay put when it scrolls sideways."""
     from dash import dash_table
 
-    data = df.copy()
+    from workbench.figures.style import n_key_columns, round_table
+
+    data = round_table(df)
     for c in data.columns:
-        if data[c].dtype.kind == "f":
-            data[c] = data[c].round(4)
-        elif data[c].dtype == object:
+        if data[c].dtype == object:
             data[c] = data[c].map(lambda v: v if isinstance(v, (str, int, float, type(None))) else json.dumps(v,
                                   default=str))
+    n_fixed = n_key_columns(data)
     props = dict(columns=[{"name": c, "id": c} for c in data.columns], data=data.to_dict("records"),
-                 page_size=page_size, sort_action="native", style_table={"overflowX": "auto"},
+                 page_size=page_size, sort_action="native",
+                 style_table={"overflowX": "auto", "minWidth": "100%"},
                  style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 8px",
                              "textAlign": "left", "maxWidth": "280px", "overflow": "hidden",
                              "textOverflow": "ellipsis"},
                  style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6"}, **kwargs)
+    if n_fixed and len(data.columns) > n_fixed + 4:
+        props.setdefault("fixed_columns", {"headers": True, "data": n_fixed})
     if id is not None:
         props["id"] = id
     return dash_table.DataTable(**props)

@@ -29,7 +29,7 @@ class Diagnostic:
     figures: list[tuple[str, dict]] = field(default_factory=list)   # (FIGURES name, fixed kwargs)
     multi: bool = False                # several runs at once (tables concatenated, tagged with run_id)
     applies: str = ""                  # which runs it applies to (shown next to the picker)
-    choice: tuple[str, str, list] | None = None   # (figure kwarg, label, [options]) -> a dropdown
+    choice: tuple[str, str, list] | None = None   # (figure kwarg, label, [options]) -> a dropdown for every figure
     summary_columns: list[str] = field(default_factory=list)      # shown as a table under the figures
     standalone: list[tuple[str, dict, str]] = field(default_factory=list)  # (STANDALONE name, kwargs, button label)
 
@@ -105,7 +105,7 @@ def render(d: Diagnostic, store, run_ids: list[str], choice=None) -> list:
     out = list(notes)
     for name, kwargs in d.figures:
         kw = dict(kwargs)
-        if d.choice and choice is not None and name == d.figures[0][0]:
+        if d.choice and choice is not None:  # the choice feeds every figure of the page
             kw[d.choice[0]] = choice
         out.append(C.figure_or_hint(name, table, **kw))
     cols = [c for c in d.summary_columns if c in table.columns]

@@ -91,7 +91,7 @@ def _tokens(run, idx: int):
 
 def _input(model, row: np.ndarray, keep: int) -> torch.Tensor:
     """The example as a [1, pos] batch; trailing pads are cut when the readout ignores them (exact)."""
-    x = row if model.cfg.readout_include_pad else row[:max(1, keep)]
+    x = row[:max(1, keep)] if model.cfg.pads_are_inert else row
     return torch.as_tensor(np.asarray(x, dtype=np.int64))[None].to(model.cfg.device)
 
 
@@ -136,34 +136,8 @@ def pattern_table(pat: np.ndarray, words: list[str], layer: int, ablated: set[in
 
 
 def pattern_figure(df: pd.DataFrame):
-    """The shared builder when workbench.figures has one, else a grid of heatmaps (one per head)."""
-    for name in ("attention_patterns", "attention_pattern"):
-        if name in C.figures():
-            return C.build_figure(name, df)
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    heads = sorted(df["head"].unique())
-    cols = min(4, len(heads))
-    rows = (len(heads) + cols - 1) // cols
-    layer = int(df["layer"].iloc[0])
-    off = set(df.loc[df["ablated"], "head"]) if "ablated" in df.columns else set()
-    titles = [f"L{layer}.H{h}" + (" · ablated" if h in off else "") for h in heads]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles,
-                        horizontal_spacing=0.04, vertical_spacing=0.08)
-    for i, h in enumerate(heads):
-        sub = df[df["head"] == h]
-        Q, K = int(sub["q_pos"].max()) + 1, int(sub["k_pos"].max()) + 1
-        z = sub["weight"].to_numpy().reshape(Q, K)
-        text = (sub["q_token"] + " → " + sub["k_token"]).to_numpy().reshape(Q, K)
-        fig.add_trace(go.Heatmap(z=z, text=text, coloraxis="coloraxis", name=f"H{h}",
-                                 hovertemplate="q %{y} → k %{x}<br>%{text}<br>weight %{z:.3f}<extra></extra>"),
-                      row=i // cols + 1, col=i % cols + 1)
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(coloraxis={"colorscale": "Viridis", "cmin": 0}, height=280 * rows + 60,
-                      margin={"l": 30, "r": 30, "t": 50, "b": 30},
-                      title="attention pattern (rows: query position, columns: key position)")
-    return fig, None
+    """(figure, None) or (None, hint): the shared builder `workbench.figures.FIGURES["attention_patterns"]`."""
+    return C.build_figure("attention_patterns", df)
 
 
 def prediction_line(probs: np.ndarray, label: int | None, heads: list[tuple[int, int]], clean: np.ndarray):

@@ -21,6 +21,10 @@ def register(app: typer.Typer) -> None:
         shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
         title: Optional[str] = typer.Option(None, help="report title"),
         summary: Optional[Path] = typer.Option(None, help="where to write summary.json (default: next to --out)"),
+        figures_dir: Optional[Path] = typer.Option(None, "--figures-dir", help="also write every figure as a file "
+                                                   "in this folder (static export; needs chromium)"),
+        figure_format: str = typer.Option("svg", "--figure-format", help="format of --figures-dir files: svg, pdf "
+                                          "or png"),
     ) -> None:
         """Write a self-contained HTML report (works offline) and summary.json for the selected runs (your
         store and the shipped results, as on the dashboard)."""
@@ -31,14 +35,23 @@ def register(app: typer.Typer) -> None:
             parse_query(runs_query)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--runs") from None
-        for path in (out, summary):
-            if path is not None and path.parent.exists() and not path.parent.is_dir():
-                raise ValueError(f"cannot write {path}: {path.parent} is not a folder")
-        s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
-                         summary_path=summary)
+        for opt, path in (("--out", out), ("--summary", summary)):
+            try:
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder ({e.strerror})") from None
+        from workbench.figures.export import ExportError
+
+        try:
+            s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
+                             summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
+        except ExportError as e:
+            raise ValueError(str(e)) from None
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
-                   f"and {Path(summary) if summary else out.with_name('summary.json')}")
+                   f"and {Path(summary) if summary else out.with_name('summary.json')}"
+                   + (f"; figures as .{figure_format} in {figures_dir}" if figures_dir else ""))
         for p in s["problems"]:
             typer.secho(f"  problem: {p}", fg=typer.colors.YELLOW, err=True)
         if not s["runs"]:

@@ -25,9 +25,9 @@ def _fail(msg: str) -> None:
 
 def _shipped(path: Optional[Path]):
     from workbench.store import RunStore
-    from workbench.store.ship import default_shipped_root
+    from workbench.store.stores import shipped_root
 
-    root = path or default_shipped_root()
+    root = shipped_root(path)
     if root is None or not Path(root).is_dir():
         _fail(f"no shipped results store at {root or 'results/repro'}; pass --shipped DIR")
     return RunStore(root, readonly=True)

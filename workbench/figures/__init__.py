@@ -5,8 +5,9 @@ table alone (no run, no model). The dashboard, the reports and the notebooks all
     fig = FIGURES["ablation"](run.load_table("ablation"))
 
 Every module draws with the shared grammar of `workbench.figures.style` (scheme colours, layer colours,
-dash styles, heatmaps, baselines) and contributes its builders through a module-level `FIGURES` dict; a new
-module is registered by adding its name to `MODULES`. Table schemas: docs/analyses.md. Trace counts are part
+dash styles, heatmaps, baselines) and contributes its builders through a module-level `FIGURES` dict (and,
+for builders drawn from another figure's table, `TABLES = {figure: table}`); a new module is registered by
+adding its name to `MODULES`. `TABLE_OF[figure]` names the stored table (or experiment) a figure reads. Table schemas: docs/analyses.md. Trace counts are part
 of the contract (tests check them) and are given in each docstring.
 """
 from __future__ import annotations
@@ -14,21 +15,25 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments")
+MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments",
+           "patterns", "findings", "heads")
 
 
-def _collect(modules: tuple[str, ...]) -> dict[str, Callable]:
-    """Merge the modules' FIGURES dicts; two modules claiming one name is a programming error."""
+def _collect(modules: tuple[str, ...]) -> tuple[dict[str, Callable], dict[str, str]]:
+    """Merge the modules' FIGURES (and TABLES) dicts; two modules claiming one name is a programming error."""
     out: dict[str, Callable] = {}
+    tables: dict[str, str] = {}
     for mod in modules:
-        for name, fn in importlib.import_module(f"{__name__}.{mod}").FIGURES.items():
+        m = importlib.import_module(f"{__name__}.{mod}")
+        for name, fn in m.FIGURES.items():
             if name in out:
                 raise RuntimeError(f"figure {name!r} registered by workbench.figures.{mod} and by "
                                    f"{out[name].__module__}")
             out[name] = fn
-    return out
+            tables[name] = getattr(m, "TABLES", {}).get(name, name)
+    return out, tables
 
 
-FIGURES = _collect(MODULES)
+FIGURES, TABLE_OF = _collect(MODULES)
 
-__all__ = ["FIGURES", "MODULES"]
+__all__ = ["FIGURES", "MODULES", "TABLE_OF"]

@@ -124,14 +124,17 @@ def deposit(df: pd.DataFrame) -> go.Figure:
                        row=1, col=1, secondary_y=True)
     S.integer_axis(fig, d["layer"], "x", title_text="layer")
     fig.update_yaxes(title_text="Δ of the top head", secondary_y=False)
-    fig.update_yaxes(title_text="C_l", range=[0, 1.05], secondary_y=True, showgrid=False)
+    fig.update_yaxes(title_text="C_l", range=[0, 1.05], tickmode="linear", tick0=0, dtick=0.2, secondary_y=True,
+                     showgrid=False)
     return S.layout(fig, S.title_for(df, "Deposit pattern"), barmode="group")
 
 
 FIGURES = {
     "ablation": ablation,
     "ablation_mean": ablation,
+    "ablation_resample": ablation,
     "ablation_layers": ablation_layers,
     "ablation_violins": ablation_violins,
     "deposit": deposit,
 }
+TABLES = {"ablation_layers": "ablation", "ablation_violins": "ablation"}

@@ -33,7 +33,7 @@ def angles(df: pd.DataFrame, value: str = "share_anomalous") -> go.Figure:
         r, c = i // cols + 1, i % cols + 1
         z = d[d["layer"] == layer].pivot(index="head", columns="plane", values="_v")
         fig.add_trace(S.heatmap(z, colorbar_title=bar, fig=fig, row=r, col=c, diverging=excess,
-                                zmin=-vmax if excess else 0, zmax=max(vmax, 1e-9), fmt=".2f",
+                                zmin=-vmax if excess else 0, zmax=max(vmax, 1e-9),
                                 showscale=i == len(layers) - 1, name=f"layer {layer}",
                                 hover="head %{y}, plane %{x}<br>" + bar + " %{z:.3f}<extra></extra>"), row=r, col=c)
         S.category_axes(fig, z, "rotary plane j" if r == rows else "", "head" if c == 1 else "", row=r, col=c)
@@ -70,3 +70,4 @@ FIGURES = {
     "angles": angles,
     "angles_profile": angles_profile,
 }
+TABLES = {"angles_profile": "angles"}

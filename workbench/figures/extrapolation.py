@@ -61,10 +61,10 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
         if "train_len" in dt.columns and len(dt):
             for r in (1, 2):
                 fig.add_vline(x=float(dt["train_len"].iloc[0]), line_dash="dash", line_color="gray", row=r, col=c)
-        fig.update_xaxes(title_text="longest sequence in the split (tokens); dashed: training length", row=2, col=c)
+        fig.update_xaxes(title_text="longest sequence of the split (tokens)", row=2, col=c)
         fig.update_yaxes(title_text="accuracy" if c == 1 else "", range=[0, 1.02], row=1, col=c)
         fig.update_yaxes(title_text="loss" if c == 1 else "", row=2, col=c)
-    return S.layout(fig, S.title_for(df, "Length extrapolation"), height=560)
+    return S.layout(fig, S.title_for(df, "Length extrapolation (dashed vertical line: training length)"), height=560)
 
 
 FIGURES = {

@@ -63,3 +63,4 @@ FIGURES = {
     "spectral_eigen": spectral_eigen,
     "hadamard_check": hadamard_check,
 }
+TABLES = {"spectral_eigen": "spectral"}

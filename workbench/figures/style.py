@@ -149,13 +149,16 @@ def colorbar(fig: go.Figure, title: str, row=None, col=None, **kw) -> dict:
 
 
 def heatmap(z: pd.DataFrame, *, colorbar_title: str, fig: go.Figure | None = None, row=None, col=None,
-            diverging: bool = False, zmin=None, zmax=None, fmt: str = ".2f", text=None, hover: str = "",
+            diverging: bool = False, zmin=None, zmax=None, fmt: str | None = None, text=None, hover: str = "",
             showscale: bool = True, colorscale: str | None = None, name: str | None = None) -> go.Heatmap:
     """Heatmap of a pivoted table (index -> y, columns -> x). Integer labels stay integers; values are
     written into the cells when there are at most MAX_CELL_TEXT of them; `diverging` centres RdBu at 0 with
-    symmetric limits. The colour bar is placed beside the panel (row, col) of `fig`."""
+    symmetric limits. The colour bar is placed beside the panel (row, col) of `fig`. `fmt` (d3 format) defaults
+    to 3 decimals when every |value| < 0.1, else 2."""
     vals = z.to_numpy(dtype=float)
     finite = vals[np.isfinite(vals)]
+    if fmt is None:
+        fmt = ".3f" if finite.size and np.abs(finite).max() < 0.1 else ".2f"
     if diverging:
         vmax = float(np.abs(finite).max()) if finite.size else 1.0
         vmax = vmax if vmax > 0 else 1.0
@@ -214,3 +217,49 @@ def add_baseline(fig: go.Figure, y, kind: str, x, *, label: str | None = None, r
 
 def is_baseline(trace) -> bool:
     return isinstance(trace.meta, dict) and "baseline" in trace.meta
+
+
+# ---- tables ------------------------------------------------------------------------------------
+KEY_COLUMNS = ("id", "run_id", "label", "scheme", "task", "seed", "split", "layer", "head", "metric", "mode", "plane",
+               "variant", "k")
+
+
+def decimals(column: str, values: pd.Series) -> int | None:
+    """Decimals a float column is shown with: times (wall, *_s, seconds) 1; accuracies, losses, deltas, shares
+    and their intervals 3; columns whose values are all below 0.01 in magnitude keep 3 significant digits (None)."""
+    c = column.lower()
+    if c in ("wall", "seconds", "time", "wall_s", "build_s") or c.endswith(("_s", "_sec", "_seconds", "_time")):
+        return 1
+    finite = values[np.isfinite(values)]
+    if len(finite) and finite.abs().max() < 0.01 and finite.abs().max() > 0:
+        return None
+    return 3
+
+
+def round_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The table as shown (dashboard, reports): key columns first, floats rounded per `decimals`."""
+    keys = [c for c in KEY_COLUMNS if c in df.columns]
+    out = df[keys + [c for c in df.columns if c not in keys]].copy()
+    floats = [c for c in out.columns if out[c].dtype.kind == "f"]
+    dec = {c: decimals(c, out[c]) for c in floats}
+    for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy/acc, ci_lo -> delta, top_lo -> top_delta
+        if c.endswith(("_lo", "_hi")):
+            stem = c[:-3]
+            for base in (stem, f"{stem}_delta", "delta" if stem == "ci" else "", "accuracy" if stem == "acc" else ""):
+                if base in dec:
+                    dec[c] = dec[base]
+                    break
+    for c in floats:
+        d = dec[c]
+        out[c] = out[c].round(d) if d is not None else out[c].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+    return out
+
+
+def n_key_columns(df: pd.DataFrame) -> int:
+    """How many leading columns of a `round_table` result are key columns (frozen when the table scrolls)."""
+    n = 0
+    for c in df.columns:
+        if c not in KEY_COLUMNS:
+            break
+        n += 1
+    return n

@@ -40,13 +40,3 @@ def ship_run(run: Run, dest_root: str | os.PathLike) -> Path:
     shutil.rmtree(old, ignore_errors=True)
     return final
 
-
-def default_shipped_root() -> Path | None:
-    """$PELAB_SHIPPED, else `results/repro` of the source checkout this package runs from (None if absent)."""
-    env = os.environ.get("PELAB_SHIPPED")
-    if env:
-        return Path(env)
-    import workbench
-
-    here = Path(workbench.__file__).resolve().parent.parent / "results" / "repro"
-    return here if here.is_dir() else None

@@ -19,13 +19,18 @@ from .runstore import RunStore, check_run_id
 
 
 def shipped_root(shipped: str | os.PathLike | None = None) -> Path | None:
-    """The read-only shipped store: `shipped`, else $PELAB_SHIPPED, else `results/repro` when it exists."""
+    """The read-only shipped store: `shipped`, else $PELAB_SHIPPED, else `results/repro` of the current folder or
+    of the source checkout this package runs from, when it exists."""
     if shipped is not None:
         return Path(shipped)
     if os.environ.get("PELAB_SHIPPED"):
         return Path(os.environ["PELAB_SHIPPED"])
-    default = Path("results") / "repro"
-    return default if default.is_dir() else None
+    import workbench
+
+    for base in (Path("."), Path(workbench.__file__).resolve().parent.parent):
+        if (base / "results" / "repro").is_dir():
+            return base / "results" / "repro"
+    return None
 
 
 class StoreSet:

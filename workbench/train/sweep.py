@@ -13,8 +13,11 @@
     name = "rope-h1-l0"
     scheme = "rope"
     set = { "model.scheme_kwargs" = { rope_heads = 1, rope_layers = [0] } }
-    # tasks / seeds / archs / preset here replace the grid's for this variant
+    # tasks / seeds / archs / preset / fidelity here replace the grid's for this variant
     tier = 2                                # optional (default: the grid's `tier`, else 1); select with tiers=[1]
+
+`fidelity = "authors"` (top level or in a variant) applies a named setting of docs/fidelity.md to its runs;
+without `arch`/`archs` the runs take the preset's (or the fidelity's) arch.
 
 Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
 sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
@@ -36,13 +39,17 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier"}
-VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "tier"}
+GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier",
+             "fidelity"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "tier", "fidelity"}
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
     with open(path, "rb") as f:
-        grid = tomllib.load(f)
+        try:
+            grid = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"grid {path}: not valid TOML: {e}") from None
     grid.setdefault("name", Path(path).stem)
     return grid
 
@@ -59,7 +66,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
     preset = grid.get("preset", "cpu")
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
-    archs = _listify(grid.get("archs", grid.get("arch", "paper")))
+    archs = _listify(grid.get("archs", grid.get("arch", None)))  # None: the preset's (or the fidelity's) arch
+    fidelity = grid.get("fidelity", "pelab")
     common = flatten_sets(grid.get("set", {}), where="grid: set")
     base_tier = grid.get("tier", 1)
     entries = [{"scheme": s, "tag": None, "sets": [], "tier": base_tier} for s in _listify(grid.get("schemes", []))]
@@ -74,7 +82,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
         sets = flatten_sets(v.get("set", {}), where=f"grid variant {v['name']!r}: set")
         entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": sets,
                         "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
-                        "preset": v.get("preset"), "tier": v.get("tier", base_tier)})
+                        "preset": v.get("preset"), "tier": v.get("tier", base_tier),
+                        "fidelity": v.get("fidelity")})
     for e in entries:
         if not isinstance(e["tier"], int) or isinstance(e["tier"], bool) or e["tier"] < 1:
             raise ValueError(f"grid: tier={e['tier']!r} (scheme {e['scheme']}) must be an integer >= 1")
@@ -96,7 +105,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
                                 or task not in own(e, "tasks", tasks) or arch not in own(e, "archs", archs)):
                             continue
                         points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
-                                       "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"]})
+                                       "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
+                                       "fidelity": e.get("fidelity") or fidelity})
     return points
 
 
