@@ -68,6 +68,10 @@ def test_a_killed_ray_worker_leaves_its_run_for_the_next_sweep(ray_cluster, tmp_
     t.join(timeout=180)
     assert out["res"][0]["outcome"] == "failed" and "next sweep resumes" in out["res"][0]["error"]
     epoch_at_kill = store.get(run_id).info["epoch"]
+    for _ in range(100):  # the dead pid is recognised once the OS has it (zombies count as dead)
+        if store.get(run_id).status == "interrupted":
+            break
+        time.sleep(0.1)
     assert store.get(run_id).status == "interrupted" and 1 <= epoch_at_kill < 12
     again = sweep(grid, store, ray=True, log=quiet)
     assert again[0]["outcome"] == "resumed" and store.get(run_id).status == "finished"

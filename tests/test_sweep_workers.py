@@ -95,6 +95,10 @@ def test_a_killed_worker_leaves_its_run_for_the_next_sweep(tmp_path, data_dir):
     t.join(timeout=120)
     assert out["res"][0]["outcome"] == "failed" and "worker process died" in out["res"][0]["error"]
     epoch_at_kill = store.get(run_id).info["epoch"]
+    for _ in range(100):  # the dead pid is recognised once the OS has it (zombies count as dead)
+        if store.get(run_id).status == "interrupted":
+            break
+        time.sleep(0.1)
     assert store.get(run_id).status == "interrupted" and 1 <= epoch_at_kill < 12  # dead pid: resumable
     again = sweep(grid, store, workers=2, progress=False, log=quiet)
     assert again[0]["outcome"] == "resumed" and store.get(run_id).status == "finished"
