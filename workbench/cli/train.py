@@ -138,7 +138,7 @@ def sweep_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
                                           "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
     workers: int = typer.Option(1, "--workers", "-w", help="runs trained at once, each in its own process"),
-    ray: bool = typer.Option(False, "--ray", help="run every grid point as a Ray task (pip install 'pe-lab[ray]'); "
+    ray: bool = typer.Option(False, "--ray", help="run every grid point as a Ray task (needs pe-lab's ray extra); "
                              "a local cluster unless --ray-address is given"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (implies --ray): "
                                               "HOST:6379 from `ray start --head`, ray://HOST:10001, or auto"),

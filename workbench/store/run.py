@@ -92,7 +92,8 @@ def machine_identity() -> dict[str, Any]:
 
 
 def process_alive(info: dict[str, Any]) -> bool:
-    """False only when we can tell that the process recorded in `info` is gone (same host)."""
+    """False only when we can tell that the process recorded in `info` is gone (same host); a killed process
+    its parent has not reaped yet (a zombie, e.g. a killed sweep or Ray worker) is gone."""
     import psutil
 
     if info.get("host") != socket.gethostname() or info.get("pid") is None:
@@ -100,7 +101,8 @@ def process_alive(info: dict[str, Any]) -> bool:
     try:
         p = psutil.Process(int(info["pid"]))
         started = info.get("pid_started")
-        return started is None or abs(p.create_time() - float(started)) < 1.0
+        same = started is None or abs(p.create_time() - float(started)) < 1.0
+        return same and p.status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         return False
 
