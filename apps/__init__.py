@@ -22,10 +22,10 @@ ASSETS = Path(__file__).parent / "assets"
 
 
 def page_modules():
-    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, partial_rope, qk_means, runs,
+    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, heads, partial_rope, qk_means, runs,
                         spectral)
 
-    return [runs, ablation, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation, explorer]
+    return [runs, ablation, heads, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation, explorer]
 
 
 def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None):
