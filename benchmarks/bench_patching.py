@@ -20,23 +20,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from bench_ablation import timed  # noqa: E402  (this folder is on sys.path when run as a script)
 from synthetic_tasks import get_spec  # noqa: E402
 from synthetic_tasks.counterfactual import counterfactual_pairs  # noqa: E402
 from workbench.analysis import patching  # noqa: E402
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
-
-
-def timed(fn):
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.perf_counter() - t0, time.process_time() - c0, out
 
 
 def main() -> None:
