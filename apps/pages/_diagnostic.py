@@ -29,14 +29,14 @@ class Diagnostic:
     figures: list[tuple[str, dict]] = field(default_factory=list)   # (FIGURES name, fixed kwargs)
     multi: bool = False                # several runs at once (tables concatenated, tagged with run_id)
     applies: str = ""                  # which runs it applies to (shown next to the picker)
-    choice: tuple[str, str, list] | None = None   # (figure kwarg, label, [options]) -> a dropdown
+    choice: tuple[str, str, list] | None = None   # (figure kwarg, label, [options]) -> a dropdown for every figure
     summary_columns: list[str] = field(default_factory=list)      # shown as a table under the figures
     standalone: list[tuple[str, dict, str]] = field(default_factory=list)  # (STANDALONE name, kwargs, button label)
 
 
 def make_layout(d: Diagnostic):
     def layout(run: str | None = None, **query):
-        store = C.current().store()
+        store = C.stores()
         df = store.query()
         want = [r for r in (run or "").split("|") if r]
         if d.multi:
@@ -105,7 +105,7 @@ def render(d: Diagnostic, store, run_ids: list[str], choice=None) -> list:
     out = list(notes)
     for name, kwargs in d.figures:
         kw = dict(kwargs)
-        if d.choice and choice is not None and name == d.figures[0][0]:
+        if d.choice and choice is not None:  # the choice feeds every figure of the page
             kw[d.choice[0]] = choice
         out.append(C.figure_or_hint(name, table, **kw))
     cols = [c for c in d.summary_columns if c in table.columns]
@@ -122,9 +122,9 @@ def _standalone(name: str, kwargs_items: tuple) -> pd.DataFrame:
 
 
 def register(app, d: Diagnostic) -> None:
-    def work(progress, root, run_ids):
+    def work(progress, ctx, run_ids):
         ids = run_ids if isinstance(run_ids, list) else [run_ids] if run_ids else []
-        store = C.store_for(root)
+        store = ctx.stores()
         todo = [r for r in ids if not _has(store, r, d.analysis)] or ids[:1]
         if not todo:
             raise ValueError("pick a run first")
@@ -134,7 +134,7 @@ def register(app, d: Diagnostic) -> None:
                 progress((i + frac) / len(todo), f"[{i + 1}/{len(todo)}] {text}")
 
             try:
-                messages.append(analysis_work(sub, root, rid, d.analysis)["message"])
+                messages.append(analysis_work(sub, ctx, rid, d.analysis)["message"])
             except C.not_applicable_type() as e:
                 messages.append(f"{rid}: not applicable: {e}")
         return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
@@ -145,12 +145,11 @@ def register(app, d: Diagnostic) -> None:
     if d.choice:
         inputs.append(Input(f"{d.prefix}-choice", "value"))
 
-    @app.callback(Output(f"{d.prefix}-out", "children"), *inputs, State("pelab-root", "data"))
+    @app.callback(Output(f"{d.prefix}-out", "children"), *inputs)
     def show(run_ids, _job, *rest):
         choice = rest[0] if d.choice else None
-        root = rest[-1]
         ids = run_ids if isinstance(run_ids, list) else ([run_ids] if run_ids else [])
-        return render(d, C.store_for(root), ids, choice)
+        return render(d, C.stores(), ids, choice)
 
     for i, (name, kwargs, _) in enumerate(d.standalone):
         _register_standalone(app, f"{d.prefix}-sa-{i}", name, kwargs)

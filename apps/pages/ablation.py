@@ -18,9 +18,13 @@ def table_name(mode: str) -> str:
     return tn(mode or "zero")
 
 
+VIEWS = [{"label": "per layer: lines over heads", "value": "ablation_layers"},
+         {"label": "per layer: violins (paper Figs. 4, 8)", "value": "ablation_violins"}]
+
+
 def layout(run: str | None = None, run_b: str | None = None, metric: str = "accuracy", mode: str = "zero",
-           **query):
-    store = C.current().store()
+           view: str = "ablation_layers", **query):
+    store = C.stores()
     df = store.query()
     a = C.default_run(df, run, need_table=table_name(mode), store=store)
     b = run_b if run_b in set(df["id"]) else None
@@ -37,6 +41,8 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
                                             options=[{"label": "zero", "value": "zero"},
                                                      {"label": "mean", "value": "mean"},
                                                      {"label": "resample", "value": "resample"}]), width="140px"),
+        C.labelled("per-layer view", dcc.Dropdown(id=f"{P}-view", value=view, clearable=False, options=VIEWS),
+                   width="300px"),
     ], className="controls")
     cols = []
     for side, value in zip(SIDES, (a, b)):
@@ -69,7 +75,7 @@ def deposit_block(df, metric: str) -> list:
     return out
 
 
-def render(store, run_id: str | None, metric: str, mode: str) -> list:
+def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers") -> list:
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err]
@@ -87,7 +93,8 @@ def render(store, run_id: str | None, metric: str, mode: str) -> list:
         return out + [C.hint(f"The {name} table of {run.id} has no rows for metric {metric!r}.", kind="warn",
                              cmd=C.analyze_cmd(run.id, "ablation"))]
     out.append(C.figure_or_hint("ablation", df, metric=metric, height=340))
-    out.append(C.figure_or_hint("ablation_layers", df, metric=metric, height=340))
+    out.append(C.figure_or_hint(view if view in {v["value"] for v in VIEWS} else "ablation_layers", df,
+                                metric=metric, height=340))
     try:
         out += deposit_block(df, metric)
     except Exception as e:
@@ -97,16 +104,16 @@ def render(store, run_id: str | None, metric: str, mode: str) -> list:
 
 def register_callbacks(app):
     for side in SIDES:
-        def work(progress, root, run_id, mode):
-            return analysis_work(progress, root, run_id, "ablation", {"mode": mode or "zero"})
+        def work(progress, ctx, run_id, mode):
+            return analysis_work(progress, ctx, run_id, "ablation", {"mode": mode or "zero"})
 
         register_job(app, f"{P}-{side}", [State(f"{P}-run-{side}", "value"), State(f"{P}-mode", "value")], work)
 
         @app.callback(Output(f"{P}-out-{side}", "children"), Input(f"{P}-run-{side}", "value"),
-                      Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"),
-                      Input(f"{P}-{side}-job-result", "data"), State("pelab-root", "data"))
-        def show(run_id, metric, mode, _job, root):
-            store = C.store_for(root)
+                      Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"), Input(f"{P}-view", "value"),
+                      Input(f"{P}-{side}-job-result", "data"))
+        def show(run_id, metric, mode, view, _job):
+            store = C.stores()
             if not run_id:
                 return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run to compare.")]
-            return render(store, run_id, metric or "accuracy", mode or "zero")
+            return render(store, run_id, metric or "accuracy", mode or "zero", view or "ablation_layers")

@@ -3,16 +3,18 @@ from apps.pages._diagnostic import Diagnostic, make_layout, register
 
 PATH, NAME, ORDER = "/angles", "Initial angles", 4
 SPEC = Diagnostic(
-    prefix="ang", title="Initial angles", analysis="angles", figures=[("angles", {})],
+    prefix="ang", title="Initial angles", analysis="angles", figures=[("angles", {}), ("angles_profile", {})],
     blurb="For rotary models, the angle Theta_j between the pre-rotation query and key in each rotary plane, over "
           "sampled token pairs: per layer, head and plane, the share of pairs in the anomalous scenarios (attention "
           "to the tau closest tokens abnormally low) and the number of closest tokens affected. CoCA gives "
-          "Theta_j = 0 by construction.",
+          "Theta_j = 0 by construction. Each statistic is read against its value for uniform random angles "
+          "(heatmaps: the difference, white = chance; profile: the dotted baseline).",
     applies="rotary schemes (rope, rope+sinusoidal, mla, coca, fope)",
     choice=("value", "statistic", ["share_anomalous", "weighted_share_anomalous", "share_affected", "tau_mean",
-                                   "tau_median", "angle_resultant", "mean_cos", "cycles"]),
+                                   "tau_median", "angle_resultant", "mean_cos"]),
     summary_columns=["layer", "head", "plane", "theta", "cycles", "share_anomalous", "share_a", "share_d",
-                     "share_affected", "tau_mean", "angle_circmean", "angle_resultant"],
+                     "uniform_share_anomalous", "share_affected", "uniform_share_affected", "tau_mean",
+                     "angle_circmean", "angle_resultant"],
 )
 layout = make_layout(SPEC)
 

@@ -13,7 +13,7 @@ from apps.jobs import register_job, train_work
 
 PATH, NAME, ORDER = "/", "Runs", 0
 P = "runs"
-INDEX_COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
+INDEX_COLUMNS = ["id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
                  "train_acc", "test_loss", "wall_time_s", "tables", "error"]
 CURVE_METRICS = [("accuracy", "accuracy (train dashed, test solid)"), ("loss", "loss (train dashed, test solid)")]
 
@@ -30,7 +30,7 @@ def _as_list(v) -> list | None:
 
 
 def layout(**query):
-    store = C.current().store()
+    store = C.stores()
     df = store.query()
     filters = []
     for key in C.FILTER_KEYS:
@@ -38,6 +38,7 @@ def layout(**query):
                                                     value=_as_list(query.get(key)), multi=True,
                                                     placeholder=f"any {key}")))
     filters.append(html.Button("Refresh", id=f"{P}-refresh", className="btn", n_clicks=0))
+    filters.append(dcc.Interval(id=f"{P}-tick", interval=20_000))  # runs trained in the background appear by themselves
     return html.Div([
         C.page_header("Runs", "Every run in the store: filter by scheme, task, architecture, preset and status; "
                       "training curves of the selection; two runs side by side; train a new small run."),
@@ -74,7 +75,7 @@ def _train_controls():
         C.labelled("scheme", dcc.Dropdown(id=f"{P}-t-scheme", options=schemes, value="rope", clearable=False)),
         C.labelled("task", dcc.Dropdown(id=f"{P}-t-task", options=list(TASKS), value=TASKS[0], clearable=False),
                    width="200px"),
-        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "decoder"], value="paper",
+        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "encoder", "decoder"], value="paper",
                                         clearable=False)),
         C.labelled("preset", dcc.Dropdown(id=f"{P}-t-preset", options=presets,
                                           value="cpu" if "cpu" in presets else presets[0], clearable=False)),
@@ -120,8 +121,8 @@ def register_callbacks(app):
     register_job(app, "train", [State(f"{P}-t-scheme", "value"), State(f"{P}-t-task", "value"),
                                 State(f"{P}-t-preset", "value"), State(f"{P}-t-seed", "value"),
                                 State(f"{P}-t-arch", "value")],
-                 lambda progress, root, scheme, task, preset, seed, arch:
-                 train_work(progress, root, scheme, task, preset, seed, arch))
+                 lambda progress, ctx, scheme, task, preset, seed, arch:
+                 train_work(progress, ctx, scheme, task, preset, seed, arch))
 
     @app.callback(
         Output(f"{P}-index", "children"), Output(f"{P}-index-hint", "children"), Output(f"{P}-curves", "children"),
@@ -130,10 +131,10 @@ def register_callbacks(app):
         *[Output(f"{P}-f-{k}", "options") for k in C.FILTER_KEYS],
         *[Input(f"{P}-f-{k}", "value") for k in C.FILTER_KEYS],
         Input(f"{P}-metric", "value"), Input(f"{P}-refresh", "n_clicks"), Input("train-job-result", "data"),
-        State("pelab-root", "data"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
+        Input(f"{P}-tick", "n_intervals"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
     )
-    def update(scheme, task, arch, preset, status, metric, _n, _job, root, cmp_a, cmp_b):
-        store = C.store_for(root)
+    def update(scheme, task, arch, preset, status, metric, _n, _job, _tick, cmp_a, cmp_b):
+        store = C.stores()
         everything = store.query()
         df = C.query_runs(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status)
         filter_opts = [_options(everything.get(k, [])) for k in C.FILTER_KEYS]
@@ -146,13 +147,13 @@ def register_callbacks(app):
         shown = _with_tables(store, df)
         cols = [c for c in INDEX_COLUMNS if c in shown.columns]
         table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, style_data_conditional=[
-            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt"'}, "backgroundColor": "#fbeceb"},
+            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'}, "backgroundColor": "#fbeceb"},
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
              "backgroundColor": "#fdf6e3"}])
         counts = df["status"].value_counts().to_dict()
         notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items()))]
         for r in df.to_dict("records"):
-            if r["status"] in ("failed", "corrupt"):
+            if r["status"] in ("failed", "corrupt", "incomplete"):
                 err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
                 notes.append(C.hint(f"{r['id']} {r['status']}: {err}", cmd=f"workbench train --resume {r['id']}",
                                     kind="error"))
@@ -171,11 +172,11 @@ def register_callbacks(app):
         return (table, notes, curves, opts, opts, a, b, *filter_opts)
 
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
-                  Input(f"{P}-metric", "value"), State("pelab-root", "data"))
-    def compare(a, b, metric, root):
+                  Input(f"{P}-metric", "value"))
+    def compare(a, b, metric):
         if not a and not b:
             raise PreventUpdate
-        store = C.store_for(root)
+        store = C.stores()
         ids = [r for r in (a, b) if r]
         cols = {}
         for rid in ids:

@@ -194,11 +194,12 @@ def run_meta(run) -> dict[str, Any]:
 
 
 def tag(df: pd.DataFrame, run) -> pd.DataFrame:
-    """Prepend run_id / scheme / task columns (so tables of many runs can be concatenated)."""
+    """Prepend run_id / scheme / task (and seed, when the run records one) columns, so tables of many runs can
+    be concatenated and their figures can tell runs of one scheme and task apart."""
     meta = run_meta(run)
     df = df.copy()
-    for i, key in enumerate(("run_id", "scheme", "task")):
-        if key not in df.columns:
+    for i, key in enumerate(("run_id", "scheme", "task", "seed")):
+        if key not in df.columns and (key != "seed" or meta[key] is not None):
             df.insert(i, key, meta[key])
     return df
 

@@ -33,11 +33,6 @@ MODES = ("zero", "mean", "resample")
 SIGN = {"accuracy": 1.0, "loss": -1.0}  # importance = SIGN * delta: positive = the head matters
 
 
-def _head(model, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Readout -> final LayerNorm -> unembed (the tail of PEClassifier.forward)."""
-    return model.unembed(model.ln_final(model.hook_readout(model.readout(x, tokens))))
-
-
 def head_means(model, x: np.ndarray, batch_size: int = 64) -> torch.Tensor:
     """[n_layers, n_heads, d_head]: mean of every head's z over the non-pad tokens of `x`."""
     cfg = model.cfg
@@ -94,7 +89,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
     for block in model.blocks:
         resid.append(x)
         x = block(x, memory, mask)
-    clean = _head(model, x, tokens)
+    clean = model.head(x, tokens)
     out = torch.empty(L, H, B, clean.shape[-1], dtype=clean.dtype, device=clean.device)
     keep = 1.0 - torch.eye(H, device=clean.device, dtype=memory.dtype)  # [copy, head]
     keep = keep[:, None, None, :, None]  # [copy, 1, 1, head, 1]
@@ -133,7 +128,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
         else:
             for block_up in model.blocks[l + 1:]:
                 y = block_up(y, mem_rep, mask_rep)
-        out[l] = _head(model, y, tok_rep).reshape(H, B, -1)
+        out[l] = model.head(y, tok_rep).reshape(H, B, -1)
     return clean, out
 
 
@@ -165,7 +160,7 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
     cfg = model.cfg
     if batch_size is None:  # fast: H copies of each example; ~64 sequences per forward keeps them in cache
         batch_size = max(1, 64 // cfg.n_heads) if method == "fast" else 128
-    trim = trim and not cfg.readout_include_pad
+    trim = trim and cfg.pads_are_inert
     z_fill = head_means(model, x) if mode == "mean" else None
     kept = np.arange(len(x))
     if mode == "resample":
@@ -259,6 +254,8 @@ def compute(model, data, mode: str = "zero", n_boot: int = 1000, seed: int = 0, 
     res = per_example(model, x, y, mode=mode, method=method, batch_size=batch_size, trim=trim, share_kv=share_kv,
                       seed=seed)
     return table_from_examples(res, mode=mode, n_boot=n_boot, seed=seed, level=level)
+
+
 
 
 def table_name(mode: str) -> str:

@@ -14,6 +14,11 @@ them is abnormally low. Theta_j = 0 is normal (tau would be 0). In the causal de
 CoCA's key of a pair is hook_k[n] * hook_q[m] (collinear with the query), so Theta_j = 0 by construction
 (up to rounding, which is snapped to 0 below 1e-6 rad); planes where q_j or k_j is 0 have no angle and are
 left out (counted in `n_zero`).
+
+Reference level: for every statistic the table also holds `uniform_<stat>`, its expectation if Theta_j were
+uniform on [0, 2 pi) and independent of the pair, over the same sampled pairs (`uniform_reference`). Then
+tau ~ U(0, pi / theta_j) in both anomalous scenarios, each scenario has probability 1/2 given the sign of
+m - n, and a pair is affected with probability max(0, pi - |m - n| theta_j) / (2 pi).
 """
 from __future__ import annotations
 
@@ -63,6 +68,27 @@ def plane_angles(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ang = np.arctan2(k0 * q1 - k1 * q0, k0 * q0 + k1 * q1)  # (-pi, pi]
     ang = np.where(np.abs(ang) < SNAP, 0.0, ang)
     return np.mod(ang, 2 * math.pi), np.hypot(q0, q1) * np.hypot(k0, k1)
+
+
+def uniform_reference(delta: np.ndarray, weight: np.ndarray, theta: float, L: int) -> dict[str, float]:
+    """Expected value of each statistic of one (layer, head, plane) under Theta ~ U[0, 2 pi), for pairs with
+    query-minus-key offsets `delta` and weights |q_j||k_j| `weight` (see the module docstring)."""
+    cnt = max(len(delta), 1)
+    off = delta != 0
+    p = 0.5 * off  # P(anomalous | pair)
+    T = math.pi / theta  # tau ~ U(0, T) given anomalous
+    c = float(L - 1)
+    return {"uniform_share_anomalous": float(p.sum() / cnt),
+            "uniform_share_a": float(0.5 * (delta < 0).sum() / cnt),
+            "uniform_share_d": float(0.5 * (delta > 0).sum() / cnt),
+            "uniform_weighted_share_anomalous": float((weight * p).sum() / weight.sum()) if weight.sum() > 0
+            else float("nan"),
+            "uniform_share_affected": float((off * np.maximum(0.0, math.pi - np.abs(delta) * theta)).sum()
+                                            / (2 * math.pi * cnt)),
+            "uniform_tau_mean": T / 2, "uniform_tau_median": T / 2,
+            "uniform_tau_capped_mean": T / 2 if c >= T else c - c * c / (2 * T),
+            "uniform_angle_resultant": math.sqrt(math.pi) / (2 * math.sqrt(cnt)),  # E|mean of n unit vectors|
+            "uniform_mean_cos": 0.0}
 
 
 def compute(model, data, n_pairs: int = 4096, n_examples: int | None = 512, seed: int = 0,
@@ -135,6 +161,7 @@ def compute(model, data, n_pairs: int = 4096, n_examples: int | None = 512, seed
                     "angle_abs_max": float(np.abs(np.angle(np.exp(1j * a))).max()) if len(a) else float("nan"),
                     "mean_cos": float(np.cos(a).mean()) if len(a) else float("nan"),
                     "train_len": L,
+                    **uniform_reference(d, w, th, L),
                 })
     if not any_plane:
         raise NotApplicable("no head of this model rotates any plane (partial RoPE with rope_heads=0 or empty "

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ._common import NotApplicable, run_meta
+from .baselines import run_baselines
 from .deposit import compute as deposit_compute
 from .deposit import deposit_sentence
 
@@ -146,9 +147,11 @@ def mla_rope_nope(store=None, runs=None, task=None, compute_missing: bool = True
     return pd.DataFrame(rows)
 
 
-def convergence(store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
+def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool = True) -> pd.DataFrame:
     """Long table: run_id, scheme, task, arch, seed, label, epoch, split (train/test), metric (accuracy/loss), value.
-    `label` tells runs of one scheme apart: the run's tag, else the scheme plus its non-default scheme_kwargs."""
+    `label` tells runs of one scheme apart: the run's tag, else the scheme plus its non-default scheme_kwargs.
+    With `baselines`, accuracy rows also carry the split's `chance` and `length_only` levels
+    (`baselines.run_baselines`, read from the run's dataset; NaN for loss rows and runs without a dataset)."""
     frames = []
     for run in _select(store, runs, schemes=schemes, task=task, status=None):
         m = run.metrics()
@@ -157,12 +160,16 @@ def convergence(store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
         meta = run_meta(run)
         kw = _kwargs(run)
         label = run.config.get("tag") or (meta["scheme"] + (" " + json.dumps(kw, sort_keys=True) if kw else ""))
+        bl = run_baselines(run) if baselines else None
+        bl = bl.set_index("split") if bl is not None else None
         for split in ("train", "test"):
             for metric, col in (("accuracy", f"{split}_acc"), ("loss", f"{split}_loss")):
                 if col not in m.columns:
                     continue
+                ref = {k: (float(bl.loc[split, k]) if bl is not None and metric == "accuracy" else np.nan)
+                       for k in ("chance", "length_only")}
                 frames.append(pd.DataFrame({**meta, "label": label, "epoch": m["epoch"].astype(int), "split": split,
-                                            "metric": metric, "value": m[col].astype(float)}))
+                                            "metric": metric, "value": m[col].astype(float), **ref}))
     if not frames:
         raise NotApplicable("no run with per-epoch metrics matched; train some runs first (`workbench train`)")
     return pd.concat(frames, ignore_index=True)

@@ -2,7 +2,8 @@
 
 The regular test split and every length-extrapolation split of the dataset (`Dataset.extrap`: Task 1
 `len1.25x`, `len1.5x`, `len2x` and `shifted`, the trigger pair placed beyond the training length; Task 2
-`len*x`) are evaluated with the trained model, with 95 % bootstrap intervals over examples. A scheme whose
+`len*x`) are evaluated with the trained model, with 95 % bootstrap intervals over examples. Each row also
+carries the split's reference levels (`baselines`): chance 1 / n_classes and the best length-only predictor. A scheme whose
 `can_extrapolate` is False (`learned`: no embedding past max_len) raises NotApplicable.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import torch.nn.functional as F
 
+from .baselines import chance, length_only_accuracy
 from ._common import (NotApplicable, batches, bootstrap_means, evaluating, lengths, percentile_interval, split_xy,
                       tag, train_length)
 
@@ -29,7 +31,7 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int = 64) -> tuple
     loss = np.full(len(x), np.nan)
     out_of_range = int(((y < 0) | (y >= C)).sum())
     with evaluating(model):
-        for idx, tok, lab in batches(x, batch_size, y, trim=not model.cfg.readout_include_pad,
+        for idx, tok, lab in batches(x, batch_size, y, trim=model.cfg.pads_are_inert,
                                      device=model.cfg.device):
             logits = model(tok)
             ok = (lab >= 0) & (lab < C)
@@ -65,7 +67,8 @@ def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, 
                "length_factor": float(lens.max() / max(L_real, 1)), "n_examples": int(len(x)),
                "accuracy": float(correct.mean()), "loss": float(np.nanmean(loss)) if np.isfinite(loss).any() else np.nan,
                "n_label_out_of_range": oor, "in_training_range": bool(lens.max() <= L_real),
-               "train_len": L_real}
+               "train_len": L_real, "chance": chance(model.cfg.n_classes),
+               "length_only": length_only_accuracy(x, y)}
         if n_boot > 0:
             ok = np.isfinite(loss)
             reps = bootstrap_means(correct.astype(float), n_boot, seed)[:, 0]

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from ._common import NotApplicable, batches, bootstrap_means, evaluating, percentile_interval, tag
-from .ablation import _head
+
 
 SETS = ("all", "trigger", "non_trigger")
 
@@ -146,8 +146,8 @@ def patched_logits_batched(model, tails, clean: torch.Tensor, cf: torch.Tensor, 
         x = x[B:].reshape(runs.shape[0], H + 1, *x_clean.shape)
         if independent:
             x = x_clean + pm[:, None, :, :, None] * (x - x_clean)  # [S, H+1, B, pos, d]
-        out[l] = _head(model, x.reshape(-1, *x_clean.shape[1:]), tok).reshape(S, H + 1, B, -1)
-    return _head(model, x_clean, clean), _head(model, final[:B], cf), out
+        out[l] = model.head(x.reshape(-1, *x_clean.shape[1:]), tok).reshape(S, H + 1, B, -1)
+    return model.head(x_clean, clean), model.head(final[:B], cf), out
 
 
 def patched_logits_naive(wrapped, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor):

@@ -1,10 +1,39 @@
-"""`workbench` command line. Each command group lives in its own module with a `register(app)`."""
-import typer
+"""`workbench` command line. Each command group lives in its own module with a `register(app)`.
 
-from . import analyze, app_cmd, data, report, schemes, train
+Every command turns bad input into `error: ...` on stderr and exit code 2, never a traceback: `ValueError`
+(invalid config, argument or query), `StoreError` (unknown run, corrupt file, locked run, read-only store) and
+`OSError` (a path that cannot be written) are caught once, here, by the command group.
+"""
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any command imports torch
+
+import typer  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
+
+from . import analyze, app_cmd, data, figure, report, repro, schemes, train  # noqa: E402
+
+
+def fail(message: str) -> None:
+    """Print `error: message` to stderr and exit with code 2 (bad input)."""
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx):
+        from workbench.store import StoreError
+
+        try:
+            return super().invoke(ctx)
+        except (ValueError, StoreError) as e:
+            fail(str(e))
+        except OSError as e:
+            fail(f"cannot use {e.filename or 'a path'}: {e.strerror or e}")
+
 
 app = typer.Typer(help="PE-Lab: positional-encoding interpretability workbench.", no_args_is_help=True,
-                  add_completion=False)
+                  add_completion=False, cls=_Group)
 
 
 @app.callback()
@@ -12,7 +41,7 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
-for _module in (data, schemes, train, analyze, report, app_cmd):
+for _module in (data, schemes, train, analyze, report, repro, figure, app_cmd):
     _module.register(app)
 
 

@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 # the package's shared title/layout helpers (defined before it imports this module)
-from . import _layout, _title
+from .style import layout as _layout
+from .style import title_for as _title
 
 
 def _heatmap(sub: pd.DataFrame, value: str, lo: str | None = None, hi: str | None = None, zmid: float | None = 0,

@@ -34,12 +34,14 @@ QUERY_KEYS = tuple(FILTERS) + ("id",)
 # (table == ANALYSES name, section title, [(FIGURES name, kwargs)])
 ANALYSIS_SECTIONS: list[tuple[str, str, list[tuple[str, dict]]]] = [
     ("qk_means", "q/k dimension means", [("qk_means", {})]),
-    ("angles", "Initial angles (share of anomalous pairs)", [("angles", {"value": "share_anomalous"})]),
+    ("angles", "Initial angles (share of anomalous pairs against uniform random angles)",
+     [("angles", {"value": "share_anomalous"}), ("angles_profile", {"value": "share_anomalous"})]),
     ("spectral", "Spectral / Toeplitz", [("spectral", {}), ("spectral_eigen", {})]),
     ("distance_bias", "Distance bias", [("distance_bias", {})]),
     ("extrapolation", "Length extrapolation", [("extrapolation", {})]),
 ]
-ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"metric": "accuracy"})]
+ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"metric": "accuracy"}),
+                    ("ablation_violins", {"metric": "accuracy"})]
 # cross-run experiment tables (workbench.analysis.EXPERIMENTS) shown when the selection supports them
 EXPERIMENT_SECTIONS = [("partial_rope", "Partial RoPE"), ("mla_rope_nope", "MLA vs RoPE vs NoPE"),
                        ("rope_vs_rope_sinusoidal", "RoPE vs RoPE+sinusoidal")]
@@ -69,7 +71,10 @@ def parse_query(query: str | None) -> dict[str, list[str]]:
                              "or all)")
         if key not in QUERY_KEYS:
             raise ValueError(f"--runs {query!r}: unknown key {key!r}; use one of {list(QUERY_KEYS)}")
-        out.setdefault(key, []).extend(v.strip() for v in value.split("|") if v.strip())
+        values = [v.strip() for v in value.split("|") if v.strip()]
+        if key == "seed" and not all(v.isdigit() for v in values):
+            raise ValueError(f"--runs {query!r}: seed={value!r} must be whole numbers (e.g. seed=1|2)")
+        out.setdefault(key, []).extend(values)
     return out
 
 
@@ -145,6 +150,8 @@ class Doc:
     parts: list[str] = field(default_factory=list)
     figures: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    keep: bool = False                                        # keep the figure objects (static export)
+    objects: list = field(default_factory=list)
 
     def h(self, level: int, text: str, id: str | None = None) -> None:
         anchor = f' id="{html.escape(id)}"' if id else ""
@@ -161,8 +168,10 @@ class Doc:
         self.parts.append(f'<p class="error">✕ {html.escape(text)}</p>')
 
     def table(self, df: pd.DataFrame, max_rows: int = 60) -> None:
-        shown = df.head(max_rows)
-        body = shown.to_html(index=False, classes="tbl", border=0, na_rep="", float_format=lambda x: f"{x:.4g}",
+        from workbench.figures.style import round_table
+
+        shown = round_table(df.head(max_rows))
+        body = shown.to_html(index=False, classes="tbl", border=0, na_rep="", float_format=lambda x: f"{x:.10g}",
                              escape=True)
         self.parts.append(body)
         if len(df) > max_rows:
@@ -189,6 +198,8 @@ class Doc:
             config={"displaylogo": False, "responsive": True}) + "</div>")
         self.figures.append({"id": fid, "section": section, "figure": name, "kwargs": _clean(kwargs or {}),
                              "runs": run_ids, "tables": tables, "n_traces": len(fig.data)})
+        if self.keep:
+            self.objects.append(fig)
         return True
 
 
@@ -417,19 +428,27 @@ def _diagnostics_section(doc: Doc, store, summaries: list[dict]) -> None:
 
 # ---- entry point -------------------------------------------------------------------------------------
 def build_report(store, query: str | None, out: str | Path, title: str | None = None,
-                 summary_path: str | Path | None = None) -> dict:
-    """Write the HTML report to `out` and summary.json next to it (or to `summary_path`); return the summary."""
+                 summary_path: str | Path | None = None, figures_dir: str | Path | None = None,
+                 figure_format: str = "svg") -> dict:
+    """Write the HTML report to `out` and summary.json next to it (or to `summary_path`); return the summary.
+    With `figures_dir`, every figure is also written there as `<fig-id>-<builder>.<figure_format>` (svg, pdf,
+    png; static export, `workbench.figures.export`) and its path recorded as `file` in summary.json."""
+    if figures_dir is not None:
+        from workbench.figures.export import check_export, export_format
+
+        export_format(f"x.{figure_format}")
+        check_export()  # fail before the work, with a clear message, when no browser is available
     import plotly
     from plotly.offline import get_plotlyjs
 
-    from workbench.store import RunStore, code_version
+    from workbench.store import StoreSet, code_version
 
-    store = store if hasattr(store, "query") else RunStore(store)
+    store = store if hasattr(store, "query") else StoreSet.open(store)
     out = Path(out)
     summary_path = Path(summary_path) if summary_path else out.with_name("summary.json")
     runs = select_runs(store, query)
     t0 = time.time()
-    doc = Doc()
+    doc = Doc(keep=figures_dir is not None)
     summaries = []
     for row in runs.to_dict("records"):
         try:
@@ -440,6 +459,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "query": query or "all",
         "filters": parse_query(query) if not isinstance(query, dict) else query,
         "store": str(Path(store.root).resolve()), "code_version": code_version(),
+        "shipped": str(Path(store.shipped.root).resolve()) if getattr(store, "shipped", None) else None,
         "plotly_version": plotly.__version__, "report": str(out.resolve()), "runs": summaries,
         "experiments": {}, "figures": doc.figures, "problems": doc.problems,
     }
@@ -469,6 +489,12 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
             f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head><body>"
             f"<header><h1>{html.escape(title)}</h1><div class=\"meta\">{meta}</div></header><main>"
             f"<nav class=\"toc\">{toc}</nav>" + "\n".join(doc.parts) + "</main></body></html>\n")
+    if figures_dir is not None and doc.objects:
+        from workbench.figures.export import write_figures
+
+        paths = [Path(figures_dir) / f"{f['id']}-{f['figure']}.{figure_format}" for f in doc.figures]
+        for f, p in zip(doc.figures, write_figures(doc.objects, paths)):
+            f["file"] = str(p.resolve())
     summary["build_s"] = round(time.time() - t0, 2)
     from workbench.store import atomic_write_text
 

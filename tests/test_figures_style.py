@@ -1,0 +1,353 @@
+"""The visual grammar on the figure objects themselves: every FIGURES builder, fed the tables of a few tiny runs
+of different schemes and both tasks, gives unique legend names, each scheme's colour to its traces, integer
+ticks on layer/head axes, no two axis titles at one place (nor a colour bar over a title), and a baseline
+trace where the statistic has one. Plus the baselines' definitions, table precision and static export."""
+import math
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from workbench.analysis import (ablation, angles, deposit, distance_bias, experiments, extrapolation, hadamard_check,
+                                qk_means, rope_expected_score, spectral)
+from workbench.analysis._common import scheme_label, tag
+from workbench.analysis.baselines import chance, length_only_accuracy
+from workbench.figures import FIGURES, TABLE_OF
+from workbench.figures import style as S
+
+from test_analysis import make_data, make_model
+
+TASKS = {"trigger-distance": 6, "trigger-count": 6}
+RUNS = [("r-rope-1", "rope", "trigger-distance", 1), ("r-nope-1", "nope", "trigger-distance", 1),
+        ("r-alibi-1", "alibi", "trigger-distance", 1), ("r-rope-2", "rope", "trigger-count", 1),
+        ("r-rope-1b", "rope", "trigger-distance", 2)]
+
+
+def fake_run(rid, scheme, task, seed, data=None, epochs=3):
+    acc = {"rope": 0.9, "nope": 0.2, "alibi": 0.5}[scheme]
+    metrics = pd.DataFrame({"epoch": range(1, epochs + 1), "train_acc": np.linspace(0.2, acc, epochs),
+                            "test_acc": np.linspace(0.1, acc, epochs), "train_loss": np.linspace(2, 0.5, epochs),
+                            "test_loss": np.linspace(2.2, 0.6, epochs)})
+    saved = {}
+    run = SimpleNamespace(
+        id=rid, final={"test_acc": acc, "test_loss": 0.5, "train_acc": acc, "train_loss": 0.4}, info={},
+        config={"model": {"scheme": scheme, "scheme_kwargs": {}, "n_heads": 4, "n_layers": 2, "n_classes": 6},
+                "task": {"task": task}, "train": {"seed": seed}},
+        tables=lambda: list(saved), load_table=lambda n: saved[n], save_table=lambda n, df: saved.__setitem__(n, df),
+        metrics=lambda: metrics)
+    if data is not None:
+        run.load_dataset = lambda: data
+    return run
+
+
+@pytest.fixture(scope="module")
+def tables():
+    """Per-run tables of tiny untrained models (2 layers x 4 heads), tagged like stored ones, plus the
+    experiment tables over the runs; multi-run tables concatenated."""
+    per_run: dict[str, list] = {}
+    runs = []
+    for rid, scheme, task, seed in RUNS:
+        model = make_model(scheme, seed=seed)
+        d = make_data(30, extrap=True, min_len=10, seed=seed)
+        d.train_x, d.train_y = d.test_x, d.test_y
+        run = fake_run(rid, scheme, task, seed, data=d)
+        abl = ablation.compute(model, d, n_boot=20)
+        t = {"ablation": abl, "deposit": deposit.compute(abl), "qk_means": qk_means.compute(model, d),
+             "spectral": spectral.compute(model, d),
+             "distance_bias": distance_bias.compute(model, d, n_pairs=100, short=(0, 2), long=(6, 9)),
+             "extrapolation": extrapolation.compute(model, d, n_boot=10)}
+        if scheme == "rope":
+            t["angles"] = angles.compute(model, d, n_pairs=200)
+        for name, df in t.items():
+            df = tag(df, run)
+            run.save_table(name, df)
+            per_run.setdefault(name, []).append(df)
+        runs.append(run)
+    out = {name: dfs[0] for name, dfs in per_run.items()}  # single-run figures get the first run
+    out["extrapolation"] = pd.concat(per_run["extrapolation"], ignore_index=True)  # compares runs
+    out["ablation_mean"] = out["ablation"]
+    out["convergence"] = experiments.convergence(runs=runs)
+    out["partial_rope"] = experiments.partial_rope(runs=runs[:1], compute_missing=False)  # one run: one cell
+    out["rope_vs_rope_sinusoidal"] = experiments.rope_vs_rope_sinusoidal(runs=runs, compute_missing=False)
+    out["mla_rope_nope"] = experiments.mla_rope_nope(runs=runs, compute_missing=False)
+    out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
+    out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
+    out["attention_patterns"] = pattern_rows()
+    return out
+
+
+def pattern_rows(heads=4, n=5) -> pd.DataFrame:
+    """An attention_patterns table (the explorer's per-example view): uniform weights over n positions."""
+    h, q, k = np.meshgrid(np.arange(heads), np.arange(n), np.arange(n), indexing="ij")
+    words = np.array(list("abcde"))
+    return pd.DataFrame({"layer": 0, "head": h.ravel(), "q_pos": q.ravel(), "k_pos": k.ravel(), "weight": 1.0 / n,
+                         "q_token": words[q.ravel()], "k_token": words[k.ravel()], "ablated": h.ravel() == 1})
+
+
+def build(name, tables):
+    return FIGURES[name](tables[TABLE_OF[name]])
+
+
+def legend_entries(fig):
+    return [t for t in fig.data if t.type not in ("heatmap",) and t.showlegend is not False]
+
+
+# ---- the contract, for every builder ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_unique_legend_names(name, tables):
+    fig = build(name, tables)
+    names = [t.name for t in legend_entries(fig)]
+    assert None not in names, f"{name}: a legend entry without a name (shows as 'trace N')"
+    assert len(names) == len(set(names)), f"{name}: repeated legend entries {names}"
+    fig.to_json()
+
+
+def _axes(fig, letter):
+    return {k: v for k, v in fig.layout.to_plotly_json().items() if k.startswith(f"{letter}axis")}
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_layer_and_head_axes_have_integer_ticks(name, tables):
+    fig = build(name, tables)
+    checked = 0
+    for letter in ("x", "y"):
+        for key, ax in _axes(fig, letter).items():
+            title = ((ax.get("title") or {}).get("text") or "").lower()
+            if not title.startswith(("layer", "head", "epoch", "rotary plane", "k (heads", "ropE layer".lower())):
+                continue  # a value axis, not a category of layers / heads / epochs / planes
+            checked += 1
+            if ax.get("type") == "category":
+                continue
+            vals = ax.get("tickvals")
+            assert vals is not None and ax.get("tickmode") == "array", f"{name}.{key} ({title}): free ticks"
+            assert all(float(v).is_integer() for v in vals), f"{name}.{key}: ticks {vals}"
+    for tr in fig.data:  # heatmaps over layers/heads carry their integer labels
+        if tr.type == "heatmap" and tr.x is not None and tr.y is not None:
+            assert all(isinstance(v, (int, np.integer, str)) for v in list(tr.x) + list(tr.y)), name
+    if name in ("ablation", "ablation_layers", "ablation_violins", "deposit", "spectral", "spectral_eigen", "angles",
+                "angles_profile", "convergence", "rope_vs_rope_sinusoidal"):
+        assert checked, f"{name}: no layer/head/epoch/plane axis found"
+
+
+def _title_positions(fig):
+    """(letter, side, domain, anchor position) of every titled axis: two equal tuples draw on top of each other."""
+    lay = fig.layout.to_plotly_json()
+    pos = []
+    for letter, other in (("x", "y"), ("y", "x")):
+        for key, ax in _axes(fig, letter).items():
+            if not (ax.get("title") or {}).get("text"):
+                continue
+            anchor = ax.get("anchor") or other
+            anchor_ax = lay.get(f"{other}axis{anchor[1:]}", {}) if anchor not in ("free",) else {}
+            side = ax.get("side") or ("bottom" if letter == "x" else "left")
+            ad = tuple(np.round(anchor_ax.get("domain", (0, 1)), 3))
+            pos.append((letter, side, tuple(np.round(ax.get("domain", (0, 1)), 3)), ad))
+    return pos
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_axis_titles_never_share_a_place_or_a_colour_bar(name, tables):
+    fig = build(name, tables)
+    pos = _title_positions(fig)
+    assert len(pos) == len(set(pos)), f"{name}: two axis titles at one place {pos}"
+    y_title_x = [p[3][0] for p in pos if p[0] == "y" and p[1] == "left" and p[3][0] > 0.05]  # titles of inner panels
+    for tr in fig.data:
+        cb = getattr(tr, "colorbar", None)
+        if tr.type != "heatmap" or tr.showscale is False or cb is None or cb.x is None:
+            continue
+        assert (cb.title.text or ""), f"{name}: unlabelled colour bar"
+        for x0 in y_title_x:  # a colour bar (about 0.1 wide with its title) must end before the next panel's title
+            assert not (cb.x <= x0 < cb.x + 0.1), f"{name}: colour bar at x={cb.x} covers the y title at {x0}"
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_axis_titles_fit_their_panel(name, tables):
+    """A title longer than its axis runs into the next panel's (the old q/k figure drew one long y title per
+    row, overlapping). Width estimate: 7 px per character; plot area: the figure size minus its margins."""
+    fig = build(name, tables)
+    lay = fig.layout
+    m = lay.margin
+    w = (lay.width or 1000) - (m.l or 80) - (m.r or 80)
+    h = (lay.height or 450) - (m.t or 100) - (m.b or 80)
+    for letter, size in (("x", w), ("y", h)):
+        for key, ax in _axes(fig, letter).items():
+            text = (ax.get("title") or {}).get("text") or ""
+            d0, d1 = ax.get("domain", (0, 1))
+            assert len(text) * 7 <= (d1 - d0) * size + 1, f"{name}.{key}: {text!r} is longer than its axis"
+
+
+MIXED = ("extrapolation", "convergence", "rope_vs_rope_sinusoidal")
+
+
+@pytest.mark.parametrize("name", MIXED)
+def test_each_scheme_keeps_its_colour(name, tables):
+    fig = build(name, tables)
+    labels = {scheme_label(s): s for _, s, _, _ in RUNS}
+    seen = set()
+    for tr in fig.data:
+        if S.is_baseline(tr) or tr.name is None:
+            continue
+        scheme = next((s for lab, s in labels.items() if tr.name.startswith(lab)), None)
+        assert scheme is not None, f"{name}: trace {tr.name!r} names no scheme"
+        assert tr.line.color == S.scheme_color(scheme), (name, tr.name, tr.line.color)
+        seen.add(scheme)
+    assert seen == {"rope", "nope", "alibi"} - ({"nope", "alibi"} if name == "rope_vs_rope_sinusoidal" else set())
+    assert len({S.scheme_color(s) for s in S.SCHEME_COLORS}) == len(S.SCHEME_COLORS), "one colour per scheme"
+
+
+def test_bars_take_the_scheme_colour(tables):
+    fig = build("mla_rope_nope", tables)
+    ours = fig.data[0]
+    for x, color in zip(ours.x, ours.marker.color):
+        scheme = next(s for s in S.SCHEME_COLORS if x.startswith(scheme_label(s) + ","))
+        assert color == S.scheme_color(scheme)
+
+
+def test_mixed_tasks_get_separate_panels_and_labels_carry_task_and_seed(tables):
+    fig = build("extrapolation", tables)
+    assert [a.text for a in fig.layout.annotations][:2] == ["Task 1", "Task 2"]
+    names = {t.name for t in legend_entries(fig) if not S.is_baseline(t)}
+    assert {"RoPE, Task 1, seed 1", "RoPE, Task 1, seed 2", "RoPE, Task 2", "NoPE, Task 1"} <= names, names
+    conv = build("convergence", tables)
+    assert [a.text for a in conv.layout.annotations][:2] == ["Task 1", "Task 2"]
+    dashes = {t.name.rsplit(" ", 1)[-1]: t.line.dash for t in conv.data if not S.is_baseline(t)}
+    assert dashes == {"train": "dash", "test": "solid"}
+
+
+# ---- baselines ----------------------------------------------------------------------------------------------
+BASELINES = {"extrapolation": {"chance", "length-only"}, "convergence": {"chance", "length-only"},
+             "angles_profile": {"uniform angles"}, "ablation_layers": {"clean model"},
+             "ablation_violins": {"clean model"}, "deposit": {"uniform heads"}}
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baselines_are_drawn(name, tables):
+    fig = build(name, tables)
+    kinds = {t.meta["baseline"] for t in fig.data if S.is_baseline(t)}
+    assert BASELINES[name] <= kinds, (name, kinds)
+    if name == "extrapolation":
+        ext = tables["extrapolation"]
+        ch = [t for t in fig.data if S.is_baseline(t) and t.meta["baseline"] == "chance"]
+        assert ch and all(t.y[0] == pytest.approx(1 / 6) for t in ch)
+        lo = [t for t in fig.data if S.is_baseline(t) and t.meta["baseline"] == "length-only"][0]
+        assert max(lo.y) <= 1 and min(lo.y) >= ext["length_only"].min() - 1e-12
+    if name == "ablation_layers":
+        clean = [t for t in fig.data if S.is_baseline(t)][0]
+        assert clean.y[0] == pytest.approx(tables["ablation"].query("metric == 'accuracy'")["clean"].mean())
+        lines = [t for t in fig.data if not S.is_baseline(t)]
+        a = tables["ablation"].query("metric == 'accuracy' and layer == 0").sort_values("head")
+        np.testing.assert_allclose(lines[0].y, a["clean"] - a["delta"])  # the metric with the head off
+
+
+def test_length_only_predictor_is_the_majority_label_per_length():
+    x = np.array([[1, 2, 0, 0], [3, 4, 0, 0], [5, 6, 0, 0], [1, 2, 3, 0], [4, 5, 6, 0]])
+    y = np.array([7, 7, 8, 9, 8])
+    # length 2: labels 7, 7, 8 -> 2 right; length 3: 9, 8 -> 1 right
+    assert length_only_accuracy(x, y) == pytest.approx(3 / 5)
+    assert chance(71) == pytest.approx(1 / 71)
+    with pytest.raises(ValueError, match="n_classes"):
+        chance(0)
+
+
+def test_uniform_angle_reference_matches_simulated_uniform_angles():
+    """uniform_reference against the analysis' own definitions applied to simulated uniform angles."""
+    rng = np.random.default_rng(0)
+    n, th, L = 200_000, 0.3, 24
+    d = rng.integers(-20, 21, n)
+    d = d[d != 0]
+    a = rng.uniform(0, 2 * math.pi, len(d))
+    w = rng.uniform(0.5, 2, len(d))
+    scen_a = (d < 0) & (a > 0) & (a < math.pi)
+    scen_d = (d > 0) & (a > math.pi)
+    anom = scen_a | scen_d
+    tau = np.where(scen_a, a / th, np.where(scen_d, (2 * math.pi - a) / th, 0.0))
+    ref = angles.uniform_reference(d, w, th, L)
+    assert ref["uniform_share_anomalous"] == pytest.approx(anom.mean(), abs=0.005)
+    assert ref["uniform_share_affected"] == pytest.approx((anom & (np.abs(d) < tau)).mean(), abs=0.005)
+    assert ref["uniform_tau_mean"] == pytest.approx(tau[anom].mean(), rel=0.01)
+    assert ref["uniform_tau_capped_mean"] == pytest.approx(np.minimum(tau[anom], L - 1).mean(), rel=0.01)
+    assert ref["uniform_weighted_share_anomalous"] == pytest.approx(w[anom].sum() / w.sum(), abs=0.005)
+
+
+def test_angles_heatmap_is_centred_on_the_uniform_level(tables):
+    a = tables["angles"]
+    fig = build("angles", tables)
+    z = np.asarray(fig.data[0].z, float)
+    want = a[a.layer == 0].pivot(index="head", columns="plane", values="share_anomalous") - \
+        a[a.layer == 0].pivot(index="head", columns="plane", values="uniform_share_anomalous")
+    np.testing.assert_allclose(z, want.values)
+    assert fig.data[-1].zmid == 0 and fig.data[-1].colorbar.title.text == "share anomalous − uniform"
+
+
+# ---- heatmaps ------------------------------------------------------------------------------------------------
+def test_single_cell_heatmap_shows_its_value_and_a_colour_bar(tables):
+    fig = build("partial_rope", tables)
+    assert len(fig.data) == 2
+    for tr in fig.data:
+        assert np.asarray(tr.z).size == 1 and tr.texttemplate, "the one cell writes its value"
+        assert tr.showscale and tr.colorbar.title.text, "and has a labelled colour bar"
+        assert tr.zmin < tr.zmax
+
+
+def test_diverging_heatmap_is_symmetric_around_zero(tables):
+    fig = build("ablation", tables)
+    hm = fig.data[0]
+    assert hm.zmid == 0 and hm.zmin == -hm.zmax and hm.colorscale[0][1] != hm.colorscale[-1][1]
+
+
+def test_layer_colours_are_sequential_and_q_k_share_them(tables):
+    fig = build("qk_means", tables)
+    by = {t.name: t for t in fig.data}
+    assert by["q layer 0"].line.color == by["k layer 0"].line.color != by["q layer 1"].line.color
+    assert by["q layer 0"].line.dash == "solid" and by["k layer 0"].line.dash == "dot"
+    ys = fig.layout.yaxis.title.text, fig.layout.yaxis2.title.text
+    assert ys == ("mean of q", "mean of k")
+
+
+# ---- tables -------------------------------------------------------------------------------------------------
+def test_tables_rounded_to_the_precision_that_matters():
+    df = pd.DataFrame({"accuracy": [0.912345], "acc_lo": [0.9012345], "wall_s": [12.345], "theta": [0.000123456],
+                       "loss": [1.23456], "scheme": ["rope"], "layer": [0]})
+    t = S.round_table(df)
+    assert list(t.columns[:2]) == ["scheme", "layer"] and S.n_key_columns(t) == 2
+    row = t.iloc[0]
+    assert row["accuracy"] == 0.912 and row["acc_lo"] == 0.901 and row["wall_s"] == 12.3 and row["loss"] == 1.235
+    assert row["theta"] == pytest.approx(0.000123)
+
+
+# ---- export -------------------------------------------------------------------------------------------------
+def test_export_refuses_unknown_formats_and_a_missing_browser(tmp_path, monkeypatch):
+    from workbench.figures import export
+
+    with pytest.raises(ValueError, match=r"\.svg, \.pdf, \.png"):
+        export.write_figure(go.Figure(), tmp_path / "f.txt")
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-chromium"))
+    monkeypatch.delenv("PELAB_CHROMIUM", raising=False)
+    with pytest.raises(export.ExportError, match="BROWSER_PATH=.*not an executable.*chromium"):
+        export.write_figure(go.Figure(), tmp_path / "f.svg")
+
+
+def test_export_one_figure_to_svg(tables, tmp_path):
+    from workbench.figures import export
+
+    if export.find_browser() is None:
+        pytest.skip("no chromium for static export (install Debian's chromium: `make browser`)")
+    before = os.environ.get("BROWSER_PATH")
+    out = export.write_figure(build("ablation_layers", tables), tmp_path / "abl.svg")
+    svg = out.read_text()
+    assert svg.startswith("<svg") and "layer 0" in svg and "clean model" in svg
+    assert os.environ.get("BROWSER_PATH") == before, "the browser path is handed to kaleido only while it runs"
+
+
+def test_figure_cli_errors_are_clear(tmp_path):
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    r = CliRunner().invoke(app, ["figure", "x", "nothing", "--out", str(tmp_path / "f.svg"), "--root", str(tmp_path)])
+    assert r.exit_code == 2 and "unknown figure 'nothing'" in r.output
+    r = CliRunner().invoke(app, ["figure", "x", "ablation", "--out", str(tmp_path / "f.doc"), "--root", str(tmp_path)])
+    assert r.exit_code == 2 and ".svg, .pdf, .png" in r.output

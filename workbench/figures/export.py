@@ -1,0 +1,103 @@
+"""Static export of figures for papers (SVG / PDF / PNG) with Plotly's kaleido, which drives a headless
+Chromium that is already on the machine (Debian's `chromium`, installed by `make browser`). PE-Lab never
+lets kaleido download a browser: it looks for one (PELAB_CHROMIUM, BROWSER_PATH, /usr/bin/chromium, then
+chromium / chromium-browser / google-chrome on PATH), hands it to kaleido through BROWSER_PATH, and
+raises a clear error naming what to install when there is none.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+import plotly.graph_objects as go
+
+FORMATS = ("svg", "pdf", "png")
+CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+class ExportError(RuntimeError):
+    """Static export is impossible here (no browser, no kaleido); the message says what to install."""
+
+
+def find_browser() -> str | None:
+    """Path of a Chromium to export with, or None: $PELAB_CHROMIUM, $BROWSER_PATH, then CANDIDATES."""
+    for var in ("PELAB_CHROMIUM", "BROWSER_PATH"):
+        p = os.environ.get(var)
+        if p:
+            return p if Path(p).is_file() and os.access(p, os.X_OK) else None
+    for c in CANDIDATES:
+        p = c if os.path.isabs(c) else shutil.which(c)
+        if p and Path(p).is_file() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def export_format(path: str | Path, fmt: str | None = None) -> str:
+    """The format from `fmt` or the file suffix; ValueError naming the allowed ones otherwise."""
+    f = (fmt or Path(path).suffix.lstrip(".")).lower()
+    if f not in FORMATS:
+        raise ValueError(f"cannot export to {f or 'a file without suffix'!r} ({path}): use one of "
+                         f"{', '.join('.' + x for x in FORMATS)}")
+    return f
+
+
+def check_export() -> str:
+    """The browser static export will use; ExportError naming what to install when there is none (or no kaleido)."""
+    browser = find_browser()
+    if browser is None:
+        where = next((f"{v}={os.environ[v]!r} is not an executable file" for v in ("PELAB_CHROMIUM", "BROWSER_PATH")
+                      if os.environ.get(v)), "no Chromium found (looked for /usr/bin/chromium, chromium, "
+                                             "chromium-browser, google-chrome)")
+        raise ExportError(f"static figure export needs a headless Chromium: {where}. Install Debian's chromium "
+                          "(`make browser` or `apt-get install chromium`) or set BROWSER_PATH to a Chrome/Chromium "
+                          "binary; PE-Lab does not download browsers.")
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        raise ExportError("static figure export needs the kaleido package (pip install kaleido; it is in "
+                          "pyproject.toml)") from None
+    return browser
+
+
+@contextlib.contextmanager
+def _browser():
+    """Point kaleido at our browser (BROWSER_PATH) while it runs."""
+    browser = check_export()
+    old = os.environ.get("BROWSER_PATH")
+    os.environ["BROWSER_PATH"] = browser  # what kaleido's browser search reads first
+    try:
+        yield browser
+    finally:
+        if old is None:
+            os.environ.pop("BROWSER_PATH", None)
+        else:
+            os.environ["BROWSER_PATH"] = old
+
+
+def write_figures(figs: Iterable[go.Figure], paths: Iterable[str | Path], fmt: str | None = None,
+                  width: int | None = None, height: int | None = None, scale: float | None = None) -> list[Path]:
+    """Write each figure to its path (format from `fmt` or the suffix) in one browser session; returns the paths.
+    width/height default to the figure's layout size (else 1000 x 600 px); `scale` multiplies PNG resolution."""
+    figs, paths = list(figs), [Path(p) for p in paths]
+    if len(figs) != len(paths):
+        raise ValueError(f"{len(figs)} figures but {len(paths)} paths")
+    if not figs:
+        return []
+    fmts = [export_format(p, fmt) for p in paths]
+    import plotly.io as pio
+
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    with _browser():
+        pio.write_images(figs, paths, format=fmts, scale=scale,
+                         width=[width or f.layout.width or 1000 for f in figs],
+                         height=[height or f.layout.height or 600 for f in figs])
+    return paths
+
+
+def write_figure(fig: go.Figure, path: str | Path, fmt: str | None = None, **kw) -> Path:
+    """Write one figure (see `write_figures`)."""
+    return write_figures([fig], [path], fmt, **kw)[0]

@@ -1,0 +1,265 @@
+"""The one visual grammar every figure builder uses (dashboard, reports, notebooks).
+
+- a fixed colour per PE scheme (`scheme_color`), the same in every figure;
+- a sequential colour per layer (`layer_color`, light-to-dark Viridis: shallow to deep);
+- dash styles: train dashed / test solid (`SPLIT_DASH`), q solid / k dotted (`TENSOR_DASH`);
+- run labels that carry the task and the seed whenever a table mixes them (`run_labels`);
+- legends with unique names, grouped per run (`legendgroup`; `finish` hides repeated entries);
+- heatmaps over layers and heads with integer category axes, cell values written in when few enough,
+  labelled colour bars placed beside their own panel, a diverging scale centred at 0 for deltas (`heatmap`);
+- baselines as dotted grey traces flagged `meta={"baseline": kind}` (`add_baseline`), so they show in the
+  legend and tests can find them.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative, sample_colorscale
+
+from workbench.analysis._common import scheme_label, task_label
+
+# ---- colours -----------------------------------------------------------------------------------
+SCHEME_COLORS = {
+    "nope": "#7f7f7f", "sinusoidal": "#ff7f0e", "learned": "#8c564b", "random": "#bcbd22",
+    "relative": "#17becf", "t5": "#0b6e78", "alibi": "#9467bd", "rope": "#1f77b4", "rope+sinusoidal": "#2ca02c",
+    "mla": "#d62728", "coca": "#e377c2", "fope": "#393b79", "tapa": "#ad494a", "wavelet": "#637939",
+    "legendre": "#8c6d31",
+}
+BASELINE_COLOR = "#555555"
+SPLIT_DASH = {"train": "dash", "test": "solid"}
+TENSOR_DASH = {"q": "solid", "k": "dot"}
+BASELINE_DASH = {"chance": "dot", "length-only": "dashdot", "uniform angles": "dot", "clean model": "dash",
+                 "shuffled labels": "dot", "uniform heads": "dot", "no contraction": "dash"}
+DIVERGING = "RdBu_r"
+SEQUENTIAL = "Viridis"
+MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells
+
+
+def scheme_color(scheme: str | None) -> str:
+    """The scheme's fixed colour; an unknown scheme gets a stable colour from its name."""
+    if scheme in SCHEME_COLORS:
+        return SCHEME_COLORS[scheme]
+    pal = qualitative.Dark24
+    return pal[int(hashlib.md5(str(scheme).encode()).hexdigest(), 16) % len(pal)]
+
+
+def layer_color(layer: int, n_layers: int) -> str:
+    """Sequential colour of layer `layer` out of `n_layers` (Viridis 0.85 -> 0: shallow light, deep dark)."""
+    t = 0.0 if n_layers <= 1 else layer / (n_layers - 1)
+    return sample_colorscale(SEQUENTIAL, [0.85 * (1 - t)])[0]
+
+
+def shade(color: str, i: int, n: int) -> str:
+    """Variant i of n of a colour (n = 1: the colour itself; otherwise from darker to lighter)."""
+    if n <= 1:
+        return color
+    rgb = np.array([int(color[k:k + 2], 16) for k in (1, 3, 5)], float) if color.startswith("#") else \
+        np.array([float(v) for v in color[color.index("(") + 1:-1].split(",")[:3]])
+    t = -0.45 + 0.9 * i / (n - 1)  # -0.45 (darker) .. +0.45 (lighter)
+    out = rgb * (1 + t) if t < 0 else rgb + (255 - rgb) * t
+    return "#" + "".join(f"{int(round(v)):02x}" for v in np.clip(out, 0, 255))
+
+
+# ---- labels ------------------------------------------------------------------------------------
+def title_for(df: pd.DataFrame, what: str) -> str:
+    """`what — Scheme, Task` when the table holds a single scheme / task."""
+    bits = []
+    if "scheme" in df.columns and df["scheme"].nunique() == 1:
+        bits.append(scheme_label(df["scheme"].iloc[0]))
+    if "task" in df.columns and df["task"].nunique() == 1:
+        bits.append(task_label(df["task"].iloc[0]))
+    bits = [b for b in bits if b]
+    return f"{what} — {', '.join(bits)}" if bits else what
+
+
+def run_labels(df: pd.DataFrame, key: str = "run_id") -> dict:
+    """Label per run in a table of several runs: the scheme, plus the task when the table mixes tasks, plus
+    the seed (or the run id) when two runs would otherwise share a label."""
+    if key not in df.columns:
+        return {}
+    meta = df.drop_duplicates(key).set_index(key)
+    mixed_tasks = "task" in meta.columns and meta["task"].nunique() > 1
+    labels = {}
+    for rid, row in meta.iterrows():
+        bits = [scheme_label(row.get("scheme")) if "scheme" in meta.columns else str(rid)]
+        if mixed_tasks:
+            bits.append(task_label(row.get("task")))
+        labels[rid] = ", ".join(b for b in bits if b)
+    counts = pd.Series(labels).value_counts()
+    for rid, row in meta.iterrows():
+        if counts[labels[rid]] > 1:
+            seed = row.get("seed") if "seed" in meta.columns else None
+            labels[rid] += f", seed {int(seed)}" if seed is not None and not pd.isna(seed) else f" ({rid})"
+    return labels
+
+
+# ---- layout ------------------------------------------------------------------------------------
+def grid(n: int, max_cols: int = 3) -> tuple[int, int]:
+    cols = max(1, min(n, max_cols))
+    return math.ceil(max(n, 1) / cols), cols
+
+
+def layout(fig: go.Figure, title: str, **kw) -> go.Figure:
+    """House template, title and margins."""
+    kw.setdefault("margin", dict(l=70, r=30, t=80, b=60))
+    fig.update_layout(title=title, template="plotly_white", legend=dict(groupclick="togglegroup"), **kw)
+    return finish(fig)
+
+
+def finish(fig: go.Figure) -> go.Figure:
+    """One legend entry per name: later traces with a name already shown join its group and hide their entry."""
+    seen: set[str] = set()
+    for tr in fig.data:
+        if tr.name is None or tr.showlegend is False:
+            continue
+        if tr.legendgroup is None:
+            tr.legendgroup = tr.name
+        if tr.name in seen:
+            tr.showlegend = False
+        seen.add(tr.name)
+    return fig
+
+
+def integer_axis(fig: go.Figure, values, axis: str = "x", row=None, col=None, **kw) -> None:
+    """Ticks exactly at the integer values (layers, heads, planes, epochs)."""
+    vals = sorted({int(v) for v in values if not pd.isna(v)})
+    step = max(1, math.ceil(len(vals) / 16))
+    upd = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    upd(tickmode="array", tickvals=vals[::step], ticktext=[str(v) for v in vals[::step]], row=row, col=col, **kw)
+
+
+def _domain(fig: go.Figure, row, col) -> tuple[float, float]:
+    if row is None:
+        return (0.0, 1.0)
+    ref = fig.get_subplot(row, col)
+    return tuple(ref.xaxis.domain or (0.0, 1.0)) if ref is not None else (0.0, 1.0)
+
+
+def colorbar(fig: go.Figure, title: str, row=None, col=None, **kw) -> dict:
+    """A labelled colour bar standing just right of its own panel (so it never covers the next panel)."""
+    x0, x1 = _domain(fig, row, col)
+    ref = fig.get_subplot(row, col) if row is not None else None
+    y0, y1 = tuple(ref.yaxis.domain or (0, 1)) if ref is not None else (0.0, 1.0)
+    return dict(title=dict(text=title, side="right"), x=x1 + 0.01, xanchor="left", thickness=12,
+                len=y1 - y0, y=(y0 + y1) / 2, yanchor="middle", **kw)
+
+
+def heatmap(z: pd.DataFrame, *, colorbar_title: str, fig: go.Figure | None = None, row=None, col=None,
+            diverging: bool = False, zmin=None, zmax=None, fmt: str | None = None, text=None, hover: str = "",
+            showscale: bool = True, colorscale: str | None = None, name: str | None = None) -> go.Heatmap:
+    """Heatmap of a pivoted table (index -> y, columns -> x). Integer labels stay integers; values are
+    written into the cells when there are at most MAX_CELL_TEXT of them; `diverging` centres RdBu at 0 with
+    symmetric limits. The colour bar is placed beside the panel (row, col) of `fig`. `fmt` (d3 format) defaults
+    to 3 decimals when every |value| < 0.1, else 2."""
+    vals = z.to_numpy(dtype=float)
+    finite = vals[np.isfinite(vals)]
+    if fmt is None:
+        fmt = ".3f" if finite.size and np.abs(finite).max() < 0.1 else ".2f"
+    if diverging:
+        vmax = float(np.abs(finite).max()) if finite.size else 1.0
+        vmax = vmax if vmax > 0 else 1.0
+        zmin, zmax = (-vmax if zmin is None else zmin), (vmax if zmax is None else zmax)
+    elif finite.size and zmin is None and zmax is None and finite.min() == finite.max():
+        zmin, zmax = float(finite.min()) - 0.5, float(finite.max()) + 0.5  # one value: still a readable scale
+    kw = dict(z=vals, x=list(z.columns), y=list(z.index), zmin=zmin, zmax=zmax, showscale=showscale,
+              colorscale=colorscale or (DIVERGING if diverging else SEQUENTIAL), name=name,
+              hovertemplate=hover or "%{y}, %{x}: %{z:" + fmt + "}<extra></extra>")
+    if diverging:
+        kw["zmid"] = 0.0
+    if text is not None:
+        kw["text"] = text
+    if vals.size <= MAX_CELL_TEXT:
+        kw["texttemplate"] = "%{z:" + fmt + "}"
+        kw["textfont"] = dict(size=11)
+    if showscale:
+        kw["colorbar"] = colorbar(fig if fig is not None else go.Figure(), colorbar_title, row, col)
+    return go.Heatmap(**kw)
+
+
+def category_axes(fig: go.Figure, z: pd.DataFrame, x_title: str, y_title: str, row=None, col=None,
+                  reverse_y: bool = True) -> None:
+    """Integer ticks at every row/column label of a heatmap (layers, heads), y reversed (layer 0 on top)."""
+    for axis, labels, title in (("x", z.columns, x_title), ("y", z.index, y_title)):
+        upd = fig.update_xaxes if axis == "x" else fig.update_yaxes
+        if all(isinstance(v, (int, np.integer)) for v in labels):
+            integer_axis(fig, labels, axis, row=row, col=col)
+        else:
+            upd(type="category", row=row, col=col)
+        upd(title_text=title, showgrid=False, row=row, col=col)
+    if reverse_y:
+        fig.update_yaxes(autorange="reversed", row=row, col=col)
+
+
+# ---- baselines ---------------------------------------------------------------------------------
+def add_baseline(fig: go.Figure, y, kind: str, x, *, label: str | None = None, row=None, col=None,
+                 secondary_y: bool | None = None) -> None:
+    """A reference level drawn as a legend trace flagged meta.baseline = kind (chance, length-only, uniform
+    angles, clean model, shuffled labels): a horizontal line y over x = (x0, x1) for a scalar y, or the
+    curve (x, y) for lists. Nothing is drawn for a missing (None / NaN) level."""
+    ys = [y] if np.isscalar(y) or y is None else list(y)
+    if not ys or any(v is None or not np.isfinite(v) for v in ys):
+        return
+    xs, ys = (list(x), [y, y]) if len(ys) == 1 else (list(x), ys)
+    tr = go.Scatter(x=xs, y=ys, mode="lines", name=label or f"{kind} ({ys[0]:.3g})",
+                    line=dict(color=BASELINE_COLOR, dash=BASELINE_DASH.get(kind, "dot"), width=1.5),
+                    hovertemplate=f"{kind}: %{{y:.3f}}<extra></extra>", meta={"baseline": kind})
+    if row is None:
+        fig.add_trace(tr)
+    elif secondary_y is None:
+        fig.add_trace(tr, row=row, col=col)
+    else:
+        fig.add_trace(tr, row=row, col=col, secondary_y=secondary_y)
+
+
+def is_baseline(trace) -> bool:
+    return isinstance(trace.meta, dict) and "baseline" in trace.meta
+
+
+# ---- tables ------------------------------------------------------------------------------------
+KEY_COLUMNS = ("id", "run_id", "label", "scheme", "task", "seed", "split", "layer", "head", "metric", "mode", "plane",
+               "variant", "k")
+
+
+def decimals(column: str, values: pd.Series) -> int | None:
+    """Decimals a float column is shown with: times (wall, *_s, seconds) 1; accuracies, losses, deltas, shares
+    and their intervals 3; columns whose values are all below 0.01 in magnitude keep 3 significant digits (None)."""
+    c = column.lower()
+    if c in ("wall", "seconds", "time", "wall_s", "build_s") or c.endswith(("_s", "_sec", "_seconds", "_time")):
+        return 1
+    finite = values[np.isfinite(values)]
+    if len(finite) and finite.abs().max() < 0.01 and finite.abs().max() > 0:
+        return None
+    return 3
+
+
+def round_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The table as shown (dashboard, reports): key columns first, floats rounded per `decimals`."""
+    keys = [c for c in KEY_COLUMNS if c in df.columns]
+    out = df[keys + [c for c in df.columns if c not in keys]].copy()
+    floats = [c for c in out.columns if out[c].dtype.kind == "f"]
+    dec = {c: decimals(c, out[c]) for c in floats}
+    for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy/acc, ci_lo -> delta, top_lo -> top_delta
+        if c.endswith(("_lo", "_hi")):
+            stem = c[:-3]
+            for base in (stem, f"{stem}_delta", "delta" if stem == "ci" else "", "accuracy" if stem == "acc" else ""):
+                if base in dec:
+                    dec[c] = dec[base]
+                    break
+    for c in floats:
+        d = dec[c]
+        out[c] = out[c].round(d) if d is not None else out[c].map(lambda v: float(f"{v:.3g}") if np.isfinite(v) else v)
+    return out
+
+
+def n_key_columns(df: pd.DataFrame) -> int:
+    """How many leading columns of a `round_table` result are key columns (frozen when the table scrolls)."""
+    n = 0
+    for c in df.columns:
+        if c not in KEY_COLUMNS:
+            break
+        n += 1
+    return n
