@@ -26,7 +26,7 @@ def train_cmd(
                                          help="PE scheme (see `workbench schemes`; default rope, mla with "
                                               "--fidelity authors-mla)"),
     task: str = typer.Option("trigger-distance", "--task", "-t", help="trigger-distance (t1) or trigger-count (t2)"),
-    preset: str = typer.Option("cpu", "--preset", "-p", help="paper | cpu | smoke"),
+    preset: str = typer.Option("cpu", "--preset", "-p", help="paper | repro | cpu | smoke"),
     arch: Optional[str] = typer.Option(None, "--arch", help="paper | encoder | decoder (default: the preset's)"),
     fidelity: str = typer.Option("pelab", "--fidelity", "-f",
                                  help="pelab (default) | authors (the core paper's transformer script) | authors-mla "
