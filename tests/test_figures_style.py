@@ -76,7 +76,28 @@ def tables():
     out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
     out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
     out["attention_patterns"] = pattern_rows()
+    out["ablation_resample"] = out["ablation"]
+    out.update(head_tables_for_style())
     return out
+
+
+def head_tables_for_style() -> dict:
+    """The per-head causal tables (issue 14) of one tiny untrained model on smoke-sized trigger-distance pairs."""
+    from test_causal import task_data, task_model
+
+    from synthetic_tasks.counterfactual import counterfactual_pairs
+    from workbench.analysis import dla, head_summary, patching, probes, trigger_attention
+
+    model, d = task_model(), task_data()
+    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 40, seed=4)
+    d.test_x, d.test_y = pairs.clean_x, pairs.clean_y
+    t = {"patching": patching.compute(model, d, n_pairs=12, n_boot=20),
+         "probes": probes.compute(model, d, n_examples=40, n_folds=3),
+         "trigger_attention": trigger_attention.compute(model, d, n_boot=20), "dla": dla.compute(model, d, n_boot=20),
+         "ablation": ablation.compute(model, d, n_boot=20)}
+    t["head_summary"] = head_summary.compute(t)
+    del t["ablation"]
+    return t
 
 
 def pattern_rows(heads=4, n=5) -> pd.DataFrame:

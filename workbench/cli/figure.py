@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
+from .options import ROOT_HELP
 
 
 def _fail(msg: str, code: int = 2) -> None:

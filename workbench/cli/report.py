@@ -40,7 +40,8 @@ def register(app: typer.Typer) -> None:
                 if path is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder ({e.strerror})") from None
+                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder "
+                                 f"({e.strerror})") from None
         from workbench.figures.export import ExportError
 
         try:

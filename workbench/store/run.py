@@ -30,6 +30,7 @@ import json
 import os
 import re
 import socket
+import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,6 +50,7 @@ TABLES = "tables"
 STATUSES = ("created", "running", "finished", "failed", "interrupted")
 LISTED_STATUSES = STATUSES + ("incomplete", "corrupt")  # what the index may also show for a broken folder
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+STALE_TABLE_TMP_S = 600  # a temp file in tables/ older than this is left by a killed writer
 # run.json fields readers rely on, and the JSON types they must have (anything else is `corrupt`)
 _NUM = (int, float)
 INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dict,), "wall_time_s": _NUM,
@@ -235,11 +237,14 @@ class Run:
 
     def clean_temp(self) -> list[str]:
         """Writer-side: delete `.*.tmp` files that interrupted atomic writes left in the run folder (only the
-        lock holder writes there, so any temp file is stale). Returns their names."""
+        lock holder writes there, so any temp file is stale) and in tables/ (analyses may write there at any
+        time, so only those older than ten minutes). Returns their names."""
         self.store.check_writable(self.id)
-        gone = []
-        for p in self.path.glob(".*.tmp"):
+        gone, cutoff = [], time.time() - STALE_TABLE_TMP_S
+        for p in list(self.path.glob(".*.tmp")) + list((self.path / TABLES).glob(".*.tmp")):
             with contextlib.suppress(FileNotFoundError):
+                if p.parent.name == TABLES and p.stat().st_mtime > cutoff:
+                    continue
                 p.unlink()
                 gone.append(p.name)
         return gone
