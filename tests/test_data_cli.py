@@ -12,8 +12,8 @@ runner = CliRunner()
 
 
 def _app():
-    app = typer.Typer()
-    data.register(app)
+    from workbench.cli import app  # the real command group: its error path turns bad input into exit 2
+
     return app
 
 
