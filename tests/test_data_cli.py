@@ -1,7 +1,6 @@
 """`workbench data make|show` through typer's CliRunner."""
 import os
 
-import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
