@@ -93,7 +93,8 @@ def test_every_page_is_routed_and_served(tmp_path):
     app = create_app(tmp_path / "runs", shipped=tmp_path / "shipped")  # hermetic: not the checkout's results
     client = app.server.test_client()
     paths = [m.PATH for m in page_modules()]
-    assert sorted(paths) == sorted(p for p, _ in PAGES)
+    # every page of PAGES, plus Findings, which reads the shipped store (tests/test_repro.py)
+    assert sorted(paths) == sorted([p for p, _ in PAGES] + ["/findings"])
     for path in paths:
         r = client.get(path)
         assert r.status_code == 200 and b"_dash-config" in r.data, path
