@@ -14,8 +14,8 @@ import torch
 
 import browser as B
 
-PAGES = [("/", "runs"), ("/ablation", "ablation"), ("/heads", "heads"), ("/partial-rope", "partial_rope"), ("/qk-means", "qk_means"),
-         ("/angles", "angles"), ("/spectral", "spectral"), ("/distance-bias", "distance_bias"),
+PAGES = [("/", "runs"), ("/ablation", "ablation"), ("/heads", "heads"), ("/partial-rope", "partial_rope"),
+         ("/qk-means", "qk_means"), ("/angles", "angles"), ("/spectral", "spectral"), ("/distance-bias", "distance_bias"),
          ("/extrapolation", "extrapolation"), ("/explorer", "explorer")]
 # what the screenshots show (query parameters pick the runs; the pages also work without them)
 SHOT_QUERY = {"ablation": "?run={rope}&run_b={nope}", "heads": "?run={rope}", "qk_means": "?run={rope}", "angles": "?run={rope}",
@@ -92,7 +92,7 @@ def test_every_page_is_routed_and_served(tmp_path):
     app = create_app(tmp_path / "runs")
     client = app.server.test_client()
     paths = [m.PATH for m in page_modules()]
-    assert sorted(paths) == sorted(p for p, _ in PAGES)
+    assert sorted(paths) == sorted([p for p, _ in PAGES] + ["/findings"])  # findings: the shipped store's page
     for path in paths:
         r = client.get(path)
         assert r.status_code == 200 and b"_dash-config" in r.data, path
