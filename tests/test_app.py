@@ -93,8 +93,7 @@ def test_every_page_is_routed_and_served(tmp_path):
     app = create_app(tmp_path / "runs", shipped=tmp_path / "shipped")  # hermetic: not the checkout's results
     client = app.server.test_client()
     paths = [m.PATH for m in page_modules()]
-    # every page of PAGES, plus Findings, which reads the shipped store (tests/test_repro.py)
-    assert sorted(paths) == sorted([p for p, _ in PAGES] + ["/findings"])
+    assert sorted(paths) == sorted(p for p, _ in PAGES)
     for path in paths:
         r = client.get(path)
         assert r.status_code == 200 and b"_dash-config" in r.data, path
