@@ -1,7 +1,7 @@
 """PE-Lab dashboard: a Dash multi-page app over the run store.
 
     from apps import create_app
-    app = create_app("runs")          # default: $PELAB_RUNS or ./runs
+    app = create_app("runs", shipped="results/repro")   # defaults: $PELAB_RUNS or ./runs; $PELAB_SHIPPED
     app.run(host="127.0.0.1", port=8050)
 
 or `workbench app`. One module per page in `apps/pages/`, each with `PATH`, `NAME`, `ORDER`, a `layout(**query)`
@@ -9,12 +9,17 @@ function and `register_callbacks(app)` (callbacks next to their layout). Pages a
 `dash.register_page`; callbacks are registered on the app itself (not globally), so several apps -- e.g. on
 different stores -- can live in one process. Long work (an analysis not stored yet, training a CPU-preset
 run) runs as a background callback through a `DiskcacheManager`.
+
+The stores are fixed here and held server-side (`apps.common.AppContext`); no request value selects a folder.
+The job cache folder is removed at exit, including on SIGTERM.
 """
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
+import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,28 +27,41 @@ ASSETS = Path(__file__).parent / "assets"
 
 
 def page_modules():
-    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, partial_rope, qk_means, runs,
-                        spectral)
+    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, findings, partial_rope, qk_means,
+                        runs, spectral)
 
-    return [runs, ablation, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation, explorer]
+    return [findings, runs, ablation, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation, explorer]
 
 
-def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None):
-    """Build the dashboard for the run store at `store_root` (default: $PELAB_RUNS or ./runs).
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into a normal exit so atexit handlers (cache cleanup) run; only in the main thread and when
+    nobody else handles SIGTERM."""
+    import threading
 
-    `cache_dir` holds the background-job cache (default: a fresh temporary folder)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None,
+               shipped: str | os.PathLike | None = None):
+    """Build the dashboard for the run store at `store_root` (default: $PELAB_RUNS or ./runs) and the read-only
+    shipped results at `shipped` (default: $PELAB_SHIPPED, else results/repro when it exists).
+
+    `cache_dir` holds the background-job cache (default: a fresh temporary folder, removed at exit)."""
     import dash
     import diskcache
     from dash import DiskcacheManager, dcc, html
 
-    from workbench.store import RunStore
+    from workbench.store import StoreSet
 
     from .common import AppContext
 
-    store = RunStore(store_root)
+    stores = StoreSet.open(store_root, shipped)
+    store = stores.own
     if cache_dir is None:
         cache_dir = Path(tempfile.mkdtemp(prefix="pelab-dash-"))
         atexit.register(shutil.rmtree, cache_dir, True)
+        _exit_on_sigterm()
     cache_dir = Path(cache_dir)
     manager = DiskcacheManager(diskcache.Cache(str(cache_dir)))
     app = dash.Dash(
@@ -51,7 +69,9 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
         background_callback_manager=manager, suppress_callback_exceptions=True, title="PE-Lab",
         update_title=None, serve_locally=True,
     )
-    app.server.config["PELAB"] = AppContext(store_root=Path(store.root).resolve(), cache_dir=cache_dir)
+    app.server.config["PELAB"] = AppContext(store_root=Path(store.root).resolve(), cache_dir=cache_dir,
+                                            shipped_root=Path(stores.shipped.root).resolve() if stores.shipped
+                                            else None)
 
     modules = page_modules()
     for m in modules:
@@ -60,10 +80,10 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
     nav = html.Nav([html.Span("PE-Lab", className="brand")]
                    + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'runs'}")
                       for m in modules]
-                   + [html.Span(str(Path(store.root).resolve()), className="store-root", title="run store")],
+                   + [html.Span(Path(store.root).resolve().name + (" + shipped" if stores.shipped else ""),
+                                className="store-root", title="run store")],
                    className="navbar")
-    app.layout = html.Div([nav, dcc.Store(id="pelab-root", data=str(Path(store.root).resolve())),
-                           html.Main(dash.page_container, className="content")])
+    app.layout = html.Div([nav, html.Main(dash.page_container, className="content")])
     for m in modules:
         m.register_callbacks(app)
     return app

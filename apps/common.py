@@ -3,13 +3,18 @@
 Pages never compute an analysis or draw a figure themselves: tables come from the run store
 (`Run.load_table`), figures from `workbench.figures.FIGURES`, analyses from `workbench.analysis.ANALYSES`.
 This module only adapts them to Dash components and turns every failure into a readable hint.
+
+The stores are fixed when the server starts (`AppContext`: the user's store and an optional read-only store
+of shipped results) and held server-side; callbacks get them from `stores()`, never from a request value. A run
+id from the browser reaches the store only through `get_run`, which checks the id pattern and the stores'
+run folders and otherwise answers "unknown run". Hints never show a traceback or a server path.
 """
 from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,15 +28,19 @@ GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 # ---- the app's context ---------------------------------------------------------------------------
 @dataclass
 class AppContext:
-    """Per-app settings, kept in `app.server.config["PELAB"]` (page layouts run inside a request)."""
+    """Per-app settings fixed at start, kept in `app.server.config["PELAB"]` (layouts run inside a request;
+    background jobs receive the context itself)."""
 
     store_root: Path
     cache_dir: Path
+    shipped_root: Path | None = None
 
-    def store(self):
-        from workbench.store import RunStore
+    def stores(self):
+        """The user's store (writable) and the shipped results (read-only) as one `StoreSet`."""
+        from workbench.store import RunStore, StoreSet
 
-        return RunStore(self.store_root)
+        shipped = RunStore(self.shipped_root, readonly=True) if self.shipped_root else None
+        return StoreSet(RunStore(self.store_root), shipped)
 
 
 def current() -> AppContext:
@@ -40,13 +49,9 @@ def current() -> AppContext:
     return current_app.config["PELAB"]
 
 
-def store_for(root: str | None):
-    """The store of a callback (`root` comes from the `pelab-root` dcc.Store) or of the current app."""
-    from workbench.store import RunStore
-
-    if root:
-        return RunStore(root)
-    return current().store()
+def stores():
+    """The stores of the current app (inside a request)."""
+    return current().stores()
 
 
 # ---- registries (imported lazily: the app starts even when a package is broken) -------------------
@@ -115,14 +120,19 @@ def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | Non
     return finished[0]
 
 
-def get_run(store, run_id: str | None):
-    """(run, None) or (None, hint component)."""
+def get_run(store, run_id: Any):
+    """(run, None) or (None, hint component). `run_id` may come from the browser: anything that is not the id of
+    a run folder in `store` (a StoreSet) -- a path, `..`, a list -- is an "unknown run" hint."""
+    from workbench.store import StoreError
+
     if not run_id:
         return None, no_runs_hint(store)
+    if not isinstance(run_id, str):
+        return None, hint(f"Unknown run {str(run_id)[:60]!r}: pick a run from the list.", kind="error")
     try:
         return store.get(run_id), None
-    except Exception as e:  # StoreError: missing folder, corrupted config
-        return None, hint(f"Run {run_id} cannot be read: {e}", kind="error")
+    except StoreError as e:  # unknown id, missing folder, corrupted config
+        return None, hint(f"Run {run_id[:80]} cannot be used: {e}", kind="error")
 
 
 def run_state_hint(run) -> html.Div | None:
@@ -181,7 +191,7 @@ def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
 
 
 def no_runs_hint(store=None) -> html.Div:
-    where = f" in {store.root}" if store is not None else ""
+    where = f" in the store {Path(store.root).name}" if store is not None else ""
     return hint(f"No runs{where} yet: train one with `workbench train --scheme rope --task trigger-distance "
                 "--preset cpu` (or the Train panel on the Runs page).", kind="missing")
 
@@ -195,9 +205,8 @@ def build_figure(name: str, df: pd.DataFrame, **kwargs):
                           f"(have: {', '.join(sorted(figures())) or 'none'}).", kind="error")
     try:
         return fn(df, **kwargs), None
-    except Exception as e:
-        return None, hint(f"The {name} figure could not be drawn: {type(e).__name__}: {e}", kind="error",
-                          details=traceback.format_exc(limit=3))
+    except Exception as e:  # the message only: no stack frames or server paths reach the browser
+        return None, hint(f"The {name} figure could not be drawn: {type(e).__name__}: {e}", kind="error")
 
 
 def graph(fig, id: str | dict | None = None, height: int | None = None, **kwargs) -> dcc.Graph:
@@ -227,8 +236,18 @@ def _inline_code(text: str) -> list:
     return [html.Code(p) if i % 2 else p for i, p in enumerate(parts)]
 
 
+_ABS_PATH = re.compile(r"(?<![\w.:])(?:/[^\s/'\"():,;]+)+/?")
+
+
+def redact_paths(text: str) -> str:
+    """Replace absolute server paths by their last component (`/home/u/runs/x/run.json` -> `run.json`)."""
+    return _ABS_PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1] or "/", str(text))
+
+
 def hint(text: str, cmd: str | None = None, kind: str = "missing", extra: str | None = None,
          details: str | None = None) -> html.Div:
+    """A message box; server paths in `text`, `extra` and `details` are reduced to file names."""
+    text, extra, details = (redact_paths(t) if t else t for t in (text, extra, details))
     children = [html.Span(ICONS.get(kind, "i"), className="hint-icon"), html.Span(_inline_code(text))]
     if cmd:
         children += [html.Span(" Run "), html.Code(cmd)]
@@ -291,10 +310,10 @@ def job_panel(prefix: str, label: str = "Run", note: str | None = None) -> html.
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_model(root: str, run_id: str, stamp: str):
+def _cached_model(root: str, readonly: bool, run_id: str, stamp: str):
     from workbench.store import RunStore
 
-    model = RunStore(root).get(run_id).load_model("cpu")
+    model = RunStore(root, readonly=readonly).get(run_id).load_model("cpu")
     model._pelab_lock = threading.Lock()  # hooks are added to the module itself: one forward at a time
     return model
 
@@ -308,4 +327,4 @@ def load_model_cached(run):
     """The run's model, cached per (store, run, checkpoint state); use it under `model_lock(model)`."""
     state = run.path / "state.json"
     stamp = str(state.stat().st_mtime_ns) if state.exists() else "-"
-    return _cached_model(str(run.store.root), run.id, stamp)
+    return _cached_model(str(run.store.root), run.store.readonly, run.id, stamp)

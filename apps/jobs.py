@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 from typing import Any, Callable
 
 from dash import Input, Output, State
 from dash.exceptions import PreventUpdate
+
+from apps.common import redact_paths
 
 Progress = Callable[[float, str], None]
 
@@ -52,9 +53,9 @@ def _table_stamps(run) -> dict:
     return {p.name: p.stat().st_mtime_ns for p in d.glob("*.parquet")} if d.is_dir() else {}
 
 
-def analysis_work(progress: Progress, root: str, run_id: str | None, name: str, params: dict | None = None) -> dict:
-    """Compute analysis `name` for one run and store its table."""
-    from apps.common import analyses, store_for
+def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params: dict | None = None) -> dict:
+    """Compute analysis `name` for one run of the app's stores (`ctx`: its AppContext) and store its table."""
+    from apps.common import analyses
 
     if not run_id:
         raise ValueError("pick a run first")
@@ -63,7 +64,10 @@ def analysis_work(progress: Progress, root: str, run_id: str | None, name: str, 
     if fn is None:
         raise ValueError(f"no analysis {name!r} in workbench.analysis.ANALYSES")
     progress(0.05, f"loading run {run_id}")
-    run = store_for(root).get(run_id)
+    run = ctx.stores().get(run_id)  # StoreError "unknown run" for anything but a run of the stores
+    if run.store.readonly:
+        raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; run "
+                         "`workbench recreate` to get it into your store")
     before = _table_stamps(run)
     start = time.time()
     stop = _heartbeat(progress, f"running {name} on {run_id}", start, 0.1, 0.95, expected_s=20)
@@ -78,10 +82,9 @@ def analysis_work(progress: Progress, root: str, run_id: str | None, name: str, 
                                                        f"({time.time() - start:.1f} s)"}
 
 
-def train_work(progress: Progress, root: str, scheme: str, task: str, preset: str, seed: Any = 42,
+def train_work(progress: Progress, ctx, scheme: str, task: str, preset: str, seed: Any = 42,
                arch: str = "paper") -> dict:
-    """Train one run at a small preset (`workbench.train`); the run and its metrics land in the store."""
-    from apps.common import store_for
+    """Train one run at a small preset (`workbench.train`); the run and its metrics land in the user's store."""
     from workbench.train.loop import train
     from workbench.train.presets import resolve_config
 
@@ -91,10 +94,12 @@ def train_work(progress: Progress, root: str, scheme: str, task: str, preset: st
         raise ValueError("the paper preset needs a GPU (about two days on 2 CPU cores); "
                          "run `workbench train --preset paper` on a GPU machine instead")
     _limit_threads()
-    store = store_for(root)
+    store = ctx.stores().own
     progress(0.02, f"preparing data for {scheme} / {task} / {preset}")
+    if isinstance(seed, float) and seed.is_integer():
+        seed = int(seed)  # a Dash number input sends 42.0
     cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch or None,
-                         seed=int(seed) if seed not in (None, "") else None, store=store)
+                         seed=seed if seed not in (None, "") else None, store=store)
     epochs = int(cfg["train"]["epochs"])
     start = time.time()
     state = {"done": 0, "t_epoch": start, "last": ""}
@@ -125,16 +130,17 @@ def train_work(progress: Progress, root: str, scheme: str, task: str, preset: st
 
 
 def register_job(app, prefix: str, states: list[State], work: Callable[..., dict]) -> None:
-    """Wire the job panel `apps.common.job_panel(prefix)` to `work(progress, store_root, *state_values)`.
+    """Wire the job panel `apps.common.job_panel(prefix)` to `work(progress, ctx, *state_values)`, where `ctx` is
+    the app's `AppContext` captured here (server-side; the forked job inherits it).
 
     The result lands in `{prefix}-job-result` (a dcc.Store: {"ok", "run_id", "table", "message", "t"}), which
     pages use as an Input to re-read the store."""
+    ctx = app.server.config["PELAB"]
 
     @app.callback(
         Output(f"{prefix}-job-result", "data"),
         Output(f"{prefix}-job-message", "children"),
         Input(f"{prefix}-job-run", "n_clicks"),
-        State("pelab-root", "data"),
         *states,
         background=True,
         running=[
@@ -149,7 +155,7 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
         interval=500,
         prevent_initial_call=True,
     )
-    def _job(set_progress, n_clicks, root, *values):
+    def _job(set_progress, n_clicks, *values):
         if not n_clicks:
             raise PreventUpdate
 
@@ -157,9 +163,8 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
             set_progress((str(int(round(100 * max(0.0, min(1.0, frac))))), "100", text))
 
         try:
-            out = work(progress, root, *values)
-        except Exception as e:  # shown as a line in the panel, never a stack trace
-            detail = traceback.format_exc(limit=2).strip().splitlines()[-1]
-            return ({"ok": False, "error": f"{type(e).__name__}: {e}", "t": time.time()},
-                    f"✕ failed: {type(e).__name__}: {e}" if str(e) else f"✕ failed: {detail}")
+            out = work(progress, ctx, *values)
+        except Exception as e:  # shown as a line in the panel, never a stack trace or a server path
+            msg = redact_paths(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            return {"ok": False, "error": msg, "t": time.time()}, f"✕ failed: {msg}"
         return {"ok": True, "t": time.time(), **out}, f"✓ {out.get('message', 'done')}"

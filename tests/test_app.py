@@ -97,7 +97,7 @@ def test_every_page_is_routed_and_served(tmp_path):
         r = client.get(path)
         assert r.status_code == 200 and b"_dash-config" in r.data, path
     layout = client.get("/_dash-layout").get_json()
-    assert "pelab-root" in str(layout)
+    assert "pelab-root" not in str(layout) and str(tmp_path) not in str(layout)  # no store path in the page
 
 
 def test_explorer_ablation_hook_matches_the_stored_sweep(smoke):

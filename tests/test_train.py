@@ -91,8 +91,10 @@ def test_training_learns_and_records_everything(store):
     assert row["status"] == "finished" and row["test_acc"] == pytest.approx(info["final"]["test_acc"])
 
 
-def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_dir):
-    sets = ["train.epochs=3", "model.dropout=0.1"]  # dropout: the RNG stream must be restored too
+@pytest.mark.parametrize("batching", ["random", "length"])
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_dir, batching):
+    # dropout: the RNG stream must be restored too
+    sets = ["train.epochs=3", "model.dropout=0.1", f"train.batching={batching}"]
     straight_store = RunStore(tmp_path / "a", data_dir=data_dir)
     straight = train(tiny(straight_store, "rope", *sets), straight_store, progress=False)
 
@@ -126,6 +128,53 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
     oa, ob = straight.load_checkpoint()[1], resumed.load_checkpoint()[1]
     assert all(torch.equal(oa[k], ob[k]) for k in oa if k.startswith("state."))
+
+
+# ---- length-grouped batches ---------------------------------------------------------------------------
+def test_length_batches_cover_every_example_once_and_group_lengths():
+    from workbench.train.loop import epoch_batches
+
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, 60, (1000,), generator=g)
+    spread = {}
+    for mode in ("random", "length"):
+        batches = epoch_batches(lengths, 32, seed=7, epoch=2, batching=mode, chunk_batches=8)
+        assert sorted(torch.cat(batches).tolist()) == list(range(1000))
+        assert [b.tolist() for b in batches] == [b.tolist() for b in epoch_batches(lengths, 32, 7, 2, mode, 8)]
+        assert [b.tolist() for b in batches] != [b.tolist() for b in epoch_batches(lengths, 32, 7, 3, mode, 8)]
+        spread[mode] = sum((lengths[b].max() - lengths[b].min()).item() for b in batches) / len(batches)
+    assert spread["length"] < spread["random"] / 4
+    with pytest.raises(ValueError, match="batching"):
+        epoch_batches(lengths, 32, 7, 2, "sorted")
+
+
+@pytest.mark.parametrize("arch", ["paper", "decoder"])
+@pytest.mark.parametrize("scheme", ["nope", "rope", "learned", "alibi", "relative", "t5", "mla", "coca", "tapa"])
+def test_trimming_trailing_pads_leaves_every_logit_unchanged(tiny_cfg, arch, scheme):
+    from workbench.model import PEClassifier
+    from workbench.train.loop import trim
+
+    model = PEClassifier(tiny_cfg(scheme, arch=arch)).eval()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(1, 24, (6, 16), generator=g)
+    for row, n in enumerate([3, 5, 9, 9, 2, 7]):
+        x[row, n:] = 0
+    assert trim(x).shape == (6, 9)
+    with torch.no_grad():
+        torch.testing.assert_close(model(trim(x)), model(x), atol=1e-5, rtol=1e-5)
+
+
+def test_length_batching_is_refused_when_pads_reach_the_output(store):
+    with pytest.raises(ValueError, match="batching"):
+        train(tiny(store, "nope", "train.batching=length", "model.readout_include_pad=true"), store, progress=False)
+
+
+def test_length_batching_trains_on_fewer_tokens(store):
+    run = train(tiny(store, "rope", "train.batching=length", "train.epochs=1"), store, progress=False)
+    row = run.metrics().iloc[-1]
+    assert row["pad_frac"] < 0.2 and row["test_acc"] > 0
+    random_run = train(tiny(store, "rope", "train.epochs=1"), store, progress=False)
+    assert random_run.metrics().iloc[-1]["pad_frac"] > row["pad_frac"] + 0.1
 
 
 # ---- sweeps -------------------------------------------------------------------------------------------

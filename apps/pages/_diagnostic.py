@@ -36,7 +36,7 @@ class Diagnostic:
 
 def make_layout(d: Diagnostic):
     def layout(run: str | None = None, **query):
-        store = C.current().store()
+        store = C.stores()
         df = store.query()
         want = [r for r in (run or "").split("|") if r]
         if d.multi:
@@ -122,9 +122,9 @@ def _standalone(name: str, kwargs_items: tuple) -> pd.DataFrame:
 
 
 def register(app, d: Diagnostic) -> None:
-    def work(progress, root, run_ids):
+    def work(progress, ctx, run_ids):
         ids = run_ids if isinstance(run_ids, list) else [run_ids] if run_ids else []
-        store = C.store_for(root)
+        store = ctx.stores()
         todo = [r for r in ids if not _has(store, r, d.analysis)] or ids[:1]
         if not todo:
             raise ValueError("pick a run first")
@@ -134,7 +134,7 @@ def register(app, d: Diagnostic) -> None:
                 progress((i + frac) / len(todo), f"[{i + 1}/{len(todo)}] {text}")
 
             try:
-                messages.append(analysis_work(sub, root, rid, d.analysis)["message"])
+                messages.append(analysis_work(sub, ctx, rid, d.analysis)["message"])
             except C.not_applicable_type() as e:
                 messages.append(f"{rid}: not applicable: {e}")
         return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
@@ -145,12 +145,11 @@ def register(app, d: Diagnostic) -> None:
     if d.choice:
         inputs.append(Input(f"{d.prefix}-choice", "value"))
 
-    @app.callback(Output(f"{d.prefix}-out", "children"), *inputs, State("pelab-root", "data"))
+    @app.callback(Output(f"{d.prefix}-out", "children"), *inputs)
     def show(run_ids, _job, *rest):
         choice = rest[0] if d.choice else None
-        root = rest[-1]
         ids = run_ids if isinstance(run_ids, list) else ([run_ids] if run_ids else [])
-        return render(d, C.store_for(root), ids, choice)
+        return render(d, C.stores(), ids, choice)
 
     for i, (name, kwargs, _) in enumerate(d.standalone):
         _register_standalone(app, f"{d.prefix}-sa-{i}", name, kwargs)

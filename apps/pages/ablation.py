@@ -24,7 +24,7 @@ VIEWS = [{"label": "per layer: lines over heads", "value": "ablation_layers"},
 
 def layout(run: str | None = None, run_b: str | None = None, metric: str = "accuracy", mode: str = "zero",
            view: str = "ablation_layers", **query):
-    store = C.current().store()
+    store = C.stores()
     df = store.query()
     a = C.default_run(df, run, need_table=table_name(mode), store=store)
     b = run_b if run_b in set(df["id"]) else None
@@ -102,16 +102,16 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
 
 def register_callbacks(app):
     for side in SIDES:
-        def work(progress, root, run_id, mode):
-            return analysis_work(progress, root, run_id, "ablation", {"mode": mode or "zero"})
+        def work(progress, ctx, run_id, mode):
+            return analysis_work(progress, ctx, run_id, "ablation", {"mode": mode or "zero"})
 
         register_job(app, f"{P}-{side}", [State(f"{P}-run-{side}", "value"), State(f"{P}-mode", "value")], work)
 
         @app.callback(Output(f"{P}-out-{side}", "children"), Input(f"{P}-run-{side}", "value"),
                       Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"), Input(f"{P}-view", "value"),
-                      Input(f"{P}-{side}-job-result", "data"), State("pelab-root", "data"))
-        def show(run_id, metric, mode, view, _job, root):
-            store = C.store_for(root)
+                      Input(f"{P}-{side}-job-result", "data"))
+        def show(run_id, metric, mode, view, _job):
+            store = C.stores()
             if not run_id:
                 return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run to compare.")]
             return render(store, run_id, metric or "accuracy", mode or "zero", view or "ablation_layers")

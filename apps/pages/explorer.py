@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import torch
 from dash import Input, Output, State, dcc, html
-from dash.exceptions import PreventUpdate
 
 from apps import common as C
 
@@ -20,9 +19,42 @@ def _heads_param(ablate: str | None) -> list[str]:
     return [v for v in (ablate or "").replace(",", "|").split("|") if v.count(".") == 1]
 
 
+def _int(value, what: str, lo: int, hi: int) -> int:
+    """A whole number in [lo, hi] from a browser value, else ValueError saying what is allowed."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{what} {str(value)[:40]!r} is not valid: pick a whole number from {lo} to {hi}.")
+    return value
+
+
+def check_inputs(run, example, layer, ablate) -> tuple[int, int, list[tuple[int, int]]]:
+    """(example, layer, [(layer, head), ...]) from the page's inputs, checked against the run's model and test
+    set; ValueError (shown as a hint) for anything else."""
+    m = run.config["model"]
+    L, H = int(m["n_layers"]), int(m["n_heads"])
+    n = len(run.load_dataset().test_x)
+    example = _int(0 if example in (None, "") else example, "test example", 0, max(0, n - 1))
+    layer = _int(0 if layer in (None, "") else layer, "layer", 0, L - 1)
+    if ablate in (None, ""):
+        ablate = []
+    if not isinstance(ablate, list):
+        raise ValueError("ablate heads: pick heads (layer.head) from the list.")
+    heads = []
+    for v in ablate:
+        parts = str(v).split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts) or not (int(parts[0]) < L and int(parts[1]) < H):
+            raise ValueError(f"ablate heads: {str(v)[:20]!r} is not a head of this model; use layer.head with layer "
+                             f"0-{L - 1} and head 0-{H - 1}.")
+        heads.append((int(parts[0]), int(parts[1])))
+    return example, layer, heads
+
+
 def layout(run: str | None = None, example: str | None = None, layer: str | None = None,
            ablate: str | None = None, **query):
-    store = C.current().store()
+    store = C.stores()
     df = store.query()
     value = C.default_run(df, run)
     return html.Div([
@@ -33,7 +65,8 @@ def layout(run: str | None = None, example: str | None = None, layer: str | None
             C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value),
                        width="520px"),
             C.labelled("test example", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
-                                                 value=int(example) if example else 0, debounce=True)),
+                                                 value=int(example) if example and example.isdigit() else 0,
+                                                 debounce=True)),
             C.labelled("layer (patterns)", dcc.Dropdown(id=f"{P}-layer", clearable=False,
                                                         value=int(layer) if layer and layer.isdigit() else 0,
                                                         options=[0]), width="150px"),
@@ -123,12 +156,11 @@ def prediction_line(probs: np.ndarray, label: int | None, heads: list[tuple[int,
 def register_callbacks(app):
     @app.callback(Output(f"{P}-layer", "options"), Output(f"{P}-ablate", "options"), Output(f"{P}-example", "max"),
                   Output(f"{P}-layer", "value"), Output(f"{P}-ablate", "value"),
-                  Input(f"{P}-run", "value"), State(f"{P}-layer", "value"), State(f"{P}-ablate", "value"),
-                  State("pelab-root", "data"))
-    def on_run(run_id, layer, ablate, root):
+                  Input(f"{P}-run", "value"), State(f"{P}-layer", "value"), State(f"{P}-ablate", "value"))
+    def on_run(run_id, layer, ablate):
         if not run_id:
             return [0], [], 0, 0, []
-        run, err = C.get_run(C.store_for(root), run_id)
+        run, err = C.get_run(C.stores(), run_id)
         if err is not None:
             return [0], [], 0, 0, []
         m = run.config["model"]
@@ -139,15 +171,15 @@ def register_callbacks(app):
         except Exception:
             n = 1
         valid = {h["value"] for h in heads}
-        keep = [v for v in (ablate or []) if v in valid]  # heads picked before (or in the URL) that exist here
+        keep = [v for v in (ablate if isinstance(ablate, list) else []) if v in valid]  # heads picked before (or in the URL) that exist here
         return list(range(L)), heads, max(0, n - 1), (layer if isinstance(layer, int) and layer < L else 0), keep
 
     @app.callback(Output(f"{P}-hint", "children"), Output(f"{P}-tokens", "children"),
                   Output(f"{P}-prediction", "children"), Output(f"{P}-patterns", "children"),
                   Input(f"{P}-run", "value"), Input(f"{P}-example", "value"), Input(f"{P}-layer", "value"),
-                  Input(f"{P}-ablate", "value"), State("pelab-root", "data"))
-    def show(run_id, example, layer, ablate, root):
-        store = C.store_for(root)
+                  Input(f"{P}-ablate", "value"))
+    def show(run_id, example, layer, ablate):
+        store = C.stores()
         if not run_id:
             return C.no_runs_hint(store), None, None, None
         run, err = C.get_run(store, run_id)
@@ -157,8 +189,12 @@ def register_callbacks(app):
             return C.run_state_hint(run) or C.hint(f"{run.id} has no checkpoint yet."), None, None, None
         state_hint = C.run_state_hint(run)
         try:
+            example, layer, heads = check_inputs(run, example, layer, ablate)
+        except ValueError as e:
+            return C.hint(str(e), kind="error"), None, None, None
+        try:
             model = C.load_model_cached(run)
-            ds, idx, n, row, keep = _tokens(run, int(example or 0))
+            ds, idx, n, row, keep = _tokens(run, example)
         except Exception as e:
             return C.hint(f"Cannot load {run.id}: {type(e).__name__}: {e}", kind="error"), None, None, None
         words = ds.decode(row).split()
@@ -169,13 +205,6 @@ def register_callbacks(app):
             toks.append(html.Span(w[3:-1] if trig else w, className="tok tok-trigger" if trig else "tok",
                                   title=f"position {i}" + (" (trigger)" if trig else "")))
         tokens = _input(model, row, keep)
-        heads = []
-        for v in ablate or []:
-            l, h = str(v).split(".")
-            heads.append((int(l), int(h)))
-        layer = int(layer or 0)
-        if layer >= model.cfg.n_layers:
-            raise PreventUpdate
         with C.model_lock(model):
             clean = predict(model, tokens, [])
             ablated = predict(model, tokens, heads) if heads else None

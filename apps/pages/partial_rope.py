@@ -21,7 +21,7 @@ TRAIN_HINT = ("Train partial-RoPE runs, e.g. `workbench train --scheme rope --ta
 
 
 def layout(task: str | None = None, **query):
-    store = C.current().store()
+    store = C.stores()
     df = store.query()
     tasks = sorted({t for t in df.get("task", []) if t})
     value = task if task in tasks else ("trigger-distance" if "trigger-distance" in tasks else
@@ -101,8 +101,8 @@ def render_related(store, task: str | None) -> list:
 
 
 def register_callbacks(app):
-    def work(progress, root, task):
-        store = C.store_for(root)
+    def work(progress, ctx, task):
+        store = ctx.stores()
         _, lack = _rope_runs(store, task)
         if not lack:
             return {"message": "every RoPE run of this task already has an ablation table"}
@@ -111,13 +111,13 @@ def register_callbacks(app):
             def sub(frac, text, i=i):
                 progress((i + frac) / len(lack), f"[{i + 1}/{len(lack)}] {text}")
 
-            msgs.append(analysis_work(sub, root, run.id, "ablation")["message"])
+            msgs.append(analysis_work(sub, ctx, run.id, "ablation")["message"])
         return {"message": "; ".join(msgs)}
 
     register_job(app, P, [State(f"{P}-task", "value")], work)
 
     @app.callback(Output(f"{P}-out", "children"), Output(f"{P}-related", "children"), Input(f"{P}-task", "value"),
-                  Input(f"{P}-job-result", "data"), State("pelab-root", "data"))
-    def show(task, _job, root):
-        store = C.store_for(root)
+                  Input(f"{P}-job-result", "data"))
+    def show(task, _job):
+        store = C.stores()
         return render(store, task), render_related(store, task)

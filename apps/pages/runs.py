@@ -13,7 +13,7 @@ from apps.jobs import register_job, train_work
 
 PATH, NAME, ORDER = "/", "Runs", 0
 P = "runs"
-INDEX_COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
+INDEX_COLUMNS = ["id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
                  "train_acc", "test_loss", "wall_time_s", "tables", "error"]
 CURVE_METRICS = [("accuracy", "accuracy (train dashed, test solid)"), ("loss", "loss (train dashed, test solid)")]
 
@@ -30,7 +30,7 @@ def _as_list(v) -> list | None:
 
 
 def layout(**query):
-    store = C.current().store()
+    store = C.stores()
     df = store.query()
     filters = []
     for key in C.FILTER_KEYS:
@@ -120,8 +120,8 @@ def register_callbacks(app):
     register_job(app, "train", [State(f"{P}-t-scheme", "value"), State(f"{P}-t-task", "value"),
                                 State(f"{P}-t-preset", "value"), State(f"{P}-t-seed", "value"),
                                 State(f"{P}-t-arch", "value")],
-                 lambda progress, root, scheme, task, preset, seed, arch:
-                 train_work(progress, root, scheme, task, preset, seed, arch))
+                 lambda progress, ctx, scheme, task, preset, seed, arch:
+                 train_work(progress, ctx, scheme, task, preset, seed, arch))
 
     @app.callback(
         Output(f"{P}-index", "children"), Output(f"{P}-index-hint", "children"), Output(f"{P}-curves", "children"),
@@ -130,10 +130,10 @@ def register_callbacks(app):
         *[Output(f"{P}-f-{k}", "options") for k in C.FILTER_KEYS],
         *[Input(f"{P}-f-{k}", "value") for k in C.FILTER_KEYS],
         Input(f"{P}-metric", "value"), Input(f"{P}-refresh", "n_clicks"), Input("train-job-result", "data"),
-        State("pelab-root", "data"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
+        State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
     )
-    def update(scheme, task, arch, preset, status, metric, _n, _job, root, cmp_a, cmp_b):
-        store = C.store_for(root)
+    def update(scheme, task, arch, preset, status, metric, _n, _job, cmp_a, cmp_b):
+        store = C.stores()
         everything = store.query()
         df = C.query_runs(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status)
         filter_opts = [_options(everything.get(k, [])) for k in C.FILTER_KEYS]
@@ -146,13 +146,13 @@ def register_callbacks(app):
         shown = _with_tables(store, df)
         cols = [c for c in INDEX_COLUMNS if c in shown.columns]
         table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, style_data_conditional=[
-            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt"'}, "backgroundColor": "#fbeceb"},
+            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'}, "backgroundColor": "#fbeceb"},
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
              "backgroundColor": "#fdf6e3"}])
         counts = df["status"].value_counts().to_dict()
         notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items()))]
         for r in df.to_dict("records"):
-            if r["status"] in ("failed", "corrupt"):
+            if r["status"] in ("failed", "corrupt", "incomplete"):
                 err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
                 notes.append(C.hint(f"{r['id']} {r['status']}: {err}", cmd=f"workbench train --resume {r['id']}",
                                     kind="error"))
@@ -171,11 +171,11 @@ def register_callbacks(app):
         return (table, notes, curves, opts, opts, a, b, *filter_opts)
 
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
-                  Input(f"{P}-metric", "value"), State("pelab-root", "data"))
-    def compare(a, b, metric, root):
+                  Input(f"{P}-metric", "value"))
+    def compare(a, b, metric):
         if not a and not b:
             raise PreventUpdate
-        store = C.store_for(root)
+        store = C.stores()
         ids = [r for r in (a, b) if r]
         cols = {}
         for rid in ids:

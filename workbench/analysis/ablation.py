@@ -138,7 +138,7 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
     cfg = model.cfg
     if batch_size is None:  # fast: H copies of each example; ~64 sequences per forward keeps them in cache
         batch_size = max(1, 64 // cfg.n_heads) if method == "fast" else 128
-    trim = trim and not cfg.readout_include_pad
+    trim = trim and cfg.pads_are_inert
     z_fill = head_means(model, x) if mode == "mean" else None
     L, H, N = cfg.n_layers, cfg.n_heads, len(x)
     res = {"clean_correct": np.zeros(N, bool), "clean_loss": np.zeros(N, np.float32),
@@ -217,6 +217,9 @@ def compute(model, data, mode: str = "zero", n_boot: int = 1000, seed: int = 0, 
         x, y = x[idx], y[idx]
     res = per_example(model, x, y, mode=mode, method=method, batch_size=batch_size, trim=trim, share_kv=share_kv)
     return table_from_examples(res, mode=mode, n_boot=n_boot, seed=seed, level=level)
+
+
+MODES = ("zero", "mean")  # the ablation modes `per_example` supports
 
 
 def table_name(mode: str) -> str:

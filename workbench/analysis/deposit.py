@@ -73,7 +73,8 @@ def compute(ablation: pd.DataFrame, metric: str = "accuracy", min_delta: float =
 
 
 def run(run, table: str = "ablation", compute_missing: bool = True, **params) -> pd.DataFrame:
-    """Deposit table of a run from its stored ablation table (computing that first if it is missing)."""
+    """Deposit table of a run from its stored ablation table (computing that first if it is missing), stored as
+    `deposit` for the zero-ablation table `ablation`, and `deposit_<mode>` for `ablation_<mode>`."""
     if table in _tables(run):
         abl = run.load_table(table)
     elif compute_missing:
@@ -84,7 +85,7 @@ def run(run, table: str = "ablation", compute_missing: bool = True, **params) ->
         raise NotApplicable(f"run {run.id} has no {table!r} table; run `workbench analyze {run.id} --what ablation`")
     df = compute(abl, **params)
     df = tag(df, run)
-    run.save_table("deposit", df)
+    run.save_table("deposit" + table[len("ablation"):] if table.startswith("ablation") else "deposit", df)
     return df
 
 

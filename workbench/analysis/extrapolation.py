@@ -31,7 +31,7 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, batch_size: int = 64) -> tuple
     loss = np.full(len(x), np.nan)
     out_of_range = int(((y < 0) | (y >= C)).sum())
     with evaluating(model):
-        for idx, tok, lab in batches(x, batch_size, y, trim=not model.cfg.readout_include_pad,
+        for idx, tok, lab in batches(x, batch_size, y, trim=model.cfg.pads_are_inert,
                                      device=model.cfg.device):
             logits = model(tok)
             ok = (lab >= 0) & (lab < C)

@@ -1,14 +1,13 @@
 """CLI: `workbench analyze RUN_ID [RUN_ID...] --what ablation,qk-means,... | --all`."""
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
+from .options import ROOT_HELP
 # CLI name -> ANALYSES key, in the order they run (deposit right after ablation: it reads its table)
 NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
          "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation"}
@@ -78,11 +77,11 @@ def analyze_cmd(
                                        help=f"comma-separated subset of: {', '.join(NAMES)}"),
     all_: bool = typer.Option(False, "--all", help="every analysis (those a run cannot support are skipped)"),
     mode: str = typer.Option("zero", "--mode", help="ablation: zero | mean"),
-    n_boot: int = typer.Option(1000, "--n-boot", help="bootstrap resamples for the intervals"),
-    max_examples: Optional[int] = typer.Option(None, "--max-examples",
+    n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
+    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1,
                                                help="ablation/extrapolation: evaluate on at most this many test "
                                                     "examples (default: all)"),
-    seed: int = typer.Option(0, "--seed", help="seed of the sampling and the bootstrap"),
+    seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
@@ -100,15 +99,19 @@ def analyze_cmd(
 
     from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
     from workbench.analysis import deposit as deposit_mod
-    from workbench.store import RunStore, StoreError
+    from workbench.store import RunStore
+
+    from workbench.train.loop import check_threads, pick_device
 
     keys = parse_what(what, all_)
     if mode not in ("zero", "mean"):
         _fail(f"--mode {mode!r}: use zero or mean")
-    n_threads = threads or (int(os.environ["PELAB_THREADS"]) if os.environ.get("PELAB_THREADS") else None)
+    device = str(pick_device(device))
+    n_threads = check_threads(threads)
     if n_threads:
         torch.set_num_threads(n_threads)
     store = RunStore(root)
+    runs = [store.get(run_id) for run_id in run_ids]  # every id resolved inside the store before any work
     console = Console(width=160)
     params = {
         "ablation": dict(mode=mode, n_boot=n_boot, seed=seed, max_examples=max_examples),
@@ -119,11 +122,7 @@ def analyze_cmd(
     }
     not_applicable = failed = False
     ablations = []
-    for run_id in run_ids:
-        try:
-            run = store.get(run_id)
-        except StoreError as e:
-            _fail(str(e))
+    for run in runs:
         if device != "cpu":
             load = run.load_model
             run.load_model = lambda device_=device, load=load: load(device_)

@@ -1,4 +1,4 @@
-"""`workbench app`: start the Dash dashboard over a run store."""
+"""`workbench app`: start the Dash dashboard over a run store (and the read-only shipped results)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,24 +6,32 @@ from typing import Optional
 
 import typer
 
+from .options import SHIPPED_HELP, alias_option, pick_root, root_option
+
 
 def register(app: typer.Typer) -> None:
     @app.command("app")
     def app_cmd(
         host: str = typer.Option("127.0.0.1", help="interface to bind (local only by default)"),
-        port: int = typer.Option(8050, help="port to serve on"),
+        port: int = typer.Option(8050, min=1, max=65535, help="port to serve on (1-65535)"),
         public: bool = typer.Option(False, "--public", help="bind 0.0.0.0 (reachable from other machines)"),
-        runs: Optional[Path] = typer.Option(None, "--runs", help="run store (default: $PELAB_RUNS or ./runs)"),
+        root: Optional[Path] = root_option(),
+        runs: Optional[Path] = alias_option("--runs"),
+        shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
         debug: bool = typer.Option(False, help="Dash debug mode (hot reload, error overlay)"),
     ) -> None:
-        """Start the PE-Lab dashboard (runs, ablation atlas, partial RoPE, diagnostics, attention explorer)."""
+        """Start the PE-Lab dashboard (runs, ablation atlas, partial RoPE, diagnostics, attention explorer).
+
+        The stores are fixed here, at start; nothing a browser sends selects another folder."""
         from apps import create_app
 
-        dash_app = create_app(runs)
+        dash_app = create_app(pick_root(root, runs, "--runs"), shipped=shipped)
         bind = "0.0.0.0" if public else host
         if bind not in ("127.0.0.1", "localhost", "::1"):
             typer.secho(f"warning: serving on {bind}: anyone who can reach this machine can read the runs and "
                         "start jobs", fg=typer.colors.YELLOW, err=True)
+        ctx = dash_app.server.config["PELAB"]
+        shipped_s = f", shipped results {ctx.shipped_root}" if ctx.shipped_root else ""
         typer.echo(f"PE-Lab dashboard on http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}/ "
-                   f"(store {dash_app.server.config['PELAB'].store_root})")
+                   f"(store {ctx.store_root}{shipped_s})")
         dash_app.run(host=bind, port=port, debug=debug)

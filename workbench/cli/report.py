@@ -6,6 +6,8 @@ from typing import Optional
 
 import typer
 
+from .options import SHIPPED_HELP, alias_option, pick_root, root_option
+
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
@@ -14,7 +16,9 @@ def register(app: typer.Typer) -> None:
                                        "scheme=rope|nope,task=trigger-distance (keys: scheme task arch preset "
                                        "seed status tag id)"),
         out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write"),
-        store: Optional[Path] = typer.Option(None, "--store", help="run store (default: $PELAB_RUNS or ./runs)"),
+        root: Optional[Path] = root_option(),
+        store: Optional[Path] = alias_option("--store"),
+        shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
         title: Optional[str] = typer.Option(None, help="report title"),
         summary: Optional[Path] = typer.Option(None, help="where to write summary.json (default: next to --out)"),
         figures_dir: Optional[Path] = typer.Option(None, "--figures-dir", help="also write every figure as a file "
@@ -22,22 +26,20 @@ def register(app: typer.Typer) -> None:
         figure_format: str = typer.Option("svg", "--figure-format", help="format of --figures-dir files: svg, pdf "
                                           "or png"),
     ) -> None:
-        """Write a self-contained HTML report (works offline) and summary.json for the selected runs."""
+        """Write a self-contained HTML report (works offline) and summary.json for the selected runs (your
+        store and the shipped results, as on the dashboard)."""
         from workbench.report import build_report, parse_query
-        from workbench.store import RunStore
+        from workbench.store import StoreSet
 
         try:
             parse_query(runs_query)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--runs") from None
-        from workbench.figures.export import ExportError
-
-        try:
-            s = build_report(RunStore(store), runs_query, out, title=title, summary_path=summary,
-                             figures_dir=figures_dir, figure_format=figure_format)
-        except (ExportError, ValueError) as e:
-            typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
+        for path in (out, summary):
+            if path is not None and path.parent.exists() and not path.parent.is_dir():
+                raise ValueError(f"cannot write {path}: {path.parent} is not a folder")
+        s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
+                         summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
                    f"and {Path(summary) if summary else out.with_name('summary.json')}"

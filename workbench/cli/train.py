@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
+from .options import ROOT_HELP
 
 
 def _store(root: Optional[Path]):
@@ -34,21 +34,21 @@ def train_cmd(
     force: bool = typer.Option(False, "--force", help="delete a run with the same config and start over"),
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda if available)"),
     compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
-    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
+                                          "$PELAB_THREADS or torch's); results are bit-identical only for equal counts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id, do not train"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Train one model, save it in the run store and print its run id (last line of stdout)."""
-    from workbench.store import StoreError
     from workbench.train import resolve_config, train
+    from workbench.train.loop import check_threads, pick_device
 
+    pick_device(device)  # bad arguments fail before the dataset is generated
+    check_threads(threads)
     store = _store(root)
-    try:
-        cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=seed, sets=set_, tag=tag,
-                             store=store)
-    except (ValueError, KeyError) as e:
-        _fail(str(e))
+    cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=seed, sets=set_, tag=tag,
+                         store=store)
     run_id = store.run_id(cfg)
     if dry_run:
         typer.echo(json.dumps(cfg, indent=2))
@@ -57,8 +57,6 @@ def train_cmd(
     try:
         run = train(cfg, store, resume=resume, force=force, device=device, compile=compile, threads=threads,
                     progress=not quiet)
-    except StoreError as e:
-        _fail(str(e))
     except KeyboardInterrupt:
         typer.secho(f"interrupted; continue with the same command and --resume ({run_id})", err=True)
         raise typer.Exit(130)
@@ -119,6 +117,7 @@ def sweep_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be trained"),
     shard: Optional[str] = typer.Option(None, "--shard", help="I/N: only every N-th run starting at I (0-based)"),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="stop at the first failing run"),
+    tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
     threads: Optional[int] = typer.Option(None, "--threads"),
@@ -136,11 +135,19 @@ def sweep_cmd(
             shard_t = (i, n)
         except (ValueError, AssertionError):
             _fail(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. 0/2")
+    tiers = None
+    if tier:
+        try:
+            tiers = [int(t) for t in tier.split(",")]
+        except ValueError:
+            _fail(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2")
+    from workbench.train.loop import check_threads, pick_device
+
+    pick_device(device)
+    check_threads(threads)
     try:
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
-                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast)
-    except ValueError as e:
-        _fail(str(e))
+                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers)
     except KeyboardInterrupt:
         typer.secho("sweep interrupted; run the same command again to continue", err=True)
         raise typer.Exit(130)

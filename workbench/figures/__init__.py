@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments", "patterns")
+MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments",
+           "patterns", "findings")
 
 
 def _collect(modules: tuple[str, ...]) -> tuple[dict[str, Callable], dict[str, str]]:

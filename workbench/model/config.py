@@ -1,11 +1,96 @@
-"""`ModelConfig`: every architectural choice of a PE-Lab classifier, validated on construction."""
+"""`ModelConfig`: every architectural choice of a PE-Lab classifier, validated on construction.
+
+`check_fields` is the one type/range validator for config sections: it reads the JSON type each value must have
+from the dataclass field annotations (int, float, bool, str, dict, list[float], `X | None`) and the allowed range
+from a small table, so a new field is type-checked without more code (add it to the table to bound it).
+"""
 from __future__ import annotations
 
 import dataclasses
+import math
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 ARCHS = ("paper", "decoder")
+
+
+@dataclass(frozen=True)
+class Range:
+    """Allowed numeric values [lo, hi] (an open end when `lo_open` / `hi_open`)."""
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __contains__(self, v: float) -> bool:
+        return (self.lo < v if self.lo_open else self.lo <= v) and (v < self.hi if self.hi_open else v <= self.hi)
+
+    def __str__(self) -> str:
+        def fmt(x: float) -> str:
+            return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+        return f"{'(' if self.lo_open else '['}{fmt(self.lo)}, {fmt(self.hi)}{')' if self.hi_open else ']'}"
+
+
+# what a field may hold (besides its type); sizes are capped well above any sensible model, memory is checked
+# separately from an estimate (workbench.train.presets.check_memory)
+MODEL_RANGES = {"vocab_size": Range(2, 10**7), "n_classes": Range(1, 10**7), "d_model": Range(1, 65536),
+                "n_heads": Range(1, 4096), "d_ff": Range(1, 262144), "n_layers": Range(1, 1024),
+                "max_len": Range(1, 10**6), "dropout": Range(0, 1, hi_open=True), "seed": Range(0, 2**63 - 1)}
+MODEL_CHOICES = {"arch": ARCHS}
+_TYPE_WORDS = {int: "an integer", float: "a finite number", bool: "true or false", str: "a string",
+               dict: "an object ({...})", list: "a list"}
+
+
+def _type_error(section: str, name: str, value: Any, want: str, rng: Range | None = None) -> ValueError:
+    extra = f" in {rng}" if rng is not None else ""
+    return ValueError(f"{section}.{name}={value!r:.80}: must be {want}{extra}")
+
+
+def _check_value(section: str, name: str, value: Any, hint: Any, rng: Range | None) -> None:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        rest = [a for a in args if a is not type(None)]
+        hint, origin, args = rest[0], typing.get_origin(rest[0]), typing.get_args(rest[0])
+    base = origin or hint
+    if base is Any:
+        return
+    if base is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif base is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, base)
+    if not ok:
+        raise _type_error(section, name, value, _TYPE_WORDS.get(base, base.__name__), rng)
+    if base is list and args:
+        for i, v in enumerate(value):
+            _check_value(section, f"{name}[{i}]", v, args[0], rng)
+        return
+    if rng is not None and base in (int, float) and value not in rng:
+        raise _type_error(section, name, value, f"{_TYPE_WORDS[base]}", rng)
+
+
+def check_fields(values: dict[str, Any], schema: type, section: str, ranges: dict[str, Range] | None = None,
+                 choices: dict[str, tuple] | None = None) -> None:
+    """ValueError naming `section.field`, the value and what is allowed, for the first value of `values` whose
+    JSON type differs from the annotation of `schema`'s field, that lies outside `ranges[field]`, or that is
+    not one of `choices[field]`. Unknown keys are an error too."""
+    hints = typing.get_type_hints(schema)
+    known = [f.name for f in dataclasses.fields(schema)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {section} fields {unknown}; known fields: {sorted(known)}")
+    for name, value in values.items():
+        _check_value(section, name, value, hints[name], (ranges or {}).get(name))
+        allowed = (choices or {}).get(name)
+        if allowed is not None and value not in allowed:
+            raise ValueError(f"{section}.{name}={value!r:.80} is unknown; use one of {list(allowed)}")
 
 
 @dataclass
@@ -41,6 +126,12 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     @property
+    def pads_are_inert(self) -> bool:
+        """True when PAD positions never reach the output (masked as keys, left out of the readout), so
+        trailing pads can be trimmed from a batch without changing any logit."""
+        return not self.readout_include_pad
+
+    @property
     def n_key_value_heads(self) -> None:
         return None
 
@@ -49,16 +140,12 @@ class ModelConfig:
             if not cond:
                 raise ValueError(msg)
 
-        need(self.arch in ARCHS, f"arch={self.arch!r} is unknown; use one of {ARCHS}")
-        for name in ("vocab_size", "n_classes", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
-            value = getattr(self, name)
-            need(isinstance(value, int) and value >= 1, f"{name}={value!r} must be a positive integer")
+        check_fields({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "device"},
+                     type(self), "model", MODEL_RANGES, MODEL_CHOICES)
         need(self.vocab_size >= 2, f"vocab_size={self.vocab_size} must be >= 2 (id 0 is PAD)")
         need(self.d_model % self.n_heads == 0,
              f"n_heads={self.n_heads} must divide d_model={self.d_model}; "
              f"choose n_heads in {[h for h in range(1, self.d_model + 1) if self.d_model % h == 0][:12]}...")
-        need(0.0 <= self.dropout < 1.0, f"dropout={self.dropout} must be in [0, 1)")
-        need(isinstance(self.scheme_kwargs, dict), "scheme_kwargs must be a dict")
         from .pe import get_scheme  # late import: the registry imports this module
 
         get_scheme(self.scheme).validate(self)

@@ -70,7 +70,10 @@ def parse_query(query: str | None) -> dict[str, list[str]]:
                              "or all)")
         if key not in QUERY_KEYS:
             raise ValueError(f"--runs {query!r}: unknown key {key!r}; use one of {list(QUERY_KEYS)}")
-        out.setdefault(key, []).extend(v.strip() for v in value.split("|") if v.strip())
+        values = [v.strip() for v in value.split("|") if v.strip()]
+        if key == "seed" and not all(v.isdigit() for v in values):
+            raise ValueError(f"--runs {query!r}: seed={value!r} must be whole numbers (e.g. seed=1|2)")
+        out.setdefault(key, []).extend(values)
     return out
 
 
@@ -437,9 +440,9 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
     import plotly
     from plotly.offline import get_plotlyjs
 
-    from workbench.store import RunStore, code_version
+    from workbench.store import StoreSet, code_version
 
-    store = store if hasattr(store, "query") else RunStore(store)
+    store = store if hasattr(store, "query") else StoreSet.open(store)
     out = Path(out)
     summary_path = Path(summary_path) if summary_path else out.with_name("summary.json")
     runs = select_runs(store, query)
@@ -455,6 +458,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "query": query or "all",
         "filters": parse_query(query) if not isinstance(query, dict) else query,
         "store": str(Path(store.root).resolve()), "code_version": code_version(),
+        "shipped": str(Path(store.shipped.root).resolve()) if getattr(store, "shipped", None) else None,
         "plotly_version": plotly.__version__, "report": str(out.resolve()), "runs": summaries,
         "experiments": {}, "figures": doc.figures, "problems": doc.problems,
     }

@@ -15,9 +15,15 @@ A checkpoint is three files that must agree. They are written as a small journal
 and `optim.safetensors.next` first (each atomically), then `state.json` (atomically; the commit point, it
 records the sha256 of both), then both `.next` files are renamed over the old ones. A crash at any point
 leaves either the old checkpoint or the new one; readers pick whichever the committed `state.json` names.
+After each commit run.json records `weights: {"sha256", "epoch"}` of model.safetensors, so the weights can be
+verified even when state.json is lost (or not shipped).
+
+Readers tolerate every malformed file: each problem is a `StoreError` naming the run, the file and the reason
+(wrong JSON types included), which the index turns into a `corrupt` row.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -41,7 +47,13 @@ CONFIG, INFO, METRICS, STATE = "config.json", "run.json", "metrics.jsonl", "stat
 MODEL, OPTIM = "model.safetensors", "optim.safetensors"
 TABLES = "tables"
 STATUSES = ("created", "running", "finished", "failed", "interrupted")
+LISTED_STATUSES = STATUSES + ("incomplete", "corrupt")  # what the index may also show for a broken folder
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+# run.json fields readers rely on, and the JSON types they must have (anything else is `corrupt`)
+_NUM = (int, float)
+INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dict,), "wall_time_s": _NUM,
+                                "created": (str,), "updated": (str,), "error": (str,), "pid": (int,),
+                                "host": (str,), "threads": (int,), "dataset_hash": (str,), "weights": (dict,)}
 
 
 def now_iso() -> str:
@@ -61,6 +73,20 @@ def process_identity() -> dict[str, Any]:
     import psutil
 
     return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": psutil.Process().create_time()}
+
+
+def machine_identity() -> dict[str, Any]:
+    """Provenance of a run's numbers: the machine it ran on (CPU model, cores, OS, Python) and its load."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": cpu, "cores": os.cpu_count(), "os": platform.platform(), "python": platform.python_version(),
+            "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
 def process_alive(info: dict[str, Any]) -> bool:
@@ -92,16 +118,20 @@ class Run:
     def _read_json(self, name: str, missing_ok: bool = False) -> Any:
         p = self.path / name
         try:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_bytes().decode("utf-8")
         except FileNotFoundError:
             if missing_ok:
                 return None
             if not self.path.is_dir():
                 raise StoreError(f"run folder {self.path} does not exist", self.id) from None
             raise StoreError(f"missing ({p})", self.id, name) from None
+        except UnicodeDecodeError as e:
+            raise StoreError(f"corrupted: not UTF-8 text ({p}): {e}", self.id, name) from None
+        except OSError as e:  # a directory, no permission, I/O error
+            raise StoreError(f"unreadable ({p}): {e.strerror or e}", self.id, name) from None
         try:
             return json.loads(text)
-        except json.JSONDecodeError as e:
+        except ValueError as e:
             raise StoreError(f"corrupted JSON ({p}): {e}", self.id, name) from None
 
     @property
@@ -109,16 +139,32 @@ class Run:
         """The fully resolved run config: {"preset", "tag", "model", "task", "train"}."""
         if self._config is None:
             cfg = self._read_json(CONFIG)
-            missing = {"model", "task", "train"} - set(cfg) if isinstance(cfg, dict) else {"model", "task", "train"}
-            if missing:
-                raise StoreError(f"config lacks sections {sorted(missing)} ({self.path / CONFIG})", self.id, CONFIG)
+            if not isinstance(cfg, dict):
+                raise StoreError(f"must hold a JSON object, not {type(cfg).__name__} ({self.path / CONFIG})",
+                                 self.id, CONFIG)
+            bad = sorted(k for k in ("model", "task", "train") if not isinstance(cfg.get(k), dict))
+            if bad:
+                raise StoreError(f"sections {bad} missing or not objects ({self.path / CONFIG})", self.id, CONFIG)
             self._config = cfg
         return self._config
 
     @property
     def info(self) -> dict[str, Any]:
-        """run.json (re-read on every access)."""
-        return self._read_json(INFO, missing_ok=True) or {"id": self.id, "status": "created"}
+        """run.json (re-read on every access). StoreError when it is not an object or a known field has the
+        wrong JSON type (see `INFO_TYPES`)."""
+        info = self._read_json(INFO, missing_ok=True)
+        if info is None:
+            return {"id": self.id, "status": "created"}
+        if not isinstance(info, dict):
+            raise StoreError(f"must hold a JSON object, not {type(info).__name__} ({self.path / INFO})", self.id, INFO)
+        for key, types in INFO_TYPES.items():
+            v = info.get(key)
+            if v is not None and (not isinstance(v, types) or isinstance(v, bool)):
+                raise StoreError(f"field {key!r} must be {'/'.join(t.__name__ for t in types)}, not "
+                                 f"{type(v).__name__} {v!r:.60} ({self.path / INFO})", self.id, INFO)
+        if info.get("status", "created") not in STATUSES:
+            raise StoreError(f"unknown status {info['status']!r}; expected one of {STATUSES}", self.id, INFO)
+        return info
 
     @property
     def status(self) -> str:
@@ -136,6 +182,7 @@ class Run:
         return dict(self.info.get("final") or {})
 
     def update_info(self, **fields: Any) -> dict[str, Any]:
+        self.store.check_writable(self.id)
         info = self.info
         info.update(fields, id=self.id, updated=now_iso())
         atomic_write_json(self.path / INFO, info)
@@ -148,13 +195,20 @@ class Run:
         if not p.exists():
             return []
         rows = []
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = p.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreError(f"unreadable ({p}): {e}", self.id, METRICS) from None
+        for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
+                row = json.loads(line)
+            except ValueError as e:
                 raise StoreError(f"corrupted line {i} ({p}): {e}", self.id, METRICS) from None
+            if not isinstance(row, dict):
+                raise StoreError(f"line {i} is not a JSON object ({p})", self.id, METRICS)
+            rows.append(row)
         return rows
 
     def metrics(self) -> "pd.DataFrame":
@@ -165,6 +219,7 @@ class Run:
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Rewrite metrics.jsonl atomically (it is small: one line per epoch)."""
+        self.store.check_writable(self.id)
         atomic_write_text(self.path / METRICS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
 
     # ---- checkpoint ----------------------------------------------------------------------------
@@ -176,8 +231,21 @@ class Run:
             return nxt
         return self.path / name
 
+    def clean_temp(self) -> list[str]:
+        """Writer-side: delete `.*.tmp` files that interrupted atomic writes left in the run folder (only the
+        lock holder writes there, so any temp file is stale). Returns their names."""
+        self.store.check_writable(self.id)
+        gone = []
+        for p in self.path.glob(".*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                gone.append(p.name)
+        return gone
+
     def _recover(self) -> None:
-        """Writer-side: finish an interrupted checkpoint commit, or drop an uncommitted one."""
+        """Writer-side: drop stale temp files, finish an interrupted checkpoint commit, or drop an uncommitted
+        one."""
+        self.clean_temp()
         state = self._read_json(STATE, missing_ok=True)
         for name in (MODEL, OPTIM):
             nxt = self.path / f"{name}.next"
@@ -204,6 +272,12 @@ class Run:
         atomic_write_json(self.path / STATE, dict(state, files=files, saved=now_iso()))  # commit point
         for name in files:
             os.replace(self.path / f"{name}.next", self.path / name)
+        self.update_info(weights={"sha256": files[MODEL], "epoch": state.get("epoch")})
+
+    @property
+    def has_weights(self) -> bool:
+        """Whether model.safetensors (or its committed `.next`) is present; shipped results may lack it."""
+        return (self.path / MODEL).exists() or (self.path / f"{MODEL}.next").exists()
 
     def _load_tensors(self, name: str, state: dict | None, verify: bool = True) -> dict:
         from safetensors.torch import load
@@ -212,11 +286,22 @@ class Run:
         try:
             data = p.read_bytes()
         except FileNotFoundError:
+            info = self.info
+            if name == MODEL and (self.store.readonly or info.get("status") == "finished"):
+                raise StoreError(f"the weights are not shipped with this run ({p} is absent; only its results "
+                                 f"are); re-create them with `workbench recreate {self.id}`", self.id, name) from None
             raise StoreError(f"missing ({self.path / name}); the run has no checkpoint "
                              f"(status {self.status!r})", self.id, name) from None
-        want = (state or {}).get("files", {}).get(name)
+        except OSError as e:
+            raise StoreError(f"unreadable ({p}): {e.strerror or e}", self.id, name) from None
+        want, source = (state or {}).get("files", {}).get(name), STATE
+        if not want and name == MODEL:
+            want, source = (self.info.get("weights") or {}).get("sha256"), f"{INFO} (weights.sha256)"
         if verify and want and hashlib.sha256(data).hexdigest() != want:
-            raise StoreError(f"corrupted: sha256 differs from the one recorded in {STATE} ({p})", self.id, name)
+            raise StoreError(f"corrupted: sha256 differs from the one recorded in {source} ({p})", self.id, name)
+        if verify and not want:
+            warnings.warn(f"run {self.id!r}: {name} cannot be verified: no sha256 recorded in {STATE} or {INFO} "
+                          "(a run saved by an older PE-Lab, or its state.json was lost)", stacklevel=3)
         try:
             return load(data)
         except Exception as e:  # safetensors raises its own error types
@@ -235,8 +320,11 @@ class Run:
         return self._read_json(STATE, missing_ok=True)
 
     def model_tensors(self) -> dict:
-        """The weights as a {name: tensor} dict (verified against state.json's sha256 when present)."""
-        return self._load_tensors(MODEL, self._read_json(STATE, missing_ok=True))
+        """The weights as a {name: tensor} dict, verified against the sha256 in state.json, else the one in
+        run.json; a warning says when neither exists."""
+        state = self._read_json(STATE, missing_ok=True)
+        return self._load_tensors(MODEL, state if isinstance(state, dict) and isinstance(
+            state.get("files", {}), dict) else None)
 
     # ---- model and data ------------------------------------------------------------------------
     def model_config(self):
@@ -276,6 +364,7 @@ class Run:
 
     def save_table(self, name: str, df: "pd.DataFrame") -> Path:
         """Store an analysis table as tables/<name>.parquet (atomically; replaces an older one)."""
+        self.store.check_writable(self.id)
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
         return atomic_write_bytes(self._table_path(name), buf.getvalue())
@@ -309,6 +398,18 @@ class Run:
             st = "interrupted"
         final = info.get("final") or {}
         model, task, train = cfg["model"], cfg["task"], cfg["train"]
+        for where, key, types in (("model", "scheme", (str,)), ("model", "arch", (str,)), ("task", "task", (str,)),
+                                  ("train", "seed", (int,)), ("train", "epochs", (int,)), (None, "preset", (str,)),
+                                  (None, "tag", (str,))):
+            v = (cfg if where is None else cfg[where]).get(key)
+            if v is not None and (not isinstance(v, types) or isinstance(v, bool)):
+                name = key if where is None else f"{where}.{key}"
+                raise StoreError(f"field {name!r} must be {types[0].__name__}, not {type(v).__name__} "
+                                 f"({self.path / CONFIG})", self.id, CONFIG)
+        for key in ("train_acc", "test_acc", "test_loss"):
+            if final.get(key) is not None and (not isinstance(final[key], _NUM) or isinstance(final[key], bool)):
+                raise StoreError(f"field 'final.{key}' must be a number, not {type(final[key]).__name__} "
+                                 f"({self.path / INFO})", self.id, INFO)
         return {
             "id": self.id, "scheme": model.get("scheme"), "task": task.get("task"), "arch": model.get("arch"),
             "preset": cfg.get("preset"), "seed": train.get("seed"), "tag": cfg.get("tag"), "status": st,

@@ -3,8 +3,15 @@
 The folders are the truth; `<root>/index.sqlite` is a cache of one row per run that `query` keeps in step
 with them: before each query it stats every run folder's run.json/config.json and re-reads the folders
 whose files changed, appeared or vanished (and re-checks runs marked `running` whose process may have
-died). A missing, corrupted or old-schema index is rebuilt from the folders. Every index write is one
-SQLite transaction.
+died). A missing, corrupted or old-schema index is rebuilt from the folders; when the index file cannot be
+used at all (e.g. `index.sqlite` is a directory, or the root is not writable) an in-memory index is built from
+the folders instead. Every index write is one SQLite transaction.
+
+`RunStore(root, readonly=True)` never writes: no index file, no temp files, no locks; runs are listed by
+scanning the folders and every write API raises `StoreError("read-only store ...")`.
+
+Run ids are one path component matching `RUN_ID_PATTERN`; `get` refuses anything else, so no id (from a
+command line or a request) ever names a path outside the store.
 """
 from __future__ import annotations
 
@@ -15,13 +22,15 @@ import re
 import shutil
 import sqlite3
 import subprocess
-from contextlib import closing
+import warnings
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 from .atomic import atomic_write_json
 from .errors import StoreError
+from .lock import RunLock, lock_holder
 from .run import CONFIG, INFO, Run, folder_stamp, now_iso
 
 INDEX = "index.sqlite"
@@ -30,6 +39,15 @@ COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "tag", "status", "e
            "test_loss", "train_acc", "wall_time_s", "created", "updated", "path", "config", "error"]
 FILTERS = ("scheme", "task", "arch", "preset", "seed", "status", "tag")
 TASK_SHORT = {"trigger-distance": "t1", "trigger-count": "t2"}
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")  # one path component, no '.', '..', '/'
+
+
+def check_run_id(run_id: object) -> str:
+    """`run_id` if it is a well-formed run id, else StoreError (it never becomes a path)."""
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id):
+        raise StoreError(f"unknown run {str(run_id)[:80]!r}: run ids are letters, digits, '.', '_' and '-' "
+                         "(see `workbench runs`)")
+    return run_id
 
 _SQL_TYPES = {"seed": "INTEGER", "epoch": "INTEGER", "epochs": "INTEGER", "test_acc": "REAL", "test_loss": "REAL",
               "train_acc": "REAL", "wall_time_s": "REAL"}
@@ -89,27 +107,49 @@ class RunStore:
     """All runs under `root` (default: $PELAB_RUNS or ./runs). Datasets are cached in `data_dir`
     (default: $PELAB_DATA or `<root>/../data_cache`)."""
 
-    def __init__(self, root: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None,
+                 readonly: bool = False):
         self.root = Path(root) if root is not None else default_root()
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.readonly = readonly
+        if readonly:
+            if not self.root.is_dir():
+                raise StoreError(f"read-only store {self.root} is not a folder")
+        else:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot use {self.root} as the run store: {e.strerror or e}; "
+                                 "pass --root (or set $PELAB_RUNS) to a writable folder") from None
+            if not self.root.is_dir():
+                raise StoreError(f"cannot use {self.root} as the run store: not a folder; pass --root (or set "
+                                 "$PELAB_RUNS) to a writable folder")
         if data_dir is None:
             data_dir = os.environ.get("PELAB_DATA") or (self.root.resolve().parent / "data_cache")
         self.data_dir = Path(data_dir)
         self.index_path = self.root / INDEX
         self._datasets: dict[str, Any] = {}
+        self._memory: sqlite3.Connection | None = None  # in-memory index (read-only store or unusable file)
 
     def __repr__(self) -> str:
-        return f"RunStore({str(self.root)!r})"
+        return f"RunStore({str(self.root)!r}{', readonly=True' if self.readonly else ''})"
+
+    def check_writable(self, run_id: str | None = None) -> None:
+        """StoreError when this store is read-only (every write API calls this first)."""
+        if self.readonly:
+            raise StoreError(f"read-only store {self.root}: runs here cannot be changed; train or analyse them "
+                             "in your own store (--root)", run_id)
 
     # ---- runs ----------------------------------------------------------------------------------
     def run_id(self, config: dict[str, Any]) -> str:
         return run_id_for(config)
 
     def exists(self, run_id: str) -> bool:
-        return (self.root / run_id / CONFIG).exists()
+        return bool(RUN_ID_PATTERN.match(run_id)) and (self.root / run_id / CONFIG).exists()
 
     def get(self, run_id: str) -> Run:
-        """The run with this id. StoreError if there is no such run folder or its config is unreadable."""
+        """The run with this id. StoreError if the id is malformed, there is no such run folder or its config
+        is unreadable."""
+        check_run_id(run_id)
         if not (self.root / run_id).is_dir():
             near = [r for r in self.run_ids() if run_id in r][:5]
             hint = f"; did you mean {near}?" if near else ""
@@ -122,7 +162,7 @@ class RunStore:
         if not self.root.is_dir():
             return []
         return sorted(e.name for e in os.scandir(self.root)
-                      if e.is_dir() and not e.name.startswith(".") and e.name != "tables")
+                      if e.is_dir() and RUN_ID_PATTERN.match(e.name) and e.name != "tables")
 
     def runs(self, **filters: Any) -> list[Run]:
         """Run handles matching the filters (see `query`)."""
@@ -131,10 +171,11 @@ class RunStore:
     def create(self, config: dict[str, Any]) -> Run:
         """Create the run folder for `config` (config.json + run.json with status `created`), or return the
         existing run with the same config. StoreError if a folder with this id holds a different config."""
+        self.check_writable()
         for section in ("model", "task", "train"):
             if not isinstance(config.get(section), dict):
                 raise ValueError(f"run config needs a {section!r} section (dict); got keys {sorted(config)}")
-        run_id = self.run_id(config)
+        run_id = check_run_id(self.run_id(config))
         run = Run(self, run_id)
         run.path.mkdir(parents=True, exist_ok=True)
         if (run.path / CONFIG).exists():
@@ -150,7 +191,21 @@ class RunStore:
         self._index_run(run)
         return run
 
-    def delete(self, run_id: str) -> None:
+    def lock(self, run_id: str) -> RunLock:
+        """The run's OS lock (not yet acquired); see `workbench.store.lock`."""
+        self.check_writable(run_id)
+        return RunLock(self.root, check_run_id(run_id))
+
+    def delete(self, run_id: str, lock: RunLock | None = None) -> None:
+        """Delete a run folder. Refused (StoreError) while another process trains it, unless `lock` is the
+        run's lock held by the caller."""
+        self.check_writable(run_id)
+        check_run_id(run_id)
+        if not (lock is not None and lock.held and lock.run_id == run_id):
+            holder = lock_holder(self.root, run_id)
+            if holder:
+                raise StoreError(f"cannot delete: it is being trained by pid {holder.get('pid')} on "
+                                 f"{holder.get('host')}; stop that process first", run_id)
         path = self.root / run_id
         if path.is_dir():
             shutil.rmtree(path)
@@ -184,6 +239,7 @@ class RunStore:
     def _open_index(self) -> sqlite3.Connection:
         """A connection to a valid index, rebuilding the file if it is corrupted or has an old schema."""
         for attempt in range(2):
+            conn = None
             try:
                 conn = self._connect()
                 with conn:
@@ -194,18 +250,37 @@ class RunStore:
                         self._create_schema(conn)
                 return conn
             except sqlite3.DatabaseError:
+                if conn is not None:
+                    conn.close()
                 if attempt:
                     raise
-                try:
-                    conn.close()
-                except Exception:
-                    pass
                 for suffix in ("", "-journal", "-wal", "-shm"):  # corrupted: start afresh
                     Path(f"{self.index_path}{suffix}").unlink(missing_ok=True)
         raise AssertionError("unreachable")
 
+    @contextmanager
+    def _index(self):
+        """The index connection: the file, or (read-only store, unusable file) an in-memory copy."""
+        if self._memory is None and not self.readonly:
+            try:
+                conn = self._open_index()
+            except (sqlite3.Error, OSError) as e:
+                warnings.warn(f"run store {self.root}: cannot use {self.index_path} ({e}); indexing the run "
+                              "folders in memory instead (delete or fix that path to get a persistent index)",
+                              stacklevel=4)
+            else:
+                try:
+                    yield conn
+                finally:
+                    conn.close()
+                return
+        if self._memory is None:
+            self._memory = sqlite3.connect(":memory:", check_same_thread=False)
+            self._create_schema(self._memory)
+        yield self._memory
+
     def _with_index(self, fn) -> Any:
-        with closing(self._open_index()) as conn:
+        with self._index() as conn:
             with conn:  # one transaction
                 return fn(conn)
 
@@ -215,7 +290,12 @@ class RunStore:
         try:
             row = run.summary()
         except StoreError as e:
-            row = {c: None for c in COLUMNS} | {"id": run.id, "status": "corrupt", "error": str(e),
+            status, err = "corrupt", str(e)
+            if not (run.path / CONFIG).exists() and not (run.path / INFO).exists():
+                status = "incomplete"
+                err = (f"run {run.id!r}: creation was interrupted before {CONFIG} was written; training the same "
+                       "config again recreates it")
+            row = {c: None for c in COLUMNS} | {"id": run.id, "status": status, "error": err,
                                                  "path": str(run.path.resolve())}
         row["stamp"] = stamp
         return row
@@ -228,6 +308,8 @@ class RunStore:
 
     def _index_run(self, run: Run) -> None:
         run._config = None
+        if self.readonly:
+            return
         row = self._row(run)
         self._with_index(lambda c: self._upsert(c, [row]))
 
@@ -280,5 +362,5 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created DESC, id"
-        with closing(self._open_index()) as conn:
+        with self._index() as conn:
             return pd.read_sql_query(sql, conn, params=args)

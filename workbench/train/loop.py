@@ -7,6 +7,8 @@ is the same. On CPU a run is deterministic given its seed: parameter init follow
 start of epoch e the global torch RNG (dropout) and the shuffling generator are re-seeded from
 (train.seed, e), so a resumed run replays exactly the batches and dropout masks of an uninterrupted one.
 A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every epoch.
+Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`): a resume
+with another thread count warns. The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
 """
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ import math
 import os
 import sys
 import time
+import warnings
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import now_iso, process_alive, process_identity
+from workbench.store.run import machine_identity, now_iso, process_identity
 
 
 class StopTraining(Exception):
@@ -41,6 +44,35 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=g)
 
 
+def epoch_batches(lengths: torch.Tensor, batch_size: int, seed: int, epoch: int, batching: str = "random",
+                  chunk_batches: int = 64) -> list[torch.Tensor]:
+    """The index batches of epoch `epoch`, a function of (lengths, batch_size, seed, epoch) only.
+
+    random: consecutive slices of `epoch_permutation`.
+    length: "group by length" (as in NLP training since Vaswani et al. 2017): take the same permutation, sort
+    by sequence length (descending, stable) within chunks of `chunk_batches` batches, slice into batches, then
+    shuffle the batch order, so each batch holds similar lengths and can be trimmed to its longest sequence.
+    """
+    n = len(lengths)
+    perm = epoch_permutation(n, seed, epoch)
+    if batching == "random":
+        return list(perm.split(batch_size))
+    if batching != "length":
+        raise ValueError(f"train.batching={batching!r}: use 'random' or 'length'")
+    batches = []
+    for chunk in perm.split(batch_size * chunk_batches):
+        order = torch.sort(lengths[chunk], descending=True, stable=True).indices
+        batches += list(chunk[order].split(batch_size))
+    g = torch.Generator().manual_seed(derive_seed(seed, epoch, "batches"))
+    return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+
+def trim(x: torch.Tensor) -> torch.Tensor:
+    """Drop the trailing columns that are PAD (0) in every row of a right-padded batch."""
+    width = int((x != 0).any(0).nonzero().max().item()) + 1 if bool((x != 0).any()) else 1
+    return x[:, :width]
+
+
 def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
     """Linear warm-up over `warmup_frac` of all steps, then cosine decay to 0 (or constant)."""
     lr, warmup = train["lr"], round(train["warmup_frac"] * total_steps)
@@ -52,27 +84,65 @@ def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
     return lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
+MAX_THREADS_PER_CPU = 4
+
+
+def check_threads(threads: Any, name: str = "--threads") -> int | None:
+    """`threads` (or $PELAB_THREADS) as a validated count in [1, 4 x CPUs], or None (keep torch's default)."""
+    if threads is None or threads == 0:
+        env = os.environ.get("PELAB_THREADS", "")
+        if not env:
+            return None
+        threads, name = env, "$PELAB_THREADS"
+    limit = MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    try:
+        n = int(threads)
+        ok = str(threads).strip().lstrip("+").isdigit() and 1 <= n <= limit
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}={threads!r}: must be an integer from 1 to {limit} ({MAX_THREADS_PER_CPU} x the "
+                         f"{os.cpu_count()} CPUs of this machine)")
+    return n
+
+
 def set_threads(threads: int | None) -> int:
     """Use `threads` (or $PELAB_THREADS) intra-op CPU threads; otherwise keep torch's default."""
-    threads = threads or int(os.environ.get("PELAB_THREADS", "0") or 0)
-    if threads:
-        torch.set_num_threads(threads)
+    n = check_threads(threads)
+    if n:
+        torch.set_num_threads(n)
     return torch.get_num_threads()
 
 
 def pick_device(device: str | None = None) -> torch.device:
-    return torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    """`device` (default: cuda when available, else cpu); ValueError for an unknown or unavailable device."""
+    try:
+        dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    except (RuntimeError, TypeError):
+        raise ValueError(f"--device {device!r} is not a device; use cpu or cuda (cuda:N)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device!r}: CUDA is not available on this machine; use --device cpu")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {device!r}: PE-Lab trains on cpu or cuda")
+    return dev
 
 
 @torch.no_grad()
-def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool) -> tuple[float, float]:
-    """(mean cross-entropy, accuracy) of `model` in eval mode."""
+def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool,
+             trim_pads: bool = False) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` in eval mode. trim_pads: visit the examples sorted by length
+    and trim each batch's trailing pads (same sums, fewer tokens; only for models whose pads are inert)."""
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=x.device)
     correct = torch.zeros((), device=x.device, dtype=torch.long)
+    if trim_pads:
+        order = torch.sort((x != 0).sum(1), descending=True, stable=True).indices
+        x, y = x[order], y[order]
     for i in range(0, len(x), batch_size):
         xb, yb = x[i:i + batch_size], y[i:i + batch_size]
+        if trim_pads:
+            xb = trim(xb)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(xb)
         loss_sum += F.cross_entropy(logits.float(), yb, reduction="sum")
@@ -116,21 +186,46 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
     if isinstance(config, Run):
         config = config.config
+    from .presets import validate_config
+
+    validate_config(config)  # bad configs and arguments fail before anything is written
+    dev = pick_device(device)
+    check_threads(threads)
     run_id = store.run_id(config)
-    if force and store.exists(run_id):
-        store.delete(run_id)
-    run = store.create(config)
+    lock = store.lock(run_id).acquire()  # RunLocked at once when another process trains this run
+    try:
+        if force and store.exists(run_id):
+            store.delete(run_id, lock=lock)
+        fresh = not store.exists(run_id)
+        try:
+            return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
+                                 threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
+                                 on_epoch=on_epoch)
+        except BaseException as e:  # failed before its first epoch: leave no half-made run behind
+            run = Run(store, run_id)
+            if fresh and not run.has_checkpoint():
+                store.delete(run_id, lock=lock)
+            elif not isinstance(e, (StoreError, KeyboardInterrupt)):
+                with contextlib.suppress(StoreError):
+                    if run.info.get("status") == "created":
+                        run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+            raise
+    finally:
+        lock.release()
+
+
+def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: bool, amp: bool | None,
+                  threads: int | None, progress: bool, stop_after_epochs: int | None,
+                  on_epoch: Callable[[Run, dict[str, Any]], None] | None) -> Run:
+    """`train` once the run's lock is held and its folder exists."""
     info = run.info
     if run.status == "finished":
         return run
-    if info.get("status") == "running" and process_alive(info) and info.get("pid") != os.getpid():
-        raise StoreError(f"is being trained by pid {info.get('pid')} on {info.get('host')}", run.id, "run.json")
     if run.has_checkpoint() and not resume:
         raise StoreError(f"exists unfinished (status {run.status!r}, epoch {info.get('epoch', 0)}); "
                          "pass resume=True (--resume) to continue it or force=True (--force) to restart", run.id)
 
     cfg, tcfg = run.config, run.config["train"]
-    dev = pick_device(device)
     amp = (dev.type == "cuda") if amp is None else amp
     n_threads = set_threads(threads)
     if dev.type == "cuda":
@@ -147,6 +242,12 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
     bs, epochs, seed = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"]
+    batching = tcfg.get("batching", "random")
+    trim_pads = batching == "length"
+    if trim_pads and not model.cfg.pads_are_inert:
+        raise ValueError("train.batching='length' trims pads, but this model attends to or pools its pads "
+                         "(an authors' setting); use train.batching='random'")
+    lengths = (x_train != 0).sum(1).cpu()
     n = len(x_train)
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
@@ -161,28 +262,38 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         if "rng.torch" in optim_t:
             torch.set_rng_state(optim_t["rng.torch"])
         rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
+    started_threads = info.get("threads") if ckpt is not None else None
+    if started_threads and started_threads != n_threads and dev.type == "cpu":
+        warnings.warn(f"run {run.id}: resuming with {n_threads} CPU threads, but it started with {started_threads}; "
+                      f"the result will not be bit-identical to an uninterrupted run (pass --threads "
+                      f"{started_threads})", stacklevel=2)
     fwd = torch.compile(model) if compile else model
 
-    run.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
+    run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
+                    resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
-                    error=None, **process_identity())
-    t_session = time.perf_counter()
+                    error=None, machine=machine_identity(), **process_identity())
+    t_session, cpu_session = time.perf_counter(), time.process_time()
+    cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
     try:
         from tqdm.auto import tqdm
 
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
-            perm = epoch_permutation(n, seed, epoch).to(dev)
+            batches = epoch_batches(lengths, bs, seed, epoch, batching)
             model.train()
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.long)
+            seen, computed = 0, 0
             t0 = time.perf_counter()
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not progress, file=sys.stderr, dynamic_ncols=True)
             for i in bar:
-                idx = perm[i * bs:(i + 1) * bs]
+                idx = batches[i].to(dev)
                 xb, yb = x_train[idx], y_train[idx]
+                if trim_pads:
+                    xb = trim(xb)
                 lr = lr_at(step, total_steps, tcfg)
                 for group in opt.param_groups:
                     group["lr"] = lr
@@ -196,18 +307,23 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
                 opt.step()
                 step += 1
                 loss_sum += loss.detach() * len(idx)
+                seen, computed = seen + len(idx), computed + xb.numel()
                 correct += (logits.detach().argmax(-1) == yb).sum()
                 if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
-                    seen = min(n, (i + 1) * bs)
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
                                     lr=f"{lr:.2e}")
             bar.close()
             train_time = time.perf_counter() - t0
-            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp)
+            useful = int(lengths.sum())
+            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads)
             wall = wall_before + time.perf_counter() - t_session
             row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n,
                    "train_acc": correct.item() / n, "test_loss": test_loss, "test_acc": test_acc,
-                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time, "time": now_iso()}
+                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
+                   "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
+            if not math.isfinite(row["train_loss"]):
+                raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {epoch + 1}; "
+                                         "lower train.lr or set train.grad_clip")
             rows.append(row)
             run.write_metrics(rows)
             rng = {"rng.torch": torch.get_rng_state()}
@@ -216,9 +332,10 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
             run.save_checkpoint(model.state_dict(), optimizer_tensors(opt) | rng,
                                 {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
-                                 "shuffle": "epoch_permutation(n, train.seed, epoch)"})
+                                 "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final)
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final,
+                            cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
                 tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
                            f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
@@ -236,6 +353,6 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         with contextlib.suppress(Exception):
             run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
         raise
-    run.update_info(status="finished", finished=now_iso(),
-                    wall_time_s=wall_before + time.perf_counter() - t_session)
+    run.update_info(status="finished", finished=now_iso(), wall_time_s=wall_before + time.perf_counter() - t_session,
+                    cpu_time_s=cpu_before + time.process_time() - cpu_session, machine_at_finish=machine_identity())
     return run

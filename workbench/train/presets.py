@@ -6,27 +6,60 @@ A run config is a plain dict (stored as config.json):
      "model": ModelConfig.to_dict(),                          # vocab_size / n_classes / max_len filled from the data
      "task":  {"task": "trigger-distance", "preset": "cpu", "seed": 42, "overrides": {}},   # synthetic_tasks spec
      "train": {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size",
-               "eval_batch_size", "seed", "grad_clip"}}
+               "eval_batch_size", "seed", "grad_clip", "batching"}}
 
 `--seed` (or `seed=`) sets the training seed (parameter init, dropout, shuffling); the dataset keeps the
 preset's data seed (42) so that runs of different seeds share one test set. Change it with `task.seed=...`.
+
+`validate_config` checks every field's JSON type and range (model and train through
+`workbench.model.config.check_fields`, task through `synthetic_tasks.get_spec`) and refuses configurations whose
+estimated memory exceeds what the machine has available -- before anything is written to disk.
 """
 from __future__ import annotations
 
 import copy
 import json
+import math
+from dataclasses import dataclass, fields
 from typing import Any, Iterable
+
+from workbench.model.config import MODEL_CHOICES, MODEL_RANGES, Range, check_fields
 
 TASKS = ("trigger-distance", "trigger-count")
 TASK_ALIASES = {"t1": "trigger-distance", "task1": "trigger-distance", "1": "trigger-distance",
                 "distance": "trigger-distance", "t2": "trigger-count", "task2": "trigger-count", "2": "trigger-count",
                 "count": "trigger-count"}
-TRAIN_KEYS = {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size", "eval_batch_size",
-              "seed", "grad_clip"}
+
+
+@dataclass
+class TrainConfig:
+    """The train section's fields and their JSON types: the schema `check_fields` validates against."""
+
+    lr: float
+    betas: list[float]
+    weight_decay: float
+    warmup_frac: float
+    schedule: str
+    epochs: int
+    batch_size: int
+    eval_batch_size: int | None  # None: batch_size
+    seed: int
+    grad_clip: float | None  # None: no clipping
+    batching: str = "random"  # random | length (docs/training.md)
+
+
+TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
+TRAIN_RANGES = {"lr": Range(0, 10, lo_open=True), "betas": Range(0, 1, hi_open=True), "weight_decay": Range(0, 10),
+                "warmup_frac": Range(0, 1, hi_open=True), "epochs": Range(1, 100_000), "batch_size": Range(1, 2**20),
+                "eval_batch_size": Range(1, 2**20), "seed": Range(0, 2**63 - 1),
+                "grad_clip": Range(0, 1e6, lo_open=True)}
+TRAIN_CHOICES = {"schedule": ("cosine", "constant"), "batching": ("random", "length")}
+MAX_TAG = 64
 TASK_KEYS = {"task", "preset", "seed", "overrides"}
 
 _TRAIN_DEFAULTS = {"betas": [0.98, 0.9], "weight_decay": 1e-5, "warmup_frac": 0.06, "schedule": "cosine",
-                   "seed": 42, "grad_clip": None, "eval_batch_size": 1024}
+                   "seed": 42, "grad_clip": None, "eval_batch_size": 1024,
+                   "batching": "random"}
 
 PRESETS: dict[str, dict[str, Any]] = {
     # SPEC section 2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
@@ -110,8 +143,11 @@ def set_dotted(cfg: dict[str, Any], key: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def flatten_sets(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+def flatten_sets(d: dict[str, Any], prefix: str = "", where: str = "set") -> list[tuple[str, Any]]:
     """{"model": {"n_layers": 2}, "train.epochs": 3} -> [("model.n_layers", 2), ("train.epochs", 3)]."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{where} = {d!r:.80}: must be a table of dotted keys, e.g. "
+                         '{ "train.epochs" = 5, "model.n_layers" = 2 }')
     out = []
     for k, v in d.items():
         key = f"{prefix}{k}"
@@ -141,7 +177,7 @@ def base_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-
     for key, value in list(p["by_task"].get(task, {}).items()) + list(p["by_scheme"].get(scheme, {}).items()):
         set_dotted(cfg, key, value)
     if seed is not None:
-        cfg["train"]["seed"] = int(seed)
+        cfg["train"]["seed"] = seed
     sets = [parse_sets([s])[0] if isinstance(s, str) else s for s in sets]
     for key, value in sets:
         set_dotted(cfg, key, value)
@@ -162,6 +198,7 @@ def resolve_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigg
     from workbench.store import RunStore
 
     cfg = base_config(preset, scheme, task, arch, seed, sets, tag)
+    validate_config(cfg, partial=True)
     store = store if store is not None else RunStore()
     ds = store.load_task(cfg["task"])
     model = cfg["model"]
@@ -171,23 +208,99 @@ def resolve_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigg
     if model["max_len"] < ds.seq_len:
         raise ValueError(f"model.max_len={model['max_len']} is shorter than the data's seq_len={ds.seq_len}")
     cfg["model"] = ModelConfig.from_dict(model).to_dict()
-    return finish_train_section(cfg)
+    cfg = finish_train_section(cfg)
+    check_memory(cfg, n_train=len(ds.train_y), seq_len=int(ds.seq_len))
+    return cfg
 
 
 def finish_train_section(cfg: dict[str, Any]) -> dict[str, Any]:
     t = cfg["train"]
-    unknown = set(t) - TRAIN_KEYS
-    if unknown:
-        raise ValueError(f"unknown train keys {sorted(unknown)}; known: {sorted(TRAIN_KEYS)}")
-    checks = [(t["lr"] > 0, "lr must be > 0"), (int(t["epochs"]) >= 1, "epochs must be >= 1"),
-              (int(t["batch_size"]) >= 1, "batch_size must be >= 1"),
-              (0 <= t["warmup_frac"] < 1, "warmup_frac must be in [0, 1)"),
-              (t["schedule"] in ("cosine", "constant"), "schedule must be 'cosine' or 'constant'"),
-              (len(t["betas"]) == 2, "betas must be two numbers")]
-    for ok, msg in checks:
-        if not ok:
-            raise ValueError(f"train config: {msg} (got {t})")
-    t["epochs"], t["batch_size"], t["seed"] = int(t["epochs"]), int(t["batch_size"]), int(t["seed"])
-    t["eval_batch_size"] = int(t.get("eval_batch_size") or t["batch_size"])
+    t.setdefault("batching", "random")
+    check_fields(t, TrainConfig, "train", TRAIN_RANGES, TRAIN_CHOICES)
+    if len(t["betas"]) != 2:
+        raise ValueError(f"train.betas={t['betas']!r}: must be two numbers in [0, 1), e.g. [0.9, 0.999]")
+    t["eval_batch_size"] = t.get("eval_batch_size") or t["batch_size"]
     t["betas"] = [float(b) for b in t["betas"]]
     return cfg
+
+
+def validate_config(cfg: Any, partial: bool = False) -> dict[str, Any]:
+    """ValueError naming the field, the value and what is allowed, for any malformed part of a run config:
+    preset, tag, every train and task field, every model field (types and ranges; `partial`: before the data
+    fills vocab_size / n_classes / max_len, so those may be None). Pure: reads and writes nothing."""
+    if not isinstance(cfg, dict):
+        raise ValueError(f"a run config is an object with model, task and train sections, not {type(cfg).__name__}")
+    for section in ("model", "task", "train"):
+        if not isinstance(cfg.get(section), dict):
+            raise ValueError(f"run config: the {section!r} section must be an object")
+    if cfg.get("preset") is not None and cfg["preset"] not in PRESETS:
+        raise ValueError(f"preset={cfg['preset']!r} is unknown; presets: {list(PRESETS)}")
+    tag = cfg.get("tag")
+    if tag is not None and not (isinstance(tag, str) and 0 < len(tag) <= MAX_TAG and any(c.isalnum() for c in tag)):
+        raise ValueError(f"--tag {str(tag)[:40]!r}{'...' if len(str(tag)) > 40 else ''} ({len(str(tag))} characters):"
+                         f" a tag is 1 to {MAX_TAG} characters with at least one letter or digit")
+    check_fields(cfg["train"], TrainConfig, "train", TRAIN_RANGES, TRAIN_CHOICES)
+    if len(cfg["train"]["betas"]) != 2:
+        raise ValueError(f"train.betas={cfg['train']['betas']!r}: must be two numbers in [0, 1), e.g. [0.9, 0.999]")
+    from workbench.model import ModelConfig
+
+    filled = ("vocab_size", "n_classes", "max_len") if partial else ()
+    check_fields({k: v for k, v in cfg["model"].items() if not (k in filled and v is None)}, ModelConfig, "model",
+                 MODEL_RANGES, MODEL_CHOICES)
+    spec = task_spec(cfg["task"])
+    data_bytes = 4 * 8 * spec.n_examples * spec.seq_len  # int64 rows while generating, de-duplicating, training
+    _refuse_if_too_big(data_bytes, f"generating the dataset ({spec.n_examples} examples x seq_len {spec.seq_len})",
+                       "lower task.n_examples or task.seq_len")
+    return cfg
+
+
+def task_spec(task: dict[str, Any]):
+    """The validated synthetic_tasks spec of a run config's task section (ValueError naming `task.<field>`)."""
+    from synthetic_tasks import get_spec
+
+    unknown = set(task) - TASK_KEYS
+    if unknown:
+        raise ValueError(f"unknown task keys {sorted(unknown)}; known: {sorted(TASK_KEYS)} (dataset fields go in "
+                         "task.overrides, e.g. task.n_examples=1000)")
+    overrides = task.get("overrides") or {}
+    if not isinstance(overrides, dict):
+        raise ValueError(f"task.overrides={overrides!r:.80}: must be an object of dataset fields")
+    try:
+        return get_spec(task.get("task"), preset=task.get("preset", "paper"), seed=task.get("seed", 42), **overrides)
+    except ValueError as e:
+        raise ValueError(f"task.{e}") from None
+    except TypeError as e:
+        raise ValueError(f"task: {e}") from None
+
+
+def estimate_memory(cfg: dict[str, Any], n_train: int, seq_len: int) -> tuple[float, float, float]:
+    """(total bytes, parameters, activation bytes) to train `cfg`: fp32 weights + gradients + two AdamW moments
+    (16 bytes per parameter), plus the activations one training batch keeps for backward (per token and layer
+    about 10 d_model + 2 d_ff floats, and 2 x heads x seq_len attention weights without the SDPA fast path),
+    plus the data as int64. An order-of-magnitude estimate, not a measurement."""
+    m, t = cfg["model"], cfg["train"]
+    d, ff, L, H = m["d_model"], m["d_ff"], m["n_layers"], m["n_heads"]
+    params = m["vocab_size"] * d + L * (4 * d * d + 2 * d * ff + 9 * d) + d * m["n_classes"] + m["max_len"] * d
+    attn = 0 if m.get("use_sdpa", True) else 2 * H * seq_len
+    act = 4.0 * t["batch_size"] * seq_len * L * (10 * d + 2 * ff + attn)
+    evals = 4.0 * (t.get("eval_batch_size") or t["batch_size"]) * seq_len * (6 * d + ff + 2 * H * seq_len)
+    return 16.0 * params + act + evals + 8.0 * n_train * seq_len, float(params), act
+
+
+def _refuse_if_too_big(need: float, what: str, fix: str) -> None:
+    import psutil
+
+    avail = psutil.virtual_memory().available
+    if need > avail:
+        raise ValueError(f"{what} needs about {need / 1e9:.3g} GB of memory but this machine has "
+                         f"{avail / 1e9:.3g} GB available; {fix}")
+
+
+def check_memory(cfg: dict[str, Any], n_train: int, seq_len: int) -> None:
+    """ValueError (with the estimate) when training `cfg` would need more memory than is available."""
+    need, params, act = estimate_memory(cfg, n_train, seq_len)
+    m, t = cfg["model"], cfg["train"]
+    _refuse_if_too_big(need, f"training this model ({params / 1e6:.4g} M parameters: model.d_model={m['d_model']}, "
+                       f"n_layers={m['n_layers']}, d_ff={m['d_ff']}; activations {act / 1e9:.3g} GB at "
+                       f"train.batch_size={t['batch_size']}, seq_len {seq_len})",
+                       "make the model smaller or lower train.batch_size")

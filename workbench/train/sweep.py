@@ -13,7 +13,8 @@
     name = "rope-h1-l0"
     scheme = "rope"
     set = { "model.scheme_kwargs" = { rope_heads = 1, rope_layers = [0] } }
-    # tasks / seeds / archs / preset here restrict or replace the grid's for this variant
+    # tasks / seeds / archs / preset here replace the grid's for this variant
+    tier = 2                                # optional (default: the grid's `tier`, else 1); select with tiers=[1]
 
 Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
 sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.store import RunStore, StoreError
+from workbench.store import RunLocked, RunStore, StoreError
 from workbench.store.run import process_alive
 
 from .presets import flatten_sets, resolve_config
@@ -35,8 +36,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description"}
-VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset"}
+GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "tier"}
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
@@ -50,42 +51,58 @@ def _listify(v: Any) -> list:
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
 
-def grid_points(grid: dict[str, Any]) -> list[dict[str, Any]]:
-    """The grid's points as keyword dicts for `resolve_config` (no I/O), in run order: seed, task, arch, scheme."""
+def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[dict[str, Any]]:
+    """The grid's points as keyword dicts for `resolve_config` (no I/O), in run order: tier, seed, task, arch,
+    scheme. tiers: keep only the points of these tiers (None: all)."""
     unknown = set(grid) - GRID_KEYS
     if unknown:
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
     preset = grid.get("preset", "cpu")
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
     archs = _listify(grid.get("archs", grid.get("arch", "paper")))
-    common = flatten_sets(grid.get("set", {}))
-    entries = [{"scheme": s, "tag": None, "sets": []} for s in _listify(grid.get("schemes", []))]
-    for v in grid.get("variants", []):
+    common = flatten_sets(grid.get("set", {}), where="grid: set")
+    base_tier = grid.get("tier", 1)
+    entries = [{"scheme": s, "tag": None, "sets": [], "tier": base_tier} for s in _listify(grid.get("schemes", []))]
+    variants = grid.get("variants", [])
+    if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
+        raise ValueError(f"grid: variants={variants!r:.80} must be a list of tables ([[variants]] with name and "
+                         "scheme)")
+    for v in variants:
         bad = set(v) - VARIANT_KEYS
         if bad or "name" not in v or "scheme" not in v:
             raise ValueError(f"grid variant {v}: needs name and scheme; allowed keys {sorted(VARIANT_KEYS)}")
-        entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": flatten_sets(v.get("set", {})),
+        sets = flatten_sets(v.get("set", {}), where=f"grid variant {v['name']!r}: set")
+        entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": sets,
                         "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
-                        "preset": v.get("preset")})
+                        "preset": v.get("preset"), "tier": v.get("tier", base_tier)})
+    for e in entries:
+        if not isinstance(e["tier"], int) or isinstance(e["tier"], bool) or e["tier"] < 1:
+            raise ValueError(f"grid: tier={e['tier']!r} (scheme {e['scheme']}) must be an integer >= 1")
+    if tiers is not None:
+        entries = [e for e in entries if e["tier"] in tiers]
+    def own(e: dict[str, Any], key: str, default: list) -> list:
+        return _listify(e[key]) if e.get(key) is not None else default
+
+    def union(key: str, default: list) -> list:  # first-seen order
+        return list(dict.fromkeys(default + [x for e in entries for x in own(e, key, default)]))
+
     points = []
-    for seed in seeds:
-        for task in tasks:
-            for arch in archs:
-                for e in entries:
-                    if e.get("tasks") is not None and task not in _listify(e["tasks"]):
-                        continue
-                    if e.get("seeds") is not None and seed not in _listify(e["seeds"]):
-                        continue
-                    if e.get("archs") is not None and arch not in _listify(e["archs"]):
-                        continue
-                    points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
-                                   "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"]})
+    for tier in sorted({e["tier"] for e in entries}):
+        for seed in union("seeds", seeds):
+            for task in union("tasks", tasks):
+                for arch in union("archs", archs):
+                    for e in entries:
+                        if (e["tier"] != tier or seed not in own(e, "seeds", seeds)
+                                or task not in own(e, "tasks", tasks) or arch not in own(e, "archs", archs)):
+                            continue
+                        points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
+                                       "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"]})
     return points
 
 
-def expand_grid(grid: dict[str, Any], store: RunStore) -> list[dict[str, Any]]:
+def expand_grid(grid: dict[str, Any], store: RunStore, tiers: list[int] | None = None) -> list[dict[str, Any]]:
     """Resolved run configs of every grid point (datasets are generated or loaded once per task)."""
-    return [resolve_config(store=store, **p) for p in grid_points(grid)]
+    return [resolve_config(store=store, **p) for p in grid_points(grid, tiers)]
 
 
 def _fmt_time(s: float) -> str:
@@ -96,11 +113,12 @@ def _fmt_time(s: float) -> str:
 def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
           threads: int | None = None, compile: bool = False, progress: bool = True, dry_run: bool = False,
           shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
-          log=None) -> list[dict[str, Any]]:
+          tiers: list[int] | None = None, log=None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run:
     {"id", "outcome": finished (already) | trained | resumed | failed | busy | planned, "test_acc", "error"}.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
+    tiers: only the grid points of these tiers (None: all).
     retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
     Ctrl-C marks the current run interrupted and stops; run the sweep again to continue.
     """
@@ -110,7 +128,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     if not isinstance(grid, dict):
         grid = load_grid(grid)
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    configs = expand_grid(grid, store)
+    configs = expand_grid(grid, store, tiers)
     if shard is not None:
         i, k = shard
         configs = [c for j, c in enumerate(configs) if j % k == i]
@@ -160,6 +178,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         except KeyboardInterrupt:
             log(f"{head}  interrupted; run the sweep again to resume")
             raise
+        except RunLocked as e:  # another process (sweep worker, dashboard job, `workbench train`) has it
+            rec.update(outcome="busy", error=str(e))
+            log(f"{head}  {e}; skipped")
+            results.append(rec)
+            continue
         except Exception as e:  # one broken run must not stop the sweep
             rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
             log(f"{head}  FAILED: {rec['error']}")

@@ -1,0 +1,99 @@
+"""Findings: the core paper reproduced on CPU, from the shipped results (read-only): Table 1 side by side, every
+claim with its verdict and evidence, and for any claim the seed-aggregated ablation atlas of the runs behind it."""
+from __future__ import annotations
+
+from dash import Input, Output, dcc, html
+
+from apps import common as C
+
+PATH, NAME, ORDER = "/findings", "Findings", -1
+P = "find"
+VERDICT_STYLE = {"reproduced": "#e3f4e6", "mixed": "#fff4d6", "not reproduced": "#fbeceb", "pending": "#f1f3f6"}
+
+
+def _shipped():
+    return C.stores().shipped
+
+
+def _tables(store):
+    from workbench.analysis.claims import claims, run_table, table1
+
+    runs = run_table(store)
+    return runs, table1(runs), claims(store, runs)
+
+
+def layout(claim: str | None = None, **query):
+    store = _shipped()
+    header = C.page_header(
+        "Findings: the core paper reproduced on CPU",
+        "Shipped results (results/repro, read-only; no weights, nothing to train): the paper's Table 1 next to "
+        "PE-Lab's mean and 95 % interval over seeds, in the authors' settings and in PE-Lab's, and each qualitative "
+        "claim of the paper with its verdict. The full text, with the scale disclaimer and provenance, is "
+        "results/repro/COMPARISON.md (`workbench compare results/repro`).")
+    if store is None:
+        return html.Div([header, C.hint("No shipped results found: start the dashboard from a PE-Lab checkout "
+                                        "(it reads results/repro) or pass `workbench app --shipped DIR`.",
+                                        kind="missing")])
+    runs, t1, cl = _tables(store)
+    if runs.empty:
+        return html.Div([header, C.hint("The shipped results store holds no finished run yet.", kind="missing")])
+    fig, missing = C.build_figure("table1", t1)
+    t1_view = t1.assign(paper=100 * t1["paper"], mean=100 * t1["mean"], lo=100 * t1["lo"], hi=100 * t1["hi"]) \
+        .drop(columns=["runs"])
+    claim_view = cl.assign(runs=cl["runs"].map(len)).rename(columns={"runs": "n_runs"})
+    options = [{"label": f"{r.claim} ({r.setting}): {r.verdict}", "value": str(i)} for i, r in cl.iterrows()]
+    chosen = claim if claim in {o["value"] for o in options} else (options[0]["value"] if options else None)
+    counts = cl["verdict"].value_counts()
+    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in ("reproduced", "mixed", "not reproduced", "pending"))
+    return html.Div([
+        header,
+        html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(fig) if fig is not None else missing,
+                  C.table_component(t1_view, id=f"{P}-table1", page_size=20)], className="card"),
+        html.Div([html.H3(f"The paper's claims ({summary})"),
+                  C.table_component(claim_view, id=f"{P}-claims", page_size=40, style_data_conditional=[
+                      {"if": {"filter_query": f'{{verdict}} = "{v}"'}, "backgroundColor": c}
+                      for v, c in VERDICT_STYLE.items()],
+                      tooltip_data=[{"evidence": {"value": r.evidence, "type": "text"}} for r in cl.itertuples()],
+                      tooltip_duration=None)], className="card"),
+        html.Div([html.H3("Evidence"),
+                  C.labelled("claim", dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False)),
+                  html.Div(id=f"{P}-evidence")], className="card"),
+    ])
+
+
+def evidence(store, cl, key: str | None) -> list:
+    """For one claim row: its evidence text, the seed-aggregated ablation atlas of its runs, links to each run."""
+    from workbench.analysis import aggregate_seeds
+
+    if key is None or not key.isdigit() or int(key) not in cl.index:
+        return [C.hint("Pick a claim.", kind="info")]
+    row = cl.loc[int(key)]
+    out = [html.P([html.B(f"{row.verdict}: "), row.evidence])]
+    tables = []
+    for rid in row.runs:
+        run = store.get(rid)
+        if run.has_table("ablation"):
+            tables.append(run.load_table("ablation"))
+    if tables:
+        groups = {}
+        for t in tables:
+            groups.setdefault((t["scheme"].iloc[0], t["task"].iloc[0]), []).append(t)
+        for (scheme, task), ts in groups.items():
+            agg = aggregate_seeds(ts) if len(ts) > 1 else ts[0]
+            fig, missing = C.build_figure("ablation", agg)
+            out.append(html.Div([html.H4(f"{scheme}, {task}: zero-ablation atlas, mean over {len(ts)} run(s)"),
+                                 C.graph(fig) if fig is not None else missing]))
+    elif row.runs:
+        out.append(C.hint("These runs have no ablation table.", kind="missing"))
+    out.append(html.Ul([html.Li(dcc.Link(rid, href=f"/ablation?run={rid}")) for rid in row.runs]))
+    return out
+
+
+def register_callbacks(app):
+    @app.callback(Output(f"{P}-evidence", "children"), Input(f"{P}-claim", "value"))
+    def show(key):
+        store = _shipped()
+        if store is None:
+            return []
+        _, _, cl = _tables(store)
+        return evidence(store, cl, key)

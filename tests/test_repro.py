@@ -1,0 +1,183 @@
+"""The shipped reproduction: analyse + ship without weights, COMPARISON.md from the tables alone, verify by re-training,
+and the claim verdicts on tables whose answer is known."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from workbench.analysis.claims import Thresholds, claims, mean_ci, run_table, table1
+from workbench.store import RunStore
+from workbench.train import resolve_config, train
+
+TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=2", "task.n_examples=400",
+        "train.batch_size=32", "train.epochs=2", "train.batching=length"]
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """Three tiny finished runs, analysed and shipped to a results folder."""
+    base = tmp_path_factory.mktemp("repro")
+    data = base / "data"
+    own = RunStore(base / "runs", data_dir=data)
+    ids = []
+    for scheme, task in (("rope", "trigger-distance"), ("nope", "trigger-distance"), ("rope", "trigger-count")):
+        cfg = resolve_config("smoke", scheme, task, sets=TINY, store=own)
+        ids.append(train(cfg, own, progress=False, threads=1).id)
+    from workbench.cli import app
+
+    res = CliRunner().invoke(app, ["ship", *ids, "--to", str(base / "results"), "--n-boot", "50", "--root",
+                                   str(base / "runs")], env={"PELAB_DATA": str(data)})
+    assert res.exit_code == 0, res.output
+    return base, ids
+
+
+def test_shipped_runs_have_everything_but_weights(shipped):
+    base, ids = shipped
+    results = RunStore(base / "results", readonly=True)
+    assert sorted(results.run_ids()) == sorted(ids)
+    for rid in ids:
+        folder = base / "results" / rid
+        names = {p.name for p in folder.iterdir()}
+        assert {"config.json", "run.json", "metrics.jsonl", "tables"} <= names
+        assert not any(n.endswith(".safetensors") for n in names) and "state.json" not in names
+        tables = {p.stem for p in (folder / "tables").iterdir()}
+        assert {"ablation", "deposit", "ablation_mean", "deposit_mean", "qk_means", "spectral"} <= tables
+        info = json.loads((folder / "run.json").read_text())
+        assert info["weights_shipped"] is False and info["code_version"] and info["threads"] == 1
+        assert info["machine"]["cores"] >= 1 and info["cpu_time_s"] > 0 and info["wall_time_s"] > 0
+        run = results.get(rid)
+        assert run.status == "finished" and len(run.metrics()) == 2
+    assert not (base / "results" / "index.sqlite").exists()
+
+
+def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
+    base, ids = shipped
+    from workbench.cli import app
+
+    out = base / "results" / "COMPARISON.md"
+    res = CliRunner().invoke(app, ["compare", str(base / "results"), "--grid", "grids/repro.toml"])
+    assert res.exit_code == 0, res.output
+    first = out.read_text()
+    res = CliRunner().invoke(app, ["compare", str(base / "results"), "--grid", "grids/repro.toml"])
+    assert out.read_text() == first  # byte-identical
+    assert "## Table 1" in first and "## The paper's claims" in first and "## What differs" in first
+    runs = run_table(RunStore(base / "results", readonly=True))
+    rope_t1 = runs[(runs.variant == "rope") & (runs.task == "trigger-distance")].test_acc.iloc[0]
+    assert f"{100 * rope_t1:.2f} (1 seed)" in first  # the number comes from the shipped metrics
+    assert "tier 1:" in first  # the repro grid's points are listed as pending (these are smoke runs)
+    for rid in ids:
+        assert f"[{rid}]({rid}/)" in first
+
+
+def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
+    base, ids = shipped
+    from workbench.cli import app
+
+    res = CliRunner().invoke(app, ["verify", ids[1], "--shipped", str(base / "results"), "--root",
+                                   str(tmp_path / "mine"), "-q", "--tol", "0"],
+                             env={"PELAB_DATA": str(base / "data")})
+    assert res.exit_code == 0, res.output
+    assert "bit-identical" in res.output
+    assert RunStore(tmp_path / "mine").get(ids[1]).status == "finished"
+
+
+def test_verify_fails_when_the_shipped_metrics_differ(shipped, tmp_path):
+    base, ids = shipped
+    import shutil
+
+    from workbench.cli import app
+
+    fake = tmp_path / "results"
+    shutil.copytree(base / "results" / ids[1], fake / ids[1])
+    rows = [json.loads(line) for line in (fake / ids[1] / "metrics.jsonl").read_text().splitlines()]
+    rows[-1]["test_acc"] += 0.01
+    (fake / ids[1] / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(app, ["verify", ids[1], "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q"],
+                             env={"PELAB_DATA": str(base / "data")})
+    assert res.exit_code == 1 and "NOT verified" in res.output
+
+
+def test_mean_ci_is_the_student_t_interval():
+    m, lo, hi, n = mean_ci([0.9, 0.92, 0.97])
+    assert n == 3 and m == pytest.approx(0.93)
+    assert hi - m == pytest.approx(4.302652729 * np.std([0.9, 0.92, 0.97], ddof=1) / np.sqrt(3))
+    assert np.isnan(mean_ci([0.5])[1]) and mean_ci([])[3] == 0
+
+
+class FakeRun:
+    def __init__(self, rid, tables):
+        self.id, self._tables = rid, tables
+
+    def tables(self):
+        return list(self._tables)
+
+    def load_table(self, name):
+        return self._tables[name]
+
+
+class FakeStore:
+    def __init__(self, runs):
+        self._runs = {r.id: r for r in runs}
+
+    def get(self, rid):
+        return self._runs[rid]
+
+
+def _deposit(single_layers, n_layers=4):
+    return pd.DataFrame([{"layer": l, "metric": "accuracy", "single_head_deposit": l in single_layers,
+                          "average_deposit": False, "top_head": 3, "top_delta": 0.4 if l in single_layers else 0.01,
+                          "top_lo": 0.3, "top_hi": 0.5} for l in range(n_layers)])
+
+
+def _runs_frame(rows):
+    base = {"setting": "paper", "partial": False, "preset": "repro", "train_acc": 1.0, "test_acc_epoch1": 0.5,
+            "epochs": 3, "wall_time_s": 1.0, "cpu_time_s": 1.0, "threads": 1, "code_version": "x", "cpu": "y"}
+    return pd.DataFrame([base | r for r in rows])
+
+
+def test_claim_verdicts_follow_the_seeds():
+    """RoPE deposit in layer 0 in seeds 42 and 43 but in layer 3 in seed 44: mixed; NoPE never: reproduced."""
+    rows, runs = [], []
+    for seed, layers in ((42, [0]), (43, [1]), (44, [3])):
+        rid = f"rope-{seed}"
+        rows.append({"run_id": rid, "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": seed,
+                     "test_acc": 0.99, "test_acc_auc": 0.9})
+        runs.append(FakeRun(rid, {"deposit": _deposit(layers)}))
+        rid = f"nope-{seed}"
+        rows.append({"run_id": rid, "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": seed,
+                     "test_acc": 0.15, "test_acc_auc": 0.1, "train_acc": 0.16})
+        runs.append(FakeRun(rid, {"deposit": _deposit([])}))
+    frame = _runs_frame(rows)
+    cl = claims(FakeStore(runs), frame, Thresholds())
+    verdict = dict(zip(cl.claim + "|" + cl.setting, cl.verdict))
+    assert verdict["RoPE has a single-head deposit in a shallow layer on Task 1|paper"] == "mixed"
+    assert verdict["no deposit for NoPE on Task 1|paper"] == "reproduced"
+    assert verdict["RoPE converges fastest on Task 1|paper"] == "reproduced"
+    assert verdict["NoPE does not generalise on Task 1|paper"] == "reproduced"
+    assert verdict["no deposit for ALiBi on Task 1|paper"] == "pending"
+    t1 = table1(frame)
+    r = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
+    assert r.n_seeds == 3 and r.paper == pytest.approx(0.9264) and r["mean"] == pytest.approx(0.99)
+    # a stricter shallow-layer threshold turns seed 43 (layer 1) into a disagreement too, still mixed (seed 42)
+    strict = claims(FakeStore(runs), frame, Thresholds(shallow_layer=0))
+    assert "seed 43: single-head deposit L1.H3" in strict[strict.claim.str.startswith("RoPE has")].evidence.iloc[0]
+
+
+def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
+    from apps import create_app
+    from apps.pages import findings
+
+    base, ids = shipped
+    app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=base / "results")
+    with app.server.test_request_context("/findings"):
+        page = str(findings.layout())
+        assert "Table 1" in page and "find-claims" in page and "RoPE has a single-head deposit" in page
+        store = findings._shipped()
+        runs, t1, cl = findings._tables(store)
+        row = cl[cl.claim.str.startswith("RoPE has a single-head deposit")].index[0]
+        ev = str(findings.evidence(store, cl, str(row)))
+        assert "zero-ablation atlas" in ev and f"/ablation?run={ids[0]}" in ev
+        assert "Pick a claim" in str(findings.evidence(store, cl, "../etc"))
+    assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read

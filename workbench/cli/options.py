@@ -1,0 +1,26 @@
+"""Options every command shares: `--root` names the run store everywhere (old names stay as hidden aliases)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
+SHIPPED_HELP = ("read-only store of shipped results shown next to yours (default: $PELAB_SHIPPED, else results/repro "
+                "when it exists)")
+
+
+def root_option() -> Optional[Path]:
+    return typer.Option(None, "--root", help=ROOT_HELP)
+
+
+def alias_option(name: str) -> Optional[Path]:
+    """A hidden old name of --root (e.g. `--store`, `--runs`)."""
+    return typer.Option(None, name, hidden=True)
+
+
+def pick_root(root: Optional[Path], alias: Optional[Path], alias_name: str) -> Optional[Path]:
+    if root is not None and alias is not None and Path(root) != Path(alias):
+        raise ValueError(f"--root {root} and {alias_name} {alias} name different stores; use --root only")
+    return root if root is not None else alias

@@ -1,0 +1,167 @@
+"""CLI of the shipped reproduction: `workbench ship`, `workbench compare`, `workbench recreate`, `workbench verify`.
+
+    workbench ship --grid grids/repro.toml --tier 1 --root runs-repro --to results/repro   # analyse + copy, no weights
+    workbench compare results/repro                        # writes results/repro/COMPARISON.md from its tables
+    workbench recreate RUN_ID                              # re-train a shipped run into your store (same run id)
+    workbench verify RUN_ID                                # re-train it and compare the metrics with the shipped ones
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
+SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
+METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+def _shipped(path: Optional[Path]):
+    from workbench.store import RunStore
+    from workbench.store.stores import shipped_root
+
+    root = shipped_root(path)
+    if root is None or not Path(root).is_dir():
+        _fail(f"no shipped results store at {root or 'results/repro'}; pass --shipped DIR")
+    return RunStore(root, readonly=True)
+
+
+def ship_cmd(
+    run_ids: List[str] = typer.Argument(None, help="run ids to ship (or --grid)"),
+    grid: Optional[Path] = typer.Option(None, "--grid", exists=True, dir_okay=False,
+                                        help="ship every finished run of this grid"),
+    tier: Optional[str] = typer.Option(None, "--tier", help="with --grid: only these tiers, e.g. 1 or 1,2"),
+    to: Path = typer.Option(..., "--to", help="the results folder, e.g. results/repro"),
+    analyze: bool = typer.Option(True, "--analyze/--no-analyze", help="run every analysis first (skips tables "
+                                 "that exist)"),
+    n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Run every analysis on finished runs and copy them, without weights, into a results store."""
+    from workbench.analysis.suite import run_suite
+    from workbench.store import RunStore, StoreError
+    from workbench.store.ship import ship_run
+
+    store = RunStore(root)
+    if grid is not None:
+        from workbench.train.sweep import grid_points, load_grid
+        from workbench.train.presets import resolve_config
+
+        tiers = [int(t) for t in tier.split(",")] if tier else None
+        try:
+            ids = [store.run_id(resolve_config(store=store, **p)) for p in grid_points(load_grid(grid), tiers)]
+        except ValueError as e:
+            _fail(str(e))
+        run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
+    if not run_ids:
+        _fail("name run ids or pass --grid GRID.toml")
+    shipped = skipped = 0
+    for rid in run_ids:
+        try:
+            run = store.get(rid)
+        except StoreError as e:
+            typer.echo(f"{rid}: not in {store.root} ({e}); skipped", err=True)
+            skipped += 1
+            continue
+        if run.status != "finished":
+            typer.echo(f"{rid}: {run.status}; skipped", err=True)
+            skipped += 1
+            continue
+        if analyze:
+            run_suite(run, n_boot=n_boot, log=lambda msg: typer.echo(msg, err=True))
+        ship_run(run, to)
+        shipped += 1
+        typer.echo(f"{rid}: shipped to {Path(to) / rid}")
+    typer.echo(f"{shipped} shipped, {skipped} skipped")
+
+
+def compare_cmd(
+    results: Path = typer.Argument(..., exists=True, file_okay=False, help="a results store, e.g. results/repro"),
+    out: Optional[Path] = typer.Option(None, "--out", help="default: RESULTS/COMPARISON.md"),
+    grid: Optional[Path] = typer.Option(Path("grids/repro.toml"), "--grid",
+                                        help="the grid whose unfinished points are listed as pending"),
+) -> None:
+    """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
+    from workbench.report.comparison import pending_points, write_comparison
+    from workbench.store import RunStore
+
+    store = RunStore(results, readonly=True)
+    pending = pending_points(store, grid) if grid is not None and grid.is_file() else None
+    path = write_comparison(store, out or results / "COMPARISON.md", pending=pending)
+    typer.echo(f"wrote {path}")
+
+
+def recreate_cmd(
+    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md or `workbench runs --shipped`)"),
+    shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Re-train a shipped run from its config.json into your store (weights included; same run id)."""
+    from workbench.store import RunStore
+
+    own = RunStore(root)
+    run = _recreate(_shipped(shipped), own, run_id, threads, quiet)
+    typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
+
+
+def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool):
+    from workbench.store import StoreError
+    from workbench.train import train
+
+    try:
+        src = shipped_store.get(run_id)
+    except StoreError as e:
+        _fail(str(e))
+    if own.run_id(src.config) != run_id:
+        _fail(f"{run_id}: its config hashes to {own.run_id(src.config)} with this code version; the config format "
+              "changed since it was shipped")
+    return train(src.config, own, resume=True, threads=threads or src.info.get("threads"), progress=not quiet)
+
+
+def verify_cmd(
+    run_id: str = typer.Argument(..., help="a shipped run id"),
+    shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
+    tol: float = typer.Option(1e-4, "--tol", min=0.0, help="largest accepted |difference| of any metric"),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Re-train a shipped run (or use your re-created copy) and compare every epoch's metrics with the shipped ones.
+
+    Exit 0 when every metric agrees within --tol, 1 otherwise."""
+    from workbench.store import RunStore
+
+    src_store, own = _shipped(shipped), RunStore(root)
+    run = _recreate(src_store, own, run_id, threads, quiet)
+    diff = metric_differences(src_store.get(run_id).metric_rows(), run.metric_rows())
+    worst = max(diff.values()) if diff else math.inf
+    for key, d in diff.items():
+        typer.echo(f"{key}: max |shipped - re-run| = {d:.3g}")
+    if worst <= tol:
+        typer.echo(f"{run_id}: verified ({'bit-identical' if worst == 0 else f'within {tol}'})")
+    else:
+        typer.secho(f"{run_id}: NOT verified (largest difference {worst:.3g} > {tol})", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+
+
+def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict[str, float]:
+    """Largest |difference| per metric over epochs (inf when the epochs do not match)."""
+    if [r["epoch"] for r in shipped_rows] != [r["epoch"] for r in rerun_rows]:
+        return {"epochs": math.inf}
+    return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ship")(ship_cmd)
+    app.command("compare")(compare_cmd)
+    app.command("recreate")(recreate_cmd)
+    app.command("verify")(verify_cmd)

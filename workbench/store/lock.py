@@ -1,0 +1,98 @@
+"""Per-run OS lock: one training process per run.
+
+`<root>/.locks/<run_id>.lock` is locked with `fcntl.flock(LOCK_EX | LOCK_NB)` for the life of the training
+process (the kernel drops it when the process dies, even on `kill -9`). The file lives outside the run folder so
+deleting the run (`--force`) cannot orphan the lock, and it records the holder's pid/host for the message a
+second trainer gets.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError
+
+LOCKS = ".locks"
+
+
+class RunLocked(StoreError):
+    """Another live process holds the run's lock."""
+
+
+def lock_path(root: str | os.PathLike, run_id: str) -> Path:
+    return Path(root) / LOCKS / f"{run_id}.lock"
+
+
+def _holder(path: Path) -> dict[str, Any]:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+        return info if isinstance(info, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+class RunLock:
+    """`with RunLock(root, run_id):` -- held until released or the process ends. Raises `RunLocked` at once
+    (no waiting) when another process holds it."""
+
+    def __init__(self, root: str | os.PathLike, run_id: str):
+        self.path, self.run_id = lock_path(root, run_id), run_id
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> "RunLock":
+        if self._fd is not None:
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            h = _holder(self.path)
+            raise RunLocked(f"is being trained by pid {h.get('pid', '?')} on {h.get('host', '?')} "
+                            f"(since {h.get('since', '?')}; lock {self.path}); wait for it to finish or stop "
+                            "that process", self.run_id) from None
+        from .run import now_iso
+
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now_iso()}).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def lock_holder(root: str | os.PathLike, run_id: str) -> dict[str, Any] | None:
+    """{"pid", "host", "since"} of the process training `run_id`, or None when nobody holds its lock."""
+    path = lock_path(root, run_id)
+    if not path.exists():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path) or {"pid": "?", "host": "?"}
+    finally:
+        os.close(fd)  # closing drops a lock we got
+    return None

@@ -1,0 +1,42 @@
+"""Shipping runs without their weights: a read-only results store (e.g. `results/repro/`) that anyone can open.
+
+    ship_run(run, "results/repro")      # config.json, run.json, metrics.jsonl, tables/*.parquet; no weights
+
+Training is deterministic, so a shipped run is re-created from its config.json (`workbench recreate RUN_ID`)
+and checked against the shipped metrics (`workbench verify RUN_ID`). A shipped folder replaces an older copy of
+the same run atomically: the new folder is written beside it and renamed into place.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .atomic import atomic_write_json
+from .errors import StoreError
+from .run import CONFIG, INFO, METRICS, TABLES, Run, now_iso
+
+
+def ship_run(run: Run, dest_root: str | os.PathLike) -> Path:
+    """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`."""
+    if run.status != "finished":
+        raise StoreError(f"is {run.status!r}; only finished runs are shipped", run.id)
+    dest_root = Path(dest_root)
+    dest_root.mkdir(parents=True, exist_ok=True)
+    final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", dest_root / f".{run.id}.old"
+    for leftover in (tmp, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    tmp.mkdir()
+    for name in (CONFIG, METRICS):
+        shutil.copy2(run.path / name, tmp / name)
+    atomic_write_json(tmp / INFO, dict(run.info, shipped=now_iso(), weights_shipped=False))
+    if (run.path / TABLES).is_dir():
+        (tmp / TABLES).mkdir()
+        for table in sorted((run.path / TABLES).glob("*.parquet")):
+            shutil.copy2(table, tmp / TABLES / table.name)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+

@@ -1,0 +1,87 @@
+"""Several run stores read as one: the user's own store first, then read-only shipped results.
+
+    stores = StoreSet(RunStore(root), shipped=RunStore("results/repro", readonly=True))
+    stores.query(scheme="rope")      # the stores' index rows + a `source` column ("own" / "shipped")
+    stores.get(run_id)               # the run, from the first store whose folders hold it
+
+Used by the dashboard and `workbench report`, so both see the same runs. An id is checked against
+`RUN_ID_PATTERN` and the stores' run folders before any path is built.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError
+from .run import Run
+from .runstore import RunStore, check_run_id
+
+
+def shipped_root(shipped: str | os.PathLike | None = None) -> Path | None:
+    """The read-only shipped store: `shipped`, else $PELAB_SHIPPED, else `results/repro` of the current folder or
+    of the source checkout this package runs from, when it exists."""
+    if shipped is not None:
+        return Path(shipped)
+    if os.environ.get("PELAB_SHIPPED"):
+        return Path(os.environ["PELAB_SHIPPED"])
+    import workbench
+
+    for base in (Path("."), Path(workbench.__file__).resolve().parent.parent):
+        if (base / "results" / "repro").is_dir():
+            return base / "results" / "repro"
+    return None
+
+
+class StoreSet:
+    """The user's store (`own`, writable) and an optional read-only `shipped` store."""
+
+    def __init__(self, own: RunStore, shipped: RunStore | None = None):
+        self.own, self.shipped = own, shipped
+        self.sources: list[tuple[str, RunStore]] = [("own", own)] + ([("shipped", shipped)] if shipped else [])
+
+    @classmethod
+    def open(cls, root: str | os.PathLike | None = None, shipped: str | os.PathLike | None = None) -> "StoreSet":
+        """Own store at `root` (default $PELAB_RUNS or ./runs) + the shipped store of `shipped_root(shipped)`."""
+        own = RunStore(root)
+        sroot = shipped_root(shipped)
+        if sroot is not None and sroot.resolve() == own.root.resolve():
+            sroot = None
+        return cls(own, RunStore(sroot, readonly=True) if sroot is not None else None)
+
+    @property
+    def root(self) -> Path:
+        return self.own.root
+
+    def __repr__(self) -> str:
+        return f"StoreSet({self.own!r}, shipped={self.shipped!r})"
+
+    def query(self, **filters: Any):
+        """Index rows of every store (own first; an id in both is the own one), with a `source` column."""
+        import pandas as pd
+
+        frames = []
+        for name, store in self.sources:
+            df = store.query(**filters)
+            frames.append(df.assign(source=pd.Series([name] * len(df), index=df.index, dtype=object)))
+        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        return df.drop_duplicates("id", keep="first").reset_index(drop=True)
+
+    def store_of(self, run_id: str) -> tuple[str, RunStore]:
+        """(source, store) holding `run_id`; StoreError "unknown run" otherwise."""
+        check_run_id(run_id)
+        for name, store in self.sources:
+            if run_id in store.run_ids():
+                return name, store
+        where = " or ".join(str(s.root) for _, s in self.sources)
+        raise StoreError(f"unknown run {run_id!r}: not in {where} (see `workbench runs`)")
+
+    def get(self, run_id: str) -> Run:
+        return self.store_of(run_id)[1].get(run_id)
+
+    def exists(self, run_id: str) -> bool:
+        try:
+            self.store_of(run_id)
+            return True
+        except StoreError:
+            return False
