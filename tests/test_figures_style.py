@@ -76,6 +76,11 @@ def tables():
     out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
     out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
     out["attention_patterns"] = pattern_rows()
+    from workbench.analysis.claims import table1
+
+    out["table1"] = table1(pd.DataFrame([{"run_id": r.id, "setting": setting, "variant": meta[1], "scheme": meta[1],
+                                          "task": meta[2], "seed": meta[3], "test_acc": r.final["test_acc"]}
+                                         for r, meta in zip(runs, RUNS) for setting in ("paper", "authors")]))
     return out
 
 
