@@ -356,3 +356,15 @@ def test_figure_cli_errors_are_clear(tmp_path):
     assert r.exit_code == 2 and "unknown figure 'nothing'" in r.output
     r = CliRunner().invoke(app, ["figure", "x", "ablation", "--out", str(tmp_path / "f.doc"), "--root", str(tmp_path)])
     assert r.exit_code == 2 and ".svg, .pdf, .png" in r.output
+
+
+def test_tables_of_several_runs_get_a_panel_each(tables):
+    """A diagnostic table of two runs is not pooled: one panel per run, the layers' entries shared."""
+    a = tables["distance_bias"]
+    both = pd.concat([a, a.assign(run_id="other", scheme="nope")], ignore_index=True)
+    fig = FIGURES["distance_bias"](both)
+    assert [x.text for x in fig.layout.annotations] == ["RoPE", "NoPE"]
+    assert len(fig.data) == 2 * a["layer"].nunique()
+    np.testing.assert_allclose(fig.data[0].y, FIGURES["distance_bias"](a).data[0].y)
+    names = [t.name for t in legend_entries(fig)]
+    assert sorted(names) == [f"layer {l}" for l in sorted(a["layer"].unique())]
