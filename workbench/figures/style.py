@@ -54,14 +54,22 @@ def layer_color(layer: int, n_layers: int) -> str:
 
 
 def shade(color: str, i: int, n: int) -> str:
-    """Variant i of n of a colour (n = 1: the colour itself; otherwise from darker to lighter)."""
-    if n <= 1:
+    """Variant i of n of a colour: i = 0 is the colour itself, later variants lighter (up to 60 % white)."""
+    if i <= 0 or n <= 1:
         return color
     rgb = np.array([int(color[k:k + 2], 16) for k in (1, 3, 5)], float) if color.startswith("#") else \
         np.array([float(v) for v in color[color.index("(") + 1:-1].split(",")[:3]])
-    t = -0.45 + 0.9 * i / (n - 1)  # -0.45 (darker) .. +0.45 (lighter)
-    out = rgb * (1 + t) if t < 0 else rgb + (255 - rgb) * t
+    out = rgb + (255 - rgb) * 0.6 * i / (n - 1)
     return "#" + "".join(f"{int(round(v)):02x}" for v in np.clip(out, 0, 255))
+
+
+TASK_ORDER = ("trigger-distance", "trigger-count")
+
+
+def tasks_of(df: pd.DataFrame) -> list:
+    """The tasks of a table in panel order: Task 1, Task 2, then any other in order of appearance."""
+    seen = list(dict.fromkeys(df["task"])) if "task" in df.columns else [None]
+    return sorted(seen, key=lambda t: TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER) + seen.index(t))
 
 
 # ---- labels ------------------------------------------------------------------------------------
