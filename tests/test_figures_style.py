@@ -218,8 +218,9 @@ def test_mixed_tasks_get_separate_panels_and_labels_carry_task_and_seed(tables):
     assert {"RoPE, Task 1, seed 1", "RoPE, Task 1, seed 2", "RoPE, Task 2", "NoPE, Task 1"} <= names, names
     conv = build("convergence", tables)
     assert [a.text for a in conv.layout.annotations][:2] == ["Task 1", "Task 2"]
-    dashes = {t.name.rsplit(" ", 1)[-1]: t.line.dash for t in conv.data if not S.is_baseline(t)}
+    dashes = {"train" if t.name.endswith("(train)") else "test": t.line.dash for t in conv.data if not S.is_baseline(t)}
     assert dashes == {"train": "dash", "test": "solid"}
+    assert all(t.showlegend is False for t in conv.data if t.name.endswith("(train)")), "one entry per scheme"
 
 
 # ---- baselines ----------------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ def distance_bias(df: pd.DataFrame) -> go.Figure:
                                  width=h["bin_hi"] - h["bin_lo"], opacity=0.55, legendgroup=f"layer {layer}",
                                  name=f"layer {layer}" + ("" if len(rids) > 1 else f" (mean {mean:.2f})"),
                                  marker_color=S.layer_color(layer, n_layers),
-                                 hovertemplate=f"layer {layer}, mean {mean:.2f}<br>%{{x:.2f}}: %{{y:.3f}}<extra></extra>"),
+                                 hovertemplate=f"layer {layer}, mean {mean:.2f}<br>"
+                                               "%{x:.2f}: %{y:.3f}<extra></extra>"),
                           row=1, col=c)
         fig.add_vline(x=0, line_dash="dash", line_color="gray", row=1, col=c)
         fig.update_xaxes(title_text="logit(near) − logit(far)", row=1, col=c)
@@ -42,7 +43,8 @@ def rope_expected_score(df: pd.DataFrame) -> go.Figure:
     for i, mu in enumerate(means):
         sub = df[df["q_mean"] == mu]
         color = S.layer_color(i, len(means))
-        fig.add_trace(go.Scatter(x=sub["distance"], y=sub["expected_score"], mode="lines", name=f"mean {mu:g} (analytic)",
+        fig.add_trace(go.Scatter(x=sub["distance"], y=sub["expected_score"], mode="lines",
+                                 name=f"mean {mu:g} (analytic)",
                                  legendgroup=f"mean {mu:g}", line=dict(color=color)))
         fig.add_trace(go.Scatter(x=sub["distance"], y=sub["mc_mean"], mode="markers", marker=dict(size=3, color=color),
                                  name=f"mean {mu:g} (Monte Carlo)", legendgroup=f"mean {mu:g}", opacity=0.6))

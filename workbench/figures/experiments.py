@@ -25,8 +25,9 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
     for r, task in enumerate(tasks, 1):
         sub = df[df["task"] == task].copy()
         sub["layer_label"] = sub["layer"].map(_layer_label)
-        for c, (col, bar, fmt, lim) in enumerate((("test_acc", "test accuracy", ".3f", (0, 1)),
-                                                  ("deepest_deposit_layer", "layer (mean over seeds)", ".1f", (None, None))), 1):
+        panels = (("test_acc", "test accuracy", ".3f", (0, 1)),
+                  ("deepest_deposit_layer", "layer (mean over seeds)", ".1f", (None, None)))
+        for c, (col, bar, fmt, lim) in enumerate(panels, 1):
             z = sub.groupby(["layer_label", "k"])[col].mean().unstack("k")
             z.columns = [int(k) for k in z.columns]
             fig.add_trace(S.heatmap(z, colorbar_title=bar, fig=fig, row=r, col=c, zmin=lim[0], zmax=lim[1], fmt=fmt,
@@ -89,8 +90,8 @@ def _label_colors(d: pd.DataFrame, key: str) -> dict:
 
 def convergence(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
     """Per task a panel; per label (scheme, or scheme + kwargs / tag) two lines (train dashed, test solid) in
-    the scheme's colour, mean over seeds: 2 x n_labels traces per task, plus chance and the best length-only
-    predictor (test split) when metric = accuracy and the table carries them."""
+    the scheme's colour, mean over seeds, one legend entry per label: 2 x n_labels traces per task, plus chance
+    and the best length-only predictor (test split) when metric = accuracy and the table carries them."""
     d = df[df["metric"] == metric]
     tasks = S.tasks_of(d)
     key = "label" if "label" in d.columns else "scheme"
@@ -102,9 +103,12 @@ def convergence(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
         for (label, split), sub in dt.groupby([key, "split"]):
             m = sub.groupby("epoch")["value"].mean()
             name = scheme_label(label) if key == "scheme" else _pretty(label)
-            fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines+markers", name=f"{name} {split}",
-                                     legendgroup=label, marker=dict(size=4),
-                                     line=dict(color=colors[label], dash=S.SPLIT_DASH.get(split, "solid"))),
+            test = split == "test"  # one legend entry per label (its test line); the train line joins its group
+            fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines+markers",
+                                     name=name if test else f"{name} ({split})",
+                                     legendgroup=label, showlegend=None if test else False, marker=dict(size=4),
+                                     line=dict(color=colors[label], dash=S.SPLIT_DASH.get(split, "solid")),
+                                     hovertemplate=f"{name}, {split}: " + "epoch %{x}, %{y:.3f}<extra></extra>"),
                           row=1, col=c)
         if metric == "accuracy":
             add_accuracy_baselines(fig, dt[dt["split"] == "test"], "epoch", 1, c)

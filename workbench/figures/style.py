@@ -250,7 +250,7 @@ def round_table(df: pd.DataFrame) -> pd.DataFrame:
     out = df[keys + [c for c in df.columns if c not in keys]].copy()
     floats = [c for c in out.columns if out[c].dtype.kind == "f"]
     dec = {c: decimals(c, out[c]) for c in floats}
-    for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy/acc, ci_lo -> delta, top_lo -> top_delta
+    for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy, ci_lo -> delta, top_lo -> top_delta
         if c.endswith(("_lo", "_hi")):
             stem = c[:-3]
             for base in (stem, f"{stem}_delta", "delta" if stem == "ci" else "", "accuracy" if stem == "acc" else ""):
