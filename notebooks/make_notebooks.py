@@ -42,6 +42,58 @@ def get_run(scheme, task="trigger-distance", **model_kwargs):
 print(f"preset {PRESET}, store {store.root}")
 '''
 
+NB0 = [
+    new_markdown_cell("""\
+# Findings: the core paper reproduced on CPU (no training needed)
+
+This notebook reads the **shipped results** (`results/repro`: configs, provenance, metrics and every analysis
+table of each run, no weights) and shows what the reproduction found: the paper's Table 1 next to PE-Lab's
+numbers over seeds, each of the paper's claims with a verdict, and the seed-aggregated ablation atlas behind the
+central claim. Nothing is trained; to look inside a model, re-create a run (`workbench recreate RUN_ID`, which
+re-trains it deterministically) and use notebooks 01-03. The full text is `results/repro/COMPARISON.md`."""),
+    new_code_cell('''\
+# Parameters. The test suite runs this notebook with PELAB_SHIPPED=<a small shipped store>.
+import os
+
+import pandas as pd
+
+from workbench.analysis import aggregate_seeds
+from workbench.analysis.claims import claims, run_table, table1
+from workbench.analysis.experiments import convergence
+from workbench.figures import FIGURES
+from workbench.store import RunStore, shipped_root
+
+root = shipped_root()  # $PELAB_SHIPPED, else results/repro of this checkout
+assert root is not None, "no shipped results: run from a PE-Lab checkout or set PELAB_SHIPPED"
+store = RunStore(root, readonly=True)
+runs = run_table(store)
+print(f"{len(runs)} shipped runs in {root}")
+runs.groupby(["setting", "task"]).variant.agg(lambda v: ", ".join(sorted(set(v))))'''),
+    new_markdown_cell("## Table 1: the paper's test accuracy next to PE-Lab's (mean and 95 % interval over seeds)"),
+    new_code_cell('''\
+t1 = table1(runs)
+display(t1.drop(columns=["runs"]))
+FIGURES["table1"](t1)'''),
+    new_markdown_cell("## The paper's claims, one verdict per setting"),
+    new_code_cell('''\
+cl = claims(store, runs)
+with pd.option_context("display.max_colwidth", 200):
+    display(cl[["claim", "setting", "verdict", "evidence"]])'''),
+    new_markdown_cell("""\
+## The central claim: RoPE's single-head deposit on Task 1
+The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over seeds: mean delta per
+head with a Student-t interval over seeds."""),
+    new_code_cell('''\
+ids = runs[(runs.setting == "paper") & (runs.variant == "rope") & (runs.task == "trigger-distance")].run_id
+tables = [store.get(i).load_table("ablation") for i in ids if store.get(i).has_table("ablation")]
+print(f"{len(tables)} RoPE Task 1 runs with an ablation table")
+FIGURES["ablation"](aggregate_seeds(tables) if len(tables) > 1 else tables[0])'''),
+    new_markdown_cell("## Learning curves of the shipped runs"),
+    new_code_cell('''\
+curves = convergence(runs=[store.get(i) for i in runs[runs.setting == "paper"].run_id])
+FIGURES["convergence"](curves)'''),
+]
+
 NB1 = [
     new_markdown_cell("""\
 # Head ablation: which heads carry the position signal?
@@ -209,5 +261,6 @@ def write(name: str, cells: list) -> Path:
 
 
 if __name__ == "__main__":
-    for name, cells in (("01_head_ablation.ipynb", NB1), ("02_partial_rope_mla.ipynb", NB2)):
+    for name, cells in (("00_findings.ipynb", NB0), ("01_head_ablation.ipynb", NB1),
+                        ("02_partial_rope_mla.ipynb", NB2)):
         print("wrote", write(name, cells))

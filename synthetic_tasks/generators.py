@@ -1,7 +1,7 @@
 """Vectorised generators for both tasks, de-duplication, splits and the content hash.
 
 Random streams: `Generator(PCG64(SeedSequence([seed, stream])))`, stream 0 = trigger draw, 1 = main
-examples, 2+i = extrapolation split i. Nothing depends on Python's `hash()` or on dict order.
+examples, 2+i = extrapolation split i, 1000 = the train/test permutation of Task 1's sampling="authors". Nothing depends on Python's `hash()` or on dict order.
 """
 import hashlib
 import platform
@@ -12,6 +12,7 @@ from .dataset import Dataset
 from .specs import TriggerCountSpec, TriggerDistanceSpec
 
 GENERATOR_VERSION = "1"
+SPLIT_STREAM = 1000  # random stream of the seeded train/test permutation (sampling="authors")
 
 
 def _rng(seed, stream):
@@ -54,6 +55,29 @@ def _distance_rows(rng, pool, w1, w2, left, middle, n_real, pad_len):
     return x, middle + 1
 
 
+def _sample_without_replacement(rng, words, n, k, chunk=4096):
+    """[n, k]: each row k distinct words in random order (the first k of a random permutation of `words`)."""
+    out = np.empty((n, k), dtype=np.int64)
+    for i in range(0, n, chunk):
+        m = min(chunk, n - i)
+        out[i:i + m] = words[np.argsort(rng.random((m, len(words))), axis=1)[:, :k]]
+    return out
+
+
+def _authors_distance_rows(rng, words, w1, w2, left, middle, right, n_real, pad_len):
+    """The authors' Task 1 rows: each segment (left, middle, right) is a draw without replacement from `words`."""
+    n = len(left)
+    segs = [_sample_without_replacement(rng, words, n, max(1, int(seg.max(initial=1)))) for seg in (left, middle, right)]
+    p = np.arange(pad_len)[None, :]
+    lo, mi = left[:, None], middle[:, None]
+    pick = lambda seg, j: np.take_along_axis(seg, np.clip(j, 0, seg.shape[1] - 1), axis=1)  # noqa: E731
+    x = np.where(p < lo, pick(segs[0], p), pick(segs[2], p - lo - mi - 2))
+    x = np.where((p > lo) & (p <= lo + mi), pick(segs[1], p - lo - 1), x)
+    x = np.where(p == lo, w1, np.where(p == lo + mi + 1, w2, x))
+    x[p >= n_real[:, None]] = 0
+    return x, middle + 1
+
+
 def _gen_distance(s: TriggerDistanceSpec):
     w1, w2 = _rng(s.seed, 0).choice(np.arange(1, s.vocab_size, dtype=np.int64), size=2, replace=False)
     words = np.arange(1, s.vocab_size, dtype=np.int64)
@@ -63,7 +87,10 @@ def _gen_distance(s: TriggerDistanceSpec):
     left, middle, right = _u(rng, s.left_min, s.left_max, n), _u(rng, s.middle_min, s.middle_max, n), \
         _u(rng, s.right_min, s.right_max, n)
     n_real = np.minimum(left + middle + right + 2, s.max_tokens)       # truncation cuts `right` only
-    x, y = _distance_rows(rng, pool, w1, w2, left, middle, n_real, s.seq_len)
+    if s.sampling == "authors":
+        x, y = _authors_distance_rows(rng, words, w1, w2, left, middle, right, n_real, s.seq_len)
+    else:
+        x, y = _distance_rows(rng, pool, w1, w2, left, middle, n_real, s.seq_len)
 
     extrap, m = {}, s.extrap_size
     if m:
@@ -147,6 +174,9 @@ def generate(spec):
     x, y, n_dup = dedup(x, y)
     if len(y) < 2:
         raise ValueError(f"n_examples={spec.n_examples} left {len(y)} unique example(s); raise n_examples")
+    if getattr(spec, "sampling", "iid") == "authors":  # the authors shuffle (seeded) before splitting
+        order = _rng(spec.seed, SPLIT_STREAM).permutation(len(y))
+        x, y = x[order], y[order]
     n_train = min(max(round(spec.train_frac * len(y)), 1), len(y) - 1)
     train, test = (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
     extrap = {k: dedup(*v)[:2] for k, v in extrap.items()}

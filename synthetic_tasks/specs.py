@@ -105,6 +105,7 @@ class TriggerDistanceSpec(_Spec):
     n_examples: int = 100_000              # generated, before de-duplication
     train_frac: float = 0.7
     filler_includes_triggers: bool = False  # True = the authors' behaviour (ambiguous labels possible)
+    sampling: str = "iid"                  # "authors": the released generator (see SAMPLINGS)
     extrap_factors: tuple = (1.25, 1.5, 2.0)
     shift_factor: float = 2.0              # length of the "shifted" split (pair beyond max_tokens)
     extrap_size: int = 2000                # examples per extrapolation split
@@ -113,9 +114,25 @@ class TriggerDistanceSpec(_Spec):
     def n_classes(self):
         return self.middle_max + 2
 
+    def to_dict(self):
+        d = super().to_dict()
+        if d["sampling"] == "iid":  # added later: left out at its default so existing datasets keep their hashes
+            del d["sampling"]
+        return d
+
     def _validate(self):
         if self.task != "trigger-distance":
             _fail("task", self.task, "must be 'trigger-distance' for TriggerDistanceSpec")
+        if self.sampling not in SAMPLINGS:
+            _fail("sampling", self.sampling, f"is unknown; choose one of {sorted(SAMPLINGS)}")
+        if self.sampling == "authors":
+            if not self.filler_includes_triggers:
+                _fail("filler_includes_triggers", False, "must be true with sampling='authors' (the authors' filler "
+                      "is drawn from the whole vocabulary, triggers included); set filler_includes_triggers=true")
+            for name in ("left_max", "middle_max", "right_max"):
+                if getattr(self, name) > self.vocab_size - 1:
+                    _fail(name, getattr(self, name), f"must be <= vocab_size-1={self.vocab_size - 1}: "
+                          "sampling='authors' draws a segment's words without replacement")
         if self.vocab_size < 4:
             _fail("vocab_size", self.vocab_size, "must be >= 4 (PAD + 2 triggers + at least 1 filler word)")
         for name in ("left", "middle", "right"):
@@ -167,6 +184,15 @@ class TriggerCountSpec(_Spec):
 
 
 TASKS = {"trigger-distance": TriggerDistanceSpec, "trigger-count": TriggerCountSpec}
+
+# Task 1 sampling: how filler words are drawn and how the examples are split.
+SAMPLINGS = {
+    "iid": "filler drawn with replacement (from the non-trigger words unless filler_includes_triggers); "
+           "duplicates removed; the first train_frac of the (random-order) examples train",
+    "authors": "the core paper's released generator: each segment's filler drawn without replacement from the "
+               "whole vocabulary (triggers included, needs filler_includes_triggers=true); duplicates removed, "
+               "then a seeded random permutation before the train_frac split",
+}
 
 # preset -> task -> overrides of the dataclass defaults (which are the paper values).
 PRESETS = {

@@ -25,7 +25,7 @@ def store(tmp_path_factory):
 def test_parse_what():
     assert parse_what("qk-means,ablation", False) == ["ablation", "deposit", "qk_means"]
     assert parse_what("distance_bias", False) == ["distance_bias"]
-    assert len(parse_what(None, True)) == 7
+    assert len(parse_what(None, True)) == 13
 
 
 def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
@@ -34,7 +34,9 @@ def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
     assert res.exit_code == 0, res.output
     assert "RoPE, Task 1:" in res.output
     assert set(st.get(ids["rope"]).tables()) == {"ablation", "deposit", "qk_means", "angles", "spectral",
-                                                 "distance_bias", "extrapolation"}
+                                                 "distance_bias", "extrapolation", "ablation_resample", "patching",
+                                                 "probes", "trigger_attention", "dla", "head_summary"}
+    assert "deposit heads (>= 2 methods agree)" in res.output
 
 
 def test_analyze_says_plainly_what_does_not_apply(store):

@@ -19,6 +19,7 @@ from workbench.figures import FIGURES, TABLE_OF
 from workbench.figures import style as S
 
 from test_analysis import make_data, make_model
+from test_causal import head_tables  # noqa: F401  (fixture: patching, probes, trigger attention, DLA tables)
 
 TASKS = {"trigger-distance": 6, "trigger-count": 6}
 RUNS = [("r-rope-1", "rope", "trigger-distance", 1), ("r-nope-1", "nope", "trigger-distance", 1),
@@ -44,7 +45,7 @@ def fake_run(rid, scheme, task, seed, data=None, epochs=3):
 
 
 @pytest.fixture(scope="module")
-def tables():
+def tables(head_tables):  # noqa: F811
     """Per-run tables of tiny untrained models (2 layers x 4 heads), tagged like stored ones, plus the
     experiment tables over the runs; multi-run tables concatenated."""
     per_run: dict[str, list] = {}
@@ -76,6 +77,9 @@ def tables():
     out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
     out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
     out["attention_patterns"] = pattern_rows()
+    out.update({k: v for k, v in head_tables.items() if k not in out})
+    out["head_attention"] = pattern_rows(heads=1).assign(head=2, q_token=lambda d: d["q_token"].replace("b", "*b"),
+                                                         k_token=lambda d: d["k_token"].replace("b", "*b"))
     from workbench.analysis.claims import table1
 
     out["table1"] = table1(pd.DataFrame([{"run_id": r.id, "setting": setting, "variant": meta[1], "scheme": meta[1],
@@ -93,7 +97,7 @@ def pattern_rows(heads=4, n=5) -> pd.DataFrame:
 
 
 def build(name, tables):
-    return FIGURES[name](tables[TABLE_OF[name]])
+    return FIGURES[name](tables[TABLE_OF[name]], **({"layer": 1, "head": 2} if name == "head_card" else {}))
 
 
 def legend_entries(fig):
@@ -133,7 +137,8 @@ def test_layer_and_head_axes_have_integer_ticks(name, tables):
         if tr.type == "heatmap" and tr.x is not None and tr.y is not None:
             assert all(isinstance(v, (int, np.integer, str)) for v in list(tr.x) + list(tr.y)), name
     if name in ("ablation", "ablation_layers", "ablation_violins", "deposit", "spectral", "spectral_eigen", "angles",
-                "angles_profile", "convergence", "rope_vs_rope_sinusoidal"):
+                "angles_profile", "convergence", "rope_vs_rope_sinusoidal", "patching", "probes", "trigger_attention",
+                "dla", "head_summary"):
         assert checked, f"{name}: no layer/head/epoch/plane axis found"
 
 
@@ -225,6 +230,7 @@ def test_mixed_tasks_get_separate_panels_and_labels_carry_task_and_seed(tables):
 
 # ---- baselines ----------------------------------------------------------------------------------------------
 BASELINES = {"extrapolation": {"chance", "length-only"}, "convergence": {"chance", "length-only"},
+             "probes": {"shuffled labels", "length-only"}, "trigger_attention": {"uniform attention"},
              "angles_profile": {"uniform angles"}, "ablation_layers": {"clean model"},
              "ablation_violins": {"clean model"}, "deposit": {"uniform heads"}}
 

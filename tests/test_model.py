@@ -117,7 +117,8 @@ def test_logit_biases_are_toeplitz(scheme, tiny_cfg):
 
 def test_alibi_slopes_and_values(tiny_cfg):
     torch.testing.assert_close(alibi_slopes(8), torch.tensor([2 ** (-h) for h in range(1, 9)], dtype=torch.float32))
-    torch.testing.assert_close(alibi_slopes(4, "paper"), torch.exp(-torch.arange(1, 5) / 4.0))
+    # the authors' released code: exp(-h/H) for h = 0..H-1 (SPEC section 7), so head 0 has slope 1
+    torch.testing.assert_close(alibi_slopes(4, "paper"), torch.exp(-torch.arange(0, 4) / 4.0))
     bias = model_for(tiny_cfg("alibi")).blocks[0].attn.pos_bias(5, 5)
     assert bias[1, 0, 3].item() == pytest.approx(-3 * 2 ** (-4))
     assert bias[1, 3, 0].item() == bias[1, 0, 3].item()
@@ -239,7 +240,14 @@ def test_fast_path_is_used_only_without_observers(tiny_cfg, tokens):
     (dict(n_heads=5), "must divide d_model"),
     (dict(scheme="nosuch"), "unknown scheme"),
     (dict(n_heads=32, d_model=32), "even d_head"),
-    (dict(arch="encoder"), "arch"),
+    (dict(arch="transformer"), "arch"),
+    (dict(arch="decoder", readout_include_pad=True), "readout_include_pad"),
+    (dict(final_ln="middle"), "final_ln"),
+    (dict(dropout_sites=["attn_out", "embed"]), "dropout_sites"),
+    (dict(unembed_vocab=True, vocab_size=4), "unembed_vocab"),
+    (dict(scheme="rope", scheme_kwargs={"rope_read": "authors"}), "rope_read"),
+    (dict(scheme="mla", scheme_kwargs={"rope_read": "sideways"}), "rope_read"),
+    (dict(scheme="sinusoidal", scheme_kwargs={"layout": "halves"}), "layout"),
     (dict(scheme="rope", scheme_kwargs={"rope_heads": 9}), "rope_heads"),
     (dict(scheme="alibi", scheme_kwargs={"slope": "x"}), "unknown scheme_kwargs"),
     (dict(dropout=1.5), "dropout"),

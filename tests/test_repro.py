@@ -181,3 +181,20 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "zero-ablation atlas" in ev and f"/ablation?run={ids[0]}" in ev
         assert "Pick a claim" in str(findings.evidence(store, cl, "../etc"))
     assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read
+
+
+def test_findings_notebook_executes_on_shipped_results_without_training(shipped, tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from pathlib import Path
+
+    base, ids = shipped
+    monkeypatch.setenv("PELAB_SHIPPED", str(base / "results"))
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "00_findings.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs) >= 3
+    assert not list((base / "results").glob("*/model.safetensors"))  # nothing was trained into the shipped store

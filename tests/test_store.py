@@ -228,3 +228,155 @@ def test_tables_roundtrip(store):
         run.load_table("missing")
     with pytest.raises(ValueError):
         run.save_table("../escape", df)
+
+
+# ---- every reader tolerates every malformed run folder (issue 10) ------------------------------------
+def _flip_byte(path, at=5):
+    data = bytearray(path.read_bytes())
+    data[at] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+MALFORMED = {  # name -> (damage(run), file named in the error)
+    "config_not_utf8": (lambda run: _flip_byte(run.path / "config.json"), "config.json"),
+    "config_is_a_list": (lambda run: (run.path / "config.json").write_text("[1, 2]"), "config.json"),
+    "config_section_wrong_type": (lambda run: atomic_write_json(run.path / "config.json",
+                                                                dict(run.config, train=[1])), "config.json"),
+    "config_seed_wrong_type": (lambda run: atomic_write_json(run.path / "config.json", dict(
+        run.config, train=dict(run.config["train"], seed="abc"))), "config.json"),
+    "info_is_a_list": (lambda run: (run.path / "run.json").write_text("[1,2]\n"), "run.json"),
+    "info_final_is_a_string": (lambda run: atomic_write_json(run.path / "run.json", dict(run.info, final="x")),
+                               "run.json"),
+    "info_created_is_a_list": (lambda run: atomic_write_json(run.path / "run.json", dict(run.info, created=[1])),
+                               "run.json"),
+    "info_unknown_status": (lambda run: atomic_write_json(run.path / "run.json", dict(run.info, status=7)),
+                            "run.json"),
+    "info_is_a_directory": (lambda run: ((run.path / "run.json").unlink(), (run.path / "run.json").mkdir()),
+                            "run.json"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(MALFORMED))
+def test_a_malformed_run_is_listed_as_corrupt_and_the_others_are_served(store, damage, tmp_path):
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+    from workbench.report import build_report
+
+    good = store.create(make_config("nope"))
+    bad = store.create(make_config("rope"))
+    store.query()  # indexed while healthy
+    fn, file = MALFORMED[damage]
+    fn(bad)
+    df = store.query().set_index("id")
+    assert df.loc[good.id, "status"] == "created"
+    assert df.loc[bad.id, "status"] == "corrupt"
+    assert file in df.loc[bad.id, "error"] and bad.id in df.loc[bad.id, "error"]
+    assert store.query(scheme="nope")["id"].tolist() == [good.id]
+    r = CliRunner().invoke(app, ["runs", "--root", str(store.root), "--json"])
+    assert r.exit_code == 0, r.output
+    assert {x["id"]: x["status"] for x in json.loads(r.output)} == {good.id: "created", bad.id: "corrupt"}
+    for query in ("all", "scheme=nope"):
+        s = build_report(store, query, tmp_path / f"{damage}-{query}.html")
+        assert good.id in [x["id"] for x in s["runs"]]
+
+
+def test_an_unusable_index_file_falls_back_to_an_in_memory_index(store):
+    run = store.create(make_config())
+    store.index_path.unlink()
+    store.index_path.mkdir()  # index.sqlite is a directory
+    with pytest.warns(UserWarning, match="in memory"):
+        assert store.query()["id"].tolist() == [run.id]
+    with pytest.warns(UserWarning):
+        assert RunStore(store.root).query(status="created")["id"].tolist() == [run.id]
+
+
+def test_a_run_whose_creation_was_interrupted_is_incomplete(store):
+    (store.root / "t1-rope-smoke-s42-abcdef").mkdir()  # kill between mkdir and config.json
+    row = store.query().iloc[0]
+    assert row["status"] == "incomplete" and "config.json" in row["error"]
+
+
+def test_weights_are_verified_against_the_digest_in_run_json(store):
+    run = store.create(make_config())
+    save_model(run)
+    info = run.info
+    assert info["weights"]["sha256"] == run.state()["files"]["model.safetensors"] and info["weights"]["epoch"] == 1
+    (run.path / "state.json").unlink()  # lost: run.json's digest still guards the weights
+    assert not run.load_model().training
+    _flip_byte(run.path / "model.safetensors", at=-5)
+    with pytest.raises(StoreError, match=r"sha256 differs from the one recorded in run\.json"):
+        run.load_model()
+    atomic_write_json(run.path / "run.json", {k: v for k, v in info.items() if k != "weights"})
+    with pytest.warns(UserWarning, match="cannot be verified: no sha256 recorded"):
+        run.load_model()  # no digest anywhere: loads, but says so
+
+
+def test_stale_temp_files_are_cleaned_when_a_run_is_next_written(store):
+    run = store.create(make_config())
+    for name in (".model.safetensors.next.x1.tmp", ".state.json.x2.tmp", ".run.json.x3.tmp"):
+        (run.path / name).write_bytes(b"half")
+    save_model(run)
+    assert not list(run.path.glob(".*.tmp"))
+
+
+def test_run_ids_never_become_paths(store, tmp_path):
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text(json.dumps(make_config()))
+    for bad in ("../outside", str(outside), "..", ".", "a/b", "", ".locks", "x" * 300, "t1\x00"):
+        with pytest.raises(StoreError, match="unknown run|no such run"):
+            store.get(bad)
+        assert not store.exists(bad)
+    r = CliRunner().invoke(app, ["analyze", "../outside", "--what", "qk-means", "--root", str(store.root)])
+    assert r.exit_code == 2 and r.output.startswith("error: unknown run") and "Traceback" not in r.output
+    assert sorted(p.name for p in outside.iterdir()) == ["config.json"]  # no tables/ written outside
+
+
+def test_read_only_store_never_writes(store, tmp_path):
+    import shutil
+
+    run = store.create(make_config())
+    save_model(run)
+    run.update_info(status="finished", final={"epoch": 1, "test_acc": 0.5})
+    run.save_table("t", pd.DataFrame({"a": [1]}))
+    shipped = tmp_path / "shipped"
+    shutil.copytree(run.path, shipped / run.id)
+    (shipped / run.id / "model.safetensors").unlink()  # results without weights
+    (shipped / run.id / "optim.safetensors").unlink()
+    (shipped / run.id / "state.json").unlink()
+    before = sorted((p.relative_to(shipped), p.stat().st_mtime_ns) for p in shipped.rglob("*"))
+    ro = RunStore(shipped, readonly=True)
+    df = ro.query()
+    assert df["id"].tolist() == [run.id] and df["status"].tolist() == ["finished"]
+    r = ro.get(run.id)
+    assert not r.has_weights and r.load_table("t")["a"].tolist() == [1] and r.final["test_acc"] == 0.5
+    with pytest.raises(StoreError, match=rf"not shipped.*workbench recreate {run.id}"):
+        r.load_model()
+    for write in (lambda: r.update_info(x=1), lambda: r.save_table("u", pd.DataFrame({"a": [1]})),
+                  lambda: r.write_metrics([]), lambda: r.load_checkpoint(), lambda: ro.create(make_config("nope")),
+                  lambda: ro.delete(run.id), lambda: ro.lock(run.id)):
+        with pytest.raises(StoreError, match="read-only store"):
+            write()
+    after = sorted((p.relative_to(shipped), p.stat().st_mtime_ns) for p in shipped.rglob("*"))
+    assert after == before  # no index.sqlite, no temp files, no locks
+    with pytest.raises(StoreError, match="not a folder"):
+        RunStore(tmp_path / "nope", readonly=True)
+
+
+def test_store_set_reads_own_then_shipped(store, tmp_path):
+    from workbench.store import StoreSet
+
+    own = store.create(make_config("rope"))
+    other = RunStore(tmp_path / "other")
+    shipped_run = other.create(make_config("nope"))
+    s = StoreSet(store, RunStore(other.root, readonly=True))
+    df = s.query()
+    assert dict(zip(df["id"], df["source"])) == {own.id: "own", shipped_run.id: "shipped"}
+    assert s.get(shipped_run.id).store.readonly and not s.get(own.id).store.readonly
+    with pytest.raises(StoreError, match="unknown run"):
+        s.get("../other/" + shipped_run.id)

@@ -1,3 +1,8 @@
-from workbench.cli import main
+import os
 
-main()
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (docs/training.md, Threads)
+
+if __name__ == "__main__":  # not when a spawned sweep worker re-imports this module
+    from workbench.cli import main
+
+    main()

@@ -91,7 +91,7 @@ def _tokens(run, idx: int):
 
 def _input(model, row: np.ndarray, keep: int) -> torch.Tensor:
     """The example as a [1, pos] batch; trailing pads are cut when the readout ignores them (exact)."""
-    x = row if model.cfg.readout_include_pad else row[:max(1, keep)]
+    x = row[:max(1, keep)] if model.cfg.pads_are_inert else row
     return torch.as_tensor(np.asarray(x, dtype=np.int64))[None].to(model.cfg.device)
 
 

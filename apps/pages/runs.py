@@ -38,6 +38,7 @@ def layout(**query):
                                                     value=_as_list(query.get(key)), multi=True,
                                                     placeholder=f"any {key}")))
     filters.append(html.Button("Refresh", id=f"{P}-refresh", className="btn", n_clicks=0))
+    filters.append(dcc.Interval(id=f"{P}-tick", interval=20_000))  # runs trained in the background appear by themselves
     return html.Div([
         C.page_header("Runs", "Every run in the store: filter by scheme, task, architecture, preset and status; "
                       "training curves of the selection; two runs side by side; train a new small run."),
@@ -74,7 +75,7 @@ def _train_controls():
         C.labelled("scheme", dcc.Dropdown(id=f"{P}-t-scheme", options=schemes, value="rope", clearable=False)),
         C.labelled("task", dcc.Dropdown(id=f"{P}-t-task", options=list(TASKS), value=TASKS[0], clearable=False),
                    width="200px"),
-        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "decoder"], value="paper",
+        C.labelled("arch", dcc.Dropdown(id=f"{P}-t-arch", options=["paper", "encoder", "decoder"], value="paper",
                                         clearable=False)),
         C.labelled("preset", dcc.Dropdown(id=f"{P}-t-preset", options=presets,
                                           value="cpu" if "cpu" in presets else presets[0], clearable=False)),
@@ -130,9 +131,9 @@ def register_callbacks(app):
         *[Output(f"{P}-f-{k}", "options") for k in C.FILTER_KEYS],
         *[Input(f"{P}-f-{k}", "value") for k in C.FILTER_KEYS],
         Input(f"{P}-metric", "value"), Input(f"{P}-refresh", "n_clicks"), Input("train-job-result", "data"),
-        State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
+        Input(f"{P}-tick", "n_intervals"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
     )
-    def update(scheme, task, arch, preset, status, metric, _n, _job, cmp_a, cmp_b):
+    def update(scheme, task, arch, preset, status, metric, _n, _job, _tick, cmp_a, cmp_b):
         store = C.stores()
         everything = store.query()
         df = C.query_runs(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status)

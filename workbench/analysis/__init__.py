@@ -7,7 +7,10 @@ thin `run(run, **params)` that loads the run's model and dataset, computes, stor
 
 An analysis a run cannot support raises `NotApplicable` with a message naming what would work.
 """
-from . import ablation, angles, deposit, distance_bias, experiments, extrapolation, qk_means, spectral
+import functools
+
+from . import (ablation, angles, deposit, distance_bias, dla, experiments, extrapolation, head_summary, patching,
+               probes, qk_means, spectral, trigger_attention)
 from ._common import NotApplicable
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
@@ -16,7 +19,7 @@ from .experiments import EXPERIMENTS
 from .spectral import hadamard_check
 
 # name -> run(run, **params) -> DataFrame; the table is stored under the same name
-# (ablation in mean mode is stored as `ablation_mean`).
+# (ablation in mean mode is stored as `ablation_mean`). head_summary joins the per-head tables stored before it.
 ANALYSES = {
     "ablation": ablation.run,
     "deposit": deposit.run,
@@ -25,9 +28,16 @@ ANALYSES = {
     "spectral": spectral.run,
     "distance_bias": distance_bias.run,
     "extrapolation": extrapolation.run,
+    "ablation_resample": ablation.run_resample,
+    "patching": patching.run,
+    "probes": probes.run,
+    "trigger_attention": trigger_attention.run,
+    "dla": dla.run,
+    "head_summary": head_summary.run,
 }
 
-# name -> compute(model, data, **params) -> DataFrame (deposit: compute(ablation_table, **params))
+# name -> compute(model, data, **params) -> DataFrame (deposit: compute(ablation_table, **params);
+# head_summary: compute({table name: DataFrame}, **params))
 COMPUTE = {
     "ablation": ablation.compute,
     "deposit": deposit.compute,
@@ -36,6 +46,12 @@ COMPUTE = {
     "spectral": spectral.compute,
     "distance_bias": distance_bias.compute,
     "extrapolation": extrapolation.compute,
+    "ablation_resample": functools.partial(ablation.compute, mode="resample"),
+    "patching": patching.compute,
+    "probes": probes.compute,
+    "trigger_attention": trigger_attention.compute,
+    "dla": dla.compute,
+    "head_summary": head_summary.compute,
 }
 
 # tables that need no run at all

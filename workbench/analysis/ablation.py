@@ -1,8 +1,10 @@
 """Head ablation (SPEC section 5): delta(l, h) = metric(clean) - metric(head h of layer l ablated).
 
 Ablating a head replaces its `z` slice (`blocks.{l}.attn.hook_z[:, :, h]`, just before `W_O`) with zeros
-(`mode="zero"`, the paper's choice) or with the head's mean `z` over the non-pad test tokens
-(`mode="mean"`). Metrics: test accuracy and cross-entropy loss, per example, so every delta gets a
+(`mode="zero"`, the paper's choice), with the head's mean `z` over the non-pad test tokens
+(`mode="mean"`), or with the head's `z` from another test example of the same length (`mode="resample"`,
+resample ablation: the partner is a seeded derangement within each length group, so pads line up; examples
+whose length no other test example shares are left out and `n_examples` says how many remain). Metrics: test accuracy and cross-entropy loss, per example, so every delta gets a
 paired 95 % bootstrap interval over test examples (the same resamples for every head, so differences
 between heads -- the deposit "gap" -- are paired too).
 
@@ -23,15 +25,12 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ._common import cache_hooks, batches, bootstrap_means, evaluating, percentile_interval, split_xy, tag
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, split_xy,
+                      tag)
 
 METRICS = ("accuracy", "loss")
+MODES = ("zero", "mean", "resample")
 SIGN = {"accuracy": 1.0, "loss": -1.0}  # importance = SIGN * delta: positive = the head matters
-
-
-def _head(model, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Readout -> final LayerNorm -> unembed (the tail of PEClassifier.forward)."""
-    return model.unembed(model.ln_final(model.hook_readout(model.readout(x, tokens))))
 
 
 def head_means(model, x: np.ndarray, batch_size: int = 64) -> torch.Tensor:
@@ -50,10 +49,31 @@ def head_means(model, x: np.ndarray, batch_size: int = 64) -> torch.Tensor:
     return (total / max(count, 1)).float()
 
 
+def resample_partners(x: np.ndarray, seed: int = 0) -> np.ndarray:
+    """partner[i]: another example of the same non-pad length (a seeded derangement within each length
+    group: a random cyclic order, each example paired with the next), -1 where the length is unique."""
+    n = lengths(x)
+    partner = np.full(len(x), -1, np.int64)
+    rng = np.random.default_rng(seed)
+    for length in np.unique(n):
+        group = rng.permutation(np.flatnonzero(n == length))
+        if len(group) > 1:
+            partner[group] = np.roll(group, -1)
+    return partner
+
+
+def partner_z(model, tokens: torch.Tensor) -> torch.Tensor:
+    """[n_layers, B, pos, H, dh]: every head's z on `tokens` (the resample fill of their partners)."""
+    names = [f"blocks.{l}.attn.hook_z" for l in range(model.cfg.n_layers)]
+    store = cache_hooks(model, tokens, names)
+    return torch.stack([store[n] for n in names])
+
+
 def _fill(model, z_fill: torch.Tensor | None, layer: int, like: torch.Tensor) -> torch.Tensor:
+    """What replaces a head's z: 0, or z_fill[layer] ([H, dh] means, or [B, pos, H, dh] resampled z)."""
     if z_fill is None:
         return torch.zeros((), dtype=like.dtype, device=like.device)
-    return z_fill[layer].to(like.device, like.dtype)  # [H, dh]
+    return z_fill[layer].to(like.device, like.dtype)
 
 
 def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None = None, share_kv: bool = True):
@@ -69,7 +89,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
     for block in model.blocks:
         resid.append(x)
         x = block(x, memory, mask)
-    clean = _head(model, x, tokens)
+    clean = model.head(x, tokens)
     out = torch.empty(L, H, B, clean.shape[-1], dtype=clean.dtype, device=clean.device)
     keep = 1.0 - torch.eye(H, device=clean.device, dtype=memory.dtype)  # [copy, head]
     keep = keep[:, None, None, :, None]  # [copy, 1, 1, head, 1]
@@ -108,7 +128,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
         else:
             for block_up in model.blocks[l + 1:]:
                 y = block_up(y, mem_rep, mask_rep)
-        out[l] = _head(model, y, tok_rep).reshape(H, B, -1)
+        out[l] = model.head(y, tok_rep).reshape(H, B, -1)
     return clean, out
 
 
@@ -121,7 +141,7 @@ def ablated_logits_naive(model, tokens: torch.Tensor, z_fill: torch.Tensor | Non
         for h in range(cfg.n_heads):
             def ablate(z, hook, l=l, h=h):
                 z = z.clone()
-                z[:, :, h] = 0.0 if z_fill is None else z_fill[l, h].to(z.device, z.dtype)
+                z[:, :, h] = 0.0 if z_fill is None else z_fill[l][..., h, :].to(z.device, z.dtype)
                 return z
 
             out[l, h] = model.run_with_hooks(tokens, fwd_hooks=[(f"blocks.{l}.attn.hook_z", ablate)])
@@ -129,10 +149,12 @@ def ablated_logits_naive(model, tokens: torch.Tensor, z_fill: torch.Tensor | Non
 
 
 def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method: str = "fast",
-                batch_size: int | None = None, trim: bool = True, share_kv: bool = True) -> dict[str, np.ndarray]:
-    """Per-example outcomes: clean_correct/clean_loss [N], correct/loss [L, H, N], pred [L, H, N]."""
-    if mode not in ("zero", "mean"):
-        raise ValueError(f"mode={mode!r} is unknown; use 'zero' or 'mean'")
+                batch_size: int | None = None, trim: bool = True, share_kv: bool = True, seed: int = 0) -> dict[str, np.ndarray]:
+    """Per-example outcomes: clean_correct/clean_loss [N], correct/loss [L, H, N], pred [L, H, N].
+
+    In resample mode N counts only the examples that have a same-length partner (`kept`: their indices)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is unknown; use one of {MODES}")
     if method not in ("fast", "naive"):
         raise ValueError(f"method={method!r} is unknown; use 'fast' or 'naive'")
     cfg = model.cfg
@@ -140,6 +162,16 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
         batch_size = max(1, 64 // cfg.n_heads) if method == "fast" else 128
     trim = trim and cfg.pads_are_inert
     z_fill = head_means(model, x) if mode == "mean" else None
+    kept = np.arange(len(x))
+    if mode == "resample":
+        partner = resample_partners(x, seed)
+        kept = np.flatnonzero(partner >= 0)
+        if len(kept) == 0:
+            raise ValueError("resample ablation needs test examples that share a length; every length here is "
+                             "unique: use more examples or mode='zero' / 'mean'")
+        old_to_new = np.full(len(x), -1)
+        old_to_new[kept] = np.arange(len(kept))
+        x, y, partner = x[kept], y[kept], old_to_new[partner[kept]]
     L, H, N = cfg.n_layers, cfg.n_heads, len(x)
     res = {"clean_correct": np.zeros(N, bool), "clean_loss": np.zeros(N, np.float32),
            "clean_pred": np.zeros(N, np.int64),
@@ -147,6 +179,9 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
            "pred": np.zeros((L, H, N), np.int64)}
     with evaluating(model):
         for idx, tok, lab in batches(x, batch_size, y, trim=trim, device=cfg.device):
+            if mode == "resample":  # partners have the same length: the batch's trimmed width fits them
+                ptok = torch.as_tensor(x[partner[idx], :tok.shape[1]], device=cfg.device)
+                z_fill = partner_z(model, ptok)
             if method == "fast":
                 clean, abl = ablated_logits_fast(model, tok, z_fill, share_kv=share_kv)
             else:
@@ -160,7 +195,8 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
             res["correct"][:, :, idx] = (pred == lab).cpu().numpy()
             res["loss"][:, :, idx] = F.cross_entropy(flat, lab.repeat(L * H), reduction="none").reshape(
                 L, H, -1).cpu().numpy()
-    res["z_fill"] = None if z_fill is None else z_fill.numpy()
+    res["z_fill"] = z_fill.numpy() if mode == "mean" else None
+    res["kept"] = kept
     return res
 
 
@@ -215,11 +251,11 @@ def compute(model, data, mode: str = "zero", n_boot: int = 1000, seed: int = 0, 
     if max_examples is not None and max_examples < len(x):
         idx = np.sort(np.random.default_rng(seed).choice(len(x), max_examples, replace=False))
         x, y = x[idx], y[idx]
-    res = per_example(model, x, y, mode=mode, method=method, batch_size=batch_size, trim=trim, share_kv=share_kv)
+    res = per_example(model, x, y, mode=mode, method=method, batch_size=batch_size, trim=trim, share_kv=share_kv,
+                      seed=seed)
     return table_from_examples(res, mode=mode, n_boot=n_boot, seed=seed, level=level)
 
 
-MODES = ("zero", "mean")  # the ablation modes `per_example` supports
 
 
 def table_name(mode: str) -> str:
@@ -227,11 +263,17 @@ def table_name(mode: str) -> str:
 
 
 def run(run, mode: str = "zero", **params) -> pd.DataFrame:
-    """Load the run's model and dataset, sweep, save as table `ablation` (`ablation_mean` for mean mode)."""
+    """Load the run's model and dataset, sweep, save as table `ablation` (`ablation_mean`, `ablation_resample`
+    for the other modes)."""
     model = run.load_model()
     df = tag(compute(model, run.load_dataset(), mode=mode, **params), run)
     run.save_table(table_name(mode), df)
     return df
+
+
+def run_resample(run_, **params) -> pd.DataFrame:
+    """Resample ablation of a run, stored as `ablation_resample`."""
+    return run(run_, mode="resample", **params)
 
 
 # ---- aggregation over seeds ------------------------------------------------------------------

@@ -9,8 +9,11 @@ import typer
 
 from .options import ROOT_HELP
 # CLI name -> ANALYSES key, in the order they run (deposit right after ablation: it reads its table)
+# (head-summary last: it joins the per-head tables stored before it)
 NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
-         "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation"}
+         "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation",
+         "resample": "ablation_resample", "patching": "patching", "probes": "probes",
+         "trigger-attention": "trigger_attention", "dla": "dla", "head-summary": "head_summary"}
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -66,6 +69,40 @@ def summarize(name: str, df) -> str:
         ph = df.drop_duplicates(["layer", "head"])
         w = ph.groupby("layer")["mean_diff"].mean()
         return "mean logit(near) - logit(far) by layer: " + ", ".join(f"{l}: {v:+.2f}" for l, v in w.items())
+    if name == "ablation_resample":
+        return summarize("ablation", df) + " [resample]"
+    if name == "patching":
+        h = df[(df.site == "head") & (df.positions == "all")]
+        r = h.loc[h["effect"].idxmax()]
+        first = df[(df.site == "resid") & (df.positions == "all") & (df.ci_lo > 0.5)]
+        where = f"stream effect > 0.5 from layer {int(first.layer.min())}" if len(first) else "no layer's stream > 0.5"
+        return (f"largest head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f} "
+                f"[{r.ci_lo:.2f}, {r.ci_hi:.2f}] ({int(r.n_pairs)} pairs); {where}")
+    if name == "probes":
+        bits = []
+        pos = df[df.probe == "position"]
+        if len(pos):
+            bits.append("position R² by layer: " + ", ".join(f"{int(l)}: {v:.2f}" for l, v in zip(pos.layer, pos.score)))
+        lab = df[df.probe == "label_head"]
+        if len(lab):
+            r = lab.loc[lab["selectivity"].idxmax()]
+            bits.append(f"best head label probe: layer {int(r.layer)}, head {int(r['head'])}, acc {r.score:.2f} "
+                        f"(selectivity {r.selectivity:+.2f})")
+        return "; ".join(bits)
+    if name == "trigger_attention":
+        t = df[df.measure == ("t2_to_t1" if (df.measure == "t2_to_t1").any() else "to_triggers")]
+        r = t.loc[t["value"].idxmax()]
+        return f"most {r.measure}: layer {int(r.layer)}, head {int(r['head'])}, {r.value:.2f}"
+    if name == "dla":
+        h = df[df.component == "head"]
+        r = h.loc[h["dla"].idxmax()]
+        return f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.dla:+.2f} logits vs mean"
+    if name == "head_summary":
+        dep = df[df.deposit_head]
+        paper = df[df.paper_deposit]
+        heads = lambda d: ", ".join(f"L{int(r.layer)}H{int(r['head'])}" for r in d.itertuples()) or "none"  # noqa: E731
+        return (f"deposit heads (>= {int(df.min_agree.iloc[0])} methods agree): {heads(dep)}; paper's ablation-only "
+                f"single-head deposits: {heads(paper)}")
     if name == "extrapolation":
         return "accuracy: " + ", ".join(f"{r.split} ({int(r.max_len)} tok) {r.accuracy:.3f}" for r in df.itertuples())
     return f"{len(df)} rows"
@@ -76,12 +113,14 @@ def analyze_cmd(
     what: Optional[str] = typer.Option(None, "--what", "-w",
                                        help=f"comma-separated subset of: {', '.join(NAMES)}"),
     all_: bool = typer.Option(False, "--all", help="every analysis (those a run cannot support are skipped)"),
-    mode: str = typer.Option("zero", "--mode", help="ablation: zero | mean"),
+    mode: str = typer.Option("zero", "--mode", help="ablation: zero | mean | resample"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
     max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1,
                                                help="ablation/extrapolation: evaluate on at most this many test "
                                                     "examples (default: all)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
+    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching: counterfactual pairs"),
+    min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
@@ -104,8 +143,8 @@ def analyze_cmd(
     from workbench.train.loop import check_threads, pick_device
 
     keys = parse_what(what, all_)
-    if mode not in ("zero", "mean"):
-        _fail(f"--mode {mode!r}: use zero or mean")
+    if mode not in ("zero", "mean", "resample"):
+        _fail(f"--mode {mode!r}: use zero, mean or resample")
     device = str(pick_device(device))
     n_threads = check_threads(threads)
     if n_threads:
@@ -119,6 +158,10 @@ def analyze_cmd(
         "qk_means": dict(seed=seed), "angles": dict(seed=seed), "spectral": dict(seed=seed),
         "distance_bias": dict(seed=seed),
         "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
+        "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
+        "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
+        "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples), "head_summary": dict(min_agree=min_agree),
     }
     not_applicable = failed = False
     ablations = []

@@ -35,9 +35,13 @@ def register(app: typer.Typer) -> None:
             parse_query(runs_query)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--runs") from None
-        for path in (out, summary):
-            if path is not None and path.parent.exists() and not path.parent.is_dir():
-                raise ValueError(f"cannot write {path}: {path.parent} is not a folder")
+        for opt, path in (("--out", out), ("--summary", summary)):
+            try:
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder ({e.strerror})") from None
+        # no browser for --figures-dir: ExportError, a ValueError, becomes `error: ...`, exit 2
         s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
                          summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])

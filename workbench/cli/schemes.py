@@ -24,6 +24,39 @@ def scheme_rows() -> list[dict]:
             for name, cls in schemes]
 
 
+# Options that select the seeds' official code where it departs from the papers (SPEC section 3, docs/fidelity.md).
+OFFICIAL_OPTIONS = [("coca", "score", "released", "CoCA's released slack score: dual form without tying the query pair"),
+                    ("fope", "construction", "official", "FoPE's released construction (OLMo-based code)"),
+                    ("alibi", "slopes", "reference", "ALiBi's reference slopes for a head count not a power of two"),
+                    ("alibi", "slopes", "paper", "the core paper's released slopes exp(-h/H), h = 0..H-1")]
+
+
+def fidelity_rows() -> list[dict]:
+    """One row per field a named fidelity sets: {setting, field, value}; then the seeds' official options."""
+    from workbench.train.presets import FIDELITIES
+
+    rows = []
+    for name, f in FIDELITIES.items():
+        rows.append({"setting": name, "field": "(what it is)", "value": f["doc"]})
+        if "arch" in f:
+            rows.append({"setting": name, "field": "model.arch", "value": f["arch"]})
+        if "scheme" in f:
+            rows.append({"setting": name, "field": "model.scheme", "value": f["scheme"]})
+        for key, value in f.get("sets", {}).items():
+            rows.append({"setting": name, "field": key, "value": value})
+        for task, sets in f.get("by_task", {}).items():
+            rows += [{"setting": name, "field": f"{key} ({task})", "value": v} for key, v in sets.items()]
+        for preset, sets in f.get("by_preset", {}).items():
+            rows += [{"setting": name, "field": f"{key} (preset {preset})", "value": v} for key, v in sets.items()]
+        for old, (new, kwargs) in f.get("scheme_map", {}).items():
+            rows.append({"setting": name, "field": f"scheme {old}", "value": f"{new} {kwargs}"})
+        rows += [{"setting": name, "field": f"model.scheme_kwargs.{k}", "value": v}
+                 for k, v in f.get("scheme_kwargs", {}).items()]
+    rows += [{"setting": "official code", "field": f"{scheme} scheme_kwargs.{param}", "value": f"{value}: {what}"}
+             for scheme, param, value, what in OFFICIAL_OPTIONS]
+    return rows
+
+
 def _cell(row: dict, col: str) -> Text:
     if col == "params":
         text = "\n".join(f"{k}={p['default']!r}" for k, p in row["params"].items()) or "-"
@@ -37,9 +70,25 @@ def _cell(row: dict, col: str) -> Text:
 def schemes(
     name: str = typer.Argument(None, help="show one scheme with its parameter descriptions"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+    fidelity: bool = typer.Option(False, "--fidelity", help="list the named fidelity settings (--fidelity of "
+                                  "`workbench train`) and the fields each sets, and the seeds' official-code options"),
 ) -> None:
     """List every registered positional-encoding scheme: where it acts, parameters, formula, source, extrapolation."""
     from workbench.model.pe import list_schemes
+
+    if fidelity:
+        rows = fidelity_rows()
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2, default=repr))
+            return
+        table = Table(title="fidelity settings (docs/fidelity.md)", show_lines=False)
+        for col in ("setting", "field", "value"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(r["setting"], r["field"], Text(json.dumps(r["value"]) if not isinstance(r["value"], str)
+                                                         else r["value"]))
+        Console(width=max(Console().width, 160)).print(table)
+        return
 
     registry = list_schemes()
     if name is not None and name not in registry:

@@ -22,10 +22,15 @@ def _fail(msg: str) -> None:
 
 
 def train_cmd(
-    scheme: str = typer.Option("rope", "--scheme", "-s", help="PE scheme (see `workbench schemes`)"),
+    scheme: Optional[str] = typer.Option(None, "--scheme", "-s",
+                                         help="PE scheme (see `workbench schemes`; default rope, mla with "
+                                              "--fidelity authors-mla)"),
     task: str = typer.Option("trigger-distance", "--task", "-t", help="trigger-distance (t1) or trigger-count (t2)"),
     preset: str = typer.Option("cpu", "--preset", "-p", help="paper | cpu | smoke"),
-    arch: Optional[str] = typer.Option(None, "--arch", help="paper | decoder (default: the preset's)"),
+    arch: Optional[str] = typer.Option(None, "--arch", help="paper | encoder | decoder (default: the preset's)"),
+    fidelity: str = typer.Option("pelab", "--fidelity", "-f",
+                                 help="pelab (default) | authors (the core paper's transformer script) | authors-mla "
+                                      "(its MLA script): sets the explicit fields listed in docs/fidelity.md"),
     seed: Optional[int] = typer.Option(None, "--seed", help="training seed (init, dropout, shuffling)"),
     set_: List[str] = typer.Option([], "--set", help="override, e.g. train.epochs=5, model.n_layers=2, "
                                    "model.scheme_kwargs.rope_heads=[1,0,0,0], task.middle_max=20"),
@@ -37,19 +42,20 @@ def train_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
                                           "$PELAB_THREADS or torch's); results are bit-identical only for equal counts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id, do not train"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id; creates nothing"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Train one model, save it in the run store and print its run id (last line of stdout)."""
+    from workbench.store import run_id_for
     from workbench.train import resolve_config, train
     from workbench.train.loop import check_threads, pick_device
 
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
-    store = _store(root)
+    store = None if dry_run else _store(root)  # a dry run reads and writes nothing
     cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=seed, sets=set_, tag=tag,
-                         store=store)
-    run_id = store.run_id(cfg)
+                         store=store, fidelity=fidelity)
+    run_id = run_id_for(cfg)
     if dry_run:
         typer.echo(json.dumps(cfg, indent=2))
         typer.echo(run_id)
@@ -120,7 +126,14 @@ def sweep_cmd(
     tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
-    threads: Optional[int] = typer.Option(None, "--threads"),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
+                                          "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
+    workers: int = typer.Option(1, "--workers", "-w", help="runs trained at once, each in its own process"),
+    ray: bool = typer.Option(False, "--ray", help="run every grid point as a Ray task (pip install 'pe-lab[ray]'); "
+                             "a local cluster unless --ray-address is given"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (implies --ray): "
+                                              "HOST:6379 from `ray start --head`, ray://HOST:10001, or auto"),
+    ray_gpus: float = typer.Option(0.0, "--ray-gpus", help="GPUs per run on Ray; a fraction (0.25) shares one GPU"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -145,9 +158,22 @@ def sweep_cmd(
 
     pick_device(device)
     check_threads(threads)
+    if workers < 1:
+        _fail(f"--workers {workers}: must be >= 1 (1 = one run after another)")
+    ray_arg = ray_address or ray or None
     try:
+        if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
+            from workbench.train.ray_engine import connect
+
+            connect(None if ray_arg is True else ray_arg)
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
-                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers)
+                        dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
+                        ray=ray_arg, ray_gpus=ray_gpus)
+    except ImportError as e:  # --ray without Ray installed
+        _fail(str(e))
+    except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed
+        typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
     except KeyboardInterrupt:
         typer.secho("sweep interrupted; run the same command again to continue", err=True)
         raise typer.Exit(130)

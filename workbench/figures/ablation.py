@@ -133,6 +133,7 @@ def deposit(df: pd.DataFrame) -> go.Figure:
 FIGURES = {
     "ablation": ablation,
     "ablation_mean": ablation,
+    "ablation_resample": ablation,
     "ablation_layers": ablation_layers,
     "ablation_violins": ablation_violins,
     "deposit": deposit,

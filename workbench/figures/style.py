@@ -33,7 +33,8 @@ BASELINE_COLOR = "#555555"
 SPLIT_DASH = {"train": "dash", "test": "solid"}
 TENSOR_DASH = {"q": "solid", "k": "dot"}
 BASELINE_DASH = {"chance": "dot", "length-only": "dashdot", "uniform angles": "dot", "clean model": "dash",
-                 "shuffled labels": "dot", "uniform heads": "dot", "no contraction": "dash"}
+                 "shuffled labels": "dot", "uniform heads": "dot", "no contraction": "dash",
+                 "uniform attention": "dash"}
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Viridis"
 MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells

@@ -47,6 +47,14 @@ class Dropout(nn.Module):
         return x * (torch.rand_like(x) >= self.p) * (1.0 / (1.0 - self.p))
 
 
+def make_bias(module: nn.Module, name: str, *shape: int) -> None:
+    """A zero-initialised bias: a trained parameter, or a fixed zero buffer when `cfg.attn_bias` is False."""
+    if module.cfg.attn_bias:
+        setattr(module, name, nn.Parameter(torch.zeros(*shape)))
+    else:
+        module.register_buffer(name, torch.zeros(*shape), persistent=False)
+
+
 def heads(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """x [batch, pos, d_model] @ W [head, d_model, d_head] + b -> [batch, pos, head, d_head], as one matmul."""
     h, d, e = W.shape
@@ -71,14 +79,13 @@ class Attention(nn.Module):
         self.W_K = nn.Parameter(torch.empty(h, d, dh))
         self.W_V = nn.Parameter(torch.empty(h, d, dh))
         self.W_O = nn.Parameter(torch.empty(h, dh, d))
-        self.b_Q = nn.Parameter(torch.zeros(h, dh))
-        self.b_K = nn.Parameter(torch.zeros(h, dh))
-        self.b_V = nn.Parameter(torch.zeros(h, dh))
-        self.b_O = nn.Parameter(torch.zeros(d))
+        for name in ("b_Q", "b_K", "b_V"):
+            make_bias(self, name, h, dh)
+        make_bias(self, "b_O", d)
         for w in (self.W_Q, self.W_K, self.W_V):
             _init_uniform(w, d)
         _init_uniform(self.W_O, d)
-        self.attn_dropout = Dropout(cfg.dropout)
+        self.attn_dropout = Dropout(cfg.dropout_at("attn_weights"))
         for name in ("q", "k", "v", "rot_q", "rot_k", "pos_bias", "attn_scores", "pattern", "z"):
             setattr(self, f"hook_{name}", HookPoint())
 
@@ -124,5 +131,5 @@ class Attention(nn.Module):
         return z.flatten(-2) @ self.W_O.flatten(0, 1) + self.b_O
 
     def fast_path_ok(self) -> bool:
-        return (self.cfg.use_sdpa and self.dot_product_scores and not (self.training and self.cfg.dropout > 0)
+        return (self.cfg.use_sdpa and self.dot_product_scores and not (self.training and self.attn_dropout.p > 0)
                 and not observed(self.hook_attn_scores) and not observed(self.hook_pattern))

@@ -4,8 +4,15 @@ paper arch (the authors' scripts):   M = E[t] + PE;  x_0 = M
     x += Dropout(W_O Attn(q = LN1(x_l), k = v = M))        keys/values always from M, never normalised
     x += Dropout(FFN_relu(LN2(x)))
     logits = W_U LN_f(masked-mean_p x_L)
+encoder arch (standard pre-LN bidirectional encoder):  x_0 = E[t] + PE
+    x += Dropout(Attn(q = k = v = LN1 x));  x += Dropout(FFN_gelu(LN2 x));  logits = W_U LN_f(masked-mean_p x_L)
 decoder arch (pre-LN causal decoder):  x_0 = E[t] + PE
     x += Dropout(Attn(LN1 x) causal);  x += Dropout(FFN_gelu(LN2 x));  logits = W_U LN_f(x_L[last non-pad])
+
+The authors' released code differs in ways each selected by a config field (docs/fidelity.md): no attention pad
+mask (`attn_pad_mask`), a trained PAD embedding (`pad_trained`), the mean over all positions
+(`readout_include_pad`), no final LayerNorm or one before the pooling (`final_ln`), vocab_size outputs (`unembed_vocab`),
+dropout sites (`dropout_sites`), no attention biases (`attn_bias`).
 """
 from __future__ import annotations
 
@@ -24,11 +31,12 @@ class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.fc_in, self.fc_out = nn.Linear(cfg.d_model, cfg.d_ff), nn.Linear(cfg.d_ff, cfg.d_model)
-        self.act = nn.ReLU() if cfg.arch == "paper" else nn.GELU()
+        self.act = nn.ReLU() if cfg.ffn_activation == "relu" else nn.GELU()
+        self.drop_hidden = Dropout(cfg.dropout_at("mlp_hidden"))
         self.hook_pre, self.hook_post = HookPoint(), HookPoint()
 
     def forward(self, x):
-        return self.fc_out(self.hook_post(self.act(self.hook_pre(self.fc_in(x)))))
+        return self.fc_out(self.drop_hidden(self.hook_post(self.act(self.hook_pre(self.fc_in(x))))))
 
 
 class Block(nn.Module):
@@ -38,7 +46,7 @@ class Block(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.attn = scheme.attention(layer)
         self.mlp = MLP(cfg)
-        self.drop_attn, self.drop_mlp = Dropout(cfg.dropout), Dropout(cfg.dropout)
+        self.drop_attn, self.drop_mlp = Dropout(cfg.dropout_at("attn_out")), Dropout(cfg.dropout_at("mlp_out"))
         for name in ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out"):
             setattr(self, f"hook_{name}", HookPoint())
 
@@ -60,19 +68,21 @@ class PEClassifier(HookedRootModule):
         self.scheme = get_scheme(cfg.scheme)(cfg)
         gen_state = torch.random.get_rng_state()
         torch.manual_seed(cfg.seed)
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=0)
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=None if cfg.pad_trained else 0)
         self.pos_embed = self.scheme.input_pe()
         self.blocks = nn.ModuleList(Block(cfg, layer, self.scheme) for layer in range(cfg.n_layers))
-        self.ln_final = nn.LayerNorm(cfg.d_model)
-        self.unembed = nn.Linear(cfg.d_model, cfg.n_classes)
+        self.ln_final = nn.Identity() if cfg.final_ln == "none" else nn.LayerNorm(cfg.d_model)
+        self.unembed = nn.Linear(cfg.d_model, cfg.n_outputs)
         torch.random.set_rng_state(gen_state)
         self.hook_embed, self.hook_pos_embed, self.hook_readout = HookPoint(), HookPoint(), HookPoint()
         self.setup()
 
     def mask(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Additive [batch, 1, q, k]: PAD keys masked; plus the causal mask in the decoder."""
+        """Additive [batch, 1, q, k]: PAD keys masked (unless `attn_pad_mask` is False); plus the causal mask in
+        the decoder."""
         n = tokens.shape[1]
-        allowed = (tokens != 0)[:, None, None, :].expand(-1, 1, n, n)
+        keys = tokens != 0 if self.cfg.attn_pad_mask else torch.ones_like(tokens, dtype=torch.bool)
+        allowed = keys[:, None, None, :].expand(-1, 1, n, n)
         if self.cfg.arch == "decoder":
             allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=tokens.device).tril()
         zero = torch.zeros((), device=tokens.device)
@@ -92,10 +102,18 @@ class PEClassifier(HookedRootModule):
         x = memory
         for block in self.blocks:
             x = block(x, memory, mask)
+        return self.head(x, tokens)
+
+    def head(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Final stream [batch, pos, d_model] -> logits: readout, final LayerNorm (after the pooling by default,
+        before it with final_ln="before_pool", none with "none"), output layer."""
+        if self.cfg.final_ln == "before_pool":
+            return self.unembed(self.hook_readout(self.readout(self.ln_final(x), tokens)))
         return self.unembed(self.ln_final(self.hook_readout(self.readout(x, tokens))))
 
     def readout(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        """Masked mean over non-pad positions (paper) or the last non-pad position (decoder)."""
+        """Masked mean over non-pad positions (paper, encoder; all positions with `readout_include_pad`) or the
+        last non-pad position (decoder)."""
         keep = tokens != 0
         if self.cfg.arch == "decoder":
             last = keep.long().cumsum(1).argmax(1)

@@ -13,7 +13,15 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-ARCHS = ("paper", "decoder")
+ARCHS = ("paper", "encoder", "decoder")
+ACTIVATIONS = ("auto", "relu", "gelu")
+FINAL_LN = ("after_pool", "before_pool", "none")
+DROPOUT_SITES = ("attn_weights", "attn_out", "mlp_hidden", "mlp_out")
+# Fields added after the first runs were stored, with the default that reproduces those runs. The run store
+# leaves a field out of the config hash while it holds this value, so existing run ids stay valid.
+LATER_DEFAULTS: dict[str, Any] = {"attn_pad_mask": True, "pad_trained": False, "final_ln": "after_pool",
+                                  "unembed_vocab": False, "activation": "auto",
+                                  "dropout_sites": ["attn_weights", "attn_out", "mlp_out"], "attn_bias": True}
 
 
 @dataclass(frozen=True)
@@ -40,7 +48,7 @@ class Range:
 MODEL_RANGES = {"vocab_size": Range(2, 10**7), "n_classes": Range(1, 10**7), "d_model": Range(1, 65536),
                 "n_heads": Range(1, 4096), "d_ff": Range(1, 262144), "n_layers": Range(1, 1024),
                 "max_len": Range(1, 10**6), "dropout": Range(0, 1, hi_open=True), "seed": Range(0, 2**63 - 1)}
-MODEL_CHOICES = {"arch": ARCHS}
+MODEL_CHOICES = {"arch": ARCHS, "final_ln": FINAL_LN, "activation": ACTIVATIONS}
 _TYPE_WORDS = {int: "an integer", float: "a finite number", bool: "true or false", str: "a string",
                dict: "an object ({...})", list: "a list"}
 
@@ -98,7 +106,10 @@ class ModelConfig:
     """Architecture of one classifier (SPEC section 2).
 
     `arch="paper"`: queries from the residual stream, keys/values from the embedded input `M` at every
-    layer, bidirectional, masked-mean readout. `arch="decoder"`: pre-LN causal decoder, last-token readout.
+    layer, bidirectional, masked-mean readout. `arch="encoder"`: standard pre-LN bidirectional encoder (keys and
+    values from LN1 of the same layer), masked-mean readout. `arch="decoder"`: pre-LN causal decoder, last-token
+    readout. The fields after `dropout` reproduce the authors' released code when changed from their defaults
+    (docs/fidelity.md; `workbench train --fidelity authors` sets them together).
     """
 
     vocab_size: int = 574
@@ -112,7 +123,15 @@ class ModelConfig:
     n_layers: int = 6
     max_len: int = 128
     dropout: float = 0.1
-    readout_include_pad: bool = False  # the authors' main script averaged over pads too
+    readout_include_pad: bool = False  # True: mean over all positions, pads included (authors' transformer script)
+    attn_pad_mask: bool = True  # False: PAD keys are attended like words (authors' transformer script)
+    pad_trained: bool = False  # True: PAD (id 0) is an ordinary trained embedding, no padding_idx (authors)
+    final_ln: str = "after_pool"  # "none": no final LayerNorm (authors' transformer script); "before_pool": LN
+    # on every position, then the pooling (authors' MLA script); "after_pool": LN of the pooled vector
+    unembed_vocab: bool = False  # True: the output layer has vocab_size outputs, not n_classes (authors)
+    activation: str = "auto"  # FFN: "relu" | "gelu" | "auto" (relu in the paper arch, gelu otherwise)
+    dropout_sites: list[str] = field(default_factory=lambda: ["attn_weights", "attn_out", "mlp_out"])
+    attn_bias: bool = True  # False: no biases in the attention projections (authors' MLA script)
     use_sdpa: bool = True  # fast path when no hook needs the attention pattern
     seed: int = 0  # seeds parameter init (and fixed random codes of the `random` scheme)
     device: str = "cpu"  # runtime only; TransformerLens utilities read cfg.device
@@ -126,14 +145,28 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     @property
-    def pads_are_inert(self) -> bool:
-        """True when PAD positions never reach the output (masked as keys, left out of the readout), so
-        trailing pads can be trimmed from a batch without changing any logit."""
-        return not self.readout_include_pad
-
-    @property
     def n_key_value_heads(self) -> None:
         return None
+
+    @property
+    def n_outputs(self) -> int:
+        """Width of the output layer: n_classes, or vocab_size with `unembed_vocab` (labels index into it)."""
+        return self.vocab_size if self.unembed_vocab else self.n_classes
+
+    @property
+    def ffn_activation(self) -> str:
+        return ("relu" if self.arch == "paper" else "gelu") if self.activation == "auto" else self.activation
+
+    @property
+    def pads_are_inert(self) -> bool:
+        """True iff PAD positions cannot change the output: masked out of attention AND left out of the readout
+        (the causal decoder reads the last real token, and right pads come after it). Only then may a batch be
+        cut to its longest real length (length-grouped batching, ablation's trimming)."""
+        return self.arch == "decoder" or (self.attn_pad_mask and not self.readout_include_pad)
+
+    def dropout_at(self, site: str) -> float:
+        """The dropout probability at `site` (one of DROPOUT_SITES): `dropout` if listed in dropout_sites, else 0."""
+        return self.dropout if site in self.dropout_sites else 0.0
 
     def validate(self) -> None:
         def need(cond: bool, msg: str) -> None:
@@ -146,6 +179,14 @@ class ModelConfig:
         need(self.d_model % self.n_heads == 0,
              f"n_heads={self.n_heads} must divide d_model={self.d_model}; "
              f"choose n_heads in {[h for h in range(1, self.d_model + 1) if self.d_model % h == 0][:12]}...")
+        need(set(self.dropout_sites) <= set(DROPOUT_SITES),
+             f"model.dropout_sites={self.dropout_sites!r}: each entry must be one of {list(DROPOUT_SITES)}")
+        need(not (self.arch == "decoder" and self.readout_include_pad),
+             "model.readout_include_pad=True needs a mean readout, but arch='decoder' reads the last real token; "
+             "use arch='paper' or 'encoder', or readout_include_pad=False")
+        need(not self.unembed_vocab or self.n_classes <= self.vocab_size,
+             f"model.unembed_vocab=True gives vocab_size={self.vocab_size} outputs, fewer than "
+             f"n_classes={self.n_classes}; set unembed_vocab=False")
         from .pe import get_scheme  # late import: the registry imports this module
 
         get_scheme(self.scheme).validate(self)

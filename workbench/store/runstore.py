@@ -61,9 +61,19 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
+# Train keys added after the first runs were stored, with the value that reproduces those runs.
+LATER_TRAIN_DEFAULTS: dict[str, Any] = {"ignore_label": None}
+
+
 def config_hash(config: dict[str, Any]) -> str:
-    """sha256 over what determines the result: the model, task and train sections (not preset/tag labels)."""
+    """sha256 over what determines the result: the model, task and train sections (not preset/tag labels).
+    Fields added later are left out while they hold the value older runs implicitly had, so those runs keep
+    their ids; any other value enters the hash."""
+    from workbench.model.config import LATER_DEFAULTS
+
     core = {k: config[k] for k in ("model", "task", "train")}
+    for section, later in (("model", LATER_DEFAULTS), ("train", LATER_TRAIN_DEFAULTS)):
+        core[section] = {k: v for k, v in core[section].items() if not (k in later and v == later[k])}
     return hashlib.sha256(canonical_json(core).encode()).hexdigest()
 
 
@@ -162,7 +172,7 @@ class RunStore:
         if not self.root.is_dir():
             return []
         return sorted(e.name for e in os.scandir(self.root)
-                      if e.is_dir() and RUN_ID_PATTERN.match(e.name) and e.name != "tables")
+                      if e.is_dir() and RUN_ID_PATTERN.match(e.name) and e.name not in ("tables", INDEX))
 
     def runs(self, **filters: Any) -> list[Run]:
         """Run handles matching the filters (see `query`)."""

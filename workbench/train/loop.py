@@ -89,7 +89,7 @@ MAX_THREADS_PER_CPU = 4
 
 def check_threads(threads: Any, name: str = "--threads") -> int | None:
     """`threads` (or $PELAB_THREADS) as a validated count in [1, 4 x CPUs], or None (keep torch's default)."""
-    if threads is None or threads == 0:
+    if threads is None:
         env = os.environ.get("PELAB_THREADS", "")
         if not env:
             return None
@@ -114,6 +114,14 @@ def set_threads(threads: int | None) -> int:
     return torch.get_num_threads()
 
 
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (getrusage ru_maxrss: KiB on Linux, bytes on macOS)."""
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
 def pick_device(device: str | None = None) -> torch.device:
     """`device` (default: cuda when available, else cpu); ValueError for an unknown or unavailable device."""
     try:
@@ -127,15 +135,26 @@ def pick_device(device: str | None = None) -> torch.device:
     return dev
 
 
+def counted_loss(logits: torch.Tensor, y: torch.Tensor, ignore_label: int | None):
+    """(summed cross-entropy, number of correct predictions, number of counted examples) over the examples whose
+    label is not `ignore_label` (None: all). As the authors' `CrossEntropyLoss(ignore_index=0)` and their
+    accuracy over `labels != 0`: an ignored example counts for nothing in either."""
+    keep = torch.ones_like(y, dtype=torch.bool) if ignore_label is None else y != ignore_label
+    losses = F.cross_entropy(logits.float(), y, reduction="none")
+    return (losses * keep).sum(), ((logits.argmax(-1) == y) & keep).sum(), keep.sum()
+
+
 @torch.no_grad()
 def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool,
-             trim_pads: bool = False) -> tuple[float, float]:
-    """(mean cross-entropy, accuracy) of `model` in eval mode. trim_pads: visit the examples sorted by length
-    and trim each batch's trailing pads (same sums, fewer tokens; only for models whose pads are inert)."""
+             trim_pads: bool = False, ignore_label: int | None = None) -> tuple[float, float]:
+    """(mean cross-entropy, accuracy) of `model` in eval mode over the examples not labelled `ignore_label`.
+    trim_pads: visit the examples sorted by length and trim each batch's trailing pads (same sums, fewer tokens;
+    only for models whose pads are inert)."""
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=x.device)
     correct = torch.zeros((), device=x.device, dtype=torch.long)
+    counted = torch.zeros((), device=x.device, dtype=torch.long)
     if trim_pads:
         order = torch.sort((x != 0).sum(1), descending=True, stable=True).indices
         x, y = x[order], y[order]
@@ -145,10 +164,12 @@ def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool
             xb = trim(xb)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(xb)
-        loss_sum += F.cross_entropy(logits.float(), yb, reduction="sum")
-        correct += (logits.argmax(-1) == yb).sum()
+        l, c, k = counted_loss(logits, yb, ignore_label)
+        loss_sum += l
+        correct += c
+        counted += k
     model.train(was_training)
-    n = max(1, len(x))
+    n = max(1, counted.item())
     return loss_sum.item() / n, correct.item() / n
 
 
@@ -241,7 +262,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     model = PEClassifier(run.model_config()).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
-    bs, epochs, seed = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"]
+    bs, epochs, seed, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"], tcfg.get("ignore_label")
     batching = tcfg.get("batching", "random")
     trim_pads = batching == "length"
     if trim_pads and not model.cfg.pads_are_inert:
@@ -273,7 +294,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
-                    error=None, machine=machine_identity(), **process_identity())
+                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
+                    **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
     try:
@@ -285,7 +307,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             model.train()
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.long)
-            seen, computed = 0, 0
+            counted = torch.zeros((), device=dev, dtype=torch.long)
+            computed = 0
             t0 = time.perf_counter()
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not progress, file=sys.stderr, dynamic_ncols=True)
@@ -299,26 +322,30 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                     group["lr"] = lr
                 with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
                     logits = fwd(xb)
-                loss = F.cross_entropy(logits.float(), yb)
+                batch_loss, batch_correct, batch_counted = counted_loss(logits, yb, ignore)
+                loss = batch_loss / batch_counted.clamp(min=1)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if tcfg.get("grad_clip"):
                     torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
                 opt.step()
                 step += 1
-                loss_sum += loss.detach() * len(idx)
-                seen, computed = seen + len(idx), computed + xb.numel()
-                correct += (logits.detach().argmax(-1) == yb).sum()
+                loss_sum += batch_loss.detach()
+                correct += batch_correct
+                counted += batch_counted
+                computed += xb.numel()
                 if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
+                    seen = max(1, counted.item())
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
                                     lr=f"{lr:.2e}")
             bar.close()
             train_time = time.perf_counter() - t0
             useful = int(lengths.sum())
-            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads)
+            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads, ignore)
             wall = wall_before + time.perf_counter() - t_session
-            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n,
-                   "train_acc": correct.item() / n, "test_loss": test_loss, "test_acc": test_acc,
+            n_counted = max(1, counted.item())
+            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
+                   "train_acc": correct.item() / n_counted, "test_loss": test_loss, "test_acc": test_acc,
                    "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
                    "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
             if not math.isfinite(row["train_loss"]):
@@ -334,7 +361,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                                  "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
                                  "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
             final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final,
+            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final, peak_rss_mb=round(peak_rss_mb(), 1),
                             cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
                 tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "

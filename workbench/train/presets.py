@@ -6,7 +6,12 @@ A run config is a plain dict (stored as config.json):
      "model": ModelConfig.to_dict(),                          # vocab_size / n_classes / max_len filled from the data
      "task":  {"task": "trigger-distance", "preset": "cpu", "seed": 42, "overrides": {}},   # synthetic_tasks spec
      "train": {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size",
-               "eval_batch_size", "seed", "grad_clip", "batching"}}
+               "eval_batch_size", "seed", "grad_clip", "batching", "ignore_label"},
+     "fidelity": "pelab"}                                     # the named setting the fields came from
+
+`fidelity` (docs/fidelity.md): "pelab" (default, changes nothing), "authors" (the core paper's released
+transformer script) or "authors-mla" (its MLA script) sets explicit model/task/train fields after the preset and
+before `sets`, so a single field can still be overridden; the fields, not the name, determine the run (its id).
 
 `--seed` (or `seed=`) sets the training seed (parameter init, dropout, shuffling); the dataset keeps the
 preset's data seed (42) so that runs of different seeds share one test set. Change it with `task.seed=...`.
@@ -46,6 +51,7 @@ class TrainConfig:
     seed: int
     grad_clip: float | None  # None: no clipping
     batching: str = "random"  # random | length (docs/training.md)
+    ignore_label: int | None = None  # examples with this label count for nothing (the authors: 0)
 
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
@@ -59,7 +65,7 @@ TASK_KEYS = {"task", "preset", "seed", "overrides"}
 
 _TRAIN_DEFAULTS = {"betas": [0.98, 0.9], "weight_decay": 1e-5, "warmup_frac": 0.06, "schedule": "cosine",
                    "seed": 42, "grad_clip": None, "eval_batch_size": 1024,
-                   "batching": "random"}
+                   "batching": "random", "ignore_label": None}
 
 PRESETS: dict[str, dict[str, Any]] = {
     # SPEC section 2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
@@ -95,6 +101,74 @@ PRESETS: dict[str, dict[str, Any]] = {
         "doc": "a few seconds on CPU, for tests",
     },
 }
+
+
+# The authors' released scripts (SPEC section 7), as explicit fields. "scheme_map" renames a scheme to the PE-Lab
+# scheme + kwargs that computes what the authors' code computed under that name ("random" there is a trained
+# N(0, 1) table: PE-Lab's `learned`).
+_AUTHORS_DATA = {"trigger-distance": {"task.sampling": "authors", "task.filler_includes_triggers": True}}
+FIDELITIES: dict[str, dict[str, Any]] = {
+    "pelab": {"doc": "PE-Lab's defaults (SPEC section 2): pad mask, masked mean, final LayerNorm, plain loss"},
+    "authors": {
+        "doc": "the core paper's transformer script: paper arch, no attention pad mask, trained PAD embedding, "
+               "mean over all positions, no final LayerNorm, vocab_size outputs, loss and accuracy ignore label 0; "
+               "'rope' = RoPE + [sin ; cos] input encoding, ALiBi slopes exp(-h/H); authors' Task 1 data",
+        "arch": "paper",
+        "sets": {"model.attn_pad_mask": False, "model.pad_trained": True, "model.readout_include_pad": True,
+                 "model.final_ln": "none", "model.unembed_vocab": True, "model.activation": "relu",
+                 "model.dropout_sites": ["attn_weights", "attn_out", "mlp_out"], "model.attn_bias": True,
+                 "train.ignore_label": 0},
+        "by_task": _AUTHORS_DATA,
+        "scheme_map": {"rope": ("rope+sinusoidal", {"layout": "concat"}), "alibi": ("alibi", {"slopes": "paper"}),
+                       "random": ("learned", {})},
+    },
+    "authors-mla": {
+        "doc": "the core paper's MLA script: encoder arch, pad mask, trained absolute position embedding (zero "
+               "init), GELU, dropout only in the FFN, no attention biases, final LayerNorm before the masked mean, "
+               "vocab_size outputs, plain cross-entropy; MLA with one rotary query shared by all heads, rotary "
+               "width d_head, the authors' sin/cos read, score scale 1/sqrt(2 d_head); authors' Task 1 data",
+        "arch": "encoder",
+        "scheme": "mla",
+        "sets": {"model.attn_pad_mask": True, "model.pad_trained": True, "model.readout_include_pad": False,
+                 "model.final_ln": "before_pool", "model.unembed_vocab": True, "model.activation": "gelu",
+                 "model.dropout_sites": ["mlp_hidden", "mlp_out"], "model.attn_bias": False,
+                 "train.ignore_label": None},
+        "by_task": _AUTHORS_DATA,
+        "by_preset": {"paper": {"train.epochs": 150, "train.batch_size": 1024}},
+        "scheme_kwargs": {"shared_rope_q": True, "rope_read": "authors", "d_rope": "d_head",
+                          "score_scale_dim": "2 d_head", "input_pe": "learned-zero"},
+    },
+}
+
+
+def apply_fidelity(cfg: dict[str, Any], fidelity: str, arch_given: str | None) -> None:
+    """Set the fields of the named fidelity on a base config (in place); ValueError on a conflicting choice."""
+    if fidelity not in FIDELITIES:
+        raise ValueError(f"fidelity={fidelity!r} is unknown; use one of {list(FIDELITIES)} (docs/fidelity.md)")
+    cfg["fidelity"] = fidelity
+    f, model = FIDELITIES[fidelity], cfg["model"]
+    if "arch" in f:
+        if arch_given is not None and arch_given != f["arch"]:
+            raise ValueError(f"fidelity={fidelity!r} runs arch={f['arch']!r}, but arch={arch_given!r} was given; "
+                             f"drop --arch or use fidelity='pelab'")
+        model["arch"] = f["arch"]
+    if "scheme" in f and model["scheme"] != f["scheme"]:
+        raise ValueError(f"fidelity={fidelity!r} is the authors' {f['scheme']} script, but scheme={model['scheme']!r} "
+                         f"was given; use scheme={f['scheme']!r} or fidelity='authors'")
+    if model["scheme"] in f.get("scheme_map", {}):
+        if cfg.get("tag") is None:  # the run keeps the authors' name as its label (run id, variant in tables)
+            cfg["tag"] = model["scheme"]
+        model["scheme"], kwargs = f["scheme_map"][model["scheme"]]
+        model["scheme_kwargs"] = dict(kwargs)
+    if "scheme_kwargs" in f:  # sizes given in d_head units resolve with the preset's d_model / n_heads
+        d_head = model["d_model"] // model["n_heads"]
+        sizes = {"d_head": d_head, "2 d_head": 2 * d_head}
+        model["scheme_kwargs"] = {k: sizes.get(v, v) if isinstance(v, str) else v
+                                  for k, v in f["scheme_kwargs"].items()}
+    rules = list(f.get("sets", {}).items()) + list(f.get("by_task", {}).get(cfg["task"]["task"], {}).items()) \
+        + list(f.get("by_preset", {}).get(cfg["preset"], {}).items())
+    for key, value in rules:
+        set_dotted(cfg, key, copy.deepcopy(value))
 
 
 def canonical_task(task: str) -> str:
@@ -159,12 +233,17 @@ def flatten_sets(d: dict[str, Any], prefix: str = "", where: str = "set") -> lis
     return out
 
 
-def base_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-distance",
+def base_config(preset: str = "cpu", scheme: str | None = None, task: str = "trigger-distance",
                 arch: str | None = None, seed: int | None = None,
-                sets: Iterable[tuple[str, Any]] | Iterable[str] = (), tag: str | None = None) -> dict[str, Any]:
-    """The run config before the data fills in vocab_size / n_classes / max_len (no I/O)."""
+                sets: Iterable[tuple[str, Any]] | Iterable[str] = (), tag: str | None = None,
+                fidelity: str = "pelab") -> dict[str, Any]:
+    """The run config before the data fills in vocab_size / n_classes / max_len (no I/O). `scheme` None means
+    the fidelity's scheme (mla for "authors-mla") or rope."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; presets: {list(PRESETS)}")
+    if fidelity not in FIDELITIES:
+        raise ValueError(f"fidelity={fidelity!r} is unknown; use one of {list(FIDELITIES)} (docs/fidelity.md)")
+    scheme = scheme or FIDELITIES[fidelity].get("scheme", "rope")
     p = PRESETS[preset]
     task = canonical_task(task)
     cfg: dict[str, Any] = {"preset": preset, "tag": tag, "model": copy.deepcopy(p["model"]),
@@ -176,6 +255,7 @@ def base_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-
         cfg["model"]["arch"] = arch
     for key, value in list(p["by_task"].get(task, {}).items()) + list(p["by_scheme"].get(scheme, {}).items()):
         set_dotted(cfg, key, value)
+    apply_fidelity(cfg, fidelity, arch)
     if seed is not None:
         cfg["train"]["seed"] = seed
     sets = [parse_sets([s])[0] if isinstance(s, str) else s for s in sets]
@@ -187,20 +267,23 @@ def base_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-
     return cfg
 
 
-def resolve_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigger-distance",
+def resolve_config(preset: str = "cpu", scheme: str | None = None, task: str = "trigger-distance",
                    arch: str | None = None, seed: int | None = None,
                    sets: Iterable[tuple[str, Any]] | Iterable[str] = (), tag: str | None = None,
-                   store=None) -> dict[str, Any]:
+                   store=None, fidelity: str = "pelab") -> dict[str, Any]:
     """Fully resolved run config: preset, then scheme/task/arch/seed, then per-task and per-scheme preset
-    rules, then `sets` (dotted overrides, later wins); vocab_size, n_classes and (when None) max_len come from
-    the dataset, which is generated or loaded from the store's cache. The model section is validated."""
+    rules, then the fidelity's fields, then `sets` (dotted overrides, later wins); vocab_size, n_classes and
+    (when None) max_len come from the task spec. With a `store`, the dataset is also generated or loaded from
+    its cache; without one nothing is read or written. The model section is validated."""
     from workbench.model import ModelConfig
-    from workbench.store import RunStore
 
-    cfg = base_config(preset, scheme, task, arch, seed, sets, tag)
+    cfg = base_config(preset, scheme, task, arch, seed, sets, tag, fidelity)
     validate_config(cfg, partial=True)
-    store = store if store is not None else RunStore()
-    ds = store.load_task(cfg["task"])
+    ds = spec = task_spec(cfg["task"])
+    n_train = round(spec.train_frac * spec.n_examples)
+    if store is not None:
+        ds = store.load_task(cfg["task"])
+        n_train = len(ds.train_y)
     model = cfg["model"]
     model["vocab_size"], model["n_classes"] = int(ds.vocab_size), int(ds.n_classes)
     if model.get("max_len") is None:
@@ -209,18 +292,20 @@ def resolve_config(preset: str = "cpu", scheme: str = "rope", task: str = "trigg
         raise ValueError(f"model.max_len={model['max_len']} is shorter than the data's seq_len={ds.seq_len}")
     cfg["model"] = ModelConfig.from_dict(model).to_dict()
     cfg = finish_train_section(cfg)
-    check_memory(cfg, n_train=len(ds.train_y), seq_len=int(ds.seq_len))
+    check_memory(cfg, n_train=n_train, seq_len=int(ds.seq_len))
     return cfg
 
 
 def finish_train_section(cfg: dict[str, Any]) -> dict[str, Any]:
     t = cfg["train"]
     t.setdefault("batching", "random")
+    t.setdefault("ignore_label", None)
     check_fields(t, TrainConfig, "train", TRAIN_RANGES, TRAIN_CHOICES)
     if len(t["betas"]) != 2:
         raise ValueError(f"train.betas={t['betas']!r}: must be two numbers in [0, 1), e.g. [0.9, 0.999]")
     t["eval_batch_size"] = t.get("eval_batch_size") or t["batch_size"]
     t["betas"] = [float(b) for b in t["betas"]]
+    cfg.setdefault("fidelity", "pelab")
     return cfg
 
 

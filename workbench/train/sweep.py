@@ -13,8 +13,11 @@
     name = "rope-h1-l0"
     scheme = "rope"
     set = { "model.scheme_kwargs" = { rope_heads = 1, rope_layers = [0] } }
-    # tasks / seeds / archs / preset here replace the grid's for this variant
+    # tasks / seeds / archs / preset / fidelity here replace the grid's for this variant
     tier = 2                                # optional (default: the grid's `tier`, else 1); select with tiers=[1]
+
+`fidelity = "authors"` (top level or in a variant) applies a named setting of docs/fidelity.md to its runs;
+without `arch`/`archs` the runs take the preset's (or the fidelity's) arch.
 
 Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
 sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
@@ -24,7 +27,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from workbench.store import RunLocked, RunStore, StoreError
 from workbench.store.run import process_alive
@@ -36,13 +39,17 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier"}
-VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "tier"}
+GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier",
+             "fidelity"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "tier", "fidelity"}
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
     with open(path, "rb") as f:
-        grid = tomllib.load(f)
+        try:
+            grid = tomllib.load(f)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"grid {path}: not valid TOML: {e}") from None
     grid.setdefault("name", Path(path).stem)
     return grid
 
@@ -59,7 +66,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
     preset = grid.get("preset", "cpu")
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
-    archs = _listify(grid.get("archs", grid.get("arch", "paper")))
+    archs = _listify(grid.get("archs", grid.get("arch", None)))  # None: the preset's (or the fidelity's) arch
+    fidelity = grid.get("fidelity", "pelab")
     common = flatten_sets(grid.get("set", {}), where="grid: set")
     base_tier = grid.get("tier", 1)
     entries = [{"scheme": s, "tag": None, "sets": [], "tier": base_tier} for s in _listify(grid.get("schemes", []))]
@@ -74,7 +82,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
         sets = flatten_sets(v.get("set", {}), where=f"grid variant {v['name']!r}: set")
         entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": sets,
                         "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
-                        "preset": v.get("preset"), "tier": v.get("tier", base_tier)})
+                        "preset": v.get("preset"), "tier": v.get("tier", base_tier),
+                        "fidelity": v.get("fidelity")})
     for e in entries:
         if not isinstance(e["tier"], int) or isinstance(e["tier"], bool) or e["tier"] < 1:
             raise ValueError(f"grid: tier={e['tier']!r} (scheme {e['scheme']}) must be an integer >= 1")
@@ -96,7 +105,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
                                 or task not in own(e, "tasks", tasks) or arch not in own(e, "archs", archs)):
                             continue
                         points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
-                                       "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"]})
+                                       "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
+                                       "fidelity": e.get("fidelity") or fidelity})
     return points
 
 
@@ -110,24 +120,95 @@ def _fmt_time(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | None = None,
+            threads: int | None = None, compile: bool = False, progress: bool = False, dry_run: bool = False,
+            fail_fast: bool = False, retry_failed: bool = True, log=None,
+            on_epoch: Callable | None = None) -> dict[str, Any]:
+    """Train one grid point unless it is finished, busy (a live process trains it) or failed with
+    retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
+    Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned, "test_acc", "error"}."""
+    from .loop import train
+
+    log = log or _stderr
+    run_id = store.run_id(cfg)
+    rec: dict[str, Any] = {"id": run_id, "outcome": None, "test_acc": None, "error": None}
+    existing = store.get(run_id) if store.exists(run_id) else None
+    status = existing.status if existing else "new"
+    if status == "finished":
+        rec.update(outcome="finished", test_acc=existing.final.get("test_acc"))
+        log(f"{head}  finished already (test acc {rec['test_acc']:.4f})" if rec["test_acc"] is not None
+            else f"{head}  finished already")
+        return rec
+    if status == "running" and process_alive(existing.info):
+        rec["outcome"] = "busy"
+        log(f"{head}  being trained by another process (pid {existing.info.get('pid')}); skipped")
+        return rec
+    if status == "failed" and not retry_failed:
+        rec.update(outcome="failed", error=existing.info.get("error"))
+        log(f"{head}  failed before ({rec['error']}); skipped (retry_failed=False)")
+        return rec
+    if dry_run:
+        rec["outcome"] = "planned"
+        log(f"{head}  would {'resume' if existing and existing.has_checkpoint() else 'train'} ({status})")
+        return rec
+    resumed = bool(existing and existing.has_checkpoint())
+    log(f"{head}  {'resuming from epoch ' + str(existing.info.get('epoch', 0)) if resumed else 'training'}")
+    t0 = time.perf_counter()
+    try:
+        run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress,
+                    on_epoch=on_epoch)
+    except KeyboardInterrupt:
+        log(f"{head}  interrupted; run the sweep again to resume")
+        raise
+    except RunLocked as e:  # another process (sweep worker, dashboard job, `workbench train`) has it
+        rec.update(outcome="busy", error=str(e))
+        log(f"{head}  {e}; skipped")
+        return rec
+    except Exception as e:  # one broken run must not stop the sweep
+        rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
+        log(f"{head}  FAILED: {rec['error']}")
+        if fail_fast:
+            raise
+        return rec
+    rec.update(outcome="resumed" if resumed else "trained", test_acc=run.final.get("test_acc"))
+    if run.status != "finished":  # pragma: no cover - train() only returns unfinished with stop hooks
+        rec["outcome"] = run.status
+    log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}")
+    return rec
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
           threads: int | None = None, compile: bool = False, progress: bool = True, dry_run: bool = False,
           shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
-          tiers: list[int] | None = None, log=None) -> list[dict[str, Any]]:
-    """Train every run of the grid that is not finished yet. Returns one record per run:
+          tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
+          log=None) -> list[dict[str, Any]]:
+    """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | trained | resumed | failed | busy | planned, "test_acc", "error"}.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
     tiers: only the grid points of these tiers (None: all).
     retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
-    Ctrl-C marks the current run interrupted and stops; run the sweep again to continue.
+    workers=N: N runs at once, each in its own process with `threads` (default 1) torch threads
+    (`workbench.train.workers`). ray=ADDRESS (True: local or already initialised): every run is a Ray task
+    with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
+    Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
     """
-    from .loop import train
+    if int(workers) < 1:
+        raise ValueError(f"workers={workers}: must be >= 1 (1 = one run after another in this process)")
+    if ray and workers > 1:
+        raise ValueError("workers and ray exclude each other: Ray schedules runs by the cluster's CPUs")
+    if ray:
+        from .ray_engine import connect
 
+        connect(None if ray is True else str(ray))  # before any file is written: a bad address leaves no trace
     store = store if store is not None else RunStore()
     if not isinstance(grid, dict):
         grid = load_grid(grid)
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    log = log or _stderr
     configs = expand_grid(grid, store, tiers)
     if shard is not None:
         i, k = shard
@@ -137,64 +218,33 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         dup = sorted({x for x in ids if ids.count(x) > 1})
         log(f"note: {len(ids) - len(set(ids))} grid points repeat an identical config ({dup[:3]}...); run once")
     done = sum(store.exists(r) and store.get(r).status == "finished" for r in set(ids))
-    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished, root {store.root}")
-    results, t_start, seen = [], time.perf_counter(), set()
-    total = len(ids)
+    engine = f", {workers} worker processes" if workers > 1 else (", on Ray" if ray else "")
+    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished, root {store.root}{engine}")
+    total, seen, jobs = len(ids), set(), []
     for k, (cfg, run_id) in enumerate(zip(configs, ids), 1):
-        if run_id in seen:
-            continue
-        seen.add(run_id)
-        head = f"[{k:>{len(str(total))}}/{total}] {run_id}"
-        rec: dict[str, Any] = {"id": run_id, "outcome": None, "test_acc": None, "error": None}
-        existing = store.get(run_id) if store.exists(run_id) else None
-        status = existing.status if existing else "new"
-        if status == "finished":
-            rec.update(outcome="finished", test_acc=existing.final.get("test_acc"))
-            log(f"{head}  finished already (test acc {rec['test_acc']:.4f})" if rec["test_acc"] is not None
-                else f"{head}  finished already")
-            results.append(rec)
-            continue
-        if status == "running" and process_alive(existing.info):
-            rec["outcome"] = "busy"
-            log(f"{head}  being trained by another process (pid {existing.info.get('pid')}); skipped")
-            results.append(rec)
-            continue
-        if status == "failed" and not retry_failed:
-            rec.update(outcome="failed", error=existing.info.get("error"))
-            log(f"{head}  failed before ({rec['error']}); skipped (retry_failed=False)")
-            results.append(rec)
-            continue
-        if dry_run:
-            rec["outcome"] = "planned"
-            log(f"{head}  would {'resume' if existing and existing.has_checkpoint() else 'train'} ({status})")
-            results.append(rec)
-            continue
-        resumed = bool(existing and existing.has_checkpoint())
-        log(f"{head}  {'resuming from epoch ' + str(existing.info.get('epoch', 0)) if resumed else 'training'}"
-            f"  (sweep time {_fmt_time(time.perf_counter() - t_start)})")
-        t0 = time.perf_counter()
-        try:
-            run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress)
-        except KeyboardInterrupt:
-            log(f"{head}  interrupted; run the sweep again to resume")
-            raise
-        except RunLocked as e:  # another process (sweep worker, dashboard job, `workbench train`) has it
-            rec.update(outcome="busy", error=str(e))
-            log(f"{head}  {e}; skipped")
-            results.append(rec)
-            continue
-        except Exception as e:  # one broken run must not stop the sweep
-            rec.update(outcome="failed", error=f"{type(e).__name__}: {e}")
-            log(f"{head}  FAILED: {rec['error']}")
-            results.append(rec)
-            if fail_fast:
-                raise
-            continue
-        rec.update(outcome="resumed" if resumed else "trained", test_acc=run.final.get("test_acc"))
-        if run.status != "finished":  # pragma: no cover - train() only returns unfinished with stop hooks
-            rec["outcome"] = run.status
-        log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}")
-        results.append(rec)
+        if run_id not in seen:
+            seen.add(run_id)
+            jobs.append((f"[{k:>{len(str(total))}}/{total}] {run_id}", cfg))
+    t_start = time.perf_counter()
+    opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed)
+    parallel = not dry_run and (workers > 1 or bool(ray))
+    results: list[dict[str, Any] | None] = []
+    for head, cfg in jobs:  # sequentially: everything; in parallel: the finished runs (no process needed)
+        finished = parallel and store.exists(store.run_id(cfg)) and store.get(store.run_id(cfg)).status == "finished"
+        results.append(attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
+                               log=log, **opts) if not parallel or finished else None)
+    todo = [k for k, r in enumerate(results) if r is None]
+    if todo and ray:
+        from .ray_engine import sweep_ray
+
+        recs = sweep_ray([jobs[k] for k in todo], store, fail_fast=fail_fast, log=log, num_gpus=ray_gpus, **opts)
+    elif todo:
+        from .workers import sweep_workers
+
+        recs = sweep_workers([jobs[k] for k in todo], store, workers, progress=progress, fail_fast=fail_fast,
+                             log=log, **opts)
+    for k, rec in zip(todo, recs if todo else []):
+        results[k] = rec
     counts: dict[str, int] = {}
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
@@ -203,4 +253,4 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     return results
 
 
-__all__ = ["load_grid", "grid_points", "expand_grid", "sweep", "StoreError"]
+__all__ = ["attempt", "load_grid", "grid_points", "expand_grid", "sweep", "StoreError"]

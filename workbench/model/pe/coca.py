@@ -19,8 +19,19 @@ c_{n,j} e^{i n theta_j} is recovered from R(n) c_n (a plane of c is c_j (1, 1), 
 
 `strict=True` is CoCA-Strict (paper sections 3.2 and 5.3): the query is also constrained, q_2j = q_2j+1 (the
 plane's two dims averaged and duplicated), the condition under which the paper's O(N d) dual implementation
-Re<f(q_m, m), q_m o f(t_n, n)> equals the collinear score exactly. The default is CoCA-Slack (no constraint on
-the query), the variant the paper recommends after finding it better at passkey retrieval.
+Re<f(q_m, m), q_m o f(t_n, n)> equals the collinear score exactly. The default leaves the query free and computes
+the exact collinear score above: the paper's formula for CoCA-Slack. It is NOT what the released slack model
+computes: the official code (codefuse-ai) evaluates the dual form without tying the query's pair,
+
+    a_released(m, n) = sum_d (R(m) q_m)_d * q_{m,d} * (R(n) c_n)_d / sqrt(d)     (`score="released"`)
+
+which equals the collinear score only under CoCA-Strict (then both are sum_j c_{n,j} |q_{m,j}|^2 cos((m-n) theta_j)).
+It is again a dot product of per-position features (f_q = R(m) q_m o q_m, f_k = R(n) c_n), so the SDPA fast path
+applies. The released code pairs dims i and i + d/2 (half-split) where PE-Lab pairs 2j, 2j+1; the two layouts
+differ by a fixed permutation of the query and t dims, i.e. of the columns of W_Q and W_T, whose i.i.d. init is
+the same under any permutation, so PE-Lab keeps interleaved pairs (and its rotary analyses) for both scores. With
+`score="released"` the key of a pair is not collinear with the query (`collinear` is False), so the initial-angle
+analysis measures the angle to c_n.
 
 Beyond the training length: the rotations are defined at any position and periodic. Since the initial angle between
 query and key is 0 in every plane, each plane adds w_j cos((m - n) theta_j) with w_j >= 0: the anomalous "k border"
@@ -54,10 +65,10 @@ class CoCAAttention(Attention):
     """CoCA attention; `inv_freq` holds theta_j; `collinear = True` tells analyses that the key of a pair
     (m, n) is hook_k[n] * hook_q[m] (see `pair_keys`)."""
 
-    collinear = True
-
     def __init__(self, cfg, layer, scheme):
         super().__init__(cfg, layer, scheme)
+        self.released = scheme.kw["score"] == "released"
+        self.collinear = not self.released
         del self.W_K, self.b_K  # the key is built from the query and t = W_T x
         h, d, dh = cfg.n_heads, cfg.d_model, cfg.d_head
         self.W_T = nn.Parameter(torch.empty(h, d, dh))
@@ -98,6 +109,10 @@ class CoCAAttention(Attention):
         ang = self.angles(rq.shape[1])
         sq = rq[..., 0::2] ** 2 + rq[..., 1::2] ** 2  # |q_{m,j}|^2 (a rotation keeps it)
         f_q = torch.stack((sq * ang.cos().to(rq.dtype), sq * ang.sin().to(rq.dtype)), -1).flatten(-2)
+        if self.released:  # (R(m) q_m) o q_m with q_m = R(-m) R(m) q_m, against R(n) c_n
+            full = ang.repeat_interleave(2, dim=-1)
+            q = rotate_pairs(rq, full.cos().to(rq.dtype), -full.sin().to(rq.dtype))
+            return rq * q, rk
         r0, r1 = rk[..., 0::2], rk[..., 1::2]
         f_k = torch.stack(((r0 + r1) / 2, (r1 - r0) / 2), -1).flatten(-2)
         return f_q, f_k
@@ -116,7 +131,9 @@ class CoCA(Scheme):
     rotary = True
     params = {"base": (10000.0, "RoPE frequency base"),
               "strict": (False, "CoCA-Strict: also tie the query within each plane (q_2j = q_2j+1); "
-                                "default CoCA-Slack")}
+                                "default CoCA-Slack"),
+              "score": ("collinear", "'collinear' (the exact collinear score, the paper's formula) or 'released' "
+                                     "(the official code's dual form without tying the query pair)")}
     attention_cls = CoCAAttention
 
     def check(self):
@@ -125,3 +142,5 @@ class CoCA(Scheme):
              f"n_heads={cfg.n_heads} = {cfg.d_head}. Change n_heads or d_model so d_head is even")
         need(isinstance(self.kw["strict"], bool), f"coca strict={self.kw['strict']!r} must be true or false")
         need(self.kw["base"] > 1, f"coca base={self.kw['base']} must be > 1")
+        need(self.kw["score"] in ("collinear", "released"),
+             f"coca score={self.kw['score']!r} is unknown; use 'collinear' or 'released'")

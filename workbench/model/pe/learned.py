@@ -7,9 +7,11 @@ from .registry import register
 
 
 class LearnedPE(nn.Module):
-    def __init__(self, max_len: int, d_model: int):
+    """Trainable [max_len, d_model] table, N(0, 1) at init (`zero_init`: zeros, as the authors' MLA script)."""
+
+    def __init__(self, max_len: int, d_model: int, zero_init: bool = False):
         super().__init__()
-        self.W_pos = nn.Parameter(torch.randn(max_len, d_model))
+        self.W_pos = nn.Parameter(torch.zeros(max_len, d_model) if zero_init else torch.randn(max_len, d_model))
 
     def forward(self, n_pos: int) -> torch.Tensor:
         if n_pos > self.W_pos.shape[0]:

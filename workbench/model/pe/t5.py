@@ -33,7 +33,7 @@ class T5BiasAttention(Attention):
 
     def pos_bias(self, n_q, n_k):
         kw = self.scheme.kw
-        b = t5_bucket(offsets(n_q, n_k, self.rel_bias.device), self.cfg.arch == "paper",
+        b = t5_bucket(offsets(n_q, n_k, self.rel_bias.device), self.cfg.arch != "decoder",
                       kw["n_buckets"], kw["max_distance"])
         return self.rel_bias[:, b]
 

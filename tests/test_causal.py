@@ -1,0 +1,367 @@
+"""Issue 14: resample ablation, counterfactual pairs, activation patching (nnsight), probes, trigger attention,
+direct logit attribution and the head summary, on tiny untrained models and smoke-sized data."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from synthetic_tasks import generate, get_spec
+from synthetic_tasks.counterfactual import counterfactual_pairs
+from workbench.analysis import ablation
+from workbench.model import ModelConfig, PEClassifier
+
+from test_analysis import make_data, make_model
+
+
+# ---- resample ablation -----------------------------------------------------------------------------
+def test_resample_partners_share_length_and_differ():
+    x = make_data(40, min_len=12).test_x
+    partner = ablation.resample_partners(x, seed=1)
+    n = ablation.lengths(x)
+    has = partner >= 0
+    assert has.sum() >= 10
+    assert (partner[has] != np.flatnonzero(has)).all() and (n[partner[has]] == n[has]).all()
+    singles = [i for i in range(len(x)) if (n == n[i]).sum() == 1]
+    assert all(partner[i] == -1 for i in singles)
+
+
+@pytest.mark.parametrize("scheme, arch", [("rope", "paper"), ("alibi", "decoder"), ("mla", "paper")])
+def test_resample_fast_equals_naive_loop(scheme, arch):
+    model = make_model(scheme, arch=arch, n_layers=3)
+    d = make_data(40, min_len=13)
+    d.test_x[0, 3:] = 0  # the one example of length 3: no partner, left out
+    fast = ablation.per_example(model, d.test_x, d.test_y, mode="resample", method="fast", batch_size=5, seed=2)
+    naive = ablation.per_example(model, d.test_x, d.test_y, mode="resample", method="naive", trim=False, seed=2)
+    assert np.array_equal(fast["kept"], naive["kept"]) and 0 not in fast["kept"] and len(fast["kept"]) == len(d.test_x) - 1
+    assert np.array_equal(fast["pred"], naive["pred"])
+    np.testing.assert_allclose(fast["loss"], naive["loss"], rtol=1e-5, atol=1e-5)
+    assert np.abs(fast["loss"] - fast["clean_loss"][None, None]).max() > 1e-4
+
+
+def test_resample_replaces_z_with_the_partner_z():
+    """Hand check of one head: the ablated logits equal a forward whose hook_z slice is the partner's."""
+    model = make_model("rope")
+    x = np.array([[3, 4, 5, 0], [6, 7, 8, 0], [9, 10, 11, 12]])
+    y = np.array([1, 2, 3])
+    res = ablation.per_example(model, x, y, mode="resample", method="fast", batch_size=8)
+    assert list(res["kept"]) == [0, 1]
+    tok = torch.as_tensor(x[:2, :3])
+    zp = ablation.partner_z(model, tok.flip(0))
+
+    def patch(z, hook):
+        z = z.clone()
+        z[:, :, 1] = zp[0][:, :, 1]
+        return z
+
+    logits = model.run_with_hooks(tok, fwd_hooks=[("blocks.0.attn.hook_z", patch)])
+    loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(y[:2]), reduction="none")
+    np.testing.assert_allclose(res["loss"][0, 1], loss.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- counterfactual pairs ----------------------------------------------------------------------------
+def test_distance_pairs_move_only_the_second_trigger():
+    spec = get_spec("trigger-distance", preset="smoke")
+    p = counterfactual_pairs(spec, [5, 7], 200, seed=3)
+    assert len(p) > 150
+    for c, f, y, yf in zip(p.clean_x, p.cf_x, p.clean_y, p.cf_y):
+        assert (c != 0).sum() == (f != 0).sum()
+        p1, p2, q2 = int(np.flatnonzero(c == 5)[0]), int(np.flatnonzero(c == 7)[0]), int(np.flatnonzero(f == 7)[0])
+        assert p2 - p1 == y and q2 - p1 == yf and y != yf and np.flatnonzero(f == 5)[0] == p1
+        assert spec.middle_min + 1 <= yf <= spec.middle_max + 1
+        keep = lambda row: row[(row != 0) & (row != 5) & (row != 7)]  # noqa: E731
+        assert np.array_equal(keep(c), keep(f))  # the filler words, in the same order
+    assert p.trigger_mask.sum(1).min() >= 2
+
+
+def test_count_pairs_swap_one_filler_for_a_trigger():
+    spec = get_spec("trigger-count", preset="smoke")
+    trig = np.array([3, 9, 11])
+    p = counterfactual_pairs(spec, trig, 100, seed=1)
+    diff = p.clean_x != p.cf_x
+    assert (diff.sum(1) == 1).all() and (p.cf_y == p.clean_y + 1).all()
+    assert np.isin(p.cf_x[diff], trig).all() and not np.isin(p.clean_x[diff], trig).any()
+    assert (np.isin(p.clean_x, trig).sum(1) == p.clean_y).all()
+
+
+# ---- activation patching -------------------------------------------------------------------------
+def task_data(task="trigger-distance"):
+    spec = get_spec(task, preset="smoke")
+    trig = np.array([5, 7]) if task == "trigger-distance" else np.array([3, 9, 11])
+    return SimpleNamespace(spec=spec, trigger_ids=trig)
+
+
+def task_model(task="trigger-distance", arch="paper", scheme="rope", **kw):
+    n_classes = 16 if task == "trigger-distance" else 13
+    base = dict(vocab_size=40, n_classes=n_classes, arch=arch, scheme=scheme, d_model=32, n_heads=4, d_ff=48,
+                n_layers=2, max_len=24, dropout=0.0, seed=5)
+    return PEClassifier(ModelConfig(**(base | kw))).eval()
+
+
+@pytest.mark.parametrize("task, arch, scheme", [("trigger-distance", "paper", "rope"),
+                                                ("trigger-distance", "decoder", "alibi"),
+                                                ("trigger-count", "paper", "mla")])
+def test_batched_patching_equals_naive_nnsight_loop(task, arch, scheme):
+    from workbench.analysis import patching
+
+    model, d = task_model(task, arch, scheme), task_data(task)
+    pairs = patching.pairs_for(d, 14, seed=2)
+    a = patching.per_pair(model, pairs, "batched", batch_size=4)
+    b = patching.per_pair(model, pairs, "naive")
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-4, atol=1e-5)
+    assert np.abs(a["ld_patched"] - a["ld_clean"]).max() > 1e-3  # patching changes something
+
+
+def test_nnsight_patch_equals_transformer_lens_hooks():
+    """The batched nnsight patch of head (1, 2) at trigger positions == the same patch with run_with_hooks."""
+    from workbench.analysis import patching
+
+    model, d = task_model(), task_data()
+    pairs = patching.pairs_for(d, 6, seed=0)
+    res = patching.per_pair(model, pairs, "batched", batch_size=6)
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    _, cache = model.run_with_cache(cf)
+    m = torch.as_tensor(pairs.trigger_mask)
+
+    def patch(z, hook):
+        z = z.clone()
+        z[:, :, 2][m] = cache["blocks.1.attn.hook_z"][:, :, 2][m]
+        return z
+
+    lg = model.run_with_hooks(clean, fwd_hooks=[("blocks.1.attn.hook_z", patch)])
+    r = torch.arange(len(pairs))
+    ld = (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).detach().numpy()
+    np.testing.assert_allclose(res["ld_patched"][1, patching.SETS.index("trigger"), 2], ld, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["paper", "decoder"])
+def test_patching_known_answers(arch):
+    """The last layer's whole stream carries everything (effect 1); a head whose W_O is zero carries nothing."""
+    from workbench.analysis import patching
+
+    model = task_model(arch=arch)
+    with torch.no_grad():
+        model.blocks[0].attn.W_O[1] = 0.0
+    df = patching.compute(model, task_data(), n_pairs=20, n_boot=50)
+    last = df[(df.site == "resid") & (df.layer == 1) & (df.positions == "all")].iloc[0]
+    assert last.effect == pytest.approx(1.0, abs=1e-4) and last.ci_lo == pytest.approx(1.0, abs=1e-3)
+    dead = df[(df.site == "head") & (df.layer == 0) & (df["head"] == 1)]
+    assert np.allclose(dead.effect, 0.0, atol=1e-4)  # float rounding only
+    assert len(df) == 2 * 3 * 5 and set(df.positions) == {"all", "trigger", "non_trigger"}
+
+
+def test_patching_bad_input():
+    from workbench.analysis import NotApplicable, patching
+
+    with pytest.raises(NotApplicable, match="trigger-distance"):
+        patching.compute(task_model(), make_data(10), n_pairs=4)
+    with pytest.raises(ValueError, match="classes"):
+        patching.compute(task_model(n_classes=5), task_data(), n_pairs=4)
+
+
+# ---- probes ------------------------------------------------------------------------------------------
+def probe_data(n=160, seq=24, fixed=True, bos=False, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(2, 40, (n, seq))
+    if bos:
+        x[:, 0] = 1
+    if not fixed:
+        for i in range(n):
+            x[i, rng.integers(8, seq + 1):] = 0
+    return SimpleNamespace(test_x=x, test_y=rng.integers(0, 6, n))
+
+
+def probe_model(arch, scheme):
+    return PEClassifier(ModelConfig(vocab_size=40, n_classes=6, arch=arch, scheme=scheme, d_model=32, n_heads=4,
+                                    d_ff=48, n_layers=2, max_len=24, dropout=0.0, seed=1)).eval()
+
+
+def position_scores(arch, scheme, **kw):
+    from workbench.analysis import probes
+
+    df = probes.compute(probe_model(arch, scheme), probe_data(**kw), probes=("position",), n_examples=160)
+    return df.set_index("layer")
+
+
+def test_position_probe_known_answers():
+    """paper arch + NoPE is permutation invariant: on equal-length inputs no layer tells the position (R^2 ~ 0);
+    an input PE makes it decodable from the embedded input (layer -1) on; a causal decoder without PE builds it
+    up layer by layer (Haviv et al. 2022) -- seen here with a fixed first token, where the bidirectional NoPE
+    model knows only what that token itself says (position 0)."""
+    nope = position_scores("paper", "nope")
+    assert (nope["score"] < 0.03).all() and (nope["control"] < 0.03).all()
+    sin = position_scores("paper", "sinusoidal", fixed=False)
+    assert sin.loc[-1, "score"] > 0.6 and sin.loc[0, "selectivity"] > 0.6
+    assert sin.loc[-1, "score"] > sin.loc[-1, "baseline"] + 0.3  # more than the length alone tells
+    dec, bi = position_scores("decoder", "nope", bos=True), position_scores("paper", "nope", bos=True)
+    assert np.ptp(bi["score"].values) < 0.01  # nothing beyond the first token's identity, at every layer
+    assert dec.loc[1, "score"] > bi["score"].max() + 0.1
+
+
+def test_label_probes_find_a_planted_signal():
+    """The label = how often token 2 occurs (0, 4, .., 20 times): the mean-pooled z of the heads and the pooled
+    stream average the token embeddings, so the label is linearly decodable there; shuffled controls fail."""
+    from workbench.analysis import probes
+
+    d = probe_data(200)
+    rng = np.random.default_rng(1)
+    d.test_y = rng.integers(0, 6, 200)
+    d.test_x = np.where(d.test_x == 2, 3, d.test_x)
+    for row, k in zip(d.test_x, d.test_y):
+        row[rng.choice(24, 4 * k, replace=False)] = 2
+    model = probe_model("paper", "rope")
+    df = probes.compute(model, d, probes=("label_head", "label_stream"), n_examples=200, n_folds=4)
+    heads = df[df.probe == "label_head"]
+    assert len(heads) == 8 and (heads["control"] < 0.5).all()
+    assert heads["score"].max() > 0.6 and heads["selectivity"].max() > 0.4
+    assert (df[df.probe == "label_stream"]["score"] > 0.6).all()
+    assert (df["score_lo"] <= df["score"]).all() and (df["score"] <= df["score_hi"]).all()
+
+
+def test_probe_bad_input():
+    from workbench.analysis import probes
+
+    with pytest.raises(ValueError, match="layers 0..1"):
+        probes.compute(probe_model("paper", "rope"), probe_data(), layers=[5])
+    with pytest.raises(ValueError, match="n_folds"):
+        probes.compute(probe_model("paper", "rope"), probe_data(6), n_folds=5)
+
+
+# ---- trigger attention ----------------------------------------------------------------------------------
+def test_trigger_attention_hand_checks():
+    from workbench.analysis import NotApplicable, trigger_attention
+
+    model, d = task_model(), task_data()
+    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 30, seed=0)
+    d.test_x, d.test_y = pairs.clean_x, pairs.clean_y
+    df = trigger_attention.compute(model, d, n_boot=30)
+    tok = torch.as_tensor(pairs.clean_x)
+    _, cache = model.run_with_cache(tok)
+    pat = cache["blocks.1.attn.hook_pattern"][:, 3]
+    r = torch.arange(len(tok))
+    p1, p2 = (tok == 5).float().argmax(1), (tok == 7).float().argmax(1)
+    row = df[(df.measure == "t2_to_t1") & (df.layer == 1) & (df["head"] == 3)].iloc[0]
+    assert row.value == pytest.approx(float(pat[r, p2, p1].mean()), abs=1e-6) and row.ci_lo <= row.value <= row.ci_hi
+    # a head that attends uniformly: every measure equals its uniform reference
+    with torch.no_grad():
+        model.blocks[0].attn.W_Q[2] = 0.0
+        model.blocks[0].attn.b_Q[2] = 0.0
+    df = trigger_attention.compute(model, SimpleNamespace(test_x=pairs.clean_x, test_y=pairs.clean_y,
+                                                          trigger_ids=d.trigger_ids, spec=d.spec), n_boot=0)
+    h = df[(df.layer == 0) & (df["head"] == 2)]
+    to = h[h.measure == "to_triggers"].iloc[0]
+    assert to.value == pytest.approx(to.uniform, abs=1e-5)
+    bd = h[h.measure == "by_distance"]
+    np.testing.assert_allclose(bd["value"], bd["uniform"], atol=1e-5)
+    with pytest.raises(NotApplicable, match="trigger"):
+        trigger_attention.compute(model, make_data(10))
+
+
+# ---- direct logit attribution ---------------------------------------------------------------------------
+@pytest.mark.parametrize("arch, scheme", [("paper", "rope"), ("decoder", "alibi"), ("paper", "mla")])
+def test_dla_components_sum_to_the_logits(arch, scheme):
+    """With the final LayerNorm's scale frozen at the clean run the decomposition is exact: the per-head direct
+    effects plus the embedding, attention-bias, MLP and bias terms give the logits."""
+    from workbench.analysis import dla
+
+    model = make_model(scheme, arch=arch)
+    tok = torch.as_tensor(make_data(12).test_x)
+    with torch.no_grad():
+        labels, contrib, logits = dla.decompose(model, tok)
+        torch.testing.assert_close(contrib.sum(1), model(tok), rtol=1e-4, atol=1e-4)
+    assert sum(c == "head" for c, _, _ in labels) == model.cfg.n_layers * model.cfg.n_heads
+    d = make_data(30)
+    df = dla.compute(model, d, n_boot=20)
+    logits = model(torch.as_tensor(d.test_x)).detach().numpy()
+    assert df["dla"].sum() == pytest.approx(logits[np.arange(30), d.test_y].mean(), abs=1e-4)
+    # a head with W_O = 0 has no direct effect
+    with torch.no_grad():
+        model.blocks[1].attn.W_O[0] = 0.0
+    df = dla.compute(model, d, n_boot=0)
+    assert df[(df.component == "head") & (df.layer == 1) & (df["head"] == 0)]["dla"].abs().max() < 1e-7
+
+
+# ---- head summary ------------------------------------------------------------------------------------------
+def fake_tables(L=2, H=4):
+    """Per-head tables where head (1, 2) is strong by ablation and patching, (0, 1) by ablation only."""
+    import pandas as pd
+
+    abl, pat, dl = [], [], []
+    for l in range(L):
+        for h in range(H):
+            d = 0.3 if (l, h) in ((1, 2), (0, 1)) else 0.0
+            abl.append(dict(layer=l, head=h, metric="accuracy", mode="zero", delta=d, ci_lo=d - 0.05, ci_hi=d + 0.05,
+                            layer_gap=0.3, layer_gap_lo=0.2, layer_gap_hi=0.4))
+            e = 0.6 if (l, h) == (1, 2) else 0.01
+            for pos in ("all", "trigger", "non_trigger"):
+                pat.append(dict(site="head", layer=l, head=h, positions=pos, effect=e, ci_lo=e - 0.05, ci_hi=e + 0.05))
+            dl.append(dict(component="head", layer=l, head=h, dla_vs_mean=0.1, vs_mean_lo=0.0, vs_mean_hi=0.2))
+    return {"ablation": pd.DataFrame(abl), "patching": pd.DataFrame(pat), "dla": pd.DataFrame(dl)}
+
+
+def test_head_summary_needs_agreement_and_keeps_the_paper_verdict():
+    from workbench.analysis import NotApplicable, head_summary
+
+    df = head_summary.compute(fake_tables())
+    assert len(df) == 8 and (df["n_methods"] == 3).all()
+    dep = df[df.deposit_head]
+    assert list(zip(dep.layer, dep["head"])) == [(1, 2)] and dep.methods.iloc[0] == "ablation+patching"
+    paper = df[df.paper_deposit]  # the paper's zero-ablation definition flags both single-head deposits
+    assert set(zip(paper.layer, paper["head"])) == {(0, 1), (1, 2)}
+    assert df.probe_acc.isna().all() and df.by_probe.isna().all()
+    assert head_summary.compute(fake_tables(), min_agree=1).deposit_head.sum() == 2
+    assert head_summary.compute(fake_tables(), min_effect=0.7).deposit_head.sum() == 0
+    with pytest.raises(NotApplicable, match="workbench analyze"):
+        head_summary.compute({})
+
+
+# ---- figures ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def head_tables():
+    from workbench.analysis import dla, head_summary, patching, probes, trigger_attention
+
+    model, d = task_model(), task_data()
+    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 60, seed=4)
+    d.test_x, d.test_y = pairs.clean_x, pairs.clean_y
+    t = {"patching": patching.compute(model, d, n_pairs=20, n_boot=30),
+         "probes": probes.compute(model, d, n_examples=60, n_folds=3),
+         "trigger_attention": trigger_attention.compute(model, d, n_boot=30),
+         "dla": dla.compute(model, d, n_boot=30),
+         "ablation": ablation.compute(model, d, n_boot=30),
+         "ablation_resample": ablation.compute(model, d, mode="resample", n_boot=30)}
+    t["head_summary"] = head_summary.compute(t)
+    return t
+
+
+HEAD_FIGS = {"patching": 4, "probes": 5, "trigger_attention": 4, "dla": 2, "head_summary": 3, "ablation_resample": 1}
+
+
+@pytest.mark.parametrize("name", sorted(HEAD_FIGS))
+def test_head_figures_build_from_their_tables(name, head_tables):
+    from workbench.figures import FIGURES
+
+    fig = FIGURES[name](head_tables[name])
+    assert len(fig.data) == HEAD_FIGS[name], name
+    fig.to_json()
+
+
+def test_head_card_and_attention_figures(head_tables):
+    import pandas as pd
+
+    from workbench.figures import FIGURES
+
+    s = head_tables["head_summary"]
+    assert {"zero_delta", "resample_delta", "patch_effect", "probe_selectivity", "dla", "t2_to_t1"} <= set(s.columns)
+    assert s[["zero_delta", "resample_delta", "patch_effect", "dla", "t2_to_t1"]].notna().all().all()
+    card = FIGURES["head_card"](s, layer=1, head=2)
+    assert len(card.data) == 1 and len(card.data[0].x) == 9  # every measure but mean ablation (not computed)
+    with pytest.raises(ValueError, match="layer 7"):
+        FIGURES["head_card"](s, layer=7, head=0)
+    P = 5
+    q, k = np.meshgrid(np.arange(P), np.arange(P), indexing="ij")
+    words = ["a", "*t1", "b", "*t2", "c"]
+    pat = pd.DataFrame({"layer": 1, "head": 2, "q_pos": q.ravel(), "k_pos": k.ravel(), "weight": 1 / P,
+                        "q_token": np.asarray(words)[q.ravel()], "k_token": np.asarray(words)[k.ravel()]})
+    fig = FIGURES["head_attention"](pat)
+    assert len(fig.data) == 2 and sorted(fig.data[1].x[:2]) == [1, 3]

@@ -1,0 +1,126 @@
+"""Parallel sweep workers (`sweep(..., workers=N)`, `workbench sweep --workers N`) on tiny smoke runs."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+from typer.testing import CliRunner
+
+from workbench.store import RunStore
+from workbench.train import grid_points, resolve_config, sweep, train
+from workbench.train.workers import warn_oversubscribed
+
+TINY = {"model.d_model": 16, "model.n_heads": 2, "model.d_ff": 32, "model.n_layers": 1, "task.n_examples": 500,
+        "train.batch_size": 32, "train.epochs": 2}
+GRID = {"name": "w", "preset": "smoke", "tasks": ["t1", "t2"], "seeds": [1], "schemes": ["nope", "rope"], "set": TINY}
+TIMING = {"epoch_time_s", "wall_s", "seq_per_s", "time"}
+
+
+def quiet(msg):
+    pass
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+def metrics_without_timing(run):
+    return [{k: v for k, v in row.items() if k not in TIMING} for row in run.metric_rows()]
+
+
+def test_workers_match_a_sequential_sweep_and_keep_skip_resume_semantics(tmp_path, data_dir, monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    seq_store, par_store = RunStore(tmp_path / "seq", data_dir=data_dir), RunStore(tmp_path / "par", data_dir=data_dir)
+    seq = sweep(GRID, seq_store, threads=1, progress=False, log=quiet)
+    assert {r["outcome"] for r in seq} == {"trained"}
+
+    configs = [resolve_config(store=par_store, **p) for p in grid_points(GRID)]
+    done = train(configs[0], par_store, progress=False, threads=1)
+    half = train(configs[1], par_store, progress=False, threads=1, stop_after_epochs=1)
+    lines = []
+    par = sweep(GRID, par_store, workers=2, progress=True, log=lines.append)
+    assert [r["id"] for r in par] == [r["id"] for r in seq]  # grid order, same record keys
+    assert [set(r) for r in par] == [set(r) for r in seq]
+    assert [r["outcome"] for r in par] == ["finished", "resumed", "trained", "trained"]
+    assert [r["test_acc"] for r in par] == [r["test_acc"] for r in seq]
+    for r in seq:  # bit-identical metrics, whether trained here, in a worker, or resumed in a worker
+        assert metrics_without_timing(par_store.get(r["id"])) == metrics_without_timing(seq_store.get(r["id"]))
+    workers_pids = {par_store.get(r["id"]).info["pid"] for r in par[1:]}
+    assert os.getpid() not in workers_pids and done.info["pid"] == os.getpid()
+    assert {par_store.get(r["id"]).info["omp_wait_policy"] for r in par[1:]} == {"PASSIVE"}
+    assert all(par_store.get(r["id"]).info["threads"] == 1 for r in par[1:])
+    assert all(par_store.get(r["id"]).info["peak_rss_mb"] > 50 for r in par)
+    assert half.status == "finished" and half.info["resumed_from_epoch"] == 1
+    assert any(line.startswith("w0 ") and "epoch 2/2" for line in lines)  # per-worker progress (not a tty)
+    assert any(line.startswith("w1 ") for line in lines)
+    again = sweep(GRID, par_store, workers=2, progress=False, log=quiet)
+    assert {r["outcome"] for r in again} == {"finished"}
+
+
+def test_workers_skip_a_run_another_live_process_trains(tmp_path, data_dir):
+    store = RunStore(tmp_path / "runs", data_dir=data_dir)
+    grid = GRID | {"tasks": ["t1"]}
+    cfg = resolve_config(store=store, **grid_points(grid)[0])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = store.create(cfg)
+        run.update_info(status="running", host=__import__("socket").gethostname(), pid=other.pid,
+                        pid_started=psutil.Process(other.pid).create_time())
+        res = sweep(grid, store, workers=2, progress=False, log=quiet)
+        assert store.get(run.id).info["pid"] == other.pid and store.get(run.id).status == "running"  # untouched
+    finally:
+        other.kill()
+        other.wait()
+    assert [r["outcome"] for r in res] == ["busy", "trained"]
+
+
+def test_a_killed_worker_leaves_its_run_for_the_next_sweep(tmp_path, data_dir):
+    store = RunStore(tmp_path / "runs", data_dir=data_dir)
+    grid = GRID | {"tasks": ["t1"], "schemes": ["rope"], "set": TINY | {"train.epochs": 12}}
+    run_id = store.run_id(resolve_config(store=store, **grid_points(grid)[0]))
+    out = {}
+    t = threading.Thread(target=lambda: out.update(res=sweep(grid, store, workers=2, progress=False, log=quiet)))
+    t.start()
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill the worker once the run has a checkpoint
+        info = store.get(run_id).info if store.exists(run_id) else {}
+        if info.get("status") == "running" and info.get("epoch", 0) >= 1:
+            os.kill(info["pid"], 9)
+            break
+        time.sleep(0.02)
+    t.join(timeout=120)
+    assert out["res"][0]["outcome"] == "failed" and "worker process died" in out["res"][0]["error"]
+    epoch_at_kill = store.get(run_id).info["epoch"]
+    assert store.get(run_id).status == "interrupted" and 1 <= epoch_at_kill < 12  # dead pid: resumable
+    again = sweep(grid, store, workers=2, progress=False, log=quiet)
+    assert again[0]["outcome"] == "resumed" and store.get(run_id).status == "finished"
+    assert store.get(run_id).info["resumed_from_epoch"] == epoch_at_kill
+
+
+def test_bad_worker_counts(tmp_path, data_dir, monkeypatch):
+    with pytest.raises(ValueError, match="workers=0"):
+        sweep(GRID, RunStore(tmp_path / "runs", data_dir=data_dir), workers=0, log=quiet)
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+    lines = []
+    warn_oversubscribed(len(os.sched_getaffinity(0)) + 1, lines.append)
+    assert len(lines) == 1 and "more than the" in lines[0] and "CPU cores" in lines[0]
+    warn_oversubscribed(1, lines.append)
+    assert len(lines) == 1
+
+    from workbench.cli import app
+
+    grid = tmp_path / "g.toml"
+    grid.write_text('preset = "smoke"\nschemes = ["nope"]\n')
+    res = CliRunner().invoke(app, ["sweep", str(grid), "--workers", "0", "--root", str(tmp_path / "cli")])
+    assert res.exit_code == 2 and "--workers 0" in res.output and not (tmp_path / "cli").exists()
+
+
+def test_entry_points_set_omp_wait_policy_before_torch():
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    code = "import os, workbench.cli; print(os.environ.get('OMP_WAIT_POLICY'))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PASSIVE"

@@ -1,0 +1,255 @@
+"""Bad input gets a clear error (`error: ...`, exit 2) before anything is written; never a traceback, a hang or a
+half-made run folder. The cases are the issue-10 probe's examples plus the same method applied further."""
+import warnings
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from workbench.cli import app
+
+TRAIN = ["train", "-p", "smoke", "-q", "--threads", "1"]
+# (arguments after TRAIN, words the message must contain)
+BAD_TRAIN = [
+    (["--set", "train.lr=abc"], ["train.lr", "'abc'", "number"]),
+    (["--set", "train.lr=[1,2]"], ["train.lr", "[1, 2]"]),
+    (["--set", "train.lr=Infinity"], ["train.lr", "inf", "finite"]),
+    (["--set", "train.lr=0"], ["train.lr", "(0, 10]"]),
+    (["--set", "train.betas=5"], ["train.betas", "list"]),
+    (["--set", "train.betas=[0.9]"], ["train.betas", "two numbers"]),
+    (["--set", "train.betas=[0.9,1.5]"], ["train.betas[1]", "[0, 1)"]),
+    (["--set", "train.weight_decay=-5"], ["train.weight_decay", "-5", "[0, 10]"]),
+    (["--set", "train.epochs=2.5"], ["train.epochs", "2.5", "integer"]),
+    (["--set", "train.epochs=true"], ["train.epochs", "True", "integer"]),
+    (["--set", "train.epochs=0"], ["train.epochs", "[1, 100000]"]),
+    (["--set", "train.grad_clip=-1"], ["train.grad_clip", "-1"]),
+    (["--set", "train.batch_size=-3"], ["train.batch_size", "-3"]),
+    (["--set", "train.schedule=linear"], ["train.schedule", "cosine"]),
+    (["--set", "train.warmup_frac=1"], ["train.warmup_frac", "[0, 1)"]),
+    (["--set", "train.bogus=1"], ["unknown train key", "bogus"]),
+    (["--set", "model.d_model=1000000000"], ["model.d_model", "1000000000"]),
+    (["--set", "model.d_model=65536"], ["GB of memory", "available", "model.d_model=65536"]),
+    (["--set", "model.n_layers=100000"], ["model.n_layers", "100000"]),
+    (["--set", "model.n_heads=3"], ["n_heads=3", "divide"]),
+    (["--set", "model.dropout=1.5"], ["model.dropout", "[0, 1)"]),
+    (["--set", "model.scheme_kwargs=5"], ["model.scheme_kwargs", "object"]),
+    (["--set", "model.arch=x"], ["model.arch", "paper"]),
+    (["--set", "model.bogus=1"], ["unknown model", "bogus"]),
+    (["--set", "task.n_examples=1e12"], ["task.n_examples", "integer"]),
+    (["--set", "task.n_examples=1000000000000"], ["GB of memory", "task.n_examples"]),
+    (["--set", "task.seq_len=1e9"], ["task.seq_len", "integer"]),
+    (["--set", "task.seq_len=1000000000"], ["GB of memory", "task.seq_len"]),
+    (["--set", "task.n_examples=1"], ["task.n_examples", ">= 2"]),
+    (["--set", "task.seed=-1"], ["task.seed", ">= 0"]),
+    (["--set", "nonsense"], ["SECTION.KEY=VALUE"]),
+    (["--set", "foo.bar=1"], ["model., task. or train."]),
+    (["--scheme", "nosuch"], ["nosuch"]),
+    (["--task", "t9"], ["t9"]),
+    (["--preset", "huge"], ["huge", "presets"]),
+    (["--arch", "rnn"], ["rnn", "paper"]),
+    (["--seed", "-4"], ["train.seed", "-4"]),
+    (["--tag", "x" * 300], ["--tag", "300 characters", "1 to 64"]),
+    (["--tag", "///"], ["--tag", "letter or digit"]),
+    (["--threads", "-1"], ["--threads", "-1", "from 1 to"]),
+    (["--threads", "100000"], ["--threads", "100000", "from 1 to"]),
+    (["--device", "bogus"], ["--device", "bogus"]),
+    (["--device", "tpu"], ["--device", "tpu"]),
+]
+if not torch.cuda.is_available():
+    BAD_TRAIN.append((["--device", "cuda"], ["CUDA is not available", "--device cpu"]))
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("PELAB_DATA", str(tmp_path / "data"))
+    monkeypatch.delenv("PELAB_THREADS", raising=False)
+    threads = torch.get_num_threads()
+    yield tmp_path
+    torch.set_num_threads(threads)
+
+
+def invoke(args):
+    r = CliRunner().invoke(app, args, env={"COLUMNS": "250"})  # rich error boxes must not cut the message
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"{args}: uncaught {type(r.exception).__name__}: {r.exception}")
+    return r
+
+
+def assert_clear_error(r, words, args):
+    out = r.output
+    assert r.exit_code == 2, (args, r.exit_code, out)
+    assert out.startswith("error: ") or "Invalid value" in out, (args, out)
+    assert "Traceback" not in out and 'File "' not in out, (args, out)
+    for w in words:
+        assert w in out, (args, w, out)
+
+
+@pytest.mark.parametrize("args,words", BAD_TRAIN, ids=[" ".join(a)[:40] for a, _ in BAD_TRAIN])
+def test_bad_train_input_is_a_clear_error_and_leaves_nothing(env, args, words):
+    root = env / "runs"
+    r = invoke(TRAIN + ["--root", str(root)] + args)
+    assert_clear_error(r, words, args)
+    made = [p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")] if root.exists() else []
+    assert made == [], f"{args} left run folders {made}"
+
+
+BAD_OTHER = [
+    (["runs", "--root", "/dev/null"], ["/dev/null", "--root"]),
+    (["runs", "--root", "/dev/null/x"], ["/dev/null/x"]),
+    (["train", "-p", "smoke", "--root", "/dev/null/x"], ["/dev/null/x"]),
+    (["analyze", "../../x", "--what", "qk-means"], ["unknown run", "../../x"]),
+    (["analyze", "/abs/path", "--what", "qk-means"], ["unknown run"]),
+    (["analyze", "nosuch-run", "--what", "qk-means"], ["no such run"]),
+    (["analyze", "RUN", "--what", "ablation", "--max-examples", "0"], ["--max-examples", "greater than or equal to 1"]),
+    (["analyze", "RUN", "--what", "ablation", "--n-boot", "-5"], ["--n-boot", "greater than or equal to 1"]),
+    (["analyze", "RUN", "--what", "nope"], ["unknown analysis"]),
+    (["analyze", "RUN", "--what", "qk-means", "--threads", "0"], ["--threads"]),
+    (["analyze", "RUN", "--what", "qk-means", "--device", "bogus"], ["--device", "bogus"]),
+    (["report", "--runs", "seed=abc"], ["seed", "whole numbers"]),
+    (["report", "--runs", "colour=red"], ["unknown key"]),
+    (["report", "--out", "/dev/null/x/r.html"], ["--out /dev/null/x/r.html", "cannot be a folder"]),
+    (["sweep", "GRID:set = 5"], ["grid: set", "table"]),
+    (["sweep", "GRID:variants = 3"], ["variants", "list of tables"]),
+    (["sweep", "GRID:seeds = [\"abc\"]\nschemes = [\"rope\"]"], ["train.seed", "abc"]),
+    (["sweep", "GRID:preset = 5\nschemes = [\"rope\"]"], ["preset", "5"]),
+    (["sweep", "GRID:schemes = [\"rope\"\n"], ["grid", "not valid TOML"]),
+    (["app", "--port", "-1"], ["--port"]),
+    (["app", "--port", "99999"], ["--port"]),
+    (["app", "--root", "/dev/null/x"], ["/dev/null/x"]),
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One finished smoke run (for the analyze cases)."""
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    tmp = tmp_path_factory.mktemp("trained")
+    store = RunStore(tmp / "runs", data_dir=tmp / "data")
+    threads = torch.get_num_threads()
+    run = train(resolve_config(preset="smoke", store=store), store, progress=False, threads=1)
+    torch.set_num_threads(threads)
+    return run
+
+
+@pytest.mark.parametrize("args,words", BAD_OTHER, ids=[" ".join(a)[:40] for a, _ in BAD_OTHER])
+def test_bad_input_to_every_command_is_a_clear_error(env, trained, args, words, monkeypatch):
+    monkeypatch.setenv("PELAB_DATA", str(trained.store.data_dir))
+    args = [a.replace("RUN", trained.id) for a in args]
+    if args[0] == "sweep":
+        grid = env / "grid.toml"
+        grid.write_text(args[1].split(":", 1)[1] + "\n")
+        args = ["sweep", str(grid), "-q", "--threads", "1"]
+    if "--root" not in args and args[0] != "app":
+        args += ["--root", str(trained.store.root)]
+    if args[0] == "report":
+        args += [] if "--out" in args else ["--out", str(env / "r.html")]
+    if args[0] == "app":
+        import dash
+
+        monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: pytest.fail("the server must not start"))
+    r = invoke(args)
+    assert_clear_error(r, words, args)
+    assert sorted(p.name for p in trained.store.root.iterdir() if not p.name.startswith(".")) == sorted(
+        ["index.sqlite", trained.id])
+
+
+def test_old_store_option_names_still_work(env, monkeypatch):
+    import dash
+
+    from workbench.store import RunStore
+
+    calls = []
+    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(self.server.config["PELAB"].store_root))
+    assert invoke(["app", "--runs", str(env / "a")]).exit_code == 0
+    assert invoke(["app", "--root", str(env / "b")]).exit_code == 0
+    assert calls == [(env / "a").resolve(), (env / "b").resolve()]
+    RunStore(env / "c")
+    r = invoke(["report", "--store", str(env / "c"), "--out", str(env / "r.html")])
+    assert r.exit_code == 0 and (env / "r.html").exists(), r.output
+    r = invoke(["report", "--store", str(env / "c"), "--root", str(env / "d"), "--out", str(env / "r.html")])
+    assert_clear_error(r, ["different stores"], "report --store --root")
+
+
+def test_a_train_failing_before_its_first_epoch_leaves_no_run_folder(env, monkeypatch):
+    import workbench.model
+
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    store = RunStore(env / "runs")
+    cfg = resolve_config(preset="smoke", store=store)
+
+    def boom(*a, **k):
+        raise MemoryError("simulated allocation failure")
+
+    monkeypatch.setattr(workbench.model, "PEClassifier", boom)
+    with pytest.raises(MemoryError):
+        train(cfg, store, progress=False, threads=1)
+    assert not store.exists(store.run_id(cfg)) and store.query().empty
+
+
+def test_non_finite_loss_fails_the_run_instead_of_finishing_it(env, monkeypatch):
+    import workbench.train.loop as loop
+
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    store = RunStore(env / "runs")
+    cfg = resolve_config(preset="smoke", store=store)
+    real = loop.F.cross_entropy
+    monkeypatch.setattr(loop.F, "cross_entropy", lambda *a, **k: real(*a, **k) * float("nan"))
+    with pytest.raises(FloatingPointError, match="nan"):
+        train(cfg, store, progress=False, threads=1)
+    assert not store.exists(store.run_id(cfg))  # failed in the first epoch: nothing half-made is kept
+
+
+def test_resume_with_another_thread_count_warns(env):
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    store = RunStore(env / "runs")
+    cfg = resolve_config(preset="smoke", store=store)
+    run = train(cfg, store, progress=False, threads=1, stop_after_epochs=1)
+    assert run.status == "interrupted" and run.info["threads"] == 1
+    with pytest.warns(UserWarning, match="resuming with 2 CPU threads, but it started with 1"):
+        run = train(cfg, store, progress=False, threads=2, resume=True)
+    assert run.status == "finished" and run.info["threads"] == 1 and run.info["resumed_threads"] == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # same count: no warning
+        cfg2 = resolve_config(preset="smoke", seed=7, store=store)
+        train(cfg2, store, progress=False, threads=1, stop_after_epochs=1)
+        train(cfg2, store, progress=False, threads=1, resume=True)
+
+
+def test_validation_is_generic_over_config_fields():
+    """A field added to ModelConfig is type-checked from its annotation without more code."""
+    import dataclasses
+
+    from workbench.model.config import Range, check_fields
+
+    @dataclasses.dataclass
+    class Schema:
+        width: int
+        ratio: float | None
+        names: list[str]
+
+    check_fields({"width": 3, "ratio": None, "names": ["a"]}, Schema, "x", {"width": Range(1, 4)})
+    for bad, msg in (({"width": 5}, r"x\.width=5: must be an integer in \[1, 4\]"),
+                     ({"width": 2.0}, "x.width=2.0"), ({"ratio": "nan"}, "x.ratio"),
+                     ({"ratio": float("nan")}, "finite"), ({"names": [1]}, r"x\.names\[0\]=1"),
+                     ({"other": 1}, "unknown x fields")):
+        with pytest.raises(ValueError, match=msg):
+            check_fields(bad, Schema, "x", {"width": Range(1, 4)})
+
+
+def test_memory_check_states_the_estimate():
+    from workbench.train.presets import base_config, check_memory
+
+    cfg = base_config("smoke", sets=["model.d_model=32768", "model.n_heads=4"])
+    cfg["model"] |= {"vocab_size": 40, "n_classes": 10, "max_len": 24}
+    cfg["train"]["eval_batch_size"] = 256
+    with pytest.raises(ValueError, match=r"M parameters.*needs about [\d.]+ GB of memory.*GB available"):
+        check_memory(cfg, n_train=1600, seq_len=24)
+    check_memory(base_config("smoke") | {"model": cfg["model"] | {"d_model": 32}}, n_train=1600, seq_len=24)

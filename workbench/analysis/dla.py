@@ -1,0 +1,93 @@
+"""Direct logit attribution (Elhage et al. 2021; SPEC section 5).
+
+The final stream is a sum of components, x_L = M + sum_l (sum_h z_h W_O[h] + b_O^l + mlp_out_l), and the
+readout r = readout(x_L) (masked mean, or the last token in the decoder) is linear, so it splits the same way.
+With the final LayerNorm's scale sigma frozen at its clean value, LN_f(r) = gamma * (r - mean(r)) / sigma + beta
+is linear too, and the logits split exactly into
+
+    logit = sum_c W_U (gamma * (r_c - mean(r_c)) / sigma) + (W_U beta + b_U)
+
+The direct effect of head (l, h) is its term read on the correct class (`dla`; `dla_vs_mean`: minus the mean
+over classes). It is the head's effect through the direct path only, with sigma held fixed: the frozen-
+LayerNorm approximation (the true effect of removing a head also changes sigma and every later layer --
+that total effect is what ablation measures). Rows for the other components (embedding, attention biases,
+MLPs, the LayerNorm/unembedding bias) make the table add up to the mean correct-class logit.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._common import batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, split_xy, subsample, tag
+
+
+def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
+    """(component labels (component, layer, head), contributions [B, n_components, n_classes], logits [B, C]).
+
+    The contributions sum to the logits (up to float rounding) for the clean run."""
+    cfg = model.cfg
+    L = cfg.n_layers
+    names = (["blocks.0.hook_resid_pre", "hook_readout"]
+             + [f"blocks.{l}.{n}" for l in range(L) for n in ("attn.hook_z", "hook_mlp_out")])
+    store = cache_hooks(model, tokens, names)
+    B, P = tokens.shape
+    eye = torch.eye(P, device=tokens.device, dtype=store["hook_readout"].dtype).expand(B, P, P)
+    w = model.readout(eye, tokens)  # [B, pos]: the readout's weight on each position
+    pool = lambda t: torch.einsum("bp,bp...->b...", w, t)  # noqa: E731  readout of a per-position tensor
+    labels, parts = [("embed", -1, -1)], [pool(store["blocks.0.hook_resid_pre"])]
+    for l, block in enumerate(model.blocks):
+        zp = pool(store[f"blocks.{l}.attn.hook_z"])  # [B, H, dh]
+        parts += list(torch.einsum("bhe,hed->hbd", zp, block.attn.W_O))
+        labels += [("head", l, h) for h in range(cfg.n_heads)]
+        parts.append(block.attn.b_O.expand(B, -1) * w.sum(1, keepdim=True))
+        labels.append(("attn_bias", l, -1))
+        parts.append(pool(store[f"blocks.{l}.hook_mlp_out"]))
+        labels.append(("mlp", l, -1))
+    r = store["hook_readout"]
+    ln = model.ln_final
+    sigma = (r.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()  # frozen at the clean run
+    comp = torch.stack(parts, 1)  # [B, n, d]
+    comp = (comp - comp.mean(-1, keepdim=True)) / sigma[:, None] * ln.weight
+    W_U, b_U = model.unembed.weight, model.unembed.bias
+    contrib = torch.cat([comp @ W_U.T, (ln.bias @ W_U.T + b_U).expand(B, 1, -1)], 1)
+    labels.append(("bias", -1, -1))
+    return labels, contrib, model.unembed(ln(r))
+
+
+def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            batch_size: int = 64) -> pd.DataFrame:
+    """Mean direct effect on the correct class of every component, over test examples, with bootstrap intervals."""
+    x, y = split_xy(data, "test")
+    if y is None:
+        raise ValueError("direct logit attribution needs labels: pass a Dataset or an (x, y) tuple")
+    keep = subsample(len(x), n_examples, seed)
+    x, y = x[keep], y[keep]
+    if int(y.max()) >= model.cfg.n_classes:
+        raise ValueError(f"labels up to {int(y.max())} but the model has {model.cfg.n_classes} classes")
+    on_label, vs_mean, labels = [], [], None
+    with evaluating(model):
+        for idx, tok, lab in batches(x, batch_size, y, trim=not model.cfg.readout_include_pad,
+                                     device=model.cfg.device):
+            labels, contrib, _ = decompose(model, tok)
+            at = contrib[torch.arange(len(tok)), :, lab]  # [B, n]
+            on_label.append(at.double().cpu().numpy())
+            vs_mean.append((at - contrib.mean(-1)).double().cpu().numpy())
+    a, b = np.concatenate(on_label), np.concatenate(vs_mean)
+    cols = np.concatenate([a, b], 1)
+    mean = cols.mean(0)
+    lo = hi = np.full_like(mean, np.nan)
+    if n_boot > 0:
+        lo, hi = percentile_interval(bootstrap_means(cols, n_boot, seed), level)
+    n = a.shape[1]
+    rows = [{"component": c, "layer": l, "head": h, "dla": mean[i], "ci_lo": lo[i], "ci_hi": hi[i],
+             "dla_vs_mean": mean[n + i], "vs_mean_lo": lo[n + i], "vs_mean_hi": hi[n + i], "n_examples": len(a),
+             "level": level} for i, (c, l, h) in enumerate(labels)]
+    return pd.DataFrame(rows)
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Load the run's model and dataset, attribute, save as table `dla`."""
+    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    run.save_table("dla", df)
+    return df

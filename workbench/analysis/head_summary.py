@@ -1,0 +1,115 @@
+"""Head summary: every per-head measure of a run side by side, and a "deposit head" verdict that needs at
+least two methods to agree (issue 14), next to the paper's ablation-only definition.
+
+One row per (layer, head), joined from the run's stored tables (missing tables leave their columns NaN):
+
+    zero_delta / mean_delta / resample_delta (+ _lo, _hi)   accuracy drop per ablation mode (ablation*)
+    patch_effect (+ _lo, _hi), patch_trigger, patch_non_trigger   activation patching (patching)
+    probe_acc, probe_selectivity                             label probe on the head's z (probes)
+    dla (+ _lo, _hi)                                         direct effect, correct class vs mean (dla)
+    t2_to_t1, to_triggers                                    attention (trigger_attention)
+
+Votes (NaN when the method's table is missing), thresholds are parameters:
+
+* ablation: delta >= `min_delta` with the interval above 0, on the resample-ablation table when present
+  (on-distribution), else on the zero-ablation table -- one vote however many modes ran;
+* patching: effect (all positions) >= `min_effect` with the interval above 0;
+* probe: selectivity >= `min_selectivity`;
+* dla: direct effect >= `min_dla` (logits) with the interval above 0.
+
+`deposit_head` = at least `min_agree` votes; `paper_deposit` = the paper's definition: the top head of a layer
+whose zero-ablation deltas show a single-head deposit (`deposit.compute`, SPEC section 5).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._common import NotApplicable, tag
+from .deposit import compute as deposit_stats
+
+SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "probes", "dla", "trigger_attention")
+METHODS = ("ablation", "patching", "probe", "dla")
+
+
+def _pick(df: pd.DataFrame, cols: dict[str, str], **where) -> pd.DataFrame:
+    """Rows of `df` matching `where`, columns renamed by `cols`, indexed by (layer, head)."""
+    for k, v in where.items():
+        df = df[df[k] == v]
+    return df.set_index(["layer", "head"])[list(cols)].rename(columns=cols)
+
+
+def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect: float = 0.1,
+            min_selectivity: float = 0.1, min_dla: float = 0.5, min_agree: int = 2,
+            deposit_kwargs: dict | None = None) -> pd.DataFrame:
+    """The head summary from a run's tables (name -> DataFrame, names as in `SOURCES`)."""
+    have = {k: v for k, v in tables.items() if k in SOURCES and v is not None and len(v)}
+    if not have:
+        raise NotApplicable(f"no per-head table to summarise: compute some of {', '.join(SOURCES)} first "
+                            "(`workbench analyze RUN --all`)")
+    parts = []
+    for name, mode in (("ablation", "zero"), ("ablation_mean", "mean"), ("ablation_resample", "resample")):
+        if name in have:
+            parts.append(_pick(have[name], {"delta": f"{mode}_delta", "ci_lo": f"{mode}_lo", "ci_hi": f"{mode}_hi"},
+                               metric="accuracy"))
+    if "patching" in have:
+        p = have["patching"]
+        parts.append(_pick(p, {"effect": "patch_effect", "ci_lo": "patch_lo", "ci_hi": "patch_hi"}, site="head",
+                           positions="all"))
+        parts.append(_pick(p, {"effect": "patch_trigger"}, site="head", positions="trigger"))
+        parts.append(_pick(p, {"effect": "patch_non_trigger"}, site="head", positions="non_trigger"))
+    if "probes" in have and (have["probes"]["probe"] == "label_head").any():
+        parts.append(_pick(have["probes"], {"score": "probe_acc", "selectivity": "probe_selectivity"},
+                           probe="label_head"))
+    if "dla" in have:
+        parts.append(_pick(have["dla"], {"dla_vs_mean": "dla", "vs_mean_lo": "dla_lo", "vs_mean_hi": "dla_hi"},
+                           component="head"))
+    if "trigger_attention" in have:
+        ta = have["trigger_attention"]
+        for measure in ("t2_to_t1", "to_triggers"):
+            if (ta["measure"] == measure).any():
+                parts.append(_pick(ta, {"value": measure}, measure=measure))
+    df = pd.concat(parts, axis=1).sort_index().reset_index()
+    cols = ["zero_delta", "zero_lo", "mean_delta", "resample_delta", "resample_lo", "patch_effect", "patch_lo",
+            "patch_trigger", "patch_non_trigger", "probe_acc", "probe_selectivity", "dla", "dla_lo", "t2_to_t1",
+            "to_triggers"]
+    for c in cols:
+        if c not in df.columns:
+            df[c] = np.nan
+
+    def vote(value, lo, threshold):
+        v = (value >= threshold) & (lo > 0 if lo is not None else True)
+        return v.where(value.notna())
+
+    abl = "resample" if df["resample_delta"].notna().any() else "zero"
+    votes = {"ablation": vote(df[f"{abl}_delta"], df[f"{abl}_lo"], min_delta),
+             "patching": vote(df["patch_effect"], df["patch_lo"], min_effect),
+             "probe": vote(df["probe_selectivity"], None, min_selectivity),
+             "dla": vote(df["dla"], df["dla_lo"], min_dla)}
+    for m in METHODS:
+        df[f"by_{m}"] = votes[m]
+    flags = pd.DataFrame({m: votes[m] for m in METHODS})
+    df["n_methods"] = flags.notna().sum(1)
+    df["n_agree"] = flags.fillna(False).astype(bool).sum(1)
+    df["methods"] = flags.fillna(False).astype(bool).apply(lambda r: "+".join(m for m in METHODS if r[m]), axis=1)
+    df["deposit_head"] = df["n_agree"] >= min_agree
+    df["ablation_mode"] = abl
+    df["paper_deposit"] = False
+    if "ablation" in have:
+        dep = deposit_stats(have["ablation"], metric="accuracy", **(deposit_kwargs or {}))
+        for r in dep[dep["pattern"] == "single-head"].itertuples():
+            df.loc[(df["layer"] == r.layer) & (df["head"] == r.top_head), "paper_deposit"] = True
+    for k, v in (("min_delta", min_delta), ("min_effect", min_effect), ("min_selectivity", min_selectivity),
+                 ("min_dla", min_dla), ("min_agree", min_agree)):
+        df[k] = v
+    df["sources"] = ",".join(sorted(have))
+    return df
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Join the run's stored per-head tables, save as table `head_summary`."""
+    present = set(run.tables())
+    tables = {name: run.load_table(name) for name in SOURCES if name in present}
+    df = tag(compute(tables, **params), run)
+    run.save_table("head_summary", df)
+    return df

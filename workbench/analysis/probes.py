@@ -1,0 +1,179 @@
+"""Linear probes (Alain & Bengio 2016) with shuffled-label controls (after Hewitt & Liang 2019's control
+tasks), fitted with scikit-learn and cross-validated (SPEC section 5).
+
+Three probes, one row per site:
+
+* `position`: the absolute position p of every non-pad token, from the embedded input
+  (`blocks.0.hook_resid_pre`, layer -1) and from every `blocks.{l}.hook_resid_post`; ridge regression,
+  score = cross-validated R^2 (folds grouped by example). `baseline` = the R^2 of the same probe on the
+  sequence length alone: a permutation-invariant model still "knows" E[p | length] when lengths vary.
+* `label_head`: the task label from each head's `hook_z` -- at the second trigger for Task 1, the mean over
+  non-pad positions otherwise (Task 2); multinomial logistic regression, score = accuracy.
+* `label_stream`: the label from the pooled stream per layer (the model's own readout of
+  `blocks.{l}.hook_resid_post`: masked mean, or the last token in the decoder); logistic regression.
+
+Every probe is standardised features -> linear model, k-fold cross-validated; score_lo/score_hi is the
+t interval of the mean over folds; `control` is the same probe on labels shuffled across the rows, and
+`selectivity` = score - control. `baseline` for the label probes is the majority-class accuracy.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._common import NotApplicable, batches, cache_hooks, evaluating, split_xy, subsample, tag
+
+PROBES = ("position", "label_head", "label_stream")
+
+
+def _cv(make, X: np.ndarray, y: np.ndarray, folds, seed: int, groups=None) -> tuple[np.ndarray, np.ndarray]:
+    """Fold scores of the probe on (X, y) and on shuffled y (the control)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import cross_val_score
+
+    y_shuf = np.random.default_rng(seed).permutation(y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        real = cross_val_score(make(), X, y, cv=folds, groups=groups)
+        ctrl = cross_val_score(make(), X, y_shuf, cv=folds, groups=groups)
+    return real, ctrl
+
+
+def _interval(scores: np.ndarray, level: float) -> tuple[float, float, float]:
+    from scipy import stats
+
+    m = float(scores.mean())
+    if len(scores) < 2:
+        return m, np.nan, np.nan
+    half = stats.t.ppf(0.5 + level / 2, len(scores) - 1) * scores.std(ddof=1) / np.sqrt(len(scores))
+    return m, m - half, m + half
+
+
+def _ridge(alpha: float):
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return lambda: make_pipeline(StandardScaler(), Ridge(alpha=alpha))
+
+
+def _logistic(C: float, max_iter: int):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return lambda: make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
+
+
+def _label_positions(tok: torch.Tensor, task: str | None, triggers) -> torch.Tensor | None:
+    """Per row, the position of the second trigger (Task 1), else None (mean over non-pad positions)."""
+    if task != "trigger-distance" or triggers is None or len(triggers) < 2:
+        return None
+    hit = tok == int(triggers[1])
+    if not bool(hit.any(1).all()):
+        raise ValueError("some Task 1 rows have no second trigger: the dataset and its trigger ids do not match")
+    return hit.float().argmax(1)
+
+
+def collect(model, x: np.ndarray, task: str | None, triggers, max_tokens: int, seed: int, batch_size: int = 64):
+    """Features of every probe: position rows (per token) and per-example head / pooled-stream features."""
+    cfg = model.cfg
+    L = cfg.n_layers
+    stream = ["blocks.0.hook_resid_pre"] + [f"blocks.{l}.hook_resid_post" for l in range(L)]
+    zs = [f"blocks.{l}.attn.hook_z" for l in range(L)]
+    pos_feats = [[] for _ in stream]
+    pos, length, group, head_feats, pooled = [], [], [], [[] for _ in zs], [[] for _ in range(L)]
+    with evaluating(model):
+        for idx, tok, _ in batches(x, batch_size, device=cfg.device):
+            store = cache_hooks(model, tok, stream + zs)
+            real = tok != 0
+            b, p = torch.nonzero(real, as_tuple=True)
+            for i, n in enumerate(stream):
+                pos_feats[i].append(store[n][b, p].cpu().numpy())
+            pos.append(p.cpu().numpy())
+            length.append(real.sum(1)[b].cpu().numpy())
+            group.append(np.asarray(idx)[b.cpu().numpy()])
+            at = _label_positions(tok, task, triggers)
+            w = real.float() / real.float().sum(1, keepdim=True).clamp(min=1.0)
+            for l, n in enumerate(zs):
+                z = store[n]  # [B, pos, H, dh]
+                f = z[torch.arange(len(tok)), at] if at is not None else torch.einsum("bp,bphe->bhe", w, z)
+                head_feats[l].append(f.cpu().numpy())
+                pooled[l].append(model.readout(store[stream[l + 1]], tok).cpu().numpy())
+    pos, length, group = np.concatenate(pos), np.concatenate(length), np.concatenate(group)
+    keep = subsample(len(pos), max_tokens, seed)
+    return {"position": [np.concatenate(f)[keep] for f in pos_feats], "pos": pos[keep], "length": length[keep],
+            "group": group[keep], "head": [np.concatenate(f) for f in head_feats],
+            "pooled": [np.concatenate(f) for f in pooled]}
+
+
+def compute(model, data, probes=PROBES, layers: list[int] | None = None, n_examples: int = 600,
+            max_tokens: int = 6000, n_folds: int = 5, alpha: float = 1.0, C: float = 1.0, max_iter: int = 300,
+            seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Cross-validated probes on up to `n_examples` test examples (position probe: at most `max_tokens` tokens)."""
+    from sklearn.model_selection import GroupKFold, KFold
+
+    cfg = model.cfg
+    bad = [p for p in probes if p not in PROBES]
+    if bad:
+        raise ValueError(f"probes={bad} unknown; choose from {PROBES}")
+    layers = list(range(cfg.n_layers)) if layers is None else [int(l) for l in layers]
+    wrong = [l for l in layers if not -1 <= l < cfg.n_layers]
+    if wrong:
+        raise ValueError(f"layers={wrong} do not exist: this model has layers 0..{cfg.n_layers - 1} "
+                         "(and -1 = the embedded input, for the position probe)")
+    x, y = split_xy(data, "test")
+    if y is None:
+        raise ValueError("probes need labels: pass a Dataset or an (x, y) tuple")
+    keep = subsample(len(x), n_examples, seed)
+    x, y = x[keep], y[keep]
+    if n_folds < 2 or len(x) < 2 * n_folds:
+        raise ValueError(f"n_folds={n_folds} with {len(x)} examples: need n_folds >= 2 and at least 2 examples "
+                         f"per fold (n_examples >= {2 * max(n_folds, 2)}); lower n_folds or raise n_examples")
+    spec = getattr(data, "spec", None)
+    triggers = getattr(data, "trigger_ids", None)
+    feats = collect(model, x, getattr(spec, "task", None), triggers, max_tokens, seed)
+    folds = KFold(n_folds, shuffle=True, random_state=seed)
+    rows = []
+
+    def add(probe, layer, head, metric, real, ctrl, baseline, n):
+        score, lo, hi = _interval(real, level)
+        rows.append({"probe": probe, "layer": layer, "head": head, "metric": metric, "score": score,
+                     "score_lo": lo, "score_hi": hi, "control": float(ctrl.mean()),
+                     "selectivity": score - float(ctrl.mean()), "baseline": baseline, "n_rows": n,
+                     "n_folds": n_folds, "level": level})
+
+    if "position" in probes:
+        if len(np.unique(feats["group"])) < n_folds:
+            raise ValueError(f"the position probe groups tokens by example: {n_folds} folds need >= {n_folds} "
+                             "examples")
+        gk = GroupKFold(n_folds)
+        ridge = _ridge(alpha)
+        base, _ = _cv(ridge, feats["length"][:, None].astype(float), feats["pos"].astype(float), gk, seed,
+                      feats["group"])
+        for l in sorted({-1, *layers}):  # the embedded input always, as the reference
+            real, ctrl = _cv(ridge, feats["position"][l + 1], feats["pos"].astype(float), gk, seed, feats["group"])
+            add("position", l, -1, "r2", real, ctrl, float(base.mean()), len(feats["pos"]))
+    majority = float(np.bincount(y).max() / len(y))
+    logistic = _logistic(C, max_iter)
+    for l in (l for l in layers if l >= 0):
+        if "label_head" in probes:
+            for h in range(cfg.n_heads):
+                real, ctrl = _cv(logistic, feats["head"][l][:, h], y, folds, seed)
+                add("label_head", l, h, "accuracy", real, ctrl, majority, len(y))
+        if "label_stream" in probes:
+            real, ctrl = _cv(logistic, feats["pooled"][l], y, folds, seed)
+            add("label_stream", l, -1, "accuracy", real, ctrl, majority, len(y))
+    if not rows:
+        raise NotApplicable(f"nothing to probe for probes={list(probes)}, layers={layers}")
+    return pd.DataFrame(rows)
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Load the run's model and dataset, probe, save as table `probes`."""
+    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    run.save_table("probes", df)
+    return df

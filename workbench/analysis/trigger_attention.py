@@ -1,0 +1,111 @@
+"""Trigger attention (SPEC section 5): what each head's attention pattern (`hook_pattern`) does with the triggers.
+
+Per (layer, head), averaged over test examples (95 % percentile bootstrap interval over examples):
+
+* `t2_to_t1` (Task 1): the weight from the second trigger (query) to the first (key); `t1_to_t2`: back;
+* `to_triggers`: the attention mass a non-pad query puts on trigger keys, averaged over queries; `uniform` is
+  the same under uniform attention over the visible keys (the share of visible keys that are triggers);
+* `by_distance`: the mean weight on key j from query i as a function of |i - j| (over non-pad, visible pairs;
+  `distance` column; no interval), `uniform` = the mean of 1 / #visible keys over the same pairs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._common import (NotApplicable, batches, bootstrap_means, cache_hooks, evaluating, percentile_interval,
+                      split_xy, subsample, tag, valid_pairs)
+
+
+def trigger_positions(tok: torch.Tensor, triggers: np.ndarray, task: str | None):
+    """(is_trigger [B, pos], p1 [B] or None, p2 [B] or None): Task 1's first w1 and the first w2 after it."""
+    trig = torch.as_tensor(np.asarray(triggers), device=tok.device)
+    is_trig = torch.isin(tok, trig)
+    if task != "trigger-distance" or len(triggers) < 2:
+        return is_trig, None, None
+    ar = torch.arange(tok.shape[1], device=tok.device)
+    h1 = tok == int(triggers[0])
+    p1 = h1.float().argmax(1)
+    h2 = (tok == int(triggers[1])) & (ar[None] > p1[:, None])
+    if not bool((h1.any(1) & h2.any(1)).all()):
+        raise ValueError("some Task 1 rows lack the trigger pair (w1 then w2): the dataset and its trigger ids "
+                         "do not match")
+    return is_trig, p1, h2.float().argmax(1)
+
+
+def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            batch_size: int = 64) -> pd.DataFrame:
+    """The trigger-attention table of `model` on up to `n_examples` test examples of `data`."""
+    triggers = getattr(data, "trigger_ids", None)
+    if triggers is None or len(triggers) == 0:
+        raise NotApplicable("trigger attention needs a task with trigger tokens (trigger-distance or "
+                            "trigger-count): pass the run's Dataset")
+    task = getattr(getattr(data, "spec", None), "task", None)
+    x, _ = split_xy(data, "test")
+    x = x[subsample(len(x), n_examples, seed)]
+    cfg = model.cfg
+    L, H, P = cfg.n_layers, cfg.n_heads, x.shape[1]
+    names = [f"blocks.{l}.attn.hook_pattern" for l in range(L)]
+    per_ex = {k: [] for k in ("t2_to_t1", "t1_to_t2", "to_triggers", "uniform_to_triggers")}
+    dist_sum = np.zeros((L, H, P))
+    dist_n, dist_uni = np.zeros(P), np.zeros(P)
+    with evaluating(model):
+        for _, tok, _ in batches(x, batch_size, trim=True, device=cfg.device):
+            store = cache_hooks(model, tok, names)
+            pat = torch.stack([store[n] for n in names], 1).double()  # [B, L, H, q, k]
+            ok = valid_pairs(tok, cfg.arch)  # [B, q, k]
+            real = tok != 0
+            is_trig, p1, p2 = trigger_positions(tok, triggers, task)
+            b = torch.arange(len(tok))
+            if p1 is not None:
+                per_ex["t2_to_t1"].append(pat[b, :, :, p2, p1].cpu().numpy())
+                per_ex["t1_to_t2"].append(pat[b, :, :, p1, p2].cpu().numpy())
+            mass = (pat * is_trig[:, None, None, None, :]).sum(-1)  # [B, L, H, q]
+            nq = real.sum(1).clamp(min=1).double()
+            per_ex["to_triggers"].append(((mass * real[:, None, None]).sum(-1) / nq[:, None, None]).cpu().numpy())
+            vis = ok.double()
+            share = (vis * is_trig[:, None, :]).sum(-1) / vis.sum(-1).clamp(min=1)  # [B, q]
+            per_ex["uniform_to_triggers"].append(((share * real).sum(-1) / nq).cpu().numpy())
+            n = tok.shape[1]
+            d = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs()  # [q, k]
+            w = vis  # [B, q, k]
+            for delta in range(n):
+                sel = w * (d == delta)
+                cnt = float(sel.sum())
+                if cnt == 0:
+                    continue
+                dist_sum[:, :, delta] += (pat * sel[:, None, None]).sum((0, 3, 4)).cpu().numpy()
+                dist_n[delta] += cnt
+                dist_uni[delta] += float((sel / vis.sum(-1, keepdim=True).clamp(min=1)).sum())
+    rows = []
+    uni = np.concatenate(per_ex["uniform_to_triggers"]).mean()
+    for measure in ("t2_to_t1", "t1_to_t2", "to_triggers"):
+        if not per_ex[measure]:
+            continue
+        v = np.concatenate(per_ex[measure])  # [N, L, H]
+        flat = v.reshape(len(v), -1)
+        mean = flat.mean(0)
+        lo = hi = np.full_like(mean, np.nan)
+        if n_boot > 0:
+            lo, hi = percentile_interval(bootstrap_means(flat, n_boot, seed), level)
+        for l in range(L):
+            for h in range(H):
+                i = l * H + h
+                rows.append({"layer": l, "head": h, "measure": measure, "distance": -1, "value": mean[i],
+                             "ci_lo": lo[i], "ci_hi": hi[i],
+                             "uniform": uni if measure == "to_triggers" else np.nan, "n_examples": len(v)})
+    for delta in np.flatnonzero(dist_n):
+        for l in range(L):
+            for h in range(H):
+                rows.append({"layer": l, "head": h, "measure": "by_distance", "distance": int(delta),
+                             "value": dist_sum[l, h, delta] / dist_n[delta], "ci_lo": np.nan, "ci_hi": np.nan,
+                             "uniform": dist_uni[delta] / dist_n[delta], "n_examples": len(x)})
+    return pd.DataFrame(rows)
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Load the run's model and dataset, measure, save as table `trigger_attention`."""
+    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    run.save_table("trigger_attention", df)
+    return df

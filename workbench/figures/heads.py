@@ -1,0 +1,199 @@
+"""Figures of the causal per-head analyses (issue 14): patching, probes, trigger attention, direct logit
+attribution, the head summary, a head's card and its attention pattern. Each is built from its table alone;
+trace counts are given in the docstrings (tests check them)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import style as S
+from .style import layout as _layout
+from .style import title_for as _title
+
+
+def _heatmap(fig: go.Figure, sub: pd.DataFrame, value: str, lo: str | None = None, hi: str | None = None,
+             diverging: bool = True, title: str = "", row: int | None = None, col: int | None = None, **kw) -> None:
+    """A (layer x head) heatmap of `value` in panel (row, col) in the house style (`style.heatmap`: integer
+    axes, values in the cells, labelled colour bar beside the panel; diverging at 0 unless `diverging` is
+    False), the interval [lo, hi] in the hover."""
+    z = sub.pivot(index="layer", columns="head", values=value)
+    text = None
+    if lo and hi:
+        a = sub.pivot(index="layer", columns="head", values=lo).reindex_like(z).values
+        b = sub.pivot(index="layer", columns="head", values=hi).reindex_like(z).values
+        text = [[f"[{x:.3f}, {y:.3f}]" for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+    tr = S.heatmap(z, colorbar_title=title or value, fig=fig, row=row, col=col, diverging=diverging, text=text,
+                   name=title or value, hover="layer %{y}, head %{x}<br>" + (title or value) + " %{z:.3f}"
+                   + (" %{text}" if text is not None else "") + "<extra></extra>", **kw)
+    if row is None:
+        fig.add_trace(tr)
+    else:
+        fig.add_trace(tr, row=row, col=col)
+    S.category_axes(fig, z, "head", "layer", row=row, col=col)
+
+
+def patching(df: pd.DataFrame, positions: str = "all") -> go.Figure:
+    """Left: head effect (layer x head heatmap at `positions`, 1 trace). Right: the residual stream's effect per
+    layer, one line per position set (3 traces)."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
+                        subplot_titles=[f"head z patched ({positions} positions)", "residual stream patched"])
+    heads = df[(df["site"] == "head") & (df["positions"] == positions)]
+    _heatmap(fig, heads, "effect", "ci_lo", "ci_hi", title="effect", row=1, col=1)
+    resid = df[df["site"] == "resid"]
+    for pos, sub in resid.groupby("positions", sort=False):
+        sub = sub.sort_values("layer")
+        fig.add_trace(go.Scatter(x=sub["layer"], y=sub["effect"], mode="lines+markers", name=f"stream, {pos}",
+                                 line=dict(dash={"all": "solid", "trigger": "dash"}.get(pos, "dot")),
+                                 error_y=dict(type="data", symmetric=False, array=sub["ci_hi"] - sub["effect"],
+                                              arrayminus=sub["effect"] - sub["ci_lo"])), row=1, col=2)
+    S.integer_axis(fig, resid["layer"], "x", row=1, col=2, title_text="layer (resid_post)")
+    fig.update_yaxes(title_text="normalised effect", row=1, col=2)
+    return _layout(fig, _title(df, "Activation patching (1 = carries the whole difference)"))
+
+
+def probes(df: pd.DataFrame) -> go.Figure:
+    """Left: position probe R² by layer with its shuffled control and length-only baseline (3 traces) and the
+    label probe on the pooled stream (1 trace). Right: label-probe selectivity per head (1 trace)."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12,
+                        subplot_titles=["by layer (layer −1: embedded input)", "label from each head's z: selectivity"])
+    pos = df[df["probe"] == "position"].sort_values("layer")
+    if len(pos):
+        err = dict(type="data", symmetric=False, array=pos["score_hi"] - pos["score"],
+                   arrayminus=pos["score"] - pos["score_lo"])
+        fig.add_trace(go.Scatter(x=pos["layer"], y=pos["score"], mode="lines+markers", name="position R²",
+                                 error_y=err), row=1, col=1)
+        S.add_baseline(fig, list(pos["control"]), "shuffled labels", list(pos["layer"]),
+                       label="position, shuffled labels", row=1, col=1)
+        S.add_baseline(fig, list(pos["baseline"]), "length-only", list(pos["layer"]), label="length alone",
+                       row=1, col=1)
+    stream = df[df["probe"] == "label_stream"].sort_values("layer")
+    if len(stream):
+        fig.add_trace(go.Scatter(x=stream["layer"], y=stream["score"], mode="lines+markers",
+                                 name="label, pooled stream (accuracy)", customdata=stream["selectivity"],
+                                 hovertemplate="layer %{x}: %{y:.3f} (selectivity %{customdata:+.3f})"), row=1, col=1)
+    heads = df[df["probe"] == "label_head"]
+    if len(heads):
+        _heatmap(fig, heads, "selectivity", title="selectivity", row=1, col=2)
+    S.integer_axis(fig, pd.concat([pos["layer"], stream["layer"]]), "x", row=1, col=1, title_text="layer")
+    fig.update_yaxes(title_text="R² / accuracy", row=1, col=1)
+    return _layout(fig, _title(df, "Linear probes (cross-validated, shuffled-label controls)"))
+
+
+def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure:
+    """Left: `measure` per head (t2_to_t1 on Task 1, else to_triggers; 1 trace). Right: mean attention weight vs
+    |i − j|, averaged over each layer's heads (one line per layer) plus the uniform reference (n_layers + 1)."""
+    measures = set(df["measure"])
+    measure = measure or ("t2_to_t1" if "t2_to_t1" in measures else "to_triggers")
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.16,
+                        subplot_titles=[measure.replace("_", " "), "attention weight vs |i − j|"])
+    _heatmap(fig, df[df["measure"] == measure], "value", "ci_lo", "ci_hi", diverging=False, zmin=0, title="weight",
+             row=1, col=1)
+    dist = df[df["measure"] == "by_distance"]
+    n_layers = int(df["layer"].max()) + 1 if len(df) else 1
+    for layer, sub in dist.groupby("layer"):
+        m = sub.groupby("distance")["value"].mean()
+        fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines", name=f"layer {layer}",
+                                 line=dict(color=S.layer_color(layer, n_layers))), row=1, col=2)
+    uni = dist.groupby("distance")["uniform"].mean()
+    S.add_baseline(fig, list(uni.values), "uniform attention", list(uni.index), label="uniform attention",
+                   row=1, col=2)
+    fig.update_xaxes(title_text="|i − j|", row=1, col=2)
+    fig.update_yaxes(title_text="mean weight", type="log", row=1, col=2)
+    return _layout(fig, _title(df, "Trigger attention"))
+
+
+def dla(df: pd.DataFrame) -> go.Figure:
+    """Left: each head's direct effect on the correct class vs the class mean (1 trace). Right: the other
+    components (embedding, attention biases, MLPs, bias) as bars with intervals (1 trace)."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
+                        subplot_titles=["heads (logit of the label − mean logit)", "other components"])
+    heads = df[df["component"] == "head"]
+    _heatmap(fig, heads, "dla_vs_mean", "vs_mean_lo", "vs_mean_hi", title="logits", row=1, col=1)
+    rest = df[df["component"] != "head"]
+    names = [c if l < 0 else f"{c} L{l}" for c, l in zip(rest["component"], rest["layer"])]
+    fig.add_trace(go.Bar(x=names, y=rest["dla_vs_mean"], name="components",
+                         error_y=dict(type="data", symmetric=False, array=rest["vs_mean_hi"] - rest["dla_vs_mean"],
+                                      arrayminus=rest["dla_vs_mean"] - rest["vs_mean_lo"])), row=1, col=2)
+    fig.update_yaxes(title_text="logits", row=1, col=2)
+    return _layout(fig, _title(df, "Direct logit attribution (final LayerNorm scale frozen)"))
+
+
+SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-ablation Δacc",
+                    "resample_delta": "resample-ablation Δacc", "patch_effect": "patching effect",
+                    "patch_trigger": "patching effect (trigger positions)", "probe_acc": "label probe accuracy",
+                    "probe_selectivity": "label probe selectivity", "dla": "direct effect (logits)",
+                    "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
+
+
+def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
+    """(layer x head) heatmap of `measure` (1 trace), deposit heads by >= min_agree methods (circles, 1 trace)
+    and the paper's ablation-only single-head deposits (crosses, 1 trace)."""
+    if measure not in df.columns:
+        raise ValueError(f"measure={measure!r} is not a head-summary column; use one of {list(SUMMARY_MEASURES)}")
+    fig = go.Figure()
+    label = SUMMARY_MEASURES.get(measure, measure)
+    _heatmap(fig, df, measure, diverging=measure != "n_agree", title=label,
+             **({"zmin": 0} if measure == "n_agree" else {}))
+    for col, name, symbol in (("deposit_head", f"deposit head (≥ {int(df['min_agree'].iloc[0])} methods)", "circle-open"),
+                              ("paper_deposit", "paper: single-head deposit (zero-ablation)", "x-thin-open")):
+        sub = df[df[col].astype(bool)]
+        fig.add_trace(go.Scatter(x=sub["head"], y=sub["layer"], mode="markers", name=name, text=sub.get("methods"),
+                                 marker=dict(symbol=symbol, size=18, line=dict(width=3), color="black")))
+    fig.update_layout(legend=dict(orientation="h", y=-0.2))
+    return _layout(fig, _title(df, f"Head summary: {label}"))
+
+
+CARD_MEASURES = [("zero_delta", "zero_lo", "zero_hi"), ("mean_delta", None, None),
+                 ("resample_delta", "resample_lo", "resample_hi"), ("patch_effect", "patch_lo", "patch_hi"),
+                 ("patch_trigger", None, None), ("patch_non_trigger", None, None), ("probe_selectivity", None, None),
+                 ("dla", "dla_lo", "dla_hi"), ("t2_to_t1", None, None), ("to_triggers", None, None)]
+
+
+def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:
+    """One head's measures from the head summary as bars with their intervals (1 trace)."""
+    row = df[(df["layer"] == layer) & (df["head"] == head)]
+    if row.empty:
+        raise ValueError(f"no head (layer {layer}, head {head}) in the head summary")
+    r = row.iloc[0]
+    names, vals, up, down = [], [], [], []
+    for col, lo, hi in CARD_MEASURES:
+        if col not in r or pd.isna(r[col]):
+            continue
+        names.append(SUMMARY_MEASURES.get(col, col.replace("_", " ")))
+        vals.append(r[col])
+        has = lo in r and hi in r and pd.notna(r.get(lo)) and pd.notna(r.get(hi))
+        up.append(r[hi] - r[col] if has else 0.0)
+        down.append(r[col] - r[lo] if has else 0.0)
+    fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", name=f"L{layer}.H{head}",
+                           error_x=dict(type="data", symmetric=False, array=up, arrayminus=down)))
+    fig.update_yaxes(autorange="reversed")
+    verdict = "deposit head" if r["deposit_head"] else "not a deposit head"
+    return _layout(fig, f"Layer {layer}, head {head}: {verdict} ({r['methods'] or 'no method'}; "
+                        f"paper's ablation-only: {'deposit' if r['paper_deposit'] else 'no'})")
+
+
+def head_attention(df: pd.DataFrame) -> go.Figure:
+    """One head's attention pattern on one example (table as apps.pages.explorer.pattern_table, one head; trigger
+    tokens start with '*'): heatmap (1 trace) and the trigger positions marked on both axes (1 trace)."""
+    Q, K = int(df["q_pos"].max()) + 1, int(df["k_pos"].max()) + 1
+    d = df.sort_values(["q_pos", "k_pos"])
+    z = d["weight"].to_numpy().reshape(Q, K)
+    q_tok = d.drop_duplicates("q_pos")["q_token"].tolist()
+    k_tok = d.drop_duplicates("k_pos")["k_token"].tolist()
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(K)), y=list(range(Q)), colorscale="Viridis", zmin=0,
+                               text=[[f"{a} → {b}" for b in k_tok] for a in q_tok],
+                               hovertemplate="q %{y} → k %{x}<br>%{text}<br>weight %{z:.3f}<extra></extra>"))
+    trig = [i for i, t in enumerate(k_tok) if str(t).startswith("*")]
+    fig.add_trace(go.Scatter(x=trig + [-0.9] * len(trig), y=[-0.9] * len(trig) + trig, mode="markers",
+                             name="trigger", marker=dict(symbol="triangle-down", size=10, color="#d62728")))
+    fig.update_xaxes(title_text="key position", ticktext=k_tok, tickvals=list(range(K)))
+    fig.update_yaxes(title_text="query position", autorange="reversed", ticktext=q_tok, tickvals=list(range(Q)))
+    layer, head = int(df["layer"].iloc[0]), int(df["head"].iloc[0])
+    return _layout(fig, f"Attention of layer {layer}, head {head} (triggers marked)")
+
+
+FIGURES = {"patching": patching, "probes": probes, "trigger_attention": trigger_attention, "dla": dla,
+           "head_summary": head_summary, "head_card": head_card, "head_attention": head_attention}
+TABLES = {"head_card": "head_summary"}
