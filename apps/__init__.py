@@ -27,10 +27,11 @@ ASSETS = Path(__file__).parent / "assets"
 
 
 def page_modules():
-    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, findings, partial_rope, qk_means,
-                        runs, spectral)
+    from .pages import (ablation, angles, distance_bias, explorer, extrapolation, findings, heads, partial_rope,
+                        qk_means, runs, spectral)
 
-    return [findings, runs, ablation, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation, explorer]
+    return [findings, runs, ablation, heads, partial_rope, qk_means, angles, spectral, distance_bias, extrapolation,
+            explorer]
 
 
 def _exit_on_sigterm() -> None:

@@ -84,8 +84,14 @@ FILTER_KEYS = ("scheme", "task", "arch", "preset", "status")
 
 
 def query_runs(store, **filters) -> pd.DataFrame:
-    """store.query with empty filters dropped; an empty frame (with the store's columns) on no runs."""
-    clean = {k: v for k, v in filters.items() if v not in (None, "", [])}
+    """store.query with empty filters dropped, and values a browser may send that are not text or numbers
+    ignored; an empty frame (with the store's columns) on no runs."""
+    def scalars(v):
+        vs = [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, (str, int, float)) and not
+              isinstance(x, bool) and x != ""]
+        return vs or None
+
+    clean = {k: vs for k, v in filters.items() if (vs := scalars(v))}
     return store.query(**clean)
 
 
@@ -276,9 +282,9 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
 
     data = round_table(df)
     for c in data.columns:
-        if data[c].dtype == object:
-            data[c] = data[c].map(lambda v: v if isinstance(v, (str, int, float, type(None))) else json.dumps(v,
-                                  default=str))
+        if data[c].dtype == object:  # text cells (e.g. a corrupt run's error) show no server paths
+            data[c] = data[c].map(lambda v: redact_paths(v) if isinstance(v, str) else v if isinstance(
+                v, (int, float, type(None))) else redact_paths(json.dumps(v, default=str)))
     n_fixed = n_key_columns(data)
     props = dict(columns=[{"name": c, "id": c} for c in data.columns], data=data.to_dict("records"),
                  page_size=page_size, sort_action="native",

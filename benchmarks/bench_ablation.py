@@ -13,6 +13,9 @@ ratios (against the better of two fast runs, one before and one after the naive 
 every per-example prediction agrees.
 
     .venv/bin/python benchmarks/bench_ablation.py [--examples 256] [--threads 2] [--no-naive-trim]
+
+--scale paper-cpu: the paper-shaped model the reproduction trains on CPU (6 layers x 16 heads, d_model 128,
+d_ff 256, dropout 0) on the first test examples of the real `cpu` Task 1 data (48 tokens, vocabulary 120).
 """
 from __future__ import annotations
 
@@ -51,17 +54,27 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=256)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "2")))
     ap.add_argument("--scheme", default="rope")
+    ap.add_argument("--scale", choices=["paper", "paper-cpu"], default="paper")
     ap.add_argument("--no-naive-trim", action="store_true", help="skip the naive loop on trimmed batches")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    model = PEClassifier(ModelConfig(scheme=args.scheme, d_model=256, n_heads=16, d_ff=512, n_layers=6,
-                                     max_len=128, vocab_size=574, n_classes=72, dropout=0.1)).eval()
-    x = task1_like_tokens(args.examples)
-    y = np.random.default_rng(1).integers(0, 72, args.examples)
+    if args.scale == "paper":
+        shape = dict(d_model=256, d_ff=512, max_len=128, vocab_size=574, n_classes=72, dropout=0.1)
+        x = task1_like_tokens(args.examples)
+        y = np.random.default_rng(1).integers(0, 72, args.examples)
+    else:
+        from synthetic_tasks import get_spec, load_or_generate
+
+        ds = load_or_generate(get_spec("trigger-distance", preset="cpu", seed=42))
+        shape = dict(d_model=128, d_ff=256, max_len=ds.seq_len, vocab_size=int(ds.vocab_size),
+                     n_classes=int(ds.n_classes), dropout=0.0)
+        x, y = ds.test_x[:args.examples], ds.test_y[:args.examples]
+    model = PEClassifier(ModelConfig(scheme=args.scheme, n_heads=16, n_layers=6, **shape)).eval()
     lens = (x != 0).sum(1)
-    print(f"model: paper arch, {args.scheme}, 6 layers, d_model 256, 16 heads, d_ff 512; {args.examples} examples, "
-          f"mean length {lens.mean():.1f} of 128; torch {torch.__version__}, {args.threads} threads")
+    print(f"model: paper arch, {args.scheme}, 6 layers, d_model {shape['d_model']}, 16 heads, d_ff {shape['d_ff']}; "
+          f"{args.examples} examples, mean length {lens.mean():.1f} of {shape['max_len']}; torch {torch.__version__}, "
+          f"{args.threads} threads, load {os.getloadavg()[0]:.2f}")
     print(f"sweep: {model.cfg.n_layers * model.cfg.n_heads} heads, zero-ablation, accuracy + loss per example")
 
     times = {}
@@ -82,7 +95,8 @@ def main() -> None:
 
     same = np.array_equal(fast["pred"], naive["pred"]) and np.array_equal(fast2["pred"], naive["pred"])
     max_loss = float(np.abs(fast["loss"] - naive["loss"]).max())
-    print(f"per-example predictions identical: {same}; max |loss difference| {max_loss:.2e}")
+    print(f"per-example predictions identical: {same}; max |loss difference| {max_loss:.2e}; "
+          f"load at the end {os.getloadavg()[0]:.2f}")
     best = {k: min(times["fast"][k], times["fast (again)"][k]) for k in (0, 1)}
     for ref in ("naive", "naive+trim"):
         if ref in times:

@@ -1,16 +1,20 @@
 """Training speed: the PE-Lab model + loop settings vs. a plain eager reference written like the authors' scripts.
 
-Both models are built in ONE process from the same config and trained on the same batch; the timings are
-interleaved (PE-Lab, reference, PE-Lab, ...) and the best repeat of each is kept, so background load on a
-shared machine hurts both alike. Reported: training steps/s (forward + backward + AdamW step) and the ratio.
+Both models are built in ONE process from the same config and trained on real batches of the task's data; the
+timings are interleaved (PE-Lab, reference, PE-Lab, ...) and the best repeat of each is kept, so background
+load on a shared machine hurts both alike. Reported: useful (non-pad) training tokens per second (forward +
+backward + AdamW step) and the ratio PE-Lab / reference, per task and scheme, plus the peak resident memory.
 
 The reference (`RefClassifier`) is what the authors' scripts do: per-layer `nn.Linear` q/k/v/o projections,
 explicit `softmax(q k^T / sqrt(d) + mask)` attention with `nn.Dropout` on the weights, RoPE recomputed with
-sin/cos on every forward, fp32, the default (for-each) AdamW. The PE-Lab side is `PEClassifier` with the
-training loop's settings: on CUDA bf16 autocast + fused AdamW (+ torch.compile with --compile), on CPU fp32.
+sin/cos on every forward, fp32, the default (for-each) AdamW, random batches padded to the data's full length.
+The PE-Lab side is `PEClassifier` with the training loop's settings: length-grouped batches trimmed to their
+longest sequence (`train.batching=length`, `epoch_batches`), the attention path gate, on CUDA bf16 autocast +
+fused AdamW (+ torch.compile with --compile), on CPU fp32.
 
-    python benchmarks/bench_train.py                      # CPU, `cpu`-preset scale, < 2 minutes
-    python benchmarks/bench_train.py --scale paper        # paper scale (GPU)
+    python benchmarks/bench_train.py                        # CPU, cpu preset, both tasks, a few minutes
+    python benchmarks/bench_train.py --scale paper-cpu      # 6 layers x 16 heads, d_model 128 on cpu data
+    python benchmarks/bench_train.py --scale paper          # paper scale (GPU)
 """
 from __future__ import annotations
 
@@ -27,10 +31,13 @@ from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-SCALES = {  # model sizes of the presets, sequence length of their data, a batch size
-    "cpu": dict(d_model=64, n_heads=8, d_ff=128, n_layers=4, seq_len=48, vocab=120, n_classes=26, batch=64,
+DATA = {"cpu": "cpu", "paper-cpu": "cpu", "paper": "paper"}  # the synthetic_tasks preset each scale trains on
+SCALES = {  # model sizes of the presets, sequence length of their data (vocab / classes: from the data), a batch
+    "cpu": dict(d_model=64, n_heads=8, d_ff=128, n_layers=4, seq_len=48, batch=64,
                 dropout=0.0),
-    "paper": dict(d_model=256, n_heads=16, d_ff=512, n_layers=6, seq_len=128, vocab=574, n_classes=72, batch=512,
+    "paper-cpu": dict(d_model=128, n_heads=16, d_ff=256, n_layers=6, seq_len=48, batch=64,
+                      dropout=0.0),
+    "paper": dict(d_model=256, n_heads=16, d_ff=512, n_layers=6, seq_len=128, batch=512,
                   dropout=0.1),
 }
 
@@ -108,68 +115,84 @@ class RefClassifier(nn.Module):
 
 
 # ---- timing -----------------------------------------------------------------------------------------------
-def make_batch(s, device, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randint(1, s["vocab"], (s["batch"], s["seq_len"]), generator=g)
-    lengths = torch.randint(s["seq_len"] // 2, s["seq_len"] + 1, (s["batch"],), generator=g)
-    x[torch.arange(s["seq_len"])[None, :] >= lengths[:, None]] = 0
-    y = torch.randint(0, s["n_classes"], (s["batch"],), generator=g)
-    return x.to(device), y.to(device)
+def real_batches(task: str, scale: str, batch: int, steps: int, batching: str, trim: bool, device):
+    """The first `steps` training batches of epoch 0 of the task's data, as the training loop forms them."""
+    from synthetic_tasks import get_spec, load_or_generate
+    from workbench.train.loop import epoch_batches
+    from workbench.train.loop import trim as trim_pads
+
+    ds = load_or_generate(get_spec(task, preset=DATA[scale], seed=42))
+    x, y = torch.as_tensor(ds.train_x), torch.as_tensor(ds.train_y)
+    out = []
+    for idx in epoch_batches((x != 0).sum(1), batch, 42, 0, batching)[:steps]:
+        xb = trim_pads(x[idx]) if trim else x[idx]
+        out.append((xb.to(device), y[idx].to(device)))
+    return out, int(ds.vocab_size), int(ds.n_classes)
 
 
-def step_fn(model, opt, x, y, amp):
+def step_fn(model, opt, batches, amp):
+    """One training step per call, cycling through `batches`; returns the useful tokens it trained on."""
+    it = {"i": 0}
+
     def step():
+        x, y = batches[it["i"] % len(batches)]
+        it["i"] += 1
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(x)
         loss = F.cross_entropy(logits.float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        return loss
+        return int((x != 0).sum())
     return step
 
 
-def time_steps(step, n, device) -> float:
-    """Seconds per step over n steps."""
+def time_steps(step, n, device) -> tuple[float, int]:
+    """(seconds, useful tokens) of n steps."""
     if device.type == "cuda":
         torch.cuda.synchronize()
-    t = time.perf_counter()
+    t, tokens = time.perf_counter(), 0
     for _ in range(n):
-        step()
+        tokens += step()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return (time.perf_counter() - t) / n
+    return time.perf_counter() - t, tokens
 
 
-def bench(scheme: str, s: dict, device: torch.device, steps: int, repeats: int, compile: bool,
-          use_sdpa: bool = True) -> dict:
+def bench(task: str, scheme: str, scale: str, s: dict, device: torch.device, steps: int, repeats: int,
+          compile: bool, use_sdpa: bool = True) -> dict:
     from workbench.model import ModelConfig, PEClassifier
 
     cuda = device.type == "cuda"
-    cfg = ModelConfig(vocab_size=s["vocab"], n_classes=s["n_classes"], arch="paper", scheme=scheme,
+    ours_b, vocab, n_classes = real_batches(task, scale, s["batch"], steps, "length", True, device)
+    ref_b, _, _ = real_batches(task, scale, s["batch"], steps, "random", False, device)
+    cfg = ModelConfig(vocab_size=vocab, n_classes=n_classes, arch="paper", scheme=scheme,
                       d_model=s["d_model"], n_heads=s["n_heads"], d_ff=s["d_ff"], n_layers=s["n_layers"],
                       max_len=s["seq_len"], dropout=s["dropout"], use_sdpa=use_sdpa)
+    torch.manual_seed(0)
     ours = PEClassifier(cfg).to(device).train()
-    ref = RefClassifier(s["vocab"], s["n_classes"], s["d_model"], s["n_heads"], s["d_ff"], s["n_layers"],
+    ref = RefClassifier(vocab, n_classes, s["d_model"], s["n_heads"], s["d_ff"], s["n_layers"],
                         s["dropout"], rope=scheme == "rope").to(device).train()
     n_ours = sum(p.numel() for p in ours.parameters())
     n_ref = sum(p.numel() for p in ref.parameters())
     opt_ours = torch.optim.AdamW(ours.parameters(), lr=1e-4, fused=cuda)
     opt_ref = torch.optim.AdamW(ref.parameters(), lr=1e-4)
     fwd = torch.compile(ours) if compile else ours
-    x, y = make_batch(s, device)
-    steps_ours, steps_ref = step_fn(fwd, opt_ours, x, y, amp=cuda), step_fn(ref, opt_ref, x, y, amp=False)
+    steps_ours, steps_ref = step_fn(fwd, opt_ours, ours_b, amp=cuda), step_fn(ref, opt_ref, ref_b, amp=False)
     for step in (steps_ours, steps_ref):  # warm-up (and compilation)
         time_steps(step, 3, device)
-    t_ours, t_ref = [], []
+    r_ours, r_ref = [], []
     for _ in range(repeats):
-        t_ours.append(time_steps(steps_ours, steps, device))
-        t_ref.append(time_steps(steps_ref, steps, device))
-    best_ours, best_ref = min(t_ours), min(t_ref)
-    return {"scheme": scheme, "params_pelab": n_ours, "params_ref": n_ref,
-            "pelab_steps_s": 1 / best_ours, "ref_steps_s": 1 / best_ref, "ratio": best_ref / best_ours,
-            "pelab_seq_s": s["batch"] / best_ours, "ref_seq_s": s["batch"] / best_ref,
-            "median_ratio": sorted(t_ref)[len(t_ref) // 2] / sorted(t_ours)[len(t_ours) // 2]}
+        t, n = time_steps(steps_ours, steps, device)
+        r_ours.append(n / t)
+        t, n = time_steps(steps_ref, steps, device)
+        r_ref.append(n / t)
+    best_ours, best_ref = max(r_ours), max(r_ref)
+    pad = lambda b: 1 - sum(int((x != 0).sum()) for x, _ in b) / sum(x.numel() for x, _ in b)  # noqa: E731
+    return {"task": task, "scheme": scheme, "params_pelab": n_ours, "params_ref": n_ref,
+            "pelab_tok_s": best_ours, "ref_tok_s": best_ref, "ratio": best_ours / best_ref,
+            "median_ratio": sorted(r_ours)[len(r_ours) // 2] / sorted(r_ref)[len(r_ref) // 2],
+            "pelab_pad_frac": pad(ours_b), "ref_pad_frac": pad(ref_b)}
 
 
 def main(argv=None) -> list[dict]:
@@ -177,34 +200,39 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--scale", choices=sorted(SCALES), default=None, help="default: paper on CUDA, cpu on CPU")
     ap.add_argument("--device", default=None)
     ap.add_argument("--schemes", default="rope,nope")
+    ap.add_argument("--tasks", default="trigger-distance,trigger-count")
     ap.add_argument("--batch", type=int, default=None)
-    ap.add_argument("--dropout", type=float, default=None, help="default: the preset's (paper 0.1, cpu 0.0)")
-    ap.add_argument("--steps", type=int, default=None, help="steps per timing repeat")
+    ap.add_argument("--dropout", type=float, default=None, help="default: the scale's (paper 0.1, else 0.0)")
+    ap.add_argument("--steps", type=int, default=None, help="steps (real batches) per timing repeat")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "2")))
     ap.add_argument("--compile", action="store_true", help="torch.compile the PE-Lab model")
     ap.add_argument("--no-sdpa", action="store_true", help="PE-Lab model with use_sdpa=False (explicit attention)")
     a = ap.parse_args(argv)
+    from workbench.train.loop import peak_rss_mb
+
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.set_num_threads(a.threads)
-    s = dict(SCALES[a.scale or ("paper" if device.type == "cuda" else "cpu")])
+    scale = a.scale or ("paper" if device.type == "cuda" else "cpu")
+    s = dict(SCALES[scale])
     if a.batch:
         s["batch"] = a.batch
     if a.dropout is not None:
         s["dropout"] = a.dropout
     steps = a.steps or (20 if device.type == "cuda" else 10)
-    torch.manual_seed(0)
     print(f"device {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else platform.processor() or platform.machine()}), "
-          f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"scale: {s}; {steps} steps x {a.repeats} interleaved repeats, best of each; compile={a.compile}, "
-          f"use_sdpa={not a.no_sdpa}")
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}")
+    print(f"scale {scale}: {s}; {steps} real batches x {a.repeats} interleaved repeats, best of each; "
+          f"compile={a.compile}, use_sdpa={not a.no_sdpa}")
     rows = []
-    for scheme in a.schemes.split(","):
-        r = bench(scheme, s, device, steps, a.repeats, a.compile, use_sdpa=not a.no_sdpa)
-        rows.append(r)
-        print(f"{scheme:>6}: PE-Lab {r['pelab_steps_s']:7.2f} steps/s ({r['pelab_seq_s']:8.0f} seq/s) | reference "
-              f"{r['ref_steps_s']:7.2f} steps/s ({r['ref_seq_s']:8.0f} seq/s) | ratio {r['ratio']:.2f}x "
-              f"(median {r['median_ratio']:.2f}x) | params {r['params_pelab']} vs {r['params_ref']}", flush=True)
+    for task in a.tasks.split(","):
+        for scheme in a.schemes.split(","):
+            r = bench(task, scheme, scale, s, device, steps, a.repeats, a.compile, use_sdpa=not a.no_sdpa)
+            rows.append(r)
+            print(f"{task:>16} {scheme:>5}: PE-Lab {r['pelab_tok_s']:8.0f} useful tok/s (pads {r['pelab_pad_frac']:.0%}) "
+                  f"| reference {r['ref_tok_s']:8.0f} (pads {r['ref_pad_frac']:.0%}) | ratio {r['ratio']:.2f}x "
+                  f"(median {r['median_ratio']:.2f}x) | params {r['params_pelab']} vs {r['params_ref']}", flush=True)
+    print(f"peak RSS of this process: {peak_rss_mb():.0f} MiB; load at the end {os.getloadavg()[0]:.2f}")
     return rows
 
 

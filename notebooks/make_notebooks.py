@@ -250,6 +250,115 @@ for k in ("rope (all heads)", "mla"):
     display(FIGURES["ablation"](family[k].load_table("ablation"), metric="accuracy").update_layout(title=k))'''),
 ]
 
+NB3 = [
+    new_markdown_cell("""\
+# Does the deposit head carry the distance? Patching and probes
+
+The core paper calls a head a *deposit* when zeroing it alone costs accuracy. Zero-ablation shows a head is
+**needed**, not what it **carries**: zeros are off-distribution, and a head the rest of the network merely leans on
+looks just as important. This walk-through triangulates one head of a RoPE run on Task 1 with the other methods
+of SPEC section 5:
+
+1. the paper's view: zero-ablation and the deposit test;
+2. resample ablation (z from a same-length test example: on-distribution);
+3. activation patching with counterfactual pairs (the second trigger moved, d -> d'), written with **nnsight**;
+4. linear probes with **scikit-learn** (position from the stream, the label from each head's z), with controls;
+5. trigger attention and direct logit attribution;
+6. the head summary: a "deposit head" verdict that needs two methods to agree.
+
+`RUN_ID` picks a stored run (e.g. a shipped one); by default the notebook trains (or reuses) a RoPE run at the
+preset of `PELAB_PRESET`."""),
+    new_code_cell(SETUP + '''
+RUN_ID = os.environ.get("PELAB_RUN_ID")  # a run of the store at RUNS; None = train / reuse a RoPE Task 1 run
+'''),
+    new_code_cell('''\
+run = store.get(RUN_ID) if RUN_ID else get_run("rope", "trigger-distance")
+model, ds = run.load_model(), run.load_dataset()
+print(run.id, run.config["model"]["scheme"], ds.task, "test accuracy", run.final.get("test_acc"))'''),
+    new_markdown_cell("## 1. The paper's view: zero-ablation and the deposit test"),
+    new_code_cell('''\
+from workbench.analysis import ANALYSES, deposit
+from workbench.figures import FIGURES
+
+
+def table(name, **params):
+    """The run's stored table, computed (and stored) when missing."""
+    return run.load_table(name) if run.has_table(name) else ANALYSES[name](run, **params)
+
+
+ablation = table("ablation")
+stats = deposit.compute(ablation)
+print(deposit.deposit_sentence(stats))
+acc = ablation[ablation.metric == "accuracy"]
+top = acc.sort_values("delta", ascending=False).iloc[0]
+L, H = int(top["layer"]), int(top["head"])
+print(f"the head the paper would name: layer {L}, head {H} (zero-ablation delta {top.delta:.3f})")'''),
+    new_markdown_cell("## 2. Resample ablation\nThe head's z from another test example of the same length "
+                      "(a seeded derangement within each length group), in the same batched sweep."),
+    new_code_cell('''\
+resample = table("ablation_resample")
+r = resample[(resample.metric == "accuracy") & (resample.layer == L) & (resample["head"] == H)].iloc[0]
+print(f"L{L}.H{H}: zero {top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]  resample {r.delta:.3f} [{r.ci_lo:.3f}, {r.ci_hi:.3f}]")
+FIGURES["ablation"](resample)'''),
+    new_markdown_cell("""\
+## 3. Activation patching with nnsight
+Counterfactual pairs come from the task's own generator: the same filler words, only the second trigger moved.
+First one patch by hand with nnsight -- the head's z from the counterfactual run written into the clean run --
+then the batched sweep over every head, which must give the same number."""),
+    new_code_cell('''\
+from synthetic_tasks.counterfactual import counterfactual_pairs
+
+pairs = counterfactual_pairs(ds.spec, ds.trigger_ids, 64, seed=0)
+print("clean:         ", ds.decode(pairs.clean_x[0]), "-> distance", pairs.clean_y[0])
+print("counterfactual:", ds.decode(pairs.cf_x[0]), "-> distance", pairs.cf_y[0])'''),
+    new_code_cell('''\
+import copy
+
+from nnsight import NNsight
+
+wrapped = NNsight(copy.deepcopy(model))  # wrapping instruments a module for good: wrap a copy
+clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+with torch.no_grad():
+    with wrapped.trace(cf):
+        z_cf = wrapped.blocks[L].attn.hook_z.output.save()
+        logits_cf = wrapped.output.save()
+    with wrapped.trace(clean):
+        logits_clean = wrapped.output.save()
+    with wrapped.trace(clean):
+        z = wrapped.blocks[L].attn.hook_z.output
+        z[:, :, H] = z_cf[:, :, H]  # patch head H at every position
+        logits_patched = wrapped.output.save()
+rows = torch.arange(len(pairs))
+ld = lambda lg: (lg[rows, pairs.cf_y] - lg[rows, pairs.clean_y]).double()  # logit difference
+by_hand = float((ld(logits_patched) - ld(logits_clean)).mean() / (ld(logits_cf) - ld(logits_clean)).mean())
+
+from workbench.analysis import patching
+
+sweep = patching.compute(model, ds, n_pairs=64, n_boot=200, seed=0)
+cell = sweep[(sweep.site == "head") & (sweep.layer == L) & (sweep["head"] == H) & (sweep.positions == "all")].iloc[0]
+print(f"patching effect of L{L}.H{H}: by hand {by_hand:.4f}, sweep {cell.effect:.4f} [{cell.ci_lo:.3f}, {cell.ci_hi:.3f}]")
+assert abs(by_hand - cell.effect) < 1e-3'''),
+    new_code_cell('''\
+patch = table("patching")
+FIGURES["patching"](patch)'''),
+    new_markdown_cell("## 4. Probes\nWhere does position become linearly decodable, and which heads' z tell the label? "
+                      "Controls: the same probe on shuffled labels; for position also the length alone."),
+    new_code_cell('''\
+probes = table("probes")
+print(probes[probes.probe == "position"][["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
+FIGURES["probes"](probes)'''),
+    new_markdown_cell("## 5. Trigger attention and direct logit attribution"),
+    new_code_cell('''FIGURES["trigger_attention"](table("trigger_attention"))'''),
+    new_code_cell('''FIGURES["dla"](table("dla"))'''),
+    new_markdown_cell("## 6. The head summary\nA deposit head needs at least two methods to agree (thresholds are "
+                      "parameters); the paper's ablation-only verdict is kept beside it."),
+    new_code_cell('''\
+summary = ANALYSES["head_summary"](run)  # joins the tables stored above
+print(summary[summary.deposit_head | summary.paper_deposit][["layer", "head", "methods", "paper_deposit"]])
+FIGURES["head_summary"](summary)'''),
+    new_code_cell('''FIGURES["head_card"](summary, layer=L, head=H)'''),
+]
+
 
 def write(name: str, cells: list) -> Path:
     nb = new_notebook(cells=cells, metadata={
@@ -262,5 +371,5 @@ def write(name: str, cells: list) -> Path:
 
 if __name__ == "__main__":
     for name, cells in (("00_findings.ipynb", NB0), ("01_head_ablation.ipynb", NB1),
-                        ("02_partial_rope_mla.ipynb", NB2)):
+                        ("02_partial_rope_mla.ipynb", NB2), ("03_patching_and_probes.ipynb", NB3)):
         print("wrote", write(name, cells))

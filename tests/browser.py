@@ -36,10 +36,13 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-sh
 SMOKE_RUNS = {"rope": ("rope", "trigger-distance", {}), "nope": ("nope", "trigger-distance", {}),
               "partial": ("rope", "trigger-distance", {"rope_heads": 1, "rope_layers": [0]}),  # partial RoPE
               "count": ("rope", "trigger-count", {})}
+# the per-head causal analyses (Heads page), computed for the RoPE run only
+HEAD_ANALYSES = ["ablation_resample", "patching", "probes", "trigger_attention", "dla", "head_summary"]
 # analyses left out on purpose: the UI must offer to compute them
-SMOKE_SKIP = {"count": {"spectral", "extrapolation"}}
+SMOKE_SKIP = {"count": {"spectral", "extrapolation", *HEAD_ANALYSES}, "nope": set(HEAD_ANALYSES),
+              "partial": set(HEAD_ANALYSES)}
 # tables computed for every smoke run (the rest are left missing on purpose: the UI shows hints for them)
-SMOKE_ANALYSES = ["ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation"]
+SMOKE_ANALYSES = ["ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", *HEAD_ANALYSES]
 
 
 @contextlib.contextmanager

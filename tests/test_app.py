@@ -14,11 +14,11 @@ import torch
 
 import browser as B
 
-PAGES = [("/", "runs"), ("/ablation", "ablation"), ("/partial-rope", "partial_rope"), ("/qk-means", "qk_means"),
+PAGES = [("/", "runs"), ("/ablation", "ablation"), ("/heads", "heads"), ("/partial-rope", "partial_rope"), ("/qk-means", "qk_means"),
          ("/angles", "angles"), ("/spectral", "spectral"), ("/distance-bias", "distance_bias"),
          ("/extrapolation", "extrapolation"), ("/explorer", "explorer")]
 # what the screenshots show (query parameters pick the runs; the pages also work without them)
-SHOT_QUERY = {"ablation": "?run={rope}&run_b={nope}", "qk_means": "?run={rope}", "angles": "?run={rope}",
+SHOT_QUERY = {"ablation": "?run={rope}&run_b={nope}", "heads": "?run={rope}", "qk_means": "?run={rope}", "angles": "?run={rope}",
               "spectral": "?run={rope}", "distance_bias": "?run={rope}|{nope}",
               "extrapolation": "?run={rope}|{nope}|{partial}", "explorer": "?run={rope}&example=3"}
 
@@ -138,6 +138,22 @@ def test_every_page_loads_with_data_and_no_console_errors(drv, server, smoke):
         assert any(n > 0 for n in counts), f"{path}: no graph with traces ({counts})"
         assert_clean(drv, path)
         B.screenshot(drv, f"dashboard_{name}")
+
+
+@pytest.mark.browser
+def test_heads_page_map_card_and_hints(drv, server, smoke):
+    open_page(drv, f"{server.url}/heads?run={smoke.rope}&measure=patch_effect")
+    B.wait_until(lambda: B.trace_counts(drv, "#heads-card") and B.trace_counts(drv, "#heads-card")[-1] == 2, 40,
+                 what="the head card and the head's attention pattern")
+    assert B.trace_counts(drv, "#heads-map-graph")[0] == 3  # heatmap + two marker layers
+    assert sum(1 for n in B.trace_counts(drv, "#heads-details") if n > 0) == 4  # patching, probes, attention, DLA
+    text = page_text(drv)
+    assert "Layer " in text and "paper's ablation-only" in text
+    assert_clean(drv, "heads page")
+    open_page(drv, f"{server.url}/heads?run={smoke.nope}", need_traces=False)
+    text = page_text(drv)
+    assert f"no head_summary table yet for {smoke.nope}" in text and "Traceback" not in text
+    assert_clean(drv, "heads page of a run without the tables")
 
 
 @pytest.mark.browser
@@ -261,3 +277,16 @@ def test_empty_store_shows_hints_not_errors(drv, tmp_path):
             assert_clean(drv, f"{path} on an empty store")
     finally:
         srv.stop()
+
+
+@pytest.mark.browser
+def test_hostile_urls_and_inputs_give_hints_in_the_page(drv, server, smoke):
+    """Crafted query parameters (a path as run id, layer -1, unknown heads, a bad example) never reach the store
+    as paths and never break the page; the store root is not shown."""
+    for url in (f"/explorer?run=..%2F..%2Fetc&layer=-1&ablate=99.99&example=abc",
+                f"/explorer?run=%2Ftmp%2Fx&example=-3", f"/qk-means?run=..%2Fx", "/?run=..%2Fx"):
+        open_page(drv, server.url + url, need_traces=False)
+        assert_clean(drv, url)
+    open_page(drv, f"{server.url}/explorer?run={smoke.rope}&ablate=0.1|99.99&layer=1", need_traces=False)
+    assert_clean(drv, "explorer with an unknown head")
+    assert str(smoke.root) not in drv.page_source

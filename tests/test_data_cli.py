@@ -34,7 +34,7 @@ def test_make_and_show(tmp_path):
     assert r.exit_code == 0 and '"generator_version"' in r.output
 
     r = runner.invoke(app, ["data", "show", str(tmp_path / "nope")])
-    assert r.exit_code == 1 and "error" in r.output
+    assert r.exit_code == 2 and r.output.startswith("error: ")
 
 
 def test_make_all_seed_set_and_env(tmp_path, monkeypatch):

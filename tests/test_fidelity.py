@@ -373,11 +373,10 @@ def test_grid_fidelity_top_level_and_per_variant():
     grid = {"preset": "smoke", "schemes": ["rope"], "fidelity": "authors",
             "variants": [{"name": "mla-authors", "scheme": "mla", "fidelity": "authors-mla"},
                          {"name": "rope-pelab", "scheme": "rope", "fidelity": "pelab"}]}
-    points = grid_points(grid)
-    assert [p["fidelity"] for p in points] == ["authors", "authors-mla", "pelab"]
-    cfgs = [resolve_config(**p) for p in points]
-    assert [c["model"]["arch"] for c in cfgs] == ["paper", "encoder", "paper"]
-    assert cfgs[0]["model"]["scheme"] == "rope+sinusoidal" and cfgs[2]["model"]["scheme"] == "rope"
+    cfgs = {p["tag"] or p["scheme"]: resolve_config(**p) for p in grid_points(grid)}
+    assert {k: (c["fidelity"], c["model"]["arch"], c["model"]["scheme"]) for k, c in cfgs.items()} == {
+        "rope": ("authors", "paper", "rope+sinusoidal"), "mla-authors": ("authors-mla", "encoder", "mla"),
+        "rope-pelab": ("pelab", "paper", "rope")}
 
 
 def test_cli_dry_run_prints_the_resolved_config_and_creates_nothing(tmp_path, monkeypatch):
@@ -487,3 +486,41 @@ def test_every_new_option_is_listed_by_workbench_schemes_and_documented():
     for name in ("shared_rope_q", "rope_read", "score_scale_dim", "input_pe", "construction", "released", "reference",
                  "concat"):
         assert name in schemes_md, name
+
+
+def test_extrapolation_is_not_applicable_with_the_authors_mla_position_table():
+    from types import SimpleNamespace
+
+    from workbench.analysis import NotApplicable, extrapolation
+
+    data = SimpleNamespace(test_x=np.ones((4, 16), dtype=np.int64), test_y=np.zeros(4, dtype=np.int64),
+                           extrap={"len2x": (np.ones((4, 32), dtype=np.int64), np.zeros(4, dtype=np.int64))})
+    with pytest.raises(NotApplicable, match="cannot"):
+        extrapolation.compute(mla(input_pe="learned-zero"), data, n_boot=10)
+    assert len(extrapolation.compute(mla(), data, n_boot=10)) == 2
+
+
+@pytest.mark.parametrize("fidelity, scheme", [("authors", "rope"), ("authors-mla", "mla")])
+def test_direct_logit_attribution_adds_up_under_the_authors_layernorm_placements(fidelity, scheme):
+    """No final LayerNorm (transformer script) and LayerNorm before the pooling (MLA script): the components
+    still sum to the logits exactly, with the pads pooled (authors) or masked (authors-mla)."""
+    from workbench.analysis import dla
+
+    model = fidelity_model(scheme, fidelity)
+    t = tokens()
+    with torch.no_grad():
+        labels, contrib, logits = dla.decompose(model, t)
+        torch.testing.assert_close(contrib.sum(1), model(t), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(logits, model(t), rtol=1e-5, atol=1e-5)
+    assert contrib.shape[-1] == 24  # one column per output (vocab_size with unembed_vocab)
+
+
+def test_grid_entries_with_a_named_setting_take_its_arch():
+    grid = {"preset": "smoke", "archs": ["paper", "decoder"], "schemes": ["nope"],
+            "variants": [{"name": "mla-authors", "scheme": "mla", "fidelity": "authors-mla"},
+                         {"name": "rope-authors", "scheme": "rope", "fidelity": "authors"}]}
+    points = grid_points(grid)
+    assert sorted((p["tag"] or p["scheme"], p["arch"]) for p in points) == [
+        ("mla-authors", "encoder"), ("nope", "decoder"), ("nope", "paper"), ("rope-authors", "paper")]
+    for p in points:
+        assert resolve_config(**p)["model"]["arch"] == p["arch"]  # no conflict with the named setting

@@ -76,10 +76,8 @@ def tables(head_tables):  # noqa: F811
     out["mla_rope_nope"] = experiments.mla_rope_nope(runs=runs, compute_missing=False)
     out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
     out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
-    out["attention_patterns"] = pattern_rows()
+    out["attention_patterns"] = pattern_rows()  # head_attention reads it too (trigger tokens start with '*')
     out.update({k: v for k, v in head_tables.items() if k not in out})
-    out["head_attention"] = pattern_rows(heads=1).assign(head=2, q_token=lambda d: d["q_token"].replace("b", "*b"),
-                                                         k_token=lambda d: d["k_token"].replace("b", "*b"))
     from workbench.analysis.claims import table1
 
     out["table1"] = table1(pd.DataFrame([{"run_id": r.id, "setting": setting, "variant": meta[1], "scheme": meta[1],
@@ -88,10 +86,10 @@ def tables(head_tables):  # noqa: F811
     return out
 
 
-def pattern_rows(heads=4, n=5) -> pd.DataFrame:
-    """An attention_patterns table (the explorer's per-example view): uniform weights over n positions."""
+def pattern_rows(heads=4, words=("a", "*b", "c", "d", "*e")) -> pd.DataFrame:
+    """An attention_patterns table (the explorer's per-example view): uniform weights over the words."""
+    words, n = np.array(words), len(words)
     h, q, k = np.meshgrid(np.arange(heads), np.arange(n), np.arange(n), indexing="ij")
-    words = np.array(list("abcde"))
     return pd.DataFrame({"layer": 0, "head": h.ravel(), "q_pos": q.ravel(), "k_pos": k.ravel(), "weight": 1.0 / n,
                          "q_token": words[q.ravel()], "k_token": words[k.ravel()], "ablated": h.ravel() == 1})
 

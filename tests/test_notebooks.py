@@ -12,7 +12,8 @@ import browser as B
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-@pytest.mark.parametrize("name", ["01_head_ablation.ipynb", "02_partial_rope_mla.ipynb"])
+@pytest.mark.parametrize("name", ["01_head_ablation.ipynb", "02_partial_rope_mla.ipynb",
+                                  "03_patching_and_probes.ipynb"])
 def test_notebook_executes_at_smoke_preset(name, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

@@ -93,6 +93,11 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     assert {"convergence", "ablation"} <= sections
     assert any(s.startswith("diagnostics/") for s in sections)
     assert "no ablation table yet" in html  # the never-trained run is listed as missing, not skipped
+    # the Heads section: the RoPE run's head summary and the four detail figures; a hint for the others
+    heads = {s for s in sections if s.startswith("heads/")}
+    assert heads == {"heads/head_summary", "heads/patching", "heads/probes", "heads/trigger_attention", "heads/dla"}
+    assert "no head summary yet" in html and set(summary["heads"]) == {
+        r["id"] for r in summary["runs"] if "head_summary" in r.get("tables", {}).get("present", [])}
 
 
 def test_report_with_no_matching_runs_says_so(smoke, tmp_path):

@@ -69,6 +69,15 @@ def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
     assert "tier 1:" in first  # the repro grid's points are listed as pending (these are smoke runs)
     for rid in ids:
         assert f"[{rid}]({rid}/)" in first
+    readme = base / "README.md"
+    readme.write_text("# x\n<!-- findings:start -->\nold\n<!-- findings:end -->\nrest\n")
+    for _ in range(2):
+        res = CliRunner().invoke(app, ["compare", str(base / "results"), "--grid", "grids/repro.toml", "--readme",
+                                       str(readme)])
+        assert res.exit_code == 0, res.output
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("rest\n") and text.count("findings:start") == 1
+    assert "Task 1 PE-Lab" in text and "(results/COMPARISON.md)" in text
 
 
 def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):

@@ -12,7 +12,8 @@ from workbench.model.pe import list_schemes
 NEW = ["mla", "coca", "fope", "tapa", "wavelet", "legendre"]
 VARIANTS = [("coca", {"strict": True}), ("tapa", {"phase": "linear"}), ("fope", {"trainable": True, "clip": False}),
             ("mla", {"d_c": 8, "d_cq": 12, "d_rope": 2}), ("legendre", {"norm": "none", "gamma": 2.0}),
-            ("wavelet", {"scale": 1.0})]
+            ("wavelet", {"scale": 1.0}), ("coca", {"score": "released"}), ("fope", {"construction": "official"}),
+            ("mla", {"shared_rope_q": True, "rope_read": "authors", "d_rope": 8, "score_scale_dim": 16})]
 
 
 def model_for(cfg):

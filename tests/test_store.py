@@ -316,8 +316,14 @@ def test_stale_temp_files_are_cleaned_when_a_run_is_next_written(store):
     run = store.create(make_config())
     for name in (".model.safetensors.next.x1.tmp", ".state.json.x2.tmp", ".run.json.x3.tmp"):
         (run.path / name).write_bytes(b"half")
+    (run.path / "tables").mkdir()
+    old, fresh = run.path / "tables" / ".a.parquet.x4.tmp", run.path / "tables" / ".b.parquet.x5.tmp"
+    old.write_bytes(b"half")
+    fresh.write_bytes(b"being written")
+    os.utime(old, (1, 1))
     save_model(run)
     assert not list(run.path.glob(".*.tmp"))
+    assert not old.exists() and fresh.exists()  # a table another process is writing right now is left alone
 
 
 def test_run_ids_never_become_paths(store, tmp_path):
@@ -380,3 +386,15 @@ def test_store_set_reads_own_then_shipped(store, tmp_path):
     assert s.get(shipped_run.id).store.readonly and not s.get(own.id).store.readonly
     with pytest.raises(StoreError, match="unknown run"):
         s.get("../other/" + shipped_run.id)
+
+
+def test_runs_command_lists_own_and_shipped_runs(store, tmp_path):
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    own = store.create(make_config("rope"))
+    shipped = RunStore(tmp_path / "shipped").create(make_config("nope"))
+    r = CliRunner().invoke(app, ["runs", "--root", str(store.root), "--shipped", str(tmp_path / "shipped"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert {x["id"]: x["source"] for x in json.loads(r.output)} == {own.id: "own", shipped.id: "shipped"}

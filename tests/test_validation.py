@@ -95,6 +95,10 @@ def test_bad_train_input_is_a_clear_error_and_leaves_nothing(env, args, words):
 
 BAD_OTHER = [
     (["runs", "--root", "/dev/null"], ["/dev/null", "--root"]),
+    (["runs", "--status", "bogus"], ["--status bogus", "finished"]),
+    (["train", "-p", "smoke", "--set", "model.vocab_size=3"], ["model.vocab_size=3", "fixed by the dataset"]),
+    (["train", "-p", "smoke", "--set", "model.n_classes=2"], ["model.n_classes=2", "fixed by the dataset"]),
+    (["data", "make", "-p", "smoke", "--set", "n_examples=1000000000000", "--out", "DATA"], ["GB of memory"]),
     (["runs", "--root", "/dev/null/x"], ["/dev/null/x"]),
     (["train", "-p", "smoke", "--root", "/dev/null/x"], ["/dev/null/x"]),
     (["analyze", "../../x", "--what", "qk-means"], ["unknown run", "../../x"]),
@@ -113,19 +117,19 @@ BAD_OTHER = [
     (["sweep", "GRID:seeds = [\"abc\"]\nschemes = [\"rope\"]"], ["train.seed", "abc"]),
     (["sweep", "GRID:preset = 5\nschemes = [\"rope\"]"], ["preset", "5"]),
     (["sweep", "GRID:schemes = [\"rope\"\n"], ["grid", "not valid TOML"]),
+    (["sweep", "GRID:schemes = [\"rope\"]", "--workers", "100000"], ["--workers", "from 1 to"]),
+    (["sweep", "GRID:schemes = [\"rope\"]", "--workers", "0"], ["--workers", "from 1 to"]),
     (["app", "--port", "-1"], ["--port"]),
     (["app", "--port", "99999"], ["--port"]),
     (["app", "--root", "/dev/null/x"], ["/dev/null/x"]),
 ]
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """One finished smoke run (for the analyze cases)."""
+def train_smoke_run(tmp):
+    """One finished smoke run in a new store `tmp/runs` (data in `tmp/data`); torch's thread count is kept."""
     from workbench.store import RunStore
     from workbench.train import resolve_config, train
 
-    tmp = tmp_path_factory.mktemp("trained")
     store = RunStore(tmp / "runs", data_dir=tmp / "data")
     threads = torch.get_num_threads()
     run = train(resolve_config(preset="smoke", store=store), store, progress=False, threads=1)
@@ -133,15 +137,21 @@ def trained(tmp_path_factory):
     return run
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One finished smoke run (for the analyze cases)."""
+    return train_smoke_run(tmp_path_factory.mktemp("trained"))
+
+
 @pytest.mark.parametrize("args,words", BAD_OTHER, ids=[" ".join(a)[:40] for a, _ in BAD_OTHER])
 def test_bad_input_to_every_command_is_a_clear_error(env, trained, args, words, monkeypatch):
     monkeypatch.setenv("PELAB_DATA", str(trained.store.data_dir))
-    args = [a.replace("RUN", trained.id) for a in args]
+    args = [a.replace("RUN", trained.id).replace("DATA", str(env / "d")) for a in args]
     if args[0] == "sweep":
         grid = env / "grid.toml"
         grid.write_text(args[1].split(":", 1)[1] + "\n")
-        args = ["sweep", str(grid), "-q", "--threads", "1"]
-    if "--root" not in args and args[0] != "app":
+        args = ["sweep", str(grid), "-q", "--threads", "1"] + args[2:]
+    if "--root" not in args and args[0] not in ("app", "data"):
         args += ["--root", str(trained.store.root)]
     if args[0] == "report":
         args += [] if "--out" in args else ["--out", str(env / "r.html")]

@@ -39,7 +39,8 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
                                                    {"label": "loss (rise)", "value": "loss"}]), width="180px"),
         C.labelled("ablation", dcc.Dropdown(id=f"{P}-mode", value=mode, clearable=False,
                                             options=[{"label": "zero", "value": "zero"},
-                                                     {"label": "mean", "value": "mean"}]), width="140px"),
+                                                     {"label": "mean", "value": "mean"},
+                                                     {"label": "resample", "value": "resample"}]), width="140px"),
         C.labelled("per-layer view", dcc.Dropdown(id=f"{P}-view", value=view, clearable=False, options=VIEWS),
                    width="300px"),
     ], className="controls")
@@ -52,7 +53,8 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
             C.job_panel(f"{P}-{side}", "Run ablation", note="sweeps every head of every layer"),
         ], className="card"))
     return html.Div([
-        C.page_header("Ablation atlas", "delta(l, h) = metric(clean) - metric(head h of layer l zeroed before W_O), "
+        C.page_header("Ablation atlas", "delta(l, h) = metric(clean) - metric(head h of layer l ablated before W_O: "
+                      "z zeroed, replaced by its mean, or resampled from a same-length test example), "
                       "with 95 % bootstrap intervals over test examples. Per layer, the concentration C_l and the "
                       "single-head / average deposit test (SPEC section 5)."),
         controls, html.Div(cols, className="two-col")])

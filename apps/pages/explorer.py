@@ -171,7 +171,8 @@ def register_callbacks(app):
         except Exception:
             n = 1
         valid = {h["value"] for h in heads}
-        keep = [v for v in (ablate if isinstance(ablate, list) else []) if v in valid]  # heads picked before (or in the URL) that exist here
+        # heads picked before (or in the URL) that exist here
+        keep = [v for v in (ablate if isinstance(ablate, list) else []) if v in valid]
         return list(range(L)), heads, max(0, n - 1), (layer if isinstance(layer, int) and layer < L else 0), keep
 
     @app.callback(Output(f"{P}-hint", "children"), Output(f"{P}-tokens", "children"),

@@ -120,4 +120,5 @@ def register_callbacks(app):
                   Input(f"{P}-job-result", "data"))
     def show(task, _job):
         store = C.stores()
+        task = task if isinstance(task, str) else None  # a browser value, not necessarily one of the options
         return render(store, task), render_related(store, task)

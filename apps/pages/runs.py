@@ -147,7 +147,8 @@ def register_callbacks(app):
         shown = _with_tables(store, df)
         cols = [c for c in INDEX_COLUMNS if c in shown.columns]
         table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, style_data_conditional=[
-            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'}, "backgroundColor": "#fbeceb"},
+            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'},
+             "backgroundColor": "#fbeceb"},
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
              "backgroundColor": "#fdf6e3"}])
         counts = df["status"].value_counts().to_dict()

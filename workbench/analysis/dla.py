@@ -7,6 +7,11 @@ is linear too, and the logits split exactly into
 
     logit = sum_c W_U (gamma * (r_c - mean(r_c)) / sigma) + (W_U beta + b_U)
 
+The authors' placements of the final LayerNorm (`final_ln`, docs/fidelity.md) split the same way: with no final
+LayerNorm `logit = sum_c W_U r_c + b_U`; with the LayerNorm before the pooling every position's scale sigma_p is
+frozen and divides that position's pooling weight, `logit = sum_c W_U gamma (sum_p w_p / sigma_p (x_{c,p} -
+mean)) + W_U beta sum_p w_p + b_U`.
+
 The direct effect of head (l, h) is its term read on the correct class (`dla`; `dla_vs_mean`: minus the mean
 over classes). It is the head's effect through the direct path only, with sigma held fixed: the frozen-
 LayerNorm approximation (the true effect of removing a head also changes sigma and every later layer --
@@ -28,12 +33,17 @@ def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], 
     The contributions sum to the logits (up to float rounding) for the clean run."""
     cfg = model.cfg
     L = cfg.n_layers
-    names = (["blocks.0.hook_resid_pre", "hook_readout"]
+    names = (["blocks.0.hook_resid_pre", "hook_readout", f"blocks.{L - 1}.hook_resid_post"]
              + [f"blocks.{l}.{n}" for l in range(L) for n in ("attn.hook_z", "hook_mlp_out")])
     store = cache_hooks(model, tokens, names)
     B, P = tokens.shape
     eye = torch.eye(P, device=tokens.device, dtype=store["hook_readout"].dtype).expand(B, P, P)
     w = model.readout(eye, tokens)  # [B, pos]: the readout's weight on each position
+    w_sum = w.sum(1, keepdim=True)
+    ln, mode = model.ln_final, cfg.final_ln
+    if mode == "before_pool":  # each position's LayerNorm scale, frozen at the clean run, joins its weight
+        x_L = store[f"blocks.{L - 1}.hook_resid_post"]
+        w = w / (x_L.var(-1, unbiased=False) + ln.eps).sqrt()
     pool = lambda t: torch.einsum("bp,bp...->b...", w, t)  # noqa: E731  readout of a per-position tensor
     labels, parts = [("embed", -1, -1)], [pool(store["blocks.0.hook_resid_pre"])]
     for l, block in enumerate(model.blocks):
@@ -45,14 +55,18 @@ def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], 
         parts.append(pool(store[f"blocks.{l}.hook_mlp_out"]))
         labels.append(("mlp", l, -1))
     r = store["hook_readout"]
-    ln = model.ln_final
-    sigma = (r.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()  # frozen at the clean run
     comp = torch.stack(parts, 1)  # [B, n, d]
-    comp = (comp - comp.mean(-1, keepdim=True)) / sigma[:, None] * ln.weight
     W_U, b_U = model.unembed.weight, model.unembed.bias
-    contrib = torch.cat([comp @ W_U.T, (ln.bias @ W_U.T + b_U).expand(B, 1, -1)], 1)
+    bias = b_U.expand(B, -1)
+    if mode != "none":
+        comp = comp - comp.mean(-1, keepdim=True)
+        if mode == "after_pool":
+            comp = comp / (r.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()[:, None]  # frozen at the clean run
+        comp = comp * ln.weight
+        bias = bias + (w_sum * ln.bias) @ W_U.T
+    contrib = torch.cat([comp @ W_U.T, bias[:, None]], 1)
     labels.append(("bias", -1, -1))
-    return labels, contrib, model.unembed(ln(r))
+    return labels, contrib, model.head(store[f"blocks.{L - 1}.hook_resid_post"], tokens)
 
 
 def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
@@ -67,7 +81,7 @@ def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed
         raise ValueError(f"labels up to {int(y.max())} but the model has {model.cfg.n_classes} classes")
     on_label, vs_mean, labels = [], [], None
     with evaluating(model):
-        for idx, tok, lab in batches(x, batch_size, y, trim=not model.cfg.readout_include_pad,
+        for idx, tok, lab in batches(x, batch_size, y, trim=model.cfg.pads_are_inert,
                                      device=model.cfg.device):
             labels, contrib, _ = decompose(model, tok)
             at = contrib[torch.arange(len(tok)), :, lab]  # [B, n]

@@ -131,7 +131,7 @@ def patched_logits_batched(model, tails, clean: torch.Tensor, cf: torch.Tensor, 
         return torch.cat([t[:B], t[B:].repeat(C, *([1] * (t.dim() - 1)))])
 
     x_clean = final[B:]
-    out = torch.empty(L, S, H + 1, B, cfg.n_classes)
+    out = torch.empty(L, S, H + 1, B, cfg.n_outputs)
     mem, msk, tok = rows(memory), rows(mask), clean.repeat(S * (H + 1), 1)
     for l in range(L):
         tail = tails[l]
@@ -192,7 +192,7 @@ def per_pair(model, pairs, method: str = "batched", batch_size: int | None = Non
     copies = (H + 1) * (1 if cfg.arch == "paper" else len(SETS))  # see patched_logits_batched
     if batch_size is None:  # about 384 sequences per trace
         batch_size = max(1, 384 // (copies + 1)) if method == "batched" else 64
-    trim = method == "batched" and not cfg.readout_include_pad
+    trim = method == "batched" and cfg.pads_are_inert
     y, y_cf = torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
     res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N))}
     with evaluating(model):

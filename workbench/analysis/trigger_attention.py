@@ -51,7 +51,7 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
     dist_sum = np.zeros((L, H, P))
     dist_n, dist_uni = np.zeros(P), np.zeros(P)
     with evaluating(model):
-        for _, tok, _ in batches(x, batch_size, trim=True, device=cfg.device):
+        for _, tok, _ in batches(x, batch_size, trim=cfg.pads_are_inert, device=cfg.device):
             store = cache_hooks(model, tok, names)
             pat = torch.stack([store[n] for n in names], 1).double()  # [B, L, H, q, k]
             ok = valid_pairs(tok, cfg.arch)  # [B, q, k]

@@ -100,7 +100,7 @@ def summarize(name: str, df) -> str:
     if name == "head_summary":
         dep = df[df.deposit_head]
         paper = df[df.paper_deposit]
-        heads = lambda d: ", ".join(f"L{int(r.layer)}H{int(r['head'])}" for r in d.itertuples()) or "none"  # noqa: E731
+        heads = lambda d: ", ".join(f"L{int(r.layer)}H{int(r.head)}" for r in d.itertuples()) or "none"  # noqa: E731
         return (f"deposit heads (>= {int(df.min_agree.iloc[0])} methods agree): {heads(dep)}; paper's ablation-only "
                 f"single-head deposits: {heads(paper)}")
     if name == "extrapolation":

@@ -68,6 +68,10 @@ def make(task: str = typer.Option("trigger-distance", "--task", "-t", help=f"{' 
         specs = [st.get_spec(t, preset=preset, seed=seed, **_parse_sets(set_)) for t in tasks]
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
+    from workbench.train.presets import check_dataset_memory
+
+    for spec in specs:
+        check_dataset_memory(spec)  # before allocating: a clear error, not a MemoryError
     for spec in specs:
         ds = st.load_or_generate(spec, out, force=force)
         console.print(summary_table(ds))
@@ -75,7 +79,7 @@ def make(task: str = typer.Option("trigger-distance", "--task", "-t", help=f"{' 
 
 @data_app.command()
 def show(path: str = typer.Argument(..., help="dataset folder (or its manifest.json)"),
-         n: int = typer.Option(5, "--n", "-n", help="examples to decode"),
+         n: int = typer.Option(5, "--n", "-n", min=0, help="examples to decode"),
          split: str = typer.Option("test", "--split", help="train | test | an extrapolation split"),
          raw: bool = typer.Option(False, "--json", help="print the whole manifest as JSON")):
     """Print a cached dataset's manifest and a few decoded examples (the content hash is verified)."""
@@ -84,8 +88,7 @@ def show(path: str = typer.Argument(..., help="dataset folder (or its manifest.j
     try:
         ds = st.load_dataset(folder)
     except st.CacheError as e:
-        console.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(1)
+        raise ValueError(str(e)) from None  # `error: ...`, exit 2 (the command group)
     m = ds.manifest
     if raw:
         console.print(JSON(json.dumps(m)))
@@ -98,8 +101,7 @@ def show(path: str = typer.Argument(..., help="dataset folder (or its manifest.j
     console.print(summary_table(ds))
     splits = ds.splits()
     if split not in splits:
-        console.print(f"[red]error:[/red] split {split!r} not in {list(splits)}")
-        raise typer.Exit(1)
+        raise ValueError(f"split {split!r} not in {list(splits)}")
     x, y = splits[split]
     ex = Table(title=f"{split}: first {min(n, len(y))} examples", title_justify="left")
     ex.add_column("label", justify="right")

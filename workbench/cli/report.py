@@ -40,7 +40,8 @@ def register(app: typer.Typer) -> None:
                 if path is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder ({e.strerror})") from None
+                raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder "
+                                 f"({e.strerror})") from None
         # no browser for --figures-dir: ExportError, a ValueError, becomes `error: ...`, exit 2
         s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
                          summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)

@@ -42,6 +42,9 @@ def ship_cmd(
     analyze: bool = typer.Option(True, "--analyze/--no-analyze", help="run every analysis first (skips tables "
                                  "that exist)"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
+    max_examples: Optional[int] = typer.Option(1000, "--max-examples", min=1,
+                                               help="ablation/extrapolation: a seeded sample of this many test "
+                                                    "examples (the intervals account for it)"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
@@ -75,7 +78,7 @@ def ship_cmd(
             skipped += 1
             continue
         if analyze:
-            run_suite(run, n_boot=n_boot, log=lambda msg: typer.echo(msg, err=True))
+            run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
         ship_run(run, to)
         shipped += 1
         typer.echo(f"{rid}: shipped to {Path(to) / rid}")
@@ -87,15 +90,31 @@ def compare_cmd(
     out: Optional[Path] = typer.Option(None, "--out", help="default: RESULTS/COMPARISON.md"),
     grid: Optional[Path] = typer.Option(Path("grids/repro.toml"), "--grid",
                                         help="the grid whose unfinished points are listed as pending"),
+    readme: Optional[Path] = typer.Option(None, "--readme", exists=True, dir_okay=False,
+                                          help="also fill this file's <!-- findings:start/end --> block"),
+    figure: Optional[Path] = typer.Option(None, "--figure", help="also export the Table 1 figure (png/svg/pdf; "
+                                          "needs chromium) and show it in the --readme block"),
 ) -> None:
     """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
-    from workbench.report.comparison import pending_points, write_comparison
-    from workbench.store import RunStore
+    from workbench.analysis.claims import run_table, table1
+    from workbench.report.comparison import pending_points, readme_block, replace_block, write_comparison
+    from workbench.store import RunStore, atomic_write_text
 
     store = RunStore(results, readonly=True)
     pending = pending_points(store, grid) if grid is not None and grid.is_file() else None
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending)
     typer.echo(f"wrote {path}")
+    if figure is not None:
+        from workbench.figures import FIGURES
+        from workbench.figures.export import write_figure
+
+        write_figure(FIGURES["table1"](table1(run_table(store))), figure, width=1100, height=460)
+        typer.echo(f"wrote {figure}")
+    if readme is not None:
+        rel = None if figure is None else Path(figure).resolve().relative_to(readme.resolve().parent).as_posix()
+        results_rel = Path(results).resolve().relative_to(readme.resolve().parent).as_posix()
+        atomic_write_text(readme, replace_block(readme.read_text(), readme_block(store, rel, results_rel)))
+        typer.echo(f"updated the findings block of {readme}")
 
 
 def recreate_cmd(

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP
+from .options import ROOT_HELP, SHIPPED_HELP
 
 
 def _store(root: Optional[Path]):
@@ -26,7 +26,7 @@ def train_cmd(
                                          help="PE scheme (see `workbench schemes`; default rope, mla with "
                                               "--fidelity authors-mla)"),
     task: str = typer.Option("trigger-distance", "--task", "-t", help="trigger-distance (t1) or trigger-count (t2)"),
-    preset: str = typer.Option("cpu", "--preset", "-p", help="paper | cpu | smoke"),
+    preset: str = typer.Option("cpu", "--preset", "-p", help="paper | repro | cpu | smoke"),
     arch: Optional[str] = typer.Option(None, "--arch", help="paper | encoder | decoder (default: the preset's)"),
     fidelity: str = typer.Option("pelab", "--fidelity", "-f",
                                  help="pelab (default) | authors (the core paper's transformer script) | authors-mla "
@@ -40,7 +40,8 @@ def train_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda if available)"),
     compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
-                                          "$PELAB_THREADS or torch's); results are bit-identical only for equal counts"),
+                                          "$PELAB_THREADS or torch's); results are bit-identical only for "
+                                          "equal counts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id; creates nothing"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
@@ -84,13 +85,19 @@ def runs_cmd(
     as_json: bool = typer.Option(False, "--json", help="print JSON records instead of a table"),
     reindex: bool = typer.Option(False, "--reindex", help="rebuild the index from the run folders first"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+    shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
 ) -> None:
-    """List runs from the index (filters repeat: --scheme rope --scheme nope)."""
+    """List the runs of your store and of the shipped results (column `source`; filters repeat: --scheme rope
+    --scheme nope)."""
+    from workbench.store import LISTED_STATUSES, StoreSet
     from workbench.train import canonical_task
 
-    store = _store(root)
+    bad = sorted(set(status or []) - set(LISTED_STATUSES))
+    if bad:
+        _fail(f"--status {', '.join(bad)}: unknown; use one of {', '.join(LISTED_STATUSES)}")
+    store = StoreSet.open(root, shipped)
     if reindex:
-        store.reindex()
+        store.own.reindex()
     task = [canonical_task(t) for t in task] if task else None
     df = store.query(scheme=scheme or None, task=task, arch=arch or None, preset=preset or None, seed=seed or None,
                      status=status or None, tag=tag or None)
@@ -100,17 +107,19 @@ def runs_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(df)} runs in {store.root}")
-    for col in ("id", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "test acc", "wall", "updated"):
+    where = f"{store.root}" + (f" and {store.shipped.root} (shipped, read-only)" if store.shipped else "")
+    table = Table(title=f"{len(df)} runs in {where}")
+    for col in ("id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "test acc", "wall", "updated"):
         table.add_column(col, justify="right" if col in ("seed", "epoch", "test acc", "wall") else "left")
-    colors = {"finished": "green", "running": "cyan", "failed": "red", "interrupted": "yellow", "corrupt": "red"}
+    colors = {"finished": "green", "running": "cyan", "failed": "red", "interrupted": "yellow", "corrupt": "red",
+              "incomplete": "red"}
     for r in df.itertuples():
         acc = "" if r.test_acc is None or r.test_acc != r.test_acc else f"{r.test_acc:.4f}"
         wall = "" if r.wall_time_s is None or r.wall_time_s != r.wall_time_s else f"{r.wall_time_s:.0f}s"
         epoch = "" if r.epochs is None or r.epochs != r.epochs else f"{int(r.epoch or 0)}/{int(r.epochs)}"
         seed_s = "" if r.seed is None or r.seed != r.seed else str(int(r.seed))
         st = f"[{colors.get(r.status, 'white')}]{r.status}[/]"
-        table.add_row(r.id, str(r.scheme), str(r.task), str(r.arch), str(r.preset), seed_s, st, epoch, acc, wall,
+        table.add_row(r.id, r.source, str(r.scheme), str(r.task), str(r.arch), str(r.preset), seed_s, st, epoch, acc, wall,
                       str(r.updated or ""))
     console = Console()
     if not console.is_terminal:  # piped / captured: do not squeeze the ids into 80 columns
@@ -129,7 +138,7 @@ def sweep_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
                                           "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
     workers: int = typer.Option(1, "--workers", "-w", help="runs trained at once, each in its own process"),
-    ray: bool = typer.Option(False, "--ray", help="run every grid point as a Ray task (pip install 'pe-lab[ray]'); "
+    ray: bool = typer.Option(False, "--ray", help="run every grid point as a Ray task (needs pe-lab's ray extra); "
                              "a local cluster unless --ray-address is given"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (implies --ray): "
                                               "HOST:6379 from `ray start --head`, ray://HOST:10001, or auto"),
@@ -158,8 +167,9 @@ def sweep_cmd(
 
     pick_device(device)
     check_threads(threads)
-    if workers < 1:
-        _fail(f"--workers {workers}: must be >= 1 (1 = one run after another)")
+    check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
+    if ray_gpus < 0:
+        _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
     ray_arg = ray_address or ray or None
     try:
         if ray_arg:  # Ray missing or the address unreachable: fail before the store is created

@@ -8,47 +8,46 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import style as S
+from . import style
 from .style import layout as _layout
 from .style import title_for as _title
 
 
 def _heatmap(fig: go.Figure, sub: pd.DataFrame, value: str, lo: str | None = None, hi: str | None = None,
-             diverging: bool = True, title: str = "", row: int | None = None, col: int | None = None, **kw) -> None:
-    """A (layer x head) heatmap of `value` in panel (row, col) in the house style (`style.heatmap`: integer
-    axes, values in the cells, labelled colour bar beside the panel; diverging at 0 unless `diverging` is
-    False), the interval [lo, hi] in the hover."""
+             diverging: bool = True, title: str = "", row=None, col=None) -> None:
+    """Add a (layer x head) heatmap of `value` to `fig` (style.heatmap: integer axes, labelled colour bar), the
+    interval [lo, hi] in the hover."""
     z = sub.pivot(index="layer", columns="head", values=value)
     text = None
     if lo and hi:
         a = sub.pivot(index="layer", columns="head", values=lo).reindex_like(z).values
         b = sub.pivot(index="layer", columns="head", values=hi).reindex_like(z).values
         text = [[f"[{x:.3f}, {y:.3f}]" for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
-    tr = S.heatmap(z, colorbar_title=title or value, fig=fig, row=row, col=col, diverging=diverging, text=text,
-                   name=title or value, hover="layer %{y}, head %{x}<br>" + (title or value) + " %{z:.3f}"
-                   + (" %{text}" if text is not None else "") + "<extra></extra>", **kw)
+    title = title or value
+    hover = "layer %{y}, head %{x}<br>" + title + " %{z:.3f}" + (" %{text}" if text else "") + "<extra></extra>"
+    hm = style.heatmap(z, colorbar_title=title, fig=fig, row=row, col=col, diverging=diverging, text=text,
+                       hover=hover)
     if row is None:
-        fig.add_trace(tr)
+        fig.add_trace(hm)
     else:
-        fig.add_trace(tr, row=row, col=col)
-    S.category_axes(fig, z, "head", "layer", row=row, col=col)
+        fig.add_trace(hm, row=row, col=col)
+    style.category_axes(fig, z, "head", "layer", row=row, col=col)
 
 
 def patching(df: pd.DataFrame, positions: str = "all") -> go.Figure:
     """Left: head effect (layer x head heatmap at `positions`, 1 trace). Right: the residual stream's effect per
     layer, one line per position set (3 traces)."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.22,
                         subplot_titles=[f"head z patched ({positions} positions)", "residual stream patched"])
     heads = df[(df["site"] == "head") & (df["positions"] == positions)]
     _heatmap(fig, heads, "effect", "ci_lo", "ci_hi", title="effect", row=1, col=1)
-    resid = df[df["site"] == "resid"]
-    for pos, sub in resid.groupby("positions", sort=False):
+    for pos, sub in df[df["site"] == "resid"].groupby("positions", sort=False):
         sub = sub.sort_values("layer")
         fig.add_trace(go.Scatter(x=sub["layer"], y=sub["effect"], mode="lines+markers", name=f"stream, {pos}",
-                                 line=dict(dash={"all": "solid", "trigger": "dash"}.get(pos, "dot")),
                                  error_y=dict(type="data", symmetric=False, array=sub["ci_hi"] - sub["effect"],
                                               arrayminus=sub["effect"] - sub["ci_lo"])), row=1, col=2)
-    S.integer_axis(fig, resid["layer"], "x", row=1, col=2, title_text="layer (resid_post)")
+    fig.update_xaxes(title_text="layer (hook_resid_post)", row=1, col=2)
+    style.integer_axis(fig, sorted(df["layer"].unique()), "x", row=1, col=2)
     fig.update_yaxes(title_text="normalised effect", row=1, col=2)
     return _layout(fig, _title(df, "Activation patching (1 = carries the whole difference)"))
 
@@ -64,10 +63,10 @@ def probes(df: pd.DataFrame) -> go.Figure:
                    arrayminus=pos["score"] - pos["score_lo"])
         fig.add_trace(go.Scatter(x=pos["layer"], y=pos["score"], mode="lines+markers", name="position R²",
                                  error_y=err), row=1, col=1)
-        S.add_baseline(fig, list(pos["control"]), "shuffled labels", list(pos["layer"]),
-                       label="position, shuffled labels", row=1, col=1)
-        S.add_baseline(fig, list(pos["baseline"]), "length-only", list(pos["layer"]), label="length alone",
-                       row=1, col=1)
+        style.add_baseline(fig, list(pos["control"]), "shuffled labels", pos["layer"], label="position, shuffled",
+                           row=1, col=1)
+        style.add_baseline(fig, float(pos["baseline"].iloc[0]), "length-only",
+                           (pos["layer"].min(), pos["layer"].max()), label="length alone", row=1, col=1)
     stream = df[df["probe"] == "label_stream"].sort_values("layer")
     if len(stream):
         fig.add_trace(go.Scatter(x=stream["layer"], y=stream["score"], mode="lines+markers",
@@ -75,8 +74,9 @@ def probes(df: pd.DataFrame) -> go.Figure:
                                  hovertemplate="layer %{x}: %{y:.3f} (selectivity %{customdata:+.3f})"), row=1, col=1)
     heads = df[df["probe"] == "label_head"]
     if len(heads):
-        _heatmap(fig, heads, "selectivity", title="selectivity", row=1, col=2)
-    S.integer_axis(fig, pd.concat([pos["layer"], stream["layer"]]), "x", row=1, col=1, title_text="layer")
+        _heatmap(fig, heads, "selectivity", "score_lo", "score_hi", title="selectivity", row=1, col=2)
+    fig.update_xaxes(title_text="layer", row=1, col=1)
+    style.integer_axis(fig, sorted(df.loc[df["probe"] != "label_head", "layer"].unique()), "x", row=1, col=1)
     fig.update_yaxes(title_text="R² / accuracy", row=1, col=1)
     return _layout(fig, _title(df, "Linear probes (cross-validated, shuffled-label controls)"))
 
@@ -86,19 +86,18 @@ def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure
     |i − j|, averaged over each layer's heads (one line per layer) plus the uniform reference (n_layers + 1)."""
     measures = set(df["measure"])
     measure = measure or ("t2_to_t1" if "t2_to_t1" in measures else "to_triggers")
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.16,
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.22,
                         subplot_titles=[measure.replace("_", " "), "attention weight vs |i − j|"])
-    _heatmap(fig, df[df["measure"] == measure], "value", "ci_lo", "ci_hi", diverging=False, zmin=0, title="weight",
+    _heatmap(fig, df[df["measure"] == measure], "value", "ci_lo", "ci_hi", diverging=False, title="weight",
              row=1, col=1)
     dist = df[df["measure"] == "by_distance"]
-    n_layers = int(df["layer"].max()) + 1 if len(df) else 1
+    n_layers = int(df["layer"].max()) + 1
     for layer, sub in dist.groupby("layer"):
         m = sub.groupby("distance")["value"].mean()
         fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines", name=f"layer {layer}",
-                                 line=dict(color=S.layer_color(layer, n_layers))), row=1, col=2)
+                                 line=dict(color=style.layer_color(int(layer), n_layers))), row=1, col=2)
     uni = dist.groupby("distance")["uniform"].mean()
-    S.add_baseline(fig, list(uni.values), "uniform attention", list(uni.index), label="uniform attention",
-                   row=1, col=2)
+    style.add_baseline(fig, list(uni.values), "uniform attention", uni.index, label="uniform attention", row=1, col=2)
     fig.update_xaxes(title_text="|i − j|", row=1, col=2)
     fig.update_yaxes(title_text="mean weight", type="log", row=1, col=2)
     return _layout(fig, _title(df, "Trigger attention"))
@@ -107,10 +106,10 @@ def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure
 def dla(df: pd.DataFrame) -> go.Figure:
     """Left: each head's direct effect on the correct class vs the class mean (1 trace). Right: the other
     components (embedding, attention biases, MLPs, bias) as bars with intervals (1 trace)."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.16,
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.22,
                         subplot_titles=["heads (logit of the label − mean logit)", "other components"])
-    heads = df[df["component"] == "head"]
-    _heatmap(fig, heads, "dla_vs_mean", "vs_mean_lo", "vs_mean_hi", title="logits", row=1, col=1)
+    _heatmap(fig, df[df["component"] == "head"], "dla_vs_mean", "vs_mean_lo", "vs_mean_hi", title="logits", row=1,
+             col=1)
     rest = df[df["component"] != "head"]
     names = [c if l < 0 else f"{c} L{l}" for c, l in zip(rest["component"], rest["layer"])]
     fig.add_trace(go.Bar(x=names, y=rest["dla_vs_mean"], name="components",
@@ -134,8 +133,7 @@ def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
         raise ValueError(f"measure={measure!r} is not a head-summary column; use one of {list(SUMMARY_MEASURES)}")
     fig = go.Figure()
     label = SUMMARY_MEASURES.get(measure, measure)
-    _heatmap(fig, df, measure, diverging=measure != "n_agree", title=label,
-             **({"zmin": 0} if measure == "n_agree" else {}))
+    _heatmap(fig, df, measure, diverging=measure != "n_agree", title=label)
     for col, name, symbol in (("deposit_head", f"deposit head (≥ {int(df['min_agree'].iloc[0])} methods)", "circle-open"),
                               ("paper_deposit", "paper: single-head deposit (zero-ablation)", "x-thin-open")):
         sub = df[df[col].astype(bool)]
@@ -174,9 +172,14 @@ def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:
                         f"paper's ablation-only: {'deposit' if r['paper_deposit'] else 'no'})")
 
 
-def head_attention(df: pd.DataFrame) -> go.Figure:
-    """One head's attention pattern on one example (table as apps.pages.explorer.pattern_table, one head; trigger
-    tokens start with '*'): heatmap (1 trace) and the trigger positions marked on both axes (1 trace)."""
+def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
+    """One head's attention pattern on one example (an attention_patterns table, apps.pages.explorer.pattern_table;
+    `head`: which head, default the table's first; trigger tokens start with '*'): heatmap (1 trace) and the
+    trigger positions marked on both axes (1 trace)."""
+    head = int(df["head"].min()) if head is None else int(head)
+    df = df[df["head"] == head]
+    if df.empty:
+        raise ValueError(f"head={head} is not in the attention-pattern table")
     Q, K = int(df["q_pos"].max()) + 1, int(df["k_pos"].max()) + 1
     d = df.sort_values(["q_pos", "k_pos"])
     z = d["weight"].to_numpy().reshape(Q, K)
@@ -190,10 +193,12 @@ def head_attention(df: pd.DataFrame) -> go.Figure:
                              name="trigger", marker=dict(symbol="triangle-down", size=10, color="#d62728")))
     fig.update_xaxes(title_text="key position", ticktext=k_tok, tickvals=list(range(K)))
     fig.update_yaxes(title_text="query position", autorange="reversed", ticktext=q_tok, tickvals=list(range(Q)))
-    layer, head = int(df["layer"].iloc[0]), int(df["head"].iloc[0])
+    layer = int(df["layer"].iloc[0])
     return _layout(fig, f"Attention of layer {layer}, head {head} (triggers marked)")
 
 
+# figures drawn from another figure's table
+TABLES = {"head_card": "head_summary", "head_attention": "attention_patterns"}
+
 FIGURES = {"patching": patching, "probes": probes, "trigger_attention": trigger_attention, "dla": dla,
            "head_summary": head_summary, "head_card": head_card, "head_attention": head_attention}
-TABLES = {"head_card": "head_summary"}

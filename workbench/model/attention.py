@@ -26,6 +26,10 @@ from transformer_lens.hook_points import HookPoint
 from .config import ModelConfig
 
 MASK_VALUE = -1e9  # finite, so a fully masked row gives a uniform pattern rather than NaN
+# On CPU, SDPA is slower than the explicit path only for tiny score matrices: below d_head x key positions = 256
+# (d_head 8 at 24 positions: 0.94-1.08x); from d_head 8 at 48 positions on it is 1.2-2.9x faster
+# (benchmarks/bench_attention.py, docs/training.md). On CUDA SDPA (flash / memory-efficient kernels) always pays.
+SDPA_CPU_MIN_WORK = 256
 
 
 def _init_uniform(t: torch.Tensor, fan_in: int) -> None:
@@ -118,7 +122,7 @@ class Attention(nn.Module):
         if bias is not None:
             bias = self.hook_pos_bias(bias)
             mask = mask + bias.unsqueeze(0).to(mask.dtype)
-        if self.fast_path_ok():
+        if self.fast_path_ok(k.shape[1], k.device):
             f_q, f_k = self.score_features(rq, rk)
             z = F.scaled_dot_product_attention(
                 f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask.to(f_q.dtype),
@@ -130,6 +134,11 @@ class Attention(nn.Module):
         z = self.hook_z(z)
         return z.flatten(-2) @ self.W_O.flatten(0, 1) + self.b_O
 
-    def fast_path_ok(self) -> bool:
+    def fast_path_ok(self, n_k: int | None = None, device: torch.device | None = None) -> bool:
+        """SDPA may compute this layer (nothing observes scores or pattern, no attention dropout) and, given the
+        key length and device, is the faster path there (CPU: d_head * n_k >= SDPA_CPU_MIN_WORK)."""
+        if n_k is not None and device is not None and device.type == "cpu" and \
+                self.cfg.d_head * n_k < SDPA_CPU_MIN_WORK:
+            return False
         return (self.cfg.use_sdpa and self.dot_product_scores and not (self.training and self.attn_dropout.p > 0)
                 and not observed(self.hook_attn_scores) and not observed(self.hook_pattern))

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.report.heads import heads_section
 from workbench.store import FILTERS
 
 QUERY_KEYS = tuple(FILTERS) + ("id",)
@@ -477,11 +478,12 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         _deposits_section(doc, stats)
         _experiments_section(doc, store, ok, summary)
         _diagnostics_section(doc, store, ok)
+        heads_section(doc, store, ok, summary)
     title = title or f"PE-Lab report: {query or 'all'}"
     toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in (("runs", "Runs"), ("convergence", "Convergence"),
                                                            ("ablation", "Ablation atlas"), ("deposits", "Deposits"),
                                                            ("experiments", "Experiments"),
-                                                           ("diagnostics", "Diagnostics")))
+                                                           ("diagnostics", "Diagnostics"), ("heads", "Heads")))
     meta = (f"{len(runs)} run(s) · store {html.escape(summary['store'])} · code {html.escape(summary['code_version'])}"
             f" · generated {html.escape(summary['generated'])}")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

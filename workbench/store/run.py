@@ -30,6 +30,7 @@ import json
 import os
 import re
 import socket
+import time
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,6 +50,7 @@ TABLES = "tables"
 STATUSES = ("created", "running", "finished", "failed", "interrupted")
 LISTED_STATUSES = STATUSES + ("incomplete", "corrupt")  # what the index may also show for a broken folder
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+STALE_TABLE_TMP_S = 600  # a temp file in tables/ older than this is left by a killed writer
 # run.json fields readers rely on, and the JSON types they must have (anything else is `corrupt`)
 _NUM = (int, float)
 INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dict,), "wall_time_s": _NUM,
@@ -90,7 +92,8 @@ def machine_identity() -> dict[str, Any]:
 
 
 def process_alive(info: dict[str, Any]) -> bool:
-    """False only when we can tell that the process recorded in `info` is gone (same host)."""
+    """False only when we can tell that the process recorded in `info` is gone (same host); a killed process
+    its parent has not reaped yet (a zombie, e.g. a killed sweep or Ray worker) is gone."""
     import psutil
 
     if info.get("host") != socket.gethostname() or info.get("pid") is None:
@@ -98,7 +101,8 @@ def process_alive(info: dict[str, Any]) -> bool:
     try:
         p = psutil.Process(int(info["pid"]))
         started = info.get("pid_started")
-        return started is None or abs(p.create_time() - float(started)) < 1.0
+        same = started is None or abs(p.create_time() - float(started)) < 1.0
+        return same and p.status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         return False
 
@@ -233,11 +237,14 @@ class Run:
 
     def clean_temp(self) -> list[str]:
         """Writer-side: delete `.*.tmp` files that interrupted atomic writes left in the run folder (only the
-        lock holder writes there, so any temp file is stale). Returns their names."""
+        lock holder writes there, so any temp file is stale) and in tables/ (analyses may write there at any
+        time, so only those older than ten minutes). Returns their names."""
         self.store.check_writable(self.id)
-        gone = []
-        for p in self.path.glob(".*.tmp"):
+        gone, cutoff = [], time.time() - STALE_TABLE_TMP_S
+        for p in list(self.path.glob(".*.tmp")) + list((self.path / TABLES).glob(".*.tmp")):
             with contextlib.suppress(FileNotFoundError):
+                if p.parent.name == TABLES and p.stat().st_mtime > cutoff:
+                    continue
                 p.unlink()
                 gone.append(p.name)
         return gone

@@ -365,6 +365,9 @@ class RunStore:
             if value is None:
                 continue
             values = list(value) if isinstance(value, (list, tuple, set)) else [value]
+            bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (str, int, float))]
+            if bad:
+                raise ValueError(f"filter {key}={bad[0]!r:.40}: filter values are text or numbers")
             where.append(f"{key} IN ({', '.join('?' * len(values))})")
             args += values
         self.refresh()

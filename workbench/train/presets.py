@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from dataclasses import dataclass, fields
 from typing import Any, Iterable
 
@@ -89,6 +88,18 @@ PRESETS: dict[str, dict[str, Any]] = {
         "by_scheme": {},
         "doc": "scaled down for 2 CPU cores (docs/training.md): 4 layers, d_model 64, 8 heads, no dropout, "
                "cpu data preset, lr 3e-3, batch 64, 3 epochs (Task 2: 4)",
+    },
+    # The reproduction's preset (issue 13, docs/reproduction.md): the paper's shape (6 layers x 16 heads, paper
+    # arch) scaled to 2 CPU cores; optimiser settings found by experiment (docs/training.md, "The repro preset").
+    "repro": {
+        "model": {"arch": "paper", "d_model": 128, "n_heads": 16, "d_ff": 256, "n_layers": 6, "dropout": 0.0,
+                  "max_len": None},
+        "task": {"preset": "cpu", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 2e-3, "epochs": 5, "batch_size": 32, "batching": "length"},
+        "by_task": {"trigger-distance": {"train.epochs": 5}, "trigger-count": {"train.epochs": 4}},
+        "by_scheme": {},
+        "doc": "paper-shaped for 2 CPU cores (docs/training.md): 6 layers x 16 heads, d_model 128, d_ff 256, no "
+               "dropout, cpu data, lr 2e-3, batch 32, length-grouped batches, 5 epochs (Task 2: 4)",
     },
     # For tests: trains in a few seconds on the smoke data preset.
     "smoke": {
@@ -285,7 +296,12 @@ def resolve_config(preset: str = "cpu", scheme: str | None = None, task: str = "
         ds = store.load_task(cfg["task"])
         n_train = len(ds.train_y)
     model = cfg["model"]
-    model["vocab_size"], model["n_classes"] = int(ds.vocab_size), int(ds.n_classes)
+    for key, value in (("vocab_size", int(ds.vocab_size)), ("n_classes", int(ds.n_classes))):
+        if model.get(key) not in (None, value):  # an override the data would silently replace
+            raise ValueError(f"model.{key}={model[key]} is fixed by the dataset ({value}); change the task instead "
+                             f"(e.g. task.{key}=...)" if key == "vocab_size" else
+                             f"model.{key}={model[key]} is fixed by the dataset ({value}); it follows the task")
+        model[key] = value
     if model.get("max_len") is None:
         model["max_len"] = int(ds.seq_len)
     if model["max_len"] < ds.seq_len:
@@ -332,11 +348,16 @@ def validate_config(cfg: Any, partial: bool = False) -> dict[str, Any]:
     filled = ("vocab_size", "n_classes", "max_len") if partial else ()
     check_fields({k: v for k, v in cfg["model"].items() if not (k in filled and v is None)}, ModelConfig, "model",
                  MODEL_RANGES, MODEL_CHOICES)
-    spec = task_spec(cfg["task"])
-    data_bytes = 4 * 8 * spec.n_examples * spec.seq_len  # int64 rows while generating, de-duplicating, training
-    _refuse_if_too_big(data_bytes, f"generating the dataset ({spec.n_examples} examples x seq_len {spec.seq_len})",
-                       "lower task.n_examples or task.seq_len")
+    check_dataset_memory(task_spec(cfg["task"]))
     return cfg
+
+
+def check_dataset_memory(spec) -> None:
+    """ValueError (with the estimate) when generating the dataset of a synthetic_tasks spec would need more memory
+    than is available: int64 rows of n_examples x seq_len, about four copies while generating and de-duplicating."""
+    need = 4 * 8 * spec.n_examples * spec.seq_len
+    _refuse_if_too_big(need, f"generating the dataset ({spec.n_examples} examples x seq_len {spec.seq_len})",
+                       "lower task.n_examples or task.seq_len")
 
 
 def task_spec(task: dict[str, Any]):

@@ -16,8 +16,8 @@
     # tasks / seeds / archs / preset / fidelity here replace the grid's for this variant
     tier = 2                                # optional (default: the grid's `tier`, else 1); select with tiers=[1]
 
-`fidelity = "authors"` (top level or in a variant) applies a named setting of docs/fidelity.md to its runs;
-without `arch`/`archs` the runs take the preset's (or the fidelity's) arch.
+`fidelity = "authors"` (top level or in a variant) applies a named setting of docs/fidelity.md to its runs; an entry
+with a named setting and no `archs` of its own runs in that setting's arch (authors: paper, authors-mla: encoder).
 
 Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
 sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
@@ -32,7 +32,7 @@ from typing import Any, Callable
 from workbench.store import RunLocked, RunStore, StoreError
 from workbench.store.run import process_alive
 
-from .presets import flatten_sets, resolve_config
+from .presets import FIDELITIES, flatten_sets, resolve_config
 
 try:
     import tomllib
@@ -85,6 +85,10 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
                         "preset": v.get("preset"), "tier": v.get("tier", base_tier),
                         "fidelity": v.get("fidelity")})
     for e in entries:
+        e["fidelity"] = e.get("fidelity") or fidelity
+        fixed = FIDELITIES.get(e["fidelity"], {}).get("arch")
+        if fixed is not None and e.get("archs") is None:  # a named setting brings its own architecture
+            e["archs"] = [fixed]
         if not isinstance(e["tier"], int) or isinstance(e["tier"], bool) or e["tier"] < 1:
             raise ValueError(f"grid: tier={e['tier']!r} (scheme {e['scheme']}) must be an integer >= 1")
     if tiers is not None:
@@ -106,7 +110,7 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
                             continue
                         points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
                                        "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
-                                       "fidelity": e.get("fidelity") or fidelity})
+                                       "fidelity": e["fidelity"]})
     return points
 
 

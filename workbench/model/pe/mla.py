@@ -124,7 +124,8 @@ class MLA(Scheme):
                "(rotary key shared by all heads), v = W_UV c_kv; score = q.k / sqrt(d_head + d_rope)")
     source = "DeepSeek-AI 2024 (DeepSeek-V2/V3 multi-head latent attention); seed 003 (MLA runs)"
     extrapolation = ("only the decoupled d_rope dims carry position, with RoPE's behaviour: defined at any "
-                     "position, unseen angles past training; the content dims are position-free")
+                     "position, unseen angles past training; the content dims are position-free. With "
+                     "input_pe='learned-zero' it cannot: the trained position table has no rows past max_len")
     rotary = True
     params = {"d_c": (DEFAULT_D_C, "kv latent width; the default 128 is clamped to d_model//2 on small models, "
                                    "an explicit value must be in 1..d_model"),
@@ -140,6 +141,10 @@ class MLA(Scheme):
               "input_pe": ("none", "'none' or 'learned-zero' (a trained absolute position embedding, zero init, "
                                    "added to the input: the authors' script; cannot run past max_len)")}
     attention_cls = MLAAttention
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.can_extrapolate = self.kw["input_pe"] == "none"  # a trained position table ends at max_len
 
     def input_pe(self):
         return LearnedPE(self.cfg.max_len, self.cfg.d_model, zero_init=True) if self.kw["input_pe"] == "learned-zero" \

@@ -1,0 +1,173 @@
+"""Heads: "does this head carry the distance?" -- every per-head method side by side (issue 14).
+
+Pick a run; the (layer x head) map shows any measure of its head summary (zero / mean / resample ablation,
+patching effect, label-probe selectivity, direct effect, trigger attention, methods agreeing) with the deposit
+heads (>= 2 methods) and the paper's ablation-only deposits marked. Click a head for its card: all measures with
+their intervals, and its attention pattern on a chosen test example with the triggers marked. Below, the full
+figures of patching, probes, trigger attention and direct logit attribution. Missing tables get a hint and a
+Compute button (a background job)."""
+from __future__ import annotations
+
+from dash import Input, Output, State, dcc, html
+
+from apps import common as C
+from apps.jobs import analysis_work, register_job
+
+PATH, NAME, ORDER = "/heads", "Heads", 2
+P = "heads"
+DETAILS = [("patching", "Activation patching"), ("probes", "Linear probes"),
+           ("trigger_attention", "Trigger attention"), ("dla", "Direct logit attribution")]
+COMPUTABLE = ["head_summary", "ablation_resample", "patching", "probes", "trigger_attention", "dla", "ablation"]
+
+
+def _measures():
+    from workbench.figures.heads import SUMMARY_MEASURES
+
+    return [{"label": v, "value": k} for k, v in SUMMARY_MEASURES.items()]
+
+
+def layout(run: str | None = None, measure: str = "n_agree", example: str | None = None, **query):
+    store = C.current().store()
+    df = store.query()
+    value = C.default_run(df, run, need_table="head_summary", store=store)
+    return html.Div([
+        C.page_header("Heads", "Does a head carry the distance? Ablation (zero, mean, resample), activation patching "
+                      "with counterfactual pairs (nnsight), linear probes with shuffled controls, direct logit "
+                      "attribution and trigger attention, per head. A deposit head needs at least two methods to "
+                      "agree; the paper's ablation-only single-head deposit is marked beside it (SPEC section 5)."),
+        html.Div([
+            C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value,
+                                           placeholder="pick a run"), width="520px"),
+            C.labelled("map", dcc.Dropdown(id=f"{P}-measure", options=_measures(), value=measure, clearable=False),
+                       width="300px"),
+            C.labelled("test example (attention)", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
+                                                             value=int(example) if example else 0, debounce=True)),
+        ], className="controls"),
+        html.Div([
+            html.Div([html.Div(id=f"{P}-map"),
+                      dcc.Graph(id=f"{P}-map-graph", config=C.GRAPH_CONFIG, style={"display": "none"}),
+                      html.P(id=f"{P}-map-note", className="stat-sentence"),
+                      C.labelled("compute", dcc.Dropdown(id=f"{P}-what", value="head_summary", clearable=False,
+                                                         options=[{"label": n, "value": n} for n in COMPUTABLE]),
+                                 width="240px"),
+                      C.job_panel(P, "Compute", note="stores the chosen table for the run (head_summary joins "
+                                                     "the per-head tables already stored)")], className="card"),
+            html.Div([html.H3("Head card (click a head on the map)"), html.Div(id=f"{P}-card")], className="card"),
+        ], className="two-col"),
+        html.Div(id=f"{P}-details"),
+    ])
+
+
+def render_map(store, run_id: str | None, measure: str):
+    """(hints, map figure or None, sentence) of a run's head summary."""
+    run, err = C.get_run(store, run_id)
+    if err is not None:
+        return [err], None, ""
+    out = [h for h in [C.run_state_hint(run)] if h is not None]
+    df, missing = C.load_table(run, "head_summary")
+    if df is None:
+        return out + [missing], None, ""
+    fig, ferr = C.build_figure("head_summary", df, measure=measure)
+    if fig is None:
+        return out + [ferr], None, ""
+    fig.update_layout(height=420)
+    dep = df[df["deposit_head"].astype(bool)]
+    text = ("deposit heads: " + ", ".join(f"L{r.layer}.H{r.head} ({r.methods})" for r in dep.itertuples())
+            if len(dep) else f"no head is flagged by {int(df['min_agree'].iloc[0])} methods")
+    return out, fig, text
+
+
+def _selected(df, click) -> tuple[int, int]:
+    """The clicked head, else the first deposit head, else the head most methods agree on."""
+    if click and click.get("points"):
+        p = click["points"][0]
+        return int(p["y"]), int(p["x"])
+    best = df.sort_values(["deposit_head", "n_agree", "layer", "head"], ascending=[False, False, True, True]).iloc[0]
+    return int(best["layer"]), int(best["head"])
+
+
+def attention_block(run, layer: int, head: int, example: int) -> list:
+    """The head's attention pattern on one test example (live, under the cached model's lock)."""
+    from apps.pages.explorer import _input, _tokens, pattern_table, patterns
+
+    try:
+        model = C.load_model_cached(run)
+        ds, idx, n, row, keep = _tokens(run, int(example or 0))
+    except Exception as e:
+        return [C.hint(f"Cannot load {run.id}: {type(e).__name__}: {e}", kind="error")]
+    if layer >= model.cfg.n_layers or head >= model.cfg.n_heads:
+        return [C.hint(f"{run.id} has no layer {layer}, head {head}.", kind="warn")]
+    with C.model_lock(model):
+        pat = patterns(model, _input(model, row, keep), layer)[head:head + 1, :keep, :keep]
+    words = [w.replace("[T:", "*").rstrip("]") for w in ds.decode(row).split()]
+    table = pattern_table(pat, words, layer)
+    table["head"] = head
+    fig, err = C.build_figure("head_attention", table)
+    note = html.P(f"test example #{idx} of {n} (label {int(ds.test_y[idx])}); triggers marked ▼", className="note")
+    return [note, err if fig is None else C.graph(fig, height=420)]
+
+
+def render_card(store, run_id: str | None, click, example) -> list:
+    run, err = C.get_run(store, run_id)
+    if err is not None:
+        return [err]
+    df, missing = C.load_table(run, "head_summary")
+    if df is None:
+        return [missing]
+    layer, head = _selected(df, click)
+    out = [C.figure_or_hint("head_card", df, layer=layer, head=head, height=380)]
+    r = df[(df["layer"] == layer) & (df["head"] == head)]
+    if len(r):
+        cols = [c for c in ("zero_delta", "mean_delta", "resample_delta", "patch_effect", "patch_lo", "patch_hi",
+                            "patch_trigger", "patch_non_trigger", "probe_acc", "probe_selectivity", "dla",
+                            "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
+        out.append(C.table_component(r[cols].T.reset_index().set_axis(["measure", "value"], axis=1).astype(
+            {"value": str}), page_size=20))
+    if C.has_checkpoint(run):
+        out += attention_block(run, layer, head, int(example or 0))
+    return out
+
+
+def render_details(store, run_id: str | None) -> list:
+    run, err = C.get_run(store, run_id)
+    if err is not None:
+        return []
+    cards = []
+    for name, title in DETAILS:
+        df, missing = C.load_table(run, name)
+        cards.append(html.Div([html.H3(title), C.figure_or_hint(name, df, missing=missing, height=380)],
+                              className="card"))
+    return cards
+
+
+def register_callbacks(app):
+    def work(progress, root, run_id, what):
+        if what not in COMPUTABLE:
+            raise ValueError(f"{what!r} cannot be computed here; choose one of {COMPUTABLE}")
+        return analysis_work(progress, root, run_id, what)
+
+    register_job(app, P, [State(f"{P}-run", "value"), State(f"{P}-what", "value")], work)
+
+    @app.callback(Output(f"{P}-map", "children"), Output(f"{P}-map-graph", "figure"),
+                  Output(f"{P}-map-graph", "style"), Output(f"{P}-map-note", "children"),
+                  Output(f"{P}-details", "children"), Input(f"{P}-run", "value"),
+                  Input(f"{P}-measure", "value"), Input(f"{P}-job-result", "data"), State("pelab-root", "data"))
+    def show(run_id, measure, _job, root):
+        store = C.store_for(root)
+        if not run_id:
+            return [C.no_runs_hint(store)], {}, {"display": "none"}, "", []
+        hints, fig, text = render_map(store, run_id, measure or "n_agree")
+        shown = {"display": "block"} if fig is not None else {"display": "none"}
+        return hints, fig or {}, shown, text, render_details(store, run_id)
+
+    @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
+                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"), State("pelab-root", "data"))
+    def card(click, run_id, example, _job, root):
+        store = C.store_for(root)
+        if not run_id:
+            return []
+        try:
+            return render_card(store, run_id, click, example)
+        except Exception as e:  # a hint, never a traceback
+            return [C.hint(f"The head card could not be drawn: {type(e).__name__}: {e}", kind="error")]
+

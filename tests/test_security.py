@@ -1,0 +1,197 @@
+"""The dashboard does not trust the browser: stores are fixed server-side, run ids are checked against the stores,
+bad inputs get hints (HTTP 200, no traceback, no server path), and the job cache is removed on SIGTERM.
+
+Callbacks are driven with direct POSTs to `/_dash-update-component`, as a hostile client would send them."""
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """An app over a store with one trained smoke run, plus a run-like folder outside the store."""
+    from apps import create_app
+    from test_validation import train_smoke_run
+
+    tmp = tmp_path_factory.mktemp("site")
+    run = train_smoke_run(tmp)
+    store = run.store
+    outside = tmp / "outside" / "evil"
+    outside.mkdir(parents=True)
+    (outside / "config.json").write_text((run.path / "config.json").read_text())
+    (outside / "model.safetensors").write_bytes((run.path / "model.safetensors").read_bytes())
+    app = create_app(store.root, cache_dir=tmp / "cache")
+    return app, app.server.test_client(), run, tmp
+
+
+def callback(app, output_part: str) -> tuple[str, dict]:
+    """(output key, callback spec) of the app's callback whose outputs include `output_part`."""
+    for key, spec in app.callback_map.items():
+        if output_part in key:
+            return key, spec
+    raise KeyError(output_part)
+
+
+def post(site, output_part: str, values: dict, extra_state: list | None = None):
+    """POST one callback with `values` ({component id: value}; others None); returns (status, text)."""
+    app, client = site[0], site[1]
+    key, spec = callback(app, output_part)
+    outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+    ins = [{"id": i["id"], "property": i["property"], "value": values.get(i["id"])} for i in spec["inputs"]]
+    state = [{"id": s["id"], "property": s["property"], "value": values.get(s["id"])} for s in spec["state"]]
+    payload = {"output": key, "outputs": outs if len(outs) > 1 else outs[0], "inputs": ins,
+               "state": state + (extra_state or []), "changedPropIds": [f"{ins[0]['id']}.{ins[0]['property']}"]}
+    r = client.post("/_dash-update-component", json=payload)
+    return r.status_code, r.get_data(as_text=True)
+
+
+def assert_safe(text: str, tmp: Path):
+    assert "Traceback" not in text and 'File "' not in text
+    assert str(tmp) not in text, "a server path reached the browser"
+
+
+@pytest.mark.parametrize("bad_id", ["../outside/evil", "{tmp}/outside/evil", "..", "a/b", ["x"], {"a": 1}, 5,
+                                    "nosuch-run"])
+def test_run_ids_from_the_browser_are_checked_against_the_store(site, bad_id):
+    app, _, run, tmp = site
+    bad = bad_id.format(tmp=tmp) if isinstance(bad_id, str) else bad_id
+    status, text = post(site, "exp-hint.children", {"exp-run": bad, "exp-example": 0, "exp-layer": 0})
+    assert status == 200, text
+    assert "cannot be used" in text or "Unknown run" in text, text
+    assert "exp-tokens" in text and '"exp-tokens":{"children":null}' in text.replace(" ", "")  # nothing ran
+    assert_safe(text, tmp)
+    status, text = post(site, "qk-out.children", {"qk-run": bad})  # a diagnostic page
+    assert status == 200 and ("cannot be used" in text or "Unknown run" in text), text
+    assert_safe(text, tmp)
+
+
+@pytest.mark.parametrize("layer,ablate,example", [(-1, [], 0), ("x", [], 0), (99, [], 0), (0, ["L99.H99"], 0),
+                                                  (0, ["99.99"], 0), (0, "1.1", 0), (0, [{"a": 1}], 0),
+                                                  (0, [], -5), (0, [], "abc"), (0, [], 10**9), (0.5, [], 0)])
+def test_bad_explorer_inputs_get_a_hint_not_http_500(site, layer, ablate, example):
+    app, _, run, tmp = site
+    status, text = post(site, "exp-hint.children", {"exp-run": run.id, "exp-example": example, "exp-layer": layer,
+                                                    "exp-ablate": ablate})
+    assert status == 200, text
+    assert "is not valid" in text or "not a head of this model" in text or "pick heads" in text, text
+    assert_safe(text, tmp)
+
+
+def test_valid_explorer_inputs_still_work(site):
+    app, _, run, tmp = site
+    status, text = post(site, "exp-hint.children", {"exp-run": run.id, "exp-example": 1, "exp-layer": 1,
+                                                    "exp-ablate": ["0.1"]})
+    assert status == 200 and "exp-pattern-graph" in text, text
+
+
+def test_a_store_root_sent_by_the_client_is_never_used(site):
+    app, _, run, tmp = site
+    target = tmp / "created-by-client"
+    for part, values in (("runs-index.children", {}), ("exp-hint.children", {"exp-run": run.id})):
+        post(site, part, values, extra_state=[{"id": "pelab-root", "property": "data", "value": str(target)}])
+    assert not target.exists()
+    layout = site[1].get("/_dash-layout").get_data(as_text=True)
+    assert "pelab-root" not in layout and str(tmp) not in layout
+
+
+def test_runs_table_has_a_source_column_and_lists_shipped_runs(tmp_path):
+    from apps import create_app
+    from workbench.store import RunStore
+    from test_store import make_config
+
+    own, shipped = RunStore(tmp_path / "own"), RunStore(tmp_path / "shipped")
+    a, b = own.create(make_config("rope")), shipped.create(make_config("nope"))
+    bad = own.create(make_config("alibi"))
+    (bad.path / "run.json").write_text("[1, 2]")  # corrupt: its error names the file by its full path
+    app = create_app(own.root, cache_dir=tmp_path / "cache", shipped=shipped.root)
+    status, text = post((app, app.server.test_client()), "runs-index.children", {})
+    assert status == 200, text
+    rows = {r["id"]: r for r in _table_rows(text)}
+    assert rows[a.id]["source"] == "own" and rows[b.id]["source"] == "shipped"
+    assert rows[bad.id]["status"] == "corrupt" and "run.json" in rows[bad.id]["error"]
+    assert str(tmp_path) not in text  # the error is shown without the server path
+    assert not (shipped.root / ".locks").exists()
+
+
+def _table_rows(text: str) -> list[dict]:
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("type") == "DataTable":
+                yield from node["props"]["data"]
+            for v in node.values():
+                yield from walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from walk(v)
+
+    return list(walk(json.loads(text)))
+
+
+def test_job_work_resolves_ids_only_inside_the_stores(site):
+    from apps.jobs import analysis_work
+    from workbench.store import StoreError
+
+    app, _, run, tmp = site
+    ctx = app.server.config["PELAB"]
+    for bad in ("../outside/evil", str(tmp / "outside" / "evil")):
+        with pytest.raises(StoreError, match="unknown run"):
+            analysis_work(lambda f, t: None, ctx, bad, "qk_means")
+    assert not (tmp / "outside" / "evil" / "tables").exists()
+
+
+def test_a_failing_figure_shows_no_traceback_or_path(monkeypatch):
+    from apps import common as C
+
+    def broken(df, **kw):
+        raise ValueError(f"bad column in {REPO}/workbench/figures/x.py")
+
+    monkeypatch.setattr(C, "figures", lambda: {"broken": broken})
+    fig, err = C.build_figure("broken", None)
+    text = json.dumps(err.to_plotly_json(), default=lambda o: o.to_plotly_json())
+    assert fig is None and "x.py" in text and str(REPO) not in text and "Traceback" not in text
+    assert "Details" not in text
+
+
+def test_sigterm_removes_the_job_cache_folder(tmp_path):
+    code = ("import sys, time; from apps import create_app; import apps.common as C\n"
+            f"app = create_app({str(tmp_path / 'runs')!r})\n"
+            "print(app.server.config['PELAB'].cache_dir, flush=True); time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(REPO)))
+    cache = Path(p.stdout.readline().strip())
+    assert cache.name.startswith("pelab-dash-") and cache.is_dir()
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+    assert not cache.exists()
+
+
+def test_every_callback_answers_hostile_values_without_500_traces_or_paths(site):
+    """Each input and state of every (non-job) callback, one at a time, set to a hostile value."""
+    app, client, run, tmp = site
+    hostile = ["../outside/evil", -1, {"a": 1}, ["../x", 5], True]
+    failures, n = [], 0
+    for key, spec in list(app.callback_map.items()):
+        if spec.get("background") or "-job-" in key or "callback" not in spec:
+            continue  # jobs run in a child process (their work functions are tested above); clientside
+        outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+        slots = spec["inputs"] + spec["state"]
+        for i, v in ((i, v) for i in range(len(slots)) for v in hostile):
+            vals = [run.id if s["id"].endswith(("-run", "-run-a")) else None for s in slots]
+            vals[i] = v
+            items = [dict(id=s["id"], property=s["property"], value=x) for s, x in zip(slots, vals)]
+            payload = {"output": key, "outputs": outs if len(outs) > 1 else outs[0],
+                       "inputs": items[:len(spec["inputs"])], "state": items[len(spec["inputs"]):],
+                       "changedPropIds": [f"{slots[0]['id']}.{slots[0]['property']}"]}
+            r = client.post("/_dash-update-component", json=payload)
+            n += 1
+            text = r.get_data(as_text=True)
+            if r.status_code not in (200, 204) or "Traceback" in text or str(tmp) in text:
+                failures.append((key[:50], slots[i]["id"], v, r.status_code))
+    assert n > 100 and not failures, failures[:10]

@@ -1,0 +1,49 @@
+"""The report's "Heads" section (issue 14): per run, the head summary (methods agreeing, deposit heads next to
+the paper's ablation-only verdict) and the figures of patching, probes, trigger attention and direct logit
+attribution, all from the tables stored with the run."""
+from __future__ import annotations
+
+import pandas as pd
+
+# (table, figure builder, kwargs)
+FIGURES = [("head_summary", "head_summary", {"measure": "n_agree"}), ("patching", "patching", {}),
+           ("probes", "probes", {}), ("trigger_attention", "trigger_attention", {}), ("dla", "dla", {})]
+COLUMNS = ["layer", "head", "methods", "n_agree", "n_methods", "paper_deposit", "zero_delta", "resample_delta",
+           "patch_effect", "patch_lo", "patch_hi", "probe_selectivity", "dla", "t2_to_t1"]
+
+
+def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
+    """Append the section to `doc` (a report.build.Doc); per-run deposit-head records go to summary["heads"]."""
+    doc.parts.append('<section id="heads">')
+    doc.h(2, "Heads: causal evidence per head")
+    doc.p("A deposit head needs at least two of: ablation (resample when computed, else zero), activation patching "
+          "with counterfactual pairs, a selective label probe on its z, a direct logit effect (thresholds in the "
+          "table). The paper's ablation-only single-head deposit is shown beside it (docs/analyses.md).", "note")
+    summary.setdefault("heads", {})
+    for s in summaries:
+        present = set(s.get("tables", {}).get("present", []))
+        doc.h(3, s["id"], id=f"heads-{s['id']}")
+        if "head_summary" not in present:
+            doc.missing(f"no head summary yet: run `workbench analyze {s['id']} --all` (or --what "
+                        "resample,patching,probes,trigger-attention,dla,head-summary)")
+            continue
+        run = store.get(s["id"])
+        for table, name, kw in FIGURES:
+            if table not in present:
+                doc.missing(f"{table} missing for {s['id']}: `workbench analyze {s['id']} --what "
+                            f"{table.replace('_', '-')}`")
+                continue
+            try:
+                df = run.load_table(table)
+            except Exception as e:
+                doc.error(f"{table} table of {s['id']} unreadable: {e}")
+                continue
+            doc.figure(name, df, f"heads/{table}", [s["id"]], [table], kw)
+            if table == "head_summary":
+                flagged = df[df["deposit_head"].astype(bool) | df["paper_deposit"].astype(bool)]
+                doc.table(flagged[[c for c in COLUMNS if c in df.columns]] if len(flagged)
+                          else pd.DataFrame({"note": ["no head flagged by the methods or by the paper's test"]}))
+                summary["heads"][s["id"]] = [
+                    {"layer": int(r.layer), "head": int(r.head), "methods": r.methods, "deposit_head": bool(r.deposit_head),
+                     "paper_deposit": bool(r.paper_deposit)} for r in flagged.itertuples()]
+    doc.parts.append("</section>")
