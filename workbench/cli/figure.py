@@ -86,20 +86,20 @@ def figure_cmd(
     from workbench.analysis import NotApplicable
     from workbench.figures import FIGURES, TABLE_OF
     from workbench.figures.export import export_format, write_figure
-    from workbench.store import StoreError, StoreSet
+    from workbench.store import StoreSet
 
     name = figure.strip().replace("-", "_")
     if name not in FIGURES:
         _fail(f"unknown figure {figure!r}; choose from {', '.join(sorted(FIGURES))}")
-    try:  # bad input (a ValueError, StoreError, no browser: ExportError) becomes `error: ...`, exit 2
-        export_format(out)
+    export_format(out)  # bad input (ValueError, StoreError, no browser: ExportError) -> the group's `error: ...`, 2
+    try:
         df = figure_table(StoreSet.open(root, shipped), run, TABLE_OF[name])
         fig = FIGURES[name](df, **parse_kwargs(kw))
-        write_figure(fig, out, width=width, height=height, scale=scale)
     except TypeError as e:
         _fail(f"figure {name}: {e} (check the --kw names against its docstring: workbench.figures.FIGURES[{name!r}])")
-    except (ValueError, StoreError, NotApplicable) as e:
+    except NotApplicable as e:
         _fail(str(e))
+    write_figure(fig, out, width=width, height=height, scale=scale)
     typer.echo(f"wrote {out} ({name}, {len(fig.data)} traces)")
 
 
