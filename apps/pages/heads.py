@@ -27,7 +27,7 @@ def _measures():
 
 
 def layout(run: str | None = None, measure: str = "n_agree", example: str | None = None, **query):
-    store = C.current().store()
+    store = C.stores()
     df = store.query()
     value = C.default_run(df, run, need_table="head_summary", store=store)
     return html.Div([
@@ -151,9 +151,9 @@ def register_callbacks(app):
     @app.callback(Output(f"{P}-map", "children"), Output(f"{P}-map-graph", "figure"),
                   Output(f"{P}-map-graph", "style"), Output(f"{P}-map-note", "children"),
                   Output(f"{P}-details", "children"), Input(f"{P}-run", "value"),
-                  Input(f"{P}-measure", "value"), Input(f"{P}-job-result", "data"), State("pelab-root", "data"))
-    def show(run_id, measure, _job, root):
-        store = C.store_for(root)
+                  Input(f"{P}-measure", "value"), Input(f"{P}-job-result", "data"))
+    def show(run_id, measure, _job):
+        store = C.stores()
         if not run_id:
             return [C.no_runs_hint(store)], {}, {"display": "none"}, "", []
         hints, fig, text = render_map(store, run_id, measure or "n_agree")
@@ -161,9 +161,9 @@ def register_callbacks(app):
         return hints, fig or {}, shown, text, render_details(store, run_id)
 
     @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
-                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"), State("pelab-root", "data"))
-    def card(click, run_id, example, _job, root):
-        store = C.store_for(root)
+                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"))
+    def card(click, run_id, example, _job):
+        store = C.stores()
         if not run_id:
             return []
         try:
