@@ -79,7 +79,7 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
         dash.register_page(m.__name__, path=m.PATH, name=m.NAME, title=f"PE-Lab · {m.NAME}", order=m.ORDER,
                            layout=m.layout)
     nav = html.Nav([html.Span("PE-Lab", className="brand")]
-                   + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'runs'}")
+                   + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'findings'}")
                       for m in modules]
                    + [html.Span(Path(store.root).resolve().name + (" + shipped" if stores.shipped else ""),
                                 className="store-root", title="run store")],

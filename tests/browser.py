@@ -112,7 +112,14 @@ def _build_smoke_store() -> SimpleNamespace:
     ids["failed"] = run.id
     ids["created"] = store.create(resolve_config(preset="smoke", scheme="sinusoidal", task="trigger-distance",
                                                  store=store)).id
-    return SimpleNamespace(root=root, **ids)
+    # a small shipped results store (tables, no weights) for the Findings page
+    from workbench.store.ship import ship_run
+
+    shipped = root.parent / "shipped"
+    for key, rid in ids.items():
+        if key not in ("failed", "created") and store.get(rid).has_table("ablation"):
+            ship_run(store.get(rid), shipped)
+    return SimpleNamespace(root=root, shipped=shipped, **ids)
 
 
 def free_port() -> int:
@@ -275,7 +282,7 @@ def docs_screenshots(store_root: str) -> list[Path]:
     store = RunStore(store_root)
     ids = {"rope": _pick(store, "rope"), "nope": _pick(store, "nope"), "partial": _pick(store, "rope", partial=True)}
     ids = {k: v or "" for k, v in ids.items()}
-    pages = [("/", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
+    pages = [("/", "findings", ""), ("/runs", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
              ("/partial-rope", "partial_rope", ""), ("/qk-means", "qk_means", "?run={rope}"),
              ("/angles", "angles", "?run={rope}"), ("/spectral", "spectral", "?run={rope}"),
              ("/distance-bias", "distance_bias", "?run={rope}|{nope}"),

@@ -14,7 +14,7 @@ import torch
 
 import browser as B
 
-PAGES = [("/", "runs"), ("/ablation", "ablation"), ("/heads", "heads"), ("/partial-rope", "partial_rope"), ("/qk-means", "qk_means"),
+PAGES = [("/", "findings"), ("/runs", "runs"), ("/ablation", "ablation"), ("/heads", "heads"), ("/partial-rope", "partial_rope"), ("/qk-means", "qk_means"),
          ("/angles", "angles"), ("/spectral", "spectral"), ("/distance-bias", "distance_bias"),
          ("/extrapolation", "extrapolation"), ("/explorer", "explorer")]
 # what the screenshots show (query parameters pick the runs; the pages also work without them)
@@ -34,7 +34,7 @@ def server(smoke):
     from apps import create_app
 
     with B.torch_threads(1):
-        srv = B.AppServer(create_app(smoke.root).server)
+        srv = B.AppServer(create_app(smoke.root, shipped=smoke.shipped).server)
         yield srv
         srv.stop()
 
@@ -89,7 +89,8 @@ def test_cli_app_binds_localhost_unless_public(monkeypatch, tmp_path):
 def test_every_page_is_routed_and_served(tmp_path):
     from apps import create_app, page_modules
 
-    app = create_app(tmp_path / "runs")
+    (tmp_path / "shipped").mkdir()
+    app = create_app(tmp_path / "runs", shipped=tmp_path / "shipped")  # hermetic: not the checkout's results
     client = app.server.test_client()
     paths = [m.PATH for m in page_modules()]
     assert sorted(paths) == sorted(p for p, _ in PAGES)
@@ -158,7 +159,7 @@ def test_heads_page_map_card_and_hints(drv, server, smoke):
 
 @pytest.mark.browser
 def test_filter_changes_the_training_curves(drv, server, smoke):
-    open_page(drv, server.url + "/")
+    open_page(drv, server.url + "/runs")
     graph = "#runs-curves .js-plotly-plot"
 
     def names():
@@ -219,7 +220,7 @@ def test_train_job_from_the_app_then_cancel_one(drv, server, smoke):
     from workbench.store import RunStore
 
     store = RunStore(smoke.root)
-    open_page(drv, server.url + "/")
+    open_page(drv, server.url + "/runs")
     B.select_option(drv, "runs-t-preset", "smoke")
     seed = drv.find_element("id", "runs-t-seed")
     seed.clear()
@@ -249,7 +250,7 @@ def test_train_job_from_the_app_then_cancel_one(drv, server, smoke):
 
 @pytest.mark.browser
 def test_failed_and_unfinished_runs_are_shown_as_such(drv, server, smoke):
-    open_page(drv, server.url + "/", need_traces=False)
+    open_page(drv, server.url + "/runs", need_traces=False)
     text = page_text(drv)
     assert f"{smoke.failed} failed: RuntimeError: CUDA out of memory" in text
     assert f"{smoke.created} is created" in text
@@ -268,7 +269,8 @@ def test_failed_and_unfinished_runs_are_shown_as_such(drv, server, smoke):
 def test_empty_store_shows_hints_not_errors(drv, tmp_path):
     from apps import create_app
 
-    srv = B.AppServer(create_app(tmp_path / "empty").server)
+    (tmp_path / "shipped").mkdir()
+    srv = B.AppServer(create_app(tmp_path / "empty", shipped=tmp_path / "shipped").server)
     try:
         for path, _ in PAGES:
             open_page(drv, srv.url + path, need_traces=False)

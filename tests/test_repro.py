@@ -180,7 +180,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
 
     base, ids = shipped
     app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=base / "results")
-    with app.server.test_request_context("/findings"):
+    with app.server.test_request_context("/"):
         page = str(findings.layout())
         assert "Table 1" in page and "find-claims" in page and "RoPE has a single-head deposit" in page
         store = findings._shipped()

@@ -6,7 +6,7 @@ from dash import Input, Output, dcc, html
 
 from apps import common as C
 
-PATH, NAME, ORDER = "/findings", "Findings", -1
+PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
 VERDICT_STYLE = {"reproduced": "#e3f4e6", "mixed": "#fff4d6", "not reproduced": "#fbeceb", "pending": "#f1f3f6"}
 
@@ -31,12 +31,15 @@ def layout(claim: str | None = None, **query):
         "claim of the paper with its verdict. The full text, with the scale disclaimer and provenance, is "
         "results/repro/COMPARISON.md (`workbench compare results/repro`).")
     if store is None:
-        return html.Div([header, C.hint("No shipped results found: start the dashboard from a PE-Lab checkout "
-                                        "(it reads results/repro) or pass `workbench app --shipped DIR`.",
+        return html.Div([header, C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
+                                        "checkout (it reads results/repro) or pass `workbench app --shipped DIR`. "
+                                        "Your own runs (`workbench train ...`) are on the Runs page.",
                                         kind="missing")])
     runs, t1, cl = _tables(store)
     if runs.empty:
-        return html.Div([header, C.hint("The shipped results store holds no finished run yet.", kind="missing")])
+        return html.Div([header, C.hint("No runs in the shipped results store yet (the reproduction grid fills it: "
+                                        "docs/reproduction.md). Your own runs (`workbench train ...`) are on the "
+                                        "Runs page.", kind="missing")])
     fig, missing = C.build_figure("table1", t1)
     t1_view = t1.assign(paper=100 * t1["paper"], mean=100 * t1["mean"], lo=100 * t1["lo"], hi=100 * t1["hi"]) \
         .drop(columns=["runs"])

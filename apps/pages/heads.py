@@ -141,10 +141,10 @@ def render_details(store, run_id: str | None) -> list:
 
 
 def register_callbacks(app):
-    def work(progress, root, run_id, what):
+    def work(progress, ctx, run_id, what):
         if what not in COMPUTABLE:
             raise ValueError(f"{what!r} cannot be computed here; choose one of {COMPUTABLE}")
-        return analysis_work(progress, root, run_id, what)
+        return analysis_work(progress, ctx, run_id, what)
 
     register_job(app, P, [State(f"{P}-run", "value"), State(f"{P}-what", "value")], work)
 

@@ -11,7 +11,7 @@ from dash.exceptions import PreventUpdate
 from apps import common as C
 from apps.jobs import register_job, train_work
 
-PATH, NAME, ORDER = "/", "Runs", 0
+PATH, NAME, ORDER = "/runs", "Runs", 0
 P = "runs"
 INDEX_COLUMNS = ["id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
                  "train_acc", "test_loss", "wall_time_s", "tables", "error"]

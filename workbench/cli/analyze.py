@@ -145,6 +145,8 @@ def analyze_cmd(
     keys = parse_what(what, all_)
     if mode not in ("zero", "mean", "resample"):
         _fail(f"--mode {mode!r}: use zero, mean or resample")
+    if mode == "resample":  # `ablation` already stores ablation_resample
+        keys = [k for k in keys if k != "ablation_resample"]
     device = str(pick_device(device))
     n_threads = check_threads(threads)
     if n_threads:

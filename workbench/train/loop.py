@@ -101,7 +101,7 @@ def check_threads(threads: Any, name: str = "--threads") -> int | None:
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"{name}={threads!r}: must be an integer from 1 to {limit} ({MAX_THREADS_PER_CPU} x the "
+        raise ValueError(f"{name} {threads!r}: must be an integer from 1 to {limit} ({MAX_THREADS_PER_CPU} x the "
                          f"{os.cpu_count()} CPUs of this machine)")
     return n
 

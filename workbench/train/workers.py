@@ -116,24 +116,29 @@ def sweep_workers(jobs: list[tuple[str, dict]], store: RunStore, workers: int, *
             running[wid] = (k, head, cfg["train"]["epochs"])
             procs[wid][1].put((k, head, cfg))
 
+    def reap() -> None:
+        """Report the run of a worker that died (killed, out of memory; the run stays resumable), replace it."""
+        nonlocal failure
+        for wid, (p, _) in list(procs.items()):
+            if wid in running and not p.is_alive():
+                k, head, _ = running.pop(wid)
+                err = f"worker process died (exit code {p.exitcode}); the next sweep resumes the run"
+                results[k] = {"id": head.split()[-1], "outcome": "failed", "test_acc": None, "error": err}
+                lines.log(f"{head}  FAILED: {err}")
+                failure = failure or (err if fail_fast else None)
+                spawn(wid)
+                idle.append(wid)
+        dispatch()
+
     try:
         for wid in range(n):
             spawn(wid)
         dispatch()
         while running:
+            reap()
             try:
                 ev = events.get(timeout=1.0)
             except queue.Empty:
-                for wid, (p, _) in list(procs.items()):
-                    if wid in running and not p.is_alive():  # killed: its run stays resumable
-                        k, head, _ = running.pop(wid)
-                        err = f"worker process died (exit code {p.exitcode}); the next sweep resumes the run"
-                        results[k] = {"id": head.split()[-1], "outcome": "failed", "test_acc": None, "error": err}
-                        lines.log(f"{head}  FAILED: {err}")
-                        failure = failure or (err if fail_fast else None)
-                        spawn(wid)
-                        idle.append(wid)
-                dispatch()
                 continue
             kind, wid = ev[0], ev[1]
             if kind == "log":
