@@ -295,6 +295,10 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
                  style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6"}, **kwargs)
     if n_fixed and len(data.columns) > n_fixed + 4:
         props.setdefault("fixed_columns", {"headers": True, "data": n_fixed})
+        # a frozen column is as wide as its header or longest value (frozen columns do not size themselves)
+        chars = {c: max(len(c), int(data[c].astype(str).str.len().max() or 0)) for c in data.columns[:n_fixed]}
+        widths = [{"if": {"column_id": c}, "minWidth": f"{min(280, 24 + 8 * n)}px"} for c, n in chars.items()]
+        props["style_cell_conditional"] = widths + list(props.get("style_cell_conditional") or [])
     if id is not None:
         props["id"] = id
     return dash_table.DataTable(**props)

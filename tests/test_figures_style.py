@@ -19,6 +19,7 @@ from workbench.figures import FIGURES, TABLE_OF
 from workbench.figures import style as S
 
 from test_analysis import make_data, make_model
+from test_causal import head_tables  # noqa: F401  (fixture: patching, probes, trigger attention, DLA tables)
 
 TASKS = {"trigger-distance": 6, "trigger-count": 6}
 RUNS = [("r-rope-1", "rope", "trigger-distance", 1), ("r-nope-1", "nope", "trigger-distance", 1),
@@ -44,7 +45,7 @@ def fake_run(rid, scheme, task, seed, data=None, epochs=3):
 
 
 @pytest.fixture(scope="module")
-def tables():
+def tables(head_tables):  # noqa: F811
     """Per-run tables of tiny untrained models (2 layers x 4 heads), tagged like stored ones, plus the
     experiment tables over the runs; multi-run tables concatenated."""
     per_run: dict[str, list] = {}
@@ -75,41 +76,26 @@ def tables():
     out["mla_rope_nope"] = experiments.mla_rope_nope(runs=runs, compute_missing=False)
     out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
     out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
-    out["attention_patterns"] = pattern_rows()
-    out["ablation_resample"] = out["ablation"]
-    out.update(head_tables_for_style())
+    out["attention_patterns"] = pattern_rows()  # head_attention reads it too (trigger tokens start with '*')
+    out.update({k: v for k, v in head_tables.items() if k not in out})
+    from workbench.analysis.claims import table1
+
+    out["table1"] = table1(pd.DataFrame([{"run_id": r.id, "setting": setting, "variant": meta[1], "scheme": meta[1],
+                                          "task": meta[2], "seed": meta[3], "test_acc": r.final["test_acc"]}
+                                         for r, meta in zip(runs, RUNS) for setting in ("paper", "authors")]))
     return out
 
 
-def head_tables_for_style() -> dict:
-    """The per-head causal tables (issue 14) of one tiny untrained model on smoke-sized trigger-distance pairs."""
-    from test_causal import task_data, task_model
-
-    from synthetic_tasks.counterfactual import counterfactual_pairs
-    from workbench.analysis import dla, head_summary, patching, probes, trigger_attention
-
-    model, d = task_model(), task_data()
-    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 40, seed=4)
-    d.test_x, d.test_y = pairs.clean_x, pairs.clean_y
-    t = {"patching": patching.compute(model, d, n_pairs=12, n_boot=20),
-         "probes": probes.compute(model, d, n_examples=40, n_folds=3),
-         "trigger_attention": trigger_attention.compute(model, d, n_boot=20), "dla": dla.compute(model, d, n_boot=20),
-         "ablation": ablation.compute(model, d, n_boot=20)}
-    t["head_summary"] = head_summary.compute(t)
-    del t["ablation"]
-    return t
-
-
-def pattern_rows(heads=4, n=5) -> pd.DataFrame:
-    """An attention_patterns table (the explorer's per-example view): uniform weights over n positions."""
+def pattern_rows(heads=4, words=("a", "*b", "c", "d", "*e")) -> pd.DataFrame:
+    """An attention_patterns table (the explorer's per-example view): uniform weights over the words."""
+    words, n = np.array(words), len(words)
     h, q, k = np.meshgrid(np.arange(heads), np.arange(n), np.arange(n), indexing="ij")
-    words = np.array(list("abcde"))
     return pd.DataFrame({"layer": 0, "head": h.ravel(), "q_pos": q.ravel(), "k_pos": k.ravel(), "weight": 1.0 / n,
                          "q_token": words[q.ravel()], "k_token": words[k.ravel()], "ablated": h.ravel() == 1})
 
 
 def build(name, tables):
-    return FIGURES[name](tables[TABLE_OF[name]])
+    return FIGURES[name](tables[TABLE_OF[name]], **({"layer": 1, "head": 2} if name == "head_card" else {}))
 
 
 def legend_entries(fig):
@@ -149,7 +135,8 @@ def test_layer_and_head_axes_have_integer_ticks(name, tables):
         if tr.type == "heatmap" and tr.x is not None and tr.y is not None:
             assert all(isinstance(v, (int, np.integer, str)) for v in list(tr.x) + list(tr.y)), name
     if name in ("ablation", "ablation_layers", "ablation_violins", "deposit", "spectral", "spectral_eigen", "angles",
-                "angles_profile", "convergence", "rope_vs_rope_sinusoidal"):
+                "angles_profile", "convergence", "rope_vs_rope_sinusoidal", "patching", "probes", "trigger_attention",
+                "dla", "head_summary"):
         assert checked, f"{name}: no layer/head/epoch/plane axis found"
 
 
@@ -234,12 +221,14 @@ def test_mixed_tasks_get_separate_panels_and_labels_carry_task_and_seed(tables):
     assert {"RoPE, Task 1, seed 1", "RoPE, Task 1, seed 2", "RoPE, Task 2", "NoPE, Task 1"} <= names, names
     conv = build("convergence", tables)
     assert [a.text for a in conv.layout.annotations][:2] == ["Task 1", "Task 2"]
-    dashes = {t.name.rsplit(" ", 1)[-1]: t.line.dash for t in conv.data if not S.is_baseline(t)}
+    dashes = {"train" if t.name.endswith("(train)") else "test": t.line.dash for t in conv.data if not S.is_baseline(t)}
     assert dashes == {"train": "dash", "test": "solid"}
+    assert all(t.showlegend is False for t in conv.data if t.name.endswith("(train)")), "one entry per scheme"
 
 
 # ---- baselines ----------------------------------------------------------------------------------------------
 BASELINES = {"extrapolation": {"chance", "length-only"}, "convergence": {"chance", "length-only"},
+             "probes": {"shuffled labels", "length-only"}, "trigger_attention": {"uniform attention"},
              "angles_profile": {"uniform angles"}, "ablation_layers": {"clean model"},
              "ablation_violins": {"clean model"}, "deposit": {"uniform heads"}}
 
@@ -372,3 +361,15 @@ def test_figure_cli_errors_are_clear(tmp_path):
     assert r.exit_code == 2 and "unknown figure 'nothing'" in r.output
     r = CliRunner().invoke(app, ["figure", "x", "ablation", "--out", str(tmp_path / "f.doc"), "--root", str(tmp_path)])
     assert r.exit_code == 2 and ".svg, .pdf, .png" in r.output
+
+
+def test_tables_of_several_runs_get_a_panel_each(tables):
+    """A diagnostic table of two runs is not pooled: one panel per run, the layers' entries shared."""
+    a = tables["distance_bias"]
+    both = pd.concat([a, a.assign(run_id="other", scheme="nope")], ignore_index=True)
+    fig = FIGURES["distance_bias"](both)
+    assert [x.text for x in fig.layout.annotations] == ["RoPE", "NoPE"]
+    assert len(fig.data) == 2 * a["layer"].nunique()
+    np.testing.assert_allclose(fig.data[0].y, FIGURES["distance_bias"](a).data[0].y)
+    names = [t.name for t in legend_entries(fig)]
+    assert sorted(names) == [f"layer {l}" for l in sorted(a["layer"].unique())]

@@ -213,8 +213,8 @@ def _flatten(d, prefix=""):
 def _describe(run) -> dict:
     """Status, final metrics, stored tables and the flattened config of one run."""
     d = {"status": run.status}
-    for k, v in (run.final or {}).items():
-        d[f"final.{k}"] = round(v, 4) if isinstance(v, float) else v
+    for k, v in (run.final or {}).items():  # house precision: times to 0.1 s, metrics to 3 decimals
+        d[f"final.{k}"] = round(v, 1 if k.endswith(("_s", "time")) else 3) if isinstance(v, float) else v
     d["tables"] = ", ".join(run.tables())
     d.update(_flatten(run.config))
     return d

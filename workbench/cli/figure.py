@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP
+from .options import SHIPPED_HELP, root_option
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -78,28 +78,28 @@ def figure_cmd(
     width: Optional[int] = typer.Option(None, help="width in px (default: the figure's, else 1000)"),
     height: Optional[int] = typer.Option(None, help="height in px (default: the figure's, else 600)"),
     scale: Optional[float] = typer.Option(None, help="resolution multiplier (PNG)"),
-    root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+    root: Optional[Path] = root_option(),
+    shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
 ) -> None:
     """Draw one figure of stored results with the shared builders and write it as SVG / PDF / PNG (static
     export through kaleido and the machine's headless Chromium)."""
     from workbench.analysis import NotApplicable
     from workbench.figures import FIGURES, TABLE_OF
-    from workbench.figures.export import ExportError, export_format, write_figure
-    from workbench.store import RunStore, StoreError
+    from workbench.figures.export import export_format, write_figure
+    from workbench.store import StoreSet
 
     name = figure.strip().replace("-", "_")
     if name not in FIGURES:
         _fail(f"unknown figure {figure!r}; choose from {', '.join(sorted(FIGURES))}")
+    export_format(out)  # bad input (ValueError, StoreError, no browser: ExportError) -> the group's `error: ...`, 2
     try:
-        export_format(out)
-        kwargs = parse_kwargs(kw)
-        df = figure_table(RunStore(root), run, TABLE_OF[name])
-        fig = FIGURES[name](df, **kwargs)
-        write_figure(fig, out, width=width, height=height, scale=scale)
+        df = figure_table(StoreSet.open(root, shipped), run, TABLE_OF[name])
+        fig = FIGURES[name](df, **parse_kwargs(kw))
     except TypeError as e:
         _fail(f"figure {name}: {e} (check the --kw names against its docstring: workbench.figures.FIGURES[{name!r}])")
-    except (ValueError, StoreError, NotApplicable, ExportError) as e:
+    except NotApplicable as e:
         _fail(str(e))
+    write_figure(fig, out, width=width, height=height, scale=scale)
     typer.echo(f"wrote {out} ({name}, {len(fig.data)} traces)")
 
 

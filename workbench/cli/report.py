@@ -42,13 +42,9 @@ def register(app: typer.Typer) -> None:
             except OSError as e:
                 raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder "
                                  f"({e.strerror})") from None
-        from workbench.figures.export import ExportError
-
-        try:
-            s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
-                             summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
-        except ExportError as e:
-            raise ValueError(str(e)) from None
+        # no browser for --figures-dir: ExportError, a ValueError, becomes `error: ...`, exit 2
+        s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
+                         summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
                    f"and {Path(summary) if summary else out.with_name('summary.json')}"

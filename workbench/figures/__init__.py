@@ -7,8 +7,9 @@ table alone (no run, no model). The dashboard, the reports and the notebooks all
 Every module draws with the shared grammar of `workbench.figures.style` (scheme colours, layer colours,
 dash styles, heatmaps, baselines) and contributes its builders through a module-level `FIGURES` dict (and,
 for builders drawn from another figure's table, `TABLES = {figure: table}`); a new module is registered by
-adding its name to `MODULES`. `TABLE_OF[figure]` names the stored table (or experiment) a figure reads. Table schemas: docs/analyses.md. Trace counts are part
-of the contract (tests check them) and are given in each docstring.
+adding its name to `MODULES`. `TABLE_OF[figure]` names the stored table (or experiment) a figure reads.
+Table schemas: docs/analyses.md. Trace counts are part of the contract (tests check them) and are given in
+each docstring.
 """
 from __future__ import annotations
 

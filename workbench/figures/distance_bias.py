@@ -3,26 +3,37 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from workbench.figures import style as S
 
 
 def distance_bias(df: pd.DataFrame) -> go.Figure:
     """Histogram of S(near) − S(far) summed over heads, one bar trace per layer (overlaid, sequential
-    colours); the dashed line at 0 is no distance preference."""
-    fig = go.Figure()
+    colours; the legend gives each layer's mean); the dashed line at 0 is no distance preference. A table of
+    several runs gets one panel per run (the layers' legend entries shared)."""
+    rids = list(dict.fromkeys(df["run_id"])) if "run_id" in df.columns else [None]
+    labels = S.run_labels(df) if len(rids) > 1 else {}
+    fig = make_subplots(rows=1, cols=len(rids), shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=[labels.get(r, "") for r in rids] if len(rids) > 1 else None)
     n_layers = int(df["layer"].max()) + 1 if len(df) else 1
-    for layer, sub in df.groupby("layer"):
-        h = sub.groupby(["bin_lo", "bin_hi"])["count"].sum().reset_index()
-        total = max(h["count"].sum(), 1)
-        mean = sub.drop_duplicates("head")["mean_diff"].mean()
-        fig.add_trace(go.Bar(x=(h["bin_lo"] + h["bin_hi"]) / 2, y=h["count"] / total, width=h["bin_hi"] - h["bin_lo"],
-                             name=f"layer {layer} (mean {mean:.2f})", opacity=0.55,
-                             marker_color=S.layer_color(layer, n_layers)))
-    fig.add_vline(x=0, line_dash="dash", line_color="gray")
-    fig.update_xaxes(title_text="logit(near key) − logit(far key)")
-    fig.update_yaxes(title_text="share of pairs")
-    return S.layout(fig, S.title_for(df, "Distance bias"), barmode="overlay")
+    for c, rid in enumerate(rids, 1):
+        d = df if rid is None else df[df["run_id"] == rid]
+        for layer, sub in d.groupby("layer"):
+            h = sub.groupby(["bin_lo", "bin_hi"])["count"].sum().reset_index()
+            total = max(h["count"].sum(), 1)
+            mean = sub.drop_duplicates("head")["mean_diff"].mean()
+            fig.add_trace(go.Bar(x=(h["bin_lo"] + h["bin_hi"]) / 2, y=h["count"] / total,
+                                 width=h["bin_hi"] - h["bin_lo"], opacity=0.55, legendgroup=f"layer {layer}",
+                                 name=f"layer {layer}" + ("" if len(rids) > 1 else f" (mean {mean:.2f})"),
+                                 marker_color=S.layer_color(layer, n_layers),
+                                 hovertemplate=f"layer {layer}, mean {mean:.2f}<br>"
+                                               "%{x:.2f}: %{y:.3f}<extra></extra>"),
+                          row=1, col=c)
+        fig.add_vline(x=0, line_dash="dash", line_color="gray", row=1, col=c)
+        fig.update_xaxes(title_text="logit(near) − logit(far)", row=1, col=c)
+    fig.update_yaxes(title_text="share of pairs", row=1, col=1)
+    return S.layout(fig, S.title_for(df, "Distance bias (dashed: no preference)"), barmode="overlay")
 
 
 def rope_expected_score(df: pd.DataFrame) -> go.Figure:
@@ -32,7 +43,8 @@ def rope_expected_score(df: pd.DataFrame) -> go.Figure:
     for i, mu in enumerate(means):
         sub = df[df["q_mean"] == mu]
         color = S.layer_color(i, len(means))
-        fig.add_trace(go.Scatter(x=sub["distance"], y=sub["expected_score"], mode="lines", name=f"mean {mu:g} (analytic)",
+        fig.add_trace(go.Scatter(x=sub["distance"], y=sub["expected_score"], mode="lines",
+                                 name=f"mean {mu:g} (analytic)",
                                  legendgroup=f"mean {mu:g}", line=dict(color=color)))
         fig.add_trace(go.Scatter(x=sub["distance"], y=sub["mc_mean"], mode="markers", marker=dict(size=3, color=color),
                                  name=f"mean {mu:g} (Monte Carlo)", legendgroup=f"mean {mu:g}", opacity=0.6))

@@ -18,15 +18,16 @@ def _layer_label(l: int) -> str:
 def partial_rope(df: pd.DataFrame) -> go.Figure:
     """Per task: heatmaps of test accuracy and of the deepest deposit layer over (k heads x RoPE layer),
     means over seeds, values in the cells and a labelled colour bar beside each panel: 2 traces per task."""
-    tasks = list(df["task"].unique())
+    tasks = S.tasks_of(df)
     fig = make_subplots(rows=len(tasks), cols=2, horizontal_spacing=0.2, vertical_spacing=0.22 / max(len(tasks), 1),
                         subplot_titles=[t for task in tasks for t in (f"{task_label(task)}: test accuracy",
                                                                       f"{task_label(task)}: deepest deposit layer")])
     for r, task in enumerate(tasks, 1):
         sub = df[df["task"] == task].copy()
         sub["layer_label"] = sub["layer"].map(_layer_label)
-        for c, (col, bar, fmt, lim) in enumerate((("test_acc", "test accuracy", ".3f", (0, 1)),
-                                                  ("deepest_deposit_layer", "layer", ".0f", (None, None))), 1):
+        panels = (("test_acc", "test accuracy", ".3f", (0, 1)),
+                  ("deepest_deposit_layer", "layer (mean over seeds)", ".1f", (None, None)))
+        for c, (col, bar, fmt, lim) in enumerate(panels, 1):
             z = sub.groupby(["layer_label", "k"])[col].mean().unstack("k")
             z.columns = [int(k) for k in z.columns]
             fig.add_trace(S.heatmap(z, colorbar_title=bar, fig=fig, row=r, col=c, zmin=lim[0], zmax=lim[1], fmt=fmt,
@@ -40,7 +41,7 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
 def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
     """Per task a panel; top-head delta per layer, mean over seeds, one line per scheme in its colour (hover:
     share of seeds with a single-head deposit)."""
-    tasks = list(df["task"].unique())
+    tasks = S.tasks_of(df)
     fig = make_subplots(rows=1, cols=max(len(tasks), 1), subplot_titles=[task_label(t) for t in tasks])
     for c, task in enumerate(tasks, 1):
         for scheme, sub in df[df["task"] == task].groupby("scheme"):
@@ -59,6 +60,9 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
     paper's Table 1 (same colour, hatched): 2 traces."""
     g = df.groupby(["task", "scheme"]).agg(test_acc=("test_acc", "mean"), paper=("paper_test_acc", "first"),
                                             single=("n_single_deposits", "mean")).reset_index()
+    order = {t: i for i, t in enumerate(S.tasks_of(g))}
+    g = g.sort_values(["task", "scheme"], key=lambda c: c.map(order) if c.name == "task" else
+                      c.map({"mla": 0, "rope": 1, "nope": 2}).fillna(3), ignore_index=True)  # the paper's order
     x = [f"{scheme_label(s)}, {task_label(t)}" for s, t in zip(g["scheme"], g["task"])]
     colors = [S.scheme_color(s) for s in g["scheme"]]
     fig = go.Figure([go.Bar(x=x, y=g["test_acc"], name="PE-Lab", marker_color=colors,
@@ -73,22 +77,23 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
 
 
 def _label_colors(d: pd.DataFrame, key: str) -> dict:
-    """Colour per label: its scheme's colour; several labels of one scheme get darker/lighter shades of it."""
+    """Colour per label: its scheme's colour; the plain scheme keeps it, other labels of the scheme (tags, kwargs)
+    get lighter shades of it."""
     schemes = d.groupby(key)["scheme"].first() if "scheme" in d.columns else pd.Series({l: l for l in d[key].unique()})
     out = {}
     for scheme, labels in schemes.groupby(schemes):
         base = S.scheme_color(scheme)
-        for i, label in enumerate(sorted(labels.index)):
+        for i, label in enumerate(sorted(labels.index, key=lambda l: (l != scheme, str(l)))):  # the plain scheme first
             out[label] = S.shade(base, i, len(labels))
     return out
 
 
 def convergence(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
     """Per task a panel; per label (scheme, or scheme + kwargs / tag) two lines (train dashed, test solid) in
-    the scheme's colour, mean over seeds: 2 x n_labels traces per task, plus chance and the best length-only
-    predictor (test split) when metric = accuracy and the table carries them."""
+    the scheme's colour, mean over seeds, one legend entry per label: 2 x n_labels traces per task, plus chance
+    and the best length-only predictor (test split) when metric = accuracy and the table carries them."""
     d = df[df["metric"] == metric]
-    tasks = list(d["task"].unique())
+    tasks = S.tasks_of(d)
     key = "label" if "label" in d.columns else "scheme"
     colors = _label_colors(d, key)
     fig = make_subplots(rows=1, cols=max(len(tasks), 1), subplot_titles=[task_label(t) for t in tasks],
@@ -98,9 +103,12 @@ def convergence(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
         for (label, split), sub in dt.groupby([key, "split"]):
             m = sub.groupby("epoch")["value"].mean()
             name = scheme_label(label) if key == "scheme" else _pretty(label)
-            fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines+markers", name=f"{name} {split}",
-                                     legendgroup=label, marker=dict(size=4),
-                                     line=dict(color=colors[label], dash=S.SPLIT_DASH.get(split, "solid"))),
+            test = split == "test"  # one legend entry per label (its test line); the train line joins its group
+            fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines+markers",
+                                     name=name if test else f"{name} ({split})",
+                                     legendgroup=label, showlegend=None if test else False, marker=dict(size=4),
+                                     line=dict(color=colors[label], dash=S.SPLIT_DASH.get(split, "solid")),
+                                     hovertemplate=f"{name}, {split}: " + "epoch %{x}, %{y:.3f}<extra></extra>"),
                           row=1, col=c)
         if metric == "accuracy":
             add_accuracy_baselines(fig, dt[dt["split"] == "test"], "epoch", 1, c)

@@ -18,8 +18,9 @@ FORMATS = ("svg", "pdf", "png")
 CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-class ExportError(RuntimeError):
-    """Static export is impossible here (no browser, no kaleido); the message says what to install."""
+class ExportError(ValueError):
+    """Static export is impossible here (no browser, no kaleido); the message says what to install (a ValueError,
+    so the CLI reports it as `error: ...`, exit 2)."""
 
 
 def find_browser() -> str | None:

@@ -34,7 +34,7 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
     if "task" not in d.columns:
         d["task"] = None
     labels = S.run_labels(d) if d["run_id"].nunique() > 1 else {}
-    tasks = list(dict.fromkeys(d["task"]))
+    tasks = S.tasks_of(d)
     fig = make_subplots(rows=2, cols=len(tasks), shared_xaxes="columns", vertical_spacing=0.1,
                         horizontal_spacing=0.1, row_heights=[0.62, 0.38],
                         subplot_titles=[task_label(t) or "accuracy" for t in tasks] + [""] * len(tasks))

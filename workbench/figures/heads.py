@@ -97,7 +97,7 @@ def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure
         fig.add_trace(go.Scatter(x=m.index, y=m.values, mode="lines", name=f"layer {layer}",
                                  line=dict(color=style.layer_color(int(layer), n_layers))), row=1, col=2)
     uni = dist.groupby("distance")["uniform"].mean()
-    style.add_baseline(fig, list(uni.values), "uniform heads", uni.index, label="uniform attention", row=1, col=2)
+    style.add_baseline(fig, list(uni.values), "uniform attention", uni.index, label="uniform attention", row=1, col=2)
     fig.update_xaxes(title_text="|i − j|", row=1, col=2)
     fig.update_yaxes(title_text="mean weight", type="log", row=1, col=2)
     return _layout(fig, _title(df, "Trigger attention"))

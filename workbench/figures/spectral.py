@@ -13,7 +13,8 @@ def spectral(df: pd.DataFrame) -> go.Figure:
     """Left: explained variance of the Toeplitz part (heatmap layer x head, 1 trace, colour bar beside the
     panel). Right: the relative-offset profile averaged over heads, one line per layer (n_layers traces)."""
     fig = make_subplots(rows=1, cols=2, column_widths=[0.42, 0.58], horizontal_spacing=0.16,
-                        subplot_titles=["Toeplitz share of logit variance", "relative-offset profile (mean over heads)"])
+                        subplot_titles=["Toeplitz share of logit variance",
+                                        "relative-offset profile (mean over heads)"])
     per_head = df.drop_duplicates(["layer", "head"])
     z = per_head.pivot(index="layer", columns="head", values="explained_var")
     fig.add_trace(S.heatmap(z, colorbar_title="R²", fig=fig, row=1, col=1, zmin=0, zmax=1, name="Toeplitz R²",

@@ -33,7 +33,8 @@ BASELINE_COLOR = "#555555"
 SPLIT_DASH = {"train": "dash", "test": "solid"}
 TENSOR_DASH = {"q": "solid", "k": "dot"}
 BASELINE_DASH = {"chance": "dot", "length-only": "dashdot", "uniform angles": "dot", "clean model": "dash",
-                 "shuffled labels": "dot", "uniform heads": "dot", "no contraction": "dash"}
+                 "shuffled labels": "dot", "uniform heads": "dot", "no contraction": "dash",
+                 "uniform attention": "dash"}
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Viridis"
 MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells
@@ -54,14 +55,22 @@ def layer_color(layer: int, n_layers: int) -> str:
 
 
 def shade(color: str, i: int, n: int) -> str:
-    """Variant i of n of a colour (n = 1: the colour itself; otherwise from darker to lighter)."""
-    if n <= 1:
+    """Variant i of n of a colour: i = 0 is the colour itself, later variants lighter (up to 60 % white)."""
+    if i <= 0 or n <= 1:
         return color
     rgb = np.array([int(color[k:k + 2], 16) for k in (1, 3, 5)], float) if color.startswith("#") else \
         np.array([float(v) for v in color[color.index("(") + 1:-1].split(",")[:3]])
-    t = -0.45 + 0.9 * i / (n - 1)  # -0.45 (darker) .. +0.45 (lighter)
-    out = rgb * (1 + t) if t < 0 else rgb + (255 - rgb) * t
+    out = rgb + (255 - rgb) * 0.6 * i / (n - 1)
     return "#" + "".join(f"{int(round(v)):02x}" for v in np.clip(out, 0, 255))
+
+
+TASK_ORDER = ("trigger-distance", "trigger-count")
+
+
+def tasks_of(df: pd.DataFrame) -> list:
+    """The tasks of a table in panel order: Task 1, Task 2, then any other in order of appearance."""
+    seen = list(dict.fromkeys(df["task"])) if "task" in df.columns else [None]
+    return sorted(seen, key=lambda t: TASK_ORDER.index(t) if t in TASK_ORDER else len(TASK_ORDER) + seen.index(t))
 
 
 # ---- labels ------------------------------------------------------------------------------------
@@ -242,7 +251,7 @@ def round_table(df: pd.DataFrame) -> pd.DataFrame:
     out = df[keys + [c for c in df.columns if c not in keys]].copy()
     floats = [c for c in out.columns if out[c].dtype.kind == "f"]
     dec = {c: decimals(c, out[c]) for c in floats}
-    for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy/acc, ci_lo -> delta, top_lo -> top_delta
+    for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy, ci_lo -> delta, top_lo -> top_delta
         if c.endswith(("_lo", "_hi")):
             stem = c[:-3]
             for base in (stem, f"{stem}_delta", "delta" if stem == "ci" else "", "accuracy" if stem == "acc" else ""):

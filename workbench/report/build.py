@@ -173,7 +173,7 @@ class Doc:
         shown = round_table(df.head(max_rows))
         body = shown.to_html(index=False, classes="tbl", border=0, na_rep="", float_format=lambda x: f"{x:.10g}",
                              escape=True)
-        self.parts.append(body)
+        self.parts.append(f'<div class="tblwrap">{body}</div>')  # scrolls sideways; the key column stays
         if len(df) > max_rows:
             self.p(f"({len(df) - max_rows} more rows in the stored table)", "note")
 
@@ -213,6 +213,8 @@ h2{font-size:18px;margin:8px 0} h3{font-size:15px;margin:14px 0 6px;color:#2c3a5
 table.tbl{border-collapse:collapse;font-size:12.5px;margin:6px 0}
 table.tbl th,table.tbl td{border-bottom:1px solid #e6e9ef;padding:3px 8px;text-align:left}
 table.tbl th{background:#f1f3f6} .missing{color:#6b7488} .error{color:#b03a2e}
+.tblwrap{overflow-x:auto;max-width:100%} .tblwrap table.tbl td:first-child{position:sticky;left:0;background:#fff}
+.tblwrap table.tbl th:first-child{position:sticky;left:0;z-index:1}
 .sentence{font-style:italic;color:#2c3a55} .note{color:#6b7488;font-size:12px}
 .status-failed{color:#b03a2e;font-weight:600} .status-interrupted,.status-created,.status-running{color:#b7791f}
 """
