@@ -207,3 +207,27 @@ def test_findings_notebook_executes_on_shipped_results_without_training(shipped,
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs) >= 3
     assert not list((base / "results").glob("*/model.safetensors"))  # nothing was trained into the shipped store
+
+
+def test_causal_claims_read_the_head_summaries():
+    """Seed 42: the ablation deposit head is also marked by >= 2 methods; seed 43: it is not. MLA: no deposit head."""
+    def summary(paper_heads, agreed):
+        return pd.DataFrame([{"layer": l, "head": h, "paper_deposit": (l, h) in paper_heads,
+                              "deposit_head": (l, h) in agreed, "patch_effect": 0.8, "probe_selectivity": 0.3,
+                              "methods": "ablation+patching" if (l, h) in agreed else "ablation"}
+                             for l in range(2) for h in range(2)])
+    rows, runs = [], []
+    for seed, agreed in ((42, {(0, 1)}), (43, set())):
+        rid = f"rope-{seed}"
+        rows.append({"run_id": rid, "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": seed,
+                     "test_acc": 0.99, "test_acc_auc": 0.9})
+        runs.append(FakeRun(rid, {"head_summary": summary({(0, 1)}, agreed)}))
+        rid = f"mla-{seed}"
+        rows.append({"run_id": rid, "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": seed,
+                     "test_acc": 0.9, "test_acc_auc": 0.8})
+        runs.append(FakeRun(rid, {"head_summary": summary(set(), set())}))
+    cl = claims(FakeStore(runs), _runs_frame(rows))
+    verdict = dict(zip(cl.claim + "|" + cl.setting, cl.verdict))
+    assert verdict["RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1|paper"] == "mixed"
+    assert verdict["MLA has no head that >= 2 methods mark as a deposit head, Task 1|paper"] == "reproduced"
+    assert verdict["MLA has no head that >= 2 methods mark as a deposit head, Task 2|paper"] == "pending"

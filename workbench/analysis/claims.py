@@ -223,6 +223,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     rows += _mla_claims(store, runs, th)
     rows += _table1_order_claims(runs)
     rows.append(_partial_rope_claim(store, runs))
+    rows += _causal_claims(store, runs)
     return pd.DataFrame(rows, columns=["claim", "paper_says", "setting", "verdict", "evidence", "runs"])
 
 
@@ -335,6 +336,77 @@ def _partial_rope_claim(store, runs) -> dict:
                      f"{'none' if deepest is None else f'layer {deepest}'}")
     verdict = "pending" if not agree else ("reproduced" if any(agree) else "not reproduced")  # "can": one suffices
     return _row(claim, paper, "paper", verdict, "; ".join(notes), sub.run_id)
+
+
+def _head_summaries(store, run_ids) -> dict[str, pd.DataFrame]:
+    out = {}
+    for rid in run_ids:
+        run = store.get(rid)
+        if "head_summary" in run.tables():
+            out[rid] = run.load_table("head_summary")
+    return out
+
+
+def _causal_claims(store, runs) -> list[dict]:
+    """Beyond zero-ablation (issue 14), from each run's `head_summary` table (votes of ablation, patching, probe
+    and direct logit attribution): does RoPE's ablation deposit head also carry the distance, and does MLA have a
+    head that two methods agree on?"""
+    out = []
+    claim = "RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1"
+    for setting in ("paper", "authors"):
+        sub = _runs(runs, setting, "rope", "trigger-distance")
+        hs = _head_summaries(store, sub["run_id"])
+        agree, notes = [], []
+        for r in sub.itertuples():
+            if r.run_id not in hs:
+                continue
+            h = hs[r.run_id]
+            paper = h[h["paper_deposit"].astype(bool)]
+            if paper.empty:
+                notes.append(f"seed {r.seed}: no ablation deposit head")
+                agree.append(False)
+                continue
+            both = paper[paper["deposit_head"].astype(bool)]
+            agree.append(not both.empty)
+            notes.append(f"seed {r.seed}: " + ", ".join(
+                f"L{int(x.layer)}.H{int(x['head'])} patching {x.patch_effect:.2f}, probe selectivity "
+                f"{x.probe_selectivity:.2f}, votes {x.methods or 'none'}" for _, x in paper.iterrows()))
+        if sub.empty and setting != "paper":
+            continue
+        out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
+                        _verdict(agree), "; ".join(notes) or "no finished run with a head_summary table yet",
+                        sub["run_id"]))
+    claim = "MLA has no head that >= 2 methods mark as a deposit head"
+    for setting in ("paper", "authors-mla"):
+        for task in TASKS:
+            sub = _runs(runs, setting, "mla", task)
+            hs = _head_summaries(store, sub["run_id"])
+            agree = [not hs[r.run_id]["deposit_head"].astype(bool).any() for r in sub.itertuples() if r.run_id in hs]
+            notes = [f"seed {r.seed}: {int(hs[r.run_id]['deposit_head'].astype(bool).sum())} deposit heads"
+                     for r in sub.itertuples() if r.run_id in hs]
+            if sub.empty and setting != "paper":
+                continue
+            out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
+                            _verdict(agree), "; ".join(notes) or "no finished run with a head_summary table yet",
+                            sub["run_id"]))
+    return out
+
+
+def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.DataFrame:
+    """Where the label first becomes linearly decodable: per run, the first layer whose pooled-stream label probe
+    reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input."""
+    rows = []
+    for r in runs.itertuples():
+        run = store.get(r.run_id)
+        if "probes" not in run.tables():
+            continue
+        p = run.load_table("probes")
+        p = p[(p["probe"] == "label_stream")].sort_values("layer")
+        hit = p[(p["score"] >= min_acc) & (p["selectivity"] > 0)]
+        rows.append({"setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed,
+                     "first_layer": int(hit["layer"].iloc[0]) if len(hit) else None,
+                     "best_score": float(p["score"].max()) if len(p) else np.nan, "min_acc": min_acc})
+    return pd.DataFrame(rows, columns=["setting", "variant", "task", "seed", "first_layer", "best_score", "min_acc"])
 
 
 def thresholds_table(th: Thresholds = Thresholds()) -> pd.DataFrame:

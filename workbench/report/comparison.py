@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import SETTINGS, Thresholds, claims, run_table, table1, thresholds_table
+from workbench.analysis.claims import (SETTINGS, Thresholds, claims, decodable_layers, run_table, table1,
+                                       thresholds_table)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.store import atomic_write_text
 
@@ -71,6 +72,18 @@ def _claims_section(cl: pd.DataFrame) -> str:
     counts = cl.verdict.value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in ("reproduced", "mixed", "not reproduced", "pending"))
     return f"Verdicts: {summary}.\n\n" + _md_table(["claim", "setting", "verdict", "evidence", "runs"], rows) + "\n"
+
+
+def _decodable_section(store, runs: pd.DataFrame) -> str:
+    d = decodable_layers(store, runs)
+    if d.empty:
+        return "No shipped run has a probes table yet.\n"
+    rows = []
+    for (setting, variant, task), g in d.groupby(["setting", "variant", "task"]):
+        layers = ", ".join(f"seed {r.seed}: {'never' if r.first_layer is None or pd.isna(r.first_layer) else int(r.first_layer)}"
+                           f" (best {r.best_score:.2f})" for r in g.itertuples())
+        rows.append([SETTINGS.get(setting, setting), variant, task_label(task), layers])
+    return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n"
 
 
 def _scale_section(runs: pd.DataFrame) -> str:
@@ -161,6 +174,13 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "above 0) on zero-ablation of each head's `hook_z`; L*l*.H*h* = layer l, head h (0-based).",
         "",
         _claims_section(cl),
+        "## Where the label first becomes linearly decodable",
+        "",
+        "Per run, the first layer whose pooled stream (the model's own readout of `blocks.{l}.hook_resid_post`) "
+        "predicts the label with a cross-validated logistic probe at >= 50 % accuracy and above its shuffled-label "
+        "control (layer -1: the embedded input; `probes` table, docs/analyses.md).",
+        "",
+        _decodable_section(store, runs),
         "Thresholds used above:",
         "",
         _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in thresholds_table(th).itertuples()]),
