@@ -120,7 +120,7 @@ def test_bad_worker_counts(tmp_path, data_dir, monkeypatch):
     grid = tmp_path / "g.toml"
     grid.write_text('preset = "smoke"\nschemes = ["nope"]\n')
     res = CliRunner().invoke(app, ["sweep", str(grid), "--workers", "0", "--root", str(tmp_path / "cli")])
-    assert res.exit_code == 2 and "--workers=0" in res.output and not (tmp_path / "cli").exists()
+    assert res.exit_code == 2 and "--workers 0" in res.output and not (tmp_path / "cli").exists()
 
 
 def test_entry_points_set_omp_wait_policy_before_torch():
