@@ -49,7 +49,7 @@ def run_suite(run, n_boot: int = 1000, max_examples: int | None = None, seed: in
         dep_name = "deposit" + name[len("ablation"):]
         step(dep_name, lambda name=name: deposit.run(run, table=name))
     for key, fn in ANALYSES.items():
-        if key in ("ablation", "deposit"):
+        if key.startswith(("ablation", "deposit")):  # every mode ran above
             continue
         kw = _accepted(COMPUTE.get(key, fn), {"seed": seed, "n_boot": n_boot, "max_examples": max_examples})
         step(key, lambda fn=fn, kw=kw: fn(run, **kw))
