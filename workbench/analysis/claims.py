@@ -31,6 +31,7 @@ SETTINGS = {  # setting key -> label (the order of the tables)
     "decoder": "PE-Lab `decoder` arch",
 }
 TASKS = ("trigger-distance", "trigger-count")
+TIER1 = ("nope", "sinusoidal", "learned", "random", "relative", "alibi", "rope", "rope+sinusoidal", "mla")
 VERDICTS = ("reproduced", "mixed", "not reproduced", "pending")
 
 
@@ -170,10 +171,15 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
 
 def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance") -> dict:
     """`scheme` has rank `rank` (1 = first) by the area under the test-accuracy curve among the tier-1
-    `paper`-arch schemes, per seed and on the seed mean."""
-    sub = runs[(runs.setting == "paper") & (runs.task == task) & (runs.variant == runs.scheme) & ~runs.partial]
-    if sub.empty or scheme not in set(sub.scheme):
-        return _row(claim, paper, "paper", "pending", "runs not finished yet", [])
+    `paper`-arch schemes (TIER1), per seed and on the seed mean; only seeds with all of them finished count."""
+    sub = runs[(runs.setting == "paper") & (runs.task == task) & (runs.variant == runs.scheme) & ~runs.partial
+               & runs.scheme.isin(TIER1)]
+    complete = [seed for seed, s in sub.groupby("seed") if set(TIER1) <= set(s.scheme)]
+    if not complete:
+        have = ", ".join(f"seed {seed}: {len(set(s.scheme))} of {len(TIER1)}" for seed, s in sub.groupby("seed"))
+        return _row(claim, paper, "paper", "pending", "needs every tier-1 scheme of a seed finished"
+                    + (f" ({have})" if have else ""), sub[sub.scheme == scheme]["run_id"])
+    sub = sub[sub.seed.isin(complete)]
     agree, notes = [], []
     for seed, s in sub.groupby("seed"):
         order = list(s.sort_values("test_acc_auc", ascending=False).scheme)
@@ -410,4 +416,4 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
 
 
 def thresholds_table(th: Thresholds = Thresholds()) -> pd.DataFrame:
-    return pd.DataFrame([{"threshold": k, "value": v} for k, v in asdict(th).items()])
+    return pd.DataFrame([{"threshold": k, "value": str(v)} for k, v in asdict(th).items()])

@@ -209,6 +209,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
 
 def pending_points(store, grid_path) -> list[str]:
     """One line per tier of the grid: how many of its points have no finished run in `store`, and which."""
+    from workbench.train.presets import PRESETS
     from workbench.train.sweep import grid_points, load_grid
 
     grid = load_grid(grid_path)
@@ -221,7 +222,8 @@ def pending_points(store, grid_path) -> list[str]:
         missing = []
         for p in points:
             fidelity = p.get("fidelity") or "pelab"
-            setting = fidelity if fidelity in ("authors", "authors-mla") else p["arch"]
+            arch = p["arch"] or PRESETS[p["preset"]]["model"]["arch"]  # None: the preset's
+            setting = fidelity if fidelity in ("authors", "authors-mla") else arch
             if (setting, p["tag"] or p["scheme"], p["task"], p["seed"]) not in have:
                 missing.append(f"{p['tag'] or p['scheme']} ({SETTINGS.get(setting, setting)}, "
                                f"{task_label(p['task'])}, seed {p['seed']})")
