@@ -16,6 +16,7 @@ import pandas as pd
 from workbench.analysis.claims import (SETTINGS, Thresholds, claims, decodable_layers, run_table, table1,
                                        thresholds_table)
 from workbench.analysis._common import scheme_label, task_label
+from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 
 VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**",
@@ -55,7 +56,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
         cells = [SETTINGS[setting], scheme_label(scheme)]
         for task in ("trigger-distance", "trigger-count"):
             r = g[g.task == task]
-            cells += [_pct(r.paper.iloc[0]) if len(r) else "–", _interval(r.iloc[0]) if len(r) else "pending"]
+            cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), _interval(r.iloc[0]) if len(r) else "pending"]
         rows.append(cells)
     order = {k: i for i, k in enumerate(SETTINGS)}
     rows.sort(key=lambda c: (order[[k for k, v in SETTINGS.items() if v == c[0]][0]], c[1]))
