@@ -283,7 +283,6 @@ def docs_screenshots(store_root: str) -> list[Path]:
     ids = {"rope": _pick(store, "rope"), "nope": _pick(store, "nope"), "partial": _pick(store, "rope", partial=True)}
     ids = {k: v or "" for k, v in ids.items()}
     pages = [("/", "findings", ""), ("/runs", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
-             ("/heads", "heads", "?run={rope}"),
              ("/partial-rope", "partial_rope", ""), ("/qk-means", "qk_means", "?run={rope}"),
              ("/angles", "angles", "?run={rope}"), ("/spectral", "spectral", "?run={rope}"),
              ("/distance-bias", "distance_bias", "?run={rope}|{nope}"),
