@@ -238,3 +238,18 @@ def test_causal_claims_read_the_head_summaries():
     assert verdict["RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1|paper"] == "mixed"
     assert verdict["MLA has no head that >= 2 methods mark as a deposit head, Task 1|paper"] == "reproduced"
     assert verdict["MLA has no head that >= 2 methods mark as a deposit head, Task 2|paper"] == "pending"
+
+
+def test_the_shipped_comparison_is_what_its_tables_give():
+    """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""
+    from pathlib import Path
+
+    from workbench.report.comparison import comparison_markdown, pending_points
+
+    repo = Path(__file__).resolve().parents[1]
+    shipped = repo / "results" / "repro"
+    if not (shipped / "COMPARISON.md").exists():
+        pytest.skip("no shipped results in this checkout")
+    store = RunStore(shipped, readonly=True)
+    text = comparison_markdown(store, pending=pending_points(store, repo / "grids" / "repro.toml"))
+    assert text == (shipped / "COMPARISON.md").read_text()
