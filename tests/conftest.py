@@ -26,3 +26,10 @@ def tokens():
     t[0, 11:] = 0
     t[3, 6:] = 0
     return t
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _hermetic_shipped_store(tmp_path_factory):
+    """Tests never read the checkout's results/repro unless they name it: the default shipped store is empty."""
+    os.environ["PELAB_SHIPPED"] = str(tmp_path_factory.mktemp("no-shipped"))
+    yield

@@ -68,7 +68,7 @@ def evidence(store, cl, key: str | None) -> list:
     """For one claim row: its evidence text, the seed-aggregated ablation atlas of its runs, links to each run."""
     from workbench.analysis import aggregate_seeds
 
-    if key is None or not key.isdigit() or int(key) not in cl.index:
+    if not isinstance(key, str) or not key.isdigit() or int(key) not in cl.index:  # a browser value
         return [C.hint("Pick a claim.", kind="info")]
     row = cl.loc[int(key)]
     out = [html.P([html.B(f"{row.verdict}: "), row.evidence])]
