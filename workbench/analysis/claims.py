@@ -117,15 +117,15 @@ def _runs(runs: pd.DataFrame, setting: str, variant: str, task: str) -> pd.DataF
     return runs[(runs.setting == setting) & (runs.variant == variant) & (runs.task == task)]
 
 
-def _deposits(store, run_ids, table: str = "deposit") -> dict[str, pd.DataFrame]:
-    """run id -> its stored deposit table (accuracy rows); runs without one are left out."""
-    out = {}
-    for rid in run_ids:
-        run = store.get(rid)
-        if table in run.tables():
-            dep = run.load_table(table)
-            out[rid] = dep[dep["metric"] == "accuracy"]
-    return out
+def _stored(store, run_ids, table: str) -> dict[str, pd.DataFrame]:
+    """run id -> its stored `table`; runs without one are left out."""
+    runs = (store.get(rid) for rid in run_ids)
+    return {run.id: run.load_table(table) for run in runs if table in run.tables()}
+
+
+def _deposits(store, run_ids) -> dict[str, pd.DataFrame]:
+    """run id -> the accuracy rows of its stored deposit table."""
+    return {rid: dep[dep["metric"] == "accuracy"] for rid, dep in _stored(store, run_ids, "deposit").items()}
 
 
 def _verdict(agree: list[bool]) -> str:
@@ -344,15 +344,6 @@ def _partial_rope_claim(store, runs) -> dict:
     return _row(claim, paper, "paper", verdict, "; ".join(notes), sub.run_id)
 
 
-def _head_summaries(store, run_ids) -> dict[str, pd.DataFrame]:
-    out = {}
-    for rid in run_ids:
-        run = store.get(rid)
-        if "head_summary" in run.tables():
-            out[rid] = run.load_table("head_summary")
-    return out
-
-
 def _causal_claims(store, runs) -> list[dict]:
     """Beyond zero-ablation (issue 14), from each run's `head_summary` table (votes of ablation, patching, probe
     and direct logit attribution): does RoPE's ablation deposit head also carry the distance, and does MLA have a
@@ -361,7 +352,7 @@ def _causal_claims(store, runs) -> list[dict]:
     claim = "RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1"
     for setting in ("paper", "authors"):
         sub = _runs(runs, setting, "rope", "trigger-distance")
-        hs = _head_summaries(store, sub["run_id"])
+        hs = _stored(store, sub["run_id"], "head_summary")
         agree, notes = [], []
         for r in sub.itertuples():
             if r.run_id not in hs:
@@ -386,7 +377,7 @@ def _causal_claims(store, runs) -> list[dict]:
     for setting in ("paper", "authors-mla"):
         for task in TASKS:
             sub = _runs(runs, setting, "mla", task)
-            hs = _head_summaries(store, sub["run_id"])
+            hs = _stored(store, sub["run_id"], "head_summary")
             agree = [not hs[r.run_id]["deposit_head"].astype(bool).any() for r in sub.itertuples() if r.run_id in hs]
             notes = [f"seed {r.seed}: {int(hs[r.run_id]['deposit_head'].astype(bool).sum())} deposit heads"
                      for r in sub.itertuples() if r.run_id in hs]
