@@ -52,6 +52,28 @@ def test_shipped_runs_have_everything_but_weights(shipped):
     assert not (base / "results" / "index.sqlite").exists()
 
 
+def test_shipped_tables_are_compact_and_keep_every_value(shipped):
+    """Shipped tables are float32 / zstd copies: the same rows, columns, integers and strings; floats within
+    float32 rounding; smaller on disk than the run store's own tables."""
+    base, ids = shipped
+    own, results = RunStore(base / "runs", readonly=True), RunStore(base / "results", readonly=True)
+    for rid in ids:
+        src, dst = own.get(rid), results.get(rid)
+        assert dst.tables() == src.tables()
+        for name in src.tables():
+            a, b = src.load_table(name), dst.load_table(name)
+            assert list(a.columns) == list(b.columns) and len(a) == len(b), name
+            for c in a.columns:
+                if a[c].dtype == np.float64:
+                    assert b[c].dtype == np.float32, (name, c)
+                    np.testing.assert_allclose(b[c].to_numpy(np.float64), a[c].to_numpy(), rtol=1e-6, atol=1e-30,
+                                               err_msg=f"{name}.{c}")
+                else:
+                    pd.testing.assert_series_equal(a[c], b[c], check_dtype=False, obj=f"{name}.{c}")
+        size = lambda run: sum(p.stat().st_size for p in (run.path / "tables").glob("*.parquet"))
+        assert size(dst) < 0.8 * size(src)
+
+
 def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
     base, ids = shipped
     from workbench.cli import app
