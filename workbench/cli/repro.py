@@ -59,7 +59,7 @@ def ship_cmd(
 
         tiers = [int(t) for t in tier.split(",")] if tier else None
         try:
-            ids = [store.run_id(resolve_config(store=store, **p)) for p in grid_points(load_grid(grid), tiers)]
+            ids = [store.run_id(resolve_config(**p)) for p in grid_points(load_grid(grid), tiers)]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
@@ -118,7 +118,7 @@ def compare_cmd(
 
 
 def recreate_cmd(
-    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md or `workbench runs --shipped`)"),
+    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md, or `workbench runs`: rows with source shipped)"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
