@@ -275,3 +275,12 @@ def test_the_shipped_comparison_is_what_its_tables_give():
     store = RunStore(shipped, readonly=True)
     text = comparison_markdown(store, pending=pending_points(store, repo / "grids" / "repro.toml"))
     assert text == (shipped / "COMPARISON.md").read_text()
+
+
+@pytest.mark.parametrize("task", ["trigger-distance", "trigger-count"])
+def test_run_ids_from_the_task_spec_equal_those_from_the_data(task, tmp_path):
+    """`ship --grid` computes ids without loading datasets: the spec must fix vocab, classes and length as the data do."""
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    for scheme, fidelity in (("rope", "pelab"), ("nope", "authors"), ("mla", "authors-mla")):
+        cfg = dict(preset="smoke", scheme=scheme, task=task, fidelity=fidelity)
+        assert store.run_id(resolve_config(**cfg)) == store.run_id(resolve_config(store=store, **cfg))
