@@ -284,3 +284,33 @@ def test_run_ids_from_the_task_spec_equal_those_from_the_data(task, tmp_path):
     for scheme, fidelity in (("rope", "pelab"), ("nope", "authors"), ("mla", "authors-mla")):
         cfg = dict(preset="smoke", scheme=scheme, task=task, fidelity=fidelity)
         assert store.run_id(resolve_config(**cfg)) == store.run_id(resolve_config(store=store, **cfg))
+
+
+def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
+    """A tier-4 run is compared with the Table 1 variant of its setting, task and seed, the change read from the
+    configs; over two seeds the difference gets a Student-t interval."""
+    from workbench.analysis.claims import one_setting
+    from workbench.train.presets import flatten_sets
+
+    rows, runs = [], []
+    for seed, (base_acc, acc) in ((42, (0.60, 0.90)), (43, (0.50, 0.70))):
+        for tag, sets, a in (("rope", [], base_acc), ("nope", [], 0.1),
+                             ("rope-with-pad-mask", [("model.attn_pad_mask", True)], acc),
+                             ("rope-no-sinusoid", flatten_sets({"model.scheme": "rope", "model.scheme_kwargs": {}}),
+                              acc)):
+            cfg = resolve_config("smoke", "rope" if tag != "nope" else "nope", "trigger-distance", seed=seed,
+                                 fidelity="authors", tag=tag, sets=sets)
+            rid = f"{tag}-{seed}"
+            run = FakeRun(rid, {})
+            run.config = cfg
+            runs.append(run)
+            rows.append({"run_id": rid, "setting": "authors", "variant": tag, "scheme": cfg["model"]["scheme"],
+                         "task": "trigger-distance", "seed": seed, "test_acc": a, "test_acc_auc": a})
+    d = one_setting(FakeStore(runs), _runs_frame(rows)).set_index("variant")
+    assert set(d.index) == {"rope-with-pad-mask", "rope-no-sinusoid"}
+    mask = d.loc["rope-with-pad-mask"]
+    assert mask.base == "rope" and mask.change == "model.attn_pad_mask: false -> true" and mask.n_seeds == 2
+    assert mask.delta == pytest.approx(0.25) and mask.delta_lo < 0.25 < mask.delta_hi
+    assert mask.base_acc == pytest.approx(0.55) and mask.acc == pytest.approx(0.80)
+    nosin = d.loc["rope-no-sinusoid"].change
+    assert nosin == 'model.scheme: "rope+sinusoidal" -> "rope"; model.scheme_kwargs.layout: "concat" -> null'
