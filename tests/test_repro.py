@@ -314,3 +314,22 @@ def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
     assert mask.base_acc == pytest.approx(0.55) and mask.acc == pytest.approx(0.80)
     nosin = d.loc["rope-no-sinusoid"].change
     assert nosin == 'model.scheme: "rope+sinusoidal" -> "rope"; model.scheme_kwargs.layout: "concat" -> null'
+
+
+def test_shipping_again_leaves_an_unchanged_run_alone(shipped):
+    """A second `ship` of the same runs rewrites nothing (no churn in a committed results folder); a new table
+    in the run store ships the run again."""
+    base, ids = shipped
+    from workbench.cli import app
+
+    info = base / "results" / ids[0] / "run.json"
+    before = info.read_text()
+    args = ["ship", *ids, "--to", str(base / "results"), "--no-analyze", "--root", str(base / "runs")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and f"0 shipped, {len(ids)} unchanged" in res.output, res.output
+    assert info.read_text() == before
+    own = RunStore(base / "runs")
+    own.get(ids[0]).save_table("extra", pd.DataFrame({"a": [1.0]}))
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and f"1 shipped, {len(ids) - 1} unchanged" in res.output, res.output
+    assert "extra" in RunStore(base / "results", readonly=True).get(ids[0]).tables()

@@ -43,3 +43,16 @@ def ship_run(run: Run, dest_root: str | os.PathLike) -> Path:
     shutil.rmtree(old, ignore_errors=True)
     return final
 
+
+def is_shipped(run: Run, dest_root: str | os.PathLike) -> bool:
+    """True when `dest_root` holds a copy of `run` with every one of its tables and nothing of the run changed
+    since (its metrics and tables are not newer than the copy's run.json)."""
+    copy = Path(dest_root) / run.id
+    if not (copy / INFO).is_file():
+        return False
+    have = sorted(p.stem for p in (copy / TABLES).glob("*.parquet")) if (copy / TABLES).is_dir() else []
+    if have != run.tables():
+        return False
+    sources = [run.path / METRICS, *(run.path / TABLES).glob("*.parquet")]
+    return max(p.stat().st_mtime for p in sources if p.exists()) <= (copy / INFO).stat().st_mtime
+
