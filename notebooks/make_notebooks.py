@@ -400,7 +400,7 @@ RUN_ID = os.environ.get("PELAB_RUN_ID")  # a shipped run (train mode: a run of R
     new_code_cell(HELPERS),
     new_code_cell('''\
 HEAD_TABLES = ["ablation", "ablation_resample", "patching", "probes", "trigger_attention", "dla", "head_summary"]
-if RUN_ID:
+if RUN_ID and (TRAIN or shipped):
     run = (store if TRAIN else shipped).get(RUN_ID)
 else:
     run = get_run("rope", "trigger-distance", tables=HEAD_TABLES)

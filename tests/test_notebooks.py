@@ -140,6 +140,7 @@ def test_notebooks_use_shipped_runs_recreated_into_the_own_store(shipped, tmp_pa
     that need the model run, on the shipped tables (NB1's hand-made check matches the sampled ablation table)."""
     dest, smoke, _ = shipped
     env.setenv("PELAB_SHIPPED", str(dest))
+    env.setenv("PELAB_RUN_ID", smoke.rope)  # NB3 names its run (the test above lets it pick one)
     shutil.copytree(Path(smoke.root).parent, tmp_path / "own")
     runs_before = sorted(p.name for p in (tmp_path / "own" / "runs").iterdir())
     results = execute(LIVE, tmp_path)
