@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 
 from workbench.analysis import ANALYSES
+from workbench.analysis._common import run_data
 from workbench.analysis.claims import run_table
 from workbench.figures import FIGURES
 from workbench.store import RunStore, shipped_root
@@ -196,7 +197,7 @@ nnsight 0.8 modules are accessed in execution order: layer by layer, `hook_q` be
     new_code_cell('''\
 model_run = live(run)  # the run with weights: trained here, or your re-created copy of the shipped run
 if model_run:
-    model, ds = model_run.load_model(), model_run.load_dataset()
+    model, ds = model_run.load_model(), run_data(model_run)  # the test split as the analyses count it
     print("example:", ds.decode(ds.test_x[0]), "-> label (distance)", int(ds.test_y[0]))
     tokens = torch.as_tensor(ds.test_x[:64])
     L = model.cfg.n_layers
@@ -436,7 +437,7 @@ from synthetic_tasks.counterfactual import counterfactual_pairs
 
 model_run = live(run)  # the run with weights: trained here, or your re-created copy of the shipped run
 if model_run:
-    model, ds = model_run.load_model(), model_run.load_dataset()
+    model, ds = model_run.load_model(), run_data(model_run)  # the test split as the analyses count it
     pairs = counterfactual_pairs(ds.spec, ds.trigger_ids, 64, seed=0)
     print("clean:         ", ds.decode(pairs.clean_x[0]), "-> distance", pairs.clean_y[0])
     print("counterfactual:", ds.decode(pairs.cf_x[0]), "-> distance", pairs.cf_y[0])'''),
