@@ -75,8 +75,10 @@ def get_run(scheme, task="trigger-distance", tables=("ablation",), **scheme_kwar
         run = shipped.get(rid)
         if (run.config["model"].get("scheme_kwargs") or {}) == scheme_kwargs and set(tables) <= set(run.tables()):
             return run
-    print(f"No {scheme} run {scheme_kwargs or ''} on {task} with the tables {list(tables)} is shipped in {root} "
-          "(COMPARISON.md there lists the pending grid points); PELAB_TRAIN=1 trains one at PELAB_PRESET.")
+    if len(catalog):  # (an empty store was reported above)
+        what = f"{scheme} run" + (f" with {scheme_kwargs}" if scheme_kwargs else "")
+        print(f"No {what} on {task} with the tables {list(tables)} is shipped in {root} (COMPARISON.md there lists "
+              "the pending grid points); PELAB_TRAIN=1 trains one at PELAB_PRESET.")
     return None
 
 
