@@ -35,13 +35,13 @@ THREADS = int(os.environ.get("PELAB_THREADS", "2"))
 '''
 
 HELPERS = '''\
-import numpy as np
 import pandas as pd
 import torch
 
 from workbench.analysis import ANALYSES
 from workbench.analysis._common import run_data
 from workbench.analysis.claims import run_table
+from workbench.analysis.experiments import run_deposit
 from workbench.figures import FIGURES
 from workbench.store import RunStore, shipped_root
 
@@ -105,8 +105,6 @@ def table(run, name, **params):
 def deposit_of(run):
     """Per-layer deposit statistics of the run's zero-ablation (accuracy): the stored `deposit` table, else
     computed from its `ablation` table."""
-    from workbench.analysis.experiments import run_deposit
-
     dep = run_deposit(run, compute_missing=TRAIN)
     return dep[dep.metric == "accuracy"]
 '''
