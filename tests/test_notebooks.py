@@ -159,11 +159,40 @@ def test_notebooks_on_an_empty_shipped_store_say_so(tmp_path, env):
     assert not (tmp_path / "own").exists()
 
 
-def test_committed_notebooks_are_what_make_notebooks_writes(tmp_path):
-    pytest.importorskip("nbformat")
+def make_notebooks():
     spec = importlib.util.spec_from_file_location("make_notebooks", NOTEBOOKS / "make_notebooks.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_setup_cells_pick_shipped_runs_by_query(shipped, tmp_path, env, capsys):
+    """The parameter and helper cells of notebooks 01-03, run in this process: runs are found by scheme, task,
+    scheme_kwargs and tables; a missing one and a missing model are said, with the command to run."""
+    pytest.importorskip("nbformat")
+    dest, smoke, mla = shipped
+    env.setenv("PELAB_SHIPPED", str(dest))
+    mod, ns = make_notebooks(), {}
+    exec(mod.PARAMS + mod.HELPERS, ns)
+    get_run, live = ns["get_run"], ns["live"]
+    assert get_run("rope").id == smoke.rope and get_run("mla").id == mla
+    assert get_run("rope", rope_heads=1, rope_layers=[0]).id == smoke.partial
+    assert get_run("rope", "trigger-count").id == smoke.count
+    assert get_run("nope", tables=["patching"]) is None  # shipped without the per-head tables
+    assert get_run("alibi") is None
+    out = capsys.readouterr().out
+    assert "No nope run on trigger-distance with the tables ['patching'] is shipped" in out and "No alibi run" in out
+    assert live(get_run("rope")) is None
+    assert f"`workbench recreate {smoke.rope} --root {tmp_path / 'own' / 'runs'}`" in capsys.readouterr().out
+    shutil.copytree(Path(smoke.root).parent, tmp_path / "own")  # as if re-created: same ids, with weights
+    exec(mod.PARAMS + mod.HELPERS, ns)
+    mine = ns["live"](ns["get_run"]("rope"))
+    assert mine.id == smoke.rope and mine.has_weights and mine.path.parent == tmp_path / "own" / "runs"
+
+
+def test_committed_notebooks_are_what_make_notebooks_writes(tmp_path):
+    pytest.importorskip("nbformat")
+    mod = make_notebooks()
     for name, cells in mod.NOTEBOOKS.items():
         assert mod.write(name, cells, tmp_path).read_text() == (NOTEBOOKS / name).read_text(), \
             f"{name} differs from its cell sources: run `python notebooks/make_notebooks.py`"
