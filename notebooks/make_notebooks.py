@@ -116,8 +116,9 @@ NB0 = [
 This notebook reads the **shipped results** (`results/repro`: configs, provenance, metrics and every analysis
 table of each run, no weights) and shows what the reproduction found: the paper's Table 1 next to PE-Lab's
 numbers over seeds, each of the paper's claims with a verdict, and the seed-aggregated ablation atlas behind the
-central claim. Nothing is trained; to look inside a model, re-create a run (`workbench recreate RUN_ID`, which
-re-trains it deterministically) and use notebooks 01-03. The full text is `results/repro/COMPARISON.md`."""),
+central claim. Nothing is trained. Notebooks 01-03 read the same shipped runs head by head, and look inside a
+model once its run is re-created (`workbench recreate RUN_ID`, which re-trains it deterministically). The full
+text is `results/repro/COMPARISON.md`."""),
     new_code_cell('''\
 # Parameters. The test suite runs this notebook with PELAB_SHIPPED=<a small shipped store>.
 import os
