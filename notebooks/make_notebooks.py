@@ -1,7 +1,12 @@
 """Write the tutorial notebooks from the cell sources below (`python notebooks/make_notebooks.py`).
 
-The notebooks are committed without outputs; tests/test_notebooks.py executes them top to bottom with
-nbclient at the smoke preset (PELAB_PRESET=smoke, PELAB_RUNS=<temporary store>), so they never rot.
+Every notebook reads the shipped results by default (`results/repro`, or $PELAB_SHIPPED: configs, metrics and
+analysis tables, no weights), so it runs without training. Notebooks 01-03 also have a train mode
+(`PELAB_TRAIN=1`, or `TRAIN = True` in their parameter cell: train at PELAB_PRESET into PELAB_RUNS); their cells
+that need a live model run in train mode or once a shipped run is re-created into PELAB_RUNS
+(`workbench recreate RUN_ID`), and otherwise print that command. The notebooks are committed without outputs;
+tests/test_notebooks.py executes them top to bottom with nbclient in both modes (shipped: on a small shipped
+store built from smoke runs, also empty and with re-created runs; train: at PELAB_PRESET=smoke), so they never rot.
 """
 from __future__ import annotations
 
@@ -12,34 +17,96 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
 
-SETUP = '''\
-# Parameters. The test suite runs this notebook with PELAB_PRESET=smoke and PELAB_RUNS=<temporary store>.
+PARAMS = '''\
+# Parameters: two modes.
+# * shipped (default): read the shipped results ($PELAB_SHIPPED, else results/repro of this checkout): each run's
+#   config, metrics and analysis tables, no weights. Nothing is trained. Cells that need a live model run once
+#   the run is re-created into your store RUNS (`workbench recreate RUN_ID --root RUNS`: deterministic
+#   re-training, about 6 CPU-minutes a run at the repro preset); until then they print that command.
+# * train (TRAIN = True, or PELAB_TRAIN=1): train (or reuse) the runs at PRESET in RUNS; missing tables are
+#   computed from the models and stored with the runs.
+# The test suite runs both: shipped mode on a small shipped store, train mode with PELAB_PRESET=smoke.
 import os
 
-PRESET = os.environ.get("PELAB_PRESET", "cpu")     # smoke (seconds) | cpu (about a minute a run) | paper (GPU)
-RUNS = os.environ.get("PELAB_RUNS", "runs")         # the run store: trained runs are reused, not retrained
+TRAIN = os.environ.get("PELAB_TRAIN") == "1"
+PRESET = os.environ.get("PELAB_PRESET", "cpu")   # train mode: smoke (seconds) | cpu (a minute a run) | repro | paper
+RUNS = os.environ.get("PELAB_RUNS", "runs")      # your run store: trained runs and re-created shipped runs
 THREADS = int(os.environ.get("PELAB_THREADS", "2"))
+'''
 
-import numpy as np
+HELPERS = '''\
 import pandas as pd
 import torch
 
+from workbench.analysis import ANALYSES
+from workbench.analysis._common import run_data
+from workbench.analysis.claims import run_table
+from workbench.analysis.experiments import run_deposit
+from workbench.figures import FIGURES
+from workbench.store import RunStore, shipped_root
+
 torch.set_num_threads(THREADS)
-from workbench.store import RunStore
-from workbench.train.loop import train
-from workbench.train.presets import resolve_config
+if TRAIN:
+    from workbench.train.loop import train
+    from workbench.train.presets import resolve_config
 
-store = RunStore(RUNS)
+    store = own = RunStore(RUNS)
+    print(f"train mode: preset {PRESET}, store {store.root}")
+else:
+    root = shipped_root()
+    shipped = RunStore(root, readonly=True) if root is not None and root.is_dir() else None
+    own = RunStore(RUNS, readonly=True) if os.path.isdir(RUNS) else None  # only read: re-created runs' weights
+    catalog = run_table(shipped) if shipped else run_table(runs=[])
+    print(f"shipped mode: {len(catalog)} shipped runs in {root}" if len(catalog) else
+          f"shipped mode, but no run is shipped in {root}: open this notebook in a PE-Lab checkout (results/repro), "
+          "set PELAB_SHIPPED to a results store, or set PELAB_TRAIN=1 to train the runs it needs")
 
 
-def get_run(scheme, task="trigger-distance", **model_kwargs):
-    """The finished run of this configuration: loaded from the store, or trained now (resumed if partial)."""
-    sets = [(f"model.scheme_kwargs.{k}", v) for k, v in model_kwargs.items()]
-    cfg = resolve_config(preset=PRESET, scheme=scheme, task=task, sets=sets, store=store)
-    return train(cfg, store, resume=True, progress=False)
+def get_run(scheme, task="trigger-distance", tables=("ablation",), **scheme_kwargs):
+    """Train mode: the finished run of this configuration at PRESET (trained now, or resumed, when missing).
+    Shipped mode: the shipped run of this scheme, task and scheme_kwargs in PE-Lab's `paper` setting that holds
+    `tables` (lowest seed); None, after saying so, when none is shipped."""
+    if TRAIN:
+        sets = [(f"model.scheme_kwargs.{k}", v) for k, v in scheme_kwargs.items()]
+        cfg = resolve_config(preset=PRESET, scheme=scheme, task=task, sets=sets, store=store)
+        return train(cfg, store, resume=True, progress=False)
+    rows = catalog[(catalog.setting == "paper") & (catalog.scheme == scheme) & (catalog.task == task)]
+    for rid in rows.sort_values("seed").run_id:
+        run = shipped.get(rid)
+        if (run.config["model"].get("scheme_kwargs") or {}) == scheme_kwargs and set(tables) <= set(run.tables()):
+            return run
+    if len(catalog):  # (an empty store was reported above)
+        what = f"{scheme} run" + (f" with {scheme_kwargs}" if scheme_kwargs else "")
+        print(f"No {what} on {task} with the tables {list(tables)} is shipped in {root} (COMPARISON.md there lists "
+              "the pending grid points); PELAB_TRAIN=1 trains one at PELAB_PRESET.")
+    return None
 
 
-print(f"preset {PRESET}, store {store.root}")
+def live(run):
+    """The run with its weights, for the cells that need a model: the run itself (trained here) or your re-created
+    copy of the shipped run (same id, in RUNS); None, after saying what to run, when there is neither."""
+    if run is None or run.has_weights:
+        return run
+    if own is not None and run.id in own.run_ids():
+        mine = own.get(run.id)
+        if mine.status == "finished" and mine.has_weights:
+            return mine
+    print(f"This cell needs the model of {run.id}, whose weights are not shipped: run "
+          f"`workbench recreate {run.id} --root {os.path.abspath(RUNS)}` (re-trains it deterministically), "
+          "then run this notebook again.")
+    return None
+
+
+def table(run, name, **params):
+    """The run's stored analysis table; in train mode computed (and stored with the run) when missing."""
+    return ANALYSES[name](run, **params) if TRAIN and not run.has_table(name) else run.load_table(name)
+
+
+def deposit_of(run):
+    """Per-layer deposit statistics of the run's zero-ablation (accuracy): the stored `deposit` table, else
+    computed from its `ablation` table."""
+    dep = run_deposit(run, compute_missing=TRAIN)
+    return dep[dep.metric == "accuracy"]
 '''
 
 NB0 = [
@@ -49,8 +116,9 @@ NB0 = [
 This notebook reads the **shipped results** (`results/repro`: configs, provenance, metrics and every analysis
 table of each run, no weights) and shows what the reproduction found: the paper's Table 1 next to PE-Lab's
 numbers over seeds, each of the paper's claims with a verdict, and the seed-aggregated ablation atlas behind the
-central claim. Nothing is trained; to look inside a model, re-create a run (`workbench recreate RUN_ID`, which
-re-trains it deterministically) and use notebooks 01-03. The full text is `results/repro/COMPARISON.md`."""),
+central claim. Nothing is trained. Notebooks 01-03 read the same shipped runs head by head, and look inside a
+model once its run is re-created (`workbench recreate RUN_ID`, which re-trains it deterministically). The full
+text is `results/repro/COMPARISON.md`."""),
     new_code_cell('''\
 # Parameters. The test suite runs this notebook with PELAB_SHIPPED=<a small shipped store>.
 import os
@@ -100,99 +168,114 @@ NB1 = [
 
 The core paper (seed 003) trains 6-layer classifiers on the *trigger distance* task and zeroes one head at a
 time: with RoPE, one head of a shallow layer carries almost everything (a **single-head deposit**). This
-notebook does the same at a small scale:
+notebook looks at one RoPE run:
 
-1. train (or load) a RoPE run,
-2. read the per-head queries and keys twice -- with TransformerLens (`run_with_cache`) and with nnsight
-   (`NNsight(model).trace`) -- and check that both see the same tensors,
-3. run the head-ablation sweep (`workbench.analysis`), store it with the run,
-4. draw the ablation atlas with the shared figure builders (`workbench.figures`) and read the deposit
-   statistics.
+1. a RoPE run on Task 1: by default a **shipped** run of the reproduction (nothing is trained); with
+   `PELAB_TRAIN=1` one trained (or reused) at `PELAB_PRESET`,
+2. its per-head queries and keys read twice -- with TransformerLens (`run_with_cache`) and with nnsight
+   (`NNsight(model).trace`) -- checking that both see the same tensors (needs the model: train mode, or the
+   shipped run re-created with `workbench recreate RUN_ID`),
+3. its head-ablation sweep (`workbench.analysis`, stored with the run) and one cell of it checked by hand
+   (needs the model),
+4. the ablation atlas drawn with the shared figure builders (`workbench.figures`) and the deposit statistics.
 
 Everything here is also in the dashboard (`workbench app`, page *Ablation atlas*) and in `workbench report`."""),
-    new_code_cell(SETUP),
-    new_markdown_cell("## 1. A trained run\n`get_run` trains only when the store does not hold this configuration yet."),
+    new_code_cell(PARAMS),
+    new_code_cell(HELPERS),
+    new_markdown_cell("## 1. A RoPE run\nShipped mode: the shipped RoPE Task 1 run (PE-Lab `paper` setting, lowest "
+                      "seed) with an ablation table. Train mode: `get_run` trains only when the store does not hold "
+                      "this configuration yet."),
     new_code_cell('''\
-run = get_run("rope", "trigger-distance")
-model, ds = run.load_model(), run.load_dataset()
-print(run.id, run.status, {k: round(v, 4) for k, v in run.final.items() if isinstance(v, float)})
-print("example:", ds.decode(ds.test_x[0]), "-> label (distance)", int(ds.test_y[0]))
-run.metrics()[["epoch", "train_loss", "train_acc", "test_loss", "test_acc"]]'''),
+run = get_run("rope", "trigger-distance", tables=["ablation"])
+if run:
+    print(run.id, run.status, {k: round(v, 4) for k, v in run.final.items() if isinstance(v, float)})
+    display(run.metrics()[["epoch", "train_loss", "train_acc", "test_loss", "test_acc"]])'''),
     new_markdown_cell("""\
-## 2. Queries and keys, two ways
+## 2. Queries and keys, two ways (needs the model)
 `hook_q` / `hook_k` are the per-head projections *before* the rotary transform, `[batch, pos, head, d_head]`.
 TransformerLens caches them with `run_with_cache`; nnsight reads the same hook points inside a trace (in
 nnsight 0.8 modules are accessed in execution order: layer by layer, `hook_q` before `hook_k`)."""),
     new_code_cell('''\
-tokens = torch.as_tensor(ds.test_x[:64])
-L = model.cfg.n_layers
-names = [f"blocks.{l}.attn.hook_{w}" for l in range(L) for w in ("q", "k")]
-logits_tl, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
-q_tl = torch.stack([cache[f"blocks.{l}.attn.hook_q"] for l in range(L)])
-k_tl = torch.stack([cache[f"blocks.{l}.attn.hook_k"] for l in range(L)])
-print("TransformerLens q:", tuple(q_tl.shape), "(layer, batch, pos, head, d_head)")'''),
+model_run = live(run)  # the run with weights: trained here, or your re-created copy of the shipped run
+if model_run:
+    model, ds = model_run.load_model(), run_data(model_run)  # the test split as the analyses count it
+    print("example:", ds.decode(ds.test_x[0]), "-> label (distance)", int(ds.test_y[0]))
+    tokens = torch.as_tensor(ds.test_x[:64])
+    L = model.cfg.n_layers
+    names = [f"blocks.{l}.attn.hook_{w}" for l in range(L) for w in ("q", "k")]
+    logits_tl, cache = model.run_with_cache(tokens, names_filter=lambda n: n in names)
+    q_tl = torch.stack([cache[f"blocks.{l}.attn.hook_q"] for l in range(L)])
+    k_tl = torch.stack([cache[f"blocks.{l}.attn.hook_k"] for l in range(L)])
+    print("TransformerLens q:", tuple(q_tl.shape), "(layer, batch, pos, head, d_head)")'''),
     new_code_cell('''\
 from nnsight import NNsight
 
-wrapped = NNsight(model)
-saved_q, saved_k = [], []                    # filled inside the trace (lists made outside it persist)
-with wrapped.trace(tokens):
-    for l in range(L):                       # execution order: layer by layer, q before k
-        attn = wrapped.blocks[l].attn
-        saved_q.append(attn.hook_q.output.save())
-        saved_k.append(attn.hook_k.output.save())
-    logits_nn = wrapped.output.save()
-q_nn, k_nn = torch.stack(saved_q), torch.stack(saved_k)
-torch.testing.assert_close(q_nn, q_tl)
-torch.testing.assert_close(k_nn, k_tl)
-torch.testing.assert_close(logits_nn, logits_tl)
-print("nnsight and TransformerLens agree on q, k and the logits; max |q| =", float(q_nn.abs().max()))'''),
+if live(run):
+    wrapped = NNsight(model)
+    saved_q, saved_k = [], []                    # filled inside the trace (lists made outside it persist)
+    with wrapped.trace(tokens):
+        for l in range(L):                       # execution order: layer by layer, q before k
+            attn = wrapped.blocks[l].attn
+            saved_q.append(attn.hook_q.output.save())
+            saved_k.append(attn.hook_k.output.save())
+        logits_nn = wrapped.output.save()
+    q_nn, k_nn = torch.stack(saved_q), torch.stack(saved_k)
+    torch.testing.assert_close(q_nn, q_tl)
+    torch.testing.assert_close(k_nn, k_tl)
+    torch.testing.assert_close(logits_nn, logits_tl)
+    print("nnsight and TransformerLens agree on q, k and the logits; max |q| =", float(q_nn.abs().max()))'''),
     new_markdown_cell("""\
 ## 3. The ablation sweep
-`delta(l, h) = accuracy(clean) - accuracy(head h of layer l zeroed)` on the test split, with 95 % bootstrap
-intervals over test examples. The table is stored with the run (`run.save_table`), so the dashboard and the
-reports read it without recomputing."""),
+`delta(l, h) = accuracy(clean) - accuracy(head h of layer l zeroed)` on the test split (or a seeded sample of
+`n_examples` of it), with 95 % bootstrap intervals over test examples. The table is stored with the run
+(`run.save_table`), so the dashboard and the reports read it without recomputing; shipped runs carry it."""),
     new_code_cell('''\
-from workbench.analysis import ANALYSES
-
-ablation = run.load_table("ablation") if run.has_table("ablation") else ANALYSES["ablation"](run)
-acc = ablation[ablation.metric == "accuracy"]
-acc.sort_values("delta", ascending=False).head(8)[["layer", "head", "clean", "ablated", "delta", "ci_lo", "ci_hi"]]'''),
-    new_markdown_cell("A spot check of one cell of the table by hand: zero the top head's `z` with a hook."),
+if run:
+    ablation = table(run, "ablation")
+    acc = ablation[ablation.metric == "accuracy"]
+    top = acc.sort_values("delta", ascending=False).iloc[0]
+    display(acc.sort_values("delta", ascending=False).head(8)[
+        ["layer", "head", "clean", "ablated", "delta", "ci_lo", "ci_hi", "n_examples"]])'''),
+    new_markdown_cell("A spot check of one cell of the table by hand (needs the model): zero the top head's `z` with "
+                      "a hook, on the same test examples the sweep used."),
     new_code_cell('''\
-top = acc.sort_values("delta", ascending=False).iloc[0]
-l, h = int(top["layer"]), int(top["head"])
+from workbench.analysis._common import subsample
 
+if run and live(run):
+    l, h = int(top["layer"]), int(top["head"])
 
-def zero_head(z, hook):
-    z = z.clone()
-    z[:, :, h] = 0.0
-    return z
+    def zero_head(z, hook):
+        z = z.clone()
+        z[:, :, h] = 0.0
+        return z
 
-
-x, y = torch.as_tensor(ds.test_x), torch.as_tensor(ds.test_y)
-with torch.no_grad():
-    clean = (model(x).argmax(-1) == y).double().mean().item()
-    ablated = (model.run_with_hooks(x, fwd_hooks=[(f"blocks.{l}.attn.hook_z", zero_head)]).argmax(-1) == y
-               ).double().mean().item()
-table_delta = float(top["delta"])
-print(f"L{l}.H{h}: clean {clean:.4f}, ablated {ablated:.4f}, delta {clean - ablated:.4f} (table: {table_delta:.4f})")
-assert abs((clean - ablated) - table_delta) < 1e-6'''),
+    # the sweep's examples: the whole test split, or the seeded sample of n_examples (seed 0, as `workbench ship`)
+    keep = subsample(len(ds.test_x), int(top["n_examples"]), seed=0)
+    x, y = torch.as_tensor(ds.test_x[keep]), torch.as_tensor(ds.test_y[keep])
+    with torch.no_grad():
+        clean = (model(x).argmax(-1) == y).double().mean().item()
+        ablated = (model.run_with_hooks(x, fwd_hooks=[(f"blocks.{l}.attn.hook_z", zero_head)]).argmax(-1) == y
+                   ).double().mean().item()
+    table_delta = float(top["delta"])
+    print(f"L{l}.H{h}: clean {clean:.4f}, ablated {ablated:.4f}, delta {clean - ablated:.4f} (table: {table_delta:.4f})")
+    assert abs((clean - ablated) - table_delta) < 1e-6'''),
     new_markdown_cell("## 4. The atlas and the deposit statistics"),
     new_code_cell('''\
-from workbench.figures import FIGURES
-
-FIGURES["ablation"](ablation, metric="accuracy")'''),
-    new_code_cell('''FIGURES["ablation_layers"](ablation, metric="accuracy")'''),
+if run:
+    display(FIGURES["ablation"](ablation, metric="accuracy"))
+    display(FIGURES["ablation_layers"](ablation, metric="accuracy"))'''),
     new_markdown_cell("Per layer: the concentration C_l, the top head against the second (paired bootstrap interval of the "
-                      "gap) and the verdict: single-head deposit, average deposit or none."),
+                      "gap) and the verdict: single-head deposit, average deposit or none (the stored `deposit` table, "
+                      "else `deposit.compute` on the ablation table)."),
     new_code_cell('''\
 from workbench.analysis import deposit
 
-stats = deposit.compute(ablation, metric="accuracy")
-print(deposit.deposit_sentence(stats))
-FIGURES["deposit"](stats)'''),
-    new_code_cell('''stats[["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "gap", "gap_lo", "gap_hi"]]'''),
+if run:
+    stats = deposit_of(run)
+    print(deposit.deposit_sentence(stats))
+    display(FIGURES["deposit"](stats))
+    display(stats[["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "gap", "gap_lo",
+                   "gap_hi"]])'''),
 ]
 
 NB2 = [
@@ -201,53 +284,95 @@ NB2 = [
 
 Section 5 of the core paper moves the deposit around by restricting RoPE: **partial RoPE** puts RoPE on the first
 k heads of a layer (NoPE on the rest), and **MLA** (DeepSeek-V3 latent attention) keeps a decoupled rotary part
-shared across heads. This notebook trains (or loads) a small family of runs on the trigger-distance task --
-NoPE, full RoPE, RoPE on one head of layer 0 only, RoPE on the first k heads of every layer, MLA -- ablates
-every head of each, and compares accuracy and where the deposit sits.
+shared across heads. This notebook compares NoPE, full RoPE, partial RoPE and MLA on the trigger-distance task:
+accuracy and where the ablation deposit sits.
+
+By default it reads the **shipped** runs of the reproduction (`grids/repro.toml`; nothing is trained): NoPE,
+RoPE and MLA are tier 1, the partial-RoPE runs tier 2, which may still be pending (the notebook lists what is).
+With `PELAB_TRAIN=1` it trains (or loads) a small family at `PELAB_PRESET` instead -- NoPE, full RoPE, RoPE on
+one head of layer 0 only, RoPE on the first k heads of every layer, MLA -- and ablates every head of each.
 
 All tables come from `workbench.analysis`, all figures from `workbench.figures`; the dashboard's *Partial RoPE*
 page shows the same experiment."""),
-    new_code_cell(SETUP),
+    new_code_cell(PARAMS),
+    new_code_cell(HELPERS),
+    new_markdown_cell("## The runs\nShipped mode: every shipped NoPE / RoPE / MLA run on Task 1 in PE-Lab's `paper` "
+                      "setting with an ablation table, and the grid points not shipped yet."),
     new_code_cell('''\
-H = resolve_config(preset=PRESET, scheme="rope", store=store)["model"]["n_heads"]
-family = {
-    "nope": get_run("nope"),
-    "rope (all heads)": get_run("rope"),
-    "rope: 1 head, layer 0": get_run("rope", rope_heads=1, rope_layers=[0]),
-    f"rope: {H // 2} heads, every layer": get_run("rope", rope_heads=H // 2),
-    "mla": get_run("mla"),
-}
+if TRAIN:
+    H = resolve_config(preset=PRESET, scheme="rope", store=store)["model"]["n_heads"]
+    family = {
+        "nope": get_run("nope"),
+        "rope (all heads)": get_run("rope"),
+        "rope: 1 head, layer 0": get_run("rope", rope_heads=1, rope_layers=[0]),
+        f"rope: {H // 2} heads, every layer": get_run("rope", rope_heads=H // 2),
+        "mla": get_run("mla"),
+    }
+else:
+    rows = catalog[(catalog.setting == "paper") & (catalog.task == "trigger-distance")
+                   & catalog.scheme.isin(["nope", "rope", "mla"])]
+    family = {}
+    for r in rows.itertuples():
+        run = shipped.get(r.run_id)
+        kw = run.config["model"].get("scheme_kwargs") or {}
+        if run.has_table("ablation"):
+            label = f"{r.scheme} {kw}" if kw and r.variant == r.scheme else r.variant  # untagged partial RoPE
+            family[f"{label}, seed {r.seed}"] = run
+    from pathlib import Path
+
+    import workbench
+    from workbench.report.comparison import pending_points
+
+    grid = Path(workbench.__file__).resolve().parents[1] / "grids" / "repro.toml"
+    if shipped and grid.is_file():
+        print("not shipped yet (grids/repro.toml; partial RoPE is tier 2):")
+        print("\\n".join(pending_points(shipped, grid)) or "nothing: every grid point is shipped")
 pd.DataFrame([{"variant": k, "run": r.id, "status": r.status, "test_acc": r.final.get("test_acc")}
-              for k, r in family.items()])'''),
-    new_markdown_cell("## Ablation of every run (stored with each run)"),
+              for k, r in family.items()], columns=["variant", "run", "status", "test_acc"])'''),
+    new_markdown_cell("## Where each run's deposit sits\nFrom the run's stored deposit / ablation tables (train mode: "
+                      "the ablation sweep is run and stored first when missing)."),
     new_code_cell('''\
-from workbench.analysis import ANALYSES, deposit
+from workbench.analysis import deposit
 
 for name, r in family.items():
-    if not r.has_table("ablation"):
-        ANALYSES["ablation"](r)
-    stats = deposit.compute(r.load_table("ablation"), metric="accuracy")
-    print(f"{name:28s} {deposit.deposit_sentence(stats)}")'''),
+    print(f"{name:32s} {deposit.deposit_sentence(deposit_of(r))}")'''),
     new_markdown_cell("## The partial-RoPE experiment table and its figure\n"
                       "One row per RoPE run: k heads with RoPE, the RoPE layer (-1: every layer), accuracy and the "
                       "deepest layer with a deposit."),
     new_code_cell('''\
 from workbench.analysis import EXPERIMENTS
-from workbench.figures import FIGURES
 
 runs = list(family.values())
-table = EXPERIMENTS["partial_rope"](runs=runs)
-table[["run_id", "variant", "k", "layer", "test_acc", "deepest_deposit_layer", "n_single_deposits", "deposit"]]'''),
-    new_code_cell('''FIGURES["partial_rope"](table)'''),
+partial = EXPERIMENTS["partial_rope"](runs=runs, compute_missing=TRAIN)
+if len(partial):
+    display(partial[["run_id", "variant", "k", "layer", "test_acc", "deepest_deposit_layer", "n_single_deposits",
+                   "deposit"]])
+    display(FIGURES["partial_rope"](partial))
+    if not (partial.variant == "partial").any():
+        print("no partial-RoPE run yet: only full RoPE is shown (the tier 2 runs are pending, see above)")
+else:
+    print("no RoPE run to show")'''),
     new_markdown_cell("## MLA vs RoPE vs NoPE (the paper's Table 1 next to ours)"),
     new_code_cell('''\
-mla = EXPERIMENTS["mla_rope_nope"](runs=runs)
-display(mla[["scheme", "task", "test_acc", "paper_test_acc", "n_single_deposits", "max_concentration", "deposit"]])
-FIGURES["mla_rope_nope"](mla)'''),
-    new_markdown_cell("## MLA against RoPE, head by head"),
+mla = EXPERIMENTS["mla_rope_nope"](runs=runs, compute_missing=TRAIN)
+if len(mla):
+    display(mla[["scheme", "task", "test_acc", "paper_test_acc", "n_single_deposits", "max_concentration",
+                 "deposit"]])
+    display(FIGURES["mla_rope_nope"](mla))
+    missing = {"mla", "rope", "nope"} - set(mla.scheme)
+    if missing:
+        print(f"not shipped yet: {', '.join(sorted(missing))}")
+else:
+    print("no MLA, RoPE or NoPE run to show")'''),
+    new_markdown_cell("## MLA against RoPE, head by head\nThe first full-RoPE run and the first MLA run of the list "
+                      "above."),
     new_code_cell('''\
-for k in ("rope (all heads)", "mla"):
-    display(FIGURES["ablation"](family[k].load_table("ablation"), metric="accuracy").update_layout(title=k))'''),
+shown = set()
+for name, r in family.items():
+    scheme = r.config["model"]["scheme"]
+    if scheme in ("rope", "mla") and scheme not in shown and not r.config["model"].get("scheme_kwargs"):
+        shown.add(scheme)
+        display(FIGURES["ablation"](r.load_table("ablation"), metric="accuracy").update_layout(title=name))'''),
 ]
 
 NB3 = [
@@ -261,115 +386,136 @@ of SPEC section 5:
 
 1. the paper's view: zero-ablation and the deposit test;
 2. resample ablation (z from a same-length test example: on-distribution);
-3. activation patching with counterfactual pairs (the second trigger moved, d -> d'), written with **nnsight**;
+3. activation patching with counterfactual pairs (the second trigger moved, d -> d'), one patch written with
+   **nnsight** by hand (needs the model);
 4. linear probes with **scikit-learn** (position from the stream, the label from each head's z), with controls;
 5. trigger attention and direct logit attribution;
 6. the head summary: a "deposit head" verdict that needs two methods to agree.
 
-`RUN_ID` picks a stored run (e.g. a shipped one); by default the notebook trains (or reuses) a RoPE run at the
-preset of `PELAB_PRESET`."""),
-    new_code_cell(SETUP + '''
-RUN_ID = os.environ.get("PELAB_RUN_ID")  # a run of the store at RUNS; None = train / reuse a RoPE Task 1 run
+By default the run is a **shipped** one (its stored tables; nothing is trained; the hand-written patch needs
+the model: re-create the run with `workbench recreate RUN_ID`). `PELAB_RUN_ID` picks a run (shipped, or of your
+store in train mode); with `PELAB_TRAIN=1` a RoPE run is trained (or reused) at `PELAB_PRESET` and its missing
+tables are computed."""),
+    new_code_cell(PARAMS + '''\
+RUN_ID = os.environ.get("PELAB_RUN_ID")  # a shipped run (train mode: a run of RUNS); None = a RoPE Task 1 run
 '''),
+    new_code_cell(HELPERS),
     new_code_cell('''\
-run = store.get(RUN_ID) if RUN_ID else get_run("rope", "trigger-distance")
-model, ds = run.load_model(), run.load_dataset()
-print(run.id, run.config["model"]["scheme"], ds.task, "test accuracy", run.final.get("test_acc"))'''),
+HEAD_TABLES = ["ablation", "ablation_resample", "patching", "probes", "trigger_attention", "dla", "head_summary"]
+if RUN_ID and (TRAIN or shipped):
+    run = (store if TRAIN else shipped).get(RUN_ID)
+else:
+    run = get_run("rope", "trigger-distance", tables=HEAD_TABLES)
+if run:
+    print(run.id, run.config["model"]["scheme"], run.config["task"]["task"], "test accuracy", run.final.get("test_acc"))'''),
     new_markdown_cell("## 1. The paper's view: zero-ablation and the deposit test"),
     new_code_cell('''\
-from workbench.analysis import ANALYSES, deposit
-from workbench.figures import FIGURES
+from workbench.analysis import deposit
 
-
-def table(name, **params):
-    """The run's stored table, computed (and stored) when missing."""
-    return run.load_table(name) if run.has_table(name) else ANALYSES[name](run, **params)
-
-
-ablation = table("ablation")
-stats = deposit.compute(ablation)
-print(deposit.deposit_sentence(stats))
-acc = ablation[ablation.metric == "accuracy"]
-top = acc.sort_values("delta", ascending=False).iloc[0]
-L, H = int(top["layer"]), int(top["head"])
-print(f"the head the paper would name: layer {L}, head {H} (zero-ablation delta {top.delta:.3f})")'''),
+if run:
+    ablation = table(run, "ablation")
+    print(deposit.deposit_sentence(deposit_of(run)))
+    acc = ablation[ablation.metric == "accuracy"]
+    top = acc.sort_values("delta", ascending=False).iloc[0]
+    L, H = int(top["layer"]), int(top["head"])
+    print(f"the head the paper would name: layer {L}, head {H} (zero-ablation delta {top.delta:.3f})")'''),
     new_markdown_cell("## 2. Resample ablation\nThe head's z from another test example of the same length "
                       "(a seeded derangement within each length group), in the same batched sweep."),
     new_code_cell('''\
-resample = table("ablation_resample")
-r = resample[(resample.metric == "accuracy") & (resample.layer == L) & (resample["head"] == H)].iloc[0]
-print(f"L{L}.H{H}: zero {top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]  resample {r.delta:.3f} [{r.ci_lo:.3f}, {r.ci_hi:.3f}]")
-FIGURES["ablation"](resample)'''),
+if run:
+    resample = table(run, "ablation_resample")
+    r = resample[(resample.metric == "accuracy") & (resample.layer == L) & (resample["head"] == H)].iloc[0]
+    print(f"L{L}.H{H}: zero {top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]  "
+          f"resample {r.delta:.3f} [{r.ci_lo:.3f}, {r.ci_hi:.3f}]")
+    display(FIGURES["ablation"](resample))'''),
     new_markdown_cell("""\
 ## 3. Activation patching with nnsight
 Counterfactual pairs come from the task's own generator: the same filler words, only the second trigger moved.
 First one patch by hand with nnsight -- the head's z from the counterfactual run written into the clean run --
-then the batched sweep over every head, which must give the same number."""),
+then the batched sweep over every head, which must give the same number (both need the model)."""),
     new_code_cell('''\
 from synthetic_tasks.counterfactual import counterfactual_pairs
 
-pairs = counterfactual_pairs(ds.spec, ds.trigger_ids, 64, seed=0)
-print("clean:         ", ds.decode(pairs.clean_x[0]), "-> distance", pairs.clean_y[0])
-print("counterfactual:", ds.decode(pairs.cf_x[0]), "-> distance", pairs.cf_y[0])'''),
+model_run = live(run)  # the run with weights: trained here, or your re-created copy of the shipped run
+if model_run:
+    model, ds = model_run.load_model(), run_data(model_run)  # the test split as the analyses count it
+    pairs = counterfactual_pairs(ds.spec, ds.trigger_ids, 64, seed=0)
+    print("clean:         ", ds.decode(pairs.clean_x[0]), "-> distance", pairs.clean_y[0])
+    print("counterfactual:", ds.decode(pairs.cf_x[0]), "-> distance", pairs.cf_y[0])'''),
     new_code_cell('''\
 import copy
 
 from nnsight import NNsight
 
-wrapped = NNsight(copy.deepcopy(model))  # wrapping instruments a module for good: wrap a copy
-clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
-with torch.no_grad():
-    with wrapped.trace(cf):
-        z_cf = wrapped.blocks[L].attn.hook_z.output.save()
-        logits_cf = wrapped.output.save()
-    with wrapped.trace(clean):
-        logits_clean = wrapped.output.save()
-    with wrapped.trace(clean):
-        z = wrapped.blocks[L].attn.hook_z.output
-        z[:, :, H] = z_cf[:, :, H]  # patch head H at every position
-        logits_patched = wrapped.output.save()
-rows = torch.arange(len(pairs))
-ld = lambda lg: (lg[rows, pairs.cf_y] - lg[rows, pairs.clean_y]).double()  # logit difference
-by_hand = float((ld(logits_patched) - ld(logits_clean)).mean() / (ld(logits_cf) - ld(logits_clean)).mean())
-
 from workbench.analysis import patching
 
-sweep = patching.compute(model, ds, n_pairs=64, n_boot=200, seed=0)
-cell = sweep[(sweep.site == "head") & (sweep.layer == L) & (sweep["head"] == H) & (sweep.positions == "all")].iloc[0]
-print(f"patching effect of L{L}.H{H}: by hand {by_hand:.4f}, sweep {cell.effect:.4f} [{cell.ci_lo:.3f}, {cell.ci_hi:.3f}]")
-assert abs(by_hand - cell.effect) < 1e-3'''),
+if live(run):
+    wrapped = NNsight(copy.deepcopy(model))  # wrapping instruments a module for good: wrap a copy
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    with torch.no_grad():
+        with wrapped.trace(cf):
+            z_cf = wrapped.blocks[L].attn.hook_z.output.save()
+            logits_cf = wrapped.output.save()
+        with wrapped.trace(clean):
+            logits_clean = wrapped.output.save()
+        with wrapped.trace(clean):
+            z = wrapped.blocks[L].attn.hook_z.output
+            z[:, :, H] = z_cf[:, :, H]  # patch head H at every position
+            logits_patched = wrapped.output.save()
+    rows = torch.arange(len(pairs))
+    ld = lambda lg: (lg[rows, pairs.cf_y] - lg[rows, pairs.clean_y]).double()  # logit difference
+    by_hand = float((ld(logits_patched) - ld(logits_clean)).mean() / (ld(logits_cf) - ld(logits_clean)).mean())
+
+    sweep = patching.compute(model, ds, n_pairs=64, n_boot=200, seed=0)
+    cell = sweep[(sweep.site == "head") & (sweep.layer == L) & (sweep["head"] == H) & (sweep.positions == "all")
+                 ].iloc[0]
+    print(f"patching effect of L{L}.H{H}: by hand {by_hand:.4f}, sweep {cell.effect:.4f} "
+          f"[{cell.ci_lo:.3f}, {cell.ci_hi:.3f}]")
+    assert abs(by_hand - cell.effect) < 1e-3'''),
+    new_markdown_cell("The run's stored patching table (every head and every layer's stream; more pairs than above)."),
     new_code_cell('''\
-patch = table("patching")
-FIGURES["patching"](patch)'''),
+if run:
+    display(FIGURES["patching"](table(run, "patching")))'''),
     new_markdown_cell("## 4. Probes\nWhere does position become linearly decodable, and which heads' z tell the label? "
                       "Controls: the same probe on shuffled labels; for position also the length alone."),
     new_code_cell('''\
-probes = table("probes")
-print(probes[probes.probe == "position"][["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
-FIGURES["probes"](probes)'''),
+if run:
+    probes = table(run, "probes")
+    print(probes[probes.probe == "position"][["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
+    display(FIGURES["probes"](probes))'''),
     new_markdown_cell("## 5. Trigger attention and direct logit attribution"),
-    new_code_cell('''FIGURES["trigger_attention"](table("trigger_attention"))'''),
-    new_code_cell('''FIGURES["dla"](table("dla"))'''),
-    new_markdown_cell("## 6. The head summary\nA deposit head needs at least two methods to agree (thresholds are "
-                      "parameters); the paper's ablation-only verdict is kept beside it."),
     new_code_cell('''\
-summary = ANALYSES["head_summary"](run)  # joins the tables stored above
-print(summary[summary.deposit_head | summary.paper_deposit][["layer", "head", "methods", "paper_deposit"]])
-FIGURES["head_summary"](summary)'''),
-    new_code_cell('''FIGURES["head_card"](summary, layer=L, head=H)'''),
+if run:
+    display(FIGURES["trigger_attention"](table(run, "trigger_attention")))
+    display(FIGURES["dla"](table(run, "dla")))'''),
+    new_markdown_cell("## 6. The head summary\nA deposit head needs at least two methods to agree (thresholds are "
+                      "parameters); the paper's ablation-only verdict is kept beside it. Train mode joins the tables "
+                      "stored above; shipped runs carry the summary."),
+    new_code_cell('''\
+if run:
+    summary = ANALYSES["head_summary"](run) if TRAIN else run.load_table("head_summary")
+    print(summary[summary.deposit_head | summary.paper_deposit][["layer", "head", "methods", "paper_deposit"]])
+    display(FIGURES["head_summary"](summary))
+    display(FIGURES["head_card"](summary, layer=L, head=H))'''),
 ]
 
 
-def write(name: str, cells: list) -> Path:
+NOTEBOOKS = {"00_findings.ipynb": NB0, "01_head_ablation.ipynb": NB1, "02_partial_rope_mla.ipynb": NB2,
+             "03_patching_and_probes.ipynb": NB3}
+
+
+def write(name: str, cells: list, folder: Path = HERE) -> Path:
+    """Write one notebook (no outputs; cell ids numbered, so an unchanged notebook is rewritten byte for byte)."""
+    for i, cell in enumerate(cells):
+        cell.id = f"cell-{i:02d}"
     nb = new_notebook(cells=cells, metadata={
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"}})
-    path = HERE / name
+    path = Path(folder) / name
     nbformat.write(nb, path)
     return path
 
 
 if __name__ == "__main__":
-    for name, cells in (("00_findings.ipynb", NB0), ("01_head_ablation.ipynb", NB1),
-                        ("02_partial_rope_mla.ipynb", NB2), ("03_patching_and_probes.ipynb", NB3)):
+    for name, cells in NOTEBOOKS.items():
         print("wrote", write(name, cells))

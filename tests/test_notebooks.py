@@ -1,7 +1,15 @@
-"""The notebooks run top to bottom (nbclient) at the smoke preset, on a copy of the smoke store, so they never
-rot. A failing cell fails the test with the cell's traceback."""
+"""The notebooks run top to bottom (nbclient), so they never rot. A failing cell fails the test with the cell's
+traceback. Notebooks 01-03 run in both modes:
+
+* shipped (the default): on a small shipped store built from the smoke store (tables, no weights); nothing is
+  trained, the cells that need a model print the `workbench recreate` command; with the runs re-created into
+  the own store (a copy of the smoke store: same ids, with weights) those cells run; on an empty shipped store
+  the notebooks say so instead of failing;
+* train (PELAB_TRAIN=1): at the smoke preset, on a copy of the smoke store.
+"""
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -10,25 +18,181 @@ import pytest
 import browser as B
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+TUTORIALS = ["01_head_ablation.ipynb", "02_partial_rope_mla.ipynb", "03_patching_and_probes.ipynb"]
+LIVE = ["01_head_ablation.ipynb", "03_patching_and_probes.ipynb"]  # the ones with cells that need a model
+PLOTLY = "application/vnd.plotly.v1+json"
 
 
-@pytest.mark.parametrize("name", ["01_head_ablation.ipynb", "02_partial_rope_mla.ipynb",
-                                  "03_patching_and_probes.ipynb"])
-def test_notebook_executes_at_smoke_preset(name, tmp_path, monkeypatch):
+def execute(names: list[str], cwd: Path) -> dict[str, tuple[list[dict], str]]:
+    """Run the notebooks one after the other in one kernel, each from an empty namespace (`%reset -f` before its
+    first cell; one kernel start instead of one per notebook). name -> (its outputs, its printed text and
+    text/plain displays joined)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
+    nb, spans = None, {}
+    for name in names:
+        src = nbformat.read(NOTEBOOKS / name, as_version=4)
+        nb = nb or nbformat.v4.new_notebook(metadata=src.metadata)
+        start = len(nb.cells)
+        nb.cells.append(nbformat.v4.new_code_cell("%reset -f"))
+        nb.cells += src.cells
+        spans[name] = (start, len(nb.cells))
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i:03d}"
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+                            resources={"metadata": {"path": str(cwd)}}).execute()
+    out = {}
+    for name, (a, b) in spans.items():
+        outputs = [o for c in nb.cells[a:b] if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.get("output_type") == "error"]
+        out[name] = outputs, "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
+    return out
+
+
+def n_figures(outputs: list[dict]) -> int:
+    return sum(PLOTLY in o.get("data", {}) for o in outputs)
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """A shipped results store: the smoke store's analysed runs (RoPE with every per-head table, NoPE, partial
+    RoPE, RoPE on Task 2) plus a smoke MLA run with a stored deposit table, all shipped without weights. The
+    RoPE run's ablation table is recomputed on a seeded sample of its test split, as `workbench ship
+    --max-examples` does."""
+    from workbench.analysis import ablation, deposit
+    from workbench.analysis._common import tag
+    from workbench.store import RunStore
+    from workbench.store.ship import ship_run
+    from workbench.train import resolve_config, train
+
+    smoke = B.smoke_store()
+    base = tmp_path_factory.mktemp("nb-shipped")
+    dest = base / "repro"
+    shutil.copytree(smoke.shipped, dest)
+    with B.torch_threads(1):
+        scratch = RunStore(base / "runs", data_dir=Path(smoke.root).parent / "data_cache")
+        mla = train(resolve_config(preset="smoke", scheme="mla", task="trigger-distance", store=scratch), scratch,
+                    progress=False, threads=1)
+        deposit.run(mla)  # the ablation sweep first, then its deposit table
+        ship_run(mla, dest)
+        rope = RunStore(Path(smoke.root), data_dir=Path(smoke.root).parent / "data_cache").get(smoke.rope)
+        ds = rope.load_dataset()
+        sample = tag(ablation.compute(rope.load_model(), ds, n_boot=50, max_examples=len(ds.test_x) * 2 // 3), rope)
+    sample.to_parquet(dest / rope.id / "tables" / "ablation.parquet", index=False)
+    return dest, smoke, mla.id
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """Shipped mode by default: no PELAB_TRAIN, an own store that does not exist yet."""
+    monkeypatch.delenv("PELAB_TRAIN", raising=False)
+    monkeypatch.delenv("PELAB_RUN_ID", raising=False)
+    monkeypatch.setenv("PELAB_PRESET", "smoke")
+    monkeypatch.setenv("PELAB_THREADS", "1")
+    monkeypatch.setenv("PELAB_RUNS", str(tmp_path / "own" / "runs"))
+    monkeypatch.setenv("PELAB_DATA", str(tmp_path / "own" / "data_cache"))
+    return monkeypatch
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_notebook_trains_at_smoke_preset(name, tmp_path, env):
     smoke = B.smoke_store()
     work = tmp_path / "store"
     shutil.copytree(Path(smoke.root).parent, work)  # runs/ + data_cache/: the notebook may add runs
-    monkeypatch.setenv("PELAB_PRESET", "smoke")
-    monkeypatch.setenv("PELAB_THREADS", "1")
-    monkeypatch.setenv("PELAB_RUNS", str(work / "runs"))
-    monkeypatch.setenv("PELAB_DATA", str(work / "data_cache"))
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
-    assert not [o for o in outputs if o.get("output_type") == "error"]
+    env.setenv("PELAB_TRAIN", "1")
+    env.setenv("PELAB_RUNS", str(work / "runs"))
+    env.setenv("PELAB_DATA", str(work / "data_cache"))
+    outputs, text = execute([name], tmp_path)[name]
+    assert "train mode: preset smoke" in text
     # the notebook's figures were produced (plotly mime bundles), not just text
-    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs), "no plotly figure output"
+    assert n_figures(outputs), "no plotly figure output"
+    if name in LIVE:
+        assert "workbench recreate" not in text  # trained runs have their weights: every cell ran
+
+
+def test_notebooks_read_shipped_runs_without_training(shipped, tmp_path, env):
+    dest, smoke, mla = shipped
+    env.setenv("PELAB_SHIPPED", str(dest))
+    before = snapshot(dest)
+    results = execute(TUTORIALS, tmp_path)
+    assert not (tmp_path / "own").exists()  # nothing trained, nothing written to the own store
+    assert snapshot(dest) == before          # the shipped store was only read
+    for name, (outputs, text) in results.items():
+        assert f"shipped runs in {dest}" in text
+        if name == "02_partial_rope_mla.ipynb":
+            for rid in (smoke.rope, smoke.nope, smoke.partial, mla):  # every shipped Task 1 run
+                assert rid in text
+            assert smoke.count not in text and "not shipped yet (grids/repro.toml" in text
+            assert n_figures(outputs) >= 4  # partial RoPE, MLA vs RoPE vs NoPE, two atlases
+        else:
+            assert smoke.rope in text
+            assert f"`workbench recreate {smoke.rope} --root {tmp_path / 'own' / 'runs'}`" in text
+            assert "agree" not in text and "by hand" not in text  # the cells that need the model did not run
+            assert n_figures(outputs) >= 3
+
+
+def test_notebooks_use_shipped_runs_recreated_into_the_own_store(shipped, tmp_path, env):
+    """The own store holds the shipped runs with their weights (as `workbench recreate` leaves them): the cells
+    that need the model run, on the shipped tables (NB1's hand-made check matches the sampled ablation table)."""
+    dest, smoke, _ = shipped
+    env.setenv("PELAB_SHIPPED", str(dest))
+    env.setenv("PELAB_RUN_ID", smoke.rope)  # NB3 names its run (the test above lets it pick one)
+    shutil.copytree(Path(smoke.root).parent, tmp_path / "own")
+    runs_before = sorted(p.name for p in (tmp_path / "own" / "runs").iterdir())
+    results = execute(LIVE, tmp_path)
+    for name, (outputs, text) in results.items():
+        assert "workbench recreate" not in text
+    assert "nnsight and TransformerLens agree" in results[LIVE[0]][1] and "(table: " in results[LIVE[0]][1]
+    assert "patching effect of" in results[LIVE[1]][1]
+    assert sorted(p.name for p in (tmp_path / "own" / "runs").iterdir()) == runs_before  # no run trained
+
+
+def test_notebooks_on_an_empty_shipped_store_say_so(tmp_path, env):
+    env.setenv("PELAB_SHIPPED", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    for name, (outputs, text) in execute(TUTORIALS, tmp_path).items():
+        assert "no run is shipped" in text and "PELAB_TRAIN=1" in text, name
+    assert not (tmp_path / "own").exists()
+
+
+def make_notebooks():
+    spec = importlib.util.spec_from_file_location("make_notebooks", NOTEBOOKS / "make_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_setup_cells_pick_shipped_runs_by_query(shipped, tmp_path, env, capsys):
+    """The parameter and helper cells of notebooks 01-03, run in this process: runs are found by scheme, task,
+    scheme_kwargs and tables; a missing one and a missing model are said, with the command to run."""
+    pytest.importorskip("nbformat")
+    dest, smoke, mla = shipped
+    env.setenv("PELAB_SHIPPED", str(dest))
+    mod, ns = make_notebooks(), {}
+    exec(mod.PARAMS + mod.HELPERS, ns)
+    get_run, live = ns["get_run"], ns["live"]
+    assert get_run("rope").id == smoke.rope and get_run("mla").id == mla
+    assert get_run("rope", rope_heads=1, rope_layers=[0]).id == smoke.partial
+    assert get_run("rope", "trigger-count").id == smoke.count
+    assert get_run("nope", tables=["patching"]) is None  # shipped without the per-head tables
+    assert get_run("alibi") is None
+    out = capsys.readouterr().out
+    assert "No nope run on trigger-distance with the tables ['patching'] is shipped" in out and "No alibi run" in out
+    assert live(get_run("rope")) is None
+    assert f"`workbench recreate {smoke.rope} --root {tmp_path / 'own' / 'runs'}`" in capsys.readouterr().out
+    shutil.copytree(Path(smoke.root).parent, tmp_path / "own")  # as if re-created: same ids, with weights
+    exec(mod.PARAMS + mod.HELPERS, ns)
+    mine = ns["live"](ns["get_run"]("rope"))
+    assert mine.id == smoke.rope and mine.has_weights and mine.path.parent == tmp_path / "own" / "runs"
+
+
+def test_committed_notebooks_are_what_make_notebooks_writes(tmp_path):
+    pytest.importorskip("nbformat")
+    mod = make_notebooks()
+    for name, cells in mod.NOTEBOOKS.items():
+        assert mod.write(name, cells, tmp_path).read_text() == (NOTEBOOKS / name).read_text(), \
+            f"{name} differs from its cell sources: run `python notebooks/make_notebooks.py`"
