@@ -11,7 +11,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html
 
 from apps import common as C
-from apps.jobs import analysis_work, register_job
+from apps.jobs import analysis_work, register_job, register_recreate
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
@@ -43,6 +43,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
             C.labelled("test example (attention)", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
                                                              value=int(example) if example else 0, debounce=True)),
         ], className="controls"),
+        C.recreate_panel(P),
         html.Div([
             html.Div([html.Div(id=f"{P}-map"),
                       dcc.Graph(id=f"{P}-map-graph", config=C.GRAPH_CONFIG, style={"display": "none"}),
@@ -125,6 +126,8 @@ def render_card(store, run_id: str | None, click, example) -> list:
             {"value": str}), page_size=20))
     if C.has_checkpoint(run):
         out += attention_block(run, layer, head, int(example or 0))
+    elif run.store.readonly:  # the attention pattern is computed live: it needs the weights
+        out.append(C.no_weights_hint(run))
     return out
 
 
@@ -147,6 +150,7 @@ def register_callbacks(app):
         return analysis_work(progress, ctx, run_id, what)
 
     register_job(app, P, [State(f"{P}-run", "value"), State(f"{P}-what", "value")], work)
+    register_recreate(app, P, f"{P}-run")
 
     @app.callback(Output(f"{P}-map", "children"), Output(f"{P}-map-graph", "figure"),
                   Output(f"{P}-map-graph", "style"), Output(f"{P}-map-note", "children"),
@@ -161,8 +165,9 @@ def register_callbacks(app):
         return hints, fig or {}, shown, text, render_details(store, run_id)
 
     @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
-                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"))
-    def card(click, run_id, example, _job):
+                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"),
+                  Input(f"{P}-recreate-job-result", "data"))
+    def card(click, run_id, example, _job, _recreated):
         store = C.stores()
         if not run_id:
             return []
