@@ -211,21 +211,33 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
         return {"ok": True, "t": time.time(), **out}, f"✓ {out.get('message', 'done')}"
 
 
-def register_recreate(app, prefix: str, run_input: str) -> None:
+def register_recreate(app, prefix: str, run_input: str, wanted: Callable[..., bool] | None = None,
+                      extra: tuple[str, ...] = ()) -> None:
     """Wire `apps.common.recreate_panel(prefix)` to the page's run dropdown `run_input` (one id or a list): shown
-    for the first picked run that `needs_recreate`, whose id goes to `recreate_work` (checked there against the
-    shipped store again); after the job the page's callbacks (Input `{prefix}-recreate-job-result`) re-read it."""
+    for the first picked run that `needs_recreate` (and, with `wanted(run, *values of the extra dropdown ids)`,
+    that the page needs the weights for: pages that compute from the weights only through a Run button show it
+    only while the run lacks their table); its id goes to `recreate_work` (checked there against the shipped
+    store again). After the job the page's callbacks (Input `{prefix}-recreate-job-result`) re-read the store."""
     from apps import common as C
 
     register_job(app, f"{prefix}-recreate", [State(f"{prefix}-recreate-target", "data")], recreate_work)
 
+    def needed(stores, rid: str, values) -> bool:
+        if not C.needs_recreate(stores, rid):
+            return False
+        try:
+            return wanted is None or bool(wanted(stores.get(rid), *values))
+        except Exception:  # a hostile extra value: no button
+            return False
+
     @app.callback(Output(f"{prefix}-recreate-box", "style"), Output(f"{prefix}-recreate-note", "children"),
                   Output(f"{prefix}-recreate-done", "children"), Output(f"{prefix}-recreate-target", "data"),
-                  Input(run_input, "value"), Input(f"{prefix}-recreate-job-result", "data"))
-    def show(value, _job):
+                  Input(run_input, "value"), Input(f"{prefix}-recreate-job-result", "data"),
+                  *[Input(e, "value") for e in extra])
+    def show(value, _job, *values):
         stores = C.stores()
         ids = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)][:50]
-        target = next((r for r in ids if C.needs_recreate(stores, r)), None)
+        target = next((r for r in ids if needed(stores, r, values)), None)
         copies = [r for r in ids if C.shipped_copy(stores, r)]
         done = (f"{', '.join(copies)}: your re-created copy of the shipped run (weights in your store)"
                 if copies else "")

@@ -28,13 +28,14 @@ def app_on_shipped(smoke, tmp_path_factory):
     return app, app.server.test_client(), tmp
 
 
-def panel(app, client, prefix: str, value) -> dict:
-    """The outputs of the recreate panel's visibility callback for the run dropdown value `value`."""
+def panel(app, client, prefix: str, value, **extra) -> dict:
+    """The outputs of the recreate panel's visibility callback for the run dropdown value `value` (and the values
+    of other dropdowns it reads, by id)."""
     key = next(k for k in app.callback_map if f"{prefix}-recreate-box.style" in k)
     spec = app.callback_map[key]
     outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
-    ins = [{"id": i["id"], "property": i["property"], "value": value if i["property"] == "value" else None}
-           for i in spec["inputs"]]
+    ins = [{"id": i["id"], "property": i["property"],
+            "value": extra.get(i["id"], value) if i["property"] == "value" else None} for i in spec["inputs"]]
     r = client.post("/_dash-update-component", json={"output": key, "outputs": outs, "inputs": ins, "state": [],
                                                       "changedPropIds": [f"{ins[0]['id']}.value"]})
     assert r.status_code == 200, r.get_data(as_text=True)[:300]
@@ -130,6 +131,21 @@ def test_button_hidden_for_runs_with_weights_and_for_own_runs(smoke, tmp_path):
     app2 = create_app(tmp_path / "empty", shipped=smoke.shipped, cache_dir=tmp_path / "cache2")
     out = panel(app2, app2.server.test_client(), "heads", ["../x", smoke.nope])  # the first run that needs it
     assert shown(out, "heads") and out["heads-recreate-target"]["data"] == smoke.nope
+
+
+def test_table_pages_offer_it_only_for_a_table_the_shipped_run_lacks(smoke, tmp_path):
+    """Ablation and the diagnostic pages need the weights only to compute a missing table."""
+    from apps import create_app
+
+    app = create_app(tmp_path / "empty", shipped=smoke.shipped, cache_dir=tmp_path / "cache")
+    client = app.server.test_client()
+    assert not shown(panel(app, client, "spec", smoke.rope), "spec")  # its spectral table is shipped
+    out = panel(app, client, "spec", smoke.count)  # shipped without a spectral table
+    assert shown(out, "spec") and out["spec-recreate-target"]["data"] == smoke.count
+    assert not shown(panel(app, client, "ang", smoke.nope), "ang")  # initial angles do not apply to NoPE
+    assert not shown(panel(app, client, "abl-a", smoke.rope, **{"abl-mode": "zero"}), "abl-a")
+    assert shown(panel(app, client, "abl-a", smoke.rope, **{"abl-mode": "mean"}), "abl-a")  # not stored
+    assert not shown(panel(app, client, "abl-b", smoke.rope, **{"abl-mode": {"a": 1}}), "abl-b")
 
 
 # ---- the Runs page's fidelity selector -------------------------------------------------------------------
