@@ -148,6 +148,25 @@ def test_table_pages_offer_it_only_for_a_table_the_shipped_run_lacks(smoke, tmp_
     assert not shown(panel(app, client, "abl-b", smoke.rope, **{"abl-mode": {"a": 1}}), "abl-b")
 
 
+def test_tables_are_copied_only_when_the_metrics_agree(smoke, tmp_path):
+    """A copy whose metrics differ from the shipped ones (here: a doctored shipped metrics.jsonl) is not the model
+    the shipped tables describe: it gets none of them."""
+    import shutil
+
+    from workbench.store import RunStore
+    from workbench.train.recreate import recreate
+
+    fake = tmp_path / "shipped"
+    shutil.copytree(smoke.shipped / smoke.count, fake / smoke.count)
+    rows = [json.loads(line) for line in (fake / smoke.count / "metrics.jsonl").read_text().splitlines()]
+    rows[-1]["test_loss"] += 1e-3
+    (fake / smoke.count / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with B.torch_threads(1):
+        run = recreate(RunStore(fake, readonly=True), RunStore(tmp_path / "own"), smoke.count)
+    assert run.status == "finished" and run.has_weights and run.tables() == []
+    assert RunStore(fake, readonly=True).get(smoke.count).tables(), "the shipped run had tables to copy"
+
+
 # ---- the Runs page's fidelity selector -------------------------------------------------------------------
 def test_train_job_passes_the_fidelity(tmp_path):
     from apps.common import AppContext
