@@ -414,3 +414,24 @@ def test_run_wrapper_saves_tagged_table():
     assert saved["ablation"] is df and (df["run_id"] == "r1").all() and (df["task"] == "trigger-distance").all()
     dep = ANALYSES["deposit"](run)
     assert "deposit" in saved and deposit_sentence(dep).startswith("RoPE, Task 1: ")
+
+
+def test_analyses_count_what_training_counted_with_ignore_label(tmp_path):
+    """The authors' script drops count-0 examples from loss and accuracy (train.ignore_label = 0): the analyses
+    see the same examples, so the ablation's clean accuracy is the run's own final test accuracy."""
+    from workbench.analysis._common import run_data
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "nope", "trigger-count", fidelity="authors", store=store,
+                         sets=["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=1",
+                               "train.epochs=1", "task.count_min=0", "task.count_max=3"])
+    run = train(cfg, store, progress=False, threads=1)
+    full, seen = run.load_dataset(), run_data(run)
+    assert (full.test_y == 0).any(), "the test set should hold count-0 examples for this check"
+    assert not (seen.test_y == 0).any() and len(seen.test_y) == int((full.test_y != 0).sum())
+    assert not (seen.train_y == 0).any() and all(not (y == 0).any() for _, y in seen.extrap.values())
+    table = ANALYSES["ablation"](run, n_boot=10)
+    clean = float(table[table.metric == "accuracy"]["clean"].iloc[0])
+    assert clean == pytest.approx(run.final["test_acc"], abs=1e-6)

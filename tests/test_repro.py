@@ -52,6 +52,28 @@ def test_shipped_runs_have_everything_but_weights(shipped):
     assert not (base / "results" / "index.sqlite").exists()
 
 
+def test_shipped_tables_are_compact_and_keep_every_value(shipped):
+    """Shipped tables are float32 / zstd copies: the same rows, columns, integers and strings; floats within
+    float32 rounding; smaller on disk than the run store's own tables."""
+    base, ids = shipped
+    own, results = RunStore(base / "runs", readonly=True), RunStore(base / "results", readonly=True)
+    for rid in ids:
+        src, dst = own.get(rid), results.get(rid)
+        assert dst.tables() == src.tables()
+        for name in src.tables():
+            a, b = src.load_table(name), dst.load_table(name)
+            assert list(a.columns) == list(b.columns) and len(a) == len(b), name
+            for c in a.columns:
+                if a[c].dtype == np.float64:
+                    assert b[c].dtype == np.float32, (name, c)
+                    np.testing.assert_allclose(b[c].to_numpy(np.float64), a[c].to_numpy(), rtol=1e-6, atol=1e-30,
+                                               err_msg=f"{name}.{c}")
+                else:
+                    pd.testing.assert_series_equal(a[c], b[c], check_dtype=False, obj=f"{name}.{c}")
+        size = lambda run: sum(p.stat().st_size for p in (run.path / "tables").glob("*.parquet"))
+        assert size(dst) < 0.8 * size(src)
+
+
 def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
     base, ids = shipped
     from workbench.cli import app
@@ -253,3 +275,61 @@ def test_the_shipped_comparison_is_what_its_tables_give():
     store = RunStore(shipped, readonly=True)
     text = comparison_markdown(store, pending=pending_points(store, repo / "grids" / "repro.toml"))
     assert text == (shipped / "COMPARISON.md").read_text()
+
+
+@pytest.mark.parametrize("task", ["trigger-distance", "trigger-count"])
+def test_run_ids_from_the_task_spec_equal_those_from_the_data(task, tmp_path):
+    """`ship --grid` computes ids without loading datasets: the spec must fix vocab, classes and length as the data do."""
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    for scheme, fidelity in (("rope", "pelab"), ("nope", "authors"), ("mla", "authors-mla")):
+        cfg = dict(preset="smoke", scheme=scheme, task=task, fidelity=fidelity)
+        assert store.run_id(resolve_config(**cfg)) == store.run_id(resolve_config(store=store, **cfg))
+
+
+def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
+    """A tier-4 run is compared with the Table 1 variant of its setting, task and seed, the change read from the
+    configs; over two seeds the difference gets a Student-t interval."""
+    from workbench.analysis.claims import one_setting
+    from workbench.train.presets import flatten_sets
+
+    rows, runs = [], []
+    for seed, (base_acc, acc) in ((42, (0.60, 0.90)), (43, (0.50, 0.70))):
+        for tag, sets, a in (("rope", [], base_acc), ("nope", [], 0.1),
+                             ("rope-with-pad-mask", [("model.attn_pad_mask", True)], acc),
+                             ("rope-no-sinusoid", flatten_sets({"model.scheme": "rope", "model.scheme_kwargs": {}}),
+                              acc)):
+            cfg = resolve_config("smoke", "rope" if tag != "nope" else "nope", "trigger-distance", seed=seed,
+                                 fidelity="authors", tag=tag, sets=sets)
+            rid = f"{tag}-{seed}"
+            run = FakeRun(rid, {})
+            run.config = cfg
+            runs.append(run)
+            rows.append({"run_id": rid, "setting": "authors", "variant": tag, "scheme": cfg["model"]["scheme"],
+                         "task": "trigger-distance", "seed": seed, "test_acc": a, "test_acc_auc": a})
+    d = one_setting(FakeStore(runs), _runs_frame(rows)).set_index("variant")
+    assert set(d.index) == {"rope-with-pad-mask", "rope-no-sinusoid"}
+    mask = d.loc["rope-with-pad-mask"]
+    assert mask.base == "rope" and mask.change == "model.attn_pad_mask: false -> true" and mask.n_seeds == 2
+    assert mask.delta == pytest.approx(0.25) and mask.delta_lo < 0.25 < mask.delta_hi
+    assert mask.base_acc == pytest.approx(0.55) and mask.acc == pytest.approx(0.80)
+    nosin = d.loc["rope-no-sinusoid"].change
+    assert nosin == 'model.scheme: "rope+sinusoidal" -> "rope"; model.scheme_kwargs.layout: "concat" -> null'
+
+
+def test_shipping_again_leaves_an_unchanged_run_alone(shipped):
+    """A second `ship` of the same runs rewrites nothing (no churn in a committed results folder); a new table
+    in the run store ships the run again."""
+    base, ids = shipped
+    from workbench.cli import app
+
+    info = base / "results" / ids[0] / "run.json"
+    before = info.read_text()
+    args = ["ship", *ids, "--to", str(base / "results"), "--no-analyze", "--root", str(base / "runs")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and f"0 shipped, {len(ids)} unchanged" in res.output, res.output
+    assert info.read_text() == before
+    own = RunStore(base / "runs")
+    own.get(ids[0]).save_table("extra", pd.DataFrame({"a": [1.0]}))
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and f"1 shipped, {len(ids) - 1} unchanged" in res.output, res.output
+    assert "extra" in RunStore(base / "results", readonly=True).get(ids[0]).tables()

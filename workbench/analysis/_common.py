@@ -182,6 +182,26 @@ def rope_frequencies(d_head: int, base: float = 10000.0) -> np.ndarray:
 
 
 # ---- runs ------------------------------------------------------------------------------------
+def run_data(run):
+    """The run's dataset as its training counted it: with `train.ignore_label` set (the authors' transformer
+    script: `CrossEntropyLoss(ignore_index=0)`, accuracy over labels != 0; docs/fidelity.md row 8), examples
+    with that label are dropped from every split, so an analysis's clean accuracy is the run's test accuracy."""
+    import dataclasses
+
+    ds = run.load_dataset()
+    ignore = (run.config.get("train") or {}).get("ignore_label")
+    if ignore is None:
+        return ds
+
+    def keep(x, y):
+        k = np.asarray(y) != ignore
+        return x[k], y[k]
+
+    return dataclasses.replace(ds, train_x=keep(ds.train_x, ds.train_y)[0], train_y=keep(ds.train_x, ds.train_y)[1],
+                               test_x=keep(ds.test_x, ds.test_y)[0], test_y=keep(ds.test_x, ds.test_y)[1],
+                               extrap={name: keep(x, y) for name, (x, y) in ds.extrap.items()})
+
+
 def run_meta(run) -> dict[str, Any]:
     """run_id / scheme / task / arch / seed of a store run, tolerant of missing sections."""
     cfg = getattr(run, "config", {}) or {}

@@ -25,8 +25,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, split_xy,
-                      tag)
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, run_data,
+                      split_xy, tag)
 
 METRICS = ("accuracy", "loss")
 MODES = ("zero", "mean", "resample")
@@ -266,7 +266,7 @@ def run(run, mode: str = "zero", **params) -> pd.DataFrame:
     """Load the run's model and dataset, sweep, save as table `ablation` (`ablation_mean`, `ablation_resample`
     for the other modes)."""
     model = run.load_model()
-    df = tag(compute(model, run.load_dataset(), mode=mode, **params), run)
+    df = tag(compute(model, run_data(run), mode=mode, **params), run)
     run.save_table(table_name(mode), df)
     return df
 

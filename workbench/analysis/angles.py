@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (cache_hooks, NotApplicable, batches, evaluating, lengths, rotary_planes, split_xy, subsample, tag,
-                      train_length)
+from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rotary_planes, run_data, split_xy,
+                      subsample, tag, train_length)
 
 
 
@@ -170,6 +170,6 @@ def compute(model, data, n_pairs: int = 4096, n_examples: int | None = 512, seed
 
 
 def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("angles", df)
     return df

@@ -3,6 +3,7 @@
     runs = run_table(store)            one row per finished run: setting, variant, seed, accuracies, cost
     t1 = table1(runs)                  Table 1: the paper's numbers next to the mean and 95 % interval over seeds
     cl = claims(store, runs)           one row per (claim, setting): verdict, evidence, the runs behind it
+    one_setting(store, runs)           the authors' settings with one field changed, next to their baseline
 
 Verdicts: `reproduced` (every seed agrees), `mixed` (some seeds, or the mean agrees but seeds do not),
 `not reproduced` (no seed agrees), `pending` (the runs it needs are not finished yet). Thresholds are
@@ -408,3 +409,63 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
 
 def thresholds_table(th: Thresholds = Thresholds()) -> pd.DataFrame:
     return pd.DataFrame([{"threshold": k, "value": str(v)} for k, v in asdict(th).items()])
+
+
+# ---- one setting at a time ------------------------------------------------------------------------------
+BASE_VARIANTS = ("rope", "nope", "mla")  # Table 1's variants; tier 4 names its runs `<base>-<what changed>`
+
+
+def _leaves(d: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A nested config section as {dotted key: leaf value} (lists kept whole; an empty dict has no leaves)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_leaves(v, f"{prefix}.{k}") if isinstance(v, dict) else {f"{prefix}.{k}": v})
+    return out
+
+
+def config_changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The fields of the model, task and train sections where `other` differs from `base`: {key: (base, other)}
+    (None where a field is absent)."""
+    a, b = ({k: v for s in ("model", "task", "train") for k, v in _leaves(c.get(s) or {}, s).items()}
+            for c in (base, other))
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """Each run of the authors' settings named `<base>-<what>` (base one of BASE_VARIANTS: the tier-4 variants
+    of grids/repro.toml) next to the `<base>` run of the same setting, task and seed: the fields changed (from
+    the two config.json), both test accuracies and the difference. Aggregated over seeds per (setting, variant,
+    task): mean difference with a Student-t 95 % interval. This traces a gap between the paper's numbers and
+    PE-Lab's `paper` arch to one setting."""
+    cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
+            "delta_hi", "runs"]
+    auth = runs[runs.setting.isin(("authors", "authors-mla"))]
+    pairs = []
+    for r in auth.itertuples():
+        base = next((b for b in BASE_VARIANTS if r.variant.startswith(f"{b}-")), None)
+        b = auth[(auth.variant == base) & (auth.setting == r.setting) & (auth.task == r.task) & (auth.seed == r.seed)]
+        if base is None or b.empty:
+            continue
+        b = b.iloc[0]
+        change = config_changes(store.get(b.run_id).config, store.get(r.run_id).config)
+        pairs.append({"setting": r.setting, "variant": r.variant, "base": base, "task": r.task, "seed": r.seed,
+                      "change": "; ".join(f"{k}: {json_value(v0)} -> {json_value(v1)}"
+                                          for k, (v0, v1) in change.items()),
+                      "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id]})
+    if not pairs:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for (setting, variant, base, change, task), g in pd.DataFrame(pairs).groupby(
+            ["setting", "variant", "base", "change", "task"], sort=False):
+        mean, lo, hi, n = mean_ci(g["acc"] - g["base_acc"])
+        rows.append({"setting": setting, "variant": variant, "base": base, "change": change, "task": task,
+                     "n_seeds": n, "base_acc": float(g["base_acc"].mean()), "acc": float(g["acc"].mean()),
+                     "delta": mean, "delta_lo": lo, "delta_hi": hi, "runs": [x for rr in g["runs"] for x in rr]})
+    return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
+
+
+def json_value(v: Any) -> str:
+    """A config value as it reads in config.json (true/false/null, compact lists)."""
+    import json
+
+    return json.dumps(v, separators=(",", ":"))

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import cache_hooks, NotApplicable, batches, evaluating, lengths, split_xy, subsample, tag, train_length
+from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, run_data, split_xy, subsample, tag,
+                      train_length)
 
 
 def sample_triples(x: np.ndarray, n_pairs: int, short: tuple[int, int], long: tuple[int, int], arch: str,
@@ -106,7 +107,7 @@ def compute(model, data, n_pairs: int = 10000, n_examples: int | None = 512, see
 
 
 def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("distance_bias", df)
     return df
 

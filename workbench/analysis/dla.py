@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, split_xy, subsample, tag
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, run_data, split_xy,
+                      subsample, tag)
 
 
 def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
@@ -102,6 +103,6 @@ def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed
 
 def run(run, **params) -> pd.DataFrame:
     """Load the run's model and dataset, attribute, save as table `dla`."""
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("dla", df)
     return df

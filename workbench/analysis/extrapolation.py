@@ -13,8 +13,8 @@ import pandas as pd
 import torch.nn.functional as F
 
 from .baselines import chance, length_only_accuracy
-from ._common import (NotApplicable, batches, bootstrap_means, evaluating, lengths, percentile_interval, split_xy,
-                      tag, train_length)
+from ._common import (batches, bootstrap_means, evaluating, lengths, NotApplicable, percentile_interval, run_data,
+                      split_xy, tag, train_length)
 
 
 
@@ -82,6 +82,6 @@ def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, 
 
 
 def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("extrapolation", df)
     return df

@@ -89,8 +89,8 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
     for m in METHODS:
         df[f"by_{m}"] = votes[m]
     flags = pd.DataFrame({m: votes[m] for m in METHODS})
-    df["n_methods"] = flags.notna().sum(1)
-    df["n_agree"] = flags.fillna(False).astype(bool).sum(1)
+    df["n_methods"] = flags.notna().sum(axis=1)
+    df["n_agree"] = flags.fillna(False).astype(bool).sum(axis=1)
     df["methods"] = flags.fillna(False).astype(bool).apply(lambda r: "+".join(m for m in METHODS if r[m]), axis=1)
     df["deposit_head"] = df["n_agree"] >= min_agree
     df["ablation_mode"] = abl

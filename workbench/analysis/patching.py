@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ._common import NotApplicable, batches, bootstrap_means, evaluating, percentile_interval, tag
+from ._common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval, run_data, tag
 
 
 SETS = ("all", "trigger", "non_trigger")
@@ -254,6 +254,6 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
 
 def run(run, **params) -> pd.DataFrame:
     """Load the run's model and dataset, patch, save as table `patching`."""
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("patching", df)
     return df

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import NotApplicable, batches, cache_hooks, evaluating, split_xy, subsample, tag
+from ._common import batches, cache_hooks, evaluating, NotApplicable, run_data, split_xy, subsample, tag
 
 PROBES = ("position", "label_head", "label_stream")
 
@@ -174,6 +174,6 @@ def compute(model, data, probes=PROBES, layers: list[int] | None = None, n_examp
 
 def run(run, **params) -> pd.DataFrame:
     """Load the run's model and dataset, probe, save as table `probes`."""
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("probes", df)
     return df

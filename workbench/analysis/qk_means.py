@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._common import cache_hooks, batches, evaluating, rotary_planes, split_xy, subsample, tag, train_length
+from ._common import batches, cache_hooks, evaluating, rotary_planes, run_data, split_xy, subsample, tag, train_length
 
 
 def _frequencies(model, layer: int, width: int) -> np.ndarray:
@@ -69,6 +69,6 @@ def compute(model, data, n_examples: int | None = 512, seed: int = 0, batch_size
 
 
 def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("qk_means", df)
     return df

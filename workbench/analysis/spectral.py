@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from scipy.linalg import toeplitz
 
-from ._common import cache_hooks, batches, evaluating, split_xy, subsample, tag, valid_pairs
+from ._common import batches, cache_hooks, evaluating, run_data, split_xy, subsample, tag, valid_pairs
 
 
 def toeplitz_from_profile(profile: dict[int, float] | np.ndarray, n: int) -> np.ndarray:
@@ -120,7 +120,7 @@ def compute(model, data, n_examples: int | None = 256, seed: int = 0, batch_size
 
 
 def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("spectral", df)
     return df
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (NotApplicable, batches, bootstrap_means, cache_hooks, evaluating, percentile_interval,
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, NotApplicable, percentile_interval, run_data,
                       split_xy, subsample, tag, valid_pairs)
 
 
@@ -106,6 +106,6 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
 
 def run(run, **params) -> pd.DataFrame:
     """Load the run's model and dataset, measure, save as table `trigger_attention`."""
-    df = tag(compute(run.load_model(), run.load_dataset(), **params), run)
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
     run.save_table("trigger_attention", df)
     return df

@@ -49,7 +49,7 @@ def ship_cmd(
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.analysis.suite import run_suite
     from workbench.store import RunStore, StoreError
-    from workbench.store.ship import ship_run
+    from workbench.store.ship import is_shipped, ship_run
 
     store = RunStore(root)
     if grid is not None:
@@ -58,13 +58,13 @@ def ship_cmd(
 
         tiers = [int(t) for t in tier.split(",")] if tier else None
         try:
-            ids = [store.run_id(resolve_config(store=store, **p)) for p in grid_points(load_grid(grid), tiers)]
+            ids = [store.run_id(resolve_config(**p)) for p in grid_points(load_grid(grid), tiers)]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
     if not run_ids:
         _fail("name run ids or pass --grid GRID.toml")
-    shipped = skipped = 0
+    shipped = skipped = unchanged = 0
     for rid in run_ids:
         try:
             run = store.get(rid)
@@ -78,10 +78,14 @@ def ship_cmd(
             continue
         if analyze:
             run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
+        if is_shipped(run, to):
+            typer.echo(f"{rid}: shipped already, unchanged")
+            unchanged += 1
+            continue
         ship_run(run, to)
         shipped += 1
         typer.echo(f"{rid}: shipped to {Path(to) / rid}")
-    typer.echo(f"{shipped} shipped, {skipped} skipped")
+    typer.echo(f"{shipped} shipped, {unchanged} unchanged, {skipped} skipped")
 
 
 def compare_cmd(
@@ -117,7 +121,7 @@ def compare_cmd(
 
 
 def recreate_cmd(
-    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md or `workbench runs --shipped`)"),
+    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md, or `workbench runs`: rows with source shipped)"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),

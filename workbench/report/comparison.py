@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (SETTINGS, Thresholds, claims, decodable_layers, run_table, table1,
-                                       thresholds_table)
+from workbench.analysis.claims import (SETTINGS, Thresholds, claims, decodable_layers, one_setting, run_table,
+                                       table1, thresholds_table)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -85,6 +85,18 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
                            f" (best {r.best_score:.2f})" for r in g.itertuples())
         rows.append([SETTINGS.get(setting, setting), variant, task_label(task), layers])
     return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n"
+
+
+def _one_setting_section(d: pd.DataFrame) -> str:
+    if d.empty:
+        return "No run of tier 4 has finished yet.\n"
+    rows = [[SETTINGS.get(r.setting, r.setting), f"{r.base} -> {r.variant}", r.change, task_label(r.task),
+             _pct(r.base_acc), _pct(r.acc),
+             f"{100 * r.delta:+.2f}" + ("" if r.n_seeds < 2 else f" [{100 * r.delta_lo:+.2f}, {100 * r.delta_hi:+.2f}]")
+             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''})", _links(r.runs, 2)]
+            for r in d.itertuples()]
+    return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
+                      "difference (points)", "runs"], rows) + "\n"
 
 
 def _scale_section(runs: pd.DataFrame) -> str:
@@ -182,6 +194,14 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "control (layer -1: the embedded input; `probes` table, docs/analyses.md).",
         "",
         _decodable_section(store, runs),
+        "## One setting at a time",
+        "",
+        "Where the authors' setup and PE-Lab's `paper` arch disagree, the cause is shown by changing one field: "
+        "each row is a run of the authors' setting with one field set back to PE-Lab's value (tier 4 of "
+        "grids/repro.toml; docs/fidelity.md says what each field does), next to the authors' setting itself "
+        "(same task and seed). The change column is computed from the two runs' config.json.",
+        "",
+        _one_setting_section(one_setting(store, runs)),
         "Thresholds used above:",
         "",
         _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in thresholds_table(th).itertuples()]),

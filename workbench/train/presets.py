@@ -230,7 +230,9 @@ def set_dotted(cfg: dict[str, Any], key: str, value: Any) -> None:
 
 
 def flatten_sets(d: dict[str, Any], prefix: str = "", where: str = "set") -> list[tuple[str, Any]]:
-    """{"model": {"n_layers": 2}, "train.epochs": 3} -> [("model.n_layers", 2), ("train.epochs", 3)]."""
+    """{"model": {"n_layers": 2}, "train.epochs": 3} -> [("model.n_layers", 2), ("train.epochs", 3)]. Tables
+    under model.scheme_kwargs / task.overrides merge key by key; an empty one (`"model.scheme_kwargs" = {}`)
+    clears them."""
     if not isinstance(d, dict):
         raise ValueError(f"{where} = {d!r:.80}: must be a table of dotted keys, e.g. "
                          '{ "train.epochs" = 5, "model.n_layers" = 2 }')
@@ -238,7 +240,7 @@ def flatten_sets(d: dict[str, Any], prefix: str = "", where: str = "set") -> lis
     for k, v in d.items():
         key = f"{prefix}{k}"
         mergeable = "." not in key or key in ("model.scheme_kwargs", "task.overrides")
-        if isinstance(v, dict) and mergeable:
+        if isinstance(v, dict) and mergeable and (v or "." not in key):
             out += flatten_sets(v, key + ".")
         else:
             out.append((key, v))
