@@ -219,6 +219,7 @@ def register_recreate(app, prefix: str, run_input: str, wanted: Callable[..., bo
     only while the run lacks their table); its id goes to `recreate_work` (checked there against the shipped
     store again). After the job the page's callbacks (Input `{prefix}-recreate-job-result`) re-read the store."""
     from apps import common as C
+    from workbench.store import lock_holder
 
     register_job(app, f"{prefix}-recreate", [State(f"{prefix}-recreate-target", "data")], recreate_work)
 
@@ -243,6 +244,12 @@ def register_recreate(app, prefix: str, run_input: str, wanted: Callable[..., bo
                 if copies else "")
         if target is None:
             return {"display": "none"}, "", done, None
+        holder = lock_holder(stores.own.root, target)
+        if holder is not None:  # a job (another tab, a CLI) is re-creating it now: a second one would be refused
+            epoch = stores.own.get(target).info.get("epoch", 0) if stores.own.exists(target) else 0
+            note = C.hint(f"{target} is being re-created in your store right now (pid {holder.get('pid', '?')}, "
+                          f"epoch {epoch} done); this page uses it once that job ends.", kind="info")
+            return {"display": "block"}, note, done, target
         secs = float(stores.shipped.get(target).info.get("wall_time_s") or 0)
         note = C.hint(f"{target} is a shipped run: its results are here, its weights are not. Re-creating it "
                       f"re-trains it deterministically ({secs:.0f} s when it was shipped); or run "

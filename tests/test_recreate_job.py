@@ -113,8 +113,10 @@ def test_a_second_job_on_a_run_being_recreated_is_refused(app_on_shipped, smoke)
     own = ctx.stores().own
     lock = own.lock(smoke.nope).acquire()  # what a running re-creation job holds
     try:
-        with pytest.raises(RunLocked):
+        with pytest.raises(RunLocked, match="is being trained by pid"):
             recreate_work(lambda f, t: None, ctx, smoke.nope)
+        out = panel(app, app.server.test_client(), "exp", smoke.nope)  # a reloaded page says it is running
+        assert shown(out, "exp") and "being re-created in your store right now" in json.dumps(out["exp-recreate-note"])
     finally:
         lock.release()
     assert smoke.nope not in own.run_ids()
