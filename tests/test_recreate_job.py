@@ -204,3 +204,13 @@ def test_fidelity_choice_sets_the_form_and_reaches_the_job(tmp_path):
     with app.server.test_request_context():
         form = json.dumps(runs._train_controls().to_plotly_json(), default=lambda o: o.to_plotly_json())
     assert '"runs-t-fidelity"' in form and '"authors-mla"' in form and '"value": "pelab"' in form
+
+
+def test_index_of_an_empty_own_store_and_shipped_runs_stays_numeric(smoke, tmp_path):
+    """Concatenating an empty own index made every column `object`, so the Runs table showed unrounded
+    accuracies (house precision applies to numeric columns)."""
+    from workbench.store import StoreSet
+
+    df = StoreSet.open(tmp_path / "own", smoke.shipped).query()
+    assert len(df) and set(df["source"]) == {"shipped"}
+    assert df["test_acc"].dtype.kind == "f" and df["epoch"].dtype.kind == "i"
