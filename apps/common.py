@@ -228,6 +228,10 @@ def analyze_cmd(run_id: str, what: str) -> str:
 
 def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
     tail = " or press Run" if button else ""
+    if getattr(run.store, "readonly", False):  # computing it needs the weights, which are not shipped
+        return hint(f"no {name} table for the shipped run {run.id}: re-create it in your store first (Re-create "
+                    f"this run, or `workbench recreate {run.id}`), then run `{analyze_cmd(run.id, name)}`{tail}.",
+                    kind="missing")
     return hint(f"no {name} table yet for {run.id}: run `{analyze_cmd(run.id, name)}`{tail}.",
                 kind="missing")
 

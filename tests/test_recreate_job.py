@@ -148,6 +148,13 @@ def test_table_pages_offer_it_only_for_a_table_the_shipped_run_lacks(smoke, tmp_
     assert not shown(panel(app, client, "abl-a", smoke.rope, **{"abl-mode": "zero"}), "abl-a")
     assert shown(panel(app, client, "abl-a", smoke.rope, **{"abl-mode": "mean"}), "abl-a")  # not stored
     assert not shown(panel(app, client, "abl-b", smoke.rope, **{"abl-mode": {"a": 1}}), "abl-b")
+    from apps import common as C
+    from apps.pages._diagnostic import render
+    from apps.pages.spectral import SPEC
+
+    with app.server.test_request_context():  # the missing-table hint does not promise a Run the job would refuse
+        text = json.dumps([c.to_plotly_json() for c in render(SPEC, C.stores(), [smoke.count])], default=str)
+    assert f"no spectral table for the shipped run {smoke.count}: re-create it in your store first" in text
 
 
 def test_tables_are_copied_only_when_the_metrics_agree(smoke, tmp_path):
