@@ -1,7 +1,7 @@
 """Long work started from the dashboard, run as Dash background callbacks (DiskcacheManager).
 
 Each job runs in a child process, reports progress (a bar and a status line), can be cancelled, and leaves
-its result in the run store; the page then re-reads the store. Two kinds of work exist:
+its result in the run store; the page then re-reads the store. Three kinds of work exist:
 
 * `analysis_work`: run `workbench.analysis.ANALYSES[name](run)` for a run that lacks the table;
 * `train_work`: train a new run (CPU or smoke preset, any fidelity) through `workbench.train`;
