@@ -164,9 +164,45 @@ def run_state_hint(run) -> html.Div | None:
     return hint(f"Run {run.id} has not been trained yet (status {status}).", cmd=cmd, kind="warn")
 
 
+def no_weights_hint(run) -> html.Div:
+    """Why a live view of `run` is empty: a shipped run without weights (re-create it), else its state."""
+    if run.store.readonly:
+        return hint(f"{run.id} is a shipped run without weights: nothing can run live until it is re-created in "
+                    f"your store (Re-create this run, or `workbench recreate {run.id}`).", kind="missing")
+    return run_state_hint(run) or hint(f"{run.id} has no checkpoint yet.")
+
+
 def has_checkpoint(run) -> bool:
     try:
         return run.has_checkpoint()
+    except Exception:
+        return False
+
+
+def needs_recreate(stores, run_id: Any) -> bool:
+    """Whether `run_id` names a run of the shipped store (a StoreSet's `shipped`) whose weights are not at hand:
+    the shipped folder has none and the own store holds no finished copy with weights."""
+    from workbench.store import StoreError, check_run_id
+
+    if stores.shipped is None or not isinstance(run_id, str):
+        return False
+    try:
+        check_run_id(run_id)
+        if run_id not in stores.shipped.run_ids() or stores.shipped.get(run_id).has_weights:
+            return False
+        if run_id not in stores.own.run_ids():
+            return True
+        own = stores.own.get(run_id)
+        return not (own.status == "finished" and own.has_weights)
+    except StoreError:
+        return False
+
+
+def shipped_copy(stores, run_id: Any) -> bool:
+    """Whether the own store's `run_id` is a finished re-created copy of a shipped run."""
+    try:
+        return (stores.shipped is not None and isinstance(run_id, str) and not needs_recreate(stores, run_id)
+                and run_id in stores.shipped.run_ids() and stores.store_of(run_id)[0] == "own")
     except Exception:
         return False
 
@@ -192,6 +228,10 @@ def analyze_cmd(run_id: str, what: str) -> str:
 
 def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
     tail = " or press Run" if button else ""
+    if getattr(run.store, "readonly", False):  # computing it needs the weights, which are not shipped
+        return hint(f"no {name} table for the shipped run {run.id}: re-create it in your store first (Re-create "
+                    f"this run, or `workbench recreate {run.id}`), then run `{analyze_cmd(run.id, name)}`{tail}.",
+                    kind="missing")
     return hint(f"no {name} table yet for {run.id}: run `{analyze_cmd(run.id, name)}`{tail}.",
                 kind="missing")
 
@@ -317,6 +357,20 @@ def job_panel(prefix: str, label: str = "Run", note: str | None = None) -> html.
         html.Div(id=f"{prefix}-job-message", className="job-message"),
         dcc.Store(id=f"{prefix}-job-result"),
     ], className="job-panel")
+
+
+def recreate_panel(prefix: str) -> html.Div:
+    """"Re-create this run" for a live page (wired by `apps.jobs.register_recreate`): hidden unless the picked
+    run is shipped without weights; a note says which run and how long it trained."""
+    return html.Div([
+        html.Div([html.Div(id=f"{prefix}-recreate-note"),
+                  job_panel(f"{prefix}-recreate", "Re-create this run",
+                            note="re-trains it from its shipped config into your store (same run id, same "
+                                 "metrics); the page then uses your copy")],
+                 id=f"{prefix}-recreate-box", style={"display": "none"}),
+        html.Div(id=f"{prefix}-recreate-done", className="job-note"),
+        dcc.Store(id=f"{prefix}-recreate-target"),
+    ], className="recreate-panel")
 
 
 @functools.lru_cache(maxsize=4)

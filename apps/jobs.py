@@ -1,10 +1,12 @@
 """Long work started from the dashboard, run as Dash background callbacks (DiskcacheManager).
 
 Each job runs in a child process, reports progress (a bar and a status line), can be cancelled, and leaves
-its result in the run store; the page then re-reads the store. Two kinds of work exist:
+its result in the run store; the page then re-reads the store. Three kinds of work exist:
 
 * `analysis_work`: run `workbench.analysis.ANALYSES[name](run)` for a run that lacks the table;
-* `train_work`: train a new run (CPU or smoke preset) through `workbench.train`.
+* `train_work`: train a new run (CPU or smoke preset, any fidelity) through `workbench.train`;
+* `recreate_work`: re-train a shipped run (shipped without weights) into the user's store (`register_recreate`
+  wires its button, shown on the live pages only while the picked run needs it).
 """
 from __future__ import annotations
 
@@ -66,8 +68,8 @@ def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params
     progress(0.05, f"loading run {run_id}")
     run = ctx.stores().get(run_id)  # StoreError "unknown run" for anything but a run of the stores
     if run.store.readonly:
-        raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; run "
-                         "`workbench recreate` to get it into your store")
+        raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; press "
+                         f"Re-create this run (or run `workbench recreate {run_id}`) to get it into your store")
     before = _table_stamps(run)
     start = time.time()
     stop = _heartbeat(progress, f"running {name} on {run_id}", start, 0.1, 0.95, expected_s=20)
@@ -83,28 +85,69 @@ def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params
 
 
 def train_work(progress: Progress, ctx, scheme: str, task: str, preset: str, seed: Any = 42,
-               arch: str = "paper") -> dict:
-    """Train one run at a small preset (`workbench.train`); the run and its metrics land in the user's store."""
+               arch: str = "paper", fidelity: str | None = "pelab") -> dict:
+    """Train one run at a small preset (`workbench.train`) and fidelity (`presets.FIDELITIES`); the run and its
+    metrics land in the user's store."""
     from workbench.train.loop import train
-    from workbench.train.presets import resolve_config
+    from workbench.train.presets import FIDELITIES, resolve_config
 
     if not scheme or not task or not preset:
         raise ValueError("pick a scheme, a task and a preset first")
     if preset == "paper":
         raise ValueError("the paper preset needs a GPU (about two days on 2 CPU cores); "
                          "run `workbench train --preset paper` on a GPU machine instead")
+    fidelity = fidelity or "pelab"
+    if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
+        raise ValueError(f"fidelity {str(fidelity)[:40]!r} is unknown; pick one of {', '.join(FIDELITIES)}")
     _limit_threads()
     store = ctx.stores().own
-    progress(0.02, f"preparing data for {scheme} / {task} / {preset}")
+    progress(0.02, f"preparing data for {scheme} / {task} / {preset} / {fidelity}")
     if isinstance(seed, float) and seed.is_integer():
         seed = int(seed)  # a Dash number input sends 42.0
     cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch or None,
-                         seed=seed if seed not in (None, "") else None, store=store)
-    epochs = int(cfg["train"]["epochs"])
+                         seed=seed if seed not in (None, "") else None, store=store, fidelity=fidelity)
+    start = time.time()
+    run = _with_epoch_progress(progress, int(cfg["train"]["epochs"]),
+                               lambda on_epoch: train(cfg, store, progress=False, on_epoch=on_epoch))
+    return {"run_id": run.id, "message": f"trained {run.id} ({run.status}){_acc(run)} in {time.time() - start:.0f} s"}
+
+
+def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
+    """Re-train a shipped run (no weights shipped) into the user's store under the same id
+    (`workbench.train.recreate`, as `workbench recreate RUN_ID`); the pages then read the own store's copy."""
+    from apps.common import needs_recreate
+    from workbench.train.recreate import recreate
+
+    stores = ctx.stores()
+    if stores.shipped is None:
+        raise ValueError("this dashboard has no shipped results store; start it with `workbench app --shipped DIR`")
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError("pick a shipped run first")
+    src = stores.shipped.get(run_id)  # StoreError for anything that is not a run folder of the shipped store
+    if not needs_recreate(stores, run_id):
+        raise ValueError(f"{run_id} is already in your store with its weights; nothing to re-create")
+    _limit_threads()
+    progress(0.02, f"re-creating {run_id} from its config (the shipped run took "
+                   f"{float(src.info.get('wall_time_s') or 0):.0f} s to train)")
+    start = time.time()
+    run = _with_epoch_progress(progress, int(src.config["train"]["epochs"]),
+                               lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch))
+    return {"run_id": run.id, "message": f"re-created {run.id} in your store ({run.status}){_acc(run)} in "
+                                         f"{time.time() - start:.0f} s"}
+
+
+def _acc(run) -> str:
+    acc = run.final.get("test_acc")
+    return f", test accuracy {acc:.3f}" if isinstance(acc, (int, float)) else ""
+
+
+def _with_epoch_progress(progress: Progress, epochs: int, fit: Callable[[Callable], Any]):
+    """Run `fit(on_epoch)` (a `train` call) with the bar at the epochs done and the last test accuracy, creeping
+    inside an epoch so it moves; the bar ends at 1."""
     start = time.time()
     state = {"done": 0, "t_epoch": start, "last": ""}
 
-    def beat(stop: threading.Event) -> None:  # creep inside an epoch, so the bar moves
+    def beat(stop: threading.Event) -> None:
         while not stop.wait(0.5):
             el = time.time() - state["t_epoch"]
             inside = 1 - 1 / (1 + el / 10.0)
@@ -120,13 +163,11 @@ def train_work(progress: Progress, ctx, scheme: str, task: str, preset: str, see
     stop = threading.Event()
     threading.Thread(target=beat, args=(stop,), daemon=True).start()
     try:
-        run = train(cfg, store, progress=False, on_epoch=on_epoch)
+        out = fit(on_epoch)
     finally:
         stop.set()
     progress(1.0, "done")
-    acc = run.final.get("test_acc")
-    acc_s = f", test accuracy {acc:.3f}" if isinstance(acc, (int, float)) else ""
-    return {"run_id": run.id, "message": f"trained {run.id} ({run.status}){acc_s} in {time.time() - start:.0f} s"}
+    return out
 
 
 def register_job(app, prefix: str, states: list[State], work: Callable[..., dict]) -> None:
@@ -168,3 +209,49 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
             msg = redact_paths(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
             return {"ok": False, "error": msg, "t": time.time()}, f"✕ failed: {msg}"
         return {"ok": True, "t": time.time(), **out}, f"✓ {out.get('message', 'done')}"
+
+
+def register_recreate(app, prefix: str, run_input: str, wanted: Callable[..., bool] | None = None,
+                      extra: tuple[str, ...] = ()) -> None:
+    """Wire `apps.common.recreate_panel(prefix)` to the page's run dropdown `run_input` (one id or a list): shown
+    for the first picked run that `needs_recreate` (and, with `wanted(run, *values of the extra dropdown ids)`,
+    that the page needs the weights for: pages that compute from the weights only through a Run button show it
+    only while the run lacks their table); its id goes to `recreate_work` (checked there against the shipped
+    store again). After the job the page's callbacks (Input `{prefix}-recreate-job-result`) re-read the store."""
+    from apps import common as C
+    from workbench.store import lock_holder
+
+    register_job(app, f"{prefix}-recreate", [State(f"{prefix}-recreate-target", "data")], recreate_work)
+
+    def needed(stores, rid: str, values) -> bool:
+        if not C.needs_recreate(stores, rid):
+            return False
+        try:
+            return wanted is None or bool(wanted(stores.get(rid), *values))
+        except Exception:  # a hostile extra value: no button
+            return False
+
+    @app.callback(Output(f"{prefix}-recreate-box", "style"), Output(f"{prefix}-recreate-note", "children"),
+                  Output(f"{prefix}-recreate-done", "children"), Output(f"{prefix}-recreate-target", "data"),
+                  Input(run_input, "value"), Input(f"{prefix}-recreate-job-result", "data"),
+                  *[Input(e, "value") for e in extra])
+    def show(value, _job, *values):
+        stores = C.stores()
+        ids = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)][:50]
+        target = next((r for r in ids if needed(stores, r, values)), None)
+        copies = [r for r in ids if C.shipped_copy(stores, r)]
+        done = (f"{', '.join(copies)}: your re-created copy of the shipped run (weights in your store)"
+                if copies else "")
+        if target is None:
+            return {"display": "none"}, "", done, None
+        holder = lock_holder(stores.own.root, target)
+        if holder is not None:  # a job (another tab, a CLI) is re-creating it now: a second one would be refused
+            epoch = stores.own.get(target).info.get("epoch", 0) if stores.own.exists(target) else 0
+            note = C.hint(f"{target} is being re-created in your store right now (pid {holder.get('pid', '?')}, "
+                          f"epoch {epoch} done); this page uses it once that job ends.", kind="info")
+            return {"display": "block"}, note, done, target
+        secs = float(stores.shipped.get(target).info.get("wall_time_s") or 0)
+        note = C.hint(f"{target} is a shipped run: its results are here, its weights are not. Re-creating it "
+                      f"re-trains it deterministically ({secs:.0f} s when it was shipped); or run "
+                      f"`workbench recreate {target}`.", kind="info")
+        return {"display": "block"}, note, done, target

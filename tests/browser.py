@@ -265,60 +265,85 @@ def select_option(drv, dropdown_id: str, text: str, close: bool = True) -> None:
 
 
 # ---- docs/img: screenshots of a real store (python tests/browser.py docs-screenshots STORE) ----------------
-def _pick(store, scheme: str, task: str = "trigger-distance", partial: bool = False) -> str | None:
+def _pick(store, scheme: str, task: str = "trigger-distance", partial: bool = False, table: str | None = None):
+    """The first finished run of `scheme` on `task` (partial RoPE or not) in `store` (a StoreSet), with `table`."""
     for rid in store.query(scheme=scheme, task=task, status="finished")["id"]:
-        kw = store.get(rid).config["model"].get("scheme_kwargs") or {}
-        if bool(kw.get("rope_heads") is not None or kw.get("rope_layers") is not None) == partial:
+        run = store.get(rid)
+        kw = run.config["model"].get("scheme_kwargs") or {}
+        if bool(kw.get("rope_heads") is not None or kw.get("rope_layers") is not None) == partial and (
+                table is None or run.has_table(table)):
             return rid
     return None
 
 
-def docs_screenshots(store_root: str) -> list[Path]:
-    """Serve the app on `store_root` (e.g. CPU-preset runs) and write docs/img/dashboard_*.png and report.png."""
+SHOT_PAGES = [("/", "findings", ""), ("/runs", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
+              ("/heads", "heads", "?run={heads}"), ("/partial-rope", "partial_rope", ""),
+              ("/qk-means", "qk_means", "?run={rope}"), ("/angles", "angles", "?run={rope}"),
+              ("/spectral", "spectral", "?run={rope}"), ("/distance-bias", "distance_bias", "?run={rope}|{nope}"),
+              ("/extrapolation", "extrapolation", "?run={rope}|{nope}|{partial}"),
+              ("/explorer", "explorer", "?run={rope}&example=3&layer=1&ablate=1.1")]
+
+
+def docs_screenshots(store_root: str, shipped: str | None = None, pages: list[str] | None = None) -> list[Path]:
+    """Serve the app on `store_root` (e.g. CPU-preset runs) and the shipped store `shipped` (default as `workbench
+    app`: $PELAB_SHIPPED, else results/repro) and write docs/img/dashboard_<page>.png for `pages` (names as in
+    SHOT_PAGES; default all) and, with all pages, report.png of the own store."""
     from apps import create_app
     from workbench.report import build_report
-    from workbench.store import RunStore
+    from workbench.store import StoreSet
 
-    store = RunStore(store_root)
-    ids = {"rope": _pick(store, "rope"), "nope": _pick(store, "nope"), "partial": _pick(store, "rope", partial=True)}
+    stores = StoreSet.open(store_root, shipped)
+    ids = {"rope": _pick(stores, "rope"), "nope": _pick(stores, "nope"),
+           "partial": _pick(stores, "rope", partial=True), "heads": _pick(stores, "rope", table="head_summary")}
     ids = {k: v or "" for k, v in ids.items()}
-    pages = [("/", "findings", ""), ("/runs", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
-             ("/partial-rope", "partial_rope", ""), ("/qk-means", "qk_means", "?run={rope}"),
-             ("/angles", "angles", "?run={rope}"), ("/spectral", "spectral", "?run={rope}"),
-             ("/distance-bias", "distance_bias", "?run={rope}|{nope}"),
-             ("/extrapolation", "extrapolation", "?run={rope}|{nope}|{partial}"),
-             ("/explorer", "explorer", "?run={rope}&example=3&layer=1&ablate=1.1")]
+    unknown = set(pages or ()) - {name for _, name, _ in SHOT_PAGES}
+    if unknown:
+        raise SystemExit(f"unknown pages {sorted(unknown)}; pick from {[n for _, n, _ in SHOT_PAGES]}")
     os.environ["PELAB_UPDATE_SCREENSHOTS"] = "1"
-    srv = AppServer(create_app(store_root).server)
+    srv = AppServer(create_app(store_root, shipped=shipped).server)
     drv = driver()
     out = []
     try:
-        for path, name, q in pages:
+        for path, name, q in SHOT_PAGES:
+            if pages and name not in pages:
+                continue
             drv.get(srv.url + path + q.format(**ids))
             wait_until(lambda: any(n > 0 for n in trace_counts(drv)), 60, what=f"graphs on {path}")
             wait_until(lambda: dash_idle(drv), 60, what=f"{path} to settle")
             time.sleep(1.0)
             out.append(screenshot(drv, f"dashboard_{name}"))
-        report = Path(tempfile.mkdtemp()) / "report.html"
-        build_report(store, "task=trigger-distance", report)
-        drv.get(report.as_uri())
-        wait_until(lambda: len(trace_counts(drv)) > 0, 60, what="the report's graphs")
-        time.sleep(1.0)
-        drv.set_window_size(1400, 1800)
-        drv.save_screenshot(str(DOCS_IMG / "report.png"))
-        out.append(DOCS_IMG / "report.png")
+        if not pages:
+            report = Path(tempfile.mkdtemp()) / "report.html"
+            build_report(stores.own, "task=trigger-distance", report)
+            drv.get(report.as_uri())
+            wait_until(lambda: len(trace_counts(drv)) > 0, 60, what="the report's graphs")
+            time.sleep(1.0)
+            drv.set_window_size(1400, 1800)
+            drv.save_screenshot(str(DOCS_IMG / "report.png"))
+            out.append(DOCS_IMG / "report.png")
     finally:
         srv.stop()
         _quit()
     return out
 
 
+USAGE = """usage: python tests/browser.py docs-screenshots STORE_ROOT [--shipped DIR] [--pages findings,heads,...]
+
+Writes docs/img/dashboard_<page>.png (and, without --pages, report.png) from the app served on STORE_ROOT and the
+shipped store (default: $PELAB_SHIPPED, else results/repro). E.g. the Findings and Heads pages of the shipped
+reproduction alone: python tests/browser.py docs-screenshots $(mktemp -d) --shipped results/repro --pages findings,heads"""
+
+
 if __name__ == "__main__":
+    import argparse
     import sys
 
-    if len(sys.argv) == 3 and sys.argv[1] == "docs-screenshots":
-        sys.path.insert(0, str(REPO))
-        for p in docs_screenshots(sys.argv[2]):
-            print("wrote", p)
-    else:
-        print("usage: python tests/browser.py docs-screenshots STORE_ROOT")
+    parser = argparse.ArgumentParser(usage=USAGE)
+    parser.add_argument("command", choices=["docs-screenshots"])
+    parser.add_argument("store")
+    parser.add_argument("--shipped", default=None)
+    parser.add_argument("--pages", default=None, help="comma-separated page names (default: all)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    for p in docs_screenshots(args.store, args.shipped, args.pages.split(",") if args.pages else None):
+        print("wrote", p)

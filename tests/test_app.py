@@ -292,3 +292,30 @@ def test_hostile_urls_and_inputs_give_hints_in_the_page(drv, server, smoke):
     open_page(drv, f"{server.url}/explorer?run={smoke.rope}&ablate=0.1|99.99&layer=1", need_traces=False)
     assert_clean(drv, "explorer with an unknown head")
     assert str(smoke.root) not in drv.page_source
+
+
+@pytest.mark.browser
+def test_recreate_button_brings_a_shipped_run_to_life_in_the_explorer(drv, smoke, tmp_path):
+    """A shipped run (no weights) in the explorer: a hint and the Re-create button; the job re-trains it into the
+    own store, then the patterns appear and the button is gone."""
+    from apps import create_app
+
+    with B.torch_threads(1):
+        srv = B.AppServer(create_app(tmp_path / "own", shipped=smoke.shipped).server)
+        try:
+            open_page(drv, f"{srv.url}/explorer?run={smoke.partial}&example=2", need_traces=False)
+            B.wait_until(lambda: drv.find_element("id", "exp-recreate-box").is_displayed(), 20,
+                         what="the Re-create panel")
+            text = page_text(drv)
+            assert "shipped run without weights" in text and f"workbench recreate {smoke.partial}" in text
+            assert not B.trace_counts(drv, "#exp-patterns")
+            drv.find_element("id", "exp-recreate-job-run").click()
+            B.wait_until(lambda: any(n > 0 for n in B.trace_counts(drv, "#exp-patterns")), 120,
+                         what="the attention patterns of the re-created run")
+            B.wait_until(lambda: not drv.find_element("id", "exp-recreate-box").is_displayed(), 20,
+                         what="the Re-create panel to go")
+            assert "✓ re-created" in drv.find_element("id", "exp-recreate-job-message").get_attribute("textContent")
+            assert "re-created copy" in page_text(drv) and "clean model: predicts" in page_text(drv)
+            assert_clean(drv, "explorer after re-creating a shipped run")
+        finally:
+            srv.stop()

@@ -16,7 +16,7 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from apps import common as C
-from apps.jobs import analysis_work, register_job
+from apps.jobs import analysis_work, register_job, register_recreate
 from workbench.report.build import not_applicable
 
 
@@ -57,7 +57,8 @@ def make_layout(d: Diagnostic):
         body = [C.page_header(d.title, d.blurb), html.Div(controls, className="controls"),
                 html.Div([html.Div(id=f"{d.prefix}-out"),
                           C.job_panel(d.prefix, "Run", note=f"(re)computes the {d.analysis} table for the selected "
-                                                            f"run{'s that lack it' if d.multi else ''}")],
+                                                            f"run{'s that lack it' if d.multi else ''}"),
+                          C.recreate_panel(d.prefix)],
                          className="card")]
         for i, (name, _, label) in enumerate(d.standalone):
             body.append(html.Div([html.H3(label), html.Button("Compute", id=f"{d.prefix}-sa-{i}-go", n_clicks=0,
@@ -140,13 +141,16 @@ def register(app, d: Diagnostic) -> None:
         return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
 
     register_job(app, d.prefix, [State(f"{d.prefix}-run", "value")], work)
+    register_recreate(app, d.prefix, f"{d.prefix}-run", wanted=lambda run: not run.has_table(d.analysis) and not
+                      not_applicable(run.config["model"].get("scheme")).get(d.analysis))
 
-    inputs = [Input(f"{d.prefix}-run", "value"), Input(f"{d.prefix}-job-result", "data")]
+    inputs = [Input(f"{d.prefix}-run", "value"), Input(f"{d.prefix}-job-result", "data"),
+              Input(f"{d.prefix}-recreate-job-result", "data")]
     if d.choice:
         inputs.append(Input(f"{d.prefix}-choice", "value"))
 
     @app.callback(Output(f"{d.prefix}-out", "children"), *inputs)
-    def show(run_ids, _job, *rest):
+    def show(run_ids, _job, _recreated, *rest):
         choice = rest[0] if d.choice else None
         ids = run_ids if isinstance(run_ids, list) else ([run_ids] if run_ids else [])
         return render(d, C.stores(), ids, choice)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html
 
 from apps import common as C
-from apps.jobs import analysis_work, register_job
+from apps.jobs import analysis_work, register_job, register_recreate
 
 PATH, NAME, ORDER = "/ablation", "Ablation atlas", 1
 P = "abl"
@@ -51,6 +51,7 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
                                                            placeholder="pick a run")),
             html.Div(id=f"{P}-out-{side}"),
             C.job_panel(f"{P}-{side}", "Run ablation", note="sweeps every head of every layer"),
+            C.recreate_panel(f"{P}-{side}"),
         ], className="card"))
     return html.Div([
         C.page_header("Ablation atlas", "delta(l, h) = metric(clean) - metric(head h of layer l ablated before W_O: "
@@ -108,11 +109,13 @@ def register_callbacks(app):
             return analysis_work(progress, ctx, run_id, "ablation", {"mode": mode or "zero"})
 
         register_job(app, f"{P}-{side}", [State(f"{P}-run-{side}", "value"), State(f"{P}-mode", "value")], work)
+        register_recreate(app, f"{P}-{side}", f"{P}-run-{side}", extra=(f"{P}-mode",),
+                          wanted=lambda run, mode: not run.has_table(table_name(mode)))
 
         @app.callback(Output(f"{P}-out-{side}", "children"), Input(f"{P}-run-{side}", "value"),
                       Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"), Input(f"{P}-view", "value"),
-                      Input(f"{P}-{side}-job-result", "data"))
-        def show(run_id, metric, mode, view, _job):
+                      Input(f"{P}-{side}-job-result", "data"), Input(f"{P}-{side}-recreate-job-result", "data"))
+        def show(run_id, metric, mode, view, _job, _recreated):
             store = C.stores()
             if not run_id:
                 return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run to compare.")]

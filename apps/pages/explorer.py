@@ -9,6 +9,7 @@ import torch
 from dash import Input, Output, State, dcc, html
 
 from apps import common as C
+from apps.jobs import register_recreate
 
 PATH, NAME, ORDER = "/explorer", "Attention explorer", 8
 P = "exp"
@@ -73,7 +74,7 @@ def layout(run: str | None = None, example: str | None = None, layer: str | None
             C.labelled("ablate heads", dcc.Dropdown(id=f"{P}-ablate", multi=True, value=_heads_param(ablate),
                                                     placeholder="none: pick layer.head"), width="420px"),
         ], className="controls"),
-        html.Div([html.Div(id=f"{P}-hint"), html.Div(id=f"{P}-tokens", className="tokens"),
+        html.Div([C.recreate_panel(P), html.Div(id=f"{P}-hint"), html.Div(id=f"{P}-tokens", className="tokens"),
                   html.Div(id=f"{P}-prediction", className="prediction")], className="card"),
         html.Div([html.H3("Attention patterns"), html.Div(id=f"{P}-patterns")], className="card"),
     ])
@@ -154,6 +155,8 @@ def prediction_line(probs: np.ndarray, label: int | None, heads: list[tuple[int,
 
 
 def register_callbacks(app):
+    register_recreate(app, P, f"{P}-run")
+
     @app.callback(Output(f"{P}-layer", "options"), Output(f"{P}-ablate", "options"), Output(f"{P}-example", "max"),
                   Output(f"{P}-layer", "value"), Output(f"{P}-ablate", "value"),
                   Input(f"{P}-run", "value"), State(f"{P}-layer", "value"), State(f"{P}-ablate", "value"))
@@ -178,8 +181,8 @@ def register_callbacks(app):
     @app.callback(Output(f"{P}-hint", "children"), Output(f"{P}-tokens", "children"),
                   Output(f"{P}-prediction", "children"), Output(f"{P}-patterns", "children"),
                   Input(f"{P}-run", "value"), Input(f"{P}-example", "value"), Input(f"{P}-layer", "value"),
-                  Input(f"{P}-ablate", "value"))
-    def show(run_id, example, layer, ablate):
+                  Input(f"{P}-ablate", "value"), Input(f"{P}-recreate-job-result", "data"))
+    def show(run_id, example, layer, ablate, _recreated):
         store = C.stores()
         if not run_id:
             return C.no_runs_hint(store), None, None, None
@@ -187,7 +190,7 @@ def register_callbacks(app):
         if err is not None:
             return err, None, None, None
         if not C.has_checkpoint(run):
-            return C.run_state_hint(run) or C.hint(f"{run.id} has no checkpoint yet."), None, None, None
+            return C.no_weights_hint(run), None, None, None
         state_hint = C.run_state_hint(run)
         try:
             example, layer, heads = check_inputs(run, example, layer, ablate)

@@ -8,15 +8,17 @@ figures of patching, probes, trigger attention and direct logit attribution. Mis
 Compute button (a background job)."""
 from __future__ import annotations
 
+import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from apps import common as C
-from apps.jobs import analysis_work, register_job
+from apps.jobs import analysis_work, register_job, register_recreate
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
 DETAILS = [("patching", "Activation patching"), ("probes", "Linear probes"),
            ("trigger_attention", "Trigger attention"), ("dla", "Direct logit attribution")]
+MAX_NAMED = 12  # deposit heads named under the map
 COMPUTABLE = ["head_summary", "ablation_resample", "patching", "probes", "trigger_attention", "dla", "ablation"]
 
 
@@ -43,6 +45,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
             C.labelled("test example (attention)", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
                                                              value=int(example) if example else 0, debounce=True)),
         ], className="controls"),
+        C.recreate_panel(P),
         html.Div([
             html.Div([html.Div(id=f"{P}-map"),
                       dcc.Graph(id=f"{P}-map-graph", config=C.GRAPH_CONFIG, style={"display": "none"}),
@@ -72,8 +75,10 @@ def render_map(store, run_id: str | None, measure: str):
         return out + [ferr], None, ""
     fig.update_layout(height=420)
     dep = df[df["deposit_head"].astype(bool)]
-    text = ("deposit heads: " + ", ".join(f"L{r.layer}.H{r.head} ({r.methods})" for r in dep.itertuples())
-            if len(dep) else f"no head is flagged by {int(df['min_agree'].iloc[0])} methods")
+    named = ", ".join(f"L{r.layer}.H{r.head} ({r.methods})" for r in dep.head(MAX_NAMED).itertuples())
+    more = f" and {len(dep) - MAX_NAMED} more (circles on the map)" if len(dep) > MAX_NAMED else ""
+    text = (f"{len(dep)} deposit heads: {named}{more}" if len(dep)
+            else f"no head is flagged by {int(df['min_agree'].iloc[0])} methods")
     return out, fig, text
 
 
@@ -121,10 +126,12 @@ def render_card(store, run_id: str | None, click, example) -> list:
         cols = [c for c in ("zero_delta", "mean_delta", "resample_delta", "patch_effect", "patch_lo", "patch_hi",
                             "patch_trigger", "patch_non_trigger", "probe_acc", "probe_selectivity", "dla",
                             "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
-        out.append(C.table_component(r[cols].T.reset_index().set_axis(["measure", "value"], axis=1).astype(
-            {"value": str}), page_size=20))
+        values = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in r[cols].iloc[0]]  # house precision
+        out.append(C.table_component(pd.DataFrame({"measure": cols, "value": values}), page_size=20))
     if C.has_checkpoint(run):
         out += attention_block(run, layer, head, int(example or 0))
+    elif run.store.readonly:  # the attention pattern is computed live: it needs the weights
+        out.append(C.no_weights_hint(run))
     return out
 
 
@@ -147,6 +154,7 @@ def register_callbacks(app):
         return analysis_work(progress, ctx, run_id, what)
 
     register_job(app, P, [State(f"{P}-run", "value"), State(f"{P}-what", "value")], work)
+    register_recreate(app, P, f"{P}-run")
 
     @app.callback(Output(f"{P}-map", "children"), Output(f"{P}-map-graph", "figure"),
                   Output(f"{P}-map-graph", "style"), Output(f"{P}-map-note", "children"),
@@ -157,12 +165,14 @@ def register_callbacks(app):
         if not run_id:
             return [C.no_runs_hint(store)], {}, {"display": "none"}, "", []
         hints, fig, text = render_map(store, run_id, measure or "n_agree")
-        shown = {"display": "block"} if fig is not None else {"display": "none"}
+        # a responsive graph fills its container: without a height the map grows with the grid row it sits in
+        shown = {"display": "block", "height": "440px"} if fig is not None else {"display": "none"}
         return hints, fig or {}, shown, text, render_details(store, run_id)
 
     @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
-                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"))
-    def card(click, run_id, example, _job):
+                  Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"),
+                  Input(f"{P}-recreate-job-result", "data"))
+    def card(click, run_id, example, _job, _recreated):
         store = C.stores()
         if not run_id:
             return []

@@ -41,15 +41,17 @@ def layout(task: str | None = None, **query):
 
 
 def _rope_runs(store, task: str | None):
-    """(RoPE runs of the task with an ablation table, those without) -- finished or partial, with weights."""
+    """(RoPE runs of the task with an ablation table -- shipped ones too --, those without one that have weights to
+    compute it)."""
     if not task:
         return [], []
     have, lack = [], []
     for rid in store.query(scheme="rope", task=task)["id"]:
         run = store.get(rid)
-        if not C.has_checkpoint(run):
-            continue
-        (have if run.has_table("ablation") or run.has_table("deposit") else lack).append(run)
+        if run.has_table("ablation") or run.has_table("deposit"):
+            have.append(run)
+        elif C.has_checkpoint(run):
+            lack.append(run)
     return have, lack
 
 

@@ -1,5 +1,5 @@
 """Runs: the run index with filters, training curves per scheme and task, side-by-side comparison, and a
-Train panel (a CPU- or smoke-preset run trained as a background job)."""
+Train panel (a CPU- or smoke-preset run at a chosen fidelity, trained as a background job)."""
 from __future__ import annotations
 
 import json
@@ -68,9 +68,10 @@ def _train_controls():
         schemes = list(list_schemes())
     except Exception:  # pragma: no cover
         schemes = ["rope", "nope"]
-    from workbench.train.presets import PRESETS, TASKS
+    from workbench.train.presets import FIDELITIES, PRESETS, TASKS
 
     presets = [p for p in PRESETS if p != "paper"]
+    fidelities = [{"label": f, "value": f, "title": v["doc"]} for f, v in FIDELITIES.items()]
     return html.Div([
         C.labelled("scheme", dcc.Dropdown(id=f"{P}-t-scheme", options=schemes, value="rope", clearable=False)),
         C.labelled("task", dcc.Dropdown(id=f"{P}-t-task", options=list(TASKS), value=TASKS[0], clearable=False),
@@ -80,7 +81,20 @@ def _train_controls():
         C.labelled("preset", dcc.Dropdown(id=f"{P}-t-preset", options=presets,
                                           value="cpu" if "cpu" in presets else presets[0], clearable=False)),
         C.labelled("seed", dcc.Input(id=f"{P}-t-seed", type="number", value=42, min=0, step=1)),
+        C.labelled("fidelity", dcc.Dropdown(id=f"{P}-t-fidelity", options=fidelities, value="pelab",
+                                            clearable=False), width="170px"),
     ], className="controls")
+
+
+def fidelity_choices(fidelity, arch, scheme) -> tuple:
+    """(arch, scheme) of the train form after picking a fidelity: the ones it fixes (`authors`: paper arch,
+    `authors-mla`: encoder arch and MLA), else the form's own."""
+    from workbench.train.presets import FIDELITIES
+
+    f = FIDELITIES.get(fidelity) if isinstance(fidelity, str) else None
+    if f is None:
+        return arch, scheme
+    return f.get("arch", arch), f.get("scheme", scheme)
 
 
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
@@ -120,9 +134,15 @@ def _curves(store, ids: list[str], metric: str):
 def register_callbacks(app):
     register_job(app, "train", [State(f"{P}-t-scheme", "value"), State(f"{P}-t-task", "value"),
                                 State(f"{P}-t-preset", "value"), State(f"{P}-t-seed", "value"),
-                                State(f"{P}-t-arch", "value")],
-                 lambda progress, ctx, scheme, task, preset, seed, arch:
-                 train_work(progress, ctx, scheme, task, preset, seed, arch))
+                                State(f"{P}-t-arch", "value"), State(f"{P}-t-fidelity", "value")],
+                 lambda progress, ctx, scheme, task, preset, seed, arch, fidelity:
+                 train_work(progress, ctx, scheme, task, preset, seed, arch, fidelity))
+
+    @app.callback(Output(f"{P}-t-arch", "value"), Output(f"{P}-t-scheme", "value"),
+                  Input(f"{P}-t-fidelity", "value"), State(f"{P}-t-arch", "value"), State(f"{P}-t-scheme", "value"),
+                  prevent_initial_call=True)
+    def on_fidelity(fidelity, arch, scheme):
+        return fidelity_choices(fidelity, arch, scheme)
 
     @app.callback(
         Output(f"{P}-index", "children"), Output(f"{P}-index-hint", "children"), Output(f"{P}-curves", "children"),

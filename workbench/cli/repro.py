@@ -15,7 +15,6 @@ import typer
 
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
-METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
 
 
 def _fail(msg: str) -> None:
@@ -128,7 +127,8 @@ def recreate_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Re-train a shipped run from its config.json into your store (weights included; same run id)."""
+    """Re-train a shipped run from its config.json into your store (weights included; same run id; the shipped
+    analysis tables are copied to it when every metric agrees with the shipped ones)."""
     from workbench.store import RunStore
 
     own = RunStore(root)
@@ -137,17 +137,10 @@ def recreate_cmd(
 
 
 def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool):
-    from workbench.store import StoreError
-    from workbench.train import train
+    """`workbench.train.recreate.recreate` with the CLI's progress bar (its StoreError becomes `error: ...`)."""
+    from workbench.train.recreate import recreate
 
-    try:
-        src = shipped_store.get(run_id)
-    except StoreError as e:
-        _fail(str(e))
-    if own.run_id(src.config) != run_id:
-        _fail(f"{run_id}: its config hashes to {own.run_id(src.config)} with this code version; the config format "
-              "changed since it was shipped")
-    return train(src.config, own, resume=True, threads=threads or src.info.get("threads"), progress=not quiet)
+    return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet)
 
 
 def verify_cmd(
@@ -162,6 +155,7 @@ def verify_cmd(
 
     Exit 0 when every metric agrees within --tol, 1 otherwise."""
     from workbench.store import RunStore
+    from workbench.train.recreate import metric_differences
 
     src_store, own = _shipped(shipped), RunStore(root)
     run = _recreate(src_store, own, run_id, threads, quiet)
@@ -174,13 +168,6 @@ def verify_cmd(
     else:
         typer.secho(f"{run_id}: NOT verified (largest difference {worst:.3g} > {tol})", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
-
-
-def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict[str, float]:
-    """Largest |difference| per metric over epochs (inf when the epochs do not match)."""
-    if [r["epoch"] for r in shipped_rows] != [r["epoch"] for r in rerun_rows]:
-        return {"epochs": math.inf}
-    return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
 
 
 def register(app: typer.Typer) -> None:

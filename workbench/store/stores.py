@@ -64,6 +64,7 @@ class StoreSet:
         for name, store in self.sources:
             df = store.query(**filters)
             frames.append(df.assign(source=pd.Series([name] * len(df), index=df.index, dtype=object)))
+        frames = [f for f in frames if len(f)] or frames[:1]  # an empty frame would turn every column to object
         df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         return df.drop_duplicates("id", keep="first").reset_index(drop=True)
 

@@ -1,0 +1,50 @@
+"""Re-creating a shipped run: shipped results hold no weights, but training is deterministic, so the run is
+re-trained from its config.json into the user's store under the same run id (same seed, same data, the shipped
+run's thread count), and its metrics match the shipped ones epoch by epoch.
+
+    run = recreate(RunStore("results/repro", readonly=True), RunStore("runs"), "t1-rope-repro-s42-e451f6")
+
+Used by `workbench recreate` / `workbench verify` and by the dashboard's "Re-create this run" job. The own
+store is read first wherever both stores are, so the copy also receives the shipped analysis tables -- only when
+every epoch's metrics agree with the shipped ones (within `tol`), i.e. it is the model those tables describe.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from workbench.store import Run, RunStore, StoreError
+
+from .loop import train
+
+METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
+
+
+def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict[str, float]:
+    """Largest |difference| per metric over epochs (inf when the epochs do not match)."""
+    if [r["epoch"] for r in shipped_rows] != [r["epoch"] for r in rerun_rows]:
+        return {"epochs": math.inf}
+    return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
+
+
+def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | None = None, progress: bool = False,
+             on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, tables: bool = True,
+             tol: float = 1e-4) -> Run:
+    """Train `run_id` of the `shipped` store from its config into `own` (resuming an interrupted re-creation;
+    a finished copy is returned as is). threads: default the shipped run's recorded count (bit-identical metrics
+    need the same one). tables: then copy the shipped analysis tables the copy lacks, if every metric of every
+    epoch agrees within `tol`. StoreError for an id that is not a shipped run or whose config hashes to another
+    id."""
+    src = shipped.get(run_id)  # StoreError for a malformed id or one that is not a run folder of `shipped`
+    if own.run_id(src.config) != run_id:
+        raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
+                         "changed since it was shipped", run_id)
+    run = train(src.config, own, resume=True, threads=threads or src.info.get("threads"), progress=progress,
+                on_epoch=on_epoch)
+    if tables and run.status == "finished":
+        diff = metric_differences(src.metric_rows(), run.metric_rows())
+        if diff and max(diff.values()) <= tol:
+            for name in src.tables():
+                if not run.has_table(name):
+                    run.save_table(name, src.load_table(name))
+    return run
