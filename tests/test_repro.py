@@ -203,6 +203,25 @@ def test_claim_verdicts_follow_the_seeds():
     assert "seed 43: single-head deposit L1.H3" in strict[strict.claim.str.startswith("RoPE has")].evidence.iloc[0]
 
 
+def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
+    """A trained run without its tables yet is named in the evidence (not silently dropped); a Table 1 ordering
+    compares only seeds where both runs finished (no 'vs nan')."""
+    rows, runs = [], []
+    for seed in (42, 43, 44):
+        rows.append({"run_id": f"rope-{seed}", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
+                     "seed": seed, "test_acc": 0.99, "test_acc_auc": 0.9})
+        runs.append(FakeRun(f"rope-{seed}", {"deposit": _deposit([0])} if seed == 42 else {}))
+    rows.append({"run_id": "mla-42", "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": 42,
+                 "test_acc": 0.9, "test_acc_auc": 0.8})
+    runs.append(FakeRun("mla-42", {}))
+    cl = claims(FakeStore(runs), _runs_frame(rows))
+    dep = cl[cl.claim.str.startswith("RoPE has a single-head") & (cl.setting == "paper")].iloc[0]
+    assert dep.verdict == "reproduced" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
+    order = cl[cl.claim.str.startswith("RoPE beats MLA") & (cl.setting == "paper")].iloc[0]
+    assert order.verdict == "reproduced" and "nan" not in order.evidence
+    assert "1 paired seed(s) 0.990 vs 0.900; per seed 42: 0.990 vs 0.900" in order.evidence
+
+
 def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
     from apps import create_app
     from apps.pages import findings

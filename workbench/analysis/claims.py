@@ -45,6 +45,7 @@ class Thresholds:
     poor: float = 0.10            # "converges poorly": final test accuracy at least this far below RoPE's
     no_generalise: float = 0.50   # "does not generalise": final test accuracy below this
     shallow_layer: int = 1        # "shallow": layer 0 or 1
+    beats: float = 0.01           # "A beats B": A's test accuracy at least this far above B's (paper's gaps: 4-28 points)
 
 
 def setting_of(config: dict[str, Any]) -> str:
@@ -129,6 +130,12 @@ def _deposits(store, run_ids) -> dict[str, pd.DataFrame]:
     return {rid: dep[dep["metric"] == "accuracy"] for rid, dep in _stored(store, run_ids, "deposit").items()}
 
 
+def _waiting(sub: pd.DataFrame, have, table: str) -> str:
+    """The evidence's note on finished runs of `sub` whose `table` is not computed yet ("" when none)."""
+    seeds = [str(r.seed) for r in sub.itertuples() if r.run_id not in have]
+    return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
+
+
 def _verdict(agree: list[bool]) -> str:
     if not agree:
         return "pending"
@@ -165,8 +172,8 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
         ev = "; ".join(_dep_text(r.run_id, deps[r.run_id], r.seed) for r in sub.itertuples() if r.run_id in deps)
         if sub.empty and setting != "paper":
             continue
-        out.append(_row(claim, paper, setting, _verdict(agree), ev or "no finished run with a deposit table yet",
-                        sub["run_id"]))
+        ev = (ev + _waiting(sub, deps, "deposit")) if ev else "no finished run with a deposit table yet"
+        out.append(_row(claim, paper, setting, _verdict(agree), ev, sub["run_id"]))
     return out
 
 
@@ -228,7 +235,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     for scheme in ("nope", "relative"):
         rows.append(_no_generalise_claim(runs, th, scheme))
     rows += _mla_claims(store, runs, th)
-    rows += _table1_order_claims(runs)
+    rows += _table1_order_claims(runs, th)
     rows.append(_partial_rope_claim(store, runs))
     rows += _causal_claims(store, runs)
     return pd.DataFrame(rows, columns=["claim", "paper_says", "setting", "verdict", "evidence", "runs"])
@@ -254,9 +261,12 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
     if sub.empty or rope.empty:
         return _row(claim, paper, "paper", "pending", "runs not finished yet", [])
     rope_by_seed = dict(zip(rope.seed, rope.test_acc))
-    agree = [r.test_acc <= rope_by_seed[r.seed] - th.poor for r in sub.itertuples() if r.seed in rope_by_seed]
-    ev = "; ".join(f"seed {r.seed}: {r.test_acc:.3f} vs RoPE {rope_by_seed.get(r.seed, np.nan):.3f}"
-                   for r in sub.itertuples()) + f" (needs at least {th.poor} below RoPE)"
+    paired = sub[sub.seed.isin(rope_by_seed)]
+    if paired.empty:
+        return _row(claim, paper, "paper", "pending", "no seed with both runs finished yet", sub.run_id)
+    agree = [r.test_acc <= rope_by_seed[r.seed] - th.poor for r in paired.itertuples()]
+    ev = "; ".join(f"seed {r.seed}: {r.test_acc:.3f} vs RoPE {rope_by_seed[r.seed]:.3f}"
+                   for r in paired.itertuples()) + f" (needs at least {th.poor} below RoPE)"
     return _row(claim, paper, "paper", _verdict(agree), ev, sub.run_id)
 
 
@@ -281,24 +291,24 @@ def _mla_claims(store, runs, th) -> list[dict]:
             if sub.empty and setting != "paper":
                 continue
             agree, notes = [], []
+            ablations = _stored(store, sub["run_id"], "ablation")
             for r in sub.itertuples():
-                run = store.get(r.run_id)
-                tables = run.tables()
-                if "ablation" not in tables:
+                if r.run_id not in ablations:
                     continue
-                abl = run.load_table("ablation")
+                abl = ablations[r.run_id]
                 acc = abl[abl["metric"] == "accuracy"]
                 top = acc.loc[acc["delta"].idxmax()]
                 agree.append(bool(top.delta < th.indispensable))
                 notes.append(f"seed {r.seed}: largest zero-ablation drop L{int(top.layer)}.H{int(top['head'])} "
                              f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
             out.append(_row(f"{claim}, {task_label(task)}", paper, setting, _verdict(agree),
-                            "; ".join(notes) + f" (indispensable: drop >= {th.indispensable})" if notes
+                            "; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"
+                            + _waiting(sub, ablations, "ablation") if notes
                             else "no finished run with an ablation table yet", sub.run_id))
     return out
 
 
-def _table1_order_claims(runs) -> list[dict]:
+def _table1_order_claims(runs, th) -> list[dict]:
     """The orderings Table 1 shows: MLA beats RoPE on Task 2, RoPE beats MLA on Task 1, NoPE beats RoPE on Task 2."""
     out = []
     for a, b, task, text in (("mla", "rope", "trigger-count", "MLA beats RoPE on Task 2 (97.41 vs 69.43)"),
@@ -316,12 +326,14 @@ def _table1_order_claims(runs) -> list[dict]:
                     out.append(_row(text, "Table 1", setting, "pending", "runs not finished yet", []))
                 continue
             by_b = dict(zip(rb.seed, rb.test_acc))
-            agree = [r.test_acc > by_b[r.seed] for r in ra.itertuples() if r.seed in by_b]
-            ma, mb = ra.test_acc.mean(), rb.test_acc.mean()
+            pa = ra[ra.seed.isin(by_b)]  # seeds with both runs finished: the comparison is paired
+            agree = [r.test_acc >= by_b[r.seed] + th.beats for r in pa.itertuples()]
             where = (f"{scheme_label(a)} ({SETTINGS[sa]}) vs {scheme_label(b)} ({SETTINGS[sb]})"
                      if sa != sb else "same architecture and settings")
-            ev = (f"{where}: mean {ma:.3f} vs {mb:.3f}; per seed " +
-                  ", ".join(f"{r.seed}: {r.test_acc:.3f} vs {by_b.get(r.seed, np.nan):.3f}" for r in ra.itertuples()))
+            ev = (f"{where}: mean over the {len(pa)} paired seed(s) {pa.test_acc.mean():.3f} vs "
+                  f"{np.mean([by_b[x] for x in pa.seed]):.3f}; per seed "
+                  + ", ".join(f"{r.seed}: {r.test_acc:.3f} vs {by_b[r.seed]:.3f}" for r in pa.itertuples())
+                  + f" (a win needs at least {th.beats} more)" if len(pa) else "no seed with both runs finished yet")
             out.append(_row(text, "Table 1", setting, _verdict(agree), ev, list(ra.run_id) + list(rb.run_id)))
     return out
 
@@ -372,8 +384,8 @@ def _causal_claims(store, runs) -> list[dict]:
         if sub.empty and setting != "paper":
             continue
         out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
-                        _verdict(agree), "; ".join(notes) or "no finished run with a head_summary table yet",
-                        sub["run_id"]))
+                        _verdict(agree), "; ".join(notes) + _waiting(sub, hs, "head_summary") if notes
+                        else "no finished run with a head_summary table yet", sub["run_id"]))
     claim = "MLA has no head that >= 2 methods mark as a deposit head"
     for setting in ("paper", "authors-mla"):
         for task in TASKS:
@@ -385,8 +397,8 @@ def _causal_claims(store, runs) -> list[dict]:
             if sub.empty and setting != "paper":
                 continue
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
-                            _verdict(agree), "; ".join(notes) or "no finished run with a head_summary table yet",
-                            sub["run_id"]))
+                            _verdict(agree), "; ".join(notes) + _waiting(sub, hs, "head_summary") if notes
+                            else "no finished run with a head_summary table yet", sub["run_id"]))
     return out
 
 
