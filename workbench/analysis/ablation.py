@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ._common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, run_data,
-                      split_xy, tag)
+                      split_xy, subsample, tag)
 
 METRICS = ("accuracy", "loss")
 MODES = ("zero", "mean", "resample")
@@ -248,9 +248,8 @@ def compute(model, data, mode: str = "zero", n_boot: int = 1000, seed: int = 0, 
     x, y = split_xy(data, "test")
     if y is None:
         raise ValueError("head ablation needs labels: pass a Dataset or an (x, y) tuple")
-    if max_examples is not None and max_examples < len(x):
-        idx = np.sort(np.random.default_rng(seed).choice(len(x), max_examples, replace=False))
-        x, y = x[idx], y[idx]
+    idx = subsample(len(x), max_examples, seed)
+    x, y = x[idx], y[idx]
     res = per_example(model, x, y, mode=mode, method=method, batch_size=batch_size, trim=trim, share_kv=share_kv,
                       seed=seed)
     return table_from_examples(res, mode=mode, n_boot=n_boot, seed=seed, level=level)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from .baselines import chance, length_only_accuracy
 from ._common import (batches, bootstrap_means, evaluating, lengths, NotApplicable, percentile_interval, run_data,
-                      split_xy, tag, train_length)
+                      split_xy, subsample, tag, train_length)
 
 
 
@@ -58,9 +58,8 @@ def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, 
     rows = []
     for name in names:
         x, y = split_xy(data, name)
-        if max_examples is not None and len(x) > max_examples:
-            keep = np.sort(np.random.default_rng(seed).choice(len(x), max_examples, replace=False))
-            x, y = x[keep], y[keep]
+        keep = subsample(len(x), max_examples, seed)
+        x, y = x[keep], y[keep]
         correct, loss, oor = evaluate(model, x, y, batch_size)
         lens = lengths(x)
         row = {"split": name, "seq_len": int(x.shape[1]), "mean_len": float(lens.mean()), "max_len": int(lens.max()),
