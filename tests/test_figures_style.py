@@ -308,6 +308,23 @@ def test_diverging_heatmap_is_symmetric_around_zero(tables):
     assert hm.zmid == 0 and hm.zmin == -hm.zmax and hm.colorscale[0][1] != hm.colorscale[-1][1]
 
 
+def test_count_heatmaps_read_as_integers_and_wide_panels_leave_values_to_the_hover():
+    """A count (methods agreeing) is written as '2', not '2.00', with whole colour-bar ticks; a 16-head panel
+    beside another panel writes no values into its cells (they do not fit; the hover has them)."""
+    counts = pd.DataFrame([[0, 1, 2], [3, 1, 0]], index=[0, 1], columns=[0, 1, 2])
+    hm = S.heatmap(counts, colorbar_title="methods agreeing")
+    assert hm.texttemplate == "%{z:d}" and hm.colorbar.dtick == 1
+    frac = S.heatmap(counts / 4, colorbar_title="share")
+    assert frac.texttemplate == "%{z:.2f}" and frac.colorbar.dtick is None
+    from workbench.figures import heads
+    probes = pd.DataFrame([{"probe": "label_head", "layer": l, "head": h, "score": 0.5, "score_lo": 0.4,
+                            "score_hi": 0.6, "selectivity": 0.1 * h / 16, "control": 0.2, "baseline": 0.1,
+                            "scheme": "rope", "task": "trigger-distance"} for l in range(2) for h in range(16)])
+    fig = heads.probes(probes)
+    assert fig.data[-1].texttemplate is None and fig.layout.legend.orientation == "h"
+    assert heads.probes(probes[probes["head"] < 8]).data[-1].texttemplate, "8 heads still fit their values"
+
+
 def test_layer_colours_are_sequential_and_q_k_share_them(tables):
     fig = build("qk_means", tables)
     by = {t.name: t for t in fig.data}

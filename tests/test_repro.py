@@ -258,11 +258,12 @@ def test_findings_notebook_executes_on_shipped_results_without_training(shipped,
 
 
 def test_causal_claims_read_the_head_summaries():
-    """Seed 42: the ablation deposit head is also marked by >= 2 methods; seed 43: it is not. MLA: no deposit head."""
-    def summary(paper_heads, agreed):
+    """Seed 42: the ablation deposit head is also marked by >= 2 methods; seed 43: it is not. MLA: seed 42 has a
+    head marked by probe and DLA only (no causal vote: agrees), seed 43 one marked by patching and DLA (disagrees)."""
+    def summary(paper_heads, agreed, methods="ablation+patching"):
         return pd.DataFrame([{"layer": l, "head": h, "paper_deposit": (l, h) in paper_heads,
                               "deposit_head": (l, h) in agreed, "patch_effect": 0.8, "probe_selectivity": 0.3,
-                              "methods": "ablation+patching" if (l, h) in agreed else "ablation"}
+                              "methods": methods if (l, h) in agreed else "ablation"}
                              for l in range(2) for h in range(2)])
     rows, runs = [], []
     for seed, agreed in ((42, {(0, 1)}), (43, set())):
@@ -273,12 +274,16 @@ def test_causal_claims_read_the_head_summaries():
         rid = f"mla-{seed}"
         rows.append({"run_id": rid, "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": seed,
                      "test_acc": 0.9, "test_acc_auc": 0.8})
-        runs.append(FakeRun(rid, {"head_summary": summary(set(), set())}))
+        runs.append(FakeRun(rid, {"head_summary": summary(set(), {(1, 0)},
+                                                           "probe+dla" if seed == 42 else "patching+dla")}))
     cl = claims(FakeStore(runs), _runs_frame(rows))
     verdict = dict(zip(cl.claim + "|" + cl.setting, cl.verdict))
     assert verdict["RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1|paper"] == "mixed"
-    assert verdict["MLA has no head that >= 2 methods mark as a deposit head, Task 1|paper"] == "reproduced"
-    assert verdict["MLA has no head that >= 2 methods mark as a deposit head, Task 2|paper"] == "pending"
+    mla = "MLA has no head that a causal method and a second method mark as a deposit head"
+    assert verdict[f"{mla}, Task 1|paper"] == "mixed"
+    assert verdict[f"{mla}, Task 2|paper"] == "pending"
+    ev = cl[(cl.claim == f"{mla}, Task 1") & (cl.setting == "paper")].evidence.iloc[0]
+    assert "seed 42: 1 heads with >= 2 votes, 0 with a causal one (probe+dla 1)" in ev
 
 
 def test_the_shipped_comparison_is_what_its_tables_give():

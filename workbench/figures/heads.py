@@ -13,10 +13,14 @@ from .style import layout as _layout
 from .style import title_for as _title
 
 
+PANEL_TEXT_HEADS = 8
+
+
 def _heatmap(fig: go.Figure, sub: pd.DataFrame, value: str, lo: str | None = None, hi: str | None = None,
              diverging: bool = True, title: str = "", row=None, col=None) -> None:
     """Add a (layer x head) heatmap of `value` to `fig` (style.heatmap: integer axes, labelled colour bar), the
-    interval [lo, hi] in the hover."""
+    interval [lo, hi] in the hover. In a side-by-side panel, values are written into the cells only up to
+    PANEL_TEXT_HEADS heads (more do not fit: the hover has them)."""
     z = sub.pivot(index="layer", columns="head", values=value)
     text = None
     if lo and hi:
@@ -26,7 +30,7 @@ def _heatmap(fig: go.Figure, sub: pd.DataFrame, value: str, lo: str | None = Non
     title = title or value
     hover = "layer %{y}, head %{x}<br>" + title + " %{z:.3f}" + (" %{text}" if text else "") + "<extra></extra>"
     hm = style.heatmap(z, colorbar_title=title, fig=fig, row=row, col=col, diverging=diverging, text=text,
-                       hover=hover)
+                       hover=hover, cell_text=row is None or z.shape[1] <= PANEL_TEXT_HEADS)
     if row is None:
         fig.add_trace(hm)
     else:
@@ -78,7 +82,9 @@ def probes(df: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title_text="layer", row=1, col=1)
     style.integer_axis(fig, sorted(df.loc[df["probe"] != "label_head", "layer"].unique()), "x", row=1, col=1)
     fig.update_yaxes(title_text="R² / accuracy", row=1, col=1)
-    return _layout(fig, _title(df, "Linear probes (cross-validated, shuffled-label controls)"))
+    fig.update_layout(legend=dict(orientation="h", x=0, y=-0.2, yanchor="top"))  # the right edge has the colour bar
+    return _layout(fig, _title(df, "Linear probes (cross-validated, shuffled-label controls)"),
+                   margin=dict(l=70, r=30, t=80, b=110))
 
 
 def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure:
@@ -138,7 +144,7 @@ def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
                               ("paper_deposit", "paper: single-head deposit (zero-ablation)", "x-thin-open")):
         sub = df[df[col].astype(bool)]
         fig.add_trace(go.Scatter(x=sub["head"], y=sub["layer"], mode="markers", name=name, text=sub.get("methods"),
-                                 marker=dict(symbol=symbol, size=18, line=dict(width=3), color="black")))
+                                 marker=dict(symbol=symbol, size=30, line=dict(width=2), color="black")))
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
     return _layout(fig, _title(df, f"Head summary: {label}"))
 
@@ -168,8 +174,9 @@ def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:
                            error_x=dict(type="data", symmetric=False, array=up, arrayminus=down)))
     fig.update_yaxes(autorange="reversed")
     verdict = "deposit head" if r["deposit_head"] else "not a deposit head"
-    return _layout(fig, f"Layer {layer}, head {head}: {verdict} ({r['methods'] or 'no method'}; "
-                        f"paper's ablation-only: {'deposit' if r['paper_deposit'] else 'no'})")
+    paper = "deposit" if r["paper_deposit"] else "no deposit"
+    return _layout(fig, f"Layer {layer}, head {head}: {verdict} (votes: {r['methods'] or 'none'})"
+                        f"<br><sup>the paper's ablation-only definition: {paper}</sup>")
 
 
 def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:

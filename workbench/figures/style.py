@@ -159,13 +159,16 @@ def colorbar(fig: go.Figure, title: str, row=None, col=None, **kw) -> dict:
 
 def heatmap(z: pd.DataFrame, *, colorbar_title: str, fig: go.Figure | None = None, row=None, col=None,
             diverging: bool = False, zmin=None, zmax=None, fmt: str | None = None, text=None, hover: str = "",
-            showscale: bool = True, colorscale: str | None = None, name: str | None = None) -> go.Heatmap:
+            showscale: bool = True, colorscale: str | None = None, name: str | None = None,
+            cell_text: bool = True) -> go.Heatmap:
     """Heatmap of a pivoted table (index -> y, columns -> x). Integer labels stay integers; values are
-    written into the cells when there are at most MAX_CELL_TEXT of them; `diverging` centres RdBu at 0 with
-    symmetric limits. The colour bar is placed beside the panel (row, col) of `fig`. `fmt` (d3 format) defaults
-    to 3 decimals when every |value| < 0.1, else 2."""
+    written into the cells when `cell_text` and there are at most MAX_CELL_TEXT of them; `diverging` centres
+    RdBu at 0 with symmetric limits. The colour bar is placed beside the panel (row, col) of `fig`. `fmt` (d3
+    format) defaults to integers when every value is one (counts), 3 decimals when every |value| < 0.1, else 2."""
     vals = z.to_numpy(dtype=float)
     finite = vals[np.isfinite(vals)]
+    if fmt is None and finite.size and np.array_equal(finite, np.round(finite)):
+        fmt = "d"
     if fmt is None:
         fmt = ".3f" if finite.size and np.abs(finite).max() < 0.1 else ".2f"
     if diverging:
@@ -181,11 +184,12 @@ def heatmap(z: pd.DataFrame, *, colorbar_title: str, fig: go.Figure | None = Non
         kw["zmid"] = 0.0
     if text is not None:
         kw["text"] = text
-    if vals.size <= MAX_CELL_TEXT:
+    if cell_text and vals.size <= MAX_CELL_TEXT:
         kw["texttemplate"] = "%{z:" + fmt + "}"
         kw["textfont"] = dict(size=11)
     if showscale:
-        kw["colorbar"] = colorbar(fig if fig is not None else go.Figure(), colorbar_title, row, col)
+        ticks = dict(dtick=1) if fmt == "d" and finite.size and np.ptp(finite) <= 12 else {}  # counts: whole ticks
+        kw["colorbar"] = colorbar(fig if fig is not None else go.Figure(), colorbar_title, row, col, **ticks)
     return go.Heatmap(**kw)
 
 
