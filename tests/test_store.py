@@ -398,3 +398,29 @@ def test_runs_command_lists_own_and_shipped_runs(store, tmp_path):
     r = CliRunner().invoke(app, ["runs", "--root", str(store.root), "--shipped", str(tmp_path / "shipped"), "--json"])
     assert r.exit_code == 0, r.output
     assert {x["id"]: x["source"] for x in json.loads(r.output)} == {own.id: "own", shipped.id: "shipped"}
+
+
+def test_code_version_is_dirty_only_when_code_changed(tmp_path):
+    """A re-shipped results table or an edited doc leaves the code version clean; an edited source file does not."""
+    import subprocess
+
+    from workbench.store.runstore import git_version
+
+    def git(*a):
+        subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "run.json").write_text("{}")
+    (tmp_path / "README.md").write_text("x")
+    (tmp_path / "model.py").write_text("a = 1\n")
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    clean = git_version(tmp_path)
+    assert clean and not clean.endswith("-dirty")
+    (tmp_path / "results" / "run.json").write_text('{"a": 1}')
+    (tmp_path / "README.md").write_text("y")
+    assert git_version(tmp_path) == clean
+    (tmp_path / "model.py").write_text("a = 2\n")
+    assert git_version(tmp_path) == f"{clean}-dirty"
+    assert git_version(tmp_path / "nowhere") is None

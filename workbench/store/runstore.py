@@ -93,24 +93,31 @@ def run_id_for(config: dict[str, Any]) -> str:
     return "-".join(parts)
 
 
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """`git describe` (+ `-dirty` when tracked files changed) of the source tree, else the package version.
-    Uses --no-optional-locks so it never writes to the repository."""
-    import workbench
+# changes here cannot change a trained run: shipped results, docs, tests and notebooks do not make a tree dirty
+NOT_CODE = ("results", "docs", "tests", "notebooks", "*.md")
 
-    src = Path(workbench.__file__).resolve().parent.parent
+
+def git_version(src: Path) -> str | None:
+    """`git describe` of the repository at `src` (+ `-dirty` when a tracked file outside NOT_CODE changed),
+    None outside git. Uses --no-optional-locks so it never writes to the repository."""
     try:
         git = ["git", "--no-optional-locks", "-C", str(src)]
         desc = subprocess.run(git + ["describe", "--always", "--tags"], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True,
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--", "."]
+                               + [f":(exclude){p}" for p in NOT_CODE], capture_output=True,
                                text=True, timeout=10, check=True).stdout.strip()
-        if desc:
-            return f"{desc}-dirty" if dirty else desc
     except (OSError, subprocess.SubprocessError):
-        pass
-    return f"pe-lab {workbench.__version__}"
+        return None
+    return (f"{desc}-dirty" if dirty else desc) or None
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The source tree's `git_version`, else the package version."""
+    import workbench
+
+    return git_version(Path(workbench.__file__).resolve().parent.parent) or f"pe-lab {workbench.__version__}"
 
 
 class RunStore:
