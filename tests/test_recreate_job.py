@@ -7,6 +7,7 @@ with POSTs to `/_dash-update-component` as the browser sends them.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -83,6 +84,9 @@ def test_button_then_job_then_the_page_uses_the_bit_identical_copy(app_on_shippe
 
         card = json.dumps([c.to_plotly_json() for c in render_card(C.stores(), rid, None, 0)], default=str)
     assert "shipped run without weights" in card
+    # its measures at the house precision, though shipped tables are float32 (np.float32 is not a float)
+    assert "head_summary" in shipped_run.tables() and '"value": "0.' in card
+    assert not re.search(r'"value": "-?\d+\.\d{4,}"', card), "every measure to 3 decimals"
 
     seen = []
     with B.torch_threads(1):

@@ -8,6 +8,7 @@ figures of patching, probes, trigger attention and direct logit attribution. Mis
 Compute button (a background job)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
@@ -126,7 +127,8 @@ def render_card(store, run_id: str | None, click, example) -> list:
         cols = [c for c in ("zero_delta", "mean_delta", "resample_delta", "patch_effect", "patch_lo", "patch_hi",
                             "patch_trigger", "patch_non_trigger", "probe_acc", "probe_selectivity", "dla",
                             "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
-        values = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in r[cols].iloc[0]]  # house precision
+        # house precision; shipped tables are float32 (np.float32 is not a float)
+        values = [f"{v:.3f}" if isinstance(v, (float, np.floating)) else str(v) for v in r[cols].iloc[0]]
         out.append(C.table_component(pd.DataFrame({"measure": cols, "value": values}), page_size=20))
     if C.has_checkpoint(run):
         out += attention_block(run, layer, head, int(example or 0))
