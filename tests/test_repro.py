@@ -222,6 +222,29 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
     assert "1 paired seed(s) 0.990 vs 0.900; per seed 42: 0.990 vs 0.900" in order.evidence
 
 
+def test_a_model_that_did_not_learn_makes_the_mla_head_claims_inconclusive():
+    """'MLA has no indispensable head' is vacuous for a model at chance: such seeds do not count, and with no
+    other seed the verdict is inconclusive (not 'reproduced'); the questions section answers 'cannot tell'."""
+    from workbench.report.comparison import _questions_section
+
+    flat = pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy", "delta": 0.001, "ci_lo": -0.01, "ci_hi": 0.01}
+                         for l in range(2) for h in range(2)])
+    summary = pd.DataFrame([{"layer": 0, "head": 0, "deposit_head": False, "methods": ""}])
+    rows = [{"run_id": "mla-42", "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": 42,
+             "test_acc": 0.14, "test_acc_auc": 0.1, "setting": "authors-mla"}]
+    store = FakeStore([FakeRun("mla-42", {"ablation": flat, "head_summary": summary})])
+    cl = claims(store, _runs_frame(rows))
+    mla = cl[cl.setting == "authors-mla"]
+    assert set(mla.verdict) == {"inconclusive"}
+    assert all("seed 42 did not learn the task (test acc 0.140)" in e for e in mla.evidence)
+    assert "authors' MLA script, Task 1: **cannot tell (the model did not learn the task)** (inconclusive)" in \
+        _questions_section(cl)
+    # the same run having learned the task: its flat ablation is evidence, the claim is reproduced
+    rows[0]["test_acc"] = 0.9
+    learned = claims(store, _runs_frame(rows))
+    assert set(learned[learned.setting == "authors-mla"].verdict) == {"reproduced"}
+
+
 def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
     from apps import create_app
     from apps.pages import findings

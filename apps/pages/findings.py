@@ -5,10 +5,12 @@ from __future__ import annotations
 from dash import Input, Output, dcc, html
 
 from apps import common as C
+from workbench.analysis.claims import verdict_summary
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
-VERDICT_STYLE = {"reproduced": "#e3f4e6", "mixed": "#fff4d6", "not reproduced": "#fbeceb", "pending": "#f1f3f6"}
+VERDICT_STYLE = {"reproduced": "#e3f4e6", "mixed": "#fff4d6", "not reproduced": "#fbeceb", "inconclusive": "#eeeaf6",
+                 "pending": "#f1f3f6"}
 
 
 def _shipped():
@@ -46,8 +48,7 @@ def layout(claim: str | None = None, **query):
     claim_view = cl.assign(runs=cl["runs"].map(len)).rename(columns={"runs": "n_runs"})
     options = [{"label": f"{r.claim} ({r.setting}): {r.verdict}", "value": str(i)} for i, r in cl.iterrows()]
     chosen = claim if claim in {o["value"] for o in options} else (options[0]["value"] if options else None)
-    counts = cl["verdict"].value_counts()
-    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in ("reproduced", "mixed", "not reproduced", "pending"))
+    summary = verdict_summary(cl)
     return html.Div([
         header,
         html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(fig) if fig is not None else missing,

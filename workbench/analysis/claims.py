@@ -136,6 +136,15 @@ def _waiting(sub: pd.DataFrame, have, table: str) -> str:
     return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
 
 
+VERDICTS = ("reproduced", "mixed", "not reproduced", "inconclusive", "pending")
+
+
+def verdict_summary(cl: pd.DataFrame) -> str:
+    """'15 reproduced, 0 mixed, ...': how many claim rows got each verdict."""
+    counts = cl.verdict.value_counts()
+    return ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
+
+
 def _verdict(agree: list[bool]) -> str:
     if not agree:
         return "pending"
@@ -237,7 +246,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     rows += _mla_claims(store, runs, th)
     rows += _table1_order_claims(runs, th)
     rows.append(_partial_rope_claim(store, runs))
-    rows += _causal_claims(store, runs)
+    rows += _causal_claims(store, runs, th)
     return pd.DataFrame(rows, columns=["claim", "paper_says", "setting", "verdict", "evidence", "runs"])
 
 
@@ -290,21 +299,26 @@ def _mla_claims(store, runs, th) -> list[dict]:
             sub = _runs(runs, setting, "mla", task)
             if sub.empty and setting != "paper":
                 continue
-            agree, notes = [], []
+            agree, notes, unlearned = [], [], []
             ablations = _stored(store, sub["run_id"], "ablation")
             for r in sub.itertuples():
                 if r.run_id not in ablations:
+                    continue
+                if r.test_acc < th.no_generalise:  # a model that did not learn the task has nothing to deposit
+                    unlearned.append(f"seed {r.seed} did not learn the task (test acc {r.test_acc:.3f})")
                     continue
                 abl = ablations[r.run_id]
                 acc = abl[abl["metric"] == "accuracy"]
                 top = acc.loc[acc["delta"].idxmax()]
                 agree.append(bool(top.delta < th.indispensable))
-                notes.append(f"seed {r.seed}: largest zero-ablation drop L{int(top.layer)}.H{int(top['head'])} "
+                notes.append(f"seed {r.seed} (test acc {r.test_acc:.3f}): largest zero-ablation drop "
+                             f"L{int(top.layer)}.H{int(top['head'])} "
                              f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
-            out.append(_row(f"{claim}, {task_label(task)}", paper, setting, _verdict(agree),
-                            "; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"
-                            + _waiting(sub, ablations, "ablation") if notes
-                            else "no finished run with an ablation table yet", sub.run_id))
+            parts = (["; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"] if notes else []) + unlearned
+            ev = "; ".join(parts) + _waiting(sub, ablations, "ablation") if parts \
+                else "no finished run with an ablation table yet"
+            verdict = "inconclusive" if unlearned and not agree else _verdict(agree)
+            out.append(_row(f"{claim}, {task_label(task)}", paper, setting, verdict, ev, sub.run_id))
     return out
 
 
@@ -357,7 +371,7 @@ def _partial_rope_claim(store, runs) -> dict:
     return _row(claim, paper, "paper", verdict, "; ".join(notes), sub.run_id)
 
 
-def _causal_claims(store, runs) -> list[dict]:
+def _causal_claims(store, runs, th) -> list[dict]:
     """Beyond zero-ablation (issue 14), from each run's `head_summary` table (votes of ablation, patching, probe
     and direct logit attribution): does RoPE's ablation deposit head also carry the distance, and does MLA have a
     head that two methods agree on?"""
@@ -391,9 +405,12 @@ def _causal_claims(store, runs) -> list[dict]:
         for task in TASKS:
             sub = _runs(runs, setting, "mla", task)
             hs = _stored(store, sub["run_id"], "head_summary")
-            agree, notes = [], []
+            agree, notes, unlearned = [], [], []
             for r in sub.itertuples():
                 if r.run_id not in hs:
+                    continue
+                if r.test_acc < th.no_generalise:
+                    unlearned.append(f"seed {r.seed} did not learn the task (test acc {r.test_acc:.3f})")
                     continue
                 dep = hs[r.run_id][hs[r.run_id]["deposit_head"].astype(bool)]
                 causal = dep[dep["methods"].map(_has_causal_vote)]
@@ -402,8 +419,10 @@ def _causal_claims(store, runs) -> list[dict]:
                              + (f" ({_vote_counts(dep)})" if len(dep) else ""))
             if sub.empty and setting != "paper":
                 continue
+            parts = notes + unlearned
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
-                            _verdict(agree), "; ".join(notes) + _waiting(sub, hs, "head_summary") if notes
+                            "inconclusive" if unlearned and not agree else _verdict(agree),
+                            "; ".join(parts) + _waiting(sub, hs, "head_summary") if parts
                             else "no finished run with a head_summary table yet", sub["run_id"]))
     return out
 

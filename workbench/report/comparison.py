@@ -3,7 +3,7 @@
     text = comparison_markdown(store)       # deterministic: the same tables give the same bytes
     write_comparison(store, path)
 
-Sections: what was run, Table 1 side by side, every qualitative claim with its verdict and evidence, the
+Sections: what was run, Table 1 side by side, the questions asked of the reproduction, every qualitative claim with its verdict and evidence, the
 thresholds, what differs from the paper's setup (computed from the presets), provenance, and the run list.
 """
 from __future__ import annotations
@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.claims import (SETTINGS, Thresholds, claims, decodable_layers, one_setting, run_table,
-                                       table1, thresholds_table)
+                                       table1, thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 
 VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**",
-                "pending": "pending"}
+                "inconclusive": "*inconclusive*", "pending": "pending"}
 
 
 def _pct(x: float) -> str:
@@ -67,12 +67,38 @@ def _table1_section(t1: pd.DataFrame) -> str:
         [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.seeds] for r in t1.itertuples()]) + "\n"
 
 
+# The questions issue 13 asks of the reproduction: (question, claim rows that answer it, the answer when the
+# claim is reproduced, when it is not, the settings that answer it: None = all)
+QUESTIONS = (
+    ("Does RoPE put its positional computation in one shallow head (Task 1)?",
+     "RoPE has a single-head deposit in a shallow layer on Task 1", "yes", "no", None),
+    ("Does MLA's Task 2 advantage over RoPE survive when MLA runs in the same architecture as RoPE?",
+     "MLA beats RoPE on Task 2", "yes", "no", ("paper", "encoder", "decoder")),
+    ("Is there an indispensable head in MLA when heads are actually ablated?",
+     "MLA has no indispensable single head", "no", "yes", None),
+)
+ANSWER_OF = {"mixed": "in some seeds only", "inconclusive": "cannot tell (the model did not learn the task)",
+             "pending": "not known yet"}
+
+
+def _questions_section(cl: pd.DataFrame) -> str:
+    """Each of QUESTIONS answered per setting (and task) from the claims' verdicts, with their evidence."""
+    lines = []
+    for question, prefix, yes, no, settings in QUESTIONS:
+        lines.append(f"- **{question}**")
+        rows = cl[cl.claim.str.startswith(prefix) & (cl.setting.isin(settings) if settings else True)]
+        for r in rows.itertuples():
+            answer = {"reproduced": yes, "not reproduced": no}.get(r.verdict) or ANSWER_OF[r.verdict]
+            where = SETTINGS.get(r.setting, r.setting) + (f", {r.claim.split(', ')[-1]}" if ", Task" in r.claim else "")
+            lines.append(f"  - {where}: **{answer}** ({r.verdict}). {r.evidence}")
+    return "\n".join(lines) + "\n"
+
+
 def _claims_section(cl: pd.DataFrame) -> str:
     rows = [[r.claim, SETTINGS.get(r.setting, r.setting), VERDICT_MARK[r.verdict], r.evidence,
              _links(r.runs, 3) if len(r.runs) else ""] for r in cl.itertuples()]
-    counts = cl.verdict.value_counts()
-    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in ("reproduced", "mixed", "not reproduced", "pending"))
-    return f"Verdicts: {summary}.\n\n" + _md_table(["claim", "setting", "verdict", "evidence", "runs"], rows) + "\n"
+    header = ["claim", "setting", "verdict", "evidence", "runs"]
+    return f"Verdicts: {verdict_summary(cl)}.\n\n" + _md_table(header, rows) + "\n"
 
 
 def _decodable_section(store, runs: pd.DataFrame) -> str:
@@ -179,10 +205,16 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "the rows of the `paper` architecture compare all three in one architecture with one set of settings.",
         "",
         _table1_section(t1),
+        "## The questions, answered so far",
+        "",
+        "From the claims below (their verdicts and evidence); an answer changes as the grid's seeds come in.",
+        "",
+        _questions_section(cl),
         "## The paper's claims",
         "",
         "One row per claim and setting. *reproduced*: every seed agrees; *mixed*: some do; *not reproduced*: "
-        "none does; *pending*: its runs are not finished. Deposits use the spec's definition (a single-head "
+        "none does; *inconclusive*: its runs did not learn the task, so they cannot show a claim about how a "
+        "working model computes; *pending*: its runs are not finished. Deposits use the spec's definition (a single-head "
         "deposit at layer l: top accuracy drop >= 0.05, >= 3x the layer's second, bootstrap interval of the gap "
         "above 0) on zero-ablation of each head's `hook_z`; L*l*.H*h* = layer l, head h (0-based).",
         "",
@@ -261,15 +293,14 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     """The README's findings: Table 1 side by side and the verdict counts, linking COMPARISON.md (generated)."""
     runs = run_table(store)
     cl = claims(store, runs)
-    counts = cl.verdict.value_counts()
-    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in ("reproduced", "mixed", "not reproduced", "pending"))
     lines = [README_START,
              f"*Generated by `workbench compare {results} --readme README.md` from {len(runs)} shipped runs; "
              f"details, every claim with its evidence, the scale disclaimer and provenance: "
              f"[{results}/COMPARISON.md]({results}/COMPARISON.md).*", ""]
     if figure:
         lines += [f"![Table 1: the paper's test accuracy and PE-Lab's]({figure})", ""]
-    lines += [_table1_section(table1(runs)), f"The paper's qualitative claims (SPEC section 6): {summary}.", "",
+    lines += [_table1_section(table1(runs)),
+              f"The paper's qualitative claims (SPEC section 6): {verdict_summary(cl)}.", "",
               README_END]
     return "\n".join(lines)
 
