@@ -191,6 +191,10 @@ def test_claim_verdicts_follow_the_seeds():
     t1 = table1(frame)
     r = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
     assert r.n_seeds == 3 and r.paper == pytest.approx(0.9264) and r["mean"] == pytest.approx(0.99)
+    spread = _runs_frame([{"run_id": f"n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-count",
+                           "seed": s, "test_acc": a, "test_acc_auc": a} for s, a in ((42, 0.99), (43, 0.6))])
+    n = table1(spread).iloc[0]
+    assert n.hi == 1.0 and n.lo == 0.0 and n["mean"] == pytest.approx(0.795), "the t-interval clipped to [0, 1]"
     others = [{"run_id": f"{s}-42", "variant": s, "scheme": s, "task": "trigger-distance", "seed": 42,
                "test_acc": 0.5, "test_acc_auc": 0.3 + 0.01 * i}
               for i, s in enumerate(("sinusoidal", "learned", "random", "relative", "alibi", "rope+sinusoidal", "mla"))]

@@ -200,7 +200,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     parts += [
         "## Table 1: test accuracy (%)",
         "",
-        "The paper's numbers (one run each) next to PE-Lab's mean over seeds with a Student-t 95 % interval. "
+        "The paper's numbers (one run each) next to PE-Lab's mean over seeds with a Student-t 95 % interval "
+        "(clipped to [0, 100]: with two or three seeds it can reach past the range of an accuracy). "
         "The authors ran MLA in a different script and architecture from RoPE and NoPE (SPEC section 7): "
         "the rows of the `paper` architecture compare all three in one architecture with one set of settings.",
         "",
