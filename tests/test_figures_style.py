@@ -390,3 +390,13 @@ def test_tables_of_several_runs_get_a_panel_each(tables):
     np.testing.assert_allclose(fig.data[0].y, FIGURES["distance_bias"](a).data[0].y)
     names = [t.name for t in legend_entries(fig)]
     assert sorted(names) == [f"layer {l}" for l in sorted(a["layer"].unique())]
+
+
+def test_table1_puts_each_paper_number_on_its_own_schemes_bar(tables):
+    """The paper's NoPE diamond sits on the NoPE bar, not at the centre of the setting's group (where RoPE is)."""
+    fig = build("table1", tables)
+    bars = {t.name: t for t in fig.data if isinstance(t, go.Bar) and t.xaxis in (None, "x")}
+    paper = next(t for t in fig.data if t.name == "paper (one run)" and t.xaxis in (None, "x"))
+    for x, y, label in zip(paper.x, paper.y, paper.text):
+        assert x in list(bars[label].x), f"the paper's {label} ({y:.2f}) is not on a {label} bar"
+    assert len(set(paper.x)) == len(paper.x)
