@@ -159,7 +159,9 @@ def _scale_section(runs: pd.DataFrame) -> str:
 def _provenance_section(runs: pd.DataFrame) -> str:
     lines = [f"- runs: {len(runs)} finished; total wall time {runs.wall_time_s.sum() / 3600:.2f} h, "
              f"CPU time {runs.cpu_time_s.sum() / 3600:.2f} h "
-             f"(per run: median wall {runs.wall_time_s.median():.0f} s, max {runs.wall_time_s.max():.0f} s)",
+             f"(per run: median wall {runs.wall_time_s.median():.0f} s, max {runs.wall_time_s.max():.0f} s; "
+             f"median CPU {runs.cpu_time_s.median():.0f} s, max {runs.cpu_time_s.max():.0f} s: the wall time "
+             "depends on what else the machine ran, the training process's CPU time does not)",
              "- code versions: " + ", ".join(f"`{v}` ({n})" for v, n in runs.code_version.value_counts().items()),
              "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items()),
              "- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
@@ -170,9 +172,9 @@ def _provenance_section(runs: pd.DataFrame) -> str:
 def _runs_section(runs: pd.DataFrame) -> str:
     rows = [[f"[{r.run_id}]({r.run_id}/)", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task),
              str(r.seed), f"{r.test_acc:.4f}", f"{r.train_acc:.4f}", str(r.epochs), f"{r.wall_time_s:.0f}",
-             str(r.threads)] for r in runs.itertuples()]
+             f"{r.cpu_time_s:.0f}", str(r.threads)] for r in runs.itertuples()]
     return _md_table(["run", "setting", "variant", "task", "seed", "test acc", "train acc", "epochs", "wall s",
-                      "threads"], rows) + "\n"
+                      "CPU s", "threads"], rows) + "\n"
 
 
 def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None) -> str:
