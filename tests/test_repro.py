@@ -229,7 +229,7 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
 def test_a_model_that_did_not_learn_makes_the_mla_head_claims_inconclusive():
     """'MLA has no indispensable head' is vacuous for a model at chance: such seeds do not count, and with no
     other seed the verdict is inconclusive (not 'reproduced'); the questions section answers 'cannot tell'."""
-    from workbench.report.comparison import _questions_section
+    from workbench.analysis.claims import answers
 
     flat = pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy", "delta": 0.001, "ci_lo": -0.01, "ci_hi": 0.01}
                          for l in range(2) for h in range(2)])
@@ -241,8 +241,8 @@ def test_a_model_that_did_not_learn_makes_the_mla_head_claims_inconclusive():
     mla = cl[cl.setting == "authors-mla"]
     assert set(mla.verdict) == {"inconclusive"}
     assert all("seed 42 did not learn the task (test acc 0.140)" in e for e in mla.evidence)
-    assert "authors' MLA script, Task 1: **cannot tell (the model did not learn the task)** (inconclusive)" in \
-        _questions_section(cl)
+    a = answers(cl)
+    assert set(a[a.setting == "authors' MLA script, Task 1"].answer) == {"cannot tell (the model did not learn the task)"}
     # the same run having learned the task: its flat ablation is evidence, the claim is reproduced
     rows[0]["test_acc"] = 0.9
     learned = claims(store, _runs_frame(rows))
@@ -258,6 +258,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
     with app.server.test_request_context("/"):
         page = str(findings.layout())
         assert "Table 1" in page and "find-claims" in page and "RoPE has a single-head deposit" in page
+        assert "find-answers" in page and "Does RoPE put its positional computation in one shallow head" in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE has a single-head deposit")].index[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dash import Input, Output, dcc, html
 
 from apps import common as C
-from workbench.analysis.claims import verdict_summary
+from workbench.analysis.claims import answers, verdict_summary
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
@@ -30,7 +30,7 @@ def layout(claim: str | None = None, **query):
         "Findings: the core paper reproduced on CPU",
         "Shipped results (results/repro, read-only; no weights, nothing to train): the paper's Table 1 next to "
         "PE-Lab's mean and 95 % interval over seeds, in the authors' settings and in PE-Lab's, and each qualitative "
-        "claim of the paper with its verdict. The full text, with the scale disclaimer and provenance, is "
+        "claim of the paper with its verdict, and the questions they answer. The full text, with the scale disclaimer and provenance, is "
         "results/repro/COMPARISON.md (`workbench compare results/repro`).")
     if store is None:
         return html.Div([header, C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
@@ -53,6 +53,10 @@ def layout(claim: str | None = None, **query):
         header,
         html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(fig) if fig is not None else missing,
                   C.table_component(t1_view, id=f"{P}-table1", page_size=20)], className="card"),
+        html.Div([html.H3("The questions, answered so far"),
+                  C.table_component(answers(cl), id=f"{P}-answers", page_size=20, style_data_conditional=[
+                      {"if": {"filter_query": f'{{verdict}} = "{v}"'}, "backgroundColor": c}
+                      for v, c in VERDICT_STYLE.items()])], className="card"),
         html.Div([html.H3(f"The paper's claims ({summary})"),
                   C.table_component(claim_view, id=f"{P}-claims", page_size=40, style_data_conditional=[
                       {"if": {"filter_query": f'{{verdict}} = "{v}"'}, "backgroundColor": c}

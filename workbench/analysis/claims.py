@@ -441,6 +441,34 @@ def _vote_counts(dep: pd.DataFrame) -> str:
     return ", ".join(f"{k} {v}" for k, v in dep["methods"].value_counts().items())
 
 
+# The questions issue 13 asks of the reproduction: (question, the claim rows that answer it, the answer when the
+# claim is reproduced, when it is not, the settings that answer it: None = all)
+QUESTIONS = (
+    ("Does RoPE put its positional computation in one shallow head (Task 1)?",
+     "RoPE has a single-head deposit in a shallow layer on Task 1", "yes", "no", None),
+    ("Does MLA's Task 2 advantage over RoPE survive when MLA runs in the same architecture as RoPE?",
+     "MLA beats RoPE on Task 2", "yes", "no", ("paper", "encoder", "decoder")),
+    ("Is there an indispensable head in MLA when heads are actually ablated?",
+     "MLA has no indispensable single head", "no", "yes", None),
+)
+ANSWER_OF = {"mixed": "in some seeds only", "inconclusive": "cannot tell (the model did not learn the task)",
+             "pending": "not known yet"}
+
+
+def answers(cl: pd.DataFrame) -> pd.DataFrame:
+    """QUESTIONS answered from the claims' verdicts: one row per (question, setting[, task]) with the answer
+    (yes / no / in some seeds only / cannot tell / not known yet), the verdict and its evidence."""
+    rows = []
+    for question, prefix, yes, no, settings in QUESTIONS:
+        sub = cl[cl.claim.str.startswith(prefix)]
+        for r in (sub[sub.setting.isin(settings)] if settings else sub).itertuples():
+            task = f", {r.claim.split(', ')[-1]}" if ", Task" in r.claim else ""
+            rows.append({"question": question, "setting": SETTINGS.get(r.setting, r.setting) + task,
+                         "answer": {"reproduced": yes, "not reproduced": no}.get(r.verdict) or ANSWER_OF[r.verdict],
+                         "verdict": r.verdict, "evidence": r.evidence})
+    return pd.DataFrame(rows, columns=["question", "setting", "answer", "verdict", "evidence"])
+
+
 def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.DataFrame:
     """Where the label first becomes linearly decodable: per run, the first layer whose pooled-stream label probe
     reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input."""

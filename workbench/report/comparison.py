@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (SETTINGS, Thresholds, claims, decodable_layers, one_setting, run_table,
-                                       table1, thresholds_table, verdict_summary)
+from workbench.analysis.claims import (SETTINGS, Thresholds, answers, claims, decodable_layers, one_setting,
+                                       run_table, table1, thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -67,30 +67,12 @@ def _table1_section(t1: pd.DataFrame) -> str:
         [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.seeds] for r in t1.itertuples()]) + "\n"
 
 
-# The questions issue 13 asks of the reproduction: (question, claim rows that answer it, the answer when the
-# claim is reproduced, when it is not, the settings that answer it: None = all)
-QUESTIONS = (
-    ("Does RoPE put its positional computation in one shallow head (Task 1)?",
-     "RoPE has a single-head deposit in a shallow layer on Task 1", "yes", "no", None),
-    ("Does MLA's Task 2 advantage over RoPE survive when MLA runs in the same architecture as RoPE?",
-     "MLA beats RoPE on Task 2", "yes", "no", ("paper", "encoder", "decoder")),
-    ("Is there an indispensable head in MLA when heads are actually ablated?",
-     "MLA has no indispensable single head", "no", "yes", None),
-)
-ANSWER_OF = {"mixed": "in some seeds only", "inconclusive": "cannot tell (the model did not learn the task)",
-             "pending": "not known yet"}
-
-
 def _questions_section(cl: pd.DataFrame) -> str:
-    """Each of QUESTIONS answered per setting (and task) from the claims' verdicts, with their evidence."""
+    """Each question of `claims.answers`, answered per setting (and task), with the evidence."""
     lines = []
-    for question, prefix, yes, no, settings in QUESTIONS:
+    for question, g in answers(cl).groupby("question", sort=False):
         lines.append(f"- **{question}**")
-        rows = cl[cl.claim.str.startswith(prefix) & (cl.setting.isin(settings) if settings else True)]
-        for r in rows.itertuples():
-            answer = {"reproduced": yes, "not reproduced": no}.get(r.verdict) or ANSWER_OF[r.verdict]
-            where = SETTINGS.get(r.setting, r.setting) + (f", {r.claim.split(', ')[-1]}" if ", Task" in r.claim else "")
-            lines.append(f"  - {where}: **{answer}** ({r.verdict}). {r.evidence}")
+        lines += [f"  - {r.setting}: **{r.answer}** ({r.verdict}). {r.evidence}" for r in g.itertuples()]
     return "\n".join(lines) + "\n"
 
 
