@@ -249,6 +249,25 @@ def test_a_model_that_did_not_learn_makes_the_mla_head_claims_inconclusive():
     assert set(learned[learned.setting == "authors-mla"].verdict) == {"reproduced"}
 
 
+def test_absolute_pe_needs_several_significant_and_some_insignificant_shallow_heads():
+    """Appendix C.2: absolute PE has 'some significant heads and some insignificant heads in the shallow layer'.
+    Two significant heads of four in layers 0-1 agree; one (a single-head deposit) or all four do not."""
+    def atlas(significant):
+        return pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy",
+                              "delta": 0.3 if (l, h) in significant else 0.01,
+                              "ci_lo": 0.2 if (l, h) in significant else -0.01, "ci_hi": 0.4}
+                             for l in range(3) for h in range(2)])
+    every = {(l, h) for l in range(2) for h in range(2)}
+    for significant, verdict in (({(0, 1), (1, 0)}, "reproduced"), ({(0, 1)}, "not reproduced"),
+                                 (every, "not reproduced")):
+        rows = [{"run_id": "abs-42", "variant": "sinusoidal", "scheme": "sinusoidal", "task": "trigger-distance",
+                 "seed": 42, "test_acc": 0.99, "test_acc_auc": 0.9}]
+        cl = claims(FakeStore([FakeRun("abs-42", {"ablation": atlas(significant)})]), _runs_frame(rows))
+        row = cl[cl.claim.str.startswith("absolute (sinusoidal) has both")].iloc[0]
+        assert row.verdict == verdict, (significant, row.evidence)
+        assert f"seed 42: {len(significant)} of 4 heads in layers 0-1 significant" in row.evidence
+
+
 def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
     from apps import create_app
     from apps.pages import findings

@@ -224,7 +224,8 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     rows.append(_ranking_claim(runs, "RoPE converges fastest on Task 1",
                                "RoPE converges fastest", "rope", 1))
     rows.append(_ranking_claim(runs, "absolute (sinusoidal) converges second on Task 1",
-                               "absolute is second (and oscillates across heads: not measured here)", "sinusoidal", 2))
+                               "absolute is second", "sinusoidal", 2))
+    rows.append(_absolute_heads_claim(store, runs, th))
     rows += _per_seed_deposit_claim(
         store, runs, th, "RoPE has a single-head deposit in a shallow layer on Task 1",
         "single-head deposit in a shallow layer", "rope", t1,
@@ -264,6 +265,32 @@ def _overfit_claim(runs, th) -> dict:
     ev = "; ".join(f"{scheme_label(r.scheme)} seed {r.seed}: train {r.train_acc:.3f} vs test {r.test_acc:.3f}"
                    for r in sub.itertuples())
     ev += f" (gap threshold {th.overfit_gap}; RoPE's mean gap {rope_gap:+.3f})"
+    return _row(claim, paper, "paper", _verdict(agree), ev, sub.run_id)
+
+
+def _absolute_heads_claim(store, runs, th) -> dict:
+    """Appendix C.2 on absolute PE's ablation atlas: "some significant heads and some insignificant heads in the
+    shallow layer, and the whole is oscillating". Read as: in layers 0..shallow_layer, at least two heads are
+    significant (zero-ablation drop >= indispensable with its interval above 0) and at least one is not -- a
+    mixture across heads, not a single-head deposit and not a uniform layer."""
+    claim = "absolute (sinusoidal) has both significant and insignificant heads in the shallow layers on Task 1"
+    paper = "absolute: some significant and some insignificant heads in the shallow layer, oscillating"
+    sub = _runs(runs, "paper", "sinusoidal", "trigger-distance")
+    abl = _stored(store, sub["run_id"], "ablation")
+    agree, notes = [], []
+    for r in sub.itertuples():
+        if r.run_id not in abl:
+            continue
+        a = abl[r.run_id]
+        a = a[(a["metric"] == "accuracy") & (a["layer"] <= th.shallow_layer)]
+        sig = a[(a["delta"] >= th.indispensable) & (a["ci_lo"] > 0)]
+        agree.append(len(sig) >= 2 and len(sig) < len(a))
+        notes.append(f"seed {r.seed}: {len(sig)} of {len(a)} heads in layers 0-{th.shallow_layer} significant"
+                     + (" (" + ", ".join(f"L{int(x.layer)}.H{int(x['head'])} {x.delta:.2f}"
+                                         for _, x in sig.sort_values("delta", ascending=False).head(6).iterrows())
+                        + (", ..." if len(sig) > 6 else "") + ")" if len(sig) else ""))
+    ev = ("; ".join(notes) + f" (significant: drop >= {th.indispensable}, interval above 0)"
+          + _waiting(sub, abl, "ablation")) if notes else "no finished run with an ablation table yet"
     return _row(claim, paper, "paper", _verdict(agree), ev, sub.run_id)
 
 
