@@ -284,8 +284,11 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
              f"[{results}/COMPARISON.md]({results}/COMPARISON.md).*", ""]
     if figure:
         lines += [f"![Table 1: the paper's test accuracy and PE-Lab's]({figure})", ""]
-    lines += [_table1_section(table1(runs)),
-              f"The paper's qualitative claims (SPEC section 6): {verdict_summary(cl)}.", "",
+    qa = answers(cl)
+    lines += [_table1_section(table1(runs)), "The questions, answered so far (evidence in COMPARISON.md):", ""]
+    lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
+              for q, g in qa.groupby("question", sort=False)]
+    lines += ["", f"The paper's qualitative claims (SPEC section 6): {verdict_summary(cl)}.", "",
               README_END]
     return "\n".join(lines)
 
