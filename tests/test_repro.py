@@ -372,7 +372,7 @@ def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
             cfg = resolve_config("smoke", "rope" if tag != "nope" else "nope", "trigger-distance", seed=seed,
                                  fidelity="authors", tag=tag, sets=sets)
             rid = f"{tag}-{seed}"
-            run = FakeRun(rid, {})
+            run = FakeRun(rid, {"deposit": _deposit([3] if tag == "rope" else [1])} if seed == 42 else {})
             run.config = cfg
             runs.append(run)
             rows.append({"run_id": rid, "setting": "authors", "variant": tag, "scheme": cfg["model"]["scheme"],
@@ -383,6 +383,8 @@ def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
     assert mask.base == "rope" and mask.change == "model.attn_pad_mask: false -> true" and mask.n_seeds == 2
     assert mask.delta == pytest.approx(0.25) and mask.delta_lo < 0.25 < mask.delta_hi
     assert mask.base_acc == pytest.approx(0.55) and mask.acc == pytest.approx(0.80)
+    assert mask.base_deposit == "seed 42: L3.H3 0.40; seed 43: not computed yet"
+    assert mask.deposit == "seed 42: L1.H3 0.40; seed 43: not computed yet"
     nosin = d.loc["rope-no-sinusoid"].change
     assert nosin == 'model.scheme: "rope+sinusoidal" -> "rope"; model.scheme_kwargs.layout: "concat" -> null'
 

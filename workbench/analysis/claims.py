@@ -544,7 +544,7 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     task): mean difference with a Student-t 95 % interval. This traces a gap between the paper's numbers and
     PE-Lab's `paper` arch to one setting."""
     cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
-            "delta_hi", "runs"]
+            "delta_hi", "base_deposit", "deposit", "runs"]
     auth = runs[runs.setting.isin(("authors", "authors-mla"))]
     pairs = []
     for r in auth.itertuples():
@@ -557,7 +557,9 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
         pairs.append({"setting": r.setting, "variant": r.variant, "base": base, "task": r.task, "seed": r.seed,
                       "change": "; ".join(f"{k}: {json_value(v0)} -> {json_value(v1)}"
                                           for k, (v0, v1) in change.items()),
-                      "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id]})
+                      "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id],
+                      "base_deposit": _deposit_heads(store, b.run_id, r.seed),
+                      "deposit": _deposit_heads(store, r.run_id, r.seed)})
     if not pairs:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -566,8 +568,20 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
         mean, lo, hi, n = mean_ci(g["acc"] - g["base_acc"])
         rows.append({"setting": setting, "variant": variant, "base": base, "change": change, "task": task,
                      "n_seeds": n, "base_acc": float(g["base_acc"].mean()), "acc": float(g["acc"].mean()),
-                     "delta": mean, "delta_lo": lo, "delta_hi": hi, "runs": [x for rr in g["runs"] for x in rr]})
+                     "delta": mean, "delta_lo": lo, "delta_hi": hi, "base_deposit": "; ".join(g["base_deposit"]),
+                     "deposit": "; ".join(g["deposit"]), "runs": [x for rr in g["runs"] for x in rr]})
     return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
+
+
+def _deposit_heads(store, run_id: str, seed: int) -> str:
+    """'seed 42: L1.H6 0.54, L5.H13 0.08' (the single-head deposits), 'seed 42: none', or 'seed 42: not
+    computed yet' (no deposit table)."""
+    dep = _deposits(store, [run_id]).get(run_id)
+    if dep is None:
+        return f"seed {seed}: not computed yet"
+    s = dep[dep["single_head_deposit"]]
+    return f"seed {seed}: " + (", ".join(f"L{int(r.layer)}.H{int(r.top_head)} {r.top_delta:.2f}"
+                                         for r in s.itertuples()) or "none")
 
 
 def json_value(v: Any) -> str:

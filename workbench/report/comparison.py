@@ -101,10 +101,10 @@ def _one_setting_section(d: pd.DataFrame) -> str:
     rows = [[SETTINGS.get(r.setting, r.setting), f"{r.base} -> {r.variant}", r.change, task_label(r.task),
              _pct(r.base_acc), _pct(r.acc),
              f"{100 * r.delta:+.2f}" + ("" if r.n_seeds < 2 else f" [{100 * r.delta_lo:+.2f}, {100 * r.delta_hi:+.2f}]")
-             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''})", _links(r.runs, 2)]
+             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''})", r.base_deposit, r.deposit, _links(r.runs, 2)]
             for r in d.itertuples()]
     return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
-                      "difference (points)", "runs"], rows) + "\n"
+                      "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
 
 
 def _scale_section(runs: pd.DataFrame) -> str:
@@ -216,7 +216,9 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "Where the authors' setup and PE-Lab's `paper` arch disagree, the cause is shown by changing one field: "
         "each row is a run of the authors' setting with one field set back to PE-Lab's value (tier 4 of "
         "grids/repro.toml; docs/fidelity.md says what each field does), next to the authors' setting itself "
-        "(same task and seed). The change column is computed from the two runs' config.json.",
+        "(same task and seed): both runs' test accuracy and single-head deposits (layer, head, zero-ablation "
+        "drop), so a setting that moves the deposit shows as well as one that moves the accuracy. The change "
+        "column is computed from the two runs' config.json.",
         "",
         _one_setting_section(one_setting(store, runs)),
         "Thresholds used above:",
