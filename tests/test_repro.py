@@ -278,6 +278,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         page = str(findings.layout())
         assert "Table 1" in page and "find-claims" in page and "RoPE has a single-head deposit" in page
         assert "find-answers" in page and "Does RoPE put its positional computation in one shallow head" in page
+        assert "One setting at a time" in page and "No one-setting-at-a-time runs shipped yet" in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE has a single-head deposit")].index[0]
@@ -387,6 +388,12 @@ def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
     assert mask.deposit == "seed 42: L1.H3 0.40; seed 43: not computed yet"
     nosin = d.loc["rope-no-sinusoid"].change
     assert nosin == 'model.scheme: "rope+sinusoidal" -> "rope"; model.scheme_kwargs.layout: "concat" -> null'
+    # the Findings page shows the same pairs, accuracies in points
+    from apps.pages import findings
+
+    view = str(findings._one_setting_view(FakeStore(runs), _runs_frame(rows)))
+    assert "rope-with-pad-mask" in view and "model.attn_pad_mask: false -> true" in view and "25.0" in view
+    assert "L3.H3 0.40" in view and "No one-setting-at-a-time runs" not in view
 
 
 def test_shipping_again_leaves_an_unchanged_run_alone(shipped):

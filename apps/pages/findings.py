@@ -1,11 +1,12 @@
 """Findings: the core paper reproduced on CPU, from the shipped results (read-only): Table 1 side by side, every
-claim with its verdict and evidence, and for any claim the seed-aggregated ablation atlas of the runs behind it."""
+claim with its verdict and evidence, the one-setting-at-a-time runs that trace a gap between the authors' settings
+and PE-Lab's to one field, and for any claim the seed-aggregated ablation atlas of the runs behind it."""
 from __future__ import annotations
 
 from dash import Input, Output, dcc, html
 
 from apps import common as C
-from workbench.analysis.claims import answers, verdict_summary
+from workbench.analysis.claims import answers, one_setting, verdict_summary
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
@@ -63,10 +64,26 @@ def layout(claim: str | None = None, **query):
                       for v, c in VERDICT_STYLE.items()],
                       tooltip_data=[{"evidence": {"value": r.evidence, "type": "text"}} for r in cl.itertuples()],
                       tooltip_duration=None)], className="card"),
+        html.Div([html.H3("One setting at a time"), _one_setting_view(store, runs)], className="card"),
         html.Div([html.H3("Evidence"),
                   C.labelled("claim", dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False)),
                   html.Div(id=f"{P}-evidence")], className="card"),
     ])
+
+
+def _one_setting_view(store, runs):
+    """The tier-4 pairs (`claims.one_setting`): accuracies in %, the change and both runs' deposits."""
+    pairs = one_setting(store, runs)
+    if pairs.empty:
+        return C.hint("No one-setting-at-a-time runs shipped yet (tier 4 of grids/repro.toml: the authors' settings "
+                      "with one field set back to PE-Lab's value).", kind="missing")
+    view = pairs.assign(**{c: (100 * pairs[c]).round(2) for c in ("base_acc", "acc", "delta", "delta_lo",
+                                                                   "delta_hi")}, runs=pairs["runs"].map(len))
+    return html.Div([html.P("Each row: a run of the authors' settings with one field set back to PE-Lab's value, next "
+                            "to the authors' setting itself (same task and seed); test accuracies and their "
+                            "difference in points, and both runs' single-head deposits (layer, head, drop)."),
+                     C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-one-setting",
+                                       page_size=30)])
 
 
 def evidence(store, cl, key: str | None) -> list:
