@@ -235,12 +235,18 @@ def test_a_model_that_did_not_learn_makes_the_mla_head_claims_inconclusive():
                          for l in range(2) for h in range(2)])
     summary = pd.DataFrame([{"layer": 0, "head": 0, "deposit_head": False, "methods": ""}])
     rows = [{"run_id": "mla-42", "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": 42,
-             "test_acc": 0.14, "test_acc_auc": 0.1, "setting": "authors-mla"}]
-    store = FakeStore([FakeRun("mla-42", {"ablation": flat, "head_summary": summary})])
+             "test_acc": 0.14, "test_acc_auc": 0.1, "setting": "authors-mla"},
+            {"run_id": "mla-43", "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": 43,
+             "test_acc": 0.19, "test_acc_auc": 0.1, "setting": "authors-mla"}]
+    store = FakeStore([FakeRun("mla-42", {"ablation": flat, "head_summary": summary}), FakeRun("mla-43", {})])
     cl = claims(store, _runs_frame(rows))
     mla = cl[cl.setting == "authors-mla"]
     assert set(mla.verdict) == {"inconclusive"}
     assert all("seed 42 did not learn the task (test acc 0.140)" in e for e in mla.evidence)
+    # an unlearned run is inconclusive before its tables exist: not "waiting" for them
+    assert all("seed 43 did not learn the task (test acc 0.190)" in e and "not computed yet" not in e
+               for e in mla.evidence)
+    rows = rows[:1]
     a = answers(cl)
     assert set(a[a.setting == "authors' MLA script, Task 1"].answer) == {"cannot tell (the model did not learn the task)"}
     # the same run having learned the task: its flat ablation is evidence, the claim is reproduced

@@ -33,6 +33,12 @@ SETTINGS = {  # setting key -> label (the order of the tables)
 }
 TASKS = ("trigger-distance", "trigger-count")
 TIER1 = ("nope", "sinusoidal", "learned", "random", "relative", "alibi", "rope", "rope+sinusoidal", "mla")
+def _learned(sub: pd.DataFrame, th) -> pd.DataFrame:
+    """The runs of `sub` that learned the task (test accuracy >= th.no_generalise): a run that did not is
+    inconclusive for a claim about how a working model computes, whatever its tables say."""
+    return sub[sub.test_acc >= th.no_generalise]
+
+
 VERDICTS = ("reproduced", "mixed", "not reproduced", "pending")
 
 
@@ -136,6 +142,12 @@ def _waiting(sub: pd.DataFrame, have, table: str) -> str:
     """The evidence's note on finished runs of `sub` whose `table` is not computed yet ("" when none)."""
     seeds = [str(r.seed) for r in sub.itertuples() if r.run_id not in have]
     return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
+
+
+def _learned(sub: pd.DataFrame, th) -> pd.DataFrame:
+    """The runs of `sub` that learned the task (test accuracy >= th.no_generalise): a run that did not is
+    inconclusive for a claim about how a working model computes, whatever its tables say."""
+    return sub[sub.test_acc >= th.no_generalise]
 
 
 VERDICTS = ("reproduced", "mixed", "not reproduced", "inconclusive", "pending")
@@ -331,10 +343,10 @@ def _mla_claims(store, runs, th) -> list[dict]:
             agree, notes, unlearned = [], [], []
             ablations = _stored(store, sub["run_id"], "ablation")
             for r in sub.itertuples():
-                if r.run_id not in ablations:
-                    continue
                 if r.test_acc < th.no_generalise:  # a model that did not learn the task has nothing to deposit
                     unlearned.append(f"seed {r.seed} did not learn the task (test acc {r.test_acc:.3f})")
+                    continue
+                if r.run_id not in ablations:
                     continue
                 abl = ablations[r.run_id]
                 acc = abl[abl["metric"] == "accuracy"]
@@ -344,7 +356,7 @@ def _mla_claims(store, runs, th) -> list[dict]:
                              f"L{int(top.layer)}.H{int(top['head'])} "
                              f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
             parts = (["; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"] if notes else []) + unlearned
-            ev = "; ".join(parts) + _waiting(sub, ablations, "ablation") if parts \
+            ev = "; ".join(parts) + _waiting(_learned(sub, th), ablations, "ablation") if parts \
                 else "no finished run with an ablation table yet"
             verdict = "inconclusive" if unlearned and not agree else _verdict(agree)
             out.append(_row(f"{claim}, {task_label(task)}", paper, setting, verdict, ev, sub.run_id))
@@ -436,10 +448,10 @@ def _causal_claims(store, runs, th) -> list[dict]:
             hs = _stored(store, sub["run_id"], "head_summary")
             agree, notes, unlearned = [], [], []
             for r in sub.itertuples():
-                if r.run_id not in hs:
-                    continue
                 if r.test_acc < th.no_generalise:
                     unlearned.append(f"seed {r.seed} did not learn the task (test acc {r.test_acc:.3f})")
+                    continue
+                if r.run_id not in hs:
                     continue
                 dep = hs[r.run_id][hs[r.run_id]["deposit_head"].astype(bool)]
                 causal = dep[dep["methods"].map(_has_causal_vote)]
@@ -451,7 +463,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
             parts = notes + unlearned
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
                             "inconclusive" if unlearned and not agree else _verdict(agree),
-                            "; ".join(parts) + _waiting(sub, hs, "head_summary") if parts
+                            "; ".join(parts) + _waiting(_learned(sub, th), hs, "head_summary") if parts
                             else "no finished run with a head_summary table yet", sub["run_id"]))
     return out
 
