@@ -394,6 +394,15 @@ def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
     assert mask.deposit == "seed 42: L1.H3 0.40; seed 43: not computed yet"
     nosin = d.loc["rope-no-sinusoid"].change
     assert nosin == 'model.scheme: "rope+sinusoidal" -> "rope"; model.scheme_kwargs.layout: "concat" -> null'
+    # the README names the changes that moved the accuracy, largest first
+    from workbench.report.comparison import one_setting_lines
+
+    lines = one_setting_lines(one_setting(FakeStore(runs), _runs_frame(rows)))
+    assert sum(line.startswith("- ") for line in lines) == 2
+    assert "rope -> rope-with-pad-mask (model.attn_pad_mask: false -> true): 55.00 -> 80.00 % (+25.00 points, " \
+           "2 seeds)" in "\n".join(lines)
+    assert one_setting_lines(one_setting(FakeStore(runs), _runs_frame(rows)), min_points=30)[-1] == \
+        "- 2 other changes moved it by less than 30 points"
     # the Findings page shows the same pairs, accuracies in points
     from apps.pages import findings
 

@@ -290,9 +290,28 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     lines += [_table1_section(table1(runs)), "The questions, answered so far (evidence in COMPARISON.md):", ""]
     lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
               for q, g in qa.groupby("question", sort=False)]
+    lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (SPEC section 6): {verdict_summary(cl)}.", "",
               README_END]
     return "\n".join(lines)
+
+
+def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:
+    """The README's summary of COMPARISON.md's one-setting table: the fields whose change moved the test accuracy
+    by >= `min_points`, largest first, and how many moved it less."""
+    if d.empty:
+        return []
+    moved = d[(100 * d["delta"]).abs() >= min_points].sort_values("delta", key=lambda x: -x.abs())
+    unit = f"{min_points:g} point" + ("" if min_points == 1 else "s")
+    lines = ["", "One setting at a time (the authors' settings with one field set back to PE-Lab's value; "
+                 f"changes of >= {unit} in test accuracy):", ""]
+    lines += [f"- {SETTINGS.get(r.setting, r.setting)}, {task_label(r.task)}, {r.base} -> {r.variant} "
+              f"({r.change}): {_pct(r.base_acc)} -> {_pct(r.acc)} % ({100 * r.delta:+.2f} points, "
+              f"{r.n_seeds} seed{'s' if r.n_seeds > 1 else ''})" for r in moved.itertuples()]
+    rest = len(d) - len(moved)
+    if rest:
+        lines.append(f"- {rest} other change{'s' if rest > 1 else ''} moved it by less than {unit}")
+    return lines
 
 
 def replace_block(text: str, block: str) -> str:
