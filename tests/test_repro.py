@@ -355,6 +355,27 @@ def test_the_shipped_comparison_is_what_its_tables_give():
     assert text == (shipped / "COMPARISON.md").read_text()
 
 
+def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
+    """The repository's results/repro: every run finished, no weights, under the issue's 30 MB; the README's findings
+    block is what `workbench compare --readme README.md --figure docs/img/findings_table1.png` writes from it."""
+    from pathlib import Path
+
+    from workbench.report.comparison import README_END, README_START, readme_block
+
+    repo = Path(__file__).resolve().parents[1]
+    shipped = repo / "results" / "repro"
+    if not (shipped / "COMPARISON.md").exists():
+        pytest.skip("no shipped results in this checkout")
+    store = RunStore(shipped, readonly=True)
+    assert all(store.get(rid).status == "finished" for rid in store.run_ids())
+    files = [p for p in shipped.rglob("*") if p.is_file() and p.name != "index.sqlite"]
+    assert not [p for p in files if p.suffix in (".safetensors", ".pt", ".pkl") or p.name == "state.json"]
+    assert sum(p.stat().st_size for p in files) < 30e6
+    readme = (repo / "README.md").read_text()
+    block = readme[readme.index(README_START):readme.index(README_END) + len(README_END)]
+    assert block.strip() == readme_block(store, "docs/img/findings_table1.png", "results/repro").strip()
+
+
 @pytest.mark.parametrize("task", ["trigger-distance", "trigger-count"])
 def test_run_ids_from_the_task_spec_equal_those_from_the_data(task, tmp_path):
     """`ship --grid` computes ids without loading datasets: the spec must fix vocab, classes and length as the data do."""
