@@ -29,8 +29,8 @@ def layout(task: str | None = None, **query):
     return html.Div([
         C.page_header("Partial RoPE", "RoPE on the first k heads of one layer (or of every layer), NoPE on the rest: "
                       "test accuracy and the deepest layer holding a deposit, for every (layer, k) in the store; "
-                      "full RoPE appears as k = n_heads, layer 'every'. The paper finds the deepest deposit can move "
-                      "to layer 2 or 3."),
+                      "full RoPE appears as k = n_heads, layer 'every'. The paper (appendix C.3) finds the most "
+                      "significant deposit may move to the second or third layer (layers 1-2 here, counted from 0)."),
         html.Div([C.labelled("task", dcc.Dropdown(id=f"{P}-task", options=tasks, value=value, clearable=False),
                              width="240px")], className="controls"),
         html.Div([html.Div(id=f"{P}-out"),
