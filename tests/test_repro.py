@@ -227,34 +227,35 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
 
 
 def test_partial_rope_claim_reads_the_layer_of_the_largest_deposit():
-    """Appendix C.3: partial RoPE's *most significant* deposit may sit in the second or third layer (0-based 1 or 2).
-    A run whose largest single-head deposit is in layer 2 agrees, even with a smaller one in layer 0; a run whose
-    largest is in layer 0 or layer 3 does not; full RoPE of the same task and seed is named beside each."""
+    """Appendix C.3: partial RoPE's *most significant* deposit may leave the first layer for a deeper one. A run
+    whose largest single-head deposit is deeper than full RoPE's (same task and seed) agrees, even with a smaller
+    one in layer 0; a run whose largest is in layer 0, or no deeper than full RoPE's, does not."""
     def dep(deltas):  # layer -> top drop of its single-head deposit
         return pd.DataFrame([{"layer": l, "metric": "accuracy", "single_head_deposit": l in deltas,
                               "average_deposit": False, "top_head": 5, "top_delta": deltas.get(l, 0.01),
                               "top_lo": 0.0, "top_hi": 1.0} for l in range(4)])
 
-    def frame(partials):
-        rows = [{"run_id": "rope-42", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": 42,
-                 "test_acc": 1.0, "test_acc_auc": 0.9}]
+    def frame(partials, seed=42):
+        rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+                 "test_acc": 1.0, "test_acc_auc": 0.9} for s in (42, 43)]
         rows += [{"run_id": rid, "variant": rid, "scheme": "rope", "partial": True, "task": "trigger-distance",
-                  "seed": 42, "test_acc": 0.9, "test_acc_auc": 0.8} for rid in partials]
+                  "seed": seed, "test_acc": 0.9, "test_acc_auc": 0.8} for rid in partials]
         return _runs_frame(rows)
 
-    tables = {"rope-42": dep({0: 0.5}), "k1-l0": dep({0: 0.1, 2: 0.3}), "k4-all": dep({0: 0.4, 2: 0.2}),
-              "k1-l1": dep({3: 0.3})}
+    tables = {"rope-42": dep({1: 0.5}), "rope-43": dep({3: 0.5}), "k1-l0": dep({0: 0.1, 2: 0.3}),
+              "k4-all": dep({0: 0.4, 2: 0.2}), "k1-l1": dep({1: 0.3})}
     store = FakeStore([FakeRun(rid, {"deposit": t}) for rid, t in tables.items()])
 
-    def row(partials):
-        cl = claims(store, frame(partials))
+    def row(partials, seed=42):
+        cl = claims(store, frame(partials, seed))
         return cl[cl.claim.str.startswith("partial RoPE")].iloc[0]
 
     yes = row(["k1-l0", "k4-all"])
     assert yes.verdict == "reproduced"
     assert "k1-l0 Task 1 seed 42 (test acc 0.900): largest single-head deposit L2.H5 0.30, layer 0 has one; " \
-           "full RoPE L0.H5 0.50" in yes.evidence
-    assert row(["k4-all", "k1-l1"]).verdict == "not reproduced"  # largest in layer 0, and in layer 3
+           "full RoPE L1.H5 0.50" in yes.evidence
+    assert row(["k4-all", "k1-l1"]).verdict == "not reproduced"  # largest in layer 0; in layer 1 = full RoPE's
+    assert row(["k1-l0"], seed=43).verdict == "not reproduced"  # layer 2, but full RoPE of seed 43 is at layer 3
     assert row([]).verdict == "pending"
 
 
