@@ -56,7 +56,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
         cells = [SETTINGS[setting], scheme_label(scheme)]
         for task in ("trigger-distance", "trigger-count"):
             r = g[g.task == task]
-            cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), _interval(r.iloc[0]) if len(r) else "pending"]
+            cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), _interval(r.iloc[0]) if len(r) else "no run"]
         rows.append(cells)
     order = {k: i for i, k in enumerate(SETTINGS)}
     rows.sort(key=lambda c: (order[[k for k, v in SETTINGS.items() if v == c[0]][0]], c[1]))
