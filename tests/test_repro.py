@@ -482,3 +482,22 @@ def test_shipping_again_leaves_an_unchanged_run_alone(shipped):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0 and f"1 shipped, {len(ids) - 1} unchanged" in res.output, res.output
     assert "extra" in RunStore(base / "results", readonly=True).get(ids[0]).tables()
+
+
+def test_encoder_and_decoder_runs_of_the_grid_reach_table1():
+    """Tier 2's encoder/decoder points are tagged with their scheme, so Table 1 has their rows (a run tagged
+    'encoder-rope' would be left out: Table 1 reads variant == scheme)."""
+    from pathlib import Path
+
+    from workbench.train.sweep import grid_points, load_grid
+
+    grid = load_grid(Path(__file__).resolve().parents[1] / "grids" / "repro.toml")
+    points = [p for p in grid_points(grid, [2]) if p["arch"] in ("encoder", "decoder")]
+    assert len(points) == 18
+    rows = [{"run_id": f"{p['arch']}-{p['tag']}-{p['seed']}", "setting": p["arch"], "variant": p["tag"],
+             "scheme": p["scheme"], "task": p["task"], "seed": p["seed"], "test_acc": 0.5, "test_acc_auc": 0.5}
+            for p in points]
+    t1 = table1(_runs_frame(rows))
+    assert sorted(zip(t1.setting, t1.scheme)) == sorted((a, s) for a in ("decoder", "encoder")
+                                                        for s in ("mla", "nope", "rope"))
+    assert set(t1.n_seeds) == {3}
