@@ -318,11 +318,13 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "Table 1" in page and "find-claims" in page and "RoPE has a single-head deposit" in page
         assert "find-answers" in page and "Does RoPE put its positional computation in one shallow head" in page
         assert "One setting at a time" in page and "No one-setting-at-a-time runs shipped yet" in page
+        assert "Partial RoPE" in page and "No partial-RoPE runs shipped yet" in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE has a single-head deposit")].index[0]
         ev = str(findings.evidence(store, cl, str(row)))
         assert "zero-ablation atlas" in ev and f"/ablation?run={ids[0]}" in ev
+        assert "rope (PE-Lab `paper` arch), trigger-distance: zero-ablation atlas, mean over 1 run(s)" in ev
         assert "Pick a claim" in str(findings.evidence(store, cl, "../etc"))
     assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read
 
@@ -501,3 +503,37 @@ def test_encoder_and_decoder_runs_of_the_grid_reach_table1():
     assert sorted(zip(t1.setting, t1.scheme)) == sorted((a, s) for a in ("decoder", "encoder")
                                                         for s in ("mla", "nope", "rope"))
     assert set(t1.n_seeds) == {3}
+
+
+def test_partial_rope_pairs_put_full_rope_of_the_same_task_and_seeds_beside_each_variant():
+    from workbench.analysis.claims import partial_rope_pairs
+
+    class ConfiguredRun(FakeRun):
+        def __init__(self, rid, tables, kwargs):
+            super().__init__(rid, tables)
+            self.config = {"model": {"scheme": "rope", "scheme_kwargs": kwargs}}
+
+    def dep(layer):
+        return pd.DataFrame([{"layer": l, "metric": "accuracy", "single_head_deposit": l == layer,
+                              "average_deposit": False, "top_head": 2, "top_delta": 0.5 if l == layer else 0.01,
+                              "top_lo": 0.4, "top_hi": 0.6} for l in range(3)])
+
+    rows, runs = [], []
+    for seed in (42, 43):
+        rows.append({"run_id": f"rope-{seed}", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
+                     "seed": seed, "test_acc": 1.0, "test_acc_auc": 0.9})
+        runs.append(ConfiguredRun(f"rope-{seed}", {"deposit": dep(1)}, {}))
+    rows.append({"run_id": "k1-42", "variant": "rope-k1-l0", "scheme": "rope", "partial": True, "seed": 42,
+                 "task": "trigger-distance", "test_acc": 0.8, "test_acc_auc": 0.7})
+    runs.append(ConfiguredRun("k1-42", {"deposit": dep(2)}, {"rope_heads": 1, "rope_layers": [0]}))
+    rows.append({"run_id": "k4-42", "variant": "rope-k4-all", "scheme": "rope", "partial": True, "seed": 42,
+                 "task": "trigger-count", "test_acc": 0.9, "test_acc_auc": 0.7})
+    runs.append(ConfiguredRun("k4-42", {}, {"rope_heads": 4}))
+    d = partial_rope_pairs(FakeStore(runs), _runs_frame(rows)).set_index("variant")
+    k1 = d.loc["rope-k1-l0"]
+    assert (k1.rope_heads, k1.rope_layers, k1.n_seeds, k1.acc, k1.full_acc) == (1, "0", 1, 0.8, 1.0)
+    assert k1.deposit == "seed 42: L2.H2 0.50" and k1.full_deposit == "seed 42: L1.H2 0.50"  # seed 43 not paired
+    assert k1.runs == ["k1-42", "rope-42"]
+    k4 = d.loc["rope-k4-all"]
+    assert k4.rope_layers == "every" and k4.deposit == "seed 42: not computed yet" and k4.full_deposit == "no run"
+    assert np.isnan(k4.full_acc)

@@ -1,12 +1,13 @@
 """Findings: the core paper reproduced on CPU, from the shipped results (read-only): Table 1 side by side, every
-claim with its verdict and evidence, the one-setting-at-a-time runs that trace a gap between the authors' settings
-and PE-Lab's to one field, and for any claim the seed-aggregated ablation atlas of the runs behind it."""
+claim with its verdict and evidence, partial RoPE beside full RoPE, the one-setting-at-a-time runs that trace a gap
+between the authors' settings and PE-Lab's to one field, and for any claim the seed-aggregated ablation atlas of the
+runs behind it (one atlas per setting, variant and task)."""
 from __future__ import annotations
 
 from dash import Input, Output, dcc, html
 
 from apps import common as C
-from workbench.analysis.claims import answers, one_setting, verdict_summary
+from workbench.analysis.claims import SETTINGS, answers, one_setting, partial_rope_pairs, setting_of, verdict_summary
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
@@ -64,6 +65,7 @@ def layout(claim: str | None = None, **query):
                       for v, c in VERDICT_STYLE.items()],
                       tooltip_data=[{"evidence": {"value": r.evidence, "type": "text"}} for r in cl.itertuples()],
                       tooltip_duration=None)], className="card"),
+        html.Div([html.H3("Partial RoPE"), _partial_rope_view(store, runs)], className="card"),
         html.Div([html.H3("One setting at a time"), _one_setting_view(store, runs)], className="card"),
         html.Div([html.H3("Evidence"),
                   C.labelled("claim", dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False)),
@@ -86,6 +88,21 @@ def _one_setting_view(store, runs):
                                        page_size=30)])
 
 
+def _partial_rope_view(store, runs):
+    """Tier 2's partial-RoPE runs (`claims.partial_rope_pairs`) beside full RoPE of the same task and seeds."""
+    pairs = partial_rope_pairs(store, runs)
+    if pairs.empty:
+        return C.hint("No partial-RoPE runs shipped yet (tier 2 of grids/repro.toml: RoPE on the first k heads of "
+                      "every layer, or of one layer, NoPE on the rest).", kind="missing")
+    view = pairs.assign(acc=(100 * pairs["acc"]).round(2), full_acc=(100 * pairs["full_acc"]).round(2),
+                        runs=pairs["runs"].map(len))
+    return html.Div([html.P("RoPE on the first k heads of every layer (the authors' script) or of one layer (the "
+                            "paper's appendix C.3), NoPE elsewhere, next to full RoPE of the same task and seeds: "
+                            "test accuracy (%) and single-head deposits (layer, head, drop; layers from 0)."),
+                     C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-partial-rope",
+                                       page_size=30)])
+
+
 def evidence(store, cl, key: str | None) -> list:
     """For one claim row: its evidence text, the seed-aggregated ablation atlas of its runs, links to each run."""
     from workbench.analysis import aggregate_seeds
@@ -94,20 +111,19 @@ def evidence(store, cl, key: str | None) -> list:
         return [C.hint("Pick a claim.", kind="info")]
     row = cl.loc[int(key)]
     out = [html.P([html.B(f"{row.verdict}: "), row.evidence])]
-    tables = []
+    groups = {}  # one atlas per (setting, variant, task): seeds of one configuration, never two variants mixed
     for rid in row.runs:
         run = store.get(rid)
         if run.has_table("ablation"):
-            tables.append(run.load_table("ablation"))
-    if tables:
-        groups = {}
-        for t in tables:
-            groups.setdefault((t["scheme"].iloc[0], t["task"].iloc[0]), []).append(t)
-        for (scheme, task), ts in groups.items():
+            t = run.load_table("ablation")
+            variant = run.config.get("tag") or t["scheme"].iloc[0]
+            groups.setdefault((SETTINGS.get(setting_of(run.config), ""), variant, t["task"].iloc[0]), []).append(t)
+    if groups:
+        for (setting, variant, task), ts in groups.items():
             agg = aggregate_seeds(ts) if len(ts) > 1 else ts[0]
             fig, missing = C.build_figure("ablation", agg)
-            out.append(html.Div([html.H4(f"{scheme}, {task}: zero-ablation atlas, mean over {len(ts)} run(s)"),
-                                 C.graph(fig) if fig is not None else missing]))
+            out.append(html.Div([html.H4(f"{variant} ({setting}), {task}: zero-ablation atlas, mean over "
+                                         f"{len(ts)} run(s)"), C.graph(fig) if fig is not None else missing]))
     elif row.runs:
         out.append(C.hint("These runs have no ablation table.", kind="missing"))
     out.append(html.Ul([html.Li(dcc.Link(rid, href=f"/ablation?run={rid}")) for rid in row.runs]))

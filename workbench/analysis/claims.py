@@ -607,6 +607,32 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
 
 
+def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """Tier 2's partial RoPE (RoPE on the first k heads of every layer, as the authors' partial-RoPE script, or of
+    one layer only, as the paper's appendix C.3; NoPE on the other heads), `paper` arch, one row per (variant,
+    task): k, the RoPE layers, seeds, mean test accuracy next to full RoPE's on the same task and seeds, and both
+    runs' single-head deposits per seed (layer, head, zero-ablation drop)."""
+    cols = ["variant", "rope_heads", "rope_layers", "task", "n_seeds", "acc", "full_acc", "deposit", "full_deposit",
+            "runs"]
+    sub = runs[(runs.setting == "paper") & (runs.scheme == "rope") & runs.partial]
+    full = runs[(runs.setting == "paper") & (runs.variant == "rope") & ~runs.partial]
+    rows = []
+    for (variant, task), g in sub.groupby(["variant", "task"], sort=False):
+        kw = _kwargs(store.get(g.run_id.iloc[0]))
+        layers = kw.get("rope_layers")
+        base = full[(full.task == task) & full.seed.isin(g.seed)]
+        rows.append({"variant": variant, "rope_heads": kw.get("rope_heads"), "task": task, "n_seeds": len(g),
+                     "rope_layers": "every" if layers is None else ", ".join(str(l) for l in layers),
+                     "acc": float(g.test_acc.mean()),
+                     "full_acc": float(base.test_acc.mean()) if len(base) else np.nan,
+                     "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in g.itertuples()),
+                     "full_deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in base.itertuples())
+                     or "no run", "runs": list(g.run_id) + list(base.run_id)})
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    return pd.DataFrame(rows, columns=cols).sort_values(["task", "rope_layers", "rope_heads"], ignore_index=True)
+
+
 def _deposit_heads(store, run_id: str, seed: int) -> str:
     """'seed 42: L1.H6 0.54, L5.H13 0.08' (the single-head deposits), 'seed 42: none', or 'seed 42: not
     computed yet' (no deposit table)."""

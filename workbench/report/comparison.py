@@ -3,7 +3,8 @@
     text = comparison_markdown(store)       # deterministic: the same tables give the same bytes
     write_comparison(store, path)
 
-Sections: what was run, Table 1 side by side, the questions asked of the reproduction, every qualitative claim with its verdict and evidence, the
+Sections: what was run, Table 1 side by side, the questions asked of the reproduction, every qualitative claim
+with its verdict and evidence, where the label becomes decodable, partial RoPE, one setting at a time, the
 thresholds, what differs from the paper's setup (computed from the presets), provenance, and the run list.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.claims import (SETTINGS, Thresholds, answers, claims, decodable_layers, one_setting,
-                                       run_table, table1, thresholds_table, verdict_summary)
+                                       partial_rope_pairs, run_table, table1, thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -105,6 +106,15 @@ def _one_setting_section(d: pd.DataFrame) -> str:
             for r in d.itertuples()]
     return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
                       "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
+
+
+def _partial_rope_section(d: pd.DataFrame) -> str:
+    if d.empty:
+        return "No partial-RoPE run has finished yet (tier 2 of grids/repro.toml).\n"
+    rows = [[r.variant, str(r.rope_heads), r.rope_layers, task_label(r.task), str(r.n_seeds), _pct(r.acc),
+             _pct(r.full_acc), r.deposit, r.full_deposit, _links(r.runs, 2)] for r in d.itertuples()]
+    return _md_table(["variant", "RoPE heads k", "RoPE layers", "task", "seeds", "test acc %", "full RoPE test acc %",
+                      "single-head deposits", "full RoPE's deposits", "runs"], rows) + "\n"
 
 
 def _scale_section(runs: pd.DataFrame) -> str:
@@ -211,6 +221,14 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "control (layer -1: the embedded input; `probes` table, docs/analyses.md).",
         "",
         _decodable_section(store, runs),
+        "## Partial RoPE",
+        "",
+        "RoPE on the first k heads of every layer (the authors' partial-RoPE script) or of one layer only (the "
+        "paper's appendix C.3), NoPE on the other heads, in the `paper` arch; beside each, full RoPE on the same "
+        "task and seeds: test accuracy and the single-head deposits (layer, head, zero-ablation drop; layers "
+        "counted from 0).",
+        "",
+        _partial_rope_section(partial_rope_pairs(store, runs)),
         "## One setting at a time",
         "",
         "Where the authors' setup and PE-Lab's `paper` arch disagree, the cause is shown by changing one field: "
