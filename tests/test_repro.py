@@ -533,7 +533,12 @@ def test_partial_rope_pairs_put_full_rope_of_the_same_task_and_seeds_beside_each
     k1 = d.loc["rope-k1-l0"]
     assert (k1.rope_heads, k1.rope_layers, k1.n_seeds, k1.acc, k1.full_acc) == (1, "0", 1, 0.8, 1.0)
     assert k1.deposit == "seed 42: L2.H2 0.50" and k1.full_deposit == "seed 42: L1.H2 0.50"  # seed 43 not paired
+    assert k1.deposits_on_rope_heads == "seed 42: 0 of 1"  # RoPE on head 0 of layer 0; the deposit is L2.H2
     assert k1.runs == ["k1-42", "rope-42"]
     k4 = d.loc["rope-k4-all"]
     assert k4.rope_layers == "every" and k4.deposit == "seed 42: not computed yet" and k4.full_deposit == "no run"
+    assert k4.deposits_on_rope_heads == "not computed yet"
+    runs[-1]._tables["deposit"] = dep(2)  # head 2 < k = 4, every layer has RoPE: on a RoPE head
+    again = partial_rope_pairs(FakeStore(runs), _runs_frame(rows)).set_index("variant")
+    assert again.loc["rope-k4-all"].deposits_on_rope_heads == "seed 42: 1 of 1"
     assert np.isnan(k4.full_acc)

@@ -611,21 +611,31 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
     """Tier 2's partial RoPE (RoPE on the first k heads of every layer, as the authors' partial-RoPE script, or of
     one layer only, as the paper's appendix C.3; NoPE on the other heads), `paper` arch, one row per (variant,
     task): k, the RoPE layers, seeds, mean test accuracy next to full RoPE's on the same task and seeds, and both
-    runs' single-head deposits per seed (layer, head, zero-ablation drop)."""
-    cols = ["variant", "rope_heads", "rope_layers", "task", "n_seeds", "acc", "full_acc", "deposit", "full_deposit",
-            "runs"]
+    runs' single-head deposits per seed (layer, head, zero-ablation drop), and how many of the partial run's
+    deposits sit on a head that has RoPE (head < k in a RoPE layer): does the deposit follow the rotary heads?"""
+    cols = ["variant", "rope_heads", "rope_layers", "task", "n_seeds", "acc", "full_acc", "deposit",
+            "deposits_on_rope_heads", "full_deposit", "runs"]
     sub = runs[(runs.setting == "paper") & (runs.scheme == "rope") & runs.partial]
     full = runs[(runs.setting == "paper") & (runs.variant == "rope") & ~runs.partial]
     rows = []
     for (variant, task), g in sub.groupby(["variant", "task"], sort=False):
         kw = _kwargs(store.get(g.run_id.iloc[0]))
-        layers = kw.get("rope_layers")
+        layers, k = kw.get("rope_layers"), kw.get("rope_heads")
         base = full[(full.task == task) & full.seed.isin(g.seed)]
+        deps = _deposits(store, g.run_id)
+        on_rope = []
+        for r in g.itertuples():
+            if r.run_id in deps:
+                d = deps[r.run_id]
+                d = d[d["single_head_deposit"]]
+                hit = ((k is None or d["top_head"] < k) & (d["layer"].isin(layers) if layers is not None else True))
+                on_rope.append(f"seed {r.seed}: {int(hit.sum())} of {len(d)}")
         rows.append({"variant": variant, "rope_heads": kw.get("rope_heads"), "task": task, "n_seeds": len(g),
                      "rope_layers": "every" if layers is None else ", ".join(str(l) for l in layers),
                      "acc": float(g.test_acc.mean()),
                      "full_acc": float(base.test_acc.mean()) if len(base) else np.nan,
                      "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in g.itertuples()),
+                     "deposits_on_rope_heads": "; ".join(on_rope) or "not computed yet",
                      "full_deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in base.itertuples())
                      or "no run", "runs": list(g.run_id) + list(base.run_id)})
     if not rows:

@@ -112,9 +112,10 @@ def _partial_rope_section(d: pd.DataFrame) -> str:
     if d.empty:
         return "No partial-RoPE run has finished yet (tier 2 of grids/repro.toml).\n"
     rows = [[r.variant, str(r.rope_heads), r.rope_layers, task_label(r.task), str(r.n_seeds), _pct(r.acc),
-             _pct(r.full_acc), r.deposit, r.full_deposit, _links(r.runs, 2)] for r in d.itertuples()]
+             _pct(r.full_acc), r.deposit, r.deposits_on_rope_heads, r.full_deposit, _links(r.runs, 2)]
+            for r in d.itertuples()]
     return _md_table(["variant", "RoPE heads k", "RoPE layers", "task", "seeds", "test acc %", "full RoPE test acc %",
-                      "single-head deposits", "full RoPE's deposits", "runs"], rows) + "\n"
+                      "single-head deposits", "deposits on a RoPE head", "full RoPE's deposits", "runs"], rows) + "\n"
 
 
 def _scale_section(runs: pd.DataFrame) -> str:
@@ -226,7 +227,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "RoPE on the first k heads of every layer (the authors' partial-RoPE script) or of one layer only (the "
         "paper's appendix C.3), NoPE on the other heads, in the `paper` arch; beside each, full RoPE on the same "
         "task and seeds: test accuracy and the single-head deposits (layer, head, zero-ablation drop; layers "
-        "counted from 0).",
+        "counted from 0), and how many of the partial run's deposits sit on a head that has RoPE.",
         "",
         _partial_rope_section(partial_rope_pairs(store, runs)),
         "## One setting at a time",
