@@ -541,4 +541,10 @@ def test_partial_rope_pairs_put_full_rope_of_the_same_task_and_seeds_beside_each
     runs[-1]._tables["deposit"] = dep(2)  # head 2 < k = 4, every layer has RoPE: on a RoPE head
     again = partial_rope_pairs(FakeStore(runs), _runs_frame(rows)).set_index("variant")
     assert again.loc["rope-k4-all"].deposits_on_rope_heads == "seed 42: 1 of 1"
+    from workbench.report.comparison import partial_rope_lines
+
+    lines = partial_rope_lines(partial_rope_pairs(FakeStore(runs), _runs_frame(rows)))
+    assert "- rope-k1-l0 (Task 1, k = 1, RoPE layers 0): 80.00 % vs 100.00 %; deposits on a RoPE head seed 42: 0 of 1" \
+        in lines
+    assert partial_rope_lines(partial_rope_pairs(FakeStore(runs), _runs_frame(rows[:2]))) == []
     assert np.isnan(k4.full_acc)

@@ -309,6 +309,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     lines += [_table1_section(table1(runs)), "The questions, answered so far (evidence in COMPARISON.md):", ""]
     lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
               for q, g in qa.groupby("question", sort=False)]
+    lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (SPEC section 6): {verdict_summary(cl)}.", "",
               README_END]
@@ -330,6 +331,18 @@ def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:
     rest = len(d) - len(moved)
     if rest:
         lines.append(f"- {rest} other change{'s' if rest > 1 else ''} moved it by less than {unit}")
+    return lines
+
+
+def partial_rope_lines(d: pd.DataFrame) -> list[str]:
+    """The README's summary of COMPARISON.md's partial-RoPE table: one line per variant and task."""
+    if d.empty:
+        return []
+    lines = ["", "Partial RoPE (RoPE on the first k heads of every layer or of one layer, NoPE elsewhere; `paper` "
+                 "arch): test accuracy beside full RoPE's, and the single-head deposits that sit on a RoPE head:", ""]
+    lines += [f"- {r.variant} ({task_label(r.task)}, k = {r.rope_heads}, RoPE layers {r.rope_layers}): "
+              f"{_pct(r.acc)} % vs {_pct(r.full_acc)} %; deposits on a RoPE head {r.deposits_on_rope_heads}"
+              for r in d.itertuples()]
     return lines
 
 
