@@ -319,6 +319,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "find-answers" in page and "Does RoPE put its positional computation in one shallow head" in page
         assert "One setting at a time" in page and "No one-setting-at-a-time runs shipped yet" in page
         assert "Partial RoPE" in page and "No partial-RoPE runs shipped yet" in page
+        assert "Every scheme at a glance" in page and "find-overview" in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE has a single-head deposit")].index[0]
@@ -548,3 +549,22 @@ def test_partial_rope_pairs_put_full_rope_of_the_same_task_and_seeds_beside_each
         in lines
     assert partial_rope_lines(partial_rope_pairs(FakeStore(runs), _runs_frame(rows[:2]))) == []
     assert np.isnan(k4.full_acc)
+
+
+def test_scheme_overview_has_one_row_per_scheme_and_task_with_the_seed_interval():
+    from workbench.analysis.claims import scheme_overview
+
+    rows, runs = [], []
+    for seed, acc in ((42, 0.9), (43, 1.0), (44, 0.95)):
+        rows.append({"run_id": f"t5-{seed}", "variant": "t5", "scheme": "t5", "task": "trigger-distance", "seed": seed,
+                     "test_acc": acc, "test_acc_auc": acc})
+        runs.append(FakeRun(f"t5-{seed}", {"deposit": _deposit([0])} if seed == 42 else {}))
+    rows.append({"run_id": "k1", "variant": "rope-k1-all", "scheme": "rope", "partial": True, "seed": 42,
+                 "task": "trigger-distance", "test_acc": 0.9, "test_acc_auc": 0.9})
+    rows.append({"run_id": "a-rope", "variant": "rope", "scheme": "rope", "setting": "authors", "seed": 42,
+                 "task": "trigger-distance", "test_acc": 0.9, "test_acc_auc": 0.9})
+    d = scheme_overview(FakeStore(runs), _runs_frame(rows))
+    assert list(d.scheme) == ["t5"]  # partial and other settings' runs are not schemes of the paper arch
+    r = d.iloc[0]
+    assert r.n_seeds == 3 and r["mean"] == pytest.approx(0.95) and r.hi == 1.0 and 0.8 < r.lo < 0.9
+    assert r.deposit == "seed 42: L0.H3 0.40; seed 43: not computed yet; seed 44: not computed yet"

@@ -1,13 +1,14 @@
 """Findings: the core paper reproduced on CPU, from the shipped results (read-only): Table 1 side by side, every
-claim with its verdict and evidence, partial RoPE beside full RoPE, the one-setting-at-a-time runs that trace a gap
-between the authors' settings and PE-Lab's to one field, and for any claim the seed-aggregated ablation atlas of the
-runs behind it (one atlas per setting, variant and task)."""
+claim with its verdict and evidence, every scheme at a glance, partial RoPE beside full RoPE, the
+one-setting-at-a-time runs that trace a gap between the authors' settings and PE-Lab's to one field, and for any
+claim the seed-aggregated ablation atlas of the runs behind it (one atlas per setting, variant and task)."""
 from __future__ import annotations
 
 from dash import Input, Output, dcc, html
 
 from apps import common as C
-from workbench.analysis.claims import SETTINGS, answers, one_setting, partial_rope_pairs, setting_of, verdict_summary
+from workbench.analysis.claims import (SETTINGS, answers, one_setting, partial_rope_pairs, scheme_overview, setting_of,
+                                      verdict_summary)
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
@@ -65,6 +66,8 @@ def layout(claim: str | None = None, **query):
                       for v, c in VERDICT_STYLE.items()],
                       tooltip_data=[{"evidence": {"value": r.evidence, "type": "text"}} for r in cl.itertuples()],
                       tooltip_duration=None)], className="card"),
+        html.Div([html.H3("Every scheme at a glance (PE-Lab `paper` arch)"), _overview_view(store, runs)],
+                 className="card"),
         html.Div([html.H3("Partial RoPE"), _partial_rope_view(store, runs)], className="card"),
         html.Div([html.H3("One setting at a time"), _one_setting_view(store, runs)], className="card"),
         html.Div([html.H3("Evidence"),
@@ -86,6 +89,15 @@ def _one_setting_view(store, runs):
                             "difference in points, and both runs' single-head deposits (layer, head, drop)."),
                      C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-one-setting",
                                        page_size=30)])
+
+
+def _overview_view(store, runs):
+    """`claims.scheme_overview`: each scheme's test accuracy (%, mean and interval over seeds) and deposits."""
+    d = scheme_overview(store, runs)
+    if d.empty:
+        return C.hint("No run of the `paper` arch shipped yet.", kind="missing")
+    view = d.assign(**{c: (100 * d[c]).round(2) for c in ("mean", "lo", "hi")}, runs=d["runs"].map(len))
+    return C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-overview", page_size=40)
 
 
 def _partial_rope_view(store, runs):

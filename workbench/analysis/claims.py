@@ -102,6 +102,13 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half), len(v)
 
 
+def accuracy_ci(values) -> tuple[float, float, float, int]:
+    """`mean_ci` of accuracies with the interval clipped to [0, 1], the range of an accuracy (with 2-3 seeds the
+    Student-t interval can reach past it)."""
+    mean, lo, hi, n = mean_ci(values)
+    return (mean, max(lo, 0.0), min(hi, 1.0), n) if n > 1 else (mean, lo, hi, n)
+
+
 def table1(runs: pd.DataFrame) -> pd.DataFrame:
     """The paper's Table 1 (MLA, RoPE, NoPE; test accuracy) next to ours: one row per (setting, scheme, task).
     The Student-t interval is clipped to [0, 1], the range of an accuracy (with 2-3 seeds it can reach past it)."""
@@ -110,12 +117,11 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
         for scheme in ("mla", "rope", "nope"):
             for task in TASKS:
                 sub = runs[(runs.setting == setting) & (runs.variant == scheme) & (runs.task == task)]
-                mean, lo, hi, n = mean_ci(sub["test_acc"])
+                mean, lo, hi, n = accuracy_ci(sub["test_acc"])
                 if n == 0:
                     continue
                 rows.append({"setting": setting, "scheme": scheme, "task": task,
-                             "paper": PAPER_TABLE1.get((scheme, task), np.nan), "mean": mean,
-                             "lo": max(lo, 0.0) if n > 1 else lo, "hi": min(hi, 1.0) if n > 1 else hi,
+                             "paper": PAPER_TABLE1.get((scheme, task), np.nan), "mean": mean, "lo": lo, "hi": hi,
                              "n_seeds": n, "seeds": ", ".join(f"{a:.3f}" for a in sub["test_acc"]),
                              "runs": list(sub["run_id"])})
     return pd.DataFrame(rows, columns=["setting", "scheme", "task", "paper", "mean", "lo", "hi", "n_seeds", "seeds",
@@ -605,6 +611,21 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "delta": mean, "delta_lo": lo, "delta_hi": hi, "base_deposit": "; ".join(g["base_deposit"]),
                      "deposit": "; ".join(g["deposit"]), "runs": [x for rr in g["runs"] for x in rr]})
     return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
+
+
+def scheme_overview(store, runs: pd.DataFrame, setting: str = "paper") -> pd.DataFrame:
+    """Every scheme run in one setting with no variant of its own (tier 1's nine and tier 3's other papers'
+    schemes in the `paper` arch), one row per (scheme, task): seeds, mean test accuracy with its Student-t 95 %
+    interval (clipped to [0, 1]), and the single-head deposits per seed (layer, head, zero-ablation drop)."""
+    cols = ["scheme", "task", "n_seeds", "mean", "lo", "hi", "deposit", "runs"]
+    sub = runs[(runs.setting == setting) & (runs.variant == runs.scheme) & ~runs.partial]
+    rows = []
+    for (scheme, task), g in sub.groupby(["scheme", "task"]):
+        mean, lo, hi, n = accuracy_ci(g.test_acc)
+        rows.append({"scheme": scheme, "task": task, "n_seeds": n, "mean": mean, "lo": lo, "hi": hi,
+                     "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in g.itertuples()),
+                     "runs": list(g.run_id)})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:

@@ -4,8 +4,9 @@
     write_comparison(store, path)
 
 Sections: what was run, Table 1 side by side, the questions asked of the reproduction, every qualitative claim
-with its verdict and evidence, where the label becomes decodable, partial RoPE, one setting at a time, the
-thresholds, what differs from the paper's setup (computed from the presets), provenance, and the run list.
+with its verdict and evidence, where the label becomes decodable, every scheme at a glance, partial RoPE, one
+setting at a time, the thresholds, what differs from the paper's setup (computed from the presets), provenance,
+and the run list.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.claims import (SETTINGS, Thresholds, answers, claims, decodable_layers, one_setting,
-                                       partial_rope_pairs, run_table, table1, thresholds_table, verdict_summary)
+                                       partial_rope_pairs, run_table, scheme_overview, table1, thresholds_table,
+                                       verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -106,6 +108,18 @@ def _one_setting_section(d: pd.DataFrame) -> str:
             for r in d.itertuples()]
     return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
                       "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
+
+
+def _overview_section(d: pd.DataFrame) -> str:
+    if d.empty:
+        return "No run of the `paper` arch has finished yet.\n"
+    rows = []
+    for r in d.itertuples():
+        ci = "" if r.n_seeds < 2 else f" [{_pct(r.lo)}, {_pct(r.hi)}]"
+        rows.append([scheme_label(r.scheme), task_label(r.task), str(r.n_seeds), _pct(r.mean) + ci, r.deposit,
+                     _links(r.runs, 3)])
+    return _md_table(["scheme", "task", "seeds", "test acc % (mean [95 % CI])", "single-head deposits", "runs"],
+                     rows) + "\n"
 
 
 def _partial_rope_section(d: pd.DataFrame) -> str:
@@ -222,6 +236,13 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "control (layer -1: the embedded input; `probes` table, docs/analyses.md).",
         "",
         _decodable_section(store, runs),
+        "## Every scheme at a glance",
+        "",
+        "Each scheme in PE-Lab's `paper` arch at the `repro` preset (tier 1's nine, 3 seeds; tier 3's schemes of the "
+        "other papers, seed 42): test accuracy and the single-head deposits per seed (layer, head, zero-ablation "
+        "drop; layers counted from 0).",
+        "",
+        _overview_section(scheme_overview(store, runs)),
         "## Partial RoPE",
         "",
         "RoPE on the first k heads of every layer (the authors' partial-RoPE script) or of one layer only (the "
