@@ -620,7 +620,7 @@ def scheme_overview(store, runs: pd.DataFrame, setting: str = "paper") -> pd.Dat
     cols = ["scheme", "task", "n_seeds", "mean", "lo", "hi", "deposit", "runs"]
     sub = runs[(runs.setting == setting) & (runs.variant == runs.scheme) & ~runs.partial]
     rows = []
-    for (scheme, task), g in sub.groupby(["scheme", "task"]):
+    for (scheme, task), g in sorted(sub.groupby(["scheme", "task"]), key=lambda kv: (kv[0][0], TASKS.index(kv[0][1]))):
         mean, lo, hi, n = accuracy_ci(g.test_acc)
         rows.append({"scheme": scheme, "task": task, "n_seeds": n, "mean": mean, "lo": lo, "hi": hi,
                      "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in g.itertuples()),
