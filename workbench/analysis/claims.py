@@ -399,6 +399,12 @@ def _table1_order_claims(runs, th) -> list[dict]:
     return out
 
 
+def _partial_and_full_rope(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The `paper`-arch RoPE runs with RoPE on some heads only (tier 2), and full RoPE (tier 1)."""
+    rope = runs[(runs.setting == "paper") & (runs.scheme == "rope")]
+    return rope[rope.partial], rope[(rope.variant == "rope") & ~rope.partial]
+
+
 def _partial_rope_claim(store, runs) -> dict:
     """Appendix C.3 of the core paper, on RoPE in only some heads: "the most significant deposit pattern is not
     necessarily in the first layer, but may be in the second or third layer. In some cases, the first layer does
@@ -409,10 +415,9 @@ def _partial_rope_claim(store, runs) -> dict:
     counts them from 1 as 2 and 3) and whether layer 0 has a deposit at all."""
     claim = "partial RoPE can move the most significant deposit deeper than full RoPE's (paper: to the second or third layer)"
     paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"
-    sub = runs[(runs.setting == "paper") & (runs.scheme == "rope") & runs.partial]
+    sub, full = _partial_and_full_rope(runs)
     if sub.empty:
         return _row(claim, paper, "paper", "pending", "tier 2 of grids/repro.toml not run yet", [])
-    full = runs[(runs.setting == "paper") & (runs.variant == "rope") & ~runs.partial]
     deps = _deposits(store, list(sub["run_id"]) + list(full["run_id"]))
 
     def top(dep: pd.DataFrame):
@@ -636,14 +641,13 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
     deposits sit on a head that has RoPE (head < k in a RoPE layer): does the deposit follow the rotary heads?"""
     cols = ["variant", "rope_heads", "rope_layers", "task", "n_seeds", "acc", "full_acc", "deposit",
             "deposits_on_rope_heads", "full_deposit", "runs"]
-    sub = runs[(runs.setting == "paper") & (runs.scheme == "rope") & runs.partial]
-    full = runs[(runs.setting == "paper") & (runs.variant == "rope") & ~runs.partial]
+    sub, full = _partial_and_full_rope(runs)
+    deps = _deposits(store, list(sub.run_id) + list(full.run_id))
     rows = []
     for (variant, task), g in sub.groupby(["variant", "task"], sort=False):
         kw = _kwargs(store.get(g.run_id.iloc[0]))
         layers, k = kw.get("rope_layers"), kw.get("rope_heads")
         base = full[(full.task == task) & full.seed.isin(g.seed)]
-        deps = _deposits(store, g.run_id)
         on_rope = []
         for r in g.itertuples():
             if r.run_id in deps:
@@ -655,9 +659,9 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "rope_layers": "every" if layers is None else ", ".join(str(l) for l in layers),
                      "acc": float(g.test_acc.mean()),
                      "full_acc": float(base.test_acc.mean()) if len(base) else np.nan,
-                     "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in g.itertuples()),
+                     "deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in g.itertuples()),
                      "deposits_on_rope_heads": "; ".join(on_rope) or "not computed yet",
-                     "full_deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in base.itertuples())
+                     "full_deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in base.itertuples())
                      or "no run", "runs": list(g.run_id) + list(base.run_id)})
     if not rows:
         return pd.DataFrame(columns=cols)
@@ -667,7 +671,11 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
 def _deposit_heads(store, run_id: str, seed: int) -> str:
     """'seed 42: L1.H6 0.54, L5.H13 0.08' (the single-head deposits), 'seed 42: none', or 'seed 42: not
     computed yet' (no deposit table)."""
-    dep = _deposits(store, [run_id]).get(run_id)
+    return _deposit_text(_deposits(store, [run_id]).get(run_id), seed)
+
+
+def _deposit_text(dep: pd.DataFrame | None, seed: int) -> str:
+    """`_deposit_heads` of an already loaded deposit table (None: not computed yet)."""
     if dep is None:
         return f"seed {seed}: not computed yet"
     s = dep[dep["single_head_deposit"]]
