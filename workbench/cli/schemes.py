@@ -13,14 +13,15 @@ COLUMNS = ("name", "acts_on", "params", "formula", "source", "extrapolation")
 
 def scheme_rows() -> list[dict]:
     """One dict per registered scheme: name, acts_on, params {name: {default, description}}, formula, source,
-    extrapolation, can_extrapolate, rotary."""
+    extrapolation, can_extrapolate, rotary, train_defaults {field: {value, why}}."""
     from workbench.model.pe import list_schemes
 
     schemes = list_schemes().items()
     return [dict(name=name, acts_on=cls.acts_on,
                  params={k: {"default": default, "description": desc} for k, (default, desc) in cls.params.items()},
                  formula=cls.formula, source=cls.source, extrapolation=cls.extrapolation,
-                 can_extrapolate=cls.can_extrapolate, rotary=cls.rotary)
+                 can_extrapolate=cls.can_extrapolate, rotary=cls.rotary,
+                 train_defaults={k: {"value": v, "why": why} for k, (v, why) in cls.train_defaults.items()})
             for name, cls in schemes]
 
 
@@ -110,6 +111,10 @@ def schemes(
         console.print("parameters", style="bold")
         for k, p in rows[0]["params"].items():
             console.print(Text(f"  {k} = {p['default']!r}: {p['description']}"))
+    if name is not None and rows[0]["train_defaults"]:
+        console.print("training defaults (train.<field>, stored in config.json; --set wins)", style="bold")
+        for k, d in rows[0]["train_defaults"].items():
+            console.print(Text(f"  {k} = {d['value']!r}: {d['why']}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -66,6 +66,9 @@ _TRAIN_DEFAULTS = {"betas": [0.98, 0.9], "weight_decay": 1e-5, "warmup_frac": 0.
                    "seed": 42, "grad_clip": None, "eval_batch_size": 1024,
                    "batching": "random", "ignore_label": None}
 
+PAPERDATA_EXAMPLES = 14_000  # repro-paperdata: the paper's data generator, this many examples (paper: 100k / 50k)
+LADDER = ("repro", "repro-long", "repro-wide", "repro-paperdata")  # the scale ladder's rungs, `repro` first
+
 PRESETS: dict[str, dict[str, Any]] = {
     # SPEC section 2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
     "paper": {
@@ -101,6 +104,39 @@ PRESETS: dict[str, dict[str, Any]] = {
         "doc": "paper-shaped for 2 CPU cores (docs/training.md): 6 layers x 16 heads, d_model 128, d_ff 256, no "
                "dropout, cpu data, AdamW lr 1.5e-3, batch 32, gradient clipping 1.0, random batches as the paper, "
                "3 epochs (Task 2: 4)",
+    },
+    # The scale ladder (issue 21, docs/reproduction.md#the-scale-ladder): `repro` with one thing moved towards the
+    # paper's setup, to see which of the reproduction's verdicts depend on the scaled-down preset.
+    "repro-long": {
+        "model": {"arch": "paper", "d_model": 128, "n_heads": 16, "d_ff": 256, "n_layers": 6, "dropout": 0.0,
+                  "max_len": None},
+        "task": {"preset": "cpu", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 1.5e-3, "epochs": 12, "batch_size": 32, "grad_clip": 1.0},
+        "by_task": {"trigger-distance": {"train.epochs": 12}, "trigger-count": {"train.epochs": 16}},
+        "by_scheme": {},
+        "doc": "scale ladder: `repro` with 4x the epochs (12, Task 2: 16); same model, data and optimiser",
+    },
+    "repro-wide": {
+        "model": {"arch": "paper", "d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.0,
+                  "max_len": None},
+        "task": {"preset": "cpu", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 1.5e-3, "epochs": 3, "batch_size": 32, "grad_clip": 1.0},
+        "by_task": {"trigger-distance": {"train.epochs": 3}, "trigger-count": {"train.epochs": 4}},
+        "by_scheme": {},
+        "doc": "scale ladder: `repro` at the paper's width (d_model 256, d_ff 512, d_head 16); cpu data, 3 epochs "
+               "(Task 2: 4), the repro optimiser",
+    },
+    "repro-paperdata": {
+        "model": {"arch": "paper", "d_model": 128, "n_heads": 16, "d_ff": 256, "n_layers": 6, "dropout": 0.0,
+                  "max_len": None},
+        "task": {"preset": "paper", "seed": 42},
+        "train": _TRAIN_DEFAULTS | {"lr": 1.5e-3, "epochs": 3, "batch_size": 32, "grad_clip": 1.0},
+        "by_task": {"trigger-distance": {"train.epochs": 3, "task.n_examples": PAPERDATA_EXAMPLES},
+                    "trigger-count": {"train.epochs": 4, "task.n_examples": PAPERDATA_EXAMPLES}},
+        "by_scheme": {},
+        "doc": f"scale ladder: `repro` on the paper's data (128 tokens, vocab 574; Task 1: 72 labels) subsampled to "
+               f"{PAPERDATA_EXAMPLES:,} generated examples (70 % train) so a run fits about 15 CPU-minutes; 3 epochs "
+               "(Task 2: 4), the repro optimiser",
     },
     # For tests: trains in a few seconds on the smoke data preset.
     "smoke": {
@@ -267,6 +303,7 @@ def base_config(preset: str = "cpu", scheme: str | None = None, task: str = "tri
     cfg["model"]["scheme_kwargs"] = {}
     if arch is not None:
         cfg["model"]["arch"] = arch
+    cfg["train"].update(scheme_train_defaults(scheme))
     for key, value in list(p["by_task"].get(task, {}).items()) + list(p["by_scheme"].get(scheme, {}).items()):
         set_dotted(cfg, key, value)
     apply_fidelity(cfg, fidelity, arch)
@@ -279,6 +316,18 @@ def base_config(preset: str = "cpu", scheme: str | None = None, task: str = "tri
         cfg["model"]["seed"] = cfg["train"]["seed"]  # parameter init follows the training seed
     cfg["task"]["task"] = canonical_task(cfg["task"]["task"])
     return cfg
+
+
+def scheme_train_defaults(scheme: str) -> dict[str, Any]:
+    """The train fields a scheme declares it needs (`Scheme.train_defaults`); {} for an unknown name (the model
+    section's validation names the known schemes)."""
+    from workbench.model.pe.registry import get_scheme
+
+    try:
+        cls = get_scheme(scheme)
+    except ValueError:
+        return {}
+    return {k: copy.deepcopy(v) for k, (v, _) in cls.train_defaults.items()}
 
 
 def resolve_config(preset: str = "cpu", scheme: str | None = None, task: str = "trigger-distance",

@@ -13,8 +13,11 @@
     name = "rope-h1-l0"
     scheme = "rope"
     set = { "model.scheme_kwargs" = { rope_heads = 1, rope_layers = [0] } }
-    # tasks / seeds / archs / preset / fidelity here replace the grid's for this variant
+    # tasks / seeds / archs / preset / presets / fidelity here replace the grid's for this variant
     tier = 2                                # optional (default: the grid's `tier`, else 1); select with tiers=[1]
+
+`presets = ["repro-long", "repro-wide"]` (top level or in a variant) runs every point at each of these presets, one
+preset after another (the scale ladder, grids/ladder.toml); `preset = "x"` is `presets = ["x"]`.
 
 `fidelity = "authors"` (top level or in a variant) applies a named setting of docs/fidelity.md to its runs; an entry
 with a named setting and no `archs` of its own runs in that setting's arch (authors: paper, authors-mla: encoder).
@@ -39,9 +42,9 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-GRID_KEYS = {"preset", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier",
+GRID_KEYS = {"preset", "presets", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier",
              "fidelity"}
-VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "tier", "fidelity"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "presets", "tier", "fidelity"}
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
@@ -64,7 +67,7 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
     unknown = set(grid) - GRID_KEYS
     if unknown:
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
-    preset = grid.get("preset", "cpu")
+    presets = _listify(grid.get("presets", grid.get("preset", "cpu")))
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
     archs = _listify(grid.get("archs", grid.get("arch", None)))  # None: the preset's (or the fidelity's) arch
     fidelity = grid.get("fidelity", "pelab")
@@ -82,7 +85,7 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
         sets = flatten_sets(v.get("set", {}), where=f"grid variant {v['name']!r}: set")
         entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": sets,
                         "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
-                        "preset": v.get("preset"), "tier": v.get("tier", base_tier),
+                        "presets": v.get("presets", v.get("preset")), "tier": v.get("tier", base_tier),
                         "fidelity": v.get("fidelity")})
     for e in entries:
         e["fidelity"] = e.get("fidelity") or fidelity
@@ -101,16 +104,18 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
 
     points = []
     for tier in sorted({e["tier"] for e in entries}):
-        for seed in union("seeds", seeds):
-            for task in union("tasks", tasks):
-                for arch in union("archs", archs):
-                    for e in entries:
-                        if (e["tier"] != tier or seed not in own(e, "seeds", seeds)
-                                or task not in own(e, "tasks", tasks) or arch not in own(e, "archs", archs)):
-                            continue
-                        points.append({"preset": e.get("preset") or preset, "scheme": e["scheme"], "task": task,
-                                       "arch": arch, "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
-                                       "fidelity": e["fidelity"]})
+        for preset in union("presets", presets):
+            for seed in union("seeds", seeds):
+                for task in union("tasks", tasks):
+                    for arch in union("archs", archs):
+                        for e in entries:
+                            if (e["tier"] != tier or preset not in own(e, "presets", presets)
+                                    or seed not in own(e, "seeds", seeds) or task not in own(e, "tasks", tasks)
+                                    or arch not in own(e, "archs", archs)):
+                                continue
+                            points.append({"preset": preset, "scheme": e["scheme"], "task": task, "arch": arch,
+                                           "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
+                                           "fidelity": e["fidelity"]})
     return points
 
 

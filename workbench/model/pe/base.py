@@ -24,6 +24,10 @@ class Scheme:
     can_extrapolate: ClassVar[bool] = True
     rotary: ClassVar[bool] = False  # has 2-D rotary planes (initial-angle analysis applies)
     params: ClassVar[dict[str, tuple[Any, str]]] = {}
+    # train-section fields the scheme needs to train stably, {field: (value, why)}: applied after the preset's
+    # train section and before its per-task / per-scheme rules, the fidelity and --set (all of which win); stored
+    # in config.json like any field. Empty for every scheme whose training the presets' optimiser suits.
+    train_defaults: ClassVar[dict[str, tuple[Any, str]]] = {}
     attention_cls: ClassVar[type[Attention]] = Attention
 
     def __init__(self, cfg):

@@ -75,6 +75,11 @@ class TAPA(Scheme):
     params = {"theta": (0.5, "share of each head's dims in the amplitude part (theta * d_head must be a whole number)"),
               "alpha": (0.1, "distance exponent in the phase"),
               "phase": ("quadratic", "'quadratic' (q_P.k_P, the paper's choice) or 'linear' (sum q_P + sum k_P)")}
+    train_defaults = {"betas": ([0.9, 0.95], "the TAPA paper's AdamW betas (section 5). d score / d q_P = -amp sin(phase) "
+                                             "2 pi |m-n|^alpha k_P / sqrt((1-theta) D) grows without bound with q and "
+                                             "k; with the presets' betas (0.98, 0.9), beta1 > sqrt(beta2), so Adam's "
+                                             "step is not bounded by lr under spiky gradients: W_Q went from 0.14 to "
+                                             "23 in 300 steps and the loss to 2e4 (docs/schemes.md#tapa)")}
     attention_cls = TAPAAttention
 
     @property
