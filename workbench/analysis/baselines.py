@@ -33,11 +33,12 @@ def length_only_accuracy(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def split_baselines(data, n_classes: int, splits: list[str] | None = None) -> pd.DataFrame:
-    """Rows split, chance, length_only for the named splits of a Dataset (default: train, test)."""
+    """Rows split, chance, length_only, n (examples) for the named splits of a Dataset (default: train, test)."""
     rows = []
     for name in splits or ["train", "test"]:
         x, y = split_xy(data, name)
-        rows.append({"split": name, "chance": chance(n_classes), "length_only": length_only_accuracy(x, y)})
+        rows.append({"split": name, "chance": chance(n_classes), "length_only": length_only_accuracy(x, y),
+                     "n": int(len(y))})
     return pd.DataFrame(rows)
 
 

@@ -91,8 +91,8 @@ def ship_cmd(
 def compare_cmd(
     results: Path = typer.Argument(..., exists=True, file_okay=False, help="a results store, e.g. results/repro"),
     out: Optional[Path] = typer.Option(None, "--out", help="default: RESULTS/COMPARISON.md"),
-    grid: Optional[Path] = typer.Option(Path("grids/repro.toml"), "--grid",
-                                        help="the grid whose unfinished points are listed as pending"),
+    grid: List[Path] = typer.Option([Path("grids/repro.toml"), Path("grids/ladder.toml")], "--grid",
+                                    help="the grids whose unfinished points are listed as pending (repeatable)"),
     readme: Optional[Path] = typer.Option(None, "--readme", exists=True, dir_okay=False,
                                           help="also fill this file's <!-- findings:start/end --> block"),
     figure: Optional[Path] = typer.Option(None, "--figure", help="also export the Table 1 figure (png/svg/pdf; "
@@ -100,18 +100,19 @@ def compare_cmd(
 ) -> None:
     """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
     from workbench.analysis.claims import run_table, table1
-    from workbench.report.comparison import pending_points, readme_block, replace_block, write_comparison
+    from workbench.report.comparison import base_preset, pending_points, readme_block, replace_block, write_comparison
     from workbench.store import RunStore, atomic_write_text
 
     store = RunStore(results, readonly=True)
-    pending = pending_points(store, grid) if grid is not None and grid.is_file() else None
+    pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending)
     typer.echo(f"wrote {path}")
     if figure is not None:
         from workbench.figures import FIGURES
         from workbench.figures.export import write_figure
 
-        write_figure(FIGURES["table1"](table1(run_table(store))), figure, width=1100, height=460)
+        runs = run_table(store)
+        write_figure(FIGURES["table1"](table1(runs[runs.preset == base_preset(runs)])), figure, width=1100, height=460)
         typer.echo(f"wrote {figure}")
     if readme is not None:
         rel = None if figure is None else Path(figure).resolve().relative_to(readme.resolve().parent).as_posix()

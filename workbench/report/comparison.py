@@ -15,15 +15,36 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (SETTINGS, Thresholds, answers, claims, decodable_layers, one_setting,
+from workbench.analysis.claims import (OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, claims,
+                                       decodable_layers, holds_across_scale, ladder, ladder_table1, one_setting,
                                        partial_rope_pairs, run_table, scheme_overview, table1, thresholds_table,
                                        verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 
-VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**",
-                "inconclusive": "*inconclusive*", "pending": "pending"}
+VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**"}
+BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
+
+
+def _mark(verdict: str) -> str:
+    return VERDICT_MARK.get(verdict, f"*{verdict}*" if verdict != "pending" else verdict)
+
+
+def _ladder_rungs(base: str = BASE) -> tuple[str, ...]:
+    """The scale ladder's presets, `base` first."""
+    from workbench.train.presets import LADDER
+
+    return (base,) + tuple(p for p in LADDER if p != base)
+
+
+def base_preset(runs: pd.DataFrame) -> str:
+    """The preset whose runs make the main tables: `repro` when the store has any, else its most common preset
+    (a store of `smoke` or `cpu` runs gets a comparison of those)."""
+    presets = runs.preset.dropna()
+    if (presets == BASE).any() or presets.empty:
+        return BASE
+    return str(presets.value_counts().index[0])
 
 
 def _pct(x: float) -> str:
@@ -31,9 +52,10 @@ def _pct(x: float) -> str:
 
 
 def _interval(r) -> str:
+    """'99.22 (98.42-99.75, 3 seeds)' (the seeds' range) or '99.93 [99.83, 99.97] (1 seed)' (Wilson 95 %)."""
     if r.n_seeds < 2:
-        return f"{_pct(r['mean'])} (1 seed)"
-    return f"{_pct(r['mean'])} [{_pct(r.lo)}, {_pct(r.hi)}] ({r.n_seeds} seeds)"
+        return f"{_pct(r['mean'])} [{_pct(r.lo)}, {_pct(r.hi)}] (1 seed)"
+    return f"{_pct(r['mean'])} ({_pct(r.lo)}-{_pct(r.hi)}, {r.n_seeds} seeds)"
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -63,11 +85,12 @@ def _table1_section(t1: pd.DataFrame) -> str:
         rows.append(cells)
     order = {k: i for i, k in enumerate(SETTINGS)}
     rows.sort(key=lambda c: (order[[k for k, v in SETTINGS.items() if v == c[0]][0]], c[1]))
-    header = ["setting", "scheme", "Task 1 paper", "Task 1 PE-Lab: mean [95 % CI]", "Task 2 paper",
-              "Task 2 PE-Lab: mean [95 % CI]"]
-    return _md_table(header, rows) + "\n\nPer-seed test accuracies:\n\n" + _md_table(
-        ["setting", "scheme", "task", "seeds (test accuracy)"],
-        [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.seeds] for r in t1.itertuples()]) + "\n"
+    header = ["setting", "scheme", "Task 1 paper", "Task 1 PE-Lab: mean (seed range)", "Task 2 paper",
+              "Task 2 PE-Lab: mean (seed range)"]
+    return _md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + _md_table(
+        ["setting", "scheme", "task", "seeds (test accuracy)", "runs"],
+        [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.seeds, r.status]
+         for r in t1.itertuples()]) + "\n"
 
 
 def _questions_section(cl: pd.DataFrame) -> str:
@@ -80,10 +103,64 @@ def _questions_section(cl: pd.DataFrame) -> str:
 
 
 def _claims_section(cl: pd.DataFrame) -> str:
-    rows = [[r.claim, SETTINGS.get(r.setting, r.setting), VERDICT_MARK[r.verdict], r.evidence,
-             _links(r.runs, 3) if len(r.runs) else ""] for r in cl.itertuples()]
-    header = ["claim", "setting", "verdict", "evidence", "runs"]
+    scale = "holds_across_scale" in cl
+    rows = [[r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict)
+             + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else ""), r.evidence]
+            + ([r.holds_across_scale] if scale else []) + [_links(r.runs, 3) if len(r.runs) else ""]
+            for r in cl.itertuples()]
+    header = ["claim", "setting", "verdict", "evidence"] + (["holds across scale"] if scale else []) + ["runs"]
     return f"Verdicts: {verdict_summary(cl)}.\n\n" + _md_table(header, rows) + "\n"
+
+
+def _outcomes_section() -> str:
+    return "\n".join(f"- *{k}*: {v}" for k, v in OUTCOME_RULES.items()) + "\n"
+
+
+def _deposits_section(d: pd.DataFrame) -> str:
+    if d.empty:
+        return "No shipped run has a deposit table yet.\n"
+    rows = [[SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task), str(r.seed), r.status, r.deposits,
+             _links([r.run_id], 1)] for r in d.itertuples()]
+    return _md_table(["setting", "variant", "task", "seed", "run", "single-head deposits", "run id"], rows) + "\n"
+
+
+def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
+    """Table 1's cells at each rung (seed 42), the claims whose verdict changes at a rung, and which differences
+    from the paper the ladder explains: a cell explains a gap when moving to a rung brings it >= 5 points closer
+    to the paper's number."""
+    t = ladder_table1(runs_all, rungs)
+    if t.empty:
+        return ("No run of the ladder's other rungs is shipped yet: `workbench sweep grids/ladder.toml --root "
+                "runs-repro`, then ship (docs/reproduction.md#the-scale-ladder).\n")
+    rows, explained, unexplained = [], [], []
+    for r in t.itertuples(index=False):
+        d = r._asdict() if hasattr(r, "_asdict") else dict(zip(t.columns, r))
+        cells = [SETTINGS.get(d["setting"], d["setting"]), scheme_label(d["scheme"]), task_label(d["task"]),
+                 _pct(d["paper"])]
+        base = d[rungs[0]]
+        for rung in rungs:
+            acc = d[rung]
+            cells.append("–" if not np.isfinite(acc) else f"{_pct(acc)} ({d[rung + ' status']})")
+            if rung == rungs[0] or not np.isfinite(acc) or not np.isfinite(base) or not np.isfinite(d["paper"]):
+                continue
+            closer = abs(base - d["paper"]) - abs(acc - d["paper"])
+            what = (f"{SETTINGS.get(d['setting'], d['setting'])} {scheme_label(d['scheme'])} {task_label(d['task'])}"
+                    f" at {rung}: {_pct(base)} -> {_pct(acc)} (paper {_pct(d['paper'])})")
+            (explained if closer >= 0.05 else unexplained).append(what)
+        rows.append(cells)
+    head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
+    out = [_md_table(head, rows), ""]
+    changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
+    base_v = {(r.claim, r.setting): r.verdict for r in lad[lad.rung == rungs[0]].itertuples()}
+    moves = [f"- {r.claim} ({SETTINGS.get(r.setting, r.setting)}): `{rungs[0]}` {base_v.get((r.claim, r.setting), '–')}"
+             f" -> `{r.rung}` {r.verdict}" for r in changed.itertuples()
+             if base_v.get((r.claim, r.setting)) != r.verdict]
+    out += ["Claims whose seed-42 verdict changes at a rung:", ""] + (moves or ["- none so far"]) + [""]
+    out += ["Differences from the paper the ladder explains (a rung brings the cell >= 5 points closer to the "
+            "paper's number):", ""] + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
+    out += ["Differences it does not explain (no rung run so far moves the cell >= 5 points closer):", ""] \
+        + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
+    return "\n".join(out)
 
 
 def _decodable_section(store, runs: pd.DataFrame) -> str:
@@ -98,14 +175,21 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
     return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n"
 
 
+def _spread_text(r) -> str:
+    if r.beyond_spread is None or (isinstance(r.beyond_spread, float) and np.isnan(r.beyond_spread)):
+        return "no seed spread measured"
+    return (f"{'beyond' if r.beyond_spread else 'within'} the baseline's seed spread ({100 * r.seed_spread:.2f} "
+            "points)")
+
+
 def _one_setting_section(d: pd.DataFrame) -> str:
     if d.empty:
         return "No run of tier 4 has finished yet.\n"
     rows = [[SETTINGS.get(r.setting, r.setting), f"{r.base} -> {r.variant}", r.change, task_label(r.task),
              _pct(r.base_acc), _pct(r.acc),
              f"{100 * r.delta:+.2f}" + ("" if r.n_seeds < 2 else f" [{100 * r.delta_lo:+.2f}, {100 * r.delta_hi:+.2f}]")
-             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''})", r.base_deposit, r.deposit, _links(r.runs, 2)]
-            for r in d.itertuples()]
+             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {_spread_text(r)})", r.base_deposit, r.deposit,
+             _links(r.runs, 2)] for r in d.itertuples()]
     return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
                       "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
 
@@ -115,11 +199,11 @@ def _overview_section(d: pd.DataFrame) -> str:
         return "No run of the `paper` arch has finished yet.\n"
     rows = []
     for r in d.itertuples():
-        ci = "" if r.n_seeds < 2 else f" [{_pct(r.lo)}, {_pct(r.hi)}]"
-        rows.append([scheme_label(r.scheme), task_label(r.task), str(r.n_seeds), _pct(r.mean) + ci, r.deposit,
-                     _links(r.runs, 3)])
-    return _md_table(["scheme", "task", "seeds", "test acc % (mean [95 % CI])", "single-head deposits", "runs"],
-                     rows) + "\n"
+        ci = f" [{_pct(r.lo)}, {_pct(r.hi)}]" if r.n_seeds < 2 else f" ({_pct(r.lo)}-{_pct(r.hi)})"
+        rows.append([scheme_label(r.scheme), task_label(r.task), str(r.n_seeds), _pct(r.mean) + ci, r.status,
+                     r.deposit, _links(r.runs, 3)])
+    return _md_table(["scheme", "task", "seeds", "test acc % (mean (seed range) or [Wilson 95 %])", "runs can show",
+                      "single-head deposits", "runs"], rows) + "\n"
 
 
 def _partial_rope_section(d: pd.DataFrame) -> str:
@@ -132,35 +216,36 @@ def _partial_rope_section(d: pd.DataFrame) -> str:
                       "single-head deposits", "deposits on a RoPE head", "full RoPE's deposits", "runs"], rows) + "\n"
 
 
-def _scale_section(runs: pd.DataFrame) -> str:
+def _scale_section(runs: pd.DataFrame, base: str = BASE) -> str:
+    """The paper's setup beside each preset the runs use, one column per preset."""
     from synthetic_tasks import get_spec
     from workbench.train.presets import PRESETS
 
-    presets = sorted(set(runs.preset.dropna())) or ["repro"]
-    rows = []
+    presets = [p for p in _ladder_rungs(base) if p in set(runs.preset.dropna())] or [base]
+    presets += sorted(p for p in set(runs.preset.dropna()) - set(presets) if p in PRESETS)
     paper = PRESETS["paper"]
-    for name in presets:
-        if name not in PRESETS:
-            continue
-        p = PRESETS[name]
-        for key in ("n_layers", "n_heads", "d_model", "d_ff", "dropout"):
-            rows.append([f"model.{key}", str(paper["model"][key]), str(p["model"][key])])
-        for key in ("lr", "batch_size", "epochs", "batching"):
-            rows.append([f"train.{key}", str(paper["train"].get(key)), str(p["train"].get(key))])
+
+    def task_spec(q: dict, task: str):
+        rule = q["by_task"].get(task, {})
+        return get_spec(task, q["task"]["preset"], **({"n_examples": rule["task.n_examples"]}
+                                                      if "task.n_examples" in rule else {}))
+
+    def column(q: dict) -> list[str]:
+        cells = [str(q["model"][k]) for k in ("n_layers", "n_heads", "d_model", "d_ff", "dropout")]
+        cells += [str(q["train"].get(k)) for k in ("lr", "batch_size", "batching")]
         for task in ("trigger-distance", "trigger-count"):
-            a, b = get_spec(task, paper["task"]["preset"]), get_spec(task, p["task"]["preset"])
-            for key in ("vocab_size", "n_examples", "max_tokens"):
-                rows.append([f"{task_label(task)} {key}", str(getattr(a, key)), str(getattr(b, key))])
-            if task == "trigger-distance":
-                rows.append([f"{task_label(task)} middle (= distance - 1)", f"{a.middle_min}-{a.middle_max}",
-                             f"{b.middle_min}-{b.middle_max}"])
-            else:
-                rows.append([f"{task_label(task)} count", f"{a.count_min}-{a.count_max}", f"{b.count_min}-{b.count_max}"])
-        for task, rule in p.get("by_task", {}).items():
-            for k, v in rule.items():
-                rows.append([f"{k} ({task_label(task)})", str(paper["by_task"].get(task, {}).get(k, "")), str(v)])
-    head = ["setting", "paper (SPEC section 2)", " / ".join(f"`{p}` preset" for p in presets)]
-    return _md_table(head, rows) + "\n"
+            s = task_spec(q, task)
+            cells += [str(q["by_task"].get(task, {}).get("train.epochs", q["train"]["epochs"])), str(s.n_classes),
+                      str(s.vocab_size), str(s.n_examples), str(s.max_tokens)]
+        return cells
+
+    names = ["model.n_layers", "model.n_heads", "model.d_model", "model.d_ff", "model.dropout", "train.lr",
+             "train.batch_size", "train.batching"]
+    for task in ("trigger-distance", "trigger-count"):
+        names += [f"{task_label(task)} {k}" for k in ("epochs", "labels", "vocab_size", "n_examples", "max_tokens")]
+    cols = [column(paper)] + [column(PRESETS[p]) for p in presets]
+    rows = [[n] + [c[i] for c in cols] for i, n in enumerate(names)]
+    return _md_table(["setting", "paper (docs/paper.md)"] + [f"`{p}`" for p in presets], rows) + "\n"
 
 
 def _provenance_section(runs: pd.DataFrame) -> str:
@@ -185,23 +270,36 @@ def _runs_section(runs: pd.DataFrame) -> str:
 
 
 def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None) -> str:
-    """The whole document, from the store's finished runs and their stored tables."""
-    runs = run_table(store)
+    """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
+    Table 1 and the claims, the scale ladder's other rungs beside them."""
+    from workbench.train.presets import scale_disclaimer
+
+    runs_all = run_table(store)
+    base = base_preset(runs_all)
+    runs = runs_all[runs_all.preset == base]
+    rungs = _ladder_rungs(base)
     t1, cl = table1(runs), claims(store, runs, th)
+    lad = ladder(store, runs_all, rungs, th)
+    cl["holds_across_scale"] = holds_across_scale(cl, lad, base) if len(cl) else []
     parts = [
-        "# The core paper, reproduced on CPU: comparison",
+        f"# The core paper at the `{base}` preset (CPU): comparison",
+        "",
+        scale_disclaimer(base),
         "",
         "Generated by `workbench compare` from the tables shipped in this folder (no weights, nothing re-run); "
-        "do not edit by hand. Paper: *spectral analysis of content-position coupling* (SPEC section 6). "
+        "do not edit by hand. Paper: *spectral analysis of content-position coupling* (docs/paper.md). "
         "Each run folder here holds its config, provenance (run.json), metrics and analysis tables; "
         "`workbench recreate RUN_ID` re-trains any of them and `workbench verify RUN_ID` checks the re-run "
         "against these numbers.",
         "",
+        f"**Verdicts at `{base}`:** {verdict_summary(cl)}.",
+        "",
         "## What was run",
         "",
-        _md_table(["setting", "task", "variants", "runs"],
-                  [[SETTINGS.get(s, s), task_label(t), ", ".join(sorted(set(g.variant))), str(len(g))]
-                   for (s, t), g in runs.groupby(["setting", "task"])]) if len(runs) else "Nothing yet.",
+        _md_table(["preset", "setting", "task", "variants", "runs"],
+                  [[f"`{p}`", SETTINGS.get(s, s), task_label(t), ", ".join(sorted(set(g.variant))), str(len(g))]
+                   for (p, s, t), g in runs_all.groupby(["preset", "setting", "task"])]) if len(runs_all)
+        else "Nothing yet.",
         "",
     ]
     if pending:
@@ -209,10 +307,12 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     parts += [
         "## Table 1: test accuracy (%)",
         "",
-        "The paper's numbers (one run each) next to PE-Lab's mean over seeds with a Student-t 95 % interval "
-        "(clipped to [0, 100]: with two or three seeds it can reach past the range of an accuracy). "
-        "The authors ran MLA in a different script and architecture from RoPE and NoPE (SPEC section 7): "
-        "the rows of the `paper` architecture compare all three in one architecture with one set of settings.",
+        f"The paper's numbers (one run each) next to PE-Lab's at `{base}`: the mean over seeds with the seeds' "
+        "range (smallest-largest; with one seed, the Wilson 95 % interval of its test set), and what each run can "
+        "show (*ceiling*: >= 98 %; *still learning*: its test accuracy rose >= 1 point in its last epoch; *did not "
+        "learn*: not clearly above chance and the length-only predictor). The authors ran MLA in a different "
+        "script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture compare "
+        "all three in one architecture with one set of settings.",
         "",
         _table1_section(t1),
         "## The questions, answered so far",
@@ -222,13 +322,28 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _questions_section(cl),
         "## The paper's claims",
         "",
-        "One row per claim and setting. *reproduced*: every seed agrees; *mixed*: some do; *not reproduced*: "
-        "none does; *inconclusive*: its runs did not learn the task, so they cannot show a claim about how a "
-        "working model computes; *pending*: its runs are not finished. Deposits use the spec's definition (a single-head "
-        "deposit at layer l: top accuracy drop >= 0.05, >= 3x the layer's second, bootstrap interval of the gap "
-        "above 0) on zero-ablation of each head's `hook_z`; L*l*.H*h* = layer l, head h (0-based).",
+        "One row per claim and setting; only *reproduced*, *mixed* and *not reproduced* count as tests of the paper. "
+        "The outcomes:",
+        "",
+        _outcomes_section(),
+        "Deposits use the spec's definition (a single-head deposit at layer l: top accuracy drop >= 0.05, >= 3x "
+        "the layer's second, bootstrap interval of the gap above 0) on zero-ablation of each head's `hook_z`; "
+        "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task count. *Holds across scale*: the "
+        f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict.",
         "",
         _claims_section(cl),
+        "## The scale ladder",
+        "",
+        f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
+        "paper: `repro-long` (4x the epochs), `repro-wide` (the paper's width), `repro-paperdata` (the paper's data, "
+        "subsampled); grids/ladder.toml, costs in docs/reproduction.md.",
+        "",
+        _ladder_section(runs_all, lad, rungs),
+        "## Every single-head deposit",
+        "",
+        "Every deposit the spec's rule finds, in every shipped run with a deposit table, whatever claim reads it.",
+        "",
+        _deposits_section(all_deposits(store, runs_all)),
         "## Where the label first becomes linearly decodable",
         "",
         "Per run, the first layer whose pooled stream (the model's own readout of `blocks.{l}.hook_resid_post`) "
@@ -238,9 +353,9 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _decodable_section(store, runs),
         "## Every scheme at a glance",
         "",
-        "Each scheme in PE-Lab's `paper` arch at the `repro` preset (tier 1's nine, 3 seeds; tier 3's schemes of the "
-        "other papers, seed 42): test accuracy and the single-head deposits per seed (layer, head, zero-ablation "
-        "drop; layers counted from 0).",
+        f"Each scheme in PE-Lab's `paper` arch at `{base}` (tier 1's nine, 3 seeds; tier 3's schemes of the "
+        "other papers, seed 42): test accuracy, what the runs can show, and the single-head deposits per seed "
+        "(layer, head, zero-ablation drop; layers counted from 0).",
         "",
         _overview_section(scheme_overview(store, runs)),
         "## Partial RoPE",
@@ -257,11 +372,12 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "each row is a run of the authors' setting with one field set back to PE-Lab's value (tier 4 of "
         "grids/repro.toml; docs/fidelity.md says what each field does), next to the authors' setting itself "
         "(same task and seed): both runs' test accuracy and single-head deposits (layer, head, zero-ablation "
-        "drop), so a setting that moves the deposit shows as well as one that moves the accuracy. The change "
+        "drop), so a setting that moves the deposit shows as well as one that moves the accuracy. A single-seed "
+        "difference within the baseline's seed spread (the range of its three seeds) is not an effect. The change "
         "column is computed from the two runs' config.json.",
         "",
         _one_setting_section(one_setting(store, runs)),
-        "Thresholds used above:",
+        "Thresholds used above (claims, and the run rules of `workbench/analysis/run_status.py`):",
         "",
         _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in thresholds_table(th).itertuples()]),
         "",
@@ -269,20 +385,19 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         "No GPU is available to this project, so the reproduction keeps the paper's shape (6 layers x 16 heads, "
         "the `paper` architecture, both tasks) and scales width, data and epochs down to what 2 CPU cores train "
-        "in minutes. Absolute accuracies are therefore not the paper's; orderings, deposits and their layers are "
-        "what the comparison is about. Side by side (from the presets in `workbench/train/presets.py` and the "
-        "task presets in `synthetic_tasks/specs.py`):",
+        "in minutes. Side by side (from the presets in `workbench/train/presets.py` and the task presets in "
+        "`synthetic_tasks/specs.py`):",
         "",
-        _scale_section(runs),
+        _scale_section(runs_all, base),
         "Other differences: the paper's data were words from a subword tokenizer that is not published; PE-Lab "
         "draws token ids directly. The paper reports one run per setting; PE-Lab reports seeds 42, 43, 44.",
         "",
         "## Provenance",
         "",
-        _provenance_section(runs) if len(runs) else "Nothing yet.\n",
+        _provenance_section(runs_all) if len(runs_all) else "Nothing yet.\n",
         "## Runs",
         "",
-        _runs_section(runs) if len(runs) else "Nothing yet.\n",
+        _runs_section(runs_all) if len(runs_all) else "Nothing yet.\n",
     ]
     return "\n".join(parts)
 
@@ -294,7 +409,7 @@ def pending_points(store, grid_path) -> list[str]:
 
     grid = load_grid(grid_path)
     runs = run_table(store)
-    have = set(zip(runs.setting, runs.variant, runs.task, runs.seed))
+    have = set(zip(runs.preset, runs.setting, runs.variant, runs.task, runs.seed))
     tiers = sorted({grid.get("tier", 1)} | {v.get("tier", grid.get("tier", 1)) for v in grid.get("variants", [])})
     out = []
     for tier in tiers:
@@ -304,12 +419,14 @@ def pending_points(store, grid_path) -> list[str]:
             fidelity = p.get("fidelity") or "pelab"
             arch = p["arch"] or PRESETS[p["preset"]]["model"]["arch"]  # None: the preset's
             setting = fidelity if fidelity in ("authors", "authors-mla") else arch
-            if (setting, p["tag"] or p["scheme"], p["task"], p["seed"]) not in have:
+            if (p["preset"], setting, p["tag"] or p["scheme"], p["task"], p["seed"]) not in have:
                 missing.append(f"{p['tag'] or p['scheme']} ({SETTINGS.get(setting, setting)}, "
-                               f"{task_label(p['task'])}, seed {p['seed']})")
+                               f"{task_label(p['task'])}, seed {p['seed']}"
+                               + (f", `{p['preset']}`" if p["preset"] != BASE else "") + ")")
         if missing:
             shown = "; ".join(missing[:12]) + (f"; and {len(missing) - 12} more" if len(missing) > 12 else "")
-            out.append(f"tier {tier}: {len(missing)} of {len(points)} runs: {shown}")
+            name = grid.get("name", "grid")
+            out.append(f"{name} tier {tier}: {len(missing)} of {len(points)} runs: {shown}")
     return out
 
 
@@ -317,13 +434,18 @@ README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
 def readme_block(store, figure: str | None = None, results: str = "results/repro") -> str:
-    """The README's findings: Table 1 side by side and the verdict counts, linking COMPARISON.md (generated)."""
-    runs = run_table(store)
+    """The README's findings: the scale disclaimer, Table 1 side by side and the verdict counts, linking
+    COMPARISON.md (generated)."""
+    from workbench.train.presets import scale_disclaimer
+
+    runs_all = run_table(store)
+    base = base_preset(runs_all)
+    runs = runs_all[runs_all.preset == base]
     cl = claims(store, runs)
     lines = [README_START,
-             f"*Generated by `workbench compare {results} --readme README.md` from {len(runs)} shipped runs; "
-             f"details, every claim with its evidence, the scale disclaimer and provenance: "
-             f"[{results}/COMPARISON.md]({results}/COMPARISON.md).*", ""]
+             f"*Generated by `workbench compare {results} --readme README.md` from {len(runs_all)} shipped runs "
+             f"({len(runs)} at `{base}`); details, every claim with its evidence, the scale ladder and provenance: "
+             f"[{results}/COMPARISON.md]({results}/COMPARISON.md).*", "", scale_disclaimer(base), ""]
     if figure:
         lines += [f"![Table 1: the paper's test accuracy and PE-Lab's]({figure})", ""]
     qa = answers(cl)
@@ -332,7 +454,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
-    lines += ["", f"The paper's qualitative claims (SPEC section 6): {verdict_summary(cl)}.", "",
+    lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
               README_END]
     return "\n".join(lines)
 

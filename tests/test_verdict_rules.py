@@ -1,0 +1,226 @@
+"""The rules of issue 21 on made-up tables: what a run can show (learned, still learning, diverged, ceiling), the
+outcomes of a claim that the runs cannot decide, the control for RoPE+absolute, intervals, seed spreads, the verdict
+count, the scale ladder's column and the disclaimer. Each would fail if its rule were wrong."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.analysis.claims import (Thresholds, claims, holds_across_scale, ladder, one_setting, table1,
+                                       verdict_summary, wilson)
+from workbench.analysis.run_status import StatusRules, run_status
+from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
+
+
+def curve(test, loss=1.0):
+    return pd.DataFrame({"epoch": range(1, len(test) + 1), "test_acc": test, "train_acc": test,
+                         "train_loss": [loss] * len(test), "test_loss": [loss] * len(test)})
+
+
+# ---- what a run can show ---------------------------------------------------------------------------------------
+def test_a_run_learned_when_clearly_above_chance_and_the_length_only_predictor():
+    assert run_status(curve([0.2, 0.3, 0.29]), 26, 0.18)["learned"]          # 0.29 >= 0.18 + 0.10
+    no = run_status(curve([0.15, 0.15, 0.27]), 26, 0.18)
+    assert not no["learned"] and no["status"].startswith("did not learn") and "reference 0.180" in no["why"]
+    assert run_status(curve([0.1, 0.1, 0.15]), 26)["learned"]   # no length-only level: 0.15 >= chance 0.038 + 0.10
+    assert not run_status(curve([0.1, 0.1, 0.13]), 26)["learned"]  # 0.13 < 0.138
+    assert not run_status(curve([0.1, 0.1, 0.15]), 26, 0.06)["learned"]  # the length-only level rules: 0.15 < 0.16
+
+
+def test_still_learning_reads_the_last_epochs_test_accuracy_only():
+    up = run_status(curve([0.5, 0.7, 0.8]), 26, 0.18)
+    assert up["still_learning"] and up["status"] == "still learning" and "+0.100" in up["why"]
+    flat = run_status(curve([0.5, 0.795, 0.8]), 26, 0.18)  # +0.005 < 1 point
+    assert not flat["still_learning"] and flat["status"] == "learned"
+    top = run_status(curve([0.5, 0.9, 0.99]), 26, 0.18)  # rising, but at the ceiling: nothing left to rank
+    assert top["ceiling"] and not top["still_learning"] and top["status"] == "ceiling"
+    m = curve([0.1, 0.15, 0.16])
+    m["train_acc"] = [0.1, 0.5, 0.9]  # memorising: train rises, test barely
+    assert run_status(m, 26, 0.18)["status"] == "did not learn, still learning"
+    m["test_acc"] = [0.1, 0.155, 0.16]
+    assert run_status(m, 26, 0.18)["status"] == "did not learn"
+    assert not run_status(curve([0.9]), 26, 0.18)["still_learning"]  # one epoch: no slope to read
+
+
+def test_diverged_is_a_non_finite_or_exploding_loss():
+    bound = 3 * math.log(26)
+    assert run_status(curve([0.05, 0.04, 0.07], loss=2e4), 26, 0.18)["status"] == "diverged"
+    assert run_status(curve([0.05, 0.04, 0.07], loss=bound + 0.1), 26, 0.18)["diverged"]
+    assert not run_status(curve([0.05, 0.04, 0.07], loss=bound - 0.1), 26, 0.18)["diverged"]
+    m = curve([0.3, 0.5, 0.9])
+    m.loc[0, "train_loss"] = np.nan
+    d = run_status(m, 26, 0.18)
+    assert d["diverged"] and not d["learned"]  # a run that diverged once is not evidence of learning
+    with pytest.raises(ValueError, match="at least one epoch"):
+        run_status(curve([])[:0], 26)
+    assert StatusRules().ceiling == 0.98
+
+
+# ---- outcomes a comparison cannot decide -----------------------------------------------------------------------
+def _order(mla, rope, extra=None):
+    extra = extra or {}
+    rows = [{"run_id": f"mla-{s}", "variant": "mla", "scheme": "mla", "task": "trigger-count", "seed": s,
+             "test_acc": a, "test_acc_auc": a, **extra.get("mla", {})} for s, a in zip((42, 43, 44), mla)]
+    rows += [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-count", "seed": s,
+              "test_acc": a, "test_acc_auc": a, **extra.get("rope", {})} for s, a in zip((42, 43, 44), rope)]
+    cl = claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows))
+    return cl[cl.claim.str.startswith("MLA beats RoPE on Task 2") & (cl.setting == "paper")].iloc[0]
+
+
+def test_ceilings_and_seed_noise_are_not_differences():
+    assert _order([1.0, 1.0, 0.996], [0.995, 0.998, 0.984]).verdict == "inconclusive (ceiling)"  # both >= 98 %
+    # 2 points apart, but the seeds of one side spread over 20 points
+    assert _order([0.95, 0.75, 0.95], [0.85, 0.86, 0.87]).verdict == "inconclusive (ceiling)"
+    assert _order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87]).verdict == "reproduced"  # a clear, consistent gap
+    assert _order([0.80, 0.81, 0.80], [0.90, 0.91, 0.90]).verdict == "not reproduced"
+
+
+def test_a_side_that_did_not_learn_or_is_still_learning_cannot_decide_an_order():
+    assert _order([0.15, 0.16, 0.17], [0.9, 0.91, 0.9]).verdict == "inconclusive (did not learn)"
+    still = _order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87], {"rope": {"still_learning": True}})
+    assert still.verdict == "inconclusive (still learning)"
+
+
+def test_does_not_generalise_leaves_out_seeds_still_improving():
+    rows = [{"run_id": f"rel-{s}", "variant": "relative", "scheme": "relative", "task": "trigger-distance",
+             "seed": s, "test_acc": 0.22, "test_acc_auc": 0.2, "still_learning": s != 42} for s in (42, 43, 44)]
+    cl = claims(FakeStore([]), _runs_frame(rows))
+    row = cl[cl.claim == "Relative does not generalise on Task 1"].iloc[0]
+    assert row.verdict == "reproduced"  # seed 42 settled below the reference; 43 and 44 are left out
+    rows = [r | {"still_learning": True} for r in rows]
+    cl = claims(FakeStore([]), _runs_frame(rows))
+    assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (still learning)"
+
+
+# ---- claims that read the paper more strictly ------------------------------------------------------------------
+def _rope_abs(full_layers, abs_layers):
+    rows = [{"run_id": "rope-42", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": 42,
+             "test_acc": 1.0, "test_acc_auc": 0.9},
+            {"run_id": "ra-42", "variant": "rope+sinusoidal", "scheme": "rope+sinusoidal", "task": "trigger-distance",
+             "seed": 42, "test_acc": 1.0, "test_acc_auc": 0.9}]
+    store = FakeStore([FakeRun("rope-42", {"deposit": _deposit(full_layers)}),
+                       FakeRun("ra-42", {"deposit": _deposit(abs_layers)})])
+    cl = claims(store, _runs_frame(rows))
+    return cl[cl.claim.str.startswith("RoPE+absolute moves")].iloc[0]
+
+
+def test_rope_absolute_is_judged_against_full_rope_as_the_control():
+    assert _rope_abs([0], [1]).verdict == "reproduced"            # full RoPE in layer 0; RoPE+absolute moved it
+    assert _rope_abs([0], [0, 2]).verdict == "not reproduced"     # still in layer 0
+    no_control = _rope_abs([1], [2])                              # nothing in layer 0 to move
+    assert no_control.verdict == "not testable at this preset" and "control" in no_control.evidence
+
+
+def test_the_largest_deposit_must_be_shallow_not_any_deposit():
+    dep = _deposit([0, 3])
+    dep.loc[dep.layer == 0, "top_delta"] = 0.06  # a small shallow deposit beside a large deep one
+    rows = [{"run_id": "rope-42", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": 42,
+             "test_acc": 1.0, "test_acc_auc": 0.9}]
+    cl = claims(FakeStore([FakeRun("rope-42", {"deposit": dep})]), _runs_frame(rows))
+    assert cl[cl.claim.str.startswith("RoPE's largest")].verdict.iloc[0] == "not reproduced"
+
+
+def test_overfitting_and_task2_mla_heads_are_not_counted_as_tests():
+    rows = [{"run_id": "l-42", "variant": "learned", "scheme": "learned", "task": "trigger-distance", "seed": 42,
+             "test_acc": 0.8, "test_acc_auc": 0.7, "train_acc": 0.99},
+            {"run_id": "m-42", "variant": "mla", "scheme": "mla", "task": "trigger-count", "seed": 42,
+             "test_acc": 0.99, "test_acc_auc": 0.9}]
+    flat = pd.DataFrame([{"layer": 0, "head": h, "metric": "accuracy", "delta": 0.001, "ci_lo": 0, "ci_hi": 0.01}
+                         for h in range(2)])
+    cl = claims(FakeStore([FakeRun("l-42", {}), FakeRun("m-42", {"ablation": flat})]), _runs_frame(rows))
+    over = cl[cl.claim.str.startswith("learned / random")].iloc[0]
+    assert over.verdict == "not testable at this preset" and "running mean" in over.evidence
+    t2 = cl[cl.claim.str.startswith("MLA has no indispensable") & cl.claim.str.endswith("Task 2")
+            & (cl.setting == "paper")].iloc[0]
+    assert t2.verdict == "beyond the paper" and t2.result == "reproduced"
+    summary = verdict_summary(cl)
+    tested = sum(cl.verdict.isin(["reproduced", "mixed", "not reproduced"]))
+    assert summary.startswith(f"of {len(cl)} claim rows, {tested} test the paper at this preset")
+    assert f"{sum(cl.verdict == 'beyond the paper')} beyond the paper" in summary
+
+
+# ---- intervals and spreads -------------------------------------------------------------------------------------
+def test_one_seed_gets_a_wilson_interval_and_several_the_seeds_range():
+    lo, hi = wilson(0.9, 100)
+    assert lo == pytest.approx(0.8256, abs=1e-3) and hi == pytest.approx(0.9448, abs=1e-3)  # Wilson 1927, z = 1.96
+    assert wilson(1.0, 6000)[1] == 1.0 and wilson(1.0, 6000)[0] < 1.0  # never [100, 100]
+    one = table1(_runs_frame([{"run_id": "r", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
+                               "seed": 42, "test_acc": 1.0, "test_acc_auc": 1}])).iloc[0]
+    assert one.n_seeds == 1 and one.hi == 1.0 and 0.999 < one.lo < 1.0
+    three = table1(_runs_frame([{"run_id": f"r{s}", "variant": "rope", "scheme": "rope", "task": "trigger-count",
+                                 "seed": s, "test_acc": a, "test_acc_auc": a}
+                                for s, a in ((42, 0.799), (43, 0.942), (44, 0.97))])).iloc[0]
+    assert (three.lo, three.hi) == (0.799, 0.97)  # no t interval reaching 113 %
+
+
+def test_single_seed_changes_are_marked_within_or_beyond_the_baseline_spread():
+    class Cfg(FakeRun):
+        def __init__(self, rid, cfg):
+            super().__init__(rid, {})
+            self.config = cfg
+    base_cfg = {"model": {"final_ln": "none"}, "task": {}, "train": {}}
+    rows = [{"run_id": f"b{s}", "variant": "rope", "scheme": "rope+sinusoidal", "setting": "authors",
+             "task": "trigger-distance", "seed": s, "test_acc": a, "test_acc_auc": a}
+            for s, a in ((42, 0.9165), (43, 0.8973), (44, 0.9102))]
+    rows += [{"run_id": "small", "variant": "rope-no-sinusoid", "scheme": "rope", "setting": "authors",
+              "task": "trigger-distance", "seed": 42, "test_acc": 0.8988, "test_acc_auc": 0.8},
+             {"run_id": "big", "variant": "rope-final-ln", "scheme": "rope", "setting": "authors",
+              "task": "trigger-distance", "seed": 42, "test_acc": 0.6108, "test_acc_auc": 0.5}]
+    store = FakeStore([Cfg(r["run_id"], base_cfg if r["run_id"].startswith("b") else
+                           {"model": {"final_ln": "after_pool"}, "task": {}, "train": {}}) for r in rows])
+    d = one_setting(store, _runs_frame(rows)).set_index("variant")
+    assert not d.loc["rope-no-sinusoid", "beyond_spread"]  # -1.77 points inside a 1.92-point seed range
+    assert d.loc["rope-final-ln", "beyond_spread"]
+    assert d.loc["rope-final-ln", "seed_spread"] == pytest.approx(0.9165 - 0.8973)
+
+
+# ---- the scale ladder ------------------------------------------------------------------------------------------
+def test_holds_across_scale_compares_each_rung_with_the_base_at_seed_42():
+    def rows(preset, nope_acc):
+        return [{"run_id": f"{preset}-n", "variant": "nope", "scheme": "nope", "task": "trigger-distance",
+                 "seed": 42, "test_acc": nope_acc, "test_acc_auc": nope_acc, "preset": preset},
+                {"run_id": f"{preset}-n43", "variant": "nope", "scheme": "nope", "task": "trigger-distance",
+                 "seed": 43, "test_acc": 0.95, "test_acc_auc": 0.9, "preset": preset}]
+    frame = _runs_frame(rows("repro", 0.15) + rows("repro-long", 0.95))
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    lad = ladder(store, frame, ("repro", "repro-long", "repro-wide"))
+    assert set(lad.rung) == {"repro", "repro-long"}  # a rung with no run is left out
+    base = claims(store, frame[frame.preset == "repro"])
+    col = holds_across_scale(base, lad, "repro")
+    row = base.index[base.claim == "NoPE does not generalise on Task 1"][0]
+    assert col[row] == "changes at repro-long: reproduced -> not reproduced"  # seed 42 learns with 4x the epochs
+    assert set(col) >= {"not run at other rungs yet"}
+    with pytest.raises(ValueError, match="span presets"):
+        claims(store, frame)  # claims compare settings of one preset, never scales
+
+
+def test_the_disclaimer_states_the_presets_scale_from_its_config():
+    from workbench.train.presets import PRESETS, scale_disclaimer
+
+    text = scale_disclaimer("repro")
+    assert text.startswith("> **Read this first: results at the `repro` preset")
+    assert "d_model 128 / d_ff 256 (paper 256 / 512)" in text and "3 epochs (paper 100)" in text
+    assert "0.6 % of the paper's 7,000,000" in text  # 14,000 train x 3 epochs against 70,000 x 100
+    assert "not a refutation" in text and "tuned on RoPE, Task 1" in text
+    long = scale_disclaimer("repro-long")
+    assert "12 epochs (paper 100)" in long and "2.4 %" in long
+    assert "72 labels" in scale_disclaimer("repro-paperdata")
+    assert set(PRESETS) >= {"repro-long", "repro-wide", "repro-paperdata"}
+    with pytest.raises(ValueError, match="unknown preset"):
+        scale_disclaimer("huge")
+
+
+def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
+    from workbench.train.presets import LADDER
+    from workbench.train.sweep import grid_points, load_grid
+
+    points = grid_points(load_grid("grids/ladder.toml"))
+    assert {p["preset"] for p in points} == set(LADDER[1:])
+    for rung in LADDER[1:]:
+        at = [(p["fidelity"], p["tag"], p["task"]) for p in points if p["preset"] == rung]
+        assert len(at) == 13 and ("authors-mla", "mla", "trigger-distance") in at
+        assert ("pelab", "alibi", "trigger-distance") in at and ("pelab", "alibi", "trigger-count") not in at
+    assert all(p["seed"] == 42 for p in points)
+    with pytest.raises(ValueError, match="unknown keys"):
+        grid_points({"presetz": ["repro"]})
