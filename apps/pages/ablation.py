@@ -76,7 +76,8 @@ def deposit_block(df, metric: str) -> list:
     return out
 
 
-def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers") -> list:
+def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers",
+           other_id: str | None = None) -> list:
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err]
@@ -93,9 +94,13 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
     if "metric" in df.columns and metric not in set(df["metric"]):
         return out + [C.hint(f"The {name} table of {run.id} has no rows for metric {metric!r}.", kind="warn",
                              cmd=C.analyze_cmd(run.id, "ablation"))]
-    out.append(C.figure_or_hint("ablation", df, metric=metric, height=340))
-    out.append(C.figure_or_hint(view if view in {v["value"] for v in VIEWS} else "ablation_layers", df,
-                                metric=metric, height=340))
+    from workbench.figures.ablation import shared_scale
+
+    view = view if view in {v["value"] for v in VIEWS} else "ablation_layers"
+    other, _ = C.get_run(store, other_id) if other_id else (None, None)  # runs A and B share one scale
+    scale = shared_scale([df, C.load_table(other, name)[0] if other is not None else None], metric, mode, view)
+    out.append(C.figure_or_hint("ablation", df, metric=metric, height=340, **scale["ablation"]))
+    out.append(C.figure_or_hint(view, df, metric=metric, height=340, **scale[view]))
     try:
         out += deposit_block(df, metric)
     except Exception as e:
@@ -104,7 +109,7 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
 
 
 def register_callbacks(app):
-    for side in SIDES:
+    for side, other in zip(SIDES, SIDES[::-1]):
         def work(progress, ctx, run_id, mode):
             return analysis_work(progress, ctx, run_id, "ablation", {"mode": mode or "zero"})
 
@@ -114,9 +119,10 @@ def register_callbacks(app):
 
         @app.callback(Output(f"{P}-out-{side}", "children"), Input(f"{P}-run-{side}", "value"),
                       Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"), Input(f"{P}-view", "value"),
-                      Input(f"{P}-{side}-job-result", "data"), Input(f"{P}-{side}-recreate-job-result", "data"))
-        def show(run_id, metric, mode, view, _job, _recreated):
+                      Input(f"{P}-{side}-job-result", "data"), Input(f"{P}-{side}-recreate-job-result", "data"),
+                      Input(f"{P}-run-{other}", "value"))
+        def show(run_id, metric, mode, view, _job, _recreated, other_id):
             store = C.stores()
             if not run_id:
                 return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run to compare.")]
-            return render(store, run_id, metric or "accuracy", mode or "zero", view or "ablation_layers")
+            return render(store, run_id, metric or "accuracy", mode or "zero", view or "ablation_layers", other_id)

@@ -21,10 +21,11 @@ def _shipped():
 
 
 def _tables(store):
+    from workbench.analysis.baselines import with_levels
     from workbench.analysis.claims import claims, run_table, table1
 
     runs = run_table(store)
-    return runs, table1(runs), claims(store, runs)
+    return runs, with_levels(table1(runs), store), claims(store, runs)
 
 
 def layout(claim: str | None = None, **query):

@@ -60,3 +60,27 @@ def run_baselines(run) -> pd.DataFrame | None:
             _CACHE.clear()
         _CACHE[key] = df
     return _CACHE[key]
+
+
+def with_levels(table: pd.DataFrame, store, split: str = "test") -> pd.DataFrame:
+    """`table` (rows with a `runs` list, e.g. claims.table1) plus columns chance and length_only: the mean over
+    the row's runs of the levels their stored extrapolation table gives for `split` (NaN where none has one)."""
+    levels: dict[str, tuple[float, float]] = {}
+
+    def of(rid):
+        if rid not in levels:
+            levels[rid] = (np.nan, np.nan)
+            try:
+                run = store.get(rid)
+                if "extrapolation" in run.tables():
+                    e = run.load_table("extrapolation")
+                    e = e[e["split"] == split]
+                    if len(e) and {"chance", "length_only"} <= set(e.columns):
+                        levels[rid] = (float(e["chance"].iloc[0]), float(e["length_only"].iloc[0]))
+            except Exception:  # an unreadable run has no levels; the figure draws none for it
+                pass
+        return levels[rid]
+
+    rows = [np.array([of(r) for r in runs], float).reshape(-1, 2) for runs in table["runs"]]
+    mean = [np.nanmean(a, axis=0) if np.isfinite(a).any() else (np.nan, np.nan) for a in rows]
+    return table.assign(chance=[m[0] for m in mean], length_only=[m[1] for m in mean])

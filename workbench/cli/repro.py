@@ -111,7 +111,9 @@ def compare_cmd(
         from workbench.figures import FIGURES
         from workbench.figures.export import write_figure
 
-        write_figure(FIGURES["table1"](table1(run_table(store))), figure, width=1100, height=460)
+        from workbench.analysis.baselines import with_levels
+
+        write_figure(FIGURES["table1"](with_levels(table1(run_table(store)), store)), figure, width=1100, height=480)
         typer.echo(f"wrote {figure}")
     if readme is not None:
         rel = None if figure is None else Path(figure).resolve().relative_to(readme.resolve().parent).as_posix()
