@@ -38,7 +38,8 @@ BASELINE_DASH = {"chance": "dot", "length-only": "dashdot", "uniform angles": "d
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Viridis"
 MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells
-LABEL_SHARE = 0.1        # ... and only those at least this share of the colour scale away from its reference
+SMALL_GRID = 24          # a heatmap of up to this many cells writes every value; a larger one ...
+LABEL_SHARE = 0.1        # ... only those at least this share of the colour scale away from its reference
 
 
 def scheme_color(scheme: str | None) -> str:
@@ -192,7 +193,7 @@ def heatmap(z: pd.DataFrame, *, colorbar_title: str, fig: go.Figure | None = Non
         hover = hover.replace("%{text}", "%{customdata}")
     kw["hovertemplate"] = hover
     if cell_text and vals.size <= MAX_CELL_TEXT:
-        kw["text"] = cell_labels(vals, fmt, 0.0 if diverging else zmin, zmin, zmax)
+        kw["text"] = cell_labels(vals, fmt, 0.0 if diverging else None, zmin, zmax)
         kw["texttemplate"] = "%{text}"
         kw["textfont"] = dict(size=11)
     if showscale:
@@ -208,21 +209,20 @@ def _format(v: float, fmt: str) -> str:
 
 
 def cell_labels(vals: np.ndarray, fmt: str, ref=None, zmin=None, zmax=None) -> list:
-    """The text written into heatmap cells: only the cells that matter, i.e. whose value differs from the
-    reference `ref` (0 on a diverging scale, else the scale's low end) by at least LABEL_SHARE of the colour
-    scale's span and does not print as zero; the rest stay blank (the hover still has every value). A
-    heatmap whose cells all read "0.00" writes nothing."""
+    """The text written into heatmap cells. A small grid (up to SMALL_GRID cells) writes every value; a larger
+    one only the cells that stand out: at least LABEL_SHARE of the colour scale's span away from `ref` (0 on a
+    diverging scale; None: the grid's median) and not printing as zero. The rest stay blank (the hover has every
+    value): a grid of "0.00" and "0.12" writes nothing."""
     finite = vals[np.isfinite(vals)]
-    if not finite.size:
-        return [["" for _ in row] for row in vals]
+    if vals.size <= SMALL_GRID or not finite.size:
+        return [[_format(v, fmt) if np.isfinite(v) else "" for v in row] for row in vals]
     lo = float(finite.min()) if zmin is None else float(zmin)
     hi = float(finite.max()) if zmax is None else float(zmax)
-    ref = lo if ref is None else float(ref)
-    span = max(hi - ref, ref - lo, 0.0) if ref > lo else hi - lo
-    cut = LABEL_SHARE * span
+    ref = float(np.median(finite)) if ref is None else float(ref)
+    cut = LABEL_SHARE * (hi - lo)
 
     def label(v):
-        if not np.isfinite(v) or (span > 0 and abs(v - ref) < cut):
+        if not np.isfinite(v) or abs(v - ref) < cut:
             return ""
         text = _format(v, fmt)
         return "" if float(text.replace("−", "-")) == 0 else text
