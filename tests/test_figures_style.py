@@ -401,3 +401,16 @@ def test_table1_puts_each_paper_number_on_its_own_schemes_bar(tables):
     for x, y, label in zip(paper.x, paper.y, paper.text):
         assert x in list(bars[label].x), f"the paper's {label} ({y:.2f}) is not on a {label} bar"
     assert len(set(paper.x)) == len(paper.x)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_log_axes_show_no_values_that_are_zero_by_construction(name, tables):
+    """No builder draws a value below style.LOG_FLOOR on a log axis (zeros plunge to 1e-30 there: issue 22)."""
+    fig = build(name, tables)
+    for tr in fig.data:
+        y = getattr(tr, "y", None)
+        ref = getattr(tr, "yaxis", None) or "y"
+        if y is None or fig.layout[f"yaxis{ref[1:]}"].type != "log":
+            continue
+        v = np.asarray([np.nan if a is None else a for a in y], float)
+        assert not (v[np.isfinite(v)] < S.LOG_FLOOR).any(), f"{name}: {tr.name} below the floor on a log axis"
