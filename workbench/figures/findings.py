@@ -14,7 +14,7 @@ from . import style
 SCHEMES = ("mla", "rope", "nope")
 BAR_WIDTH = 0.26  # up to three bars per setting, side by side and centred on the setting's label
 ONE_SEED_PATTERN = "/"  # a bar of one seed (no interval) is hatched
-MARK_MERGE = 0.01  # a length-only level within 1 point of chance is not drawn apart from it
+MARK_MERGE = 0.02  # a length-only level within 2 points of chance is not drawn apart from it (Task 2)
 
 
 def _wrap(label: str, width: int = 16) -> str:
