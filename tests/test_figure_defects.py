@@ -51,6 +51,10 @@ def test_two_runs_share_one_colour_scale_and_y_range():
         lo, hi = ranges[0]
         values = [(t["clean"] - t["delta"]) if view == "ablation_layers" else t["delta"] for t in (a, b)]
         assert lo <= min(v.min() for v in values) and hi >= max(v.max() for v in values)
+    from workbench.analysis import deposit
+
+    deps = [FIGURES["deposit"](deposit.compute(t), **scale["deposit"]) for t in (a, b)]
+    assert deps[0].layout.yaxis.range == deps[1].layout.yaxis.range and deps[0].layout.yaxis.range[1] >= 0.21
     assert shared_scale([a, None], "accuracy")["ablation"]["zmax"] == pytest.approx(0.04)  # run B not picked yet
 
 

@@ -65,13 +65,14 @@ DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta",
                    "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
 
 
-def deposit_block(df, metric: str) -> list:
-    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions."""
+def deposit_block(df, metric: str, **scale) -> list:
+    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions; `scale`:
+    the figure's shared axis range (`shared_scale`)."""
     from workbench.analysis import deposit
 
     stats = deposit.compute(df, metric=metric)
     out = [html.H4("Deposit statistics"), html.P(deposit.deposit_sentence(stats), className="stat-sentence")]
-    out.append(C.figure_or_hint("deposit", stats, height=300))
+    out.append(C.figure_or_hint("deposit", stats, height=300, **scale))
     out.append(C.table_component(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]], page_size=12))
     return out
 
@@ -102,7 +103,7 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
     out.append(C.figure_or_hint("ablation", df, metric=metric, height=340, **scale["ablation"]))
     out.append(C.figure_or_hint(view, df, metric=metric, height=340, **scale[view]))
     try:
-        out += deposit_block(df, metric)
+        out += deposit_block(df, metric, **scale["deposit"])
     except Exception as e:
         out.append(C.hint(f"Deposit statistics unavailable: {type(e).__name__}: {e}", kind="error"))
     return out

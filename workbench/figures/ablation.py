@@ -112,14 +112,16 @@ def shared_scale(tables: list, metric: str = "accuracy", mode: str | None = None
                  view: str = "ablation_layers") -> dict:
     """Keyword arguments that draw several runs' ablation figures on one scale (one colour, one height = one
     effect size): {"ablation": {"zmax": largest |Δ| of all}, view: {"yrange": the span of all values and
-    intervals (and the clean levels), padded 5 %}} for the per-layer `view` (its default `value`)."""
+    intervals (and the clean levels), padded 5 %}, "deposit": {"yrange": 0 and the span of all Δ intervals}}
+    for the per-layer `view` (its default `value`)."""
     import inspect
 
     tables = [t for t in tables if t is not None and len(t)]
     if not tables:
-        return {"ablation": {}, view: {}}
+        return {"ablation": {}, view: {}, "deposit": {}}
     d = pd.concat([t[t["metric"] == metric] for t in tables], ignore_index=True)
     zmax = float(np.nanmax(np.abs(d["delta"]))) if len(d) else 1.0
+    dep = {"yrange": (min(0.0, float(np.nanmin(d["ci_lo"]))), float(np.nanmax(d["ci_hi"])) * 1.08)} if len(d) else {}
     value = inspect.signature(FIGURES[view]).parameters["value"].default
     spans = []
     for t in tables:
@@ -131,16 +133,17 @@ def shared_scale(tables: list, metric: str = "accuracy", mode: str | None = None
         spans += [np.nanmin(lo), np.nanmax(hi), np.nanmin(y), np.nanmax(y),
                   float(m["clean"].mean()) if value == "ablated" else 0.0]
     if not spans:
-        return {"ablation": {"zmax": zmax}, view: {}}
+        return {"ablation": {"zmax": zmax}, view: {}, "deposit": dep}
     lo, hi = float(np.nanmin(spans)), float(np.nanmax(spans))
     pad = 0.05 * (hi - lo if hi > lo else 1.0)
-    return {"ablation": {"zmax": zmax}, view: {"yrange": (lo - pad, hi + pad)}}
+    return {"ablation": {"zmax": zmax}, view: {"yrange": (lo - pad, hi + pad)}, "deposit": dep}
 
 
-def deposit(df: pd.DataFrame) -> go.Figure:
+def deposit(df: pd.DataFrame, yrange: tuple | None = None) -> go.Figure:
     """Top-head delta per layer as bars coloured by pattern (one trace per pattern present, with intervals;
     the top head named under its layer), and the concentration C_l (line, right axis), with its uniform level
-    1/H (patterns + 2 traces). Both axes put 0 at the same height, so 1/H reads against either."""
+    1/H (patterns + 2 traces). Both axes put 0 at the same height, so 1/H reads against either. `yrange`: the
+    left axis's range (`shared_scale`), default the table's intervals and 0."""
     d = df.sort_values("layer")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for pattern, sub in d.groupby("pattern", sort=False):
@@ -158,8 +161,11 @@ def deposit(df: pd.DataFrame) -> go.Figure:
     layers = [int(v) for v in d["layer"]]
     fig.update_xaxes(title_text="layer (its top head)", tickmode="array", tickvals=layers,
                      ticktext=[f"{l}<br>h{int(h)}" for l, h in zip(layers, d["top_head"])])
-    left_lo = min(0.0, float(np.nanmin(d["top_lo"]))) if len(d) else 0.0
-    left_hi = max(float(np.nanmax(d["top_hi"])) if len(d) else 1.0, 1e-9) * 1.08
+    if yrange is not None:
+        left_lo, left_hi = min(0.0, float(yrange[0])), max(float(yrange[1]), 1e-9)
+    else:
+        left_lo = min(0.0, float(np.nanmin(d["top_lo"]))) if len(d) else 0.0
+        left_hi = max(float(np.nanmax(d["top_hi"])) if len(d) else 1.0, 1e-9) * 1.08
     zero = -left_lo / (left_hi - left_lo)          # height of 0 on the left axis, as a share of the panel
     right_hi = 1.05
     right_lo = -zero * right_hi / (1 - zero)       # the right axis puts its 0 at the same height

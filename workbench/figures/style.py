@@ -39,7 +39,7 @@ DIVERGING = "RdBu_r"
 SEQUENTIAL = "Viridis"
 MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells
 SMALL_GRID = 24          # a heatmap of up to this many cells writes every value; a larger one ...
-LABEL_SHARE = 0.1        # ... only those at least this share of the colour scale away from its reference
+LABEL_SHARE = 0.15       # ... only those at least this share of the colour scale away from its reference
 
 
 def scheme_color(scheme: str | None) -> str:
