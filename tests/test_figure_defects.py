@@ -243,3 +243,23 @@ def test_run_labels_are_unique_even_for_runs_of_one_scheme_task_and_seed():
     assert len(set(labels.values())) == 3 and labels["c"] == "MLA, seed 43"
     with_variant = S.run_labels(df.assign(variant=["mla", "mla-encoder", "mla"]))
     assert with_variant["b"] == "MLA, mla-encoder" and len(set(with_variant.values())) == 3
+
+
+def test_table1_levels_come_from_the_runs_extrapolation_tables():
+    """baselines.with_levels: each row's chance and length-only, the mean over its runs' stored test-split levels;
+    NaN for a row whose runs have no extrapolation table (and the figure then draws no mark for it)."""
+    from types import SimpleNamespace
+
+    from workbench.analysis.baselines import with_levels
+
+    def run(rid, length_only):
+        t = {} if length_only is None else {"extrapolation": pd.DataFrame(
+            {"split": ["test", "len2x"], "chance": [0.25, 0.25], "length_only": [length_only, 0.9]})}
+        return SimpleNamespace(id=rid, tables=lambda: list(t), load_table=lambda n: t[n])
+
+    runs = {"a": run("a", 0.2), "b": run("b", 0.4), "c": run("c", None)}
+    store = SimpleNamespace(get=lambda rid: runs[rid])
+    t1 = pd.DataFrame({"setting": ["paper", "authors-mla"], "runs": [["a", "b"], ["c"]]})
+    out = with_levels(t1, store)
+    assert out.loc[0, "chance"] == 0.25 and out.loc[0, "length_only"] == pytest.approx(0.3)
+    assert np.isnan(out.loc[1, "chance"]) and np.isnan(out.loc[1, "length_only"])

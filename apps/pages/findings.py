@@ -21,11 +21,10 @@ def _shipped():
 
 
 def _tables(store):
-    from workbench.analysis.baselines import with_levels
     from workbench.analysis.claims import claims, run_table, table1
 
     runs = run_table(store)
-    return runs, with_levels(table1(runs), store), claims(store, runs)
+    return runs, table1(runs), claims(store, runs)
 
 
 def layout(claim: str | None = None, **query):
@@ -46,7 +45,9 @@ def layout(claim: str | None = None, **query):
         return html.Div([header, C.hint("No runs in the shipped results store yet (the reproduction grid fills it: "
                                         "docs/reproduction.md). Your own runs (`workbench train ...`) are on the "
                                         "Runs page.", kind="missing")])
-    fig, missing = C.build_figure("table1", t1)
+    from workbench.analysis.baselines import with_levels
+
+    fig, missing = C.build_figure("table1", with_levels(t1, store))  # + each setting's chance, length-only
     t1_view = t1.assign(paper=100 * t1["paper"], mean=100 * t1["mean"], lo=100 * t1["lo"], hi=100 * t1["hi"]) \
         .drop(columns=["runs"])
     claim_view = cl.assign(runs=cl["runs"].map(len)).rename(columns={"runs": "n_runs"})
