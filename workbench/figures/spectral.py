@@ -35,10 +35,11 @@ def spectral(df: pd.DataFrame) -> go.Figure:
     scaled = sizes.size > 1 and sizes.max() > SCALE_SPREAD * sizes.min()
     for layer, prof in profiles.items():
         k = size[layer] if scaled and size[layer] > 0 else 1.0
-        fig.add_trace(go.Scatter(x=prof.index, y=prof.values / k, mode="lines", line=dict(color=S.layer_color(layer, n_layers)),
-                                 name=f"layer {layer}" + (f" (× {S.num(k)})" if scaled else ""),
-                                 customdata=prof.values, hovertemplate=f"layer {layer}, offset %{{x}}: "
-                                                                       "%{customdata:.4g}<extra></extra>"), row=1, col=2)
+        fig.add_trace(go.Scatter(x=prof.index, y=prof.values / k, mode="lines",
+                                 line=dict(color=S.layer_color(layer, n_layers)),
+                                 name=f"layer {layer}" + (f" (× {S.num(k)})" if scaled else ""), customdata=prof.values,
+                                 hovertemplate=f"layer {layer}, offset %{{x}}: %{{customdata:.4g}}<extra></extra>"),
+                      row=1, col=2)
     fig.update_xaxes(title_text="offset k − q", row=1, col=2)
     fig.update_yaxes(title_text="mean logit − its mean" + (" (÷ the layer's scale)" if scaled else ""), row=1, col=2)
     S.range_note(fig, df["mean_logit"], S.SANE_LOGIT, "attention logits")

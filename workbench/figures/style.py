@@ -263,8 +263,8 @@ def range_note(fig: go.Figure, values, limit: float, what: str) -> bool:
         return False
     fig.add_annotation(text=f"⚠ {what} reach {num(float(np.abs(vals).max()))}, outside the sensible range "
                             f"±{num(limit)}: read shapes, not sizes", xref="paper", yref="paper", x=0, y=1.0,
-                       xanchor="left", yanchor="bottom", yshift=22, showarrow=False, font=dict(size=12, color="#b35900"),
-                       name="range note")
+                       xanchor="left", yanchor="bottom", yshift=22, showarrow=False, name="range note",
+                       font=dict(size=12, color="#b35900"))
     return True
 
 
