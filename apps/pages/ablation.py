@@ -65,18 +65,20 @@ DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta",
                    "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
 
 
-def deposit_block(df, metric: str) -> list:
-    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions."""
+def deposit_block(df, metric: str, **scale) -> list:
+    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions; `scale`:
+    the figure's shared axis range (`shared_scale`)."""
     from workbench.analysis import deposit
 
     stats = deposit.compute(df, metric=metric)
     out = [html.H4("Deposit statistics"), html.P(deposit.deposit_sentence(stats), className="stat-sentence")]
-    out.append(C.figure_or_hint("deposit", stats, height=300))
+    out.append(C.figure_or_hint("deposit", stats, height=300, **scale))
     out.append(C.table_component(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]], page_size=12))
     return out
 
 
-def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers") -> list:
+def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers",
+           other_id: str | None = None) -> list:
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err]
@@ -93,18 +95,22 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
     if "metric" in df.columns and metric not in set(df["metric"]):
         return out + [C.hint(f"The {name} table of {run.id} has no rows for metric {metric!r}.", kind="warn",
                              cmd=C.analyze_cmd(run.id, "ablation"))]
-    out.append(C.figure_or_hint("ablation", df, metric=metric, height=340))
-    out.append(C.figure_or_hint(view if view in {v["value"] for v in VIEWS} else "ablation_layers", df,
-                                metric=metric, height=340))
+    from workbench.figures.ablation import shared_scale
+
+    view = view if view in {v["value"] for v in VIEWS} else "ablation_layers"
+    other, _ = C.get_run(store, other_id) if other_id else (None, None)  # runs A and B share one scale
+    scale = shared_scale([df, C.load_table(other, name)[0] if other is not None else None], metric, mode, view)
+    out.append(C.figure_or_hint("ablation", df, metric=metric, height=340, **scale["ablation"]))
+    out.append(C.figure_or_hint(view, df, metric=metric, height=340, **scale[view]))
     try:
-        out += deposit_block(df, metric)
+        out += deposit_block(df, metric, **scale["deposit"])
     except Exception as e:
         out.append(C.hint(f"Deposit statistics unavailable: {type(e).__name__}: {e}", kind="error"))
     return out
 
 
 def register_callbacks(app):
-    for side in SIDES:
+    for side, other in zip(SIDES, SIDES[::-1]):
         def work(progress, ctx, run_id, mode):
             return analysis_work(progress, ctx, run_id, "ablation", {"mode": mode or "zero"})
 
@@ -114,9 +120,10 @@ def register_callbacks(app):
 
         @app.callback(Output(f"{P}-out-{side}", "children"), Input(f"{P}-run-{side}", "value"),
                       Input(f"{P}-metric", "value"), Input(f"{P}-mode", "value"), Input(f"{P}-view", "value"),
-                      Input(f"{P}-{side}-job-result", "data"), Input(f"{P}-{side}-recreate-job-result", "data"))
-        def show(run_id, metric, mode, view, _job, _recreated):
+                      Input(f"{P}-{side}-job-result", "data"), Input(f"{P}-{side}-recreate-job-result", "data"),
+                      Input(f"{P}-run-{other}", "value"))
+        def show(run_id, metric, mode, view, _job, _recreated, other_id):
             store = C.stores()
             if not run_id:
                 return [C.no_runs_hint(store) if store.query().empty else C.hint("Pick a run to compare.")]
-            return render(store, run_id, metric or "accuracy", mode or "zero", view or "ablation_layers")
+            return render(store, run_id, metric or "accuracy", mode or "zero", view or "ablation_layers", other_id)

@@ -45,7 +45,7 @@ def layout(claim: str | None = None, **query):
         return html.Div([header, C.hint("No runs in the shipped results store yet (the reproduction grid fills it: "
                                         "docs/reproduction.md). Your own runs (`workbench train ...`) are on the "
                                         "Runs page.", kind="missing")])
-    fig, missing = C.build_figure("table1", t1)
+    fig, missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
     t1_view = t1.assign(paper=100 * t1["paper"], mean=100 * t1["mean"], lo=100 * t1["lo"], hi=100 * t1["hi"]) \
         .drop(columns=["runs"])
     claim_view = cl.assign(runs=cl["runs"].map(len)).rename(columns={"runs": "n_runs"})

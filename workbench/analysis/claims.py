@@ -144,7 +144,8 @@ def _statuses(sub: pd.DataFrame) -> str:
 def table1(runs: pd.DataFrame) -> pd.DataFrame:
     """The paper's Table 1 (MLA, RoPE, NoPE; test accuracy) next to ours: one row per (setting, scheme, task):
     mean over seeds, lo-hi (`accuracy_ci`: the seeds' range, or a single run's Wilson interval), the per-seed
-    values and what the runs can show (`status`)."""
+    values, what the runs can show (`status`), and the runs' mean chance and length-only levels (the reference
+    marks of the Table 1 figure)."""
     rows = []
     for setting in SETTINGS:
         for scheme in ("mla", "rope", "nope"):
@@ -156,9 +157,15 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
                 rows.append({"setting": setting, "scheme": scheme, "task": task,
                              "paper": PAPER_TABLE1.get((scheme, task), np.nan), "mean": mean, "lo": lo, "hi": hi,
                              "n_seeds": n, "seeds": ", ".join(f"{a:.3f}" for a in sub["test_acc"]),
-                             "status": _statuses(sub), "runs": list(sub["run_id"])})
+                             "status": _statuses(sub), "chance": _mean(sub, "chance"),
+                             "length_only": _mean(sub, "length_only"), "runs": list(sub["run_id"])})
     return pd.DataFrame(rows, columns=["setting", "scheme", "task", "paper", "mean", "lo", "hi", "n_seeds", "seeds",
-                                       "status", "runs"])
+                                       "status", "chance", "length_only", "runs"])
+
+
+def _mean(sub: pd.DataFrame, col: str) -> float:
+    v = sub[col].dropna() if col in sub else []
+    return float(np.mean(v)) if len(v) else np.nan
 
 
 # ---- evidence helpers ---------------------------------------------------------------------------------

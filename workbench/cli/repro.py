@@ -112,7 +112,8 @@ def compare_cmd(
         from workbench.figures.export import write_figure
 
         runs = run_table(store)
-        write_figure(FIGURES["table1"](table1(runs[runs.preset == base_preset(runs)])), figure, width=1100, height=460)
+        write_figure(FIGURES["table1"](table1(runs[runs.preset == base_preset(runs)])), figure, width=1100,
+                     height=480)
         typer.echo(f"wrote {figure}")
     if readme is not None:
         rel = None if figure is None else Path(figure).resolve().relative_to(readme.resolve().parent).as_posix()

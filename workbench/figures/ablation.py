@@ -41,14 +41,15 @@ def _clean_level(fig, d: pd.DataFrame, value: str, x: tuple, **where) -> None:
                    **where)
 
 
-def ablation(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
+def ablation(df: pd.DataFrame, metric: str = "accuracy", zmax: float | None = None) -> go.Figure:
     """Heatmap of Δ (layer x head) for `metric`, diverging at 0 (= the clean model), one trace per ablation
-    mode present, values written in the cells; hover: the bootstrap interval."""
+    mode present, the values that matter written in the cells; hover: the bootstrap interval. `zmax`: the
+    colour scale's limit ±zmax (`shared_scale` gives one for several runs), default the table's largest |Δ|."""
     d = df[df["metric"] == metric]
     modes = list(d["mode"].unique()) if "mode" in d.columns else ["zero"]
     fig = make_subplots(rows=1, cols=len(modes), subplot_titles=[f"{m}-ablation" for m in modes],
                         horizontal_spacing=0.14)
-    vmax = float(np.nanmax(np.abs(d["delta"]))) if len(d) else 1.0
+    vmax = zmax if zmax is not None else float(np.nanmax(np.abs(d["delta"]))) if len(d) else 1.0
     vmax = vmax if vmax > 0 else 1.0
     for i, mode in enumerate(modes, 1):
         sub = d[d["mode"] == mode] if "mode" in d.columns else d
@@ -64,9 +65,9 @@ def ablation(df: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
 
 
 def ablation_layers(df: pd.DataFrame, metric: str = "accuracy", mode: str | None = None,
-                    value: str = "ablated") -> go.Figure:
+                    value: str = "ablated", yrange: tuple | None = None) -> go.Figure:
     """The paper's per-layer view: `value` per head with interval bars, one line per layer (sequential
-    colours), plus the clean-model level (n_layers + 1 traces)."""
+    colours), plus the clean-model level (n_layers + 1 traces); `yrange` fixes the y axis (`shared_scale`)."""
     d = _metric(df, metric, mode)
     y, lo, hi, title = _values(d, value)
     n_layers = int(d["layer"].max()) + 1
@@ -81,14 +82,15 @@ def ablation_layers(df: pd.DataFrame, metric: str = "accuracy", mode: str | None
                                               arrayminus=hy - lo.to_numpy()[m][order], thickness=1)))
     _clean_level(fig, d, value, (d["head"].min() - 0.3, d["head"].max() + 0.3))
     S.integer_axis(fig, d["head"], "x", title_text="head")
-    fig.update_yaxes(title_text=title)
+    fig.update_yaxes(title_text=title, range=list(yrange) if yrange is not None else None)
     return S.layout(fig, S.title_for(df, f"Head ablation by layer ({metric})"))
 
 
 def ablation_violins(df: pd.DataFrame, metric: str = "accuracy", mode: str | None = None,
-                     value: str = "delta") -> go.Figure:
+                     value: str = "delta", yrange: tuple | None = None) -> go.Figure:
     """The paper's presentation (seed 003, Figs. 4 and 8): per layer, the distribution over heads of `value`
-    as a violin with every head drawn as a point, plus the clean-model level (n_layers + 1 traces)."""
+    as a violin with every head drawn as a point, plus the clean-model level (n_layers + 1 traces); `yrange`
+    fixes the y axis (`shared_scale`)."""
     d = _metric(df, metric, mode)
     y, _, _, title = _values(d, value)
     n_layers = int(d["layer"].max()) + 1
@@ -102,19 +104,52 @@ def ablation_violins(df: pd.DataFrame, metric: str = "accuracy", mode: str | Non
                                 hovertemplate="layer %{x}, %{text}: %{y:.3f}<extra></extra>"))
     _clean_level(fig, d, value, (d["layer"].min() - 0.5, d["layer"].max() + 0.5))
     S.integer_axis(fig, d["layer"], "x", title_text="layer")
-    fig.update_yaxes(title_text=title)
+    fig.update_yaxes(title_text=title, range=list(yrange) if yrange is not None else None)
     return S.layout(fig, S.title_for(df, f"Head ablation: distribution over heads per layer ({metric})"))
 
 
-def deposit(df: pd.DataFrame) -> go.Figure:
-    """Top-head delta per layer as bars coloured by pattern (one trace per pattern present, with intervals),
-    and the concentration C_l (line, right axis), with its uniform level 1/H (patterns + 2 traces)."""
+def shared_scale(tables: list, metric: str = "accuracy", mode: str | None = None,
+                 view: str = "ablation_layers") -> dict:
+    """Keyword arguments that draw several runs' ablation figures on one scale (one colour, one height = one
+    effect size): {"ablation": {"zmax": largest |Δ| of all}, view: {"yrange": the span of all values and
+    intervals (and the clean levels), padded 5 %}, "deposit": {"yrange": 0 and the span of all Δ intervals}}
+    for the per-layer `view` (its default `value`)."""
+    import inspect
+
+    tables = [t for t in tables if t is not None and len(t)]
+    if not tables:
+        return {"ablation": {}, view: {}, "deposit": {}}
+    d = pd.concat([t[t["metric"] == metric] for t in tables], ignore_index=True)
+    zmax = float(np.nanmax(np.abs(d["delta"]))) if len(d) else 1.0
+    dep = {"yrange": (min(0.0, float(np.nanmin(d["ci_lo"]))), float(np.nanmax(d["ci_hi"])) * 1.08)} if len(d) else {}
+    value = inspect.signature(FIGURES[view]).parameters["value"].default
+    spans = []
+    for t in tables:
+        try:
+            m = _metric(t, metric, mode)
+        except ValueError:
+            continue
+        y, lo, hi, _ = _values(m, value)
+        spans += [np.nanmin(lo), np.nanmax(hi), np.nanmin(y), np.nanmax(y),
+                  float(m["clean"].mean()) if value == "ablated" else 0.0]
+    if not spans:
+        return {"ablation": {"zmax": zmax}, view: {}, "deposit": dep}
+    lo, hi = float(np.nanmin(spans)), float(np.nanmax(spans))
+    pad = 0.05 * (hi - lo if hi > lo else 1.0)
+    return {"ablation": {"zmax": zmax}, view: {"yrange": (lo - pad, hi + pad)}, "deposit": dep}
+
+
+def deposit(df: pd.DataFrame, yrange: tuple | None = None) -> go.Figure:
+    """Top-head delta per layer as bars coloured by pattern (one trace per pattern present, with intervals;
+    the top head named under its layer), and the concentration C_l (line, right axis), with its uniform level
+    1/H (patterns + 2 traces). Both axes put 0 at the same height, so 1/H reads against either. `yrange`: the
+    left axis's range (`shared_scale`), default the table's intervals and 0."""
     d = df.sort_values("layer")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for pattern, sub in d.groupby("pattern", sort=False):
         fig.add_trace(go.Bar(x=sub["layer"], y=sub["top_delta"], name=f"top head: {pattern}",
-                             marker_color=PATTERN_COLORS.get(pattern, "#9a9a9a"),
-                             text=[f"h{h}" for h in sub["top_head"]], textposition="outside",
+                             marker_color=PATTERN_COLORS.get(pattern, "#9a9a9a"), customdata=sub["top_head"],
+                             hovertemplate="layer %{x}, top head %{customdata}: Δ %{y:.3f}<extra></extra>",
                              error_y=dict(type="data", symmetric=False, array=sub["top_hi"] - sub["top_delta"],
                                           arrayminus=sub["top_delta"] - sub["top_lo"])), secondary_y=False)
     fig.add_trace(go.Scatter(x=d["layer"], y=d["concentration"], mode="lines+markers", name="concentration C_l",
@@ -123,10 +158,21 @@ def deposit(df: pd.DataFrame) -> go.Figure:
         S.add_baseline(fig, 1.0 / float(d["n_heads"].iloc[0]), "uniform heads", (d["layer"].min() - 0.5,
                        d["layer"].max() + 0.5), label=f"C_l if all heads equal (1/H = {1 / d['n_heads'].iloc[0]:.3g})",
                        row=1, col=1, secondary_y=True)
-    S.integer_axis(fig, d["layer"], "x", title_text="layer")
-    fig.update_yaxes(title_text="Δ of the top head", secondary_y=False)
-    fig.update_yaxes(title_text="C_l", range=[0, 1.05], tickmode="linear", tick0=0, dtick=0.2, secondary_y=True,
-                     showgrid=False)
+    layers = [int(v) for v in d["layer"]]
+    fig.update_xaxes(title_text="layer (its top head)", tickmode="array", tickvals=layers,
+                     ticktext=[f"{l}<br>h{int(h)}" for l, h in zip(layers, d["top_head"])])
+    if yrange is not None:
+        left_lo, left_hi = min(0.0, float(yrange[0])), max(float(yrange[1]), 1e-9)
+    else:
+        left_lo = min(0.0, float(np.nanmin(d["top_lo"]))) if len(d) else 0.0
+        left_hi = max(float(np.nanmax(d["top_hi"])) if len(d) else 1.0, 1e-9) * 1.08
+    zero = -left_lo / (left_hi - left_lo)          # height of 0 on the left axis, as a share of the panel
+    right_hi = 1.05
+    right_lo = -zero * right_hi / (1 - zero)       # the right axis puts its 0 at the same height
+    fig.update_yaxes(title_text="Δ of the top head", range=[left_lo, left_hi], secondary_y=False)
+    fig.update_yaxes(title_text="C_l", range=[right_lo, right_hi], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
+                     secondary_y=True, showgrid=False)
+    fig.update_layout(legend=dict(x=1.1, xanchor="left", y=1, yanchor="top"))  # right of the right axis title
     return S.layout(fig, S.title_for(df, "Deposit pattern"), barmode="group")
 
 

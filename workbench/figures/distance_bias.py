@@ -10,8 +10,10 @@ from workbench.figures import style as S
 
 def distance_bias(df: pd.DataFrame) -> go.Figure:
     """Histogram of S(near) − S(far) summed over heads, one bar trace per layer (overlaid, sequential
-    colours; the legend gives each layer's mean); the dashed line at 0 is no distance preference. A table of
-    several runs gets one panel per run (the layers' legend entries shared)."""
+    colours; the legend gives each layer's mean); the dashed line at 0 is no distance preference. The x axis
+    spans the central 99 % of the pairs (a few extreme heads would otherwise stretch it, all mass in one bin),
+    and a note says when the differences are beyond style.SANE_LOGIT. A table of several runs gets one panel
+    per run (the layers' legend entries shared)."""
     rids = list(dict.fromkeys(df["run_id"])) if "run_id" in df.columns else [None]
     labels = S.run_labels(df) if len(rids) > 1 else {}
     fig = make_subplots(rows=1, cols=len(rids), shared_yaxes=True, horizontal_spacing=0.06,
@@ -25,14 +27,22 @@ def distance_bias(df: pd.DataFrame) -> go.Figure:
             mean = sub.drop_duplicates("head")["mean_diff"].mean()
             fig.add_trace(go.Bar(x=(h["bin_lo"] + h["bin_hi"]) / 2, y=h["count"] / total,
                                  width=h["bin_hi"] - h["bin_lo"], opacity=0.55, legendgroup=f"layer {layer}",
-                                 name=f"layer {layer}" + ("" if len(rids) > 1 else f" (mean {mean:.2f})"),
+                                 name=f"layer {layer}" + ("" if len(rids) > 1 else f" (mean {S.num(mean)})"),
                                  marker_color=S.layer_color(layer, n_layers),
-                                 hovertemplate=f"layer {layer}, mean {mean:.2f}<br>"
-                                               "%{x:.2f}: %{y:.3f}<extra></extra>"),
+                                 hovertemplate=f"layer {layer}, mean {S.num(mean)}<br>"
+                                               "%{x:.3g}: %{y:.3f}<extra></extra>"),
                           row=1, col=c)
+        h = d.groupby(["bin_lo", "bin_hi"])["count"].sum().reset_index()
+        if len(h) and h["count"].sum() > 0:
+            lo, hi = S.robust_range(h["bin_lo"], h["count"], 0.99)
+            _, top = S.robust_range(h["bin_hi"], h["count"], 0.99)
+            lo, hi = min(lo, 0.0), max(top, hi, 0.0)
+            pad = 0.05 * (hi - lo if hi > lo else 1.0)
+            fig.update_xaxes(range=[lo - pad, hi + pad], row=1, col=c)
         fig.add_vline(x=0, line_dash="dash", line_color="gray", row=1, col=c)
         fig.update_xaxes(title_text="logit(near) − logit(far)", row=1, col=c)
     fig.update_yaxes(title_text="share of pairs", row=1, col=1)
+    S.range_note(fig, df["mean_diff"], S.SANE_LOGIT, "logit differences")
     return S.layout(fig, S.title_for(df, "Distance bias (dashed: no preference)"), barmode="overlay")
 
 

@@ -24,10 +24,18 @@ def add_accuracy_baselines(fig: go.Figure, d: pd.DataFrame, x: str, row: int, co
         S.add_baseline(fig, y, "length-only", xs, label="best length-only predictor", row=row, col=col)
 
 
+def is_length_split(split: str) -> bool:
+    """The splits that differ only in length (test, len1.25x, ...): drawn as one line over length. Others
+    (`shifted`: the trigger pair moved beyond the training length, as long as len2x) are points of their own."""
+    return split == "test" or str(split).startswith("len")
+
+
 def extrapolation(df: pd.DataFrame) -> go.Figure:
     """One column per task (tasks have different lengths), accuracy (top, with intervals) and loss (bottom)
-    vs the longest sequence of each split: 2 traces per run in the scheme's colour, plus chance and the
-    length-only predictor per task; the dashed vertical line is the task's training length."""
+    vs the longest sequence of each split: per run a line through its length splits in the scheme's colour
+    (runs of one scheme in a panel in lighter shades of it, each with its own legend entry) and its other
+    splits (shifted) as open diamonds not joined to the line (2 traces per run, 4 with such splits), plus
+    chance and the length-only predictor per task; the dashed vertical line is the task's training length."""
     d = df.copy()
     if "run_id" not in d.columns:
         d["run_id"] = "run"
@@ -40,28 +48,35 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
                         subplot_titles=[task_label(t) or "accuracy" for t in tasks] + [""] * len(tasks))
     for c, task in enumerate(tasks, 1):
         dt = d[d["task"].isna()] if task is None else d[d["task"] == task]
+        scheme_of = dt.drop_duplicates("run_id").set_index("run_id")["scheme"] if "scheme" in dt.columns else None
         for rid, sub in dt.groupby("run_id", sort=False):
             sub = sub.sort_values("max_len")
-            scheme = sub["scheme"].iloc[0] if "scheme" in sub.columns else None
+            scheme = scheme_of[rid] if scheme_of is not None else None
             name = labels.get(rid) or S.scheme_label(scheme)
-            color = S.scheme_color(scheme)
-            err = None
-            if "acc_lo" in sub.columns:
-                err = dict(type="data", symmetric=False, array=sub["acc_hi"] - sub["accuracy"],
-                           arrayminus=sub["accuracy"] - sub["acc_lo"], thickness=1)
-            fig.add_trace(go.Scatter(x=sub["max_len"], y=sub["accuracy"], mode="lines+markers", name=name,
-                                     legendgroup=str(rid), line=dict(color=color), text=sub["split"], error_y=err,
-                                     hovertemplate="%{text}: longest %{x}<br>accuracy %{y:.3f}<extra>" + name
-                                                   + "</extra>"), row=1, col=c)
-            fig.add_trace(go.Scatter(x=sub["max_len"], y=sub["loss"], mode="lines+markers", name=name,
-                                     legendgroup=str(rid), showlegend=False, line=dict(color=color, dash="dot"),
-                                     text=sub["split"], hovertemplate="%{text}: longest %{x}<br>loss %{y:.3f}<extra>"
-                                                                      + name + "</extra>"), row=2, col=c)
+            same = [r for r in dict.fromkeys(dt["run_id"]) if scheme_of is None or scheme_of[r] == scheme]
+            color = S.shade(S.scheme_color(scheme), same.index(rid), len(same))
+            on_line = sub["split"].map(is_length_split).to_numpy()
+            for part, mode, marker in ((sub[on_line], "lines+markers", {}),
+                                       (sub[~on_line], "markers", dict(symbol="diamond-open", size=10))):
+                if part.empty:
+                    continue
+                err = None
+                if "acc_lo" in part.columns:
+                    err = dict(type="data", symmetric=False, array=part["acc_hi"] - part["accuracy"],
+                               arrayminus=part["accuracy"] - part["acc_lo"], thickness=1)
+                first = mode == "lines+markers"
+                for r, y, extra in ((1, "accuracy", dict(error_y=err)), (2, "loss", {})):
+                    fig.add_trace(go.Scatter(
+                        x=part["max_len"], y=part[y], mode=mode, name=name, legendgroup=str(rid),
+                        showlegend=first and r == 1, line=dict(color=color, dash="solid" if r == 1 else "dot"),
+                        marker=dict(color=color, **marker), text=part["split"],
+                        hovertemplate="%{text}: longest %{x}<br>" + y + " %{y:.3f}<extra>" + name + "</extra>",
+                        **extra), row=r, col=c)
         add_accuracy_baselines(fig, dt, "max_len", 1, c)
         if "train_len" in dt.columns and len(dt):
             for r in (1, 2):
                 fig.add_vline(x=float(dt["train_len"].iloc[0]), line_dash="dash", line_color="gray", row=r, col=c)
-        fig.update_xaxes(title_text="longest sequence of the split (tokens)", row=2, col=c)
+        fig.update_xaxes(title_text="longest sequence of the split (tokens; ◇: shifted pair)", row=2, col=c)
         fig.update_yaxes(title_text="accuracy" if c == 1 else "", range=[0, 1.02], row=1, col=c)
         fig.update_yaxes(title_text="loss" if c == 1 else "", row=2, col=c)
     return S.layout(fig, S.title_for(df, "Length extrapolation (dashed vertical line: training length)"), height=560)

@@ -57,10 +57,13 @@ def patching(df: pd.DataFrame, positions: str = "all") -> go.Figure:
 
 
 def probes(df: pd.DataFrame) -> go.Figure:
-    """Left: position probe R² by layer with its shuffled control and length-only baseline (3 traces) and the
-    label probe on the pooled stream (1 trace). Right: label-probe selectivity per head (1 trace)."""
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12,
-                        subplot_titles=["by layer (layer −1: embedded input)", "label from each head's z: selectivity"])
+    """Top left: position probe R² by layer with its shuffled control and length-only baseline (3 traces).
+    Bottom left: the label probe's accuracy on the pooled stream by layer (1 trace): two quantities, two axes.
+    Right: label-probe selectivity per head (1 trace)."""
+    fig = make_subplots(rows=2, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12, vertical_spacing=0.16,
+                        specs=[[{}, {"rowspan": 2}], [{}, None]],
+                        subplot_titles=["position from the stream (layer −1: embedded input)",
+                                        "label from each head's z: selectivity", "label from the pooled stream"])
     pos = df[df["probe"] == "position"].sort_values("layer")
     if len(pos):
         err = dict(type="data", symmetric=False, array=pos["score_hi"] - pos["score"],
@@ -75,13 +78,14 @@ def probes(df: pd.DataFrame) -> go.Figure:
     if len(stream):
         fig.add_trace(go.Scatter(x=stream["layer"], y=stream["score"], mode="lines+markers",
                                  name="label, pooled stream (accuracy)", customdata=stream["selectivity"],
-                                 hovertemplate="layer %{x}: %{y:.3f} (selectivity %{customdata:+.3f})"), row=1, col=1)
+                                 hovertemplate="layer %{x}: %{y:.3f} (selectivity %{customdata:+.3f})"), row=2, col=1)
     heads = df[df["probe"] == "label_head"]
     if len(heads):
         _heatmap(fig, heads, "selectivity", "score_lo", "score_hi", title="selectivity", row=1, col=2)
-    fig.update_xaxes(title_text="layer", row=1, col=1)
-    style.integer_axis(fig, sorted(df.loc[df["probe"] != "label_head", "layer"].unique()), "x", row=1, col=1)
-    fig.update_yaxes(title_text="R² / accuracy", row=1, col=1)
+    for r, title in ((1, "R²"), (2, "accuracy")):
+        style.integer_axis(fig, sorted(df.loc[df["probe"] != "label_head", "layer"].unique()), "x", row=r, col=1)
+        fig.update_yaxes(title_text=title, row=r, col=1)
+    fig.update_xaxes(title_text="layer", row=2, col=1)
     fig.update_layout(legend=dict(orientation="h", x=0, y=-0.2, yanchor="top"))  # the right edge has the colour bar
     return _layout(fig, _title(df, "Linear probes (cross-validated, shuffled-label controls)"),
                    margin=dict(l=70, r=30, t=80, b=110))
@@ -89,7 +93,8 @@ def probes(df: pd.DataFrame) -> go.Figure:
 
 def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure:
     """Left: `measure` per head (t2_to_t1 on Task 1, else to_triggers; 1 trace). Right: mean attention weight vs
-    |i − j|, averaged over each layer's heads (one line per layer) plus the uniform reference (n_layers + 1)."""
+    |i − j|, averaged over each layer's heads (one line per layer) plus the uniform reference (n_layers + 1), on
+    a linear axis: weights that are zero (masked keys, underflow) sit at 0 instead of plunging down a log axis."""
     measures = set(df["measure"])
     measure = measure or ("t2_to_t1" if "t2_to_t1" in measures else "to_triggers")
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.22,
@@ -105,7 +110,7 @@ def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure
     uni = dist.groupby("distance")["uniform"].mean()
     style.add_baseline(fig, list(uni.values), "uniform attention", uni.index, label="uniform attention", row=1, col=2)
     fig.update_xaxes(title_text="|i − j|", row=1, col=2)
-    fig.update_yaxes(title_text="mean weight", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="mean weight", rangemode="tozero", row=1, col=2)
     return _layout(fig, _title(df, "Trigger attention"))
 
 
@@ -153,26 +158,41 @@ CARD_MEASURES = [("zero_delta", "zero_lo", "zero_hi"), ("mean_delta", None, None
                  ("resample_delta", "resample_lo", "resample_hi"), ("patch_effect", "patch_lo", "patch_hi"),
                  ("patch_trigger", None, None), ("patch_non_trigger", None, None), ("probe_selectivity", None, None),
                  ("dla", "dla_lo", "dla_hi"), ("t2_to_t1", None, None), ("to_triggers", None, None)]
+LOGIT_MEASURES = {"dla"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
 
 
 def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:
-    """One head's measures from the head summary as bars with their intervals (1 trace)."""
+    """One head's measures from the head summary as bars with their intervals: those on a unit scale (Δ
+    accuracy, normalised patching effect, selectivity, attention weight; 1 trace) and its direct effect in
+    logits on its own axis below (1 trace), so neither scale hides the other."""
     row = df[(df["layer"] == layer) & (df["head"] == head)]
     if row.empty:
         raise ValueError(f"no head (layer {layer}, head {head}) in the head summary")
     r = row.iloc[0]
-    names, vals, up, down = [], [], [], []
+    groups = {"unit": ([], [], [], []), "logits": ([], [], [], [])}
     for col, lo, hi in CARD_MEASURES:
         if col not in r or pd.isna(r[col]):
             continue
+        names, vals, up, down = groups["logits" if col in LOGIT_MEASURES else "unit"]
         names.append(SUMMARY_MEASURES.get(col, col.replace("_", " ")))
         vals.append(r[col])
         has = lo in r and hi in r and pd.notna(r.get(lo)) and pd.notna(r.get(hi))
         up.append(r[hi] - r[col] if has else 0.0)
         down.append(r[col] - r[lo] if has else 0.0)
-    fig = go.Figure(go.Bar(x=vals, y=names, orientation="h", name=f"L{layer}.H{head}",
-                           error_x=dict(type="data", symmetric=False, array=up, arrayminus=down)))
-    fig.update_yaxes(autorange="reversed")
+    n_unit, n_logit = max(len(groups["unit"][0]), 1), len(groups["logits"][0])
+    fig = make_subplots(rows=2 if n_logit else 1, cols=1, vertical_spacing=0.3 if n_logit else 0.1,
+                        row_heights=[n_unit / (n_unit + n_logit + 1), (n_logit + 1) / (n_unit + n_logit + 1)]
+                        if n_logit else None)
+    for r_, (key, xtitle) in enumerate((("unit", "Δ accuracy, normalised effect, selectivity, attention weight"),
+                                        ("logits", "logits")), 1):
+        names, vals, up, down = groups[key]
+        if not names:
+            continue
+        fig.add_trace(go.Bar(x=vals, y=names, orientation="h", name=f"L{layer}.H{head} ({key})", showlegend=False,
+                             marker_color="#636efa" if key == "unit" else "#2b2f8f",
+                             error_x=dict(type="data", symmetric=False, array=up, arrayminus=down)), row=r_, col=1)
+        fig.update_yaxes(autorange="reversed", row=r_, col=1)
+        fig.update_xaxes(title_text=xtitle, zeroline=True, row=r_, col=1)
     verdict = "deposit head" if r["deposit_head"] else "not a deposit head"
     paper = "deposit" if r["paper_deposit"] else "no deposit"
     return _layout(fig, f"Layer {layer}, head {head}: {verdict} (votes: {r['methods'] or 'none'})"

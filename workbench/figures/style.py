@@ -38,6 +38,8 @@ BASELINE_DASH = {"chance": "dot", "length-only": "dashdot", "uniform angles": "d
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Viridis"
 MAX_CELL_TEXT = 120      # write values into heatmap cells up to this many cells
+SMALL_GRID = 24          # a heatmap of up to this many cells writes every value; a larger one ...
+LABEL_SHARE = 0.15       # ... only those at least this share of the colour scale away from its reference
 
 
 def scheme_color(scheme: str | None) -> str:
@@ -86,8 +88,8 @@ def title_for(df: pd.DataFrame, what: str) -> str:
 
 
 def run_labels(df: pd.DataFrame, key: str = "run_id") -> dict:
-    """Label per run in a table of several runs: the scheme, plus the task when the table mixes tasks, plus
-    the seed (or the run id) when two runs would otherwise share a label."""
+    """Label per run in a table of several runs: the scheme, plus the task when the table mixes tasks; while two
+    runs share a label, their setting, variant, seed and at last the run id are added (every run gets its own)."""
     if key not in df.columns:
         return {}
     meta = df.drop_duplicates(key).set_index(key)
@@ -98,11 +100,15 @@ def run_labels(df: pd.DataFrame, key: str = "run_id") -> dict:
         if mixed_tasks:
             bits.append(task_label(row.get("task")))
         labels[rid] = ", ".join(b for b in bits if b)
-    counts = pd.Series(labels).value_counts()
-    for rid, row in meta.iterrows():
-        if counts[labels[rid]] > 1:
-            seed = row.get("seed") if "seed" in meta.columns else None
-            labels[rid] += f", seed {int(seed)}" if seed is not None and not pd.isna(seed) else f" ({rid})"
+    for extra in ("setting", "variant", "seed", "run_id"):  # disambiguate until every run has its own label
+        counts = pd.Series(labels).value_counts()
+        for rid, row in meta.iterrows():
+            if counts[labels[rid]] > 1:
+                v = rid if extra == "run_id" else (row.get(extra) if extra in meta.columns else None)
+                if v is None or (not isinstance(v, str) and pd.isna(v)):
+                    continue
+                labels[rid] += (f", seed {int(v)}" if extra == "seed" else f" ({v})" if extra == "run_id"
+                                else f", {v}")
     return labels
 
 
@@ -177,20 +183,51 @@ def heatmap(z: pd.DataFrame, *, colorbar_title: str, fig: go.Figure | None = Non
         zmin, zmax = (-vmax if zmin is None else zmin), (vmax if zmax is None else zmax)
     elif finite.size and zmin is None and zmax is None and finite.min() == finite.max():
         zmin, zmax = float(finite.min()) - 0.5, float(finite.max()) + 0.5  # one value: still a readable scale
+    hover = hover or "%{y}, %{x}: %{z:" + fmt + "}<extra></extra>"
     kw = dict(z=vals, x=list(z.columns), y=list(z.index), zmin=zmin, zmax=zmax, showscale=showscale,
-              colorscale=colorscale or (DIVERGING if diverging else SEQUENTIAL), name=name,
-              hovertemplate=hover or "%{y}, %{x}: %{z:" + fmt + "}<extra></extra>")
+              colorscale=colorscale or (DIVERGING if diverging else SEQUENTIAL), name=name)
     if diverging:
         kw["zmid"] = 0.0
-    if text is not None:
-        kw["text"] = text
+    if text is not None:  # the caller's per-cell text (e.g. intervals) goes to the hover as customdata
+        kw["customdata"] = text
+        hover = hover.replace("%{text}", "%{customdata}")
+    kw["hovertemplate"] = hover
     if cell_text and vals.size <= MAX_CELL_TEXT:
-        kw["texttemplate"] = "%{z:" + fmt + "}"
+        kw["text"] = cell_labels(vals, fmt, 0.0 if diverging else None, zmin, zmax)
+        kw["texttemplate"] = "%{text}"
         kw["textfont"] = dict(size=11)
     if showscale:
         ticks = dict(dtick=1) if fmt == "d" and finite.size and np.ptp(finite) <= 12 else {}  # counts: whole ticks
         kw["colorbar"] = colorbar(fig if fig is not None else go.Figure(), colorbar_title, row, col, **ticks)
     return go.Heatmap(**kw)
+
+
+def _format(v: float, fmt: str) -> str:
+    """A value as the d3 format `fmt` (d, .2f, .3f) writes it, with the typographic minus plotly uses."""
+    text = f"{int(round(v))}" if fmt == "d" else format(v, fmt.lstrip("%"))
+    return text.replace("-", "−")
+
+
+def cell_labels(vals: np.ndarray, fmt: str, ref=None, zmin=None, zmax=None) -> list:
+    """The text written into heatmap cells. A small grid (up to SMALL_GRID cells) writes every value; a larger
+    one only the cells that stand out: at least LABEL_SHARE of the colour scale's span away from `ref` (0 on a
+    diverging scale; None: the grid's median) and not printing as zero. The rest stay blank (the hover has every
+    value): a grid of "0.00" and "0.12" writes nothing."""
+    finite = vals[np.isfinite(vals)]
+    if vals.size <= SMALL_GRID or not finite.size:
+        return [[_format(v, fmt) if np.isfinite(v) else "" for v in row] for row in vals]
+    lo = float(finite.min()) if zmin is None else float(zmin)
+    hi = float(finite.max()) if zmax is None else float(zmax)
+    ref = float(np.median(finite)) if ref is None else float(ref)
+    cut = LABEL_SHARE * (hi - lo)
+
+    def label(v):
+        if not np.isfinite(v) or abs(v - ref) < cut:
+            return ""
+        text = _format(v, fmt)
+        return "" if float(text.replace("−", "-")) == 0 else text
+
+    return [[label(v) for v in row] for row in vals]
 
 
 def category_axes(fig: go.Figure, z: pd.DataFrame, x_title: str, y_title: str, row=None, col=None,
@@ -205,6 +242,52 @@ def category_axes(fig: go.Figure, z: pd.DataFrame, x_title: str, y_title: str, r
         upd(title_text=title, showgrid=False, row=row, col=col)
     if reverse_y:
         fig.update_yaxes(autorange="reversed", row=row, col=col)
+
+
+# ---- scales ------------------------------------------------------------------------------------
+SANE_LOGIT = 1e3         # |attention logit| beyond this: far outside what a softmax can use (weights one-hot)
+LOG_FLOOR = 1e-6         # a log axis shows no value below this: smaller ones are masked (zero by construction)
+
+
+def num(v: float) -> str:
+    """A value for a legend or note: 3 significant digits (-144627.88 -> -1.45e+05, 0.0123 -> 0.0123)."""
+    return "nan" if v is None or not np.isfinite(v) else f"{v:.3g}".replace("-", "−")
+
+
+def range_note(fig: go.Figure, values, limit: float, what: str) -> bool:
+    """Say in the figure (a note under the title) when |values| exceed `limit`, the sensible range of `what`;
+    True when it did."""
+    vals = np.asarray(values, float)
+    vals = vals[np.isfinite(vals)]
+    if not vals.size or np.abs(vals).max() <= limit:
+        return False
+    fig.add_annotation(text=f"⚠ {what} reach {num(float(np.abs(vals).max()))}, outside the sensible range "
+                            f"±{num(limit)}: read shapes, not sizes", xref="paper", yref="paper", x=0, y=1.0,
+                       xanchor="left", yanchor="bottom", yshift=22, showarrow=False, name="range note",
+                       font=dict(size=12, color="#b35900"))
+    return True
+
+
+def robust_range(values, weights=None, share: float = 0.99) -> tuple[float, float]:
+    """The central `share` of the (weighted) values: an axis range that a few extreme values cannot stretch."""
+    v = np.asarray(values, float)
+    w = np.ones_like(v) if weights is None else np.asarray(weights, float)
+    ok = np.isfinite(v) & (w > 0)
+    v, w = v[ok], w[ok]
+    if not v.size:
+        return (0.0, 1.0)
+    order = np.argsort(v)
+    v, c = v[order], np.cumsum(w[order]) / w.sum()
+    tail = (1 - share) / 2
+    return float(v[min(np.searchsorted(c, tail), len(v) - 1)]), float(v[min(np.searchsorted(c, 1 - tail), len(v) - 1)])
+
+
+def log_safe(values, floor: float = LOG_FLOOR) -> np.ndarray:
+    """Values for a log axis: those below `floor` (zeros by construction, underflow) become NaN, a gap in the
+    line rather than a plunge to 1e-30."""
+    v = np.asarray(values, float).copy()
+    v[~(v >= floor)] = np.nan
+    return v
 
 
 # ---- baselines ---------------------------------------------------------------------------------

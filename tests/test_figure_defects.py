@@ -1,0 +1,261 @@
+"""The figure defects of issue 25 ("Page defects") and issue 22 item 4, each on a made-up table: two runs share
+one ablation scale; the deposit figure's axes share their zero; Table 1's bars sit on their labels, one-seed
+bars look different and chance / length-only are drawn; heatmaps write only the cells that matter; the head
+card gives logits their own axis; no log axis shows values that are zero by construction; spectral and
+distance-bias figures stay readable (and say so) when logits are in the millions; extrapolation entries are
+unique per run and the shifted split is not joined to the length line."""
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from workbench.figures import FIGURES
+from workbench.figures import style as S
+
+from test_analysis import delta_table
+
+
+def axis_of(fig, trace, axis="y"):
+    ref = getattr(trace, f"{axis}axis") or axis
+    return fig.layout[f"{axis}axis{ref[1:]}"]
+
+
+def log_values_below_floor(fig) -> list:
+    """(trace name, smallest value) of traces drawn on a log y axis with a value below style.LOG_FLOOR."""
+    bad = []
+    for tr in fig.data:
+        if getattr(tr, "y", None) is None or axis_of(fig, tr).type != "log":
+            continue
+        y = np.asarray([np.nan if v is None else v for v in tr.y], float)
+        if (y[np.isfinite(y)] < S.LOG_FLOOR).any():
+            bad.append((tr.name, float(np.nanmin(y))))
+    return bad
+
+
+# ---- ablation atlas ----------------------------------------------------------------------------------------
+def test_two_runs_share_one_colour_scale_and_y_range():
+    """Run A's effects are at most 0.04, run B's 0.2: drawn on one scale, one colour is one effect size."""
+    from workbench.figures.ablation import shared_scale
+
+    a = delta_table([[0.04, 0.0, 0.01, 0.0], [0.0, 0.02, 0.0, 0.0]]).assign(clean=0.9)
+    b = delta_table([[0.2, 0.0, 0.0, 0.0], [0.0, 0.0, 0.05, 0.0]]).assign(clean=0.8)
+    scale = shared_scale([a, b], "accuracy", None, "ablation_layers")
+    hms = [FIGURES["ablation"](t, **scale["ablation"]).data[0] for t in (a, b)]
+    assert hms[0].zmax == hms[1].zmax == pytest.approx(0.2) and hms[0].zmin == hms[1].zmin == pytest.approx(-0.2)
+    for view in ("ablation_layers", "ablation_violins"):
+        sc = shared_scale([a, b], "accuracy", None, view)
+        ranges = [tuple(FIGURES[view](t, **sc[view]).layout.yaxis.range) for t in (a, b)]
+        assert ranges[0] == ranges[1], view
+        lo, hi = ranges[0]
+        values = [(t["clean"] - t["delta"]) if view == "ablation_layers" else t["delta"] for t in (a, b)]
+        assert lo <= min(v.min() for v in values) and hi >= max(v.max() for v in values)
+    from workbench.analysis import deposit
+
+    deps = [FIGURES["deposit"](deposit.compute(t), **scale["deposit"]) for t in (a, b)]
+    assert deps[0].layout.yaxis.range == deps[1].layout.yaxis.range and deps[0].layout.yaxis.range[1] >= 0.21
+    assert shared_scale([a, None], "accuracy")["ablation"]["zmax"] == pytest.approx(0.04)  # run B not picked yet
+
+
+def test_deposit_axes_share_their_zero_and_labels_leave_the_bars_free():
+    """A negative interval used to push the left axis's 0 above the right one's, so 1/H (0.25) sat below 0."""
+    dep = pd.DataFrame({"layer": [0, 1, 2], "pattern": ["single-head", "none", "average"], "n_heads": 4,
+                        "top_head": [3, 0, 1], "top_delta": [0.3, 0.01, 0.1], "top_lo": [0.25, -0.08, 0.05],
+                        "top_hi": [0.35, 0.1, 0.15], "concentration": [0.9, 0.3, 0.5]})
+    fig = FIGURES["deposit"](dep)
+    (l0, l1), (r0, r1) = fig.layout.yaxis.range, fig.layout.yaxis2.range
+    assert -l0 / (l1 - l0) == pytest.approx(-r0 / (r1 - r0))  # 0 at the same height on both axes
+    assert l0 <= -0.08 and l1 >= 0.35
+    uniform = next(t for t in fig.data if S.is_baseline(t))
+    assert uniform.yaxis == "y2" and min(uniform.y) > 0
+    assert all(t.text is None for t in fig.data if isinstance(t, go.Bar)), "no head label over an error bar"
+    assert list(fig.layout.xaxis.ticktext) == ["0<br>h3", "1<br>h0", "2<br>h1"]
+    assert fig.layout.legend.x > 1.05, "the legend stands right of the C_l axis title"
+
+
+# ---- Table 1 -----------------------------------------------------------------------------------------------
+def t1_table():
+    rows = []
+    for setting, schemes in (("paper", ("mla", "rope", "nope")), ("authors", ("rope", "nope")),
+                             ("authors-mla", ("mla",)), ("encoder", ("mla", "nope"))):
+        for task in ("trigger-distance", "trigger-count"):
+            for scheme in schemes:
+                n = 1 if setting == "encoder" else 3
+                rows.append({"setting": setting, "scheme": scheme, "task": task, "paper": 0.9, "mean": 0.8,
+                             "lo": np.nan if n == 1 else 0.7, "hi": np.nan if n == 1 else 0.9, "n_seeds": n,
+                             "seeds": "0.8", "runs": ["r"], "chance": 1 / 26,
+                             "length_only": 0.2 if task == "trigger-distance" else 0.04})
+    return pd.DataFrame(rows)
+
+
+def test_table1_bars_sit_on_their_labels_and_one_seed_bars_are_marked():
+    df = t1_table()
+    fig = FIGURES["table1"](df)
+    for ax in ("x", "x2"):
+        bars = [t for t in fig.data if isinstance(t, go.Bar) and (t.xaxis or "x") == ax and t.x[0] is not None]
+        layout_ax = fig.layout["xaxis" if ax == "x" else "xaxis2"]
+        assert layout_ax.tickangle == 0, "no panel rotates its labels"
+        xs = pd.DataFrame([(x, s) for t in bars for x, s in zip(t.x, t.customdata[:, 0])], columns=["x", "label"])
+        for tick, label in zip(layout_ax.tickvals, layout_ax.ticktext):
+            group = xs[xs["label"].str.replace(" ", "") == label.replace("<br>", "").replace(" ", "")]["x"]
+            assert len(group) and group.mean() == pytest.approx(tick), f"bars of {label!r} drift off their label"
+        for t in bars:  # one seed: hatched, no interval; more: plain with one
+            n = t.customdata[:, 1].astype(int)
+            assert [s == S_PATTERN for s in t.marker.pattern.shape] == list(n == 1)
+            err = np.asarray([np.nan if v is None else v for v in t.error_y.array], float)
+            assert np.isnan(err[n == 1]).all() and np.isfinite(err[n > 1]).all()
+    kinds = [t.meta["baseline"] for t in fig.data if S.is_baseline(t)]
+    assert kinds.count("chance") == 2 and kinds.count("length-only") == 1, "Task 2's length-only is chance"
+    assert any(t.name.startswith("hatched") for t in fig.data)
+
+
+S_PATTERN = "/"
+
+
+# ---- heatmaps ----------------------------------------------------------------------------------------------
+def test_heatmaps_write_only_the_cells_that_matter():
+    z = pd.DataFrame(np.zeros((6, 16)), index=range(6), columns=range(16))
+    z.iloc[:, :] = np.random.default_rng(0).normal(0, 0.001, z.shape)
+    z.iloc[3, 12], z.iloc[4, 6] = 0.063, 0.065
+    text = S.heatmap(z, colorbar_title="Δ", diverging=True).text
+    written = {(i, j): v for i, row in enumerate(text) for j, v in enumerate(row) if v}
+    assert written == {(3, 12): "0.063", (4, 6): "0.065"}
+    zeros = S.heatmap(z * 0, colorbar_title="Δ", diverging=True).text
+    assert not any(v for row in zeros for v in row), "a grid of zeros writes no '0.00'"
+    small = S.heatmap(pd.DataFrame([[0.0, 0.5]]), colorbar_title="acc").text
+    assert [list(r) for r in small] == [["0.00", "0.50"]], "a small grid writes every value"
+    hm = S.heatmap(z, colorbar_title="Δ", diverging=True, text=[["[a, b]"] * 16] * 6,
+                   hover="%{z:.3f} %{text}<extra></extra>")
+    assert hm.customdata[0][0] == "[a, b]" and "%{customdata}" in hm.hovertemplate, "intervals stay in the hover"
+
+
+# ---- heads -------------------------------------------------------------------------------------------------
+def test_head_card_gives_logits_their_own_axis():
+    row = {"layer": 0, "head": 0, "zero_delta": 0.01, "zero_lo": 0.0, "zero_hi": 0.02, "patch_effect": 0.05,
+           "probe_selectivity": 0.1, "t2_to_t1": 0.3, "dla": 106.0, "dla_lo": 104.0, "dla_hi": 108.0,
+           "deposit_head": False, "paper_deposit": False, "methods": "dla"}
+    fig = FIGURES["head_card"](pd.DataFrame([row]))
+    unit, logits = fig.data
+    assert max(abs(v) for v in unit.x) <= 1 and list(logits.x) == [106.0]
+    assert unit.xaxis != logits.xaxis and "logits" in fig.layout.xaxis2.title.text
+    assert "logit" not in fig.layout.xaxis.title.text
+
+
+def test_probe_axes_hold_one_quantity_each():
+    rows = [{"probe": "position", "layer": l, "score": 0.9, "score_lo": 0.8, "score_hi": 1.0, "control": 0.0,
+             "baseline": 0.2, "selectivity": np.nan} for l in (-1, 0, 1)]
+    rows += [{"probe": "label_stream", "layer": l, "score": 0.6, "score_lo": 0.5, "score_hi": 0.7, "control": 0.1,
+              "baseline": 0.1, "selectivity": 0.5} for l in (0, 1)]
+    fig = FIGURES["probes"](pd.DataFrame(rows))
+    titles = {axis_of(fig, t).title.text for t in fig.data if t.name and t.name.startswith(("position R²", "label"))}
+    assert titles == {"R²", "accuracy"}
+    assert all("/" not in (fig.layout[a].title.text or "") for a in fig.layout if a.startswith("yaxis"))
+
+
+def test_trigger_attention_draws_no_log_axis_over_zero_weights():
+    """Weights that are exactly 0 at some distances (masked keys) used to plunge to 1e-30 on a log axis."""
+    rows = [{"layer": l, "head": h, "measure": "t2_to_t1", "distance": np.nan, "value": 0.5, "ci_lo": 0.4,
+             "ci_hi": 0.6, "uniform": 0.1} for l in range(2) for h in range(2)]
+    rows += [{"layer": l, "head": h, "measure": "by_distance", "distance": d, "value": 0.0 if d > 6 else 0.1,
+              "ci_lo": np.nan, "ci_hi": np.nan, "uniform": 0.1} for l in range(2) for h in range(2) for d in range(9)]
+    fig = FIGURES["trigger_attention"](pd.DataFrame(rows))
+    assert not log_values_below_floor(fig)
+    assert fig.layout.yaxis2.type != "log"
+
+
+# ---- spectral and distance bias ----------------------------------------------------------------------------
+def spectral_table(scale):
+    """Two layers x two heads; layer 1's logits `scale` times layer 0's (a U-shaped profile in both)."""
+    rows = []
+    for layer, k in ((0, 1.0), (1, scale)):
+        for head in range(2):
+            for off in range(-5, 6):
+                rows.append({"layer": layer, "head": head, "offset": off, "mean_logit": k * (off ** 2 + 3.0),
+                             "explained_var": 0.5, "eig_min": -1.0, "eig_max": k, "cond": 2.0,
+                             "eig_range": 0.0 if head == 1 else k + 1})
+    return pd.DataFrame(rows)
+
+
+def test_spectral_figures_show_structure_when_logits_are_in_the_millions():
+    wild = spectral_table(2e6)
+    fig = FIGURES["spectral"](wild)
+    lines = [t for t in fig.data if t.type == "scatter"]
+    for t in lines:  # each layer on its own scale: the small layer is not flattened to a line at 0
+        y = np.asarray(t.y, float)
+        assert np.abs(y).max() == pytest.approx(1.0) and y.std() > 0.2, t.name
+        assert "×" in t.name
+    assert any("outside the sensible range" in a.text for a in fig.layout.annotations)
+    eig = FIGURES["spectral_eigen"](wild)
+    assert eig.layout.yaxis.type == "log" and not log_values_below_floor(eig)
+    assert any("outside the sensible range" in a.text for a in eig.layout.annotations)
+    tame = FIGURES["spectral"](spectral_table(2.0))
+    assert not any("outside" in (a.text or "") for a in tame.layout.annotations)
+    assert all("×" not in t.name for t in tame.data if t.type == "scatter"), "similar layers keep their units"
+
+
+def test_distance_bias_axis_and_legend_stay_readable():
+    edges = np.linspace(-6e7, 6e7, 41)
+    rows = []
+    for layer in range(2):
+        for head in range(2):
+            counts = np.zeros(40, int)
+            counts[20] = 990
+            counts[0] = 1  # one extreme pair stretches the bins to -60 M
+            for lo, hi, c in zip(edges[:-1], edges[1:], counts):
+                rows.append({"layer": layer, "head": head, "bin_lo": lo, "bin_hi": hi, "count": c,
+                             "mean_diff": -144627.88 * (layer + 1), "run_id": "r", "scheme": "mla",
+                             "task": "trigger-distance"})
+    fig = FIGURES["distance_bias"](pd.DataFrame(rows))
+    names = [t.name for t in fig.data]
+    assert not any(re.search(r"\d\.\d{3,}", n) or re.search(r"\d{4,}", n) for n in names), names
+    lo, hi = fig.layout.xaxis.range
+    assert hi - lo < 0.5 * (edges[-1] - edges[0]), "the axis is not stretched by one extreme pair"
+    assert any("outside the sensible range" in a.text for a in fig.layout.annotations)
+
+
+# ---- extrapolation -----------------------------------------------------------------------------------------
+def extrap_rows(rid, acc):
+    return [{"run_id": rid, "scheme": "mla", "task": "trigger-distance", "seed": 42, "split": s, "max_len": m,
+             "accuracy": a, "loss": 1 - a, "acc_lo": a - 0.01, "acc_hi": a + 0.01, "train_len": 48,
+             "chance": 1 / 26, "length_only": 0.2}
+            for s, m, a in (("test", 41, acc), ("len1.25x", 60, acc * 0.8), ("len2x", 96, acc * 0.5),
+                            ("shifted", 96, acc * 0.4))]
+
+
+def test_extrapolation_tells_runs_apart_and_does_not_join_shifted_to_the_length_line():
+    df = pd.DataFrame(extrap_rows("t1-mla-repro-s42-aaa", 1.0) + extrap_rows("t1-mla-encoder-repro-s42-bbb", 0.17))
+    fig = FIGURES["extrapolation"](df)
+    shown = [t for t in fig.data if t.showlegend is not False and not S.is_baseline(t)]
+    assert len(shown) == 2 and len({t.name for t in shown}) == 2, [t.name for t in shown]
+    assert len({t.line.color for t in shown}) == 2, "two runs of one scheme get two shades"
+    for t in fig.data:
+        if S.is_baseline(t) or t.mode is None or "lines" not in t.mode:
+            continue
+        assert len(set(t.x)) == len(t.x), f"{t.name}: a line through two splits at one x"
+    shifted = [t for t in fig.data if t.mode == "markers" and "shifted" in list(t.text)]
+    assert len(shifted) == 4  # per run, accuracy and loss
+
+
+def test_run_labels_are_unique_even_for_runs_of_one_scheme_task_and_seed():
+    df = pd.DataFrame({"run_id": ["a", "b", "c"], "scheme": "mla", "task": "trigger-distance", "seed": [42, 42, 43]})
+    labels = S.run_labels(df)
+    assert len(set(labels.values())) == 3 and labels["c"] == "MLA, seed 43"
+    with_variant = S.run_labels(df.assign(variant=["mla", "mla-encoder", "mla"]))
+    assert with_variant["b"] == "MLA, mla-encoder" and len(set(with_variant.values())) == 3
+
+
+def test_table1_levels_come_from_the_runs():
+    """claims.table1: each row's chance and length-only levels are the mean over its runs' run-table levels (read
+    from each run's dataset by claims.run_table); NaN where no run has them (the figure then draws no mark)."""
+    from workbench.analysis.claims import table1
+
+    rows = [{"run_id": rid, "setting": "paper", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
+             "seed": seed, "test_acc": 0.9, "status": "learned", "n_test": 100, "chance": 0.25, "length_only": lo}
+            for rid, seed, lo in (("a", 42, 0.2), ("b", 43, 0.4))]
+    rows.append({"run_id": "c", "setting": "authors-mla", "variant": "mla", "scheme": "mla", "task": "trigger-distance",
+                 "seed": 42, "test_acc": 0.9, "status": "learned", "n_test": 100, "chance": np.nan,
+                 "length_only": np.nan})
+    out = table1(pd.DataFrame(rows)).set_index("setting")
+    assert out.loc["paper", "chance"] == 0.25 and out.loc["paper", "length_only"] == pytest.approx(0.3)
+    assert np.isnan(out.loc["authors-mla", "chance"]) and np.isnan(out.loc["authors-mla", "length_only"])
