@@ -21,9 +21,12 @@ def _shipped():
 
 
 def _tables(store):
-    from workbench.analysis.claims import claims, run_table, table1
+    """The base preset's runs (`claims.base_preset`: repro; the scale ladder's rungs are compared in COMPARISON.md,
+    never averaged in), Table 1 and the claims."""
+    from workbench.analysis.claims import base_preset, claims, run_table, table1
 
     runs = run_table(store)
+    runs = runs[runs.preset == base_preset(runs)]
     return runs, table1(runs), claims(store, runs)
 
 

@@ -58,6 +58,18 @@ def setting_of(config: dict[str, Any]) -> str:
     return (config.get("model") or {}).get("arch", "paper")
 
 
+BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
+
+
+def base_preset(runs: pd.DataFrame) -> str:
+    """The preset whose runs make the main tables (Table 1, the claims): `repro` when the runs have any, else
+    their most common preset (a store of `smoke` or `cpu` runs gets a comparison of those)."""
+    presets = runs.preset.dropna() if "preset" in runs else pd.Series([], dtype=object)
+    if (presets == BASE).any() or presets.empty:
+        return BASE
+    return str(presets.value_counts().index[0])
+
+
 def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy

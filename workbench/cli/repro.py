@@ -99,8 +99,8 @@ def compare_cmd(
                                           "needs chromium) and show it in the --readme block"),
 ) -> None:
     """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
-    from workbench.analysis.claims import run_table, table1
-    from workbench.report.comparison import base_preset, pending_points, readme_block, replace_block, write_comparison
+    from workbench.analysis.claims import base_preset, run_table, table1
+    from workbench.report.comparison import pending_points, readme_block, replace_block, write_comparison
     from workbench.store import RunStore, atomic_write_text
 
     store = RunStore(results, readonly=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, claims,
-                                       decodable_layers, holds_across_scale, ladder, ladder_table1, one_setting,
+from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, claims,
+                                       decodable_layers, base_preset, holds_across_scale, ladder, ladder_table1, one_setting,
                                        partial_rope_pairs, run_table, scheme_overview, table1, thresholds_table,
                                        verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
@@ -24,7 +24,6 @@ from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 
 VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**"}
-BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
 
 
 def _mark(verdict: str) -> str:
@@ -36,15 +35,6 @@ def _ladder_rungs(base: str = BASE) -> tuple[str, ...]:
     from workbench.train.presets import LADDER
 
     return (base,) + tuple(p for p in LADDER if p != base)
-
-
-def base_preset(runs: pd.DataFrame) -> str:
-    """The preset whose runs make the main tables: `repro` when the store has any, else its most common preset
-    (a store of `smoke` or `cpu` runs gets a comparison of those)."""
-    presets = runs.preset.dropna()
-    if (presets == BASE).any() or presets.empty:
-        return BASE
-    return str(presets.value_counts().index[0])
 
 
 def _pct(x: float) -> str:
