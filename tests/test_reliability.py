@@ -36,8 +36,9 @@ def _damage(folder: Path, what: str) -> None:
         (folder / "config.json").write_text("[]")
     elif what == "garbage metrics":
         (folder / "metrics.jsonl").write_bytes(b"\x00garbage{{{\n")
-    elif what == "truncated parquet":
-        p = next((folder / "tables").glob("deposit*.parquet"))
+    elif what == "truncated parquet":  # the bundle of a shipped run, or one table file
+        p = folder / "tables.parquet" if (folder / "tables.parquet").exists() else \
+            next((folder / "tables").glob("deposit*.parquet"))
         p.write_bytes(p.read_bytes()[:100])
     else:
         raise AssertionError(what)
@@ -94,3 +95,109 @@ def test_compare_lists_a_damaged_run_and_computes_from_the_rest(fault, tmp_path)
     assert f"`{ROPE_T1[0]}`" in section and "computed from the other" in section
     assert str(tmp_path) not in text
     assert "100.00 [100.00, 100.00] (2 seeds)" in text  # Table 1: RoPE, Task 1, PE-Lab settings
+
+
+# ---- ship / verify -------------------------------------------------------------------------------------------
+def _own_finished_run(tmp_path: Path) -> tuple[Path, str]:
+    """A finished run in a user's store, with (stand-in) weights and checkpoint, analysed after its last epoch."""
+    root = _copy(tmp_path, ROPE_T1[:1])
+    rid = ROPE_T1[0]
+    for name in ("model.safetensors", "optim.safetensors", "state.json"):
+        (root / rid / name).write_bytes(b"{}")
+    (root / rid / "tables").mkdir(exist_ok=True)
+    (root / rid / "tables" / "late.parquet").write_bytes(b"")  # newer than run.json: not shipped yet
+    return root, rid
+
+
+@pytest.mark.parametrize("to", [".", "sub/results"])
+def test_ship_refuses_a_destination_in_its_own_store(to, tmp_path):
+    """Shipping into the run store (or a folder inside it) would replace the run folder: weights gone."""
+    from workbench.cli import app
+
+    root, rid = _own_finished_run(tmp_path)
+    res = CliRunner().invoke(app, ["ship", rid, "--root", str(root), "--to", str(root / to), "--no-analyze"])
+    assert res.exit_code == 2 and "cannot ship into" in res.output
+    assert {"model.safetensors", "optim.safetensors", "state.json"} <= {p.name for p in (root / rid).iterdir()}
+
+
+def test_verify_refuses_a_plain_copy_of_the_shipped_folder(tmp_path):
+    """A copy of the shipped folder in the user's store is not a re-training: verify must not call it verified,
+    even when the shipped metrics were tampered with (the copy has the same ones)."""
+    from workbench.cli import app
+
+    shipped = _copy(tmp_path, ROPE_T1[:1])
+    rid = ROPE_T1[0]
+    metrics = shipped / rid / "metrics.jsonl"
+    metrics.write_text(metrics.read_text().replace('"test_acc": 1.0', '"test_acc": 0.5'))
+    shutil.copytree(shipped / rid, tmp_path / "mine" / rid)
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(shipped), "--root", str(tmp_path / "mine"), "-q"])
+    assert res.exit_code == 2 and "verified" not in res.output.replace("NOT verified", "")
+    assert "copy of the shipped run" in res.output
+
+
+def test_verify_refuses_root_equal_to_shipped(tmp_path):
+    from workbench.cli import app
+
+    shipped = _copy(tmp_path, ROPE_T1[:1])
+    res = CliRunner().invoke(app, ["verify", ROPE_T1[0], "--shipped", str(shipped), "--root", str(shipped), "-q"])
+    assert res.exit_code == 2 and "is the shipped store" in res.output
+    assert not (shipped / "index.sqlite").exists()
+
+
+# ---- one parquet file per shipped run (issue 21 item 6) ------------------------------------------------------
+def test_bundle_converts_shipped_runs_in_place_and_every_table_reads_back_equal(tmp_path):
+    """`workbench bundle` turns tables/*.parquet into one tables.parquet per run: the same tables, values and
+    dtypes through run.load_table; smaller; COMPARISON inputs unchanged; a second run is a no-op."""
+    import pandas as pd
+
+    from workbench.cli import app
+
+    ids = [ROPE_T1[0], "t2-mla-repro-s42-901034"]
+    root = _copy(tmp_path, [r for r in ids if (SHIPPED / r).is_dir()])
+    before = {rid: {n: RunStore(root, readonly=True).get(rid).load_table(n)
+                    for n in RunStore(root, readonly=True).get(rid).tables()} for rid in ids}
+    size = sum(p.stat().st_size for p in root.rglob("*.parquet"))
+    res = CliRunner().invoke(app, ["bundle", str(root)])
+    assert res.exit_code == 0, res.output
+    store = RunStore(root, readonly=True)
+    for rid in ids:
+        assert sorted(p.name for p in (root / rid).iterdir()) == ["config.json", "metrics.jsonl", "run.json",
+                                                                 "tables.parquet"]
+        run = store.get(rid)
+        assert run.tables() == sorted(before[rid]) and len(before[rid]) >= 15
+        for name, df in before[rid].items():
+            pd.testing.assert_frame_equal(run.load_table(name), df, check_exact=True, obj=f"{rid}/{name}")
+    assert sum(p.stat().st_size for p in root.rglob("*.parquet")) < 0.7 * size
+    assert CliRunner().invoke(app, ["bundle", str(root)]).exit_code == 0
+    assert finished_runs(store)[1] == {}
+
+
+def test_bundle_leaves_a_run_whole_when_a_table_is_damaged(tmp_path):
+    from workbench.cli import app
+
+    root = _copy(tmp_path, ROPE_T1[:1])
+    folder = root / ROPE_T1[0]
+    tables = sorted(p.name for p in (folder / "tables").iterdir())
+    _damage(folder, "truncated parquet")
+    res = CliRunner().invoke(app, ["bundle", str(root)])
+    assert res.exit_code == 2 and "nothing converted" in res.output
+    assert sorted(p.name for p in (folder / "tables").iterdir()) == tables
+    assert not (folder / "tables.parquet").exists() and not list(folder.glob(".*"))
+
+
+def test_model_weights_are_written_byte_identically():
+    """The same tensors and metadata give the same model.safetensors bytes (safetensors' header order varies)."""
+    import hashlib
+
+    import torch
+
+    from workbench.store.run import safetensors_bytes
+
+    tensors = {f"blocks.{i}.w": torch.arange(6.0).reshape(2, 3) + i for i in range(6)}
+    meta = {"run_id": "t1-x", "epoch": "3", "a": "1", "b": "2"}
+    digests = {hashlib.sha256(safetensors_bytes(tensors, meta)).hexdigest() for _ in range(20)}
+    assert len(digests) == 1
+    from safetensors.torch import load
+
+    back = load(safetensors_bytes(tensors, meta))
+    assert all(torch.equal(back[k], v) for k, v in tensors.items())

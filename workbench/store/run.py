@@ -7,7 +7,8 @@
         model.safetensors    model weights (metadata: run id, epoch)
         optim.safetensors    optimizer moments + RNG states, for resume
         state.json           epoch, scheduler step, optimizer hyper-parameters, sha256 of the two checkpoints
-        tables/<name>.parquet  analysis tables
+        tables/<name>.parquet  analysis tables (one file each)
+        tables.parquet       shipped runs: all analysis tables in one file (`bundle.py`); read the same way
 
 Nothing here unpickles: weights are safetensors, everything else JSON or parquet.
 
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from .bundle import BUNDLE, bundle_names, read_bundle_table
 from .errors import StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,22 +110,11 @@ def process_alive(info: dict[str, Any]) -> bool:
 
 
 
-def parquet_bytes(df: "pd.DataFrame", compact: bool = False) -> bytes:
-    """`df` as parquet bytes (no index). `compact` (shipped stores): float64 columns stored as float32 (7
-    significant digits), zstd, and no column statistics or pandas schema metadata -- about 40 % of the default
-    size, because these tables are small and per-file overhead dominates. Integers, strings and booleans are
-    kept exactly."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def parquet_bytes(df: "pd.DataFrame") -> bytes:
+    """`df` as parquet bytes (no index): a run store's own table file. Shipped runs hold all their tables in one
+    compact file instead (`workbench.store.bundle`)."""
     buf = io.BytesIO()
-    if not compact:
-        df.to_parquet(buf, index=False)
-        return buf.getvalue()
-    narrow = df.astype({c: np.float32 for c in df.columns if df[c].dtype == np.float64})
-    table = pa.Table.from_pandas(narrow, preserve_index=False).replace_schema_metadata(None)
-    pq.write_table(table, buf, compression="zstd", write_statistics=False, store_schema=False)
+    df.to_parquet(buf, index=False)
     return buf.getvalue()
 
 
@@ -417,38 +408,57 @@ class Run:
         self.store.check_writable(self.id)
         return atomic_write_bytes(self._table_path(name), parquet_bytes(df))
 
+    def table_file(self, name: str) -> Path:
+        """The file that holds table `name`: its own `tables/<name>.parquet`, else the run's bundle
+        `tables.parquet` (shipped runs, `workbench.store.bundle`); StoreError when neither has it."""
+        p = self._table_path(name)
+        if p.exists():
+            return p
+        if name in self._bundled():
+            return self.path / BUNDLE
+        raise StoreError(f"no table {name!r}; stored tables: {self.tables() or 'none'}", self.id,
+                         f"{TABLES}/{name}.parquet")
+
     def load_table(self, name: str) -> "pd.DataFrame":
         import pandas as pd
 
-        p = self._table_path(name)
-        if not p.exists():
-            raise StoreError(f"no table {name!r}; stored tables: {self.tables() or 'none'}", self.id,
-                             f"{TABLES}/{name}.parquet")
+        p = self.table_file(name)
         try:
-            return pd.read_parquet(p)
+            return read_bundle_table(p, name) if p.name == BUNDLE else pd.read_parquet(p)
         except Exception as e:
-            raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, f"{TABLES}/{name}.parquet") from None
+            raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, self._rel(p).split("/", 1)[1]) \
+                from None
+
+    def _bundled(self) -> list[str]:
+        """Tables in the run's bundle (footer only); StoreError when the bundle is damaged."""
+        p = self.path / BUNDLE
+        if not p.exists():
+            return []
+        try:
+            return bundle_names(p)
+        except Exception as e:
+            raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, BUNDLE) from None
 
     def tables(self) -> list[str]:
         d = self.path / TABLES
-        return sorted(p.stem for p in d.glob("*.parquet")) if d.is_dir() else []
+        own = {p.stem for p in d.glob("*.parquet")} if d.is_dir() else set()
+        return sorted(own | set(self._bundled()))
 
     def has_table(self, name: str) -> bool:
-        return self._table_path(name).exists()
+        return self._table_path(name).exists() or name in self._bundled()
 
     def check(self) -> None:
-        """Read everything a report reads (config, run.json, metrics, every table's parquet footer); StoreError
-        naming the file on the first that is corrupted. Cheap: tables are not decoded."""
+        """Read everything a report reads (config, run.json, metrics, every table file's parquet footer);
+        StoreError naming the file on the first that is corrupted. Cheap: tables are not decoded."""
         import pyarrow.parquet as pq
 
         self.summary()
         self.metric_rows()
-        for name in self.tables():
-            p = self._table_path(name)
+        for p in {self.table_file(name) for name in self.tables()}:
             try:
                 pq.read_metadata(p)
             except Exception as e:
-                raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, f"{TABLES}/{name}.parquet") \
+                raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, self._rel(p).split("/", 1)[1]) \
                     from None
 
     # ---- summary -------------------------------------------------------------------------------
