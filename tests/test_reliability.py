@@ -201,3 +201,54 @@ def test_model_weights_are_written_byte_identically():
 
     back = load(safetensors_bytes(tensors, meta))
     assert all(torch.equal(back[k], v) for k, v in tensors.items())
+
+
+# ---- sweep workers die with their parent ---------------------------------------------------------------------
+_PARENT = """
+import multiprocessing as mp, os, sys, time
+from workbench.train.workers import _worker
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, events = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(w, sys.argv[1], sys.argv[2], inbox, events, {}, os.getpid()),
+                         daemon=True) for w in range(2)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert events.get(timeout=300)[0] == "ready"
+    print(" ".join(str(p.pid) for p in procs), flush=True)
+    time.sleep(600)  # the sweep, blocked; its workers wait on their queue
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_sweep_workers_exit_when_their_parent_is_killed(sig, tmp_path):
+    import contextlib
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    script = tmp_path / "parent.py"
+    script.write_text(_PARENT)
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path / "runs"), str(tmp_path / "data")],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    workers = []
+    try:
+        workers = [psutil.Process(int(pid)) for pid in parent.stdout.readline().split()]
+        assert len(workers) == 2 and all(w.is_running() for w in workers)
+        parent.send_signal(getattr(signal, sig))
+        parent.wait(timeout=60)
+        gone, alive = psutil.wait_procs(workers, timeout=60)  # a deadline, not a speed check
+        assert not alive, f"workers {[w.pid for w in alive]} outlived their parent ({sig})"
+    finally:
+        parent.kill()
+        parent.wait()
+        for w in workers:  # only the processes this test started, by pid
+            with contextlib.suppress(psutil.NoSuchProcess):
+                w.kill()
