@@ -252,3 +252,35 @@ def test_sweep_workers_exit_when_their_parent_is_killed(sig, tmp_path):
         for w in workers:  # only the processes this test started, by pid
             with contextlib.suppress(psutil.NoSuchProcess):
                 w.kill()
+
+
+# ---- hostile command lines -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", [["runs"], ["report", "--out", "{tmp}/r.html"]])
+def test_reading_commands_never_create_a_store_at_a_missing_root(command, tmp_path):
+    from workbench.cli import app
+
+    missing = tmp_path / "typo"
+    res = CliRunner().invoke(app, [c.format(tmp=tmp_path) for c in command] + ["--root", str(missing)])
+    assert res.exit_code == 2 and "no run store there" in res.output
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("grid_text, args, says", [
+    ('preset = "smoke"\nschemes = []\n', [], "no schemes or variants"),
+    ('preset = "smoke"\nschemes = ["rope"]\n', ["--tier", "9"], "the grid's tiers are [1]"),
+])
+def test_sweep_of_nothing_is_an_error(grid_text, args, says, tmp_path):
+    from workbench.cli import app
+
+    grid = tmp_path / "g.toml"
+    grid.write_text(grid_text)
+    res = CliRunner().invoke(app, ["sweep", str(grid), "--dry-run", "--root", str(tmp_path / "runs"), *args])
+    assert res.exit_code == 2 and says in res.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_report_refuses_an_unknown_figure_format_even_without_figures_dir(tmp_path):
+    from workbench.cli import app
+
+    res = CliRunner().invoke(app, ["report", "--figure-format", "bogus", "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and "bogus" in res.output and not (tmp_path / "r.html").exists()

@@ -24,3 +24,12 @@ def pick_root(root: Optional[Path], alias: Optional[Path], alias_name: str) -> O
     if root is not None and alias is not None and Path(root) != Path(alias):
         raise ValueError(f"--root {root} and {alias_name} {alias} name different stores; use --root only")
     return root if root is not None else alias
+
+
+def existing_root(root: Optional[Path], option: str = "--root") -> Optional[Path]:
+    """`root` when it is None (the default store) or an existing folder; a reading command (runs, report) never
+    creates a store at a mistyped path (ValueError, `error: ...`)."""
+    if root is not None and not Path(root).is_dir():
+        raise ValueError(f"{option} {root}: no run store there (not a folder); pass an existing store, or train "
+                         "into it first (`workbench train --root ...`)")
+    return root
