@@ -284,3 +284,53 @@ def test_report_refuses_an_unknown_figure_format_even_without_figures_dir(tmp_pa
 
     res = CliRunner().invoke(app, ["report", "--figure-format", "bogus", "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 2 and "bogus" in res.output and not (tmp_path / "r.html").exists()
+
+
+# ---- the dashboard on a damaged shipped folder ---------------------------------------------------------------
+def test_a_run_with_a_corrupt_run_json_is_refused_by_get_with_a_clear_error(tmp_path):
+    """The dashboard's pages take runs through `store.get` (C.get_run turns StoreError into a hint): a corrupt
+    run.json must fail there, not later inside a callback (runs compare, explorer's check_inputs: HTTP 500)."""
+    from workbench.store import StoreSet
+
+    root = _copy(tmp_path, ROPE_T1[:1])
+    _damage(root / ROPE_T1[0], "truncated run.json")
+    with pytest.raises(StoreError, match="run.json"):
+        StoreSet.open(tmp_path / "own", root).get(ROPE_T1[0])
+
+
+def test_the_index_has_no_nan_text_for_a_corrupt_run(tmp_path):
+    """A corrupt row's task / scheme are None, not NaN (the Partial RoPE page sorted the tasks: TypeError)."""
+    from workbench.store import StoreSet
+
+    root = _copy(tmp_path, ROPE_T1[:2])
+    _damage(root / ROPE_T1[0], "config.json []")
+    df = StoreSet.open(tmp_path / "own", root).query()
+    assert sorted(t for t in df.task if t) == ["trigger-distance"]
+    assert df.set_index("id").loc[ROPE_T1[0], "scheme"] is None
+
+
+def test_the_dashboard_serves_a_damaged_shipped_folder(tmp_path):
+    """Every page's layout, Findings' tables, Partial RoPE's render and the runs lookup of the compare / explorer
+    callbacks on a shipped folder with a config.json `[]`, a truncated run.json and a garbage metrics.jsonl: no
+    exception (Dash answers HTTP 500 on one), the damaged runs named without server paths."""
+    from apps import common as C
+    from apps import create_app, page_modules
+    from apps.pages import findings, partial_rope
+
+    root = _copy(tmp_path, ROPE_T1)
+    for rid, fault in zip(ROPE_T1, ["config.json []", "truncated run.json", "garbage metrics"]):
+        _damage(root / rid, fault)
+    app = create_app(tmp_path / "own", shipped=root)
+    with app.server.test_request_context():
+        for m in page_modules():
+            m.layout()
+        store = C.stores()
+        runs, _, _ = findings._tables(store.shipped)
+        assert runs.empty and sorted(runs.attrs["corrupt"]) == ROPE_T1
+        partial_rope.render(store, "trigger-distance")
+        partial_rope.render_related(store, "trigger-distance")
+        for rid in ROPE_T1[:2]:
+            run, hint = C.get_run(store, rid)
+            assert run is None and "run" in str(hint) and str(tmp_path) not in str(hint)
+        errors = store.query(status="corrupt").error.tolist()
+        assert len(errors) == 2 and not any(str(tmp_path) in e for e in errors)
