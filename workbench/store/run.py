@@ -454,7 +454,8 @@ class Run:
 
         self.summary()
         self.metric_rows()
-        for p in {self.table_file(name) for name in self.tables()}:
+        self._bundled()  # reads the bundle's footer
+        for p in sorted((self.path / TABLES).glob("*.parquet")):
             try:
                 pq.read_metadata(p)
             except Exception as e:
