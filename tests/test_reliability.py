@@ -334,3 +334,17 @@ def test_the_dashboard_serves_a_damaged_shipped_folder(tmp_path):
             assert run is None and "run" in str(hint) and str(tmp_path) not in str(hint)
         errors = store.query(status="corrupt").error.tolist()
         assert len(errors) == 2 and not any(str(tmp_path) in e for e in errors)
+
+
+def test_bundled_shipped_runs_leave_room_for_200_in_the_30_mb_budget(tmp_path):
+    """Issue 21 item 6: about 185 shipped runs (105 today + the rest of the grid and the scale ladder) must fit
+    results/repro's 30 MB. A sample of today's shipped runs (every 10th), bundled: their mean folder size x 200 <
+    30 MB (one file per table, as shipped before, is about 178 kB a run: 200 of them take 36 MB)."""
+    from workbench.store.ship import bundle_shipped
+
+    ids = sorted(p.name for p in SHIPPED.iterdir() if (p / "run.json").is_file())[::10] if SHIPPED.is_dir() else []
+    root = _copy(tmp_path, ids)
+    bundle_shipped(root, log=lambda msg: None)
+    per_run = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / len(ids)
+    assert all((root / rid / "tables.parquet").is_file() for rid in ids if RunStore(root, readonly=True).get(rid).tables())
+    assert per_run * 200 < 30e6, f"{per_run / 1e3:.0f} kB a run"
