@@ -74,7 +74,7 @@ class StoreSet:
         for name, store in self.sources:
             if run_id in store.run_ids():
                 return name, store
-        where = " or ".join(str(s.root) for _, s in self.sources)
+        where = " or ".join(f"the {name} store ({s.root.name}/)" for name, s in self.sources)  # no server paths
         raise StoreError(f"unknown run {run_id!r}: not in {where} (see `workbench runs`)")
 
     def get(self, run_id: str) -> Run:
