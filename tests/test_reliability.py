@@ -171,6 +171,28 @@ def test_bundle_converts_shipped_runs_in_place_and_every_table_reads_back_equal(
     assert finished_runs(store)[1] == {}
 
 
+def test_bundle_keeps_each_tables_columns_order_and_dtypes(tmp_path):
+    """Tables sharing column names (same or different types), empty tables, booleans, strings with None and
+    integer columns other tables lack all read back as written (float64 stored as float32)."""
+    import numpy as np
+    import pandas as pd
+
+    from workbench.store.bundle import bundle_bytes, bundle_names, read_bundle_table
+
+    tables = {
+        "a": pd.DataFrame({"layer": [0, 1], "name": ["x", None], "v": [0.5, np.nan]}),
+        "b": pd.DataFrame({"flag": [True, False, True], "layer": ["L0", "L1", "L2"]}),  # layer: another type
+        "c": pd.DataFrame({"layer": pd.Series([], dtype="int64"), "v": pd.Series([], dtype="float64")}),
+        "d": pd.DataFrame({"v": [1.25], "layer": [7], "count": [3]}),  # the columns in another order
+    }
+    path = tmp_path / "tables.parquet"
+    path.write_bytes(bundle_bytes(tables))
+    assert bundle_names(path) == ["a", "b", "c", "d"]
+    for name, df in tables.items():
+        want = df.astype({c: np.float32 for c in df.columns if df[c].dtype == np.float64})
+        pd.testing.assert_frame_equal(read_bundle_table(path, name), want, check_exact=True, obj=name)
+
+
 def test_bundle_leaves_a_run_whole_when_a_table_is_damaged(tmp_path):
     from workbench.cli import app
 
