@@ -367,5 +367,6 @@ def test_bundled_shipped_runs_leave_room_for_200_in_the_30_mb_budget(tmp_path):
     root = _copy(tmp_path, ids)
     bundle_shipped(root, log=lambda msg: None)
     per_run = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / len(ids)
-    assert all((root / rid / "tables.parquet").is_file() for rid in ids if RunStore(root, readonly=True).get(rid).tables())
+    store = RunStore(root, readonly=True)
+    assert all((root / rid / "tables.parquet").is_file() for rid in ids if store.get(rid).tables())
     assert per_run * 200 < 30e6, f"{per_run / 1e3:.0f} kB a run"

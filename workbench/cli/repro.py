@@ -94,7 +94,8 @@ def ship_cmd(
 
 
 def bundle_cmd(
-    results: Path = typer.Argument(..., exists=True, file_okay=False, help="a shipped results store, e.g. results/repro"),
+    results: Path = typer.Argument(..., exists=True, file_okay=False,
+                                   help="a shipped results store, e.g. results/repro"),
 ) -> None:
     """One-off: convert a shipped store made before tables were bundled (tables/*.parquet per run) to one
     tables.parquet per run, in place, each run all or nothing (every table is checked to read back equal first).

@@ -339,7 +339,8 @@ class Run:
         if not want and name == MODEL:
             want, source = (self.info.get("weights") or {}).get("sha256"), f"{INFO} (weights.sha256)"
         if verify and want and hashlib.sha256(data).hexdigest() != want:
-            raise StoreError(f"corrupted: sha256 differs from the one recorded in {source} ({self._rel(p)})", self.id, name)
+            raise StoreError(f"corrupted: sha256 differs from the one recorded in {source} ({self._rel(p)})", self.id,
+                             name)
         if verify and not want:
             warnings.warn(f"run {self.id!r}: {name} cannot be verified: no sha256 recorded in {STATE} or {INFO} "
                           "(a run saved by an older PE-Lab, or its state.json was lost)", stacklevel=3)
