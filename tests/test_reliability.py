@@ -370,3 +370,13 @@ def test_bundled_shipped_runs_leave_room_for_200_in_the_30_mb_budget(tmp_path):
     store = RunStore(root, readonly=True)
     assert all((root / rid / "tables.parquet").is_file() for rid in ids if store.get(rid).tables())
     assert per_run * 200 < 30e6, f"{per_run / 1e3:.0f} kB a run"
+
+
+def test_ship_of_no_grid_points_names_the_grids_tiers(tmp_path):
+    from workbench.cli import app
+
+    grid = tmp_path / "g.toml"
+    grid.write_text('preset = "smoke"\nschemes = ["rope"]\n')
+    res = CliRunner().invoke(app, ["ship", "--grid", str(grid), "--tier", "9", "--to", str(tmp_path / "out"),
+                                   "--root", str(tmp_path / "runs")])
+    assert res.exit_code == 2 and "the grid's tiers are [1]" in res.output

@@ -58,12 +58,13 @@ def ship_cmd(
     except StoreError as e:
         _fail(str(e))
     if grid is not None:
-        from workbench.train.sweep import grid_points, load_grid
         from workbench.train.presets import resolve_config
 
-        tiers = [int(t) for t in tier.split(",")] if tier else None
+        from .options import grid_points_of
+
         try:
-            ids = [store.run_id(resolve_config(**p)) for p in grid_points(load_grid(grid), tiers)]  # no data I/O
+            tiers = [int(t) for t in tier.split(",")] if tier else None
+            ids = [store.run_id(resolve_config(**p)) for p in grid_points_of(grid, tiers)]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP, SHIPPED_HELP, existing_root
+from .options import ROOT_HELP, SHIPPED_HELP, existing_root, grid_points_of
 
 
 def _store(root: Optional[Path]):
@@ -163,13 +163,7 @@ def sweep_cmd(
             tiers = [int(t) for t in tier.split(",")]
         except ValueError:
             _fail(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2")
-    from workbench.train.sweep import grid_points, load_grid
-
-    if not grid_points(load_grid(grid), tiers):  # nothing to train is a mistake, not "0 runs", exit 0
-        g = load_grid(grid)
-        have = sorted({g.get("tier", 1)} | {v.get("tier", g.get("tier", 1)) for v in g.get("variants", [])})
-        _fail(f"{grid}: no grid points" + (f" in tier(s) {tier}; the grid's tiers are {have}" if tiers else
-                                          "; it names no schemes or variants"))
+    grid_points_of(grid, tiers)
     from workbench.train.loop import check_threads, pick_device
 
     pick_device(device)
