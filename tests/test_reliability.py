@@ -380,3 +380,22 @@ def test_ship_of_no_grid_points_names_the_grids_tiers(tmp_path):
     res = CliRunner().invoke(app, ["ship", "--grid", str(grid), "--tier", "9", "--to", str(tmp_path / "out"),
                                    "--root", str(tmp_path / "runs")])
     assert res.exit_code == 2 and "the grid's tiers are [1]" in res.output
+
+
+def test_identical_runs_write_identical_weight_files(tmp_path):
+    """Two trainings of one config (same seed, one thread) give byte-identical model.safetensors: its sha256
+    (recorded in run.json) identifies the weights."""
+    import hashlib
+
+    from workbench.train import resolve_config, train
+
+    tiny = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=1", "task.n_examples=200",
+            "train.batch_size=32", "train.epochs=1"]
+    digests = []
+    for name in ("a", "b"):
+        store = RunStore(tmp_path / name, data_dir=tmp_path / "data")
+        run = train(resolve_config("smoke", "rope", "trigger-distance", sets=tiny, store=store), store,
+                    progress=False, threads=1)
+        digests.append(hashlib.sha256((run.path / "model.safetensors").read_bytes()).hexdigest())
+        assert digests[-1] == run.info["weights"]["sha256"]
+    assert digests[0] == digests[1]
