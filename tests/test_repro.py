@@ -40,9 +40,8 @@ def test_shipped_runs_have_everything_but_weights(shipped):
     for rid in ids:
         folder = base / "results" / rid
         names = {p.name for p in folder.iterdir()}
-        assert {"config.json", "run.json", "metrics.jsonl", "tables"} <= names
-        assert not any(n.endswith(".safetensors") for n in names) and "state.json" not in names
-        tables = {p.stem for p in (folder / "tables").iterdir()}
+        assert {"config.json", "run.json", "metrics.jsonl", "tables.parquet"} == names  # one file for all tables
+        tables = set(results.get(rid).tables())
         assert {"ablation", "deposit", "ablation_mean", "deposit_mean", "qk_means", "spectral"} <= tables
         info = json.loads((folder / "run.json").read_text())
         assert info["weights_shipped"] is False and info["code_version"] and info["threads"] == 1
@@ -53,8 +52,8 @@ def test_shipped_runs_have_everything_but_weights(shipped):
 
 
 def test_shipped_tables_are_compact_and_keep_every_value(shipped):
-    """Shipped tables are float32 / zstd copies: the same rows, columns, integers and strings; floats within
-    float32 rounding; smaller on disk than the run store's own tables."""
+    """Shipped tables are float32 / zstd copies in one file: the same rows, columns, integers and strings; floats
+    within float32 rounding; smaller on disk than the run store's own tables."""
     base, ids = shipped
     own, results = RunStore(base / "runs", readonly=True), RunStore(base / "results", readonly=True)
     for rid in ids:
@@ -70,8 +69,8 @@ def test_shipped_tables_are_compact_and_keep_every_value(shipped):
                                                err_msg=f"{name}.{c}")
                 else:
                     pd.testing.assert_series_equal(a[c], b[c], check_dtype=False, obj=f"{name}.{c}")
-        size = lambda run: sum(p.stat().st_size for p in (run.path / "tables").glob("*.parquet"))
-        assert size(dst) < 0.8 * size(src)
+        assert (dst.path / "tables.parquet").stat().st_size < \
+            0.8 * sum(p.stat().st_size for p in (src.path / "tables").glob("*.parquet"))
 
 
 def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):

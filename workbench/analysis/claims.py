@@ -75,9 +75,14 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
     (running mean; `train_acc_eval` measured after the epoch where recorded), epochs, wall and CPU time, threads,
     code version, the test set's size, chance and length-only levels, and what the run can show
-    (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status, why)."""
+    (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status, why).
+    From a store: its finished runs that read; `.attrs["corrupt"]` holds {run id: why} for those that cannot be
+    read (`workbench.store.finished_runs`)."""
+    corrupt: dict[str, str] = {}
     if runs is None:
-        runs = store.runs(status="finished")
+        from workbench.store import finished_runs
+
+        runs, corrupt = finished_runs(store)
     rows = []
     for run in runs:
         cfg, info = run.config, run.info
@@ -107,7 +112,9 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "preset", "test_acc", "train_acc",
             "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
             "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
-    return pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
+    df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
+    df.attrs["corrupt"] = corrupt
+    return df
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .options import SHIPPED_HELP, alias_option, pick_root, root_option
+from .options import SHIPPED_HELP, alias_option, existing_root, pick_root, root_option
 
 
 def register(app: typer.Typer) -> None:
@@ -31,10 +31,16 @@ def register(app: typer.Typer) -> None:
         from workbench.report import build_report, parse_query
         from workbench.store import StoreSet
 
+        from workbench.figures.export import FORMATS
+
         try:
             parse_query(runs_query)
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--runs") from None
+        if figure_format not in FORMATS:
+            raise typer.BadParameter(f"{figure_format!r}: use one of {', '.join(FORMATS)}",
+                                     param_hint="--figure-format")
+        root = existing_root(pick_root(root, store, "--store"))
         for opt, path in (("--out", out), ("--summary", summary)):
             try:
                 if path is not None:
@@ -43,7 +49,7 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder "
                                  f"({e.strerror})") from None
         # no browser for --figures-dir: ExportError, a ValueError, becomes `error: ...`, exit 2
-        s = build_report(StoreSet.open(pick_root(root, store, "--store"), shipped), runs_query, out, title=title,
+        s = build_report(StoreSet.open(root, shipped), runs_query, out, title=title,
                          summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "

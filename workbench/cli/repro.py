@@ -2,6 +2,7 @@
 
     workbench ship --grid grids/repro.toml --tier 1 --root runs-repro --to results/repro   # analyse + copy, no weights
     workbench compare results/repro                        # writes results/repro/COMPARISON.md from its tables
+    workbench bundle results/repro                         # one-off: tables/*.parquet -> tables.parquet per run
     workbench recreate RUN_ID                              # re-train a shipped run into your store (same run id)
     workbench verify RUN_ID                                # re-train it and compare the metrics with the shipped ones
 """
@@ -49,16 +50,21 @@ def ship_cmd(
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.analysis.suite import run_suite
     from workbench.store import RunStore, StoreError
-    from workbench.store.ship import is_shipped, ship_run
+    from workbench.store.ship import check_destination, is_shipped, ship_run
 
     store = RunStore(root)
+    try:
+        check_destination(store.root, to)
+    except StoreError as e:
+        _fail(str(e))
     if grid is not None:
-        from workbench.train.sweep import grid_points, load_grid
         from workbench.train.presets import resolve_config
 
-        tiers = [int(t) for t in tier.split(",")] if tier else None
+        from .options import grid_points_of
+
         try:
-            ids = [store.run_id(resolve_config(**p)) for p in grid_points(load_grid(grid), tiers)]  # no data I/O
+            tiers = [int(t) for t in tier.split(",")] if tier else None
+            ids = [store.run_id(resolve_config(**p)) for p in grid_points_of(grid, tiers)]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
@@ -86,6 +92,23 @@ def ship_cmd(
         shipped += 1
         typer.echo(f"{rid}: shipped to {Path(to) / rid}")
     typer.echo(f"{shipped} shipped, {unchanged} unchanged, {skipped} skipped")
+
+
+def bundle_cmd(
+    results: Path = typer.Argument(..., exists=True, file_okay=False,
+                                   help="a shipped results store, e.g. results/repro"),
+) -> None:
+    """One-off: convert a shipped store made before tables were bundled (tables/*.parquet per run) to one
+    tables.parquet per run, in place, each run all or nothing (every table is checked to read back equal first).
+    Running it again finishes an interrupted conversion."""
+    from workbench.store import StoreError
+    from workbench.store.ship import bundle_shipped
+
+    try:
+        before, after = bundle_shipped(results, log=typer.echo)
+    except StoreError as e:
+        _fail(str(e))
+    typer.echo(f"tables: {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB")
 
 
 def compare_cmd(
@@ -160,13 +183,15 @@ def verify_cmd(
     from workbench.train.recreate import metric_differences
 
     src_store, own = _shipped(shipped), RunStore(root)
+    before = own.get(run_id).info.get("finished") if own.exists(run_id) else None
     run = _recreate(src_store, own, run_id, threads, quiet)
+    how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"
     diff = metric_differences(src_store.get(run_id).metric_rows(), run.metric_rows())
     worst = max(diff.values()) if diff else math.inf
     for key, d in diff.items():
         typer.echo(f"{key}: max |shipped - re-run| = {d:.3g}")
     if worst <= tol:
-        typer.echo(f"{run_id}: verified ({'bit-identical' if worst == 0 else f'within {tol}'})")
+        typer.echo(f"{run_id}: verified ({'bit-identical' if worst == 0 else f'within {tol}'}; {how})")
     else:
         typer.secho(f"{run_id}: NOT verified (largest difference {worst:.3g} > {tol})", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
@@ -175,5 +200,6 @@ def verify_cmd(
 def register(app: typer.Typer) -> None:
     app.command("ship")(ship_cmd)
     app.command("compare")(compare_cmd)
+    app.command("bundle")(bundle_cmd)
     app.command("recreate")(recreate_cmd)
     app.command("verify")(verify_cmd)

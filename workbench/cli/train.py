@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP, SHIPPED_HELP
+from .options import ROOT_HELP, SHIPPED_HELP, existing_root, grid_points_of
 
 
 def _store(root: Optional[Path]):
@@ -95,7 +95,7 @@ def runs_cmd(
     bad = sorted(set(status or []) - set(LISTED_STATUSES))
     if bad:
         _fail(f"--status {', '.join(bad)}: unknown; use one of {', '.join(LISTED_STATUSES)}")
-    store = StoreSet.open(root, shipped)
+    store = StoreSet.open(existing_root(root), shipped)
     if reindex:
         store.own.reindex()
     task = [canonical_task(t) for t in task] if task else None
@@ -163,6 +163,7 @@ def sweep_cmd(
             tiers = [int(t) for t in tier.split(",")]
         except ValueError:
             _fail(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2")
+    grid_points_of(grid, tiers)
     from workbench.train.loop import check_threads, pick_device
 
     pick_device(device)

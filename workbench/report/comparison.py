@@ -259,6 +259,17 @@ def _runs_section(runs: pd.DataFrame) -> str:
                       "CPU s", "threads"], rows) + "\n"
 
 
+def _corrupt_section(corrupt: dict[str, str], n_read: int) -> list[str]:
+    """Runs of the store whose files cannot be read (`workbench.store.finished_runs`): listed with the reason,
+    left out of every number below."""
+    if not corrupt:
+        return []
+    return ["## Runs that could not be read", "",
+            f"{len(corrupt)} run folder(s) here are damaged; everything below is computed from the other {n_read} "
+            "runs without them (re-ship them, or `workbench recreate RUN_ID`, to bring them back):", ""] + \
+        [f"- `{rid}`: {' '.join(why.split())}" for rid, why in sorted(corrupt.items())] + [""]
+
+
 def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None) -> str:
     """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
     Table 1 and the claims, the scale ladder's other rungs beside them."""
@@ -294,6 +305,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     ]
     if pending:
         parts += ["**Still to run** (the grid resumes where it stopped):", ""] + [f"- {p}" for p in pending] + [""]
+    parts += _corrupt_section(runs_all.attrs.get("corrupt", {}), len(runs_all))
     parts += [
         "## Table 1: test accuracy (%)",
         "",

@@ -7,6 +7,7 @@
     run.save_table("ablation", df); run.load_table("ablation"); run.tables()
     RunStore(root, readonly=True)          # shipped results: never writes (no index file, temp files or locks)
     StoreSet.open(root, shipped)           # own store + read-only shipped store, read as one (dashboard, report)
+    runs, corrupt = finished_runs(store)   # finished runs that read + {run id: why} for those that do not
     with store.lock(run_id): ...           # the per-run OS lock a trainer holds (RunLocked if taken)
 
 Everything is written atomically; nothing is ever unpickled. Broken files raise `StoreError`,
@@ -18,9 +19,9 @@ from .lock import RunLock, RunLocked, lock_holder
 from .run import LISTED_STATUSES, STATUSES, Run
 from .runstore import (COLUMNS, FILTERS, RUN_ID_PATTERN, RunStore, canonical_json, check_run_id, code_version,
                        config_hash, default_root, run_id_for)
-from .stores import StoreSet, shipped_root
+from .stores import StoreSet, finished_runs, shipped_root
 
 __all__ = ["RunStore", "Run", "StoreError", "StoreSet", "RunLock", "RunLocked", "lock_holder", "STATUSES",
            "LISTED_STATUSES", "COLUMNS", "FILTERS", "RUN_ID_PATTERN", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "canonical_json", "check_run_id", "code_version",
-           "config_hash", "default_root", "run_id_for", "shipped_root"]
+           "config_hash", "default_root", "finished_runs", "run_id_for", "shipped_root"]

@@ -7,7 +7,8 @@
         model.safetensors    model weights (metadata: run id, epoch)
         optim.safetensors    optimizer moments + RNG states, for resume
         state.json           epoch, scheduler step, optimizer hyper-parameters, sha256 of the two checkpoints
-        tables/<name>.parquet  analysis tables
+        tables/<name>.parquet  analysis tables (one file each)
+        tables.parquet       shipped runs: all analysis tables in one file (`bundle.py`); read the same way
 
 Nothing here unpickles: weights are safetensors, everything else JSON or parquet.
 
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from .bundle import BUNDLE, bundle_names, read_bundle_table
 from .errors import StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,23 +110,29 @@ def process_alive(info: dict[str, Any]) -> bool:
 
 
 
-def parquet_bytes(df: "pd.DataFrame", compact: bool = False) -> bytes:
-    """`df` as parquet bytes (no index). `compact` (shipped stores): float64 columns stored as float32 (7
-    significant digits), zstd, and no column statistics or pandas schema metadata -- about 40 % of the default
-    size, because these tables are small and per-file overhead dominates. Integers, strings and booleans are
-    kept exactly."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def parquet_bytes(df: "pd.DataFrame") -> bytes:
+    """`df` as parquet bytes (no index): a run store's own table file. Shipped runs hold all their tables in one
+    compact file instead (`workbench.store.bundle`)."""
     buf = io.BytesIO()
-    if not compact:
-        df.to_parquet(buf, index=False)
-        return buf.getvalue()
-    narrow = df.astype({c: np.float32 for c in df.columns if df[c].dtype == np.float64})
-    table = pa.Table.from_pandas(narrow, preserve_index=False).replace_schema_metadata(None)
-    pq.write_table(table, buf, compression="zstd", write_statistics=False, store_schema=False)
+    df.to_parquet(buf, index=False)
     return buf.getvalue()
+
+
+def safetensors_bytes(tensors: dict, metadata: dict[str, str]) -> bytes:
+    """`tensors` as safetensors bytes that depend on nothing but the tensors and `metadata`, so that their sha256
+    identifies the weights: safetensors writes its JSON header from hash maps whose key order changes from one
+    process (or call) to the next; the header is re-written with sorted keys, padded with spaces to its length
+    (the format's own padding, so every tensor keeps its offset)."""
+    import struct
+
+    from safetensors.torch import save
+
+    data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=metadata)
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.dumps(json.loads(data[8:8 + n]), sort_keys=True, separators=(",", ":")).encode()
+    if len(header) > n:  # cannot happen (same content, compact JSON); never write a broken file
+        raise AssertionError("safetensors header grew when its keys were sorted")
+    return data[:8] + header.ljust(n, b" ") + data[8 + n:]
 
 
 class Run:
@@ -138,6 +146,14 @@ class Run:
     def __repr__(self) -> str:
         return f"Run({self.id!r}, status={self.status!r})"
 
+    def _rel(self, p: str | os.PathLike) -> str:
+        """`p` as `<run id>/<file>`: error messages never show where the store lives on this machine (they reach
+        the dashboard)."""
+        p = Path(p)
+        with contextlib.suppress(ValueError):
+            p = p.relative_to(self.path)
+        return f"{self.id}/{p.as_posix()}"
+
     # ---- reading JSON files ------------------------------------------------------------------
     def _read_json(self, name: str, missing_ok: bool = False) -> Any:
         p = self.path / name
@@ -147,16 +163,16 @@ class Run:
             if missing_ok:
                 return None
             if not self.path.is_dir():
-                raise StoreError(f"run folder {self.path} does not exist", self.id) from None
-            raise StoreError(f"missing ({p})", self.id, name) from None
+                raise StoreError(f"run folder {self.id} does not exist in {self.store.root.name}/", self.id) from None
+            raise StoreError(f"missing ({self._rel(p)})", self.id, name) from None
         except UnicodeDecodeError as e:
-            raise StoreError(f"corrupted: not UTF-8 text ({p}): {e}", self.id, name) from None
+            raise StoreError(f"corrupted: not UTF-8 text ({self._rel(p)}): {e}", self.id, name) from None
         except OSError as e:  # a directory, no permission, I/O error
-            raise StoreError(f"unreadable ({p}): {e.strerror or e}", self.id, name) from None
+            raise StoreError(f"unreadable ({self._rel(p)}): {e.strerror or e}", self.id, name) from None
         try:
             return json.loads(text)
         except ValueError as e:
-            raise StoreError(f"corrupted JSON ({p}): {e}", self.id, name) from None
+            raise StoreError(f"corrupted JSON ({self._rel(p)}): {e}", self.id, name) from None
 
     @property
     def config(self) -> dict[str, Any]:
@@ -164,11 +180,11 @@ class Run:
         if self._config is None:
             cfg = self._read_json(CONFIG)
             if not isinstance(cfg, dict):
-                raise StoreError(f"must hold a JSON object, not {type(cfg).__name__} ({self.path / CONFIG})",
+                raise StoreError(f"must hold a JSON object, not {type(cfg).__name__} ({self._rel(CONFIG)})",
                                  self.id, CONFIG)
             bad = sorted(k for k in ("model", "task", "train") if not isinstance(cfg.get(k), dict))
             if bad:
-                raise StoreError(f"sections {bad} missing or not objects ({self.path / CONFIG})", self.id, CONFIG)
+                raise StoreError(f"sections {bad} missing or not objects ({self._rel(CONFIG)})", self.id, CONFIG)
             self._config = cfg
         return self._config
 
@@ -176,16 +192,16 @@ class Run:
     def info(self) -> dict[str, Any]:
         """run.json (re-read on every access). StoreError when it is not an object or a known field has the
         wrong JSON type (see `INFO_TYPES`)."""
-        info = self._read_json(INFO, missing_ok=True)
-        if info is None:
+        if not (self.path / INFO).exists() and not (self.path / INFO).is_symlink():
             return {"id": self.id, "status": "created"}
+        info = self._read_json(INFO)
         if not isinstance(info, dict):
-            raise StoreError(f"must hold a JSON object, not {type(info).__name__} ({self.path / INFO})", self.id, INFO)
+            raise StoreError(f"must hold a JSON object, not {type(info).__name__} ({self._rel(INFO)})", self.id, INFO)
         for key, types in INFO_TYPES.items():
             v = info.get(key)
             if v is not None and (not isinstance(v, types) or isinstance(v, bool)):
                 raise StoreError(f"field {key!r} must be {'/'.join(t.__name__ for t in types)}, not "
-                                 f"{type(v).__name__} {v!r:.60} ({self.path / INFO})", self.id, INFO)
+                                 f"{type(v).__name__} {v!r:.60} ({self._rel(INFO)})", self.id, INFO)
         if info.get("status", "created") not in STATUSES:
             raise StoreError(f"unknown status {info['status']!r}; expected one of {STATUSES}", self.id, INFO)
         return info
@@ -222,16 +238,16 @@ class Run:
         try:
             text = p.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise StoreError(f"unreadable ({p}): {e}", self.id, METRICS) from None
+            raise StoreError(f"unreadable ({self._rel(p)}): {e}", self.id, METRICS) from None
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except ValueError as e:
-                raise StoreError(f"corrupted line {i} ({p}): {e}", self.id, METRICS) from None
+                raise StoreError(f"corrupted line {i} ({self._rel(p)}): {e}", self.id, METRICS) from None
             if not isinstance(row, dict):
-                raise StoreError(f"line {i} is not a JSON object ({p})", self.id, METRICS)
+                raise StoreError(f"line {i} is not a JSON object ({self._rel(p)})", self.id, METRICS)
             rows.append(row)
         return rows
 
@@ -287,13 +303,11 @@ class Run:
 
     def save_checkpoint(self, model_tensors: dict, optim_tensors: dict, state: dict[str, Any]) -> None:
         """Write model + optimizer tensors and the JSON resume state as one atomic checkpoint."""
-        from safetensors.torch import save
-
         self._recover()
         meta = {"run_id": self.id, "epoch": str(state.get("epoch"))}
         files = {}
         for name, tensors in ((MODEL, model_tensors), (OPTIM, optim_tensors)):
-            data = save({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, metadata=meta)
+            data = safetensors_bytes(tensors, meta)
             atomic_write_bytes(self.path / f"{name}.next", data)
             files[name] = hashlib.sha256(data).hexdigest()
         atomic_write_json(self.path / STATE, dict(state, files=files, saved=now_iso()))  # commit point
@@ -317,22 +331,23 @@ class Run:
             if name == MODEL and (self.store.readonly or info.get("status") == "finished"):
                 raise StoreError(f"the weights are not shipped with this run ({p} is absent; only its results "
                                  f"are); re-create them with `workbench recreate {self.id}`", self.id, name) from None
-            raise StoreError(f"missing ({self.path / name}); the run has no checkpoint "
+            raise StoreError(f"missing ({self._rel(name)}); the run has no checkpoint "
                              f"(status {self.status!r})", self.id, name) from None
         except OSError as e:
-            raise StoreError(f"unreadable ({p}): {e.strerror or e}", self.id, name) from None
+            raise StoreError(f"unreadable ({self._rel(p)}): {e.strerror or e}", self.id, name) from None
         want, source = (state or {}).get("files", {}).get(name), STATE
         if not want and name == MODEL:
             want, source = (self.info.get("weights") or {}).get("sha256"), f"{INFO} (weights.sha256)"
         if verify and want and hashlib.sha256(data).hexdigest() != want:
-            raise StoreError(f"corrupted: sha256 differs from the one recorded in {source} ({p})", self.id, name)
+            raise StoreError(f"corrupted: sha256 differs from the one recorded in {source} ({self._rel(p)})", self.id,
+                             name)
         if verify and not want:
             warnings.warn(f"run {self.id!r}: {name} cannot be verified: no sha256 recorded in {STATE} or {INFO} "
                           "(a run saved by an older PE-Lab, or its state.json was lost)", stacklevel=3)
         try:
             return load(data)
         except Exception as e:  # safetensors raises its own error types
-            raise StoreError(f"corrupted safetensors file ({p}): {e}", self.id, name) from None
+            raise StoreError(f"corrupted safetensors file ({self._rel(p)}): {e}", self.id, name) from None
 
     def load_checkpoint(self) -> tuple[dict, dict, dict] | None:
         """(model_tensors, optim_tensors, state) of the last committed epoch, or None if none. Writer-side:
@@ -394,24 +409,59 @@ class Run:
         self.store.check_writable(self.id)
         return atomic_write_bytes(self._table_path(name), parquet_bytes(df))
 
+    def table_file(self, name: str) -> Path:
+        """The file that holds table `name`: its own `tables/<name>.parquet`, else the run's bundle
+        `tables.parquet` (shipped runs, `workbench.store.bundle`); StoreError when neither has it."""
+        p = self._table_path(name)
+        if p.exists():
+            return p
+        if name in self._bundled():
+            return self.path / BUNDLE
+        raise StoreError(f"no table {name!r}; stored tables: {self.tables() or 'none'}", self.id,
+                         f"{TABLES}/{name}.parquet")
+
     def load_table(self, name: str) -> "pd.DataFrame":
         import pandas as pd
 
-        p = self._table_path(name)
-        if not p.exists():
-            raise StoreError(f"no table {name!r}; stored tables: {self.tables() or 'none'}", self.id,
-                             f"{TABLES}/{name}.parquet")
+        p = self.table_file(name)
         try:
-            return pd.read_parquet(p)
+            return read_bundle_table(p, name) if p.name == BUNDLE else pd.read_parquet(p)
         except Exception as e:
-            raise StoreError(f"corrupted parquet ({p}): {e}", self.id, f"{TABLES}/{name}.parquet") from None
+            raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, self._rel(p).split("/", 1)[1]) \
+                from None
+
+    def _bundled(self) -> list[str]:
+        """Tables in the run's bundle (footer only); StoreError when the bundle is damaged."""
+        p = self.path / BUNDLE
+        if not p.exists():
+            return []
+        try:
+            return bundle_names(p)
+        except Exception as e:
+            raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, BUNDLE) from None
 
     def tables(self) -> list[str]:
         d = self.path / TABLES
-        return sorted(p.stem for p in d.glob("*.parquet")) if d.is_dir() else []
+        own = {p.stem for p in d.glob("*.parquet")} if d.is_dir() else set()
+        return sorted(own | set(self._bundled()))
 
     def has_table(self, name: str) -> bool:
-        return self._table_path(name).exists()
+        return self._table_path(name).exists() or name in self._bundled()
+
+    def check(self) -> None:
+        """Read everything a report reads (config, run.json, metrics, every table file's parquet footer);
+        StoreError naming the file on the first that is corrupted. Cheap: tables are not decoded."""
+        import pyarrow.parquet as pq
+
+        self.summary()
+        self.metric_rows()
+        self._bundled()  # reads the bundle's footer
+        for p in sorted((self.path / TABLES).glob("*.parquet")):
+            try:
+                pq.read_metadata(p)
+            except Exception as e:
+                raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, self._rel(p).split("/", 1)[1]) \
+                    from None
 
     # ---- summary -------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -430,11 +480,11 @@ class Run:
             if v is not None and (not isinstance(v, types) or isinstance(v, bool)):
                 name = key if where is None else f"{where}.{key}"
                 raise StoreError(f"field {name!r} must be {types[0].__name__}, not {type(v).__name__} "
-                                 f"({self.path / CONFIG})", self.id, CONFIG)
+                                 f"({self._rel(CONFIG)})", self.id, CONFIG)
         for key in ("train_acc", "test_acc", "test_loss"):
             if final.get(key) is not None and (not isinstance(final[key], _NUM) or isinstance(final[key], bool)):
                 raise StoreError(f"field 'final.{key}' must be a number, not {type(final[key]).__name__} "
-                                 f"({self.path / INFO})", self.id, INFO)
+                                 f"({self._rel(INFO)})", self.id, INFO)
         return {
             "id": self.id, "scheme": model.get("scheme"), "task": task.get("task"), "arch": model.get("arch"),
             "preset": cfg.get("preset"), "seed": train.get("seed"), "tag": cfg.get("tag"), "status": st,

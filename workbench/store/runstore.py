@@ -164,8 +164,8 @@ class RunStore:
         return bool(RUN_ID_PATTERN.match(run_id)) and (self.root / run_id / CONFIG).exists()
 
     def get(self, run_id: str) -> Run:
-        """The run with this id. StoreError if the id is malformed, there is no such run folder or its config
-        is unreadable."""
+        """The run with this id. StoreError if the id is malformed, there is no such run folder or its config or
+        run.json is unreadable (so a caller that got a Run can read its status)."""
         check_run_id(run_id)
         if not (self.root / run_id).is_dir():
             near = [r for r in self.run_ids() if run_id in r][:5]
@@ -173,6 +173,7 @@ class RunStore:
             raise StoreError(f"no such run in {self.root}{hint}", run_id)
         run = Run(self, run_id)
         run.config  # noqa: B018 - raises StoreError naming config.json when missing or corrupted
+        run.info  # noqa: B018 - the same for run.json
         return run
 
     def run_ids(self) -> list[str]:
@@ -383,4 +384,9 @@ class RunStore:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created DESC, id"
         with self._index() as conn:
-            return pd.read_sql_query(sql, conn, params=args)
+            df = pd.read_sql_query(sql, conn, params=args)
+        # text columns hold a str or None (a corrupt row has no scheme or task): never NaN, which sorts and
+        # compares as a float
+        for c in (c for c in COLUMNS if c not in _SQL_TYPES):
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+        return df

@@ -1,13 +1,16 @@
 """Shipping runs without their weights: a read-only results store (e.g. `results/repro/`) that anyone can open.
 
-    ship_run(run, "results/repro")      # config.json, run.json, metrics.jsonl, tables/*.parquet; no weights
+    ship_run(run, "results/repro")      # config.json, run.json, metrics.jsonl, tables.parquet; no weights
+    bundle_shipped("results/repro")     # one-off: a shipped store's tables/*.parquet -> tables.parquet per run
 
-Tables are re-written compactly (`parquet_bytes(..., compact=True)`: float32 values, zstd, no statistics), so a
-fully analysed run takes about 180 KB and the whole reproduction grid stays under the 30 MB budget.
+A shipped run's tables are one compact file, `tables.parquet` (`bundle.py`: float32 values, byte-stream-split,
+zstd 19), read by `run.load_table` / `run.tables()` like any table; the repository's shipped grid stays under its
+30 MB budget with it (docs/store.md).
 
 Training is deterministic, so a shipped run is re-created from its config.json (`workbench recreate RUN_ID`)
 and checked against the shipped metrics (`workbench verify RUN_ID`). A shipped folder replaces an older copy of
-the same run atomically: the new folder is written beside it and renamed into place.
+the same run: the new folder is written beside it and renamed into place. The destination may not be, or lie
+inside, the run's own store (shipping replaces the destination's folder of the run: it would delete the run).
 """
 from __future__ import annotations
 
@@ -15,15 +18,28 @@ import os
 import shutil
 from pathlib import Path
 
-from .atomic import atomic_write_json
+from .atomic import atomic_write_bytes, atomic_write_json
+from .bundle import BUNDLE, bundle_bytes, read_bundle_table
 from .errors import StoreError
-from .run import CONFIG, INFO, METRICS, TABLES, Run, now_iso, parquet_bytes
+from .run import CONFIG, INFO, METRICS, TABLES, Run, now_iso
+
+
+def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLike) -> None:
+    """StoreError when `dest_root` is, or lies inside, the store at `source_root` (or contains it): shipping
+    there would replace or mix with the runs themselves."""
+    src, dest = Path(source_root).resolve(), Path(dest_root).resolve()
+    if dest == src or src in dest.parents or dest in src.parents:
+        raise StoreError(f"cannot ship into {dest_root}: it is, lies inside or contains the run store {source_root} "
+                         "(shipping replaces the destination's run folders, so the runs' weights and checkpoints "
+                         "would be deleted); pass --to a separate results folder, e.g. results/repro")
 
 
 def ship_run(run: Run, dest_root: str | os.PathLike) -> Path:
-    """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`."""
+    """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`, its
+    tables as one bundle."""
     if run.status != "finished":
         raise StoreError(f"is {run.status!r}; only finished runs are shipped", run.id)
+    check_destination(run.store.root, dest_root)
     dest_root = Path(dest_root)
     dest_root.mkdir(parents=True, exist_ok=True)
     final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", dest_root / f".{run.id}.old"
@@ -33,10 +49,9 @@ def ship_run(run: Run, dest_root: str | os.PathLike) -> Path:
     for name in (CONFIG, METRICS):
         shutil.copy2(run.path / name, tmp / name)
     atomic_write_json(tmp / INFO, dict(run.info, shipped=now_iso(), weights_shipped=False))
-    if (run.path / TABLES).is_dir():
-        (tmp / TABLES).mkdir()
-        for name in run.tables():
-            (tmp / TABLES / f"{name}.parquet").write_bytes(parquet_bytes(run.load_table(name), compact=True))
+    names = run.tables()
+    if names:
+        atomic_write_bytes(tmp / BUNDLE, bundle_bytes({name: run.load_table(name) for name in names}))
     if final.exists():
         os.replace(final, old)
     os.replace(tmp, final)
@@ -50,9 +65,71 @@ def is_shipped(run: Run, dest_root: str | os.PathLike) -> bool:
     copy = Path(dest_root) / run.id
     if not (copy / INFO).is_file():
         return False
-    have = sorted(p.stem for p in (copy / TABLES).glob("*.parquet")) if (copy / TABLES).is_dir() else []
-    if have != run.tables():
+    try:
+        if Run(_Readonly(dest_root), run.id).tables() != run.tables():
+            return False
+    except StoreError:
         return False
     sources = [run.path / METRICS, *(run.path / TABLES).glob("*.parquet")]
     return max(p.stat().st_mtime for p in sources if p.exists()) <= (copy / INFO).stat().st_mtime
 
+
+class _Readonly:
+    """The least a `Run` handle needs of a store, for a destination folder that may not be a store yet."""
+
+    readonly = True
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+
+def bundle_run(path: str | os.PathLike) -> tuple[int, int]:
+    """Convert one shipped run folder's `tables/*.parquet` into `tables.parquet`, in place; (bytes before, after).
+
+    All or nothing: the bundle is written to a temp file and checked (every table reads back equal, dtypes
+    included) before it is renamed into place; only then is `tables/` renamed aside and deleted. At every instant
+    the run reads complete and equal: first from `tables/`, then from both (the same tables), then from the
+    bundle. Running it again finishes an interrupted conversion."""
+    import pandas as pd
+
+    folder = Path(path)
+    tables, bundle, aside = folder / TABLES, folder / BUNDLE, folder / f".{TABLES}.old"
+    shutil.rmtree(aside, ignore_errors=True)
+    files = sorted(tables.glob("*.parquet")) if tables.is_dir() else []
+    if not files:
+        if tables.is_dir() and bundle.exists():
+            shutil.rmtree(tables)
+        return 0, bundle.stat().st_size if bundle.exists() else 0
+    try:
+        frames = {p.stem: pd.read_parquet(p) for p in files}
+    except Exception as e:
+        raise StoreError(f"a table does not read ({e}); nothing converted", folder.name) from None
+    data = bundle_bytes(frames)
+    check = folder / f".{BUNDLE}.check"
+    try:
+        check.write_bytes(data)
+        for name, df in frames.items():
+            pd.testing.assert_frame_equal(read_bundle_table(check, name), df, check_exact=True)
+    except AssertionError as e:
+        raise StoreError(f"the bundle does not read back equal ({e}); nothing converted", folder.name) from None
+    finally:
+        check.unlink(missing_ok=True)
+    before = sum(p.stat().st_size for p in files)
+    atomic_write_bytes(bundle, data)
+    os.replace(tables, aside)
+    shutil.rmtree(aside)
+    return before, len(data)
+
+
+def bundle_shipped(root: str | os.PathLike, log=print) -> tuple[int, int]:
+    """`bundle_run` on every run folder of a shipped store; (bytes of tables before, after)."""
+    from .runstore import RUN_ID_PATTERN
+
+    total = [0, 0]
+    for folder in sorted(p for p in Path(root).iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name)):
+        before, after = bundle_run(folder)
+        total[0] += before
+        total[1] += after
+        if before:
+            log(f"{folder.name}: tables {before / 1e3:.0f} kB -> {after / 1e3:.0f} kB")
+    return total[0], total[1]

@@ -74,7 +74,7 @@ class StoreSet:
         for name, store in self.sources:
             if run_id in store.run_ids():
                 return name, store
-        where = " or ".join(str(s.root) for _, s in self.sources)
+        where = " or ".join(f"the {name} store ({s.root.name}/)" for name, s in self.sources)  # no server paths
         raise StoreError(f"unknown run {run_id!r}: not in {where} (see `workbench runs`)")
 
     def get(self, run_id: str) -> Run:
@@ -86,3 +86,22 @@ class StoreSet:
             return True
         except StoreError:
             return False
+
+
+def finished_runs(store: "RunStore | StoreSet", **filters: Any) -> tuple[list[Run], dict[str, str]]:
+    """(finished runs whose files read, {run id: why} for the runs that cannot be read): those the index lists as
+    `corrupt` and finished ones with a corrupted metrics.jsonl or table (`Run.check`). Reports compute from the
+    first and list the second, so one damaged run never aborts them nor vanishes silently."""
+    df = store.query(status=["finished", "corrupt"], **filters)
+    runs, corrupt = [], {}
+    for rid, status, error in zip(df["id"], df["status"], df["error"]):
+        try:
+            if status == "corrupt":
+                raise StoreError(error or "unreadable", rid)
+            run = store.get(rid)
+            run.check()
+        except StoreError as e:
+            corrupt[rid] = str(e)
+            continue
+        runs.append(run)
+    return runs, corrupt

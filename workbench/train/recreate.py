@@ -34,8 +34,17 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     a finished copy is returned as is). threads: default the shipped run's recorded count (bit-identical metrics
     need the same one). tables: then copy the shipped analysis tables the copy lacks, if every metric of every
     epoch agrees within `tol`. StoreError for an id that is not a shipped run or whose config hashes to another
-    id."""
+    id, when `own` is the shipped store, or when `own` holds a copy of the shipped folder instead of a re-training
+    (nothing would be re-trained: its metrics are the shipped ones)."""
     src = shipped.get(run_id)  # StoreError for a malformed id or one that is not a run folder of `shipped`
+    if own.root.resolve() == shipped.root.resolve():
+        raise StoreError(f"your store is the shipped store {shipped.root}: re-create into another one (--root)",
+                         run_id)
+    if own.exists(run_id):
+        mine = own.get(run_id)
+        if mine.status == "finished" and (not mine.has_weights or "shipped" in mine.info):
+            raise StoreError(f"{own.root} holds a copy of the shipped run (no weights, or run.json says 'shipped'), "
+                             "not a re-training of it; delete that folder or pass another --root", run_id)
     if own.run_id(src.config) != run_id:
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)

@@ -6,7 +6,8 @@ thread count are in place before torch is imported) each train one run at a time
 worker; the skip / resume / busy / fail decisions are `sweep.attempt`'s, taken by the worker when it starts the
 run, so two sweeps sharing a store never train one run twice. A worker that dies (killed, out of memory) leaves
 its run `running` with a dead pid: the run is reported failed and the next sweep resumes it from its last
-checkpoint; a fresh worker takes its place.
+checkpoint; a fresh worker takes its place. A worker exits when the sweep process dies (SIGKILL, SIGTERM), so
+none is left blocked on its queue.
 """
 from __future__ import annotations
 
@@ -32,9 +33,27 @@ def warn_oversubscribed(workers: int, log) -> None:
             "cores and each will be slower (total throughput does not grow)")
 
 
-def _worker(wid: int, root: str, data_dir: str, inbox, events, opts: dict[str, Any]) -> None:
-    """Worker process: train the jobs from `inbox` until None; report every step to `events`."""
+def _exit_with_parent(parent: int, period_s: float = 1.0) -> None:
+    """Exit this process as soon as `parent` is gone (killed with SIGKILL or SIGTERM, it cannot tell its workers):
+    a daemon thread polls the parent pid (an orphan is re-parented). A run being trained is left `running` with
+    a dead pid, i.e. interrupted, and the next sweep resumes it from its last checkpoint."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(period_s)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="pe-lab-parent-watch", daemon=True).start()
+
+
+def _worker(wid: int, root: str, data_dir: str, inbox, events, opts: dict[str, Any], parent: int) -> None:
+    """Worker process: train the jobs from `inbox` until None; report every step to `events`; exit when the
+    sweep process `parent` dies."""
+    _exit_with_parent(parent)
     store = RunStore(root, data_dir=data_dir)
+    events.put(("ready", wid))
     while True:
         job = inbox.get()
         if job is None:
@@ -98,7 +117,8 @@ def sweep_workers(jobs: list[tuple[str, dict]], store: RunStore, workers: int, *
 
     def spawn(wid: int) -> None:
         inbox = ctx.Queue()
-        p = ctx.Process(target=_worker, args=(wid, str(store.root), str(store.data_dir), inbox, events, opts),
+        p = ctx.Process(target=_worker, args=(wid, str(store.root), str(store.data_dir), inbox, events, opts,
+                                              os.getpid()),
                         daemon=True, name=f"pe-lab-sweep-w{wid}")
         p.start()
         procs[wid] = (p, inbox)
