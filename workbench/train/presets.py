@@ -105,39 +105,6 @@ PRESETS: dict[str, dict[str, Any]] = {
                "dropout, cpu data, AdamW lr 1.5e-3, batch 32, gradient clipping 1.0, random batches as the paper, "
                "3 epochs (Task 2: 4)",
     },
-    # The scale ladder (issue 21, docs/reproduction.md#the-scale-ladder): `repro` with one thing moved towards the
-    # paper's setup, to see which of the reproduction's verdicts depend on the scaled-down preset.
-    "repro-long": {
-        "model": {"arch": "paper", "d_model": 128, "n_heads": 16, "d_ff": 256, "n_layers": 6, "dropout": 0.0,
-                  "max_len": None},
-        "task": {"preset": "cpu", "seed": 42},
-        "train": _TRAIN_DEFAULTS | {"lr": 1.5e-3, "epochs": 12, "batch_size": 32, "grad_clip": 1.0},
-        "by_task": {"trigger-distance": {"train.epochs": 12}, "trigger-count": {"train.epochs": 16}},
-        "by_scheme": {},
-        "doc": "scale ladder: `repro` with 4x the epochs (12, Task 2: 16); same model, data and optimiser",
-    },
-    "repro-wide": {
-        "model": {"arch": "paper", "d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.0,
-                  "max_len": None},
-        "task": {"preset": "cpu", "seed": 42},
-        "train": _TRAIN_DEFAULTS | {"lr": 1.5e-3, "epochs": 3, "batch_size": 32, "grad_clip": 1.0},
-        "by_task": {"trigger-distance": {"train.epochs": 3}, "trigger-count": {"train.epochs": 4}},
-        "by_scheme": {},
-        "doc": "scale ladder: `repro` at the paper's width (d_model 256, d_ff 512, d_head 16); cpu data, 3 epochs "
-               "(Task 2: 4), the repro optimiser",
-    },
-    "repro-paperdata": {
-        "model": {"arch": "paper", "d_model": 128, "n_heads": 16, "d_ff": 256, "n_layers": 6, "dropout": 0.0,
-                  "max_len": None},
-        "task": {"preset": "paper", "seed": 42},
-        "train": _TRAIN_DEFAULTS | {"lr": 1.5e-3, "epochs": 3, "batch_size": 32, "grad_clip": 1.0},
-        "by_task": {"trigger-distance": {"train.epochs": 3, "task.n_examples": PAPERDATA_EXAMPLES},
-                    "trigger-count": {"train.epochs": 4, "task.n_examples": PAPERDATA_EXAMPLES}},
-        "by_scheme": {},
-        "doc": f"scale ladder: `repro` on the paper's data (128 tokens, vocab 574; Task 1: 72 labels) subsampled to "
-               f"{PAPERDATA_EXAMPLES:,} generated examples (70 % train) so a run fits about 15 CPU-minutes; 3 epochs "
-               "(Task 2: 4), the repro optimiser",
-    },
     # For tests: trains in a few seconds on the smoke data preset.
     "smoke": {
         "model": {"arch": "paper", "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 2, "dropout": 0.0,
@@ -150,6 +117,32 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
+
+
+def _rung(doc: str, model: dict | None = None, task: dict | None = None, by_task: dict | None = None) -> dict:
+    """A rung of the scale ladder: `repro` with the given fields changed (one thing moved towards the paper)."""
+    p = copy.deepcopy(PRESETS["repro"])
+    p["model"].update(model or {})
+    p["task"].update(task or {})
+    for t, rule in (by_task or {}).items():
+        p["by_task"][t] = p["by_task"].get(t, {}) | rule
+    p["doc"] = doc
+    return p
+
+
+# The scale ladder (issue 21, docs/reproduction.md#the-scale-ladder): `repro` with one thing moved towards the
+# paper's setup, to see which of the reproduction's verdicts depend on the scaled-down preset.
+PRESETS["repro-long"] = _rung(
+    "scale ladder: `repro` with 4x the epochs (12, Task 2: 16); same model, data and optimiser",
+    by_task={"trigger-distance": {"train.epochs": 12}, "trigger-count": {"train.epochs": 16}})
+PRESETS["repro-wide"] = _rung(
+    "scale ladder: `repro` at the paper's width (d_model 256, d_ff 512, d_head 16); cpu data, 3 epochs (Task 2: 4), "
+    "the repro optimiser", model={"d_model": 256, "d_ff": 512})
+PRESETS["repro-paperdata"] = _rung(
+    f"scale ladder: `repro` on the paper's data (up to 120 tokens, vocab 574; Task 1: 72 labels) subsampled to "
+    f"{PAPERDATA_EXAMPLES:,} generated examples (70 % train) so a run fits about 15 CPU-minutes; 3 epochs (Task 2: "
+    "4), the repro optimiser", task={"preset": "paper"},
+    by_task={t: {"task.n_examples": PAPERDATA_EXAMPLES} for t in ("trigger-distance", "trigger-count")})
 
 # The authors' released scripts (SPEC section 7), as explicit fields. "scheme_map" renames a scheme to the PE-Lab
 # scheme + kwargs that computes what the authors' code computed under that name ("random" there is a trained
