@@ -56,7 +56,7 @@ def check_inputs(run, example, layer, ablate) -> tuple[int, int, list[tuple[int,
 def layout(run: str | None = None, example: str | None = None, layer: str | None = None,
            ablate: str | None = None, **query):
     store = C.stores()
-    df = store.query()
+    df = C.index(store)
     value = C.default_run(df, run)
     return html.Div([
         C.page_header("Attention explorer", "One test example through one model: the tokens (trigger words "

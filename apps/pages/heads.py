@@ -31,7 +31,7 @@ def _measures():
 
 def layout(run: str | None = None, measure: str = "n_agree", example: str | None = None, **query):
     store = C.stores()
-    df = store.query()
+    df = C.index(store)
     value = C.default_run(df, run, need_table="head_summary", store=store)
     return html.Div([
         C.page_header("Heads", "Does a head carry the distance? Ablation (zero, mean, resample), activation patching "

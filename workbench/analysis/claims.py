@@ -23,14 +23,8 @@ from scipy import stats
 
 from ._common import scheme_label, task_label
 from .experiments import PAPER_TABLE1, _kwargs, final_metrics
+from .settings import SETTINGS, setting_of  # noqa: F401 (the one definition of a run's setting)
 
-SETTINGS = {  # setting key -> label (the order of the tables)
-    "paper": "PE-Lab `paper` arch",
-    "authors": "authors' transformer script",
-    "authors-mla": "authors' MLA script",
-    "encoder": "PE-Lab `encoder` arch",
-    "decoder": "PE-Lab `decoder` arch",
-}
 TASKS = ("trigger-distance", "trigger-count")
 TIER1 = ("nope", "sinusoidal", "learned", "random", "relative", "alibi", "rope", "rope+sinusoidal", "mla")
 def _learned(sub: pd.DataFrame, th) -> pd.DataFrame:
@@ -52,14 +46,6 @@ class Thresholds:
     no_generalise: float = 0.50   # "does not generalise": final test accuracy below this
     shallow_layer: int = 1        # "shallow": layer 0 or 1
     beats: float = 0.01           # "A beats B": A's test accuracy at least this much higher (paper: 4-28 points)
-
-
-def setting_of(config: dict[str, Any]) -> str:
-    """The setting a run belongs to: the authors' named fidelity settings, else its architecture."""
-    fidelity = config.get("fidelity") or "pelab"
-    if fidelity in ("authors", "authors-mla"):
-        return fidelity
-    return (config.get("model") or {}).get("arch", "paper")
 
 
 def run_table(store=None, runs=None) -> pd.DataFrame:
