@@ -111,8 +111,8 @@ def index(store, **filters) -> pd.DataFrame:
 
 
 def run_label(row: dict | pd.Series) -> str:
-    """`variant · Task n · seed s · setting · acc 0.983 (learned) · status — run id`: which run it is at a glance,
-    the full id last (never cut: the dropdown wraps)."""
+    """`variant · Task n · seed s · setting · acc 0.983 learned · status — run id`: which run it is at a glance,
+    the full id last."""
     from workbench.analysis._common import task_label
     from workbench.analysis.settings import setting_label
 
@@ -123,9 +123,9 @@ def run_label(row: dict | pd.Series) -> str:
     if isinstance(seed, (int, float)) and seed == seed:
         bits.append(f"seed {int(seed)}")
     if row.get("setting"):
-        bits.append(setting_label(row["setting"], row.get("preset")))
+        bits.append(setting_label(row["setting"], row.get("preset"), short=True))
     if ok is not None:
-        bits.append(f"acc {acc:.3f} ({'learned' if ok else 'did not learn'})")
+        bits.append(f"acc {acc:.3f} {'learned' if ok else 'did not learn'}")
     status = row.get("status")
     if status and status != "finished":
         bits.append(str(status))
@@ -384,6 +384,12 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
                  page_size=page_size, sort_action="native",
                  style_table={"overflowX": "auto", "minWidth": "100%"}, style_cell=cell,
                  style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6", "whiteSpace": "normal"}, **kwargs)
+    ids = [c for c in ("id", "run_id") if c in data.columns]  # an id is one unbroken line, never cut
+    prose = [c for c in data.columns if wrap and data[c].dtype == object and c not in ids
+             and data[c].astype(str).str.len().max() > 80]  # long text: wide enough that rows stay short
+    props["style_cell_conditional"] = ([{"if": {"column_id": c}, "whiteSpace": "nowrap", "maxWidth": "none"}
+                                        for c in ids] + [{"if": {"column_id": c}, "minWidth": "380px"} for c in prose]
+                                       + list(props.get("style_cell_conditional") or []))
     n_fixed = n_key_columns(data)
     if not wrap and n_fixed and len(data.columns) > n_fixed + 4:
         props.setdefault("fixed_columns", {"headers": True, "data": n_fixed})

@@ -48,7 +48,7 @@ def make_layout(d: Diagnostic):
         controls = [C.labelled("runs" if d.multi else "run",
                                dcc.Dropdown(id=f"{d.prefix}-run", options=C.run_options(df), value=value,
                                             multi=d.multi, placeholder="pick a run" + ("s" if d.multi else "")),
-                               width="640px")]
+                               width="720px")]
         if d.choice:
             kw, label, options = d.choice
             controls.append(C.labelled(label, dcc.Dropdown(id=f"{d.prefix}-choice", options=options,

@@ -40,7 +40,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
                       "agree; the paper's ablation-only single-head deposit is marked beside it (SPEC section 5)."),
         html.Div([
             C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value,
-                                           placeholder="pick a run"), width="520px"),
+                                           placeholder="pick a run"), width="720px"),
             C.labelled("map", dcc.Dropdown(id=f"{P}-measure", options=_measures(), value=measure, clearable=False),
                        width="300px"),
             C.labelled("test example (attention)", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,

@@ -28,6 +28,8 @@ SETTINGS = {  # setting key -> label (the order of the tables)
     "encoder": "PE-Lab `encoder` arch",
     "decoder": "PE-Lab `decoder` arch",
 }
+SHORT = {"paper": "paper arch", "authors": "authors' script", "authors-mla": "authors' MLA script",
+         "encoder": "encoder arch", "decoder": "decoder arch"}   # in run pickers, where space is short
 DEFAULT_SETTING = "paper"   # what pages open on: PE-Lab's own `paper`-arch runs (tier 1 of the shipped grid)
 
 
@@ -53,9 +55,9 @@ def variant_of(config: dict[str, Any]) -> str:
     return scheme + (" " + json.dumps(kw, sort_keys=True) if kw else "")
 
 
-def setting_label(setting: str, preset: str | None = None) -> str:
-    """`PE-Lab `paper` arch`, plus ` · preset` when given."""
-    label = SETTINGS.get(setting, str(setting))
+def setting_label(setting: str, preset: str | None = None, short: bool = False) -> str:
+    """`PE-Lab `paper` arch` (`short`: `paper arch`), plus ` · preset` when given."""
+    label = (SHORT if short else SETTINGS).get(setting, str(setting))
     return f"{label} · {preset}" if preset else label
 
 

@@ -69,7 +69,7 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
                                     hover="RoPE layer %{y}, %{x}: %{z:" + fmt + "}<extra></extra>"), row=r, col=c)
             S.category_axes(fig, z, "k (heads with RoPE)", "RoPE layer" if c == 1 else "", row=r, col=c,
                             reverse_y=False)
-    return S.layout(fig, "Partial RoPE (blank cell: no deposit)", height=max(380, 330 * len(panels) + 60))
+    return S.layout(fig, "Partial RoPE (blank cell: no run, or no deposit)", height=max(380, 330 * len(panels) + 60))
 
 
 def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
@@ -130,6 +130,40 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
     return S.layout(fig, "MLA vs RoPE vs NoPE", barmode="group")
 
 
+def run_accuracy(df: pd.DataFrame, train: bool = False) -> go.Figure:
+    """Final test accuracy of runs (a `claims.run_table`), one panel per task, one bar per (setting, variant): the
+    mean over seeds in the scheme's colour with each seed as a dot; with `train`, the train accuracy beside it
+    (hatched), so overfitting reads as the gap. Traces: 1 bar + 1 dot trace per split and task."""
+    d = df.copy()
+    settings = _settings(d)
+    d["x"] = [", ".join(b for b in (_pretty(v), _setting_name((p, s), len(settings))) if b)
+              for v, p, s in zip(d["variant"], d.get("preset", [None] * len(d)), d["setting"])]
+    tasks = S.tasks_of(d)
+    fig = make_subplots(rows=1, cols=max(len(tasks), 1), subplot_titles=[task_label(t) for t in tasks],
+                        shared_yaxes=True, horizontal_spacing=0.06)
+    splits = (("test_acc", "test"), ("train_acc", "train")) if train else (("test_acc", "test"),)
+    for c, task in enumerate(tasks, 1):
+        dt = d[d["task"] == task]
+        g = dt.groupby("x", sort=False).agg(scheme=("scheme", "first"), n=("run_id", "size"),
+                                            **{col: (col, "mean") for col, _ in splits})
+        colors = [S.scheme_color(s) for s in g["scheme"]]
+        for col, split in splits:
+            hatched = dict(pattern_shape="/", opacity=0.5) if split == "train" else {}
+            fig.add_trace(go.Bar(x=list(g.index), y=g[col], name=f"{split} accuracy (mean over seeds)",
+                                 legendgroup=split, offsetgroup=split, marker=dict(color=colors, **hatched),
+                                 customdata=g["n"], hovertemplate="%{x}: %{y:.3f} (mean of %{customdata} run(s))"
+                                                                  f"<extra>{split}</extra>"), row=1, col=c)
+            fig.add_trace(go.Scatter(x=dt["x"], y=dt[col], mode="markers", name=f"{split} accuracy, one seed",
+                                     legendgroup=f"{split}-seed", offsetgroup=split,
+                                     marker=dict(color="black", size=6, symbol="circle-open" if split == "train"
+                                                 else "circle"), text=dt["run_id"],
+                                     hovertemplate="%{text}: %{y:.3f}<extra></extra>"), row=1, col=c)
+        fig.update_xaxes(type="category", row=1, col=c)
+    fig.update_yaxes(title_text="accuracy", range=[0, 1.05], row=1, col=1)
+    return S.layout(fig, "Final accuracy of the runs behind the claim" + (" (train hatched beside test)" if train
+                                                                         else ""), barmode="group")
+
+
 def _label_colors(d: pd.DataFrame, key: str) -> dict:
     """Colour per label: its scheme's colour; the plain scheme keeps it, other labels of the scheme (tags, kwargs,
     settings) get lighter shades of it."""
@@ -179,7 +213,7 @@ def convergence(df: pd.DataFrame, metric: str = "accuracy", splits: tuple[str, .
     colors = _label_colors(d, key)
     fig = make_subplots(rows=1, cols=max(len(tasks), 1), subplot_titles=[task_label(t) for t in tasks],
                         horizontal_spacing=0.08)
-    n_seeds = d.groupby(key)["run_id"].nunique() if "run_id" in d.columns else pd.Series(1, index=d[key].unique())
+    n_seeds = d.groupby([key, "task"])["run_id"].nunique() if "run_id" in d.columns else pd.Series([1])
     for c, task in enumerate(tasks, 1):
         dt = d[d["task"] == task]
         for (label, split), sub in dt.groupby([key, "split"]):
@@ -192,7 +226,7 @@ def convergence(df: pd.DataFrame, metric: str = "accuracy", splits: tuple[str, .
                 lo, hi = per_epoch.min(), per_epoch.max()
                 fig.add_trace(go.Scatter(x=list(m.index) + list(m.index[::-1]),
                                          y=list(hi.values) + list(lo.values[::-1]),
-                                         fill="toself", fillcolor=_alpha(color, 0.15 if test else 0.08),
+                                         mode="lines", fill="toself", fillcolor=_alpha(color, 0.15 if test else 0.08),
                                          line=dict(width=0, color=color), hoverinfo="skip", legendgroup=label,
                                          showlegend=False,
                                          name=f"{name} ({split}, min-max over seeds)"), row=1, col=c)
@@ -234,4 +268,5 @@ FIGURES = {
     "rope_vs_rope_sinusoidal": rope_vs_rope_sinusoidal,
     "mla_rope_nope": mla_rope_nope,
     "convergence": convergence,
+    "run_accuracy": run_accuracy,
 }
