@@ -176,6 +176,29 @@ def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | Non
     return ranked[0]
 
 
+MAX_LINES = 10   # lines a figure draws by default (readable defaults: "all runs" is a choice)
+
+
+def curve_runs(df: pd.DataFrame, show: str = "schemes", limit: int = MAX_LINES) -> list[str]:
+    """The runs whose curves a figure draws by default: `schemes` -- per task the untagged variants (one per
+    scheme; tier 1), those with the most seeds first (only those with several seeds when there are 3 or more of
+    them), at most `limit` of them (all variants when none is untagged); `variants` and `runs` -- every run with an
+    epoch done."""
+    df = df[df["epoch"].fillna(0) > 0] if "epoch" in df.columns else df
+    if show != "schemes" or df.empty:
+        return list(df["id"])
+    plain = df[df["variant"] == df["scheme"]]
+    pool = plain if not plain.empty else df
+    keep = []
+    for _, sub in pool.groupby("task"):
+        counts = sub.groupby("variant")["id"].size().sort_values(ascending=False, kind="stable")
+        if (counts > 1).sum() >= 3:  # enough variants with several seeds: single runs are a choice, not the default
+            counts = counts[counts > 1]
+        variants = set(counts.index[:limit])
+        keep += list(sub.loc[sub["variant"].isin(variants), "id"])
+    return keep
+
+
 def get_run(store, run_id: Any):
     """(run, None) or (None, hint component). `run_id` may come from the browser: anything that is not the id of
     a run folder in `store` (a StoreSet) -- a path, `..`, a list -- is an "unknown run" hint."""

@@ -72,7 +72,7 @@ def make_layout(d: Diagnostic):
 
 def default_runs(store, df: pd.DataFrame, d: Diagnostic, n: int = 6) -> list[str]:
     """A multi-run page's default: per scheme (`d.prefer` first) the run `C.default_run` would open on, from one
-    setting and task -- at most `n` lines, no two of one scheme."""
+    setting and task, that learned the task -- at most `n` lines, no two of one scheme."""
     if df.empty:
         return []
     first = C.default_run(df, None, need_table=d.analysis, store=store, prefer=d.prefer)
@@ -84,7 +84,7 @@ def default_runs(store, df: pd.DataFrame, d: Diagnostic, n: int = 6) -> list[str
     for scheme in schemes:
         sub = same[same["scheme"] == scheme]
         rid = C.default_run(sub, None, need_table=d.analysis, store=store) if not sub.empty else None
-        if rid and _has(store, rid, d.analysis) and C.learned(sub.set_index("id").loc[rid, "test_acc"]) is not None:
+        if rid and _has(store, rid, d.analysis) and C.learned(sub.set_index("id").loc[rid, "test_acc"]):
             out.append(rid)
         if len(out) == n:
             break

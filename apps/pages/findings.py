@@ -6,6 +6,7 @@ clicked in the table) the evidence it rests on, by its kind (`evidence_kind`: ac
 ablation atlases or train vs test accuracy; one picture per setting and variant) and links to each of its runs."""
 from __future__ import annotations
 
+import pandas as pd
 from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
@@ -201,14 +202,14 @@ def _accuracy_evidence(store, run_ids, overfit: bool) -> list:
 
 
 def comparison_runs(store, run_ids) -> list[str]:
-    """A convergence claim is about one scheme against the others: the claim's runs plus every plain scheme
-    (untagged, tier 1) of the same preset, setting and task."""
+    """A convergence claim is about one scheme against the others: the claim's runs plus the plain schemes (untagged,
+    tier 1) of the same preset, setting and task that `C.curve_runs` draws by default."""
     idx = C.index(store)
     mine = idx[idx["id"].isin(run_ids)]
     keys = set(zip(mine["preset"], mine["setting"], mine["task"]))
-    plain = idx[(idx["variant"] == idx["scheme"]) & (idx["status"] == "finished")]
-    peers = [r.id for r in plain.itertuples() if (r.preset, r.setting, r.task) in keys]
-    return list(dict.fromkeys(list(run_ids) + peers))
+    ours = pd.Series([k in keys for k in zip(idx["preset"], idx["setting"], idx["task"])], index=idx.index)
+    same = idx[ours & (idx["status"] == "finished")]
+    return list(dict.fromkeys(list(run_ids) + C.curve_runs(same)))
 
 
 def _curves_evidence(store, run_ids) -> list:

@@ -1,6 +1,6 @@
 """Runs: the run index with filters (the setting first: `workbench.analysis.settings`), training curves of the
 selection (by default one line per scheme of one setting, seeds averaged with their spread, at most
-`MAX_DEFAULT_LINES` lines; every variant or every run on request), side-by-side comparison, and a Train panel (a
+`C.MAX_LINES` lines; every variant or every run on request), side-by-side comparison, and a Train panel (a
 CPU- or smoke-preset run at a chosen fidelity, trained as a background job)."""
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ CURVE_METRICS = [("accuracy", "accuracy"), ("loss", "loss")]
 CURVE_SPLITS = [("test", "test only"), ("train|test", "train (dashed) and test (solid)")]
 CURVE_SHOW = [("schemes", "one line per scheme, seeds averaged (at most 10)"),
               ("variants", "every variant, seeds averaged"), ("runs", "every run, one line each")]
-MAX_DEFAULT_LINES = 10
 
 
 def _options(values) -> list[dict]:
@@ -132,26 +131,6 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def curve_runs(df: pd.DataFrame, show: str = "schemes", limit: int = MAX_DEFAULT_LINES) -> list[str]:
-    """The runs whose curves are drawn: `schemes` -- per task the untagged variants (one per scheme; tier 1),
-    those with the most seeds first (only those with several seeds when there are 3 or more of them), at most
-    `limit` of them (all variants when none is untagged); `variants`
-    and `runs` -- every run of the selection."""
-    df = df[df["epoch"].fillna(0) > 0] if "epoch" in df.columns else df
-    if show != "schemes" or df.empty:
-        return list(df["id"])
-    plain = df[df["variant"] == df["scheme"]]
-    pool = plain if not plain.empty else df
-    keep = []
-    for _, sub in pool.groupby("task"):
-        counts = sub.groupby("variant")["id"].size().sort_values(ascending=False, kind="stable")
-        if (counts > 1).sum() >= 3:  # enough variants with several seeds: single runs are a choice, not the default
-            counts = counts[counts > 1]
-        variants = set(counts.index[:limit])
-        keep += list(sub.loc[sub["variant"].isin(variants), "id"])
-    return keep
-
-
 def curves_frame(store, run_ids: list[str]) -> pd.DataFrame:
     """Per-epoch metrics of several runs: the shared convergence experiment table of workbench.analysis."""
     from workbench.analysis import EXPERIMENTS
@@ -235,7 +214,7 @@ def register_callbacks(app):
                                     f"{r.get('epochs') or '?'}): partial.", cmd=f"workbench train --resume {r['id']}",
                                     kind="warn"))
         show = show if show in {v for v, _ in CURVE_SHOW} else "schemes"
-        curves = _curves(store, curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
+        curves = _curves(store, C.curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
         opts = C.run_options(df)
         ids = list(df["id"])
         preferred = list(df.loc[df["status"] == "finished", "id"]) + [i for i in ids if i not in set(
