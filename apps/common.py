@@ -396,8 +396,8 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
     from workbench.figures.style import n_key_columns, round_table
 
     data = round_table(df)
-    for c in data.columns:
-        if data[c].dtype == object:  # text cells (e.g. a corrupt run's error) show no server paths
+    text = [c for c in data.columns if data[c].dtype == object or pd.api.types.is_string_dtype(data[c])]
+    for c in text:  # text cells (e.g. a corrupt run's error) show no server paths
             data[c] = data[c].map(lambda v: redact_paths(v) if isinstance(v, str) else v if isinstance(
                 v, (int, float, type(None))) else redact_paths(json.dumps(v, default=str)))
     cell = {"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 8px", "textAlign": "left"}
@@ -407,11 +407,13 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
                  page_size=page_size, sort_action="native",
                  style_table={"overflowX": "auto", "minWidth": "100%"}, style_cell=cell,
                  style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6", "whiteSpace": "normal"}, **kwargs)
-    ids = [c for c in ("id", "run_id") if c in data.columns]  # an id is one unbroken line, never cut
-    prose = [c for c in data.columns if wrap and data[c].dtype == object and c not in ids
-             and data[c].astype(str).str.len().max() > 80]  # long text: wide enough that rows stay short
-    props["style_cell_conditional"] = ([{"if": {"column_id": c}, "whiteSpace": "nowrap", "maxWidth": "none"}
-                                        for c in ids] + [{"if": {"column_id": c}, "minWidth": "380px"} for c in prose]
+    ids = [c for c in data.columns if c in ("id", "run_id") or data[c].astype(str).str.len().max() <= 30]
+    # ids and short values are one unbroken line: an id is never cut, a short label never broken
+    prose = [c for c in text if wrap and c not in ids and data[c].astype(str).str.len().max() > 80]  # long text: wide enough that rows stay short
+    props["style_data_conditional"] = ([{"if": {"column_id": c}, "whiteSpace": "nowrap", "maxWidth": "none"}
+                                        for c in ids] + list(props.get("style_data_conditional") or []))
+    props["style_cell_conditional"] = ([{"if": {"column_id": c}, "minWidth": "380px", "width": "420px",
+                                         "maxWidth": "460px"} for c in prose]
                                        + list(props.get("style_cell_conditional") or []))
     n_fixed = n_key_columns(data)
     if not wrap and n_fixed and len(data.columns) > n_fixed + 4:

@@ -240,3 +240,19 @@ def test_findings_evidence_by_kind_with_run_links(tmp_path, row, kind):
         assert "train" in title
     links = [li for c in out if type(c).__name__ == "Details" for ul in c.children[1:] for li in ul.children]
     assert links and all(li.children[0].href.startswith("/ablation?run=") for li in links)
+
+
+def test_table_component_redacts_text_columns_keeps_ids_whole_and_gives_prose_room():
+    from apps import common as C
+
+    df = pd.DataFrame({"run_id": ["t1-rope-repro-s42-abcdef"], "error": ["failed reading /home/u/runs/x/run.json"],
+                       "deposit": ["RoPE, Task 1: " + "single-head deposit at layer 1, head 6; " * 4],
+                       "theta": np.array([0.1], dtype="float32")})
+    t = C.table_component(df)
+    row = t.data[0]
+    assert row["error"] == "failed reading run.json", "pandas 3 str columns are redacted too"
+    assert row["theta"] == 0.1
+    nowrap = {s["if"]["column_id"] for s in t.style_data_conditional if s.get("whiteSpace") == "nowrap"}
+    assert "run_id" in nowrap and "deposit" not in nowrap
+    wide = {s["if"]["column_id"] for s in t.style_cell_conditional if s.get("minWidth") == "380px"}
+    assert wide == {"deposit"}

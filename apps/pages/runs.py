@@ -115,7 +115,7 @@ def fidelity_choices(fidelity, arch, scheme) -> tuple:
 
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     """The index as shown: setting labels, whether each run learned, and how many tables it has."""
-    from workbench.analysis.settings import setting_label
+    from workbench.analysis.settings import SETTINGS, setting_label
 
     df = df.copy()
     tables = []
@@ -127,7 +127,10 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     df["tables"] = [", ".join(t) for t in tables]
     df["n_tables"] = [len(t) for t in tables]
     df["learned"] = ["" if (ok := C.learned(a)) is None else ("yes" if ok else "no") for a in df["test_acc"]]
-    df["setting"] = [setting_label(s) for s in df["setting"]]
+    order = {k: i for i, k in enumerate(SETTINGS)}
+    df = df.assign(_o=df["setting"].map(order).fillna(len(order))).sort_values(
+        ["_o", "preset", "task", "variant", "seed"], kind="stable").drop(columns="_o")
+    df["setting"] = [setting_label(s, short=True) for s in df["setting"]]
     return df
 
 

@@ -42,6 +42,16 @@ def _setting_name(pair, n_settings: int) -> str:
     return "" if pair[1] is None or n_settings < 2 else setting_label(pair[1], pair[0])
 
 
+def _one_setting(df: pd.DataFrame) -> str:
+    """` — <setting label>` for a table of one setting (the title names it), else ``."""
+    pairs = _settings(df)
+    if len(pairs) != 1 or pairs[0][1] is None:
+        return ""
+    from workbench.analysis.settings import setting_label
+
+    return " — " + setting_label(pairs[0][1], pairs[0][0])
+
+
 def partial_rope(df: pd.DataFrame) -> go.Figure:
     """Per (setting, task): heatmaps of test accuracy and of the deepest deposit layer over (k heads x RoPE layer),
     means over seeds, values in the cells and a labelled colour bar beside each panel: 2 traces per panel row.
@@ -69,7 +79,7 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
                                     hover="RoPE layer %{y}, %{x}: %{z:" + fmt + "}<extra></extra>"), row=r, col=c)
             S.category_axes(fig, z, "k (heads with RoPE)", "RoPE layer" if c == 1 else "", row=r, col=c,
                             reverse_y=False)
-    return S.layout(fig, "Partial RoPE (blank cell: no run, or no deposit)", height=max(380, 330 * len(panels) + 60))
+    return S.layout(fig, "Partial RoPE (blank cell: no run, or no deposit)" + _one_setting(df), height=max(380, 330 * len(panels) + 60))
 
 
 def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
@@ -93,7 +103,7 @@ def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
                               row=1, col=c)
         S.integer_axis(fig, df["layer"], "x", row=1, col=c, title_text="layer")
         fig.update_yaxes(title_text="Δ of the top head" if c == 1 else "", row=1, col=c)
-    return S.layout(fig, "RoPE vs RoPE+sinusoidal: where the deposit sits")
+    return S.layout(fig, "RoPE vs RoPE+sinusoidal: where the deposit sits" + _one_setting(df))
 
 
 def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
@@ -127,7 +137,7 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
                             text=[f"{a:.3f}" if a == a else "" for a in g["paper"]], textposition="outside")])
     fig.update_yaxes(title_text="test accuracy", range=[0, 1.1])
     fig.update_xaxes(type="category")
-    return S.layout(fig, "MLA vs RoPE vs NoPE", barmode="group")
+    return S.layout(fig, "MLA vs RoPE vs NoPE" + _one_setting(d), barmode="group")
 
 
 def run_accuracy(df: pd.DataFrame, train: bool = False) -> go.Figure:
