@@ -1,6 +1,7 @@
 """Partial RoPE (core paper, section 5 / App. C.3): RoPE on the first k heads of layer l (or of every layer),
 NoPE elsewhere -- accuracy and where the deepest deposit sits, against k, per layer. Below, the other section-5
-comparisons when the store holds their runs: MLA vs RoPE vs NoPE and RoPE vs RoPE+sinusoidal."""
+comparisons when the store holds their runs: MLA vs RoPE vs NoPE and RoPE vs RoPE+sinusoidal. Everything is of one
+task and one setting (`workbench.analysis.settings`; default: the `paper` arch), never averaged across settings."""
 from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html

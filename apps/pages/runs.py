@@ -50,8 +50,9 @@ def layout(setting: str | None = None, **query):
     filters.append(html.Button("Refresh", id=f"{P}-refresh", className="btn", n_clicks=0))
     filters.append(dcc.Interval(id=f"{P}-tick", interval=20_000))  # runs trained in the background appear by themselves
     return html.Div([
-        C.page_header("Runs", "Every run in the store: filter by scheme, task, architecture, preset and status; "
-                      "training curves of the selection; two runs side by side; train a new small run."),
+        C.page_header("Runs", "Every run in the store: filter by setting (runs of two settings are never averaged), "
+                      "scheme, task, architecture, preset and status; training curves of the selection (by default "
+                      "one line per scheme, seeds averaged); two runs side by side; train a new small run."),
         html.Div(filters, className="controls"),
         html.Div([html.H3("Run index"), html.Div(id=f"{P}-index-hint"), html.Div(id=f"{P}-index")], className="card"),
         html.Div([html.H3("Training curves"),
