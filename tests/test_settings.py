@@ -256,3 +256,10 @@ def test_table_component_redacts_text_columns_keeps_ids_whole_and_gives_prose_ro
     assert "run_id" in nowrap and "deposit" not in nowrap
     wide = {s["if"]["column_id"] for s in t.style_cell_conditional if s.get("minWidth") == "380px"}
     assert wide == {"deposit"}
+
+
+def test_comparison_default_may_be_nope_that_did_not_learn():
+    from apps import common as C
+
+    df = index_rows()
+    assert C.default_run(df[df.id != "rope"], prefer=("nope",), learned_first=False) == "nope"

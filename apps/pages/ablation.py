@@ -34,7 +34,7 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
         same = rest[(rest["task"] == ra["task"]) & (rest["setting"] == ra["setting"])
                     & (rest["preset"] == ra["preset"])]
         b = C.default_run(same if not same.empty else rest, None, need_table=table_name(mode), store=store,
-                          prefer=("nope",))
+                          prefer=("nope",), learned_first=False)
     opts = C.run_options(df)
     controls = html.Div([
         C.labelled("metric", dcc.Dropdown(id=f"{P}-metric", value=metric, clearable=False,

@@ -117,6 +117,7 @@ def fidelity_choices(fidelity, arch, scheme) -> tuple:
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     """The index as shown: setting labels, whether each run learned, and how many tables it has."""
     from workbench.analysis.settings import SETTINGS, setting_label
+    from workbench.figures.style import TASK_ORDER
 
     df = df.copy()
     tables = []
@@ -129,8 +130,9 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     df["n_tables"] = [len(t) for t in tables]
     df["learned"] = ["" if (ok := C.learned(a)) is None else ("yes" if ok else "no") for a in df["test_acc"]]
     order = {k: i for i, k in enumerate(SETTINGS)}
-    df = df.assign(_o=df["setting"].map(order).fillna(len(order))).sort_values(
-        ["_o", "preset", "task", "variant", "seed"], kind="stable").drop(columns="_o")
+    tasks = {t: i for i, t in enumerate(TASK_ORDER)}
+    df = df.assign(_o=df["setting"].map(order).fillna(len(order)), _t=df["task"].map(tasks).fillna(len(tasks)))
+    df = df.sort_values(["_o", "preset", "_t", "task", "variant", "seed"], kind="stable").drop(columns=["_o", "_t"])
     df["setting"] = [setting_label(s, short=True) for s in df["setting"]]
     return df
 
@@ -221,10 +223,14 @@ def register_callbacks(app):
         curves = _curves(store, C.curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
         opts = C.run_options(df)
         ids = list(df["id"])
-        preferred = list(df.loc[df["status"] == "finished", "id"]) + [i for i in ids if i not in set(
-            df.loc[df["status"] == "finished", "id"])]
-        a = cmp_a if cmp_a in ids else (preferred[0] if preferred else None)
-        b = cmp_b if cmp_b in ids and cmp_b != a else next((i for i in preferred if i != a), None)
+        a = cmp_a if cmp_a in ids else C.default_run(df)  # by default RoPE against NoPE of its setting and task
+        same = df[df["id"] != a]
+        if a is not None and not same.empty:
+            ra = df.set_index("id").loc[a]
+            narrow = same[(same["task"] == ra["task"]) & (same["setting"] == ra["setting"])]
+            same = narrow if not narrow.empty else same
+        b = cmp_b if cmp_b in ids and cmp_b != a else (
+            C.default_run(same, prefer=("nope",), learned_first=False) if not same.empty else None)
         return (table, notes, curves, opts, opts, a, b, *filter_opts)
 
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
