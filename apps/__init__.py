@@ -35,14 +35,13 @@ def page_modules():
 
 
 def _shown_path(path) -> str:
-    """A store folder as a user would name it: relative to the working folder or to ~ when under one."""
+    """A store folder as a user named it: relative to the working folder when under it, else its name alone
+    (no server path reaches the page)."""
     p = Path(path).resolve()
-    for base, prefix in ((Path.cwd().resolve(), ""), (Path.home().resolve(), "~/")):
-        try:
-            return prefix + str(p.relative_to(base)) if p != base else (prefix or ".")
-        except ValueError:
-            continue
-    return str(p)
+    try:
+        return str(p.relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return p.name
 
 
 def store_caption(own, shipped=None) -> str:

@@ -263,3 +263,13 @@ def test_comparison_default_may_be_nope_that_did_not_learn():
 
     df = index_rows()
     assert C.default_run(df[df.id != "rope"], prefer=("nope",), learned_first=False) == "nope"
+
+
+def test_header_names_the_stores_as_given_without_server_paths(tmp_path, monkeypatch):
+    from apps import store_caption
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    assert store_caption(tmp_path / "runs", "results/repro") == "your runs: runs · shipped: results/repro"
+    elsewhere = tmp_path.parent / "tmp.CwJX6Qlyc"
+    assert store_caption(elsewhere) == "your runs: tmp.CwJX6Qlyc" and str(tmp_path.parent) not in store_caption(elsewhere)
