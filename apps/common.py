@@ -144,8 +144,8 @@ def run_options(df: pd.DataFrame) -> list[dict]:
 def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | None = None,
                 store=None, prefer: tuple[str, ...] = ("rope",), learned_first: bool = True) -> str | None:
     """`want` if it is a run in df; else the run a page should open on: finished, learned the task, of the default
-    setting (`paper` arch, untagged: tier 1), of a scheme in `prefer` (in that order), on Task 1, with `need_table`
-    when given -- each criterion dropped last-first when no run meets them all. `learned_first=False` (a
+    setting (`paper` arch, untagged: tier 1), of a scheme in `prefer` (in that order), on Task 1, the lowest seed,
+    with `need_table` when given -- each criterion dropped last-first when no run meets them all. `learned_first=False` (a
     comparison run, e.g. NoPE beside RoPE) lets the scheme count before having learned."""
     if df.empty:
         return None
@@ -163,8 +163,8 @@ def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | Non
         scheme_rank = prefer.index(r["scheme"]) if r.get("scheme") in prefer else len(prefer)
         return (r.get("status") != "finished", learned_first and learned(r.get("test_acc")) is not True,
                 r.get("setting") != DEFAULT_SETTING or r.get("variant") != r.get("scheme"), scheme_rank,
-                r.get("task") != "trigger-distance", -(r.get("test_acc") or 0) if r.get("test_acc") == r.get(
-                    "test_acc") else 0)
+                r.get("task") != "trigger-distance", r.get("seed") if isinstance(r.get("seed"), (int, float))
+                and r.get("seed") == r.get("seed") else float("inf"))
 
     ranked = [r["id"] for r in sorted(df.to_dict("records"), key=score)]
     if need_table and store is not None:
