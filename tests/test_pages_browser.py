@@ -68,3 +68,22 @@ def test_runs_defaults_to_a_few_lines_of_one_setting(drv, shipped_app):
     assert "mean over up to 3 seeds" in curves[0]["title"]
     ids = [td.text for td in drv.find_elements("css selector", "#runs-table td[data-dash-column=id]")]
     assert ids and all("\n" not in i and i.startswith(("t1-", "t2-")) for i in ids), ids
+
+
+def test_findings_click_a_claim_shows_its_evidence_by_kind(drv, shipped_app):
+    _open(drv, shipped_app.url + "/")
+    assert drv.find_elements("css selector", ".verdict-legend .verdict-chip"), "the verdict legend is shown"
+    rows = drv.find_elements("css selector", "#find-claims td[data-dash-column=claim]")
+    target = next(td for td in rows if "overfit" in td.text)
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'})", target)
+    target.click()
+
+    def evidence_title():
+        titles = [g["title"] for g in _graphs(drv)]
+        return next((t for t in titles if t.startswith("Final accuracy")), None)
+
+    title = B.wait_until(evidence_title, 60, what="the overfit claim's train vs test bars")
+    assert "train" in title
+    assert "overfit" in drv.find_element("id", "find-claim").text
+    links = drv.find_elements("css selector", "#find-evidence li a")
+    assert links and all("/ablation?run=" in a.get_attribute("href") for a in links)

@@ -233,8 +233,9 @@ def _deposit_evidence(store, run_ids) -> list:
             continue
         agg = aggregate_seeds(ts) if len(ts) > 1 else ts[0]
         fig, missing = C.build_figure("ablation", agg)
-        out.append(html.Div([html.H4(f"{variant} ({setting}), {task}: zero-ablation atlas, mean over "
-                                     f"{len(ts)} run(s)"), C.graph(fig) if fig is not None else missing]))
+        how = f"mean over {len(ts)} seeds" if len(ts) > 1 else "one run"
+        out.append(html.Div([html.H4(f"{variant} ({setting}), {task}: zero-ablation atlas, {how}"),
+                             C.graph(fig) if fig is not None else missing]))
     return out or [C.hint("These runs have no ablation table.", kind="missing")]
 
 
