@@ -145,8 +145,8 @@ def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | Non
                 store=None, prefer: tuple[str, ...] = ("rope",), learned_first: bool = True) -> str | None:
     """`want` if it is a run in df; else the run a page should open on: finished, learned the task, of the default
     setting (`paper` arch, untagged: tier 1), of a scheme in `prefer` (in that order), on Task 1, the lowest seed,
-    with `need_table` when given -- each criterion dropped last-first when no run meets them all. `learned_first=False` (a
-    comparison run, e.g. NoPE beside RoPE) lets the scheme count before having learned."""
+    with `need_table` when given -- each criterion dropped last-first when no run meets them all.
+    `learned_first=False` (a comparison run, e.g. NoPE beside RoPE) lets the scheme count before having learned."""
     if df.empty:
         return None
     ids = list(df["id"])
@@ -410,7 +410,8 @@ def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15
                  style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6", "whiteSpace": "normal"}, **kwargs)
     ids = [c for c in data.columns if c in ("id", "run_id") or data[c].astype(str).str.len().max() <= 30]
     # ids and short values are one unbroken line: an id is never cut, a short label never broken
-    prose = [c for c in text if wrap and c not in ids and data[c].astype(str).str.len().max() > 80]  # long text: wide enough that rows stay short
+    # long text: wide enough that rows stay short
+    prose = [c for c in text if wrap and c not in ids and data[c].astype(str).str.len().max() > 80]
     props["style_data_conditional"] = ([{"if": {"column_id": c}, "whiteSpace": "nowrap", "maxWidth": "none"}
                                         for c in ids] + list(props.get("style_data_conditional") or []))
     props["style_cell_conditional"] = ([{"if": {"column_id": c}, "minWidth": "380px", "width": "420px",

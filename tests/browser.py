@@ -275,7 +275,8 @@ def select_option(drv, dropdown_id: str, text: str, close: bool = True) -> None:
 # (path, screenshot name, the run dropdown whose default must be a run that learned, or None)
 SHOT_PAGES = [("/", "findings", None), ("/runs", "runs", None), ("/ablation", "ablation", "abl-run-a"),
               ("/heads", "heads", "heads-run"), ("/partial-rope", "partial_rope", None),
-              ("/qk-means", "qk_means", "qk-run"), ("/angles", "angles", "ang-run"), ("/spectral", "spectral", "spec-run"),
+              ("/qk-means", "qk_means", "qk-run"), ("/angles", "angles", "ang-run"),
+              ("/spectral", "spectral", "spec-run"),
               ("/distance-bias", "distance_bias", "dist-run"), ("/extrapolation", "extrapolation", "extr-run"),
               ("/explorer", "explorer", "exp-run")]
 SHOT_WIDTH = 1600

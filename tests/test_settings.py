@@ -272,4 +272,5 @@ def test_header_names_the_stores_as_given_without_server_paths(tmp_path, monkeyp
     (tmp_path / "runs").mkdir()
     assert store_caption(tmp_path / "runs", "results/repro") == "your runs: runs · shipped: results/repro"
     elsewhere = tmp_path.parent / "tmp.CwJX6Qlyc"
-    assert store_caption(elsewhere) == "your runs: tmp.CwJX6Qlyc" and str(tmp_path.parent) not in store_caption(elsewhere)
+    assert store_caption(elsewhere) == "your runs: tmp.CwJX6Qlyc"
+    assert str(tmp_path.parent) not in store_caption(elsewhere)

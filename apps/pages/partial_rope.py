@@ -111,8 +111,8 @@ def render_related(store, task: str | None, setting: str | None = None) -> list:
             continue
         if table.empty:
             continue
-        cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "paper_test_acc", "n_single_deposits",
-                            "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
+        cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "paper_test_acc",
+                            "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
         cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
                                C.table_component(table[cols], page_size=8)], className="card"))
     return cards

@@ -79,7 +79,8 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
                                     hover="RoPE layer %{y}, %{x}: %{z:" + fmt + "}<extra></extra>"), row=r, col=c)
             S.category_axes(fig, z, "k (heads with RoPE)", "RoPE layer" if c == 1 else "", row=r, col=c,
                             reverse_y=False)
-    return S.layout(fig, "Partial RoPE (blank cell: no run, or no deposit)" + _one_setting(df), height=max(380, 330 * len(panels) + 60))
+    return S.layout(fig, "Partial RoPE (blank cell: no run, or no deposit)" + _one_setting(df),
+                    height=max(380, 330 * len(panels) + 60))
 
 
 def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
