@@ -132,12 +132,26 @@ def run_label(row: dict | pd.Series) -> str:
     return " · ".join(bits) + f" — {row.get('id')}"
 
 
+def sort_index(df: pd.DataFrame) -> pd.DataFrame:
+    """An annotated index in reading order: setting (`SETTINGS` order), preset, Task 1 before Task 2, variant, seed."""
+    from workbench.analysis.settings import SETTINGS
+    from workbench.figures.style import TASK_ORDER
+
+    order = {k: i for i, k in enumerate(SETTINGS)}
+    tasks = {t: i for i, t in enumerate(TASK_ORDER)}
+    keyed = df.assign(_o=df["setting"].map(order).fillna(len(order)), _t=df["task"].map(tasks).fillna(len(tasks)))
+    return keyed.sort_values(["_o", "preset", "_t", "task", "variant", "seed"], kind="stable").drop(columns=["_o", "_t"])
+
+
 def run_options(df: pd.DataFrame) -> list[dict]:
-    """Dropdown options of an index (annotated with settings here when it is not yet)."""
-    if not df.empty and "setting" not in df.columns:
+    """Dropdown options of an index in reading order (annotated with settings here when it is not yet)."""
+    if df.empty:
+        return []
+    if "setting" not in df.columns:
         from workbench.analysis.settings import annotate
 
         df = annotate(df)
+    df = sort_index(df)
     return [{"label": run_label(r), "value": r["id"]} for r in df.to_dict("records")]
 
 

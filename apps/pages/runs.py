@@ -116,8 +116,7 @@ def fidelity_choices(fidelity, arch, scheme) -> tuple:
 
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     """The index as shown: setting labels, whether each run learned, and how many tables it has."""
-    from workbench.analysis.settings import SETTINGS, setting_label
-    from workbench.figures.style import TASK_ORDER
+    from workbench.analysis.settings import setting_label
 
     df = df.copy()
     tables = []
@@ -129,10 +128,7 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     df["tables"] = [", ".join(t) for t in tables]
     df["n_tables"] = [len(t) for t in tables]
     df["learned"] = ["" if (ok := C.learned(a)) is None else ("yes" if ok else "no") for a in df["test_acc"]]
-    order = {k: i for i, k in enumerate(SETTINGS)}
-    tasks = {t: i for i, t in enumerate(TASK_ORDER)}
-    df = df.assign(_o=df["setting"].map(order).fillna(len(order)), _t=df["task"].map(tasks).fillna(len(tasks)))
-    df = df.sort_values(["_o", "preset", "_t", "task", "variant", "seed"], kind="stable").drop(columns=["_o", "_t"])
+    df = C.sort_index(df)
     df["setting"] = [setting_label(s, short=True) for s in df["setting"]]
     return df
 
