@@ -140,7 +140,8 @@ def sort_index(df: pd.DataFrame) -> pd.DataFrame:
     order = {k: i for i, k in enumerate(SETTINGS)}
     tasks = {t: i for i, t in enumerate(TASK_ORDER)}
     keyed = df.assign(_o=df["setting"].map(order).fillna(len(order)), _t=df["task"].map(tasks).fillna(len(tasks)))
-    return keyed.sort_values(["_o", "preset", "_t", "task", "variant", "seed"], kind="stable").drop(columns=["_o", "_t"])
+    keyed = keyed.sort_values(["_o", "preset", "_t", "task", "variant", "seed"], kind="stable")
+    return keyed.drop(columns=["_o", "_t"])
 
 
 def run_options(df: pd.DataFrame) -> list[dict]:
