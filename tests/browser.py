@@ -235,7 +235,7 @@ def screenshot(drv, name: str, width: int = 1400, to_docs: bool = False) -> Path
     ARTIFACTS.mkdir(exist_ok=True)
     height = 0
     for _ in range(3):  # graphs re-lay out after a resize: grow until the page fits
-        new = int(drv.execute_script("return Math.min(6000, document.documentElement.scrollHeight)"))
+        new = int(drv.execute_script("return Math.min(9000, document.documentElement.scrollHeight)"))
         if new <= height:
             break
         height = new
