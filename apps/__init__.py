@@ -34,6 +34,21 @@ def page_modules():
             explorer]
 
 
+def _shown_path(path) -> str:
+    """A store folder as a user named it: relative to the working folder when under it, else its name alone
+    (no server path reaches the page)."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return p.name
+
+
+def store_caption(own, shipped=None) -> str:
+    """`your runs: runs · shipped: results/repro` for the navigation bar (the folders as given, not resolved)."""
+    return f"your runs: {_shown_path(own)}" + (f" · shipped: {_shown_path(shipped)}" if shipped else "")
+
+
 def _exit_on_sigterm() -> None:
     """Turn SIGTERM into a normal exit so atexit handlers (cache cleanup) run; only in the main thread and when
     nobody else handles SIGTERM."""
@@ -81,8 +96,8 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
     nav = html.Nav([html.Span("PE-Lab", className="brand")]
                    + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'findings'}")
                       for m in modules]
-                   + [html.Span(Path(store.root).resolve().name + (" + shipped" if stores.shipped else ""),
-                                className="store-root", title="run store")],
+                   + [html.Span(store_caption(store.root, stores.shipped.root if stores.shipped else None),
+                                className="store-root", title="the run stores this dashboard reads")],
                    className="navbar")
     app.layout = html.Div([nav, html.Main(dash.page_container, className="content")])
     for m in modules:

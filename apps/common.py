@@ -95,35 +95,124 @@ def query_runs(store, **filters) -> pd.DataFrame:
     return store.query(**clean)
 
 
+LEARNED_AT = 0.5   # test accuracy at which a run counts as having learned the task (claims.Thresholds.no_generalise)
+
+
+def learned(acc) -> bool | None:
+    """Whether a run with test accuracy `acc` learned the task (None when it has no accuracy yet)."""
+    return bool(acc >= LEARNED_AT) if isinstance(acc, (int, float)) and acc == acc else None
+
+
+def index(store, **filters) -> pd.DataFrame:
+    """`query_runs` plus each run's setting (`workbench.analysis.settings.annotate`)."""
+    from workbench.analysis.settings import annotate
+
+    return annotate(query_runs(store, **filters))
+
+
 def run_label(row: dict | pd.Series) -> str:
+    """`variant · Task n · seed s · setting · acc 0.983 learned · status — run id`: which run it is at a glance,
+    the full id last."""
+    from workbench.analysis._common import task_label
+    from workbench.analysis.settings import setting_label
+
     acc = row.get("test_acc")
-    acc_s = f" · acc {acc:.3f}" if isinstance(acc, (int, float)) and acc == acc else ""
+    ok = learned(acc)
+    bits = [str(row.get("variant") or row.get("scheme") or "?"), task_label(row.get("task")) or str(row.get("task"))]
+    seed = row.get("seed")
+    if isinstance(seed, (int, float)) and seed == seed:
+        bits.append(f"seed {int(seed)}")
+    if row.get("setting"):
+        bits.append(setting_label(row["setting"], row.get("preset"), short=True))
+    if ok is not None:
+        bits.append(f"acc {acc:.3f} {'learned' if ok else 'did not learn'}")
     status = row.get("status")
-    st = "" if status == "finished" else f" · {status}"
-    return f"{row.get('id')}{acc_s}{st}"
+    if status and status != "finished":
+        bits.append(str(status))
+    return " · ".join(bits) + f" — {row.get('id')}"
+
+
+def sort_index(df: pd.DataFrame) -> pd.DataFrame:
+    """An annotated index in reading order: setting (`SETTINGS` order), preset, Task 1 before Task 2, variant, seed."""
+    from workbench.analysis.settings import SETTINGS
+    from workbench.figures.style import TASK_ORDER
+
+    order = {k: i for i, k in enumerate(SETTINGS)}
+    tasks = {t: i for i, t in enumerate(TASK_ORDER)}
+    keyed = df.assign(_o=df["setting"].map(order).fillna(len(order)), _t=df["task"].map(tasks).fillna(len(tasks)))
+    keyed = keyed.sort_values(["_o", "preset", "_t", "task", "variant", "seed"], kind="stable")
+    return keyed.drop(columns=["_o", "_t"])
 
 
 def run_options(df: pd.DataFrame) -> list[dict]:
+    """Dropdown options of an index in reading order (annotated with settings here when it is not yet)."""
+    if df.empty:
+        return []
+    if "setting" not in df.columns:
+        from workbench.analysis.settings import annotate
+
+        df = annotate(df)
+    df = sort_index(df)
     return [{"label": run_label(r), "value": r["id"]} for r in df.to_dict("records")]
 
 
 def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | None = None,
-                store=None) -> str | None:
-    """`want` if it is a run in df; else the first finished run (that has `need_table`, when given)."""
+                store=None, prefer: tuple[str, ...] = ("rope",), learned_first: bool = True) -> str | None:
+    """`want` if it is a run in df; else the run a page should open on: finished, learned the task, of the default
+    setting (`paper` arch, untagged: tier 1), of a scheme in `prefer` (in that order), on Task 1, the lowest seed,
+    with `need_table` when given -- each criterion dropped last-first when no run meets them all.
+    `learned_first=False` (a comparison run, e.g. NoPE beside RoPE) lets the scheme count before having learned."""
     if df.empty:
         return None
     ids = list(df["id"])
     if want in ids:
         return want
-    finished = [r for r, s in zip(df["id"], df["status"]) if s == "finished"] or ids
+    from workbench.analysis.settings import DEFAULT_SETTING
+
+    if "setting" not in df.columns:
+        from workbench.analysis.settings import annotate
+
+        df = annotate(df)
+
+    def score(r) -> tuple:
+        scheme_rank = prefer.index(r["scheme"]) if r.get("scheme") in prefer else len(prefer)
+        return (r.get("status") != "finished", learned_first and learned(r.get("test_acc")) is not True,
+                r.get("setting") != DEFAULT_SETTING or r.get("variant") != r.get("scheme"), scheme_rank,
+                r.get("task") != "trigger-distance", r.get("seed") if isinstance(r.get("seed"), (int, float))
+                and r.get("seed") == r.get("seed") else float("inf"))
+
+    ranked = [r["id"] for r in sorted(df.to_dict("records"), key=score)]
     if need_table and store is not None:
-        for rid in finished:
+        for rid in ranked:
             try:
                 if store.get(rid).has_table(need_table):
                     return rid
             except Exception:
                 continue
-    return finished[0]
+    return ranked[0]
+
+
+MAX_LINES = 10   # lines a figure draws by default (readable defaults: "all runs" is a choice)
+
+
+def curve_runs(df: pd.DataFrame, show: str = "schemes", limit: int = MAX_LINES) -> list[str]:
+    """The runs whose curves a figure draws by default: `schemes` -- per task the untagged variants (one per
+    scheme; tier 1), those with the most seeds first (only those with several seeds when there are 3 or more of
+    them), at most `limit` of them (all variants when none is untagged); `variants` and `runs` -- every run with an
+    epoch done."""
+    df = df[df["epoch"].fillna(0) > 0] if "epoch" in df.columns else df
+    if show != "schemes" or df.empty:
+        return list(df["id"])
+    plain = df[df["variant"] == df["scheme"]]
+    pool = plain if not plain.empty else df
+    keep = []
+    for _, sub in pool.groupby("task"):
+        counts = sub.groupby("variant")["id"].size().sort_values(ascending=False, kind="stable")
+        if (counts > 1).sum() >= 3:  # enough variants with several seeds: single runs are a choice, not the default
+            counts = counts[counts > 1]
+        variants = set(counts.index[:limit])
+        keep += list(sub.loc[sub["variant"].isin(variants), "id"])
+    return keep
 
 
 def get_run(store, run_id: Any):
@@ -313,31 +402,43 @@ def labelled(label: str, component, width: str | None = None) -> html.Div:
     return html.Div([html.Label(label), component], className="control", style=style)
 
 
-def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15, **kwargs):
+def table_component(df: pd.DataFrame, id: str | None = None, page_size: int = 15, wrap: bool = True, **kwargs):
     """A sortable DataTable in the house precision (`workbench.figures.style.round_table`: key columns first,
-    times to 0.1 s, accuracies and intervals to 3 decimals); the key columns stay put when it scrolls sideways."""
+    times to 0.1 s, accuracies and intervals to 3 decimals). `wrap`: long cells wrap onto more lines (nothing is
+    cut); else cells stay one line and the key columns stay put when it scrolls sideways, each as wide as its
+    longest value (ids are never cut)."""
     from dash import dash_table
 
     from workbench.figures.style import n_key_columns, round_table
 
     data = round_table(df)
-    for c in data.columns:
-        if data[c].dtype == object:  # text cells (e.g. a corrupt run's error) show no server paths
+    text = [c for c in data.columns if data[c].dtype == object or pd.api.types.is_string_dtype(data[c])]
+    for c in text:  # text cells (e.g. a corrupt run's error) show no server paths
             data[c] = data[c].map(lambda v: redact_paths(v) if isinstance(v, str) else v if isinstance(
                 v, (int, float, type(None))) else redact_paths(json.dumps(v, default=str)))
-    n_fixed = n_key_columns(data)
+    cell = {"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 8px", "textAlign": "left"}
+    cell.update({"whiteSpace": "normal", "height": "auto", "maxWidth": "460px", "minWidth": "60px"} if wrap else
+                {"maxWidth": "280px", "overflow": "hidden", "textOverflow": "ellipsis"})
     props = dict(columns=[{"name": c, "id": c} for c in data.columns], data=data.to_dict("records"),
                  page_size=page_size, sort_action="native",
-                 style_table={"overflowX": "auto", "minWidth": "100%"},
-                 style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 8px",
-                             "textAlign": "left", "maxWidth": "280px", "overflow": "hidden",
-                             "textOverflow": "ellipsis"},
-                 style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6"}, **kwargs)
-    if n_fixed and len(data.columns) > n_fixed + 4:
+                 style_table={"overflowX": "auto", "minWidth": "100%"}, style_cell=cell,
+                 style_header={"fontWeight": "600", "backgroundColor": "#f1f3f6", "whiteSpace": "normal"}, **kwargs)
+    ids = [c for c in data.columns if c in ("id", "run_id") or data[c].astype(str).str.len().max() <= 30]
+    # ids and short values are one unbroken line: an id is never cut, a short label never broken
+    # long text: wide enough that rows stay short
+    prose = [c for c in text if wrap and c not in ids and data[c].astype(str).str.len().max() > 80]
+    props["style_data_conditional"] = ([{"if": {"column_id": c}, "whiteSpace": "nowrap", "maxWidth": "none"}
+                                        for c in ids] + list(props.get("style_data_conditional") or []))
+    props["style_cell_conditional"] = ([{"if": {"column_id": c}, "minWidth": "380px", "width": "420px",
+                                         "maxWidth": "460px"} for c in prose]
+                                       + list(props.get("style_cell_conditional") or []))
+    n_fixed = n_key_columns(data)
+    if not wrap and n_fixed and len(data.columns) > n_fixed + 4:
         props.setdefault("fixed_columns", {"headers": True, "data": n_fixed})
         # a frozen column is as wide as its header or longest value (frozen columns do not size themselves)
         chars = {c: max(len(c), int(data[c].astype(str).str.len().max() or 0)) for c in data.columns[:n_fixed]}
-        widths = [{"if": {"column_id": c}, "minWidth": f"{min(280, 24 + 8 * n)}px"} for c, n in chars.items()]
+        widths = [{"if": {"column_id": c}, "minWidth": f"{24 + 8 * n}px", "maxWidth": f"{24 + 8 * n}px"}
+                  for c, n in chars.items()]
         props["style_cell_conditional"] = widths + list(props.get("style_cell_conditional") or [])
     if id is not None:
         props["id"] = id

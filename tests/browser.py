@@ -8,6 +8,8 @@
 * `console_errors(drv)`: SEVERE entries of the browser console.
 
 Screenshots go to `artifacts/` (ignored by git); `PELAB_UPDATE_SCREENSHOTS=1` also copies them to docs/img/.
+`shoot_pages()` (also `python tests/browser.py screenshots`): every page of the app on the shipped results, with
+its defaults, screenshotted (docs/img/dashboard_<page>.png) and looked over by `page_problems`.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import atexit
 import contextlib
 import functools
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -132,7 +135,11 @@ class AppServer:
     """Serve a Dash app (or any WSGI app) on 127.0.0.1 in a daemon thread."""
 
     def __init__(self, wsgi_app):
+        import logging
+
         from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
 
         self.port = free_port()
         self.server = make_server("127.0.0.1", self.port, wsgi_app, threaded=True)
@@ -223,21 +230,21 @@ def trace_counts(drv, root_css: str = "") -> list[int]:
         ".map(g => (g.data || []).length);", root_css)
 
 
-def screenshot(drv, name: str) -> Path:
-    """Full-page PNG into artifacts/ (and docs/img/ when PELAB_UPDATE_SCREENSHOTS=1)."""
+def screenshot(drv, name: str, width: int = 1400, to_docs: bool = False) -> Path:
+    """Full-page PNG into artifacts/ (and docs/img/ with `to_docs` or when PELAB_UPDATE_SCREENSHOTS=1)."""
     ARTIFACTS.mkdir(exist_ok=True)
     height = 0
     for _ in range(3):  # graphs re-lay out after a resize: grow until the page fits
-        new = int(drv.execute_script("return Math.min(4000, document.documentElement.scrollHeight)"))
+        new = int(drv.execute_script("return Math.min(9000, document.documentElement.scrollHeight)"))
         if new <= height:
             break
         height = new
-        drv.set_window_size(1400, max(900, height + 140))
-        time.sleep(0.3)
+        drv.set_window_size(width, max(900, height + 140))
+        time.sleep(0.5)
     path = ARTIFACTS / f"{name}.png"
     drv.save_screenshot(str(path))
     drv.set_window_size(1400, 1000)
-    if os.environ.get("PELAB_UPDATE_SCREENSHOTS") == "1":
+    if to_docs or os.environ.get("PELAB_UPDATE_SCREENSHOTS") == "1":
         DOCS_IMG.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, DOCS_IMG / f"{name}.png")
     return path
@@ -264,74 +271,112 @@ def select_option(drv, dropdown_id: str, text: str, close: bool = True) -> None:
                    what=f"#{dropdown_id} to close")
 
 
-# ---- docs/img: screenshots of a real store (python tests/browser.py docs-screenshots STORE) ----------------
-def _pick(store, scheme: str, task: str = "trigger-distance", partial: bool = False, table: str | None = None):
-    """The first finished run of `scheme` on `task` (partial RoPE or not) in `store` (a StoreSet), with `table`."""
-    for rid in store.query(scheme=scheme, task=task, status="finished")["id"]:
-        run = store.get(rid)
-        kw = run.config["model"].get("scheme_kwargs") or {}
-        if bool(kw.get("rope_heads") is not None or kw.get("rope_layers") is not None) == partial and (
-                table is None or run.has_table(table)):
-            return rid
-    return None
+# ---- one look over every page, and the screenshots in docs/img --------------------------------------------------
+# (path, screenshot name, the run dropdown whose default must be a run that learned, or None)
+SHOT_PAGES = [("/", "findings", None), ("/runs", "runs", None), ("/ablation", "ablation", "abl-run-a"),
+              ("/heads", "heads", "heads-run"), ("/partial-rope", "partial_rope", None),
+              ("/qk-means", "qk_means", "qk-run"), ("/angles", "angles", "ang-run"),
+              ("/spectral", "spectral", "spec-run"),
+              ("/distance-bias", "distance_bias", "dist-run"), ("/extrapolation", "extrapolation", "extr-run"),
+              ("/explorer", "explorer", "exp-run")]
+SHOT_WIDTH = 1600
+MAX_LEGEND = 12          # legend entries per figure
+MAX_DECIMALS = 4         # significant decimals per table cell (0.000123 has 3)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+\.(\d+)(?![\w.])")
+
+# in the page: per plotly graph, its number of traces, of traces with data, and of legend entries
+_GRAPHS_JS = """return Array.from(document.querySelectorAll('.content .js-plotly-plot')).map(g => {
+  const data = g._fullData || g.data || [];
+  const filled = data.filter(t => t.visible !== false && ['x', 'y', 'z', 'values'].some(
+      k => t[k] && (t[k].length > 0 || (t[k].bdata && t[k].bdata.length > 0)))).length;
+  return {title: ((g.layout || {}).title || {}).text || '', traces: data.length, filled: filled,
+          legend: g.querySelectorAll('.legend .traces').length};
+});"""
 
 
-SHOT_PAGES = [("/", "findings", ""), ("/runs", "runs", ""), ("/ablation", "ablation", "?run={rope}&run_b={nope}"),
-              ("/heads", "heads", "?run={heads}"), ("/partial-rope", "partial_rope", ""),
-              ("/qk-means", "qk_means", "?run={rope}"), ("/angles", "angles", "?run={rope}"),
-              ("/spectral", "spectral", "?run={rope}"), ("/distance-bias", "distance_bias", "?run={rope}|{nope}"),
-              ("/extrapolation", "extrapolation", "?run={rope}|{nope}|{partial}"),
-              ("/explorer", "explorer", "?run={rope}&example=3&layer=1&ablate=1.1")]
+def significant_decimals(text: str) -> int:
+    """Most significant decimals of any number in a cell: digits after the point, leading zeros not counted
+    (0.983 -> 3, 0.000123 -> 3, 7.638999938964844 -> 15)."""
+    return max((len(m.group(1).lstrip("0")) for m in _NUMBER.finditer(text)), default=0)
 
 
-def docs_screenshots(store_root: str, shipped: str | None = None, pages: list[str] | None = None) -> list[Path]:
-    """Serve the app on `store_root` (e.g. CPU-preset runs) and the shipped store `shipped` (default as `workbench
-    app`: $PELAB_SHIPPED, else results/repro) and write docs/img/dashboard_<page>.png for `pages` (names as in
-    SHOT_PAGES; default all) and, with all pages, report.png of the own store."""
-    from apps import create_app
-    from workbench.report import build_report
-    from workbench.store import StoreSet
+def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
+    """What a person would call wrong on the page shown: an error box or traceback, console errors, an empty
+    figure, a table cell with more than MAX_DECIMALS significant decimals, a legend of more than MAX_LEGEND entries,
+    a default run that did not learn the task."""
+    from selenium.webdriver.common.by import By
 
-    stores = StoreSet.open(store_root, shipped)
-    ids = {"rope": _pick(stores, "rope"), "nope": _pick(stores, "nope"),
-           "partial": _pick(stores, "rope", partial=True), "heads": _pick(stores, "rope", table="head_summary")}
-    ids = {k: v or "" for k, v in ids.items()}
-    unknown = set(pages or ()) - {name for _, name, _ in SHOT_PAGES}
-    if unknown:
-        raise SystemExit(f"unknown pages {sorted(unknown)}; pick from {[n for _, n, _ in SHOT_PAGES]}")
-    os.environ["PELAB_UPDATE_SCREENSHOTS"] = "1"
-    srv = AppServer(create_app(store_root, shipped=shipped).server)
-    drv = driver()
     out = []
-    try:
-        for path, name, q in SHOT_PAGES:
-            if pages and name not in pages:
-                continue
-            drv.get(srv.url + path + q.format(**ids))
-            wait_until(lambda: any(n > 0 for n in trace_counts(drv)), 60, what=f"graphs on {path}")
-            wait_until(lambda: dash_idle(drv), 60, what=f"{path} to settle")
-            time.sleep(1.0)
-            out.append(screenshot(drv, f"dashboard_{name}"))
-        if not pages:
-            report = Path(tempfile.mkdtemp()) / "report.html"
-            build_report(stores.own, "task=trigger-distance", report)
-            drv.get(report.as_uri())
-            wait_until(lambda: len(trace_counts(drv)) > 0, 60, what="the report's graphs")
-            time.sleep(1.0)
-            drv.set_window_size(1400, 1800)
-            drv.save_screenshot(str(DOCS_IMG / "report.png"))
-            out.append(DOCS_IMG / "report.png")
-    finally:
-        srv.stop()
-        _quit()
+    text = drv.find_element(By.CSS_SELECTOR, ".content").text
+    if "Traceback" in text:
+        out.append(f"{name}: a traceback is shown")
+    for el in drv.find_elements(By.CSS_SELECTOR, ".content .hint-error"):
+        out.append(f"{name}: error box: {el.text[:160]!r}")
+    out += [f"{name}: console: {e.get('message', '')[:160]}" for e in console_errors(drv)]
+    for g in drv.execute_script(_GRAPHS_JS):
+        if g["filled"] == 0:
+            out.append(f"{name}: empty figure {g['title'][:60]!r} ({g['traces']} traces, none with data)")
+        if g["legend"] > MAX_LEGEND:
+            out.append(f"{name}: figure {g['title'][:60]!r} has {g['legend']} legend entries (> {MAX_LEGEND})")
+    for td in drv.find_elements(By.CSS_SELECTOR, ".content .dash-spreadsheet td"):
+        t = td.text
+        if significant_decimals(t) > MAX_DECIMALS:
+            out.append(f"{name}: table cell {t[:60]!r} shows more than {MAX_DECIMALS} significant decimals")
+            break
+    if run_dropdown:
+        shown = drv.find_elements(By.ID, run_dropdown)
+        label = shown[0].text if shown else ""
+        if "did not learn" in label:
+            out.append(f"{name}: the default run did not learn the task: {label[:120]!r}")
+        if not label.strip():
+            out.append(f"{name}: no default run in #{run_dropdown}")
     return out
 
 
-USAGE = """usage: python tests/browser.py docs-screenshots STORE_ROOT [--shipped DIR] [--pages findings,heads,...]
+def _settle(drv, path: str, timeout: float = 120) -> None:
+    from selenium.webdriver.common.by import By
 
-Writes docs/img/dashboard_<page>.png (and, without --pages, report.png) from the app served on STORE_ROOT and the
-shipped store (default: $PELAB_SHIPPED, else results/repro). E.g. the Findings and Heads pages of the shipped
-reproduction alone: python tests/browser.py docs-screenshots $(mktemp -d) --shipped results/repro --pages findings,heads"""
+    wait_until(lambda: drv.find_elements(By.CSS_SELECTOR, ".content h2"), timeout, what=f"{path} to render")
+    time.sleep(1.0)
+    wait_until(lambda: dash_idle(drv), timeout, what=f"{path} to settle")
+    time.sleep(1.5)  # graphs draw after the last callback returns
+
+
+def shoot_pages(shipped: str = str(REPO / "results" / "repro"), store_root: str | None = None,
+                pages: list[str] | None = None, to_docs: bool = False) -> tuple[list[Path], list[str]]:
+    """Serve the app on the shipped results (and an empty own store, unless `store_root`), open every page of
+    SHOT_PAGES (or `pages`) with its defaults in headless chromium at SHOT_WIDTH px, screenshot it (artifacts/, and
+    docs/img/dashboard_<page>.png with `to_docs`) and look it over (`page_problems`). Returns (paths, problems)."""
+    from apps import create_app
+
+    unknown = set(pages or ()) - {name for _, name, _ in SHOT_PAGES}
+    if unknown:
+        raise SystemExit(f"unknown pages {sorted(unknown)}; pick from {[n for _, n, _ in SHOT_PAGES]}")
+    root = store_root or str(ARTIFACTS / "empty-store")  # shown in the header as `your runs: artifacts/empty-store`
+    Path(root).mkdir(parents=True, exist_ok=True)
+    srv = AppServer(create_app(root, cache_dir=ARTIFACTS / "shots-cache", shipped=shipped).server)
+    drv = driver()
+    paths, problems = [], []
+    try:
+        drv.get_log("browser")  # drain
+        for path, name, dropdown in SHOT_PAGES:
+            if pages and name not in pages:
+                continue
+            drv.set_window_size(SHOT_WIDTH, 1000)
+            drv.get(srv.url + path)
+            _settle(drv, path)
+            problems += page_problems(drv, name, dropdown)
+            paths.append(screenshot(drv, f"dashboard_{name}", width=SHOT_WIDTH, to_docs=to_docs))
+    finally:
+        srv.stop()
+    return paths, problems
+
+
+USAGE = """usage: python tests/browser.py screenshots [--shipped DIR] [--store DIR] [--pages findings,heads,...]
+
+Serves the dashboard on the shipped results (default results/repro; own store: an empty one, or --store), opens
+every page with its defaults in headless chromium and writes docs/img/dashboard_<page>.png, then prints what
+`page_problems` finds wrong on each page (exit status 1 when anything is)."""
 
 
 if __name__ == "__main__":
@@ -339,11 +384,17 @@ if __name__ == "__main__":
     import sys
 
     parser = argparse.ArgumentParser(usage=USAGE)
-    parser.add_argument("command", choices=["docs-screenshots"])
-    parser.add_argument("store")
-    parser.add_argument("--shipped", default=None)
+    parser.add_argument("command", choices=["screenshots"])
+    parser.add_argument("--shipped", default=str(REPO / "results" / "repro"))
+    parser.add_argument("--store", default=None)
     parser.add_argument("--pages", default=None, help="comma-separated page names (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    for p in docs_screenshots(args.store, args.shipped, args.pages.split(",") if args.pages else None):
+    written, found = shoot_pages(args.shipped, args.store, args.pages.split(",") if args.pages else None,
+                                 to_docs=True)
+    for p in written:
         print("wrote", p)
+    for p in found:
+        print("PROBLEM", p)
+    _quit()
+    sys.exit(1 if found else 0)

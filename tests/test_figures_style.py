@@ -74,6 +74,9 @@ def tables(head_tables):  # noqa: F811
     out["partial_rope"] = experiments.partial_rope(runs=runs[:1], compute_missing=False)  # one run: one cell
     out["rope_vs_rope_sinusoidal"] = experiments.rope_vs_rope_sinusoidal(runs=runs, compute_missing=False)
     out["mla_rope_nope"] = experiments.mla_rope_nope(runs=runs, compute_missing=False)
+    from workbench.analysis.claims import run_table
+
+    out["run_accuracy"] = run_table(runs=runs)
     out["hadamard_check"] = hadamard_check(sizes=(8,), n_trials=3)
     out["rope_expected_score"] = rope_expected_score(d_head=8, max_distance=20, n_samples=50)
     out["attention_patterns"] = pattern_rows()  # head_attention reads it too (trigger tokens start with '*')

@@ -345,7 +345,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         row = cl[cl.claim.str.startswith("RoPE's largest single-head deposit")].index[0]
         ev = str(findings.evidence(store, cl, str(row)))
         assert "zero-ablation atlas" in ev and f"/ablation?run={ids[0]}" in ev
-        assert "rope (PE-Lab `paper` arch), trigger-distance: zero-ablation atlas, mean over 1 run(s)" in ev
+        assert "zero-ablation atlas, one run" in ev
         assert "Pick a claim" in str(findings.evidence(store, cl, "../etc"))
     assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read
 

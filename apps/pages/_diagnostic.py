@@ -32,22 +32,23 @@ class Diagnostic:
     choice: tuple[str, str, list] | None = None   # (figure kwarg, label, [options]) -> a dropdown for every figure
     summary_columns: list[str] = field(default_factory=list)      # shown as a table under the figures
     standalone: list[tuple[str, dict, str]] = field(default_factory=list)  # (STANDALONE name, kwargs, button label)
+    prefer: tuple[str, ...] = ("rope",)  # schemes the page opens on (a learned tier-1 `paper`-arch run, Task 1)
 
 
 def make_layout(d: Diagnostic):
     def layout(run: str | None = None, **query):
         store = C.stores()
-        df = store.query()
+        df = C.index(store)
         want = [r for r in (run or "").split("|") if r]
         if d.multi:
-            have = [rid for rid in df["id"] if _has(store, rid, d.analysis)]
-            value = [r for r in want if r in set(df["id"])] or have[:6] or list(df["id"][:1])
+            value = [r for r in want if r in set(df["id"])] or default_runs(store, df, d)
         else:
-            value = C.default_run(df, want[0] if want else None, need_table=d.analysis, store=store)
+            value = C.default_run(df, want[0] if want else None, need_table=d.analysis, store=store,
+                                  prefer=d.prefer)
         controls = [C.labelled("runs" if d.multi else "run",
                                dcc.Dropdown(id=f"{d.prefix}-run", options=C.run_options(df), value=value,
                                             multi=d.multi, placeholder="pick a run" + ("s" if d.multi else "")),
-                               width="640px")]
+                               width="720px")]
         if d.choice:
             kw, label, options = d.choice
             controls.append(C.labelled(label, dcc.Dropdown(id=f"{d.prefix}-choice", options=options,
@@ -67,6 +68,27 @@ def make_layout(d: Diagnostic):
         return html.Div(body)
 
     return layout
+
+
+def default_runs(store, df: pd.DataFrame, d: Diagnostic, n: int = 6) -> list[str]:
+    """A multi-run page's default: per scheme (`d.prefer` first) the run `C.default_run` would open on, from one
+    setting and task, that learned the task -- at most `n` lines, no two of one scheme."""
+    if df.empty:
+        return []
+    first = C.default_run(df, None, need_table=d.analysis, store=store, prefer=d.prefer)
+    row = df.set_index("id").loc[first]
+    same = df[(df["setting"] == row["setting"]) & (df["preset"] == row["preset"]) & (df["task"] == row["task"])
+              & (df["variant"] == df["scheme"])]
+    schemes = list(d.prefer) + sorted(set(same["scheme"]) - set(d.prefer))
+    out = []
+    for scheme in schemes:
+        sub = same[same["scheme"] == scheme]
+        rid = C.default_run(sub, None, need_table=d.analysis, store=store) if not sub.empty else None
+        if rid and _has(store, rid, d.analysis) and C.learned(sub.set_index("id").loc[rid, "test_acc"]):
+            out.append(rid)
+        if len(out) == n:
+            break
+    return out or [first]
 
 
 def _has(store, rid: str, name: str) -> bool:

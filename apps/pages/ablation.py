@@ -25,13 +25,16 @@ VIEWS = [{"label": "per layer: lines over heads", "value": "ablation_layers"},
 def layout(run: str | None = None, run_b: str | None = None, metric: str = "accuracy", mode: str = "zero",
            view: str = "ablation_layers", **query):
     store = C.stores()
-    df = store.query()
+    df = C.index(store)
     a = C.default_run(df, run, need_table=table_name(mode), store=store)
     b = run_b if run_b in set(df["id"]) else None
-    if b is None and run_b is None and a is not None:  # another run of the same task, else any other
+    if b is None and run_b is None and a is not None:  # NoPE of the same setting and task, else any other run
         rest = df[df["id"] != a]
-        same = rest[rest["task"] == df.loc[df["id"] == a, "task"].iloc[0]]
-        b = C.default_run(same if not same.empty else rest, None, need_table=table_name(mode), store=store)
+        ra = df.set_index("id").loc[a]
+        same = rest[(rest["task"] == ra["task"]) & (rest["setting"] == ra["setting"])
+                    & (rest["preset"] == ra["preset"])]
+        b = C.default_run(same if not same.empty else rest, None, need_table=table_name(mode), store=store,
+                          prefer=("nope",), learned_first=False)
     opts = C.run_options(df)
     controls = html.Div([
         C.labelled("metric", dcc.Dropdown(id=f"{P}-metric", value=metric, clearable=False,

@@ -7,6 +7,7 @@ SPEC = Diagnostic(
     blurb="Histogram of attention-score differences between a short-range and a long-range key of the same query, "
           "one histogram per layer (TAPA App. 15): mass right of 0 means nearer keys score higher. Below: the "
           "expected RoPE score against distance for q, k with mean 0, 0.1 and 1 (FoPE Fig. 8), which needs no run.",
+    prefer=("rope", "alibi"),
     applies="any run",
     standalone=[("rope_expected_score", {}, "Expected RoPE score vs. distance (no run needed)")],
 )

@@ -56,7 +56,7 @@ def check_inputs(run, example, layer, ablate) -> tuple[int, int, list[tuple[int,
 def layout(run: str | None = None, example: str | None = None, layer: str | None = None,
            ablate: str | None = None, **query):
     store = C.stores()
-    df = store.query()
+    df = C.index(store)
     value = C.default_run(df, run)
     return html.Div([
         C.page_header("Attention explorer", "One test example through one model: the tokens (trigger words "
@@ -64,7 +64,7 @@ def layout(run: str | None = None, example: str | None = None, layer: str | None
                       "ablated (their z zeroed before W_O, as in the ablation sweep)."),
         html.Div([
             C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value),
-                       width="520px"),
+                       width="720px"),
             C.labelled("test example", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
                                                  value=int(example) if example and example.isdigit() else 0,
                                                  debounce=True)),

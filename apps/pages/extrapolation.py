@@ -8,6 +8,7 @@ SPEC = Diagnostic(
     blurb="Test accuracy and loss on the length-extrapolation splits (longer sequences than in training) against "
           "the longest sequence of each split, for every selected run; the dashed line is the training length. "
           "Learned position embeddings cannot extrapolate and say so.",
+    prefer=("rope", "nope", "alibi", "sinusoidal", "learned", "mla"),
     applies="schemes that extrapolate; pick several runs to overlay them",
     summary_columns=["run_id", "scheme", "task", "split", "max_len", "n", "accuracy", "acc_lo", "acc_hi", "loss"],
 )

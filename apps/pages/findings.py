@@ -1,19 +1,63 @@
-"""Findings: the core paper reproduced on CPU, from the shipped results (read-only): Table 1 side by side, every
-claim with its verdict and evidence, every scheme at a glance, partial RoPE beside full RoPE, the
-one-setting-at-a-time runs that trace a gap between the authors' settings and PE-Lab's to one field, and for any
-claim the seed-aggregated ablation atlas of the runs behind it (one atlas per setting, variant and task)."""
+"""Findings: the core paper reproduced on CPU, from the shipped results (read-only): the scale disclaimer
+(`presets.scale_disclaimer`), the verdict colours' legend, Table 1 side by side, every
+claim with its verdict (and whether it holds across scale, when the table says), the questions they answer, every
+scheme at a glance, partial RoPE beside full RoPE, the one-setting-at-a-time runs, and for the claim picked (or
+clicked in the table) the evidence it rests on, by its kind (`evidence_kind`: accuracy bars, learning curves,
+ablation atlases or train vs test accuracy; one picture per setting and variant) and links to each of its runs."""
 from __future__ import annotations
 
-from dash import Input, Output, dcc, html
+import pandas as pd
+from dash import Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
 
 from apps import common as C
-from workbench.analysis.claims import (SETTINGS, answers, one_setting, partial_rope_pairs, scheme_overview, setting_of,
-                                      verdict_summary)
+from workbench.analysis.claims import answers, one_setting, partial_rope_pairs, scheme_overview, verdict_summary
+from workbench.analysis.settings import SETTINGS, describe
+from workbench.figures.style import VERDICT_COLORS, verdict_color
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
-VERDICT_STYLE = {"reproduced": "#e3f4e6", "mixed": "#fff4d6", "not reproduced": "#fbeceb", "inconclusive": "#eeeaf6",
-                 "pending": "#f1f3f6"}
+EVIDENCE_KINDS = ("accuracy", "curves", "deposits", "overfit")
+CLAIM_COLUMNS = ["no", "claim", "paper", "setting", "verdict", "holds_across_scale", "evidence", "n_runs"]
+
+
+def verdict_styles(verdicts) -> list[dict]:
+    """Row colours of a table with a `verdict` column: each verdict its colour (`style.verdict_color`)."""
+    return [{"if": {"filter_query": f'{{verdict}} = "{v}"'}, "backgroundColor": verdict_color(v)}
+            for v in dict.fromkeys(list(VERDICT_COLORS) + [str(v) for v in verdicts])]
+
+
+def verdict_legend(verdicts=()) -> html.Div:
+    """One chip per verdict in its colour: every verdict the rules can give, then any other seen in the table."""
+    names = list(dict.fromkeys(list(VERDICT_COLORS) + [str(v) for v in verdicts]))
+    return html.Div([html.Span("verdicts:", className="legend-title")]
+                    + [html.Span(v, className="verdict-chip", style={"backgroundColor": verdict_color(v)})
+                       for v in names], className="verdict-legend")
+
+
+def disclaimer(preset: str) -> html.Div | None:
+    """The scale disclaimer box of the runs' preset (`presets.scale_disclaimer`, markdown)."""
+    from workbench.train.presets import PRESETS, scale_disclaimer
+
+    if preset not in PRESETS:
+        return None
+    return html.Div(dcc.Markdown(scale_disclaimer(preset)), className="disclaimer", id=f"{P}-disclaimer")
+
+
+def evidence_kind(row) -> str:
+    """The claim's `evidence_kind` when the table has one, else a guess from its words (accuracy comparisons,
+    convergence, overfitting; deposits otherwise)."""
+    kind = getattr(row, "evidence_kind", None)
+    if isinstance(kind, str) and kind in EVIDENCE_KINDS:
+        return kind
+    text = str(getattr(row, "claim", "")).lower()
+    if "overfit" in text:
+        return "overfit"
+    if "converge" in text:
+        return "curves"
+    if any(w in text for w in ("beats", "outperform", "accuracy", "generalise", "generalize", "poor")):
+        return "accuracy"
+    return "deposits"
 
 
 def _shipped():
@@ -21,13 +65,13 @@ def _shipped():
 
 
 def _tables(store):
-    """The base preset's runs (`claims.base_preset`: repro; the scale ladder's rungs are compared in COMPARISON.md,
-    never averaged in), Table 1 and the claims."""
-    from workbench.analysis.claims import base_preset, claims, run_table, table1
+    """The base preset's runs (`claims.base_preset`: repro; the scale ladder's rungs are compared with them, never
+    averaged in), Table 1 and the claims with their `holds_across_scale` column (`claims.base_claims`)."""
+    from workbench.analysis.claims import base_claims, run_table, table1
+    from workbench.train.presets import LADDER
 
-    runs = run_table(store)
-    runs = runs[runs.preset == base_preset(runs)]
-    return runs, table1(runs), claims(store, runs)
+    _, runs, cl, _, _ = base_claims(store, run_table(store), LADDER)
+    return runs, table1(runs), cl
 
 
 def layout(claim: str | None = None, **query):
@@ -51,29 +95,26 @@ def layout(claim: str | None = None, **query):
     fig, missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
     t1_view = t1.assign(paper=100 * t1["paper"], mean=100 * t1["mean"], lo=100 * t1["lo"], hi=100 * t1["hi"]) \
         .drop(columns=["runs"])
-    claim_view = cl.assign(runs=cl["runs"].map(len)).rename(columns={"runs": "n_runs"})
+    claim_view = claims_view(cl)
     options = [{"label": f"{r.claim} ({r.setting}): {r.verdict}", "value": str(i)} for i, r in cl.iterrows()]
     chosen = claim if claim in {o["value"] for o in options} else (options[0]["value"] if options else None)
     summary = verdict_summary(cl)
     return html.Div([
-        header,
+        header, disclaimer(str(runs.preset.iloc[0])),
         html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(fig) if fig is not None else missing,
                   C.table_component(t1_view, id=f"{P}-table1", page_size=20)], className="card"),
         html.Div([html.H3("The questions, answered so far"),
-                  C.table_component(answers(cl), id=f"{P}-answers", page_size=20, style_data_conditional=[
-                      {"if": {"filter_query": f'{{verdict}} = "{v}"'}, "backgroundColor": c}
-                      for v, c in VERDICT_STYLE.items()])], className="card"),
-        html.Div([html.H3(f"The paper's claims ({summary})"),
-                  C.table_component(claim_view, id=f"{P}-claims", page_size=40, style_data_conditional=[
-                      {"if": {"filter_query": f'{{verdict}} = "{v}"'}, "backgroundColor": c}
-                      for v, c in VERDICT_STYLE.items()],
-                      tooltip_data=[{"evidence": {"value": r.evidence, "type": "text"}} for r in cl.itertuples()],
-                      tooltip_duration=None)], className="card"),
+                  C.table_component(answers(cl), id=f"{P}-answers", page_size=20,
+                                    style_data_conditional=verdict_styles(cl["verdict"]))], className="card"),
+        html.Div([html.H3(f"The paper's claims ({summary})"), verdict_legend(cl["verdict"]),
+                  html.P("Click a claim to see the evidence it rests on and its runs (below).", className="job-note"),
+                  C.table_component(claim_view, id=f"{P}-claims", page_size=40,
+                                    style_data_conditional=verdict_styles(cl["verdict"]))], className="card"),
         html.Div([html.H3("Every scheme at a glance (PE-Lab `paper` arch)"), _overview_view(store, runs)],
                  className="card"),
         html.Div([html.H3("Partial RoPE"), _partial_rope_view(store, runs)], className="card"),
         html.Div([html.H3("One setting at a time"), _one_setting_view(store, runs)], className="card"),
-        html.Div([html.H3("Evidence"),
+        html.Div([html.H3("Evidence", id=f"{P}-evidence-title"),
                   C.labelled("claim", dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False)),
                   html.Div(id=f"{P}-evidence")], className="card"),
     ])
@@ -118,34 +159,123 @@ def _partial_rope_view(store, runs):
                                        page_size=30)])
 
 
-def evidence(store, cl, key: str | None) -> list:
-    """For one claim row: its evidence text, the seed-aggregated ablation atlas of its runs, links to each run."""
+def claims_view(cl):
+    """The claims table as shown: setting labels, the columns of CLAIM_COLUMNS the table has, the run count."""
+    view = cl.assign(no=[str(i) for i in cl.index], n_runs=cl["runs"].map(len),
+                     setting=[SETTINGS.get(s, s) for s in cl["setting"]])
+    return view[[c for c in CLAIM_COLUMNS if c in view.columns]]
+
+
+def _groups(store, run_ids) -> dict:
+    """The runs by (setting label, variant, task): seeds of one configuration, never two settings or variants."""
+    groups = {}
+    for rid in run_ids:
+        try:
+            run = store.get(rid)
+        except Exception:
+            continue
+        s = describe(run.config)
+        groups.setdefault((SETTINGS.get(s.setting, s.setting), s.variant, run.config["task"]["task"]), []).append(run)
+    return groups
+
+
+def run_link(run) -> html.Li:
+    """A run's link (its ablation page) labelled by what it is, the id after it."""
+    from workbench.analysis._common import task_label
+
+    s = describe(run.config)
+    acc = (run.final or {}).get("test_acc")
+    what = (f"{s.variant} · {task_label(run.config['task']['task'])} · seed {run.config['train']['seed']} · "
+            f"{SETTINGS.get(s.setting, s.setting)}" + (f" · acc {acc:.3f}" if isinstance(acc, float) else ""))
+    return html.Li([dcc.Link(what, href=f"/ablation?run={run.id}"), html.Span(f"  {run.id}", className="run-id")])
+
+
+def _accuracy_evidence(store, run_ids, overfit: bool) -> list:
+    from workbench.analysis.claims import run_table
+
+    rt = run_table(runs=[r for rs in _groups(store, run_ids).values() for r in rs])
+    if rt.empty:
+        return [C.hint("These runs have no final accuracy yet.", kind="missing")]
+    fig, missing = C.build_figure("run_accuracy", rt, train=overfit)
+    return [C.graph(fig) if fig is not None else missing]
+
+
+def comparison_runs(store, run_ids) -> list[str]:
+    """A convergence claim is about one scheme against the others: the claim's runs plus the plain schemes (untagged,
+    tier 1) of the same preset, setting and task that `C.curve_runs` draws by default."""
+    idx = C.index(store)
+    mine = idx[idx["id"].isin(run_ids)]
+    keys = set(zip(mine["preset"], mine["setting"], mine["task"]))
+    ours = pd.Series([k in keys for k in zip(idx["preset"], idx["setting"], idx["task"])], index=idx.index)
+    same = idx[ours & (idx["status"] == "finished")]
+    return list(dict.fromkeys(list(run_ids) + C.curve_runs(same)))
+
+
+def _curves_evidence(store, run_ids) -> list:
+    from workbench.analysis import EXPERIMENTS
+
+    try:
+        df = EXPERIMENTS["convergence"](runs=[store.get(r) for r in comparison_runs(store, run_ids)])
+    except Exception as e:
+        return [C.hint(f"No learning curves: {type(e).__name__}: {e}", kind="missing")]
+    fig, missing = C.build_figure("convergence", df, splits=("test",))
+    return [C.graph(fig) if fig is not None else missing]
+
+
+def _deposit_evidence(store, run_ids) -> list:
     from workbench.analysis import aggregate_seeds
 
+    out = []
+    for (setting, variant, task), runs in _groups(store, run_ids).items():
+        ts = [r.load_table("ablation") for r in runs if r.has_table("ablation")]
+        if not ts:
+            continue
+        agg = aggregate_seeds(ts) if len(ts) > 1 else ts[0]
+        fig, missing = C.build_figure("ablation", agg)
+        how = f"mean over {len(ts)} seeds" if len(ts) > 1 else "one run"
+        out.append(html.Div([html.H4(f"{variant} ({setting}), {task}: zero-ablation atlas, {how}"),
+                             C.graph(fig) if fig is not None else missing]))
+    return out or [C.hint("These runs have no ablation table.", kind="missing")]
+
+
+def evidence(store, cl, key: str | None) -> list:
+    """For one claim row: its verdict and evidence text, the picture its evidence kind calls for (accuracy bars,
+    learning curves, ablation atlases, or train vs test accuracy), and a link to each of its runs."""
     if not isinstance(key, str) or not key.isdigit() or int(key) not in cl.index:  # a browser value
         return [C.hint("Pick a claim.", kind="info")]
     row = cl.loc[int(key)]
-    out = [html.P([html.B(f"{row.verdict}: "), row.evidence])]
-    groups = {}  # one atlas per (setting, variant, task): seeds of one configuration, never two variants mixed
-    for rid in row.runs:
-        run = store.get(rid)
-        if run.has_table("ablation"):
-            t = run.load_table("ablation")
-            variant = run.config.get("tag") or t["scheme"].iloc[0]
-            groups.setdefault((SETTINGS.get(setting_of(run.config), ""), variant, t["task"].iloc[0]), []).append(t)
-    if groups:
-        for (setting, variant, task), ts in groups.items():
-            agg = aggregate_seeds(ts) if len(ts) > 1 else ts[0]
-            fig, missing = C.build_figure("ablation", agg)
-            out.append(html.Div([html.H4(f"{variant} ({setting}), {task}: zero-ablation atlas, mean over "
-                                         f"{len(ts)} run(s)"), C.graph(fig) if fig is not None else missing]))
-    elif row.runs:
-        out.append(C.hint("These runs have no ablation table.", kind="missing"))
-    out.append(html.Ul([html.Li(dcc.Link(rid, href=f"/ablation?run={rid}")) for rid in row.runs]))
+    kind = evidence_kind(row)
+    head = [html.B(f"{row.verdict}", className="verdict-chip", style={"backgroundColor": verdict_color(row.verdict)}),
+            " ", row.evidence]
+    if isinstance(getattr(row, "holds_across_scale", None), str) and row.holds_across_scale:
+        head += [html.Br(), html.I(f"holds across scale: {row.holds_across_scale}")]
+    out = [html.P(head), html.P(f"evidence: {kind}", className="job-note")]
+    runs = list(row.runs)
+    if runs:
+        if kind == "accuracy" or kind == "overfit":
+            out += _accuracy_evidence(store, runs, overfit=kind == "overfit")
+        elif kind == "curves":
+            out += _curves_evidence(store, runs)
+        else:
+            out += _deposit_evidence(store, runs)
+        groups = _groups(store, runs)
+        out.append(html.Details([html.Summary(f"the {len(runs)} run(s) behind this verdict"),
+                                 html.Ul([run_link(r) for rs in groups.values() for r in rs])], open=True))
+    else:
+        out.append(C.hint("No run behind this verdict yet.", kind="missing"))
     return out
 
 
 def register_callbacks(app):
+    @app.callback(Output(f"{P}-claim", "value"), Input(f"{P}-claims", "active_cell"),
+                  State(f"{P}-claims", "derived_viewport_data"), prevent_initial_call=True)
+    def pick(cell, shown):
+        """A click on a row of the claims table picks that claim (its `no`) for the Evidence card."""
+        row = cell.get("row") if isinstance(cell, dict) else None
+        if not isinstance(row, int) or not isinstance(shown, list) or not 0 <= row < len(shown):
+            raise PreventUpdate
+        return str(shown[row].get("no"))
+
     @app.callback(Output(f"{P}-evidence", "children"), Input(f"{P}-claim", "value"))
     def show(key):
         store = _shipped()

@@ -31,7 +31,7 @@ def _measures():
 
 def layout(run: str | None = None, measure: str = "n_agree", example: str | None = None, **query):
     store = C.stores()
-    df = store.query()
+    df = C.index(store)
     value = C.default_run(df, run, need_table="head_summary", store=store)
     return html.Div([
         C.page_header("Heads", "Does a head carry the distance? Ablation (zero, mean, resample), activation patching "
@@ -40,7 +40,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
                       "agree; the paper's ablation-only single-head deposit is marked beside it (SPEC section 5)."),
         html.Div([
             C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value,
-                                           placeholder="pick a run"), width="520px"),
+                                           placeholder="pick a run"), width="720px"),
             C.labelled("map", dcc.Dropdown(id=f"{P}-measure", options=_measures(), value=measure, clearable=False),
                        width="300px"),
             C.labelled("test example (attention)", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,

@@ -1,6 +1,7 @@
 """Partial RoPE (core paper, section 5 / App. C.3): RoPE on the first k heads of layer l (or of every layer),
 NoPE elsewhere -- accuracy and where the deepest deposit sits, against k, per layer. Below, the other section-5
-comparisons when the store holds their runs: MLA vs RoPE vs NoPE and RoPE vs RoPE+sinusoidal."""
+comparisons when the store holds their runs: MLA vs RoPE vs NoPE and RoPE vs RoPE+sinusoidal. Everything is of one
+task and one setting (`workbench.analysis.settings`; default: the `paper` arch), never averaged across settings."""
 from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html
@@ -20,19 +21,26 @@ TRAIN_HINT = ("Train partial-RoPE runs, e.g. `workbench train --scheme rope --ta
               "2 heads of layer 0), then ablate them.")
 
 
-def layout(task: str | None = None, **query):
+def layout(task: str | None = None, setting: str | None = None, **query):
+    from workbench.analysis.settings import default_setting, setting_options
+
     store = C.stores()
-    df = store.query()
+    df = C.index(store)
     tasks = sorted({t for t in df.get("task", []) if t})
     value = task if task in tasks else ("trigger-distance" if "trigger-distance" in tasks else
                                         (tasks[0] if tasks else None))
+    settings = setting_options(df)
+    chosen = setting if setting in {o["value"] for o in settings} else default_setting(df)
     return html.Div([
         C.page_header("Partial RoPE", "RoPE on the first k heads of one layer (or of every layer), NoPE on the rest: "
                       "test accuracy and the deepest layer holding a deposit, for every (layer, k) in the store; "
                       "full RoPE appears as k = n_heads, layer 'every'. The paper (appendix C.3) finds the most "
                       "significant deposit may move to the second or third layer (layers 1-2 here, counted from 0)."),
         html.Div([C.labelled("task", dcc.Dropdown(id=f"{P}-task", options=tasks, value=value, clearable=False),
-                             width="240px")], className="controls"),
+                             width="240px"),
+                  C.labelled("setting (runs of one setting only: never averaged across)",
+                             dcc.Dropdown(id=f"{P}-setting", options=settings, value=chosen, clearable=False),
+                             width="420px")], className="controls"),
         html.Div([html.Div(id=f"{P}-out"),
                   C.job_panel(P, "Run missing ablations", note="ablation sweeps for the RoPE runs of this task "
                                                                "that lack one")], className="card"),
@@ -40,13 +48,20 @@ def layout(task: str | None = None, **query):
     ])
 
 
-def _rope_runs(store, task: str | None):
-    """(RoPE runs of the task with an ablation table -- shipped ones too --, those without one that have weights to
-    compute it)."""
+def _ids(store, task: str | None, setting: str | None, schemes) -> list[str]:
+    """Ids of the runs of `schemes` on `task` in `setting` (`preset/setting`; None: every setting)."""
+    from workbench.analysis.settings import in_setting
+
     if not task:
-        return [], []
+        return []
+    return list(in_setting(C.index(store, scheme=list(schemes), task=task), setting)["id"])
+
+
+def _rope_runs(store, task: str | None, setting: str | None = None):
+    """(RoPE runs of the task and setting with an ablation table -- shipped ones too --, those without one that
+    have weights to compute it)."""
     have, lack = [], []
-    for rid in store.query(scheme="rope", task=task)["id"]:
+    for rid in _ids(store, task, setting, ["rope"]):
         run = store.get(rid)
         if run.has_table("ablation") or run.has_table("deposit"):
             have.append(run)
@@ -55,19 +70,20 @@ def _rope_runs(store, task: str | None):
     return have, lack
 
 
-def render(store, task: str | None) -> list:
+def render(store, task: str | None, setting: str | None = None) -> list:
     from workbench.analysis import EXPERIMENTS
 
     if store.query().empty:
         return [C.no_runs_hint(store)]
-    have, lack = _rope_runs(store, task)
+    have, lack = _rope_runs(store, task, setting)
     out = []
     if lack:
         out.append(C.hint(f"{len(lack)} RoPE run(s) of {task} have no ablation table yet ("
                           + ", ".join(r.id for r in lack) + "): run `workbench analyze RUN --what ablation` or press "
                           "Run missing ablations.", kind="missing"))
     if not have:
-        return out + [C.hint(f"No ablated RoPE run of {task} yet. {TRAIN_HINT}")]
+        return out + [C.hint(f"No ablated RoPE run of {task} in this setting yet: pick another setting above, or "
+                             f"{TRAIN_HINT[0].lower() + TRAIN_HINT[1:]}")]
     try:
         table = EXPERIMENTS["partial_rope"](runs=have, compute_missing=False)
     except Exception as e:
@@ -79,12 +95,12 @@ def render(store, task: str | None) -> list:
     return out
 
 
-def render_related(store, task: str | None) -> list:
+def render_related(store, task: str | None, setting: str | None = None) -> list:
     from workbench.analysis import EXPERIMENTS
 
     cards = []
     for name, title, schemes in RELATED:
-        runs = [store.get(r) for r in store.query(scheme=list(schemes), task=task)["id"]] if task else []
+        runs = [store.get(r) for r in _ids(store, task, setting, schemes)]
         runs = [r for r in runs if r.has_table("ablation") or r.has_table("deposit")]
         if len({r.config["model"]["scheme"] for r in runs}) < 2:
             continue  # nothing to compare yet
@@ -95,17 +111,17 @@ def render_related(store, task: str | None) -> list:
             continue
         if table.empty:
             continue
-        cols = [c for c in ("run_id", "scheme", "layer", "pattern", "test_acc", "paper_test_acc", "n_single_deposits",
-                            "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
+        cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "paper_test_acc",
+                            "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
         cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
                                C.table_component(table[cols], page_size=8)], className="card"))
     return cards
 
 
 def register_callbacks(app):
-    def work(progress, ctx, task):
+    def work(progress, ctx, task, setting):
         store = ctx.stores()
-        _, lack = _rope_runs(store, task)
+        _, lack = _rope_runs(store, task, setting)
         if not lack:
             return {"message": "every RoPE run of this task already has an ablation table"}
         msgs = []
@@ -116,11 +132,12 @@ def register_callbacks(app):
             msgs.append(analysis_work(sub, ctx, run.id, "ablation")["message"])
         return {"message": "; ".join(msgs)}
 
-    register_job(app, P, [State(f"{P}-task", "value")], work)
+    register_job(app, P, [State(f"{P}-task", "value"), State(f"{P}-setting", "value")], work)
 
     @app.callback(Output(f"{P}-out", "children"), Output(f"{P}-related", "children"), Input(f"{P}-task", "value"),
-                  Input(f"{P}-job-result", "data"))
-    def show(task, _job):
+                  Input(f"{P}-setting", "value"), Input(f"{P}-job-result", "data"))
+    def show(task, setting, _job):
         store = C.stores()
-        task = task if isinstance(task, str) else None  # a browser value, not necessarily one of the options
-        return render(store, task), render_related(store, task)
+        task = task if isinstance(task, str) else None  # browser values, not necessarily one of the options
+        setting = setting if isinstance(setting, str) else None
+        return render(store, task, setting), render_related(store, task, setting)

@@ -1,5 +1,7 @@
-"""Runs: the run index with filters, training curves per scheme and task, side-by-side comparison, and a
-Train panel (a CPU- or smoke-preset run at a chosen fidelity, trained as a background job)."""
+"""Runs: the run index with filters (the setting first: `workbench.analysis.settings`), training curves of the
+selection (by default one line per scheme of one setting, seeds averaged with their spread, at most
+`C.MAX_LINES` lines; every variant or every run on request), side-by-side comparison, and a Train panel (a
+CPU- or smoke-preset run at a chosen fidelity, trained as a background job)."""
 from __future__ import annotations
 
 import json
@@ -13,9 +15,12 @@ from apps.jobs import register_job, train_work
 
 PATH, NAME, ORDER = "/runs", "Runs", 0
 P = "runs"
-INDEX_COLUMNS = ["id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "epochs", "test_acc",
-                 "train_acc", "test_loss", "wall_time_s", "tables", "error"]
-CURVE_METRICS = [("accuracy", "accuracy (train dashed, test solid)"), ("loss", "loss (train dashed, test solid)")]
+INDEX_COLUMNS = ["id", "setting", "variant", "task", "seed", "preset", "source", "status", "epoch", "epochs",
+                 "test_acc", "learned", "train_acc", "test_loss", "wall_time_s", "n_tables", "error"]
+CURVE_METRICS = [("accuracy", "accuracy"), ("loss", "loss")]
+CURVE_SPLITS = [("test", "test only"), ("train|test", "train (dashed) and test (solid)")]
+CURVE_SHOW = [("schemes", "one line per scheme, seeds averaged (at most 10)"),
+              ("variants", "every variant, seeds averaged"), ("runs", "every run, one line each")]
 
 
 def _options(values) -> list[dict]:
@@ -29,10 +34,15 @@ def _as_list(v) -> list | None:
     return v if isinstance(v, list) else [s for s in str(v).split("|") if s]
 
 
-def layout(**query):
+def layout(setting: str | None = None, **query):
+    from workbench.analysis.settings import default_setting, setting_options
+
     store = C.stores()
-    df = store.query()
-    filters = []
+    df = C.index(store)
+    opts = setting_options(df)
+    chosen = setting if setting in {o["value"] for o in opts} else default_setting(df)
+    filters = [C.labelled("setting", dcc.Dropdown(id=f"{P}-f-setting", options=opts, value=chosen,
+                                                  placeholder="every setting"), width="340px")]
     for key in C.FILTER_KEYS:
         filters.append(C.labelled(key, dcc.Dropdown(id=f"{P}-f-{key}", options=_options(df.get(key, [])),
                                                     value=_as_list(query.get(key)), multi=True,
@@ -40,19 +50,26 @@ def layout(**query):
     filters.append(html.Button("Refresh", id=f"{P}-refresh", className="btn", n_clicks=0))
     filters.append(dcc.Interval(id=f"{P}-tick", interval=20_000))  # runs trained in the background appear by themselves
     return html.Div([
-        C.page_header("Runs", "Every run in the store: filter by scheme, task, architecture, preset and status; "
-                      "training curves of the selection; two runs side by side; train a new small run."),
+        C.page_header("Runs", "Every run in the store: filter by setting (runs of two settings are never averaged), "
+                      "scheme, task, architecture, preset and status; training curves of the selection (by default "
+                      "one line per scheme, seeds averaged); two runs side by side; train a new small run."),
         html.Div(filters, className="controls"),
         html.Div([html.H3("Run index"), html.Div(id=f"{P}-index-hint"), html.Div(id=f"{P}-index")], className="card"),
         html.Div([html.H3("Training curves"),
                   html.Div([C.labelled("metric", dcc.Dropdown(id=f"{P}-metric", clearable=False, value="accuracy",
                                                               options=[{"label": l, "value": v}
-                                                                       for v, l in CURVE_METRICS]), width="320px")],
+                                                                       for v, l in CURVE_METRICS]), width="160px"),
+                            C.labelled("splits", dcc.Dropdown(id=f"{P}-splits", clearable=False, value="test",
+                                                              options=[{"label": l, "value": v}
+                                                                       for v, l in CURVE_SPLITS]), width="260px"),
+                            C.labelled("lines", dcc.Dropdown(id=f"{P}-show", clearable=False, value="schemes",
+                                                             options=[{"label": l, "value": v}
+                                                                      for v, l in CURVE_SHOW]), width="380px")],
                            className="controls"),
                   html.Div(id=f"{P}-curves")], className="card"),
         html.Div([html.H3("Compare two runs"),
-                  html.Div([C.labelled("run A", dcc.Dropdown(id=f"{P}-cmp-a"), width="420px"),
-                            C.labelled("run B", dcc.Dropdown(id=f"{P}-cmp-b"), width="420px")],
+                  html.Div([C.labelled("run A", dcc.Dropdown(id=f"{P}-cmp-a"), width="720px"),
+                            C.labelled("run B", dcc.Dropdown(id=f"{P}-cmp-b"), width="720px")],
                            className="controls"),
                   html.Div(id=f"{P}-compare")], className="card"),
         html.Div([html.H3("Train a run"), _train_controls(),
@@ -98,14 +115,21 @@ def fidelity_choices(fidelity, arch, scheme) -> tuple:
 
 
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
+    """The index as shown: setting labels, whether each run learned, and how many tables it has."""
+    from workbench.analysis.settings import setting_label
+
     df = df.copy()
     tables = []
     for rid in df["id"]:
         try:
-            tables.append(", ".join(store.get(rid).tables()))
+            tables.append(store.get(rid).tables())
         except Exception:
-            tables.append("")
-    df["tables"] = tables
+            tables.append([])
+    df["tables"] = [", ".join(t) for t in tables]
+    df["n_tables"] = [len(t) for t in tables]
+    df["learned"] = ["" if (ok := C.learned(a)) is None else ("yes" if ok else "no") for a in df["test_acc"]]
+    df = C.sort_index(df)
+    df["setting"] = [setting_label(s, short=True) for s in df["setting"]]
     return df
 
 
@@ -116,9 +140,10 @@ def curves_frame(store, run_ids: list[str]) -> pd.DataFrame:
     return EXPERIMENTS["convergence"](runs=[store.get(r) for r in run_ids])
 
 
-def _curves(store, ids: list[str], metric: str):
+def _curves(store, ids: list[str], metric: str, splits: str = "test", per_run: bool = False):
     if not ids:
-        return C.no_runs_hint(store)
+        return C.hint("None of the selected runs has finished an epoch yet: train one with "
+                      "`workbench train --scheme rope --task trigger-distance --preset cpu`.")
     try:
         df = curves_frame(store, ids)
     except C.not_applicable_type():
@@ -128,7 +153,8 @@ def _curves(store, ids: list[str], metric: str):
     if df is None or df.empty:
         return C.hint("None of the selected runs has finished an epoch yet: train one with "
                       "`workbench train --scheme rope --task trigger-distance --preset cpu`.")
-    return C.figure_or_hint("convergence", df, metric=metric, height=420)
+    wanted = tuple(x for x in str(splits).split("|") if x in ("train", "test")) or ("test",)
+    return C.figure_or_hint("convergence", df, metric=metric, splits=wanted, per_run=per_run, height=520)
 
 
 def register_callbacks(app):
@@ -149,14 +175,18 @@ def register_callbacks(app):
         Output(f"{P}-cmp-a", "options"), Output(f"{P}-cmp-b", "options"),
         Output(f"{P}-cmp-a", "value"), Output(f"{P}-cmp-b", "value"),
         *[Output(f"{P}-f-{k}", "options") for k in C.FILTER_KEYS],
-        *[Input(f"{P}-f-{k}", "value") for k in C.FILTER_KEYS],
-        Input(f"{P}-metric", "value"), Input(f"{P}-refresh", "n_clicks"), Input("train-job-result", "data"),
+        *[Input(f"{P}-f-{k}", "value") for k in C.FILTER_KEYS], Input(f"{P}-f-setting", "value"),
+        Input(f"{P}-metric", "value"), Input(f"{P}-splits", "value"), Input(f"{P}-show", "value"),
+        Input(f"{P}-refresh", "n_clicks"), Input("train-job-result", "data"),
         Input(f"{P}-tick", "n_intervals"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
     )
-    def update(scheme, task, arch, preset, status, metric, _n, _job, _tick, cmp_a, cmp_b):
+    def update(scheme, task, arch, preset, status, setting, metric, splits, show, _n, _job, _tick, cmp_a, cmp_b):
+        from workbench.analysis.settings import in_setting
+
         store = C.stores()
         everything = store.query()
-        df = C.query_runs(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status)
+        df = in_setting(C.index(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status),
+                        setting if isinstance(setting, str) else None)
         filter_opts = [_options(everything.get(k, [])) for k in C.FILTER_KEYS]
         if everything.empty:
             hint = C.no_runs_hint(store)
@@ -166,7 +196,10 @@ def register_callbacks(app):
                     *filter_opts)
         shown = _with_tables(store, df)
         cols = [c for c in INDEX_COLUMNS if c in shown.columns]
-        table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, style_data_conditional=[
+        table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, tooltip_data=[
+            {"n_tables": {"value": t or "no tables", "type": "text"}} for t in shown["tables"]],
+            tooltip_duration=None, style_data_conditional=[
+            {"if": {"filter_query": '{learned} = "no"', "column_id": ["test_acc", "learned"]}, "color": "#a04030"},
             {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'},
              "backgroundColor": "#fbeceb"},
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
@@ -182,14 +215,18 @@ def register_callbacks(app):
                 notes.append(C.hint(f"{r['id']} is {r['status']} (epoch {r.get('epoch') or 0} of "
                                     f"{r.get('epochs') or '?'}): partial.", cmd=f"workbench train --resume {r['id']}",
                                     kind="warn"))
-        with_epochs = [r for r, e in zip(df["id"], df["epoch"].fillna(0)) if e and e > 0]
-        curves = _curves(store, with_epochs or list(df["id"]), metric or "accuracy")
+        show = show if show in {v for v, _ in CURVE_SHOW} else "schemes"
+        curves = _curves(store, C.curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
         opts = C.run_options(df)
         ids = list(df["id"])
-        preferred = list(df.loc[df["status"] == "finished", "id"]) + [i for i in ids if i not in set(
-            df.loc[df["status"] == "finished", "id"])]
-        a = cmp_a if cmp_a in ids else (preferred[0] if preferred else None)
-        b = cmp_b if cmp_b in ids and cmp_b != a else next((i for i in preferred if i != a), None)
+        a = cmp_a if cmp_a in ids else C.default_run(df)  # by default RoPE against NoPE of its setting and task
+        same = df[df["id"] != a]
+        if a is not None and not same.empty:
+            ra = df.set_index("id").loc[a]
+            narrow = same[(same["task"] == ra["task"]) & (same["setting"] == ra["setting"])]
+            same = narrow if not narrow.empty else same
+        b = cmp_b if cmp_b in ids and cmp_b != a else (
+            C.default_run(same, prefer=("nope",), learned_first=False) if not same.empty else None)
         return (table, notes, curves, opts, opts, a, b, *filter_opts)
 
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
@@ -217,7 +254,7 @@ def register_callbacks(app):
             diff = diff[keep].sort_values("differs", ascending=False, kind="stable")
             note = html.Span(f"{hidden} identical config fields hidden", className="job-note") if hidden else None
         return html.Div([C.table_component(diff, id=f"{P}-cmp-table", page_size=15), note,
-                         _curves(store, ids, metric or "accuracy")])
+                         _curves(store, ids, metric or "accuracy", "train|test", per_run=True)])
 
 
 def _flatten(d, prefix=""):

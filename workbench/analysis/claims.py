@@ -25,16 +25,10 @@ from ._common import scheme_label, task_label
 from .baselines import run_baselines
 from .experiments import PAPER_TABLE1, _kwargs, final_metrics
 from .run_status import StatusRules, run_status
+from .settings import SETTINGS, setting_of  # noqa: F401 (the one definition of a run's setting)
 
 STATUS_COLUMNS = ("learned", "still_learning", "diverged", "ceiling", "reference", "status", "why")
 
-SETTINGS = {  # setting key -> label (the order of the tables)
-    "paper": "PE-Lab `paper` arch",
-    "authors": "authors' transformer script",
-    "authors-mla": "authors' MLA script",
-    "encoder": "PE-Lab `encoder` arch",
-    "decoder": "PE-Lab `decoder` arch",
-}
 TASKS = ("trigger-distance", "trigger-count")
 TIER1 = ("nope", "sinusoidal", "learned", "random", "relative", "alibi", "rope", "rope+sinusoidal", "mla")
 
@@ -48,14 +42,6 @@ class Thresholds:
     poor: float = 0.10            # "converges poorly": final test accuracy at least this far below RoPE's
     shallow_layer: int = 1        # "shallow": layer 0 or 1
     beats: float = 0.01           # "A beats B": A's test accuracy at least this much higher (paper: 4-28 points)
-
-
-def setting_of(config: dict[str, Any]) -> str:
-    """The setting a run belongs to: the authors' named fidelity settings, else its architecture."""
-    fidelity = config.get("fidelity") or "pelab"
-    if fidelity in ("authors", "authors-mla"):
-        return fidelity
-    return (config.get("model") or {}).get("arch", "paper")
 
 
 BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
@@ -956,6 +942,19 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str) -> pd.Ser
         changed = [f"changes at {o.rung}: {v0} -> {o.verdict}" for o in others.itertuples() if o.verdict != v0]
         out.append("; ".join(changed) if changed else f"holds on every rung run ({', '.join(others.rung)})")
     return pd.Series(out, index=cl.index, dtype=object)
+
+
+def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()):
+    """(base, runs, claims, ladder, rungs): the base preset (`base_preset`), its runs, its claims with the
+    `holds_across_scale` column, and the ladder's claim rows (`ladder`) over `ladder_presets` (base first). What
+    COMPARISON.md and the Findings page show."""
+    base = base_preset(runs_all)
+    runs = runs_all[runs_all.preset == base]
+    rungs = (base,) + tuple(p for p in ladder_presets if p != base)
+    cl = claims(store, runs, th)
+    lad = ladder(store, runs_all, rungs, th)
+    cl["holds_across_scale"] = holds_across_scale(cl, lad, base) if len(cl) else pd.Series(dtype=object)
+    return base, runs, cl, lad, rungs
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:

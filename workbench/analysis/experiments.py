@@ -23,6 +23,7 @@ from ._common import NotApplicable, run_meta
 from .baselines import run_baselines
 from .deposit import compute as deposit_compute
 from .deposit import deposit_sentence
+from .settings import describe
 
 PAPER_TABLE1 = {("mla", "trigger-distance"): 0.8834, ("mla", "trigger-count"): 0.9741,
                 ("rope", "trigger-distance"): 0.9264, ("rope", "trigger-count"): 0.6943,
@@ -78,6 +79,13 @@ def _deepest(dep: pd.DataFrame, col: str) -> float:
     return float(layers.max()) if len(layers) else np.nan
 
 
+def _meta(run, variant: bool = True) -> dict[str, Any]:
+    """`run_meta` plus the run's setting (`settings.describe`): preset, setting and (with `variant`) variant, so
+    figures never average runs of two settings."""
+    s = describe(run.config)
+    return {**run_meta(run), "preset": s.preset, "setting": s.setting, **({"variant": s.variant} if variant else {})}
+
+
 def _kwargs(run) -> dict[str, Any]:
     kw = (run.config.get("model", {}) or {}).get("scheme_kwargs") or {}
     return kw if isinstance(kw, dict) else json.loads(kw)
@@ -88,7 +96,7 @@ def partial_rope(store=None, runs=None, task=None, compute_missing: bool = True,
     accuracy, and the deepest single-head / any deposit layer."""
     rows = []
     for run in _select(store, runs, schemes=["rope"], task=task):
-        meta, kw, cfg = run_meta(run), _kwargs(run), run.config["model"]
+        meta, kw, cfg = _meta(run, variant=False), _kwargs(run), run.config["model"]
         H, n_layers = int(cfg.get("n_heads", 16)), int(cfg.get("n_layers", 6))
         heads, layers = kw.get("rope_heads"), kw.get("rope_layers")
         k = H if heads is None else (heads if isinstance(heads, int) else -1)
@@ -114,7 +122,7 @@ def rope_vs_rope_sinusoidal(store=None, runs=None, task=None, compute_missing: b
     """One row per run and layer for `rope` and `rope+sinusoidal`: deposit pattern, concentration, top head."""
     rows = []
     for run in _select(store, runs, schemes=["rope", "rope+sinusoidal"], task=task):
-        meta = run_meta(run)
+        meta = _meta(run)
         if _kwargs(run).get("rope_heads") is not None or _kwargs(run).get("rope_layers") is not None:
             continue  # partial RoPE belongs to `partial_rope`
         dep = run_deposit(run, compute_missing, **ablation_params)
@@ -131,7 +139,7 @@ def mla_rope_nope(store=None, runs=None, task=None, compute_missing: bool = True
     """One row per run of mla / rope / nope: accuracy next to the paper's Table 1 and the deposit summary."""
     rows = []
     for run in _select(store, runs, schemes=["mla", "rope", "nope"], task=task):
-        meta = run_meta(run)
+        meta = _meta(run)
         if meta["scheme"] == "rope" and (_kwargs(run).get("rope_heads") is not None
                                          or _kwargs(run).get("rope_layers") is not None):
             continue
@@ -148,8 +156,9 @@ def mla_rope_nope(store=None, runs=None, task=None, compute_missing: bool = True
 
 
 def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool = True) -> pd.DataFrame:
-    """Long table: run_id, scheme, task, arch, seed, label, epoch, split (train/test), metric (accuracy/loss), value.
-    `label` tells runs of one scheme apart: the run's tag, else the scheme plus its non-default scheme_kwargs.
+    """Long table: run_id, scheme, task, arch, seed, preset, setting, variant, label, epoch, split (train/test),
+    metric (accuracy/loss), value. `label` (= variant, `settings.variant_of`) tells runs of one scheme apart: the
+    run's tag, else the scheme plus its non-default scheme_kwargs.
     With `baselines`, accuracy rows also carry the split's `chance` and `length_only` levels
     (`baselines.run_baselines`, read from the run's dataset; NaN for loss rows and runs without a dataset)."""
     frames = []
@@ -157,9 +166,8 @@ def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool 
         m = run.metrics()
         if m.empty:
             continue
-        meta = run_meta(run)
-        kw = _kwargs(run)
-        label = run.config.get("tag") or (meta["scheme"] + (" " + json.dumps(kw, sort_keys=True) if kw else ""))
+        meta = _meta(run)
+        label = meta["variant"]
         bl = run_baselines(run) if baselines else None
         bl = bl.set_index("split") if bl is not None else None
         for split in ("train", "test"):

@@ -337,6 +337,8 @@ def round_table(df: pd.DataFrame) -> pd.DataFrame:
     keys = [c for c in KEY_COLUMNS if c in df.columns]
     out = df[keys + [c for c in df.columns if c not in keys]].copy()
     floats = [c for c in out.columns if out[c].dtype.kind == "f"]
+    for c in floats:  # float32 0.1 rounds to 0.10000000149011612 once widened for display: widen first
+        out[c] = out[c].astype("float64")
     dec = {c: decimals(c, out[c]) for c in floats}
     for c in floats:  # an interval bound is shown like its value: acc_lo -> accuracy, ci_lo -> delta, top_lo -> top_delta
         if c.endswith(("_lo", "_hi")):
@@ -359,3 +361,18 @@ def n_key_columns(df: pd.DataFrame) -> int:
             break
         n += 1
     return n
+
+
+# ---- claim verdicts ------------------------------------------------------------------------------
+VERDICT_COLORS = {  # one light background per verdict (table rows, legend chips); dark text stays readable
+    "reproduced": "#cdebd3", "mixed": "#fbe3a8", "not reproduced": "#f5c4be",
+    "inconclusive (did not learn)": "#d8cff0", "inconclusive (ceiling)": "#c9def5",
+    "inconclusive (still learning)": "#c6ebe6", "inconclusive": "#e6e0f3",
+    "not testable at this preset": "#eadcc6", "beyond the paper": "#f4d3ea", "pending": "#eef0f4",
+}
+UNKNOWN_VERDICT_COLOR = "#d9d9d9"
+
+
+def verdict_color(verdict: str | None) -> str:
+    """The verdict's colour; a verdict not in VERDICT_COLORS is grey."""
+    return VERDICT_COLORS.get(verdict, UNKNOWN_VERDICT_COLOR)

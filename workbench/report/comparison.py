@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, claims,
-                                       decodable_layers, base_preset, holds_across_scale, ladder, ladder_table1, one_setting,
+                                       decodable_layers, base_claims, base_preset, ladder_table1, one_setting,
                                        partial_rope_pairs, run_table, scheme_overview, table1, thresholds_table,
                                        verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
@@ -275,13 +275,11 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     Table 1 and the claims, the scale ladder's other rungs beside them."""
     from workbench.train.presets import scale_disclaimer
 
+    from workbench.train.presets import LADDER
+
     runs_all = run_table(store)
-    base = base_preset(runs_all)
-    runs = runs_all[runs_all.preset == base]
-    rungs = _ladder_rungs(base)
-    t1, cl = table1(runs), claims(store, runs, th)
-    lad = ladder(store, runs_all, rungs, th)
-    cl["holds_across_scale"] = holds_across_scale(cl, lad, base) if len(cl) else []
+    base, runs, cl, lad, rungs = base_claims(store, runs_all, LADDER, th)
+    t1 = table1(runs)
     parts = [
         f"# The core paper at the `{base}` preset (CPU): comparison",
         "",

@@ -1,0 +1,89 @@
+"""Every page of the dashboard on the shipped results (results/repro), opened with its defaults in headless chromium
+at 1600 px: no error, no empty figure, no over-long decimals, no crowded legend, no default run that did not learn
+(`browser.page_problems`); the screenshots taken are the ones `python tests/browser.py screenshots` writes to
+docs/img. Plus the Partial RoPE and Runs defaults: one setting per picture, few lines. Skips without chromium."""
+from __future__ import annotations
+
+import pytest
+
+import browser as B
+
+SHIPPED = B.REPO / "results" / "repro"
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def drv():
+    reason = B.browser_skip_reason() or (None if any(SHIPPED.glob("t1-*")) else f"no shipped results at {SHIPPED}")
+    if reason:
+        pytest.skip(reason)
+    return B.driver()
+
+
+@pytest.fixture(scope="module")
+def shipped_app(drv, tmp_path_factory):
+    from apps import create_app
+
+    root = tmp_path_factory.mktemp("own")
+    srv = B.AppServer(create_app(root, cache_dir=root / ".cache", shipped=SHIPPED).server)
+    yield srv
+    srv.stop()
+
+
+def test_every_page_on_the_shipped_results_passes_the_look_over(drv):
+    paths, problems = B.shoot_pages(str(SHIPPED))
+    assert len(paths) == len(B.SHOT_PAGES)
+    assert not problems, "\n".join(problems)
+
+
+def _open(drv, url: str):
+    drv.set_window_size(B.SHOT_WIDTH, 1200)
+    drv.get(url)
+    B._settle(drv, url)
+
+
+def _graphs(drv):
+    return drv.execute_script(B._GRAPHS_JS)
+
+
+def test_partial_rope_defaults_to_one_setting(drv, shipped_app):
+    _open(drv, shipped_app.url + "/partial-rope")
+    setting = drv.find_element("id", "prope-setting").text
+    assert "paper" in setting and "arch" in setting, setting
+    bars = drv.execute_script(
+        "const g = Array.from(document.querySelectorAll('.js-plotly-plot')).find(g => "
+        "((g.layout.title || {}).text || '').startsWith('MLA vs RoPE')); if (!g) return null;"
+        "const t = g._fullData[0]; return {x: Array.from(t.x), y: Array.from(t.y)};")
+    assert bars is not None, "the MLA vs RoPE vs NoPE card is shown for the paper arch"
+    mla = [y for x, y in zip(bars["x"], bars["y"]) if x.startswith("MLA")]
+    assert mla and min(mla) > 0.9, f"the paper arch's MLA alone (1.0), not a mean over settings (0.485): {bars}"
+    assert all("authors" not in x and "encoder" not in x for x in bars["x"])
+
+
+def test_runs_defaults_to_a_few_lines_of_one_setting(drv, shipped_app):
+    _open(drv, shipped_app.url + "/runs")
+    assert "paper" in drv.find_element("id", "runs-f-setting").text
+    curves = [g for g in _graphs(drv) if g["title"].startswith("Training curves")]
+    assert curves and curves[0]["legend"] <= B.MAX_LEGEND, curves
+    assert "mean over up to 3 seeds" in curves[0]["title"]
+    ids = [td.text for td in drv.find_elements("css selector", "#runs-table td[data-dash-column=id]")]
+    assert ids and all("\n" not in i and i.startswith(("t1-", "t2-")) for i in ids), ids
+
+
+def test_findings_click_a_claim_shows_its_evidence_by_kind(drv, shipped_app):
+    _open(drv, shipped_app.url + "/")
+    assert drv.find_elements("css selector", ".verdict-legend .verdict-chip"), "the verdict legend is shown"
+    rows = drv.find_elements("css selector", "#find-claims td[data-dash-column=claim]")
+    target = next(td for td in rows if "overfit" in td.text)
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'})", target)
+    target.click()
+
+    def evidence_title():
+        titles = [g["title"] for g in _graphs(drv)]
+        return next((t for t in titles if t.startswith("Final accuracy")), None)
+
+    title = B.wait_until(evidence_title, 60, what="the overfit claim's train vs test bars")
+    assert "train" in title
+    assert "overfit" in drv.find_element("id", "find-claim").text
+    links = drv.find_elements("css selector", "#find-evidence li a")
+    assert links and all("/ablation?run=" in a.get_attribute("href") for a in links)
