@@ -42,6 +42,8 @@ def train_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
                                           "$PELAB_THREADS or torch's); results are bit-identical only for "
                                           "equal counts"),
+    checkpoint_every: int = typer.Option(1, "--checkpoint-every", help="commit a checkpoint every N epochs and "
+                                         "after the last (results do not depend on it; a resume replays the rest)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id; creates nothing"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
@@ -63,7 +65,7 @@ def train_cmd(
         return
     try:
         run = train(cfg, store, resume=resume, force=force, device=device, compile=compile, threads=threads,
-                    progress=not quiet)
+                    progress=not quiet, checkpoint_every=checkpoint_every)
     except KeyboardInterrupt:
         typer.secho(f"interrupted; continue with the same command and --resume ({run_id})", err=True)
         raise typer.Exit(130)
@@ -143,6 +145,8 @@ def sweep_cmd(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (implies --ray): "
                                               "HOST:6379 from `ray start --head`, ray://HOST:10001, or auto"),
     ray_gpus: float = typer.Option(0.0, "--ray-gpus", help="GPUs per run on Ray; a fraction (0.25) shares one GPU"),
+    checkpoint_every: int = typer.Option(1, "--checkpoint-every", help="each run commits a checkpoint every N "
+                                         "epochs and after its last"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -170,6 +174,8 @@ def sweep_cmd(
     check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
     if ray_gpus < 0:
         _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
+    if checkpoint_every < 1:
+        _fail(f"--checkpoint-every {checkpoint_every}: must be >= 1 (1: every epoch)")
     ray_arg = ray_address or ray or None
     try:
         if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
@@ -178,7 +184,7 @@ def sweep_cmd(
             connect(None if ray_arg is True else ray_arg)
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
-                        ray=ray_arg, ray_gpus=ray_gpus)
+                        ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every)
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed

@@ -127,7 +127,7 @@ def _fmt_time(s: float) -> str:
 def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | None = None,
             threads: int | None = None, compile: bool = False, progress: bool = False, dry_run: bool = False,
             fail_fast: bool = False, retry_failed: bool = True, log=None,
-            on_epoch: Callable | None = None) -> dict[str, Any]:
+            on_epoch: Callable | None = None, checkpoint_every: int = 1) -> dict[str, Any]:
     """Train one grid point unless it is finished, busy (a live process trains it) or failed with
     retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
     Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned, "test_acc", "error"}."""
@@ -160,7 +160,7 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     t0 = time.perf_counter()
     try:
         run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress,
-                    on_epoch=on_epoch)
+                    on_epoch=on_epoch, checkpoint_every=checkpoint_every)
     except KeyboardInterrupt:
         log(f"{head}  interrupted; run the sweep again to resume")
         raise
@@ -181,6 +181,25 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     return rec
 
 
+def fit_workers(workers: int, configs: list[dict[str, Any]], device: str | None, log) -> int:
+    """`workers`, or fewer on CUDA so that the runs side by side fit the GPU's free memory
+    (`presets.estimate_gpu_memory`); ValueError when not even one fits."""
+    from .loop import pick_device
+    from .presets import estimate_gpu_memory, gpu_slots
+
+    dev = pick_device(device)
+    if dev.type != "cuda":
+        return workers
+    fit = gpu_slots(configs, dev)
+    if fit < 1:
+        need = max(estimate_gpu_memory(c) for c in configs) / 1e9
+        raise ValueError(f"a run of this sweep needs about {need:.3g} GB of GPU memory, more than {dev} has free; "
+                         "lower train.batch_size in the grid's [set] or free the GPU")
+    if fit < workers:
+        log(f"note: --workers {workers} on {dev}: only {fit} runs fit the free GPU memory at once; using {fit}")
+    return min(workers, fit)
+
+
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -189,13 +208,15 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
           threads: int | None = None, compile: bool = False, progress: bool = True, dry_run: bool = False,
           shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
           tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
-          log=None) -> list[dict[str, Any]]:
+          log=None, checkpoint_every: int = 1) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | trained | resumed | failed | busy | planned, "test_acc", "error"}.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
     tiers: only the grid points of these tiers (None: all).
     retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
+    checkpoint_every: each run commits a checkpoint every N epochs and after its last (`train`).
+    On CUDA, `workers` shrinks to the runs the free GPU memory holds at once (`fit_workers`).
     workers=N: N runs at once, each in its own process with `threads` (default 1) torch threads
     (`workbench.train.workers`). ray=ADDRESS (True: local or already initialised): every run is a Ray task
     with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
@@ -230,7 +251,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             seen.add(run_id)
             jobs.append((f"[{k:>{len(str(total))}}/{total}] {run_id}", cfg))
     t_start = time.perf_counter()
-    opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed)
+    opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed,
+                checkpoint_every=checkpoint_every)
     parallel = not dry_run and (workers > 1 or bool(ray))
     results: list[dict[str, Any] | None] = []
     for head, cfg in jobs:  # sequentially: everything; in parallel: the finished runs (no process needed)
@@ -238,6 +260,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         results.append(attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                                log=log, **opts) if not parallel or finished else None)
     todo = [k for k, r in enumerate(results) if r is None]
+    if todo and workers > 1 and not ray:
+        workers = fit_workers(workers, [jobs[k][1] for k in todo], device, log)
     if todo and ray:
         from .ray_engine import sweep_ray
 
