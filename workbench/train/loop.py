@@ -204,6 +204,52 @@ def load_optimizer_tensors(opt: torch.optim.Optimizer, tensors: dict[str, torch.
     opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
 
 
+def checkpoint_due(epoch: int, epochs: int, every: int, stop_after_epochs: int | None) -> bool:
+    """Commit a checkpoint after (0-based) `epoch`: every `every`-th epoch, the last, and where the run stops."""
+    done = epoch + 1
+    return done % every == 0 or done == epochs or (stop_after_epochs is not None and done >= stop_after_epochs)
+
+
+def epoch_row(model, evals, tcfg: dict[str, Any], amp: bool, *, epoch: int, step: int, lr: float, sums, n: int,
+              useful: int, computed: int, train_time: float, clock: Callable[[], float]) -> dict[str, Any]:
+    """The metrics row of an epoch: the running means of its batches (`sums` = loss sum, correct, counted, on
+    the device), then `model` evaluated on the test set and on the fixed training subset (`evals` = x_test,
+    y_test, x_sub, y_sub). clock(): the run's wall seconds so far, read after the evaluation."""
+    x_test, y_test, x_sub, y_sub = evals
+    trim_pads, ignore, ebs = tcfg.get("batching") == "length", tcfg.get("ignore_label"), tcfg["eval_batch_size"]
+    test_loss, test_acc = evaluate(model, x_test, y_test, ebs, amp, trim_pads, ignore)
+    sub_loss, sub_acc = evaluate(model, x_sub, y_sub, ebs, amp, trim_pads, ignore)
+    loss_sum, correct, counted = sums
+    n_counted = max(1, counted.item())
+    return {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
+            "train_acc": correct.item() / n_counted, "train_loss_eval": sub_loss, "train_acc_eval": sub_acc,
+            "test_loss": test_loss, "test_acc": test_acc, "epoch_time_s": train_time, "wall_s": clock(),
+            "seq_per_s": n / train_time, "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed,
+            "time": now_iso()}
+
+
+def epoch_line(run_id: str, row: dict[str, Any], epochs: int) -> str:
+    return (f"{run_id} epoch {row['epoch']}/{epochs}: train loss {row['train_loss']:.4f} acc {row['train_acc']:.4f} | "
+            f"test loss {row['test_loss']:.4f} acc {row['test_acc']:.4f} | {row['seq_per_s']:.0f} seq/s")
+
+
+def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], model, optim_t: dict | None,
+                 state: dict[str, Any], *, dev: torch.device, cpu_time_s: float) -> None:
+    """Record an epoch: append `row` to metrics.jsonl, commit a checkpoint (weights, `optim_t` = optimizer and
+    RNG tensors, `state`) unless `optim_t` is None, and update run.json. FloatingPointError on a non-finite loss."""
+    if not math.isfinite(row["train_loss"]):
+        raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {row['epoch']}; "
+                                 "lower train.lr or set train.grad_clip")
+    rows.append(row)
+    run.write_metrics(rows)
+    if optim_t is not None:
+        run.save_checkpoint(model.state_dict(), optim_t, state)
+    final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")}
+    gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
+    run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final, peak_rss_mb=round(peak_rss_mb(), 1),
+                    cpu_time_s=cpu_time_s, **gpu)
+
+
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool = False, amp: bool | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
@@ -292,7 +338,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     lengths = (x_train != 0).sum(1).cpu()
     n = len(x_train)
     sub = train_subset(n, len(x_test), seed).to(dev)
-    x_sub, y_sub = x_train[sub], y_train[sub]
+    evals = (x_test, y_test, x_train[sub], y_train[sub])
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
 
@@ -367,38 +413,20 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                                     lr=f"{lr:.2e}")
             bar.close()
             train_time = time.perf_counter() - t0
-            useful = int(lengths.sum())
-            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads, ignore)
-            sub_loss, sub_acc = evaluate(fwd, x_sub, y_sub, tcfg["eval_batch_size"], amp, trim_pads, ignore)
-            wall = wall_before + time.perf_counter() - t_session
-            n_counted = max(1, counted.item())
-            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
-                   "train_acc": correct.item() / n_counted, "train_loss_eval": sub_loss, "train_acc_eval": sub_acc,
-                   "test_loss": test_loss, "test_acc": test_acc,
-                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
-                   "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
-            if not math.isfinite(row["train_loss"]):
-                raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {epoch + 1}; "
-                                         "lower train.lr or set train.grad_clip")
-            rows.append(row)
-            run.write_metrics(rows)
-            stopping = stop_after_epochs is not None and epoch + 1 >= stop_after_epochs
-            if (epoch + 1) % checkpoint_every == 0 or epoch + 1 == epochs or stopping:
-                rng = {"rng.torch": torch.get_rng_state()}
-                if dev.type == "cuda":
-                    rng["rng.cuda"] = torch.cuda.get_rng_state(dev)
-                run.save_checkpoint(model.state_dict(), optimizer_tensors(opt) | rng,
-                                    {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
-                                     "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
-                                     "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
-            final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")}
-            gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final, peak_rss_mb=round(peak_rss_mb(), 1),
-                            cpu_time_s=cpu_before + time.process_time() - cpu_session, **gpu)
+            row = epoch_row(fwd, evals, tcfg, amp, epoch=epoch, step=step, lr=lr, sums=(loss_sum, correct, counted),
+                            n=n, useful=int(lengths.sum()), computed=computed, train_time=train_time,
+                            clock=lambda: wall_before + time.perf_counter() - t_session)
+            wall = row["wall_s"]
+            checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs)
+            rng = {"rng.torch": torch.get_rng_state()} | (
+                {"rng.cuda": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {})
+            commit_epoch(run, rows, row, model, (optimizer_tensors(opt) | rng) if checkpoint else None,
+                         {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
+                          "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
+                          "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"},
+                         dev=dev, cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
-                tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
-                           f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
-                           f"{row['seq_per_s']:.0f} seq/s", file=sys.stderr)
+                tqdm.write(epoch_line(run.id, row, epochs), file=sys.stderr)
             if on_epoch is not None:
                 on_epoch(run, row)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
