@@ -1,4 +1,5 @@
-"""Packed runs (workbench/train/packed.py): K seeds trained as one stacked model equal their solo runs."""
+"""Packed runs (workbench/train/packed.py): K seeds trained as one stacked model equal their solo runs (on CPU
+bit for bit: metrics, weights, optimizer state)."""
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -17,7 +18,7 @@ def _configs(store, seeds=(42, 43, 44), sets=SETS, scheme="rope"):
     return [resolve_config("smoke", scheme, "t1", seed=s, sets=sets, store=store) for s in seeds]
 
 
-def _assert_same_metrics(a, b, tol=1e-5):
+def _assert_same_metrics(a, b, tol=0.0):
     ra, rb = a.metric_rows(), b.metric_rows()
     assert [r["epoch"] for r in ra] == [r["epoch"] for r in rb]
     for x, y in zip(ra, rb):
@@ -43,9 +44,10 @@ def test_each_packed_run_equals_its_solo_run(solo_and_packed):
         _assert_same_metrics(s, p)
         opt_s, opt_p = s.load_checkpoint()[1], p.load_checkpoint()[1]
         assert set(opt_s) == set(opt_p)  # the solo checkpoint format: each resumable alone
-        assert torch.equal(opt_s["rng.torch"], opt_p["rng.torch"])
-    accs = [p.final["test_acc"] for p in packed]
-    assert len({round(a, 6) for a in accs}) > 1 or len({p.config["train"]["seed"] for p in packed}) == 3
+        assert all(torch.equal(opt_s[k], opt_p[k]) for k in opt_s)  # AdamW moments and RNG state
+        ws, wp = s.model_tensors(), p.model_tensors()
+        assert ws.keys() == wp.keys() and all(torch.equal(ws[k], wp[k]) for k in ws)
+    assert len({p.final["train_loss"] for p in packed}) == 3  # three different runs, not one copied
 
 
 def test_a_stopped_pack_resumes_alone_and_packed(tmp_path, solo_and_packed):

@@ -15,8 +15,15 @@ Only runs without attention / hidden dropout are packed (`pack_key` None otherwi
 dropout masks from the global torch RNG layer after layer, which K runs in one vmap cannot replay, so packed
 runs with dropout would not equal their solo runs under the same run id. Those train alone.
 
-Equality with a solo run: the stacked matmuls sum in other orders than the solo ones, so on CPU fp32 the
-metrics agree to about 1e-6, not bit for bit (tests/test_packed.py holds them to 1e-5 per epoch).
+Equality with a solo run. vmap's own rules for `linear` (matmul, then + bias) and `layer_norm` with stacked
+weights (normalise, then * weight + bias) round differently from the fused solo kernels (addmm, the affine
+layer norm), and the difference grows over training (4e-5 in the loss after 2 repro-preset epochs). On CPU the
+pack therefore runs every nn.Linear and nn.LayerNorm slice by slice (`exact_ops`: custom ops whose vmap rule
+calls the solo kernel on each run's slice); every other op of the model (the q/k/v/o matmuls, SDPA, embedding,
+activations) is bit-identical under vmap, and so are the gradients, AdamW and the per-run clipping
+(`torch.nn.utils.get_total_norm` on each run's slices): a packed CPU run's metrics and weights equal its solo
+run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules (the speed is the point there) and agrees
+with solo within bf16 rounding.
 """
 from __future__ import annotations
 
@@ -37,6 +44,46 @@ from workbench.store.run import machine_identity, now_iso, process_identity
 
 from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches, epoch_line,
                    epoch_row, load_optimizer_tensors, lr_at, pick_device, set_threads, train_subset, trim)
+
+def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
+    return t if t is None or dim is None else t.select(dim, k)
+
+
+@torch.library.custom_op("pelab::packed_linear", mutates_args=())
+def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """F.linear; under vmap, the solo kernel on each slice (bit-identical to K solo runs)."""
+    return F.linear(x, weight, bias)
+
+
+@packed_linear.register_vmap
+def _packed_linear_vmap(info, in_dims, x, weight, bias):
+    return torch.stack([F.linear(*(_slice(t, d, k) for t, d in zip((x, weight, bias), in_dims)))
+                        for k in range(info.batch_size)]), 0
+
+
+@torch.library.custom_op("pelab::packed_layer_norm", mutates_args=())
+def packed_layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                      eps: float) -> torch.Tensor:
+    """F.layer_norm over the last dimension; under vmap, the solo kernel on each slice."""
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+@packed_layer_norm.register_vmap
+def _packed_layer_norm_vmap(info, in_dims, x, weight, bias, eps):
+    return torch.stack([F.layer_norm(_slice(x, in_dims[0], k), (x.shape[-1],), _slice(weight, in_dims[1], k),
+                                     _slice(bias, in_dims[2], k), eps) for k in range(info.batch_size)]), 0
+
+
+def exact_ops(model: torch.nn.Module) -> None:
+    """Route the nn.Linear and nn.LayerNorm modules of `model` through `packed_linear` / `packed_layer_norm`."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            m.forward = lambda x, m=m: packed_linear(x, m.weight, m.bias)
+        elif isinstance(m, torch.nn.LayerNorm):
+            if m.normalized_shape != (m.weight.shape[-1],):
+                raise ValueError(f"packed runs: a LayerNorm over {m.normalized_shape} is not supported")
+            m.forward = lambda x, m=m: packed_layer_norm(x, m.weight, m.bias, m.eps)
+
 
 def pack_key(cfg: dict[str, Any]) -> str | None:
     """Configs with equal keys can be trained as one pack: the config without its seeds (train.seed and the
@@ -82,12 +129,12 @@ def _rng_after_seeding(seed: int, epoch: int, dev: torch.device) -> dict[str, to
 
 
 def _clip_per_run(grads: list[torch.Tensor], max_norm: float) -> None:
-    """`clip_grad_norm_` of each run on its slices of the stacked gradients: coef = max_norm / (norm + 1e-6),
-    at most 1."""
-    norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads], 1).norm(dim=1)  # [K]
-    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(coef.view(-1, *([1] * (g.dim() - 1))).to(g.dtype))
+    """`clip_grad_norm_` of each run on its slices of the stacked gradients, computed as it computes it:
+    coef = max_norm / (total norm + 1e-6), at most 1."""
+    for k in range(grads[0].shape[0]):
+        mine = [g[k] for g in grads]
+        coef = torch.clamp(max_norm / (torch.nn.utils.get_total_norm(mine, 2.0) + 1e-6), max=1.0)
+        torch._foreach_mul_(mine, coef)
 
 
 def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *, resume: bool = True,
@@ -168,7 +215,13 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     params, _ = stack_module_state(models)  # {name: [K, ...]} leaves with requires_grad
     names = list(params)
     buffers = dict(models[0].named_buffers())
+    for m in models[1:]:  # config-derived, hence shared; a scheme with per-seed buffers could not be packed
+        if any(not torch.equal(buffers[name], t) for name, t in m.named_buffers()):
+            raise ValueError(f"scheme {cfg['model']['scheme']!r} has buffers that differ between seeds; train these "
+                             "runs alone")
     base = copy.deepcopy(models[0]).to("meta")
+    if dev.type == "cpu":
+        exact_ops(base)
     opt = torch.optim.AdamW([params[k] for k in names], lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
     start_epoch, step, walls = 0, 0, [0.0] * K
