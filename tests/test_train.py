@@ -189,19 +189,19 @@ def test_sweep_skips_finished_and_resumes_interrupted_runs(store):
     configs = [resolve_config(store=store, **p) for p in points]
     assert configs[2]["model"]["scheme_kwargs"] == {"rope_heads": 1}
 
-    done = train(configs[0], store, progress=False)
-    half = train(configs[2], store, progress=False, stop_after_epochs=1)
+    done = train(configs[0], store, progress=False, device="cpu")
+    half = train(configs[2], store, progress=False, device="cpu", stop_after_epochs=1)
     done_mtime = (done.path / "model.safetensors").stat().st_mtime_ns
     assert half.status == "interrupted"
 
-    results = sweep(grid, store, progress=False, log=lambda msg: None)
+    results = sweep(grid, store, device="cpu", progress=False, log=lambda msg: None)
     assert {r["id"]: r["outcome"] for r in results} == {
         done.id: "finished", store.run_id(configs[1]): "trained", half.id: "resumed"}
     assert (done.path / "model.safetensors").stat().st_mtime_ns == done_mtime  # untouched
     assert half.status == "finished" and half.info["resumed_from_epoch"] == 1
     assert set(store.query(status="finished")["id"]) == {r["id"] for r in results}
     assert set(store.query(tag="rope-h1")["id"]) == {half.id}
-    again = sweep(grid, store, progress=False, log=lambda msg: None)
+    again = sweep(grid, store, device="cpu", progress=False, log=lambda msg: None)
     assert {r["outcome"] for r in again} == {"finished"}
 
 

@@ -79,5 +79,6 @@ def paper_scale_note(root: str | Path) -> str:
                 "(\"The paper-scale reproduction\").\n")
     runs = store.query(status="finished")
     hours = float(np.nansum(runs["wall_time_s"].to_numpy(dtype=float))) / 3600 if "wall_time_s" in runs else np.nan
-    return (f"Paper scale: {len(runs)} finished `paper`-preset run{'' if len(runs) == 1 else 's'} in {Path(root).as_posix()} "
+    plural = "" if len(runs) == 1 else "s"
+    return (f"Paper scale: {len(runs)} finished `paper`-preset run{plural} in {Path(root).as_posix()} "
             f"({hours:.1f} GPU-hours of training, sum of the runs' wall times).\n")
