@@ -144,7 +144,7 @@ def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *
     """Train the runs of `configs` (equal but for their seeds) as one pack; returns their Runs in order.
     Finished runs are returned as they are; the others must all be new or all stopped after the same epoch
     (ValueError otherwise: resume them alone). Same options as `loop.train`."""
-    from .presets import check_gpu_memory, estimate_gpu_memory, validate_config
+    from .presets import estimate_gpu_memory, gpu_free_bytes, validate_config
 
     store = store if store is not None else RunStore()
     for c in configs:
@@ -155,10 +155,7 @@ def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *
     if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
         raise ValueError(f"--checkpoint-every {checkpoint_every!r}: must be an integer >= 1 (1: every epoch)")
     if dev.type == "cuda":
-        check_gpu_memory(configs[0], dev)
         need = len(configs) * estimate_gpu_memory(configs[0])
-        from .presets import gpu_free_bytes
-
         if need > gpu_free_bytes(dev):
             raise ValueError(f"a pack of {len(configs)} runs needs about {need / 1e9:.3g} GB of GPU memory, more "
                              f"than {dev} has free; pack fewer runs (--pack)")
@@ -166,6 +163,7 @@ def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *
     try:
         for c in configs:
             locks.append(store.lock(store.run_id(c)).acquire())  # RunLocked: another process trains one
+        fresh = [not store.exists(store.run_id(c)) for c in configs]
         runs = [store.create(c) for c in configs]
         todo = [r for r in runs if r.status != "finished"]
         epochs_done = {(r.load_checkpoint()[2]["epoch"] if r.has_checkpoint() else 0) for r in todo}
@@ -174,8 +172,15 @@ def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *
         if todo and epochs_done != {0} and not resume:
             raise StoreError("exists unfinished; pass resume=True (--resume) to continue it", todo[0].id)
         if todo:
-            _train_pack(todo, store, dev=dev, amp=amp, threads=threads, progress=progress,
-                        stop_after_epochs=stop_after_epochs, checkpoint_every=checkpoint_every, on_epoch=on_epoch)
+            try:
+                _train_pack(todo, store, dev=dev, amp=amp, threads=threads, progress=progress,
+                            stop_after_epochs=stop_after_epochs, checkpoint_every=checkpoint_every,
+                            on_epoch=on_epoch)
+            except BaseException:  # as `train`: a run that failed before its first checkpoint leaves no folder
+                for run, lock, new in zip(runs, locks, fresh):
+                    if new and not run.has_checkpoint():
+                        store.delete(run.id, lock=lock)
+                raise
         return [Run(store, r.id) for r in runs]
     finally:
         for lock in locks:
