@@ -210,3 +210,29 @@ def test_cuda_memory_estimate_bounds_the_measured_peak(tmp_path):
     run = train(cfg, store, progress=False, device="cuda")
     peak = run.info["peak_gpu_mb"] * 2**20
     assert peak < estimate_gpu_memory(cfg) < 20 * peak + 1e9  # an upper estimate, not wildly off
+
+
+def test_gpu_memory_limits_are_enforced_without_a_gpu(monkeypatch, tmp_path):
+    """The CUDA decisions with the free memory faked: refuse a run that does not fit, shrink workers and packs."""
+    import workbench.train.loop as loop
+    import workbench.train.presets as presets
+    from workbench.train.presets import check_gpu_memory
+    from workbench.train.sweep import fit_workers, plan_packs
+
+    cfg = resolve_config("smoke", "rope", "t1")
+    need = estimate_gpu_memory(cfg)
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(loop, "pick_device", lambda device=None: cuda)
+    monkeypatch.setattr(presets, "gpu_free_bytes", lambda device: 2.5 * need)
+    check_gpu_memory(cfg, cuda)  # fits
+    notes = []
+    assert fit_workers(4, [cfg], "cuda", notes.append) == 2 and "only 2 runs fit" in notes[0]
+    store = RunStore(tmp_path / "runs")  # empty: every job is a new run
+    jobs = [(f"[{s}]", resolve_config("smoke", "rope", "t1", seed=s)) for s in (1, 2, 3, 4, 5)]
+    assert plan_packs(jobs, store, "auto", "cuda") == [[0, 1], [2, 3], [4]]
+    assert plan_packs(jobs, store, 3, "cuda") == [[0, 1], [2, 3], [4]]  # --pack 3 shrinks to what fits
+    monkeypatch.setattr(presets, "gpu_free_bytes", lambda device: 0.5 * need)
+    with pytest.raises(ValueError, match="GPU memory.*lower train.batch_size"):
+        check_gpu_memory(cfg, cuda)
+    with pytest.raises(ValueError, match="more than cuda has free"):
+        fit_workers(2, [cfg], "cuda", notes.append)

@@ -218,8 +218,8 @@ def check_pack(pack: int | str | None, device: str | None, parallel: bool, compi
 def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, device: str | None,
                retry_failed: bool = True) -> list[list[int]]:
     """Job indices grouped into packs, in order of each pack's first job: unfinished runs with equal
-    `packed.pack_key` that stopped after the same epoch, at most `pack` per group ("auto": the GPU's free memory
-    on CUDA, no limit on CPU); every other job alone."""
+    `packed.pack_key` that stopped after the same epoch, at most `pack` per group ("auto": no limit) and on CUDA
+    at most what the GPU's free memory holds; every other job alone."""
     from .loop import pick_device
     from .packed import pack_key
     from .presets import gpu_slots
@@ -239,7 +239,9 @@ def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, d
             groups.append([k])
             continue
         key = (key, run.info.get("epoch", 0) if run is not None and run.has_checkpoint() else 0)
-        limit = pack if pack != "auto" else (max(1, gpu_slots([cfg], dev)) if dev.type == "cuda" else len(jobs))
+        limit = len(jobs) if pack == "auto" else pack
+        if dev.type == "cuda":  # as many as the free GPU memory holds (`auto`), and never more
+            limit = min(limit, max(1, gpu_slots([cfg], dev)))
         group = open_.get(key)
         if group is None or len(group) >= limit:
             group = open_[key] = []
