@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: demo test venv browser clean repro ladder
+.PHONY: demo test venv browser clean repro ladder repro-gpu
 
 venv: $(STAMP)
 
@@ -54,6 +54,18 @@ ladder: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship --grid grids/ladder.toml \
 	    --root $(REPRO_RUNS) --to results/repro
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
+
+# The paper-scale reproduction on a CUDA GPU (docs/training.md, "The paper-scale reproduction"): tier $(TIER) of
+# grids/paper.toml (the repro grid at the `paper` preset) into $(PAPER_RUNS), as many runs at once as the GPU's
+# memory holds, then every analysis and the ship to results/paper; `workbench compare` then shows the paper-scale
+# column beside the CPU one.
+PAPER_RUNS ?= runs-paper
+GPU_WORKERS ?= 4
+repro-gpu: $(STAMP)
+	$(VENV)/bin/workbench sweep grids/paper.toml --tier $(TIER) --device cuda --workers $(GPU_WORKERS) \
+	    --checkpoint-every 5 --quiet --root $(PAPER_RUNS)
+	$(VENV)/bin/workbench ship --grid grids/paper.toml --tier $(TIER) --root $(PAPER_RUNS) --to results/paper
+	$(VENV)/bin/workbench compare results/repro
 
 clean:
 	rm -rf $(VENV) runs data_cache

@@ -6,6 +6,16 @@ import torch
 torch.set_num_threads(int(os.environ.get("PELAB_THREADS", "1")))
 
 
+def pytest_collection_modifyitems(config, items):
+    """`@pytest.mark.gpu` tests need CUDA: skipped, with the reason, on a machine without it."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (a `gpu` test); this machine has none")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture
 def tiny_cfg():
     """Factory for tiny model configs (2 layers, d_model 32, 4 heads)."""

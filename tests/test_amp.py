@@ -16,7 +16,7 @@ LOGIT_ATOL, LOSS_RTOL, MAX_FLIPS = 0.15, 0.02, 0.03
 def test_bf16_autocast_trains_on_cpu_and_its_eval_matches_fp32(tmp_path):
     store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
     cfg = resolve_config("smoke", "rope", "trigger-distance", sets=TINY, store=store)
-    run = train(cfg, store, amp=True, progress=False, threads=1)
+    run = train(cfg, store, amp=True, progress=False, threads=1, device="cpu")
     assert run.status == "finished" and run.info["amp"] is True
     rows = run.metric_rows()
     assert all(math.isfinite(r["train_loss"]) and math.isfinite(r["test_loss"]) for r in rows)

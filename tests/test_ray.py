@@ -39,8 +39,8 @@ def metrics_without_timing(run):
 
 def test_ray_sweep_matches_a_sequential_sweep(ray_cluster, tmp_path, data_dir):
     seq_store, ray_store = RunStore(tmp_path / "seq", data_dir=data_dir), RunStore(tmp_path / "ray", data_dir=data_dir)
-    seq = sweep(GRID, seq_store, threads=1, progress=False, log=quiet)
-    res = sweep(GRID, ray_store, ray=True, log=quiet)
+    seq = sweep(GRID, seq_store, device="cpu", threads=1, progress=False, log=quiet)
+    res = sweep(GRID, ray_store, device="cpu", ray=True, log=quiet)
     assert [r["outcome"] for r in res] == ["trained", "trained"] and [set(r) for r in res] == [set(r) for r in seq]
     assert [r["id"] for r in res] == [r["id"] for r in seq]
     for r in res:  # bit-identical metrics (same thread count: 1)
@@ -48,7 +48,7 @@ def test_ray_sweep_matches_a_sequential_sweep(ray_cluster, tmp_path, data_dir):
         assert run.status == "finished" and run.info["pid"] != os.getpid() and run.info["threads"] == 1
         assert run.info["omp_wait_policy"] == "PASSIVE"
         assert metrics_without_timing(run) == metrics_without_timing(seq_store.get(r["id"]))
-    assert {r["outcome"] for r in sweep(GRID, ray_store, ray=True, log=quiet)} == {"finished"}
+    assert {r["outcome"] for r in sweep(GRID, ray_store, device="cpu", ray=True, log=quiet)} == {"finished"}
 
 
 def test_a_killed_ray_worker_leaves_its_run_for_the_next_sweep(ray_cluster, tmp_path, data_dir):
@@ -56,7 +56,7 @@ def test_a_killed_ray_worker_leaves_its_run_for_the_next_sweep(ray_cluster, tmp_
     grid = GRID | {"schemes": ["rope"], "set": TINY | {"train.epochs": 12}}
     run_id = store.run_id(resolve_config(store=store, **grid_points(grid)[0]))
     out = {}
-    t = threading.Thread(target=lambda: out.update(res=sweep(grid, store, ray=True, log=quiet)))
+    t = threading.Thread(target=lambda: out.update(res=sweep(grid, store, device="cpu", ray=True, log=quiet)))
     t.start()
     deadline = time.time() + 180
     while time.time() < deadline:  # kill the Ray worker process once the run has a checkpoint
@@ -73,7 +73,7 @@ def test_a_killed_ray_worker_leaves_its_run_for_the_next_sweep(ray_cluster, tmp_
             break
         time.sleep(0.1)
     assert store.get(run_id).status == "interrupted" and 1 <= epoch_at_kill < 12
-    again = sweep(grid, store, ray=True, log=quiet)
+    again = sweep(grid, store, device="cpu", ray=True, log=quiet)
     assert again[0]["outcome"] == "resumed" and store.get(run_id).status == "finished"
     assert store.get(run_id).info["resumed_from_epoch"] == epoch_at_kill
 
@@ -89,7 +89,7 @@ def test_unreachable_ray_address_fails_fast_and_creates_nothing(tmp_path):
     assert res.exit_code != 0 and "127.0.0.1:9" in text and "ray start --head" in text
     assert time.time() - t0 < 10 and not (tmp_path / "r").exists() and not (tmp_path / "data_cache").exists()
     with pytest.raises(ValueError, match="no Ray cluster reachable"):
-        sweep(GRID, RunStore(tmp_path / "r2"), ray="ray://127.0.0.1:9")
+        sweep(GRID, RunStore(tmp_path / "r2"), device="cpu", ray="ray://127.0.0.1:9")
     assert not list((tmp_path / "r2").iterdir()) and not (tmp_path / "data_cache").exists()
 
 

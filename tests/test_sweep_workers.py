@@ -35,14 +35,14 @@ def metrics_without_timing(run):
 def test_workers_match_a_sequential_sweep_and_keep_skip_resume_semantics(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     seq_store, par_store = RunStore(tmp_path / "seq", data_dir=data_dir), RunStore(tmp_path / "par", data_dir=data_dir)
-    seq = sweep(GRID, seq_store, threads=1, progress=False, log=quiet)
+    seq = sweep(GRID, seq_store, device="cpu", threads=1, progress=False, log=quiet)
     assert {r["outcome"] for r in seq} == {"trained"}
 
     configs = [resolve_config(store=par_store, **p) for p in grid_points(GRID)]
-    done = train(configs[0], par_store, progress=False, threads=1)
-    half = train(configs[1], par_store, progress=False, threads=1, stop_after_epochs=1)
+    done = train(configs[0], par_store, device="cpu", progress=False, threads=1)
+    half = train(configs[1], par_store, device="cpu", progress=False, threads=1, stop_after_epochs=1)
     lines = []
-    par = sweep(GRID, par_store, workers=2, progress=True, log=lines.append)
+    par = sweep(GRID, par_store, device="cpu", workers=2, progress=True, log=lines.append)
     assert [r["id"] for r in par] == [r["id"] for r in seq]  # grid order, same record keys
     assert [set(r) for r in par] == [set(r) for r in seq]
     assert [r["outcome"] for r in par] == ["finished", "resumed", "trained", "trained"]
@@ -57,7 +57,7 @@ def test_workers_match_a_sequential_sweep_and_keep_skip_resume_semantics(tmp_pat
     assert half.status == "finished" and half.info["resumed_from_epoch"] == 1
     assert any(line.startswith("w0 ") and "epoch 2/2" for line in lines)  # per-worker progress (not a tty)
     assert any(line.startswith("w1 ") for line in lines)
-    again = sweep(GRID, par_store, workers=2, progress=False, log=quiet)
+    again = sweep(GRID, par_store, device="cpu", workers=2, progress=False, log=quiet)
     assert {r["outcome"] for r in again} == {"finished"}
 
 
@@ -70,7 +70,7 @@ def test_workers_skip_a_run_another_live_process_trains(tmp_path, data_dir):
         run = store.create(cfg)
         run.update_info(status="running", host=__import__("socket").gethostname(), pid=other.pid,
                         pid_started=psutil.Process(other.pid).create_time())
-        res = sweep(grid, store, workers=2, progress=False, log=quiet)
+        res = sweep(grid, store, device="cpu", workers=2, progress=False, log=quiet)
         assert store.get(run.id).info["pid"] == other.pid and store.get(run.id).status == "running"  # untouched
     finally:
         other.kill()
@@ -83,7 +83,8 @@ def test_a_killed_worker_leaves_its_run_for_the_next_sweep(tmp_path, data_dir):
     grid = GRID | {"tasks": ["t1"], "schemes": ["rope"], "set": TINY | {"train.epochs": 12}}
     run_id = store.run_id(resolve_config(store=store, **grid_points(grid)[0]))
     out = {}
-    t = threading.Thread(target=lambda: out.update(res=sweep(grid, store, workers=2, progress=False, log=quiet)))
+    t = threading.Thread(target=lambda: out.update(res=sweep(grid, store, device="cpu", workers=2, progress=False,
+                                                             log=quiet)))
     t.start()
     deadline = time.time() + 120
     while time.time() < deadline:  # kill the worker once the run has a checkpoint
@@ -100,14 +101,14 @@ def test_a_killed_worker_leaves_its_run_for_the_next_sweep(tmp_path, data_dir):
             break
         time.sleep(0.1)
     assert store.get(run_id).status == "interrupted" and 1 <= epoch_at_kill < 12  # dead pid: resumable
-    again = sweep(grid, store, workers=2, progress=False, log=quiet)
+    again = sweep(grid, store, device="cpu", workers=2, progress=False, log=quiet)
     assert again[0]["outcome"] == "resumed" and store.get(run_id).status == "finished"
     assert store.get(run_id).info["resumed_from_epoch"] == epoch_at_kill
 
 
 def test_bad_worker_counts(tmp_path, data_dir, monkeypatch):
     with pytest.raises(ValueError, match="workers=0"):
-        sweep(GRID, RunStore(tmp_path / "runs", data_dir=data_dir), workers=0, log=quiet)
+        sweep(GRID, RunStore(tmp_path / "runs", data_dir=data_dir), device="cpu", workers=0, log=quiet)
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
     lines = []
     warn_oversubscribed(len(os.sched_getaffinity(0)) + 1, lines.append)

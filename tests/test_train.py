@@ -71,7 +71,7 @@ def test_lr_schedule_and_shuffling_are_functions_of_their_inputs():
 # ---- training and resume ------------------------------------------------------------------------------
 def test_training_learns_and_records_everything(store):
     cfg = tiny(store, "rope", "train.epochs=3", "train.lr=1e-2")
-    run = train(cfg, store, progress=False)
+    run = train(cfg, store, progress=False, device="cpu")
     assert run.status == "finished" and run.id == store.run_id(cfg)
     m = run.metrics()
     assert m["epoch"].tolist() == [1, 2, 3]
@@ -86,7 +86,8 @@ def test_training_learns_and_records_everything(store):
     with torch.no_grad():
         acc = (model(torch.from_numpy(ds.test_x)).argmax(-1) == torch.from_numpy(ds.test_y)).float().mean().item()
     assert acc == pytest.approx(info["final"]["test_acc"], abs=1e-6)
-    assert train(cfg, store, progress=False).info["finished"] == info["finished"]  # finished: not retrained
+    again = train(cfg, store, progress=False, device="cpu")
+    assert again.info["finished"] == info["finished"]  # finished: not retrained
     row = store.query(scheme="rope").iloc[0]
     assert row["status"] == "finished" and row["test_acc"] == pytest.approx(info["final"]["test_acc"])
 
@@ -96,11 +97,11 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_
     # dropout: the RNG stream must be restored too
     sets = ["train.epochs=3", "model.dropout=0.1", f"train.batching={batching}"]
     straight_store = RunStore(tmp_path / "a", data_dir=data_dir)
-    straight = train(tiny(straight_store, "rope", *sets), straight_store, progress=False)
+    straight = train(tiny(straight_store, "rope", *sets), straight_store, progress=False, device="cpu")
 
     store = RunStore(tmp_path / "b", data_dir=data_dir)
     cfg = tiny(store, "rope", *sets)
-    run = train(cfg, store, progress=False, stop_after_epochs=1)  # a clean stop after epoch 1
+    run = train(cfg, store, progress=False, device="cpu", stop_after_epochs=1)  # a clean stop after epoch 1
     assert run.status == "interrupted" and run.info["epoch"] == 1
 
     class Crash(RuntimeError):
@@ -111,14 +112,14 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_
             raise Crash("injected")
 
     with pytest.raises(Crash):  # a crash after epoch 2
-        train(cfg, store, progress=False, resume=True, on_epoch=crash)
+        train(cfg, store, progress=False, device="cpu", resume=True, on_epoch=crash)
     assert run.status == "failed" and "injected" in run.info["error"]
     # a re-run without --resume refuses to clobber the unfinished run
     from workbench.store import StoreError
 
     with pytest.raises(StoreError, match="resume"):
-        train(cfg, store, progress=False)
-    resumed = train(cfg, store, progress=False, resume=True)
+        train(cfg, store, progress=False, device="cpu")
+    resumed = train(cfg, store, progress=False, device="cpu", resume=True)
     assert resumed.status == "finished" and resumed.info["resumed_from_epoch"] == 2
 
     keys = ["epoch", "step", "lr", "train_loss", "train_acc", "test_loss", "test_acc"]
@@ -188,19 +189,19 @@ def test_sweep_skips_finished_and_resumes_interrupted_runs(store):
     configs = [resolve_config(store=store, **p) for p in points]
     assert configs[2]["model"]["scheme_kwargs"] == {"rope_heads": 1}
 
-    done = train(configs[0], store, progress=False)
-    half = train(configs[2], store, progress=False, stop_after_epochs=1)
+    done = train(configs[0], store, progress=False, device="cpu")
+    half = train(configs[2], store, progress=False, device="cpu", stop_after_epochs=1)
     done_mtime = (done.path / "model.safetensors").stat().st_mtime_ns
     assert half.status == "interrupted"
 
-    results = sweep(grid, store, progress=False, log=lambda msg: None)
+    results = sweep(grid, store, device="cpu", progress=False, log=lambda msg: None)
     assert {r["id"]: r["outcome"] for r in results} == {
         done.id: "finished", store.run_id(configs[1]): "trained", half.id: "resumed"}
     assert (done.path / "model.safetensors").stat().st_mtime_ns == done_mtime  # untouched
     assert half.status == "finished" and half.info["resumed_from_epoch"] == 1
     assert set(store.query(status="finished")["id"]) == {r["id"] for r in results}
     assert set(store.query(tag="rope-h1")["id"]) == {half.id}
-    again = sweep(grid, store, progress=False, log=lambda msg: None)
+    again = sweep(grid, store, device="cpu", progress=False, log=lambda msg: None)
     assert {r["outcome"] for r in again} == {"finished"}
 
 

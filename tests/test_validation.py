@@ -221,16 +221,16 @@ def test_resume_with_another_thread_count_warns(env):
 
     store = RunStore(env / "runs")
     cfg = resolve_config(preset="smoke", store=store)
-    run = train(cfg, store, progress=False, threads=1, stop_after_epochs=1)
+    run = train(cfg, store, progress=False, threads=1, stop_after_epochs=1, device="cpu")
     assert run.status == "interrupted" and run.info["threads"] == 1
     with pytest.warns(UserWarning, match="resuming with 2 CPU threads, but it started with 1"):
-        run = train(cfg, store, progress=False, threads=2, resume=True)
+        run = train(cfg, store, progress=False, threads=2, resume=True, device="cpu")
     assert run.status == "finished" and run.info["threads"] == 1 and run.info["resumed_threads"] == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # same count: no warning
         cfg2 = resolve_config(preset="smoke", seed=7, store=store)
-        train(cfg2, store, progress=False, threads=1, stop_after_epochs=1)
-        train(cfg2, store, progress=False, threads=1, resume=True)
+        train(cfg2, store, progress=False, threads=1, stop_after_epochs=1, device="cpu")
+        train(cfg2, store, progress=False, threads=1, resume=True, device="cpu")
 
 
 def test_validation_is_generic_over_config_fields():

@@ -120,6 +120,8 @@ def compare_cmd(
                                           help="also fill this file's <!-- findings:start/end --> block"),
     figure: Optional[Path] = typer.Option(None, "--figure", help="also export the Table 1 figure (png/svg/pdf; "
                                           "needs chromium) and show it in the --readme block"),
+    paper: Optional[Path] = typer.Option(None, "--paper", help="the paper-scale (GPU) results store for the "
+                                         "'at paper scale' column (default: paper/ beside RESULTS, e.g. results/paper)"),
 ) -> None:
     """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
     from workbench.analysis.claims import base_preset, run_table, table1
@@ -128,7 +130,7 @@ def compare_cmd(
 
     store = RunStore(results, readonly=True)
     pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
-    path = write_comparison(store, out or results / "COMPARISON.md", pending=pending)
+    path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper)
     typer.echo(f"wrote {path}")
     if figure is not None:
         from workbench.figures import FIGURES

@@ -31,7 +31,9 @@ def train_cmd(
     fidelity: str = typer.Option("pelab", "--fidelity", "-f",
                                  help="pelab (default) | authors (the core paper's transformer script) | authors-mla "
                                       "(its MLA script): sets the explicit fields listed in docs/fidelity.md"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="training seed (init, dropout, shuffling)"),
+    seed: Optional[str] = typer.Option(None, "--seed", help="training seed (init, dropout, shuffling); several, "
+                                       "e.g. 42,43,44: one run each, trained as one pack where they may be "
+                                       "(no dropout; docs/training.md)"),
     set_: List[str] = typer.Option([], "--set", help="override, e.g. train.epochs=5, model.n_layers=2, "
                                    "model.scheme_kwargs.rope_heads=[1,0,0,0], task.middle_max=20"),
     tag: Optional[str] = typer.Option(None, "--tag", help="label used in the run id instead of the scheme"),
@@ -42,6 +44,8 @@ def train_cmd(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
                                           "$PELAB_THREADS or torch's); results are bit-identical only for "
                                           "equal counts"),
+    checkpoint_every: int = typer.Option(1, "--checkpoint-every", help="commit a checkpoint every N epochs and "
+                                         "after the last (results do not depend on it; a resume replays the rest)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and run id; creates nothing"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
@@ -53,25 +57,52 @@ def train_cmd(
 
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
+    seeds = _seeds(seed)
     store = None if dry_run else _store(root)  # a dry run reads and writes nothing
-    cfg = resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=seed, sets=set_, tag=tag,
-                         store=store, fidelity=fidelity)
-    run_id = run_id_for(cfg)
+    cfgs = [resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=s, sets=set_, tag=tag,
+                           store=store, fidelity=fidelity) for s in seeds]
+    run_ids = [run_id_for(c) for c in cfgs]
     if dry_run:
-        typer.echo(json.dumps(cfg, indent=2))
-        typer.echo(run_id)
+        for cfg, run_id in zip(cfgs, run_ids):
+            typer.echo(json.dumps(cfg, indent=2))
+            typer.echo(run_id)
         return
+    from workbench.train.packed import pack_key, train_packed
+
+    packable = len(cfgs) > 1 and not force and not compile and all(pack_key(c) is not None for c in cfgs)
+    if len(cfgs) > 1 and not packable:
+        typer.secho(f"training the {len(cfgs)} seeds one after another (packing needs model.dropout=0 and no "
+                    "--force / --compile)", err=True)
     try:
-        run = train(cfg, store, resume=resume, force=force, device=device, compile=compile, threads=threads,
-                    progress=not quiet)
+        if packable:
+            runs = train_packed(cfgs, store, resume=resume, device=device, threads=threads, progress=not quiet,
+                                checkpoint_every=checkpoint_every)
+        else:
+            runs = [train(cfg, store, resume=resume, force=force, device=device, compile=compile, threads=threads,
+                          progress=not quiet, checkpoint_every=checkpoint_every) for cfg in cfgs]
     except KeyboardInterrupt:
-        typer.secho(f"interrupted; continue with the same command and --resume ({run_id})", err=True)
+        typer.secho(f"interrupted; continue with the same command and --resume ({', '.join(run_ids)})", err=True)
         raise typer.Exit(130)
-    final = run.final
-    if final:
-        typer.secho(f"{run.status}: test acc {final.get('test_acc', float('nan')):.4f}, "
-                    f"test loss {final.get('test_loss', float('nan')):.4f} ({run.path})", err=True)
-    typer.echo(run.id)
+    for run in runs:
+        final = run.final
+        if final:
+            typer.secho(f"{run.id} {run.status}: test acc {final.get('test_acc', float('nan')):.4f}, "
+                        f"test loss {final.get('test_loss', float('nan')):.4f} ({run.path})", err=True)
+    for run in runs:
+        typer.echo(run.id)
+
+
+def _seeds(seed: Optional[str]) -> list:
+    """--seed 42 or 42,43,44 -> [42] / [42, 43, 44]; None -> [None] (the preset's seed)."""
+    if seed is None:
+        return [None]
+    try:
+        seeds = [int(s) for s in str(seed).split(",")]
+    except ValueError:
+        _fail(f"--seed {seed!r}: an integer or a comma-separated list, e.g. 42 or 42,43,44")
+    if len(set(seeds)) != len(seeds):
+        _fail(f"--seed {seed!r}: a seed is repeated")
+    return seeds
 
 
 def runs_cmd(
@@ -143,6 +174,11 @@ def sweep_cmd(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Ray cluster to join (implies --ray): "
                                               "HOST:6379 from `ray start --head`, ray://HOST:10001, or auto"),
     ray_gpus: float = typer.Option(0.0, "--ray-gpus", help="GPUs per run on Ray; a fraction (0.25) shares one GPU"),
+    checkpoint_every: int = typer.Option(1, "--checkpoint-every", help="each run commits a checkpoint every N "
+                                         "epochs and after its last"),
+    pack: Optional[str] = typer.Option(None, "--pack", help="train up to K runs that differ only in their seed as "
+                                       "one pack (no dropout); auto: as many as GPU memory holds (all seeds on "
+                                       "CPU); default auto on CUDA with one worker, else 1"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -171,6 +207,14 @@ def sweep_cmd(
     check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
     if ray_gpus < 0:
         _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
+    if checkpoint_every < 1:
+        _fail(f"--checkpoint-every {checkpoint_every}: must be >= 1 (1: every epoch)")
+    pack_n = None
+    if pack is not None:
+        try:
+            pack_n = pack if pack == "auto" else int(pack)
+        except ValueError:
+            _fail(f"--pack {pack!r}: a number of runs (1: no packing) or auto")
     ray_arg = ray_address or ray or None
     try:
         if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
@@ -179,7 +223,7 @@ def sweep_cmd(
             connect(None if ray_arg is True else ray_arg)
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
-                        ray=ray_arg, ray_gpus=ray_gpus)
+                        ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n)
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed

@@ -10,9 +10,11 @@ A scheme overrides one or more of four steps, each with its own hooks:
     z        = softmax(s) v                    hook_pattern, hook_z
     out      = sum_h z_h W_O[h] + b_O
 
-When nothing observes the scores or the pattern, the scheme's scores are dot products of its score features
-(`dot_product_scores`) and no attention dropout is due, the same computation runs through
-`torch.nn.functional.scaled_dot_product_attention`.
+When nothing observes the scores or the pattern and the scheme's scores are dot products of its score features
+(`dot_product_scores`), the same computation runs through `torch.nn.functional.scaled_dot_product_attention`.
+Attention dropout in training (p > 0) takes that path only when the run asks for it (`train.fused_attention`,
+set on the model by `use_fused_dropout`): SDPA's `dropout_p` drops the same share of the weights but draws
+other random numbers than the explicit path, so it changes results and is a config field.
 """
 from __future__ import annotations
 
@@ -74,6 +76,7 @@ class Attention(nn.Module):
     """Plain (position-free) multi-head attention; the `nope` scheme uses it as is."""
 
     dot_product_scores = True  # scores = score_features dot product / sqrt(width), so SDPA may compute them
+    fused_dropout = False  # attention dropout inside SDPA (train.fused_attention; see use_fused_dropout)
 
     def __init__(self, cfg: ModelConfig, layer: int, scheme=None):
         super().__init__()
@@ -124,8 +127,10 @@ class Attention(nn.Module):
             mask = mask + bias.unsqueeze(0).to(mask.dtype)
         if self.fast_path_ok(k.shape[1], k.device):
             f_q, f_k = self.score_features(rq, rk)
+            p = self.attn_dropout.p if self.training else 0.0
             z = F.scaled_dot_product_attention(
                 f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask.to(f_q.dtype),
+                dropout_p=p,
             ).transpose(1, 2)
         else:
             s = self.hook_attn_scores(self.scores(rq, rk) + mask)
@@ -135,10 +140,20 @@ class Attention(nn.Module):
         return z.flatten(-2) @ self.W_O.flatten(0, 1) + self.b_O
 
     def fast_path_ok(self, n_k: int | None = None, device: torch.device | None = None) -> bool:
-        """SDPA may compute this layer (nothing observes scores or pattern, no attention dropout) and, given the
-        key length and device, is the faster path there (CPU: d_head * n_k >= SDPA_CPU_MIN_WORK)."""
+        """SDPA may compute this layer (nothing observes scores or pattern; no attention dropout due in training
+        unless `fused_dropout`) and, given the key length and device, is the faster path there (CPU:
+        d_head * n_k >= SDPA_CPU_MIN_WORK)."""
         if n_k is not None and device is not None and device.type == "cpu" and \
                 self.cfg.d_head * n_k < SDPA_CPU_MIN_WORK:
             return False
-        return (self.cfg.use_sdpa and self.dot_product_scores and not (self.training and self.attn_dropout.p > 0)
+        dropout_due = self.training and self.attn_dropout.p > 0
+        return (self.cfg.use_sdpa and self.dot_product_scores and (self.fused_dropout or not dropout_due)
                 and not observed(self.hook_attn_scores) and not observed(self.hook_pattern))
+
+
+def use_fused_dropout(model: nn.Module, on: bool) -> None:
+    """Let (on) or forbid every attention layer of `model` to apply its attention dropout inside SDPA in
+    training: the run's `train.fused_attention`. Equal results at dropout 0; other random draws at p > 0."""
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.fused_dropout = bool(on)

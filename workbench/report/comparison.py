@@ -66,17 +66,22 @@ def _links(run_ids, limit: int = 6) -> str:
 def _table1_section(t1: pd.DataFrame) -> str:
     if t1.empty:
         return "No MLA / RoPE / NoPE run has finished yet.\n"
+    scale = "paper_scale" in t1
     rows = []
     for (setting, scheme), g in t1.groupby(["setting", "scheme"], sort=False):
         cells = [SETTINGS[setting], scheme_label(scheme)]
         for task in ("trigger-distance", "trigger-count"):
             r = g[g.task == task]
             cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), _interval(r.iloc[0]) if len(r) else "no run"]
+            if scale:
+                cells.append(r.paper_scale.iloc[0] if len(r) else "no run")
         rows.append(cells)
     order = {k: i for i, k in enumerate(SETTINGS)}
     rows.sort(key=lambda c: (order[[k for k, v in SETTINGS.items() if v == c[0]][0]], c[1]))
-    header = ["setting", "scheme", "Task 1 paper", "Task 1 PE-Lab: mean (seed range)", "Task 2 paper",
-              "Task 2 PE-Lab: mean (seed range)"]
+    header = ["setting", "scheme"]
+    for task in ("Task 1", "Task 2"):
+        header += [f"{task} paper", f"{task} PE-Lab: mean (seed range)"] + ([f"{task} PE-Lab at paper scale"]
+                                                                              if scale else [])
     return _md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + _md_table(
         ["setting", "scheme", "task", "seeds (test accuracy)", "runs"],
         [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.seeds, r.status]
@@ -93,12 +98,13 @@ def _questions_section(cl: pd.DataFrame) -> str:
 
 
 def _claims_section(cl: pd.DataFrame) -> str:
-    scale = "holds_across_scale" in cl
+    scale, paper = "holds_across_scale" in cl, "paper_scale" in cl
     rows = [[r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict)
              + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else ""), r.evidence]
-            + ([r.holds_across_scale] if scale else []) + [_links(r.runs, 3) if len(r.runs) else ""]
-            for r in cl.itertuples()]
-    header = ["claim", "setting", "verdict", "evidence"] + (["holds across scale"] if scale else []) + ["runs"]
+            + ([r.holds_across_scale] if scale else []) + ([r.paper_scale] if paper else [])
+            + [_links(r.runs, 3) if len(r.runs) else ""] for r in cl.itertuples()]
+    header = ["claim", "setting", "verdict", "evidence"] + (["holds across scale"] if scale else []) \
+        + (["at paper scale"] if paper else []) + ["runs"]
     return f"Verdicts: {verdict_summary(cl)}.\n\n" + _md_table(header, rows) + "\n"
 
 
@@ -270,16 +276,19 @@ def _corrupt_section(corrupt: dict[str, str], n_read: int) -> list[str]:
         [f"- `{rid}`: {' '.join(why.split())}" for rid, why in sorted(corrupt.items())] + [""]
 
 
-def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None) -> str:
+def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None,
+                        paper_root: str | Path | None = None) -> str:
     """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
-    Table 1 and the claims, the scale ladder's other rungs beside them."""
-    from workbench.train.presets import scale_disclaimer
+    Table 1 and the claims, the scale ladder's other rungs beside them, and the paper-scale column from the
+    GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
+    from workbench.report.paper_scale import paper_scale_note, with_paper_scale_claims, with_paper_scale_table1
+    from workbench.train.presets import LADDER, scale_disclaimer
 
-    from workbench.train.presets import LADDER
-
+    paper_root = Path(store.root).parent / "paper" if paper_root is None else paper_root
     runs_all = run_table(store)
     base, runs, cl, lad, rungs = base_claims(store, runs_all, LADDER, th)
-    t1 = table1(runs)
+    t1 = with_paper_scale_table1(table1(runs), paper_root)
+    cl = with_paper_scale_claims(cl, paper_root)
     parts = [
         f"# The core paper at the `{base}` preset (CPU): comparison",
         "",
@@ -314,6 +323,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture compare "
         "all three in one architecture with one set of settings.",
         "",
+        paper_scale_note(paper_root),
         _table1_section(t1),
         "## The questions, answered so far",
         "",

@@ -62,7 +62,7 @@ def canonical_json(obj: Any) -> str:
 
 
 # Train keys added after the first runs were stored, with the value that reproduces those runs.
-LATER_TRAIN_DEFAULTS: dict[str, Any] = {"ignore_label": None}
+LATER_TRAIN_DEFAULTS: dict[str, Any] = {"ignore_label": None, "fused_attention": False}
 
 
 def config_hash(config: dict[str, Any]) -> str:

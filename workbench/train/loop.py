@@ -6,7 +6,12 @@ Device: CUDA when available (bf16 autocast, fused AdamW, optional torch.compile)
 is the same. On CPU a run is deterministic given its seed: parameter init follows `model.seed`, and at the
 start of epoch e the global torch RNG (dropout) and the shuffling generator are re-seeded from
 (train.seed, e), so a resumed run replays exactly the batches and dropout masks of an uninterrupted one.
-A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every epoch.
+A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every
+`checkpoint_every`-th epoch (default 1) and after the last; a resume replays the epochs since, exactly.
+After each epoch the model is also evaluated (eval mode) on a fixed subset of the training set
+(`train_subset`: min(n_train, n_test) examples drawn by their own generator, so no training RNG is consumed):
+metrics `train_loss_eval` / `train_acc_eval`, beside the running means `train_loss` / `train_acc` of the epoch.
+On CUDA, run.json records the peak GPU memory (`peak_gpu_mb`, torch.cuda.max_memory_allocated).
 Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`): a resume
 with another thread count warns. The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
 """
@@ -65,6 +70,13 @@ def epoch_batches(lengths: torch.Tensor, batch_size: int, seed: int, epoch: int,
         batches += list(chunk[order].split(batch_size))
     g = torch.Generator().manual_seed(derive_seed(seed, epoch, "batches"))
     return [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+
+def train_subset(n_train: int, n_test: int, seed: int) -> torch.Tensor:
+    """The fixed training examples `train_acc_eval` is measured on: min(n_train, n_test) indices, sorted, drawn
+    by a generator of their own seeded from (train.seed, "train_eval") -- the same for every epoch."""
+    g = torch.Generator().manual_seed(derive_seed(seed, 0, "train_eval"))
+    return torch.randperm(n_train, generator=g)[:min(n_train, n_test)].sort().values
 
 
 def trim(x: torch.Tensor) -> torch.Tensor:
@@ -192,16 +204,64 @@ def load_optimizer_tensors(opt: torch.optim.Optimizer, tensors: dict[str, torch.
     opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
 
 
+def checkpoint_due(epoch: int, epochs: int, every: int, stop_after_epochs: int | None) -> bool:
+    """Commit a checkpoint after (0-based) `epoch`: every `every`-th epoch, the last, and where the run stops."""
+    done = epoch + 1
+    return done % every == 0 or done == epochs or (stop_after_epochs is not None and done >= stop_after_epochs)
+
+
+def epoch_row(model, evals, tcfg: dict[str, Any], amp: bool, *, epoch: int, step: int, lr: float, sums, n: int,
+              useful: int, computed: int, train_time: float, clock: Callable[[], float]) -> dict[str, Any]:
+    """The metrics row of an epoch: the running means of its batches (`sums` = loss sum, correct, counted, on
+    the device), then `model` evaluated on the test set and on the fixed training subset (`evals` = x_test,
+    y_test, x_sub, y_sub). clock(): the run's wall seconds so far, read after the evaluation."""
+    x_test, y_test, x_sub, y_sub = evals
+    trim_pads, ignore, ebs = tcfg.get("batching") == "length", tcfg.get("ignore_label"), tcfg["eval_batch_size"]
+    test_loss, test_acc = evaluate(model, x_test, y_test, ebs, amp, trim_pads, ignore)
+    sub_loss, sub_acc = evaluate(model, x_sub, y_sub, ebs, amp, trim_pads, ignore)
+    loss_sum, correct, counted = sums
+    n_counted = max(1, counted.item())
+    return {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
+            "train_acc": correct.item() / n_counted, "train_loss_eval": sub_loss, "train_acc_eval": sub_acc,
+            "test_loss": test_loss, "test_acc": test_acc, "epoch_time_s": train_time, "wall_s": clock(),
+            "seq_per_s": n / train_time, "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed,
+            "time": now_iso()}
+
+
+def epoch_line(run_id: str, row: dict[str, Any], epochs: int) -> str:
+    return (f"{run_id} epoch {row['epoch']}/{epochs}: train loss {row['train_loss']:.4f} acc {row['train_acc']:.4f} | "
+            f"test loss {row['test_loss']:.4f} acc {row['test_acc']:.4f} | {row['seq_per_s']:.0f} seq/s")
+
+
+def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], model, optim_t: dict | None,
+                 state: dict[str, Any], *, dev: torch.device, cpu_time_s: float) -> None:
+    """Record an epoch: append `row` to metrics.jsonl, commit a checkpoint (weights, `optim_t` = optimizer and
+    RNG tensors, `state`) unless `optim_t` is None, and update run.json. FloatingPointError on a non-finite loss."""
+    if not math.isfinite(row["train_loss"]):
+        raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {row['epoch']}; "
+                                 "lower train.lr or set train.grad_clip")
+    rows.append(row)
+    run.write_metrics(rows)
+    if optim_t is not None:
+        run.save_checkpoint(model.state_dict(), optim_t, state)
+    final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")}
+    gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
+    run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final, peak_rss_mb=round(peak_rss_mb(), 1),
+                    cpu_time_s=cpu_time_s, **gpu)
+
+
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool = False, amp: bool | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
-          on_epoch: Callable[[Run, dict[str, Any]], None] | None = None) -> Run:
+          on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1) -> Run:
     """Train the run described by `config` (a resolved run config, or an existing Run) and return its Run.
 
     resume: continue from the last checkpoint if the run exists unfinished (else StoreError).
     force: delete an existing run with this id and start over.
     stop_after_epochs: stop (status `interrupted`, resumable) once this many epochs are done.
-    on_epoch(run, metrics_row): called after every committed epoch (may raise to abort).
+    on_epoch(run, metrics_row): called after every recorded epoch (may raise to abort).
+    checkpoint_every: commit a checkpoint every N epochs (and after the last); results do not depend on it, a
+    resume replays from the last checkpoint (fewer writes, more epochs to replay after a crash).
     A finished run is returned as is.
     """
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
@@ -212,6 +272,11 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     validate_config(config)  # bad configs and arguments fail before anything is written
     dev = pick_device(device)
     check_threads(threads)
+    if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
+        raise ValueError(f"--checkpoint-every {checkpoint_every!r}: must be an integer >= 1 (1: every epoch)")
+    from .presets import check_gpu_memory
+
+    check_gpu_memory(config, dev)
     run_id = store.run_id(config)
     lock = store.lock(run_id).acquire()  # RunLocked at once when another process trains this run
     try:
@@ -221,7 +286,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         try:
             return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
                                  threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
-                                 on_epoch=on_epoch)
+                                 on_epoch=on_epoch, checkpoint_every=checkpoint_every)
         except BaseException as e:  # failed before its first epoch: leave no half-made run behind
             run = Run(store, run_id)
             if fresh and not run.has_checkpoint():
@@ -237,7 +302,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
 
 def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: bool, amp: bool | None,
                   threads: int | None, progress: bool, stop_after_epochs: int | None,
-                  on_epoch: Callable[[Run, dict[str, Any]], None] | None) -> Run:
+                  on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1) -> Run:
     """`train` once the run's lock is held and its folder exists."""
     info = run.info
     if run.status == "finished":
@@ -258,8 +323,10 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     x_test, y_test = torch.from_numpy(ds.test_x).long().to(dev), torch.from_numpy(ds.test_y).long().to(dev)
 
     from workbench.model import PEClassifier
+    from workbench.model.attention import use_fused_dropout
 
     model = PEClassifier(run.model_config()).to(dev)
+    use_fused_dropout(model, tcfg.get("fused_attention", False))
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
     bs, epochs, seed, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"], tcfg.get("ignore_label")
@@ -270,6 +337,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                          "(an authors' setting); use train.batching='random'")
     lengths = (x_train != 0).sum(1).cpu()
     n = len(x_train)
+    sub = train_subset(n, len(x_test), seed).to(dev)
+    evals = (x_test, y_test, x_train[sub], y_train[sub])
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
 
@@ -289,12 +358,15 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                       f"the result will not be bit-identical to an uninterrupted run (pass --threads "
                       f"{started_threads})", stacklevel=2)
     fwd = torch.compile(model) if compile else model
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
+                    checkpoint_every=checkpoint_every,
                     **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
@@ -304,6 +376,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
             batches = epoch_batches(lengths, bs, seed, epoch, batching)
+            batches = torch.cat(batches).to(dev).split([len(b) for b in batches])  # one copy to the device
             model.train()
             loss_sum = torch.zeros((), device=dev)
             correct = torch.zeros((), device=dev, dtype=torch.long)
@@ -313,7 +386,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not progress, file=sys.stderr, dynamic_ncols=True)
             for i in bar:
-                idx = batches[i].to(dev)
+                idx = batches[i]
                 xb, yb = x_train[idx], y_train[idx]
                 if trim_pads:
                     xb = trim(xb)
@@ -340,33 +413,20 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                                     lr=f"{lr:.2e}")
             bar.close()
             train_time = time.perf_counter() - t0
-            useful = int(lengths.sum())
-            test_loss, test_acc = evaluate(fwd, x_test, y_test, tcfg["eval_batch_size"], amp, trim_pads, ignore)
-            wall = wall_before + time.perf_counter() - t_session
-            n_counted = max(1, counted.item())
-            row = {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
-                   "train_acc": correct.item() / n_counted, "test_loss": test_loss, "test_acc": test_acc,
-                   "epoch_time_s": train_time, "wall_s": wall, "seq_per_s": n / train_time,
-                   "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed, "time": now_iso()}
-            if not math.isfinite(row["train_loss"]):
-                raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {epoch + 1}; "
-                                         "lower train.lr or set train.grad_clip")
-            rows.append(row)
-            run.write_metrics(rows)
-            rng = {"rng.torch": torch.get_rng_state()}
-            if dev.type == "cuda":
-                rng["rng.cuda"] = torch.cuda.get_rng_state(dev)
-            run.save_checkpoint(model.state_dict(), optimizer_tensors(opt) | rng,
-                                {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
-                                 "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
-                                 "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"})
-            final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "test_loss", "test_acc")}
-            run.update_info(epoch=epoch + 1, wall_time_s=wall, final=final, peak_rss_mb=round(peak_rss_mb(), 1),
-                            cpu_time_s=cpu_before + time.process_time() - cpu_session)
+            row = epoch_row(fwd, evals, tcfg, amp, epoch=epoch, step=step, lr=lr, sums=(loss_sum, correct, counted),
+                            n=n, useful=int(lengths.sum()), computed=computed, train_time=train_time,
+                            clock=lambda: wall_before + time.perf_counter() - t_session)
+            wall = row["wall_s"]
+            checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs)
+            rng = {"rng.torch": torch.get_rng_state()} | (
+                {"rng.cuda": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {})
+            commit_epoch(run, rows, row, model, (optimizer_tensors(opt) | rng) if checkpoint else None,
+                         {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
+                          "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
+                          "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"},
+                         dev=dev, cpu_time_s=cpu_before + time.process_time() - cpu_session)
             if progress:
-                tqdm.write(f"{run.id} epoch {epoch + 1}/{epochs}: train loss {row['train_loss']:.4f} "
-                           f"acc {row['train_acc']:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} | "
-                           f"{row['seq_per_s']:.0f} seq/s", file=sys.stderr)
+                tqdm.write(epoch_line(run.id, row, epochs), file=sys.stderr)
             if on_epoch is not None:
                 on_epoch(run, row)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:

@@ -6,7 +6,7 @@ A run config is a plain dict (stored as config.json):
      "model": ModelConfig.to_dict(),                          # vocab_size / n_classes / max_len filled from the data
      "task":  {"task": "trigger-distance", "preset": "cpu", "seed": 42, "overrides": {}},   # synthetic_tasks spec
      "train": {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size",
-               "eval_batch_size", "seed", "grad_clip", "batching", "ignore_label"},
+               "eval_batch_size", "seed", "grad_clip", "batching", "ignore_label", "fused_attention"},
      "fidelity": "pelab"}                                     # the named setting the fields came from
 
 `fidelity` (docs/fidelity.md): "pelab" (default, changes nothing), "authors" (the core paper's released
@@ -51,6 +51,7 @@ class TrainConfig:
     grad_clip: float | None  # None: no clipping
     batching: str = "random"  # random | length (docs/training.md)
     ignore_label: int | None = None  # examples with this label count for nothing (the authors: 0)
+    fused_attention: bool = False  # attention dropout inside SDPA in training (docs/training.md); same at p = 0
 
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
@@ -75,7 +76,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model": {"arch": "paper", "d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.1,
                   "max_len": 128},
         "task": {"preset": "paper", "seed": 42},
-        "train": _TRAIN_DEFAULTS | {"lr": 1e-4, "epochs": 100, "batch_size": 512},
+        "train": _TRAIN_DEFAULTS | {"lr": 1e-4, "epochs": 100, "batch_size": 512, "fused_attention": True},
         "by_task": {"trigger-distance": {"train.epochs": 100}, "trigger-count": {"train.epochs": 150}},
         "by_scheme": {"mla": {"train.batch_size": 1024}},
         "doc": "paper scale (SPEC section 2): 6 layers, d_model 256, 16 heads, AdamW 1e-4, 100/150 epochs; GPU",
@@ -361,6 +362,7 @@ def finish_train_section(cfg: dict[str, Any]) -> dict[str, Any]:
     t = cfg["train"]
     t.setdefault("batching", "random")
     t.setdefault("ignore_label", None)
+    t.setdefault("fused_attention", False)
     check_fields(t, TrainConfig, "train", TRAIN_RANGES, TRAIN_CHOICES)
     if len(t["betas"]) != 2:
         raise ValueError(f"train.betas={t['betas']!r}: must be two numbers in [0, 1), e.g. [0.9, 0.999]")
@@ -455,6 +457,52 @@ def check_memory(cfg: dict[str, Any], n_train: int, seq_len: int) -> None:
                        f"n_layers={m['n_layers']}, d_ff={m['d_ff']}; activations {act / 1e9:.3g} GB at "
                        f"train.batch_size={t['batch_size']}, seq_len {seq_len})",
                        "make the model smaller or lower train.batch_size")
+
+
+CUDA_CONTEXT_BYTES = 0.6e9  # the CUDA context and cuBLAS / cuDNN workspaces of one process (not in the allocator)
+
+
+def estimate_gpu_memory(cfg: dict[str, Any]) -> float:
+    """Bytes of GPU memory one process needs to train `cfg` on CUDA: the weights-gradients-moments of
+    `estimate_memory` plus bf16 weight copies (2 bytes per parameter under autocast), the larger of the
+    training activations and the evaluation batch's, the data on the device (int64 train + test rows),
+    the CUDA context, and 25 % for the caching allocator's fragmentation. An upper estimate: the `gpu` test
+    holds it against torch.cuda.max_memory_allocated."""
+    spec = task_spec(cfg["task"])
+    n_train = round(spec.train_frac * spec.n_examples)
+    m, t = cfg["model"], cfg["train"]
+    seq_len, d, ff, L, H = spec.seq_len, m["d_model"], m["d_ff"], m["n_layers"], m["n_heads"]
+    params = m["vocab_size"] * d + L * (4 * d * d + 2 * d * ff + 9 * d) + d * m["n_classes"] + m["max_len"] * d
+    attn = 0 if m.get("use_sdpa", True) else 2 * H * seq_len
+    act = 4.0 * t["batch_size"] * seq_len * L * (10 * d + 2 * ff + attn)
+    evals = 4.0 * (t.get("eval_batch_size") or t["batch_size"]) * seq_len * (6 * d + ff + 2 * H * seq_len)
+    data = 8.0 * spec.n_examples * seq_len
+    return 1.25 * (18.0 * params + max(act, evals) + data) + CUDA_CONTEXT_BYTES
+
+
+def gpu_free_bytes(device) -> float:
+    """Free memory of a CUDA device now (torch.cuda.mem_get_info), in bytes."""
+    import torch
+
+    return float(torch.cuda.mem_get_info(device)[0])
+
+
+def check_gpu_memory(cfg: dict[str, Any], device) -> None:
+    """ValueError (with the estimate) when `device` is a CUDA device without room for training `cfg`."""
+    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
+        return
+    need, free = estimate_gpu_memory(cfg), gpu_free_bytes(device)
+    if need > free:
+        t = cfg["train"]
+        raise ValueError(f"training this run on {device} needs about {need / 1e9:.3g} GB of GPU memory but "
+                         f"{free / 1e9:.3g} GB are free; lower train.batch_size (now {t['batch_size']}) or "
+                         "train.eval_batch_size, or train fewer runs at once (--workers)")
+
+
+def gpu_slots(configs: list[dict[str, Any]], device) -> int:
+    """How many of `configs` fit on the CUDA `device` at once (free memory / the largest estimate)."""
+    need = max(estimate_gpu_memory(c) for c in configs)
+    return int(gpu_free_bytes(device) // need)
 
 
 def scale_disclaimer(preset: str = "repro") -> str:

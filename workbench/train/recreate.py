@@ -48,8 +48,9 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     if own.run_id(src.config) != run_id:
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)
+    device = src.info.get("device") or "cpu"  # re-train where it was trained: a CPU run re-run on CUDA cannot match
     run = train(src.config, own, resume=True, threads=threads or src.info.get("threads"), progress=progress,
-                on_epoch=on_epoch)
+                on_epoch=on_epoch, device=device)
     if tables and run.status == "finished":
         diff = metric_differences(src.metric_rows(), run.metric_rows())
         if diff and max(diff.values()) <= tol:

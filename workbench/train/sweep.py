@@ -132,7 +132,7 @@ def _fmt_time(s: float) -> str:
 def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | None = None,
             threads: int | None = None, compile: bool = False, progress: bool = False, dry_run: bool = False,
             fail_fast: bool = False, retry_failed: bool = True, log=None,
-            on_epoch: Callable | None = None) -> dict[str, Any]:
+            on_epoch: Callable | None = None, checkpoint_every: int = 1) -> dict[str, Any]:
     """Train one grid point unless it is finished, busy (a live process trains it) or failed with
     retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
     Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned, "test_acc", "error"}."""
@@ -165,7 +165,7 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     t0 = time.perf_counter()
     try:
         run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress,
-                    on_epoch=on_epoch)
+                    on_epoch=on_epoch, checkpoint_every=checkpoint_every)
     except KeyboardInterrupt:
         log(f"{head}  interrupted; run the sweep again to resume")
         raise
@@ -186,6 +186,114 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     return rec
 
 
+def fit_workers(workers: int, configs: list[dict[str, Any]], device: str | None, log) -> int:
+    """`workers`, or fewer on CUDA so that the runs side by side fit the GPU's free memory
+    (`presets.estimate_gpu_memory`); ValueError when not even one fits."""
+    from .loop import pick_device
+    from .presets import estimate_gpu_memory, gpu_slots
+
+    dev = pick_device(device)
+    if dev.type != "cuda":
+        return workers
+    fit = gpu_slots(configs, dev)
+    if fit < 1:
+        need = max(estimate_gpu_memory(c) for c in configs) / 1e9
+        raise ValueError(f"a run of this sweep needs about {need:.3g} GB of GPU memory, more than {dev} has free; "
+                         "lower train.batch_size in the grid's [set] or free the GPU")
+    if fit < workers:
+        log(f"note: --workers {workers} on {dev}: only {fit} runs fit the free GPU memory at once; using {fit}")
+    return min(workers, fit)
+
+
+def check_pack(pack: int | str | None, device: str | None, parallel: bool, compile: bool) -> int | str:
+    """The validated `pack` option: an int >= 1 or "auto"; None resolves to "auto" on CUDA in one process, else 1."""
+    from .loop import pick_device
+
+    if pack is None:
+        return "auto" if pick_device(device).type == "cuda" and not parallel and not compile else 1
+    if pack != "auto" and not (isinstance(pack, int) and not isinstance(pack, bool) and pack >= 1):
+        raise ValueError(f"--pack {pack!r}: a number of runs >= 1 (1: no packing) or auto")
+    if pack != 1 and parallel:
+        raise ValueError("--pack trains its packs in this process; use it without --workers / --ray (or --pack 1)")
+    if pack != 1 and compile:
+        raise ValueError("--pack and --compile exclude each other (packed runs are not compiled); drop one")
+    return pack
+
+
+def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, device: str | None,
+               retry_failed: bool = True) -> list[list[int]]:
+    """Job indices grouped into packs, in order of each pack's first job: unfinished runs with equal
+    `packed.pack_key` that stopped after the same epoch, at most `pack` per group ("auto": no limit) and on CUDA
+    at most what the GPU's free memory holds; every other job alone."""
+    from .loop import pick_device
+    from .packed import pack_key
+    from .presets import gpu_slots
+
+    if pack == 1:
+        return [[k] for k in range(len(jobs))]
+    dev = pick_device(device)
+    groups: list[list[int]] = []
+    open_: dict[Any, list[int]] = {}
+    for k, (_, cfg) in enumerate(jobs):
+        run_id = store.run_id(cfg)
+        run = store.get(run_id) if store.exists(run_id) else None
+        key = pack_key(cfg)
+        if run is not None and (run.status == "finished" or (run.status == "failed" and not retry_failed)):
+            key = None
+        if key is None:
+            groups.append([k])
+            continue
+        key = (key, run.info.get("epoch", 0) if run is not None and run.has_checkpoint() else 0)
+        limit = len(jobs) if pack == "auto" else pack
+        if dev.type == "cuda":  # as many as the free GPU memory holds (`auto`), and never more
+            limit = min(limit, max(1, gpu_slots([cfg], dev)))
+        group = open_.get(key)
+        if group is None or len(group) >= limit:
+            group = open_[key] = []
+            groups.append(group)
+        group.append(k)
+    return groups
+
+
+def attempt_pack(members: list[tuple[str, dict]], store: RunStore, *, device: str | None = None,
+                 threads: int | None = None, compile: bool = False, progress: bool = False, fail_fast: bool = False,
+                 retry_failed: bool = True, log=None, checkpoint_every: int = 1) -> list[dict[str, Any]]:
+    """Train the runs of `members` ((head, config) pairs) as one pack; a record per run as `attempt` returns.
+    When one of them is busy (its lock is taken), each is attempted alone instead."""
+    from .packed import train_packed
+
+    log = log or _stderr
+    for head, cfg in members:
+        log(f"{head}  training in a pack of {len(members)}")
+    t0 = time.perf_counter()
+    try:
+        runs = train_packed([cfg for _, cfg in members], store, resume=True, device=device, threads=threads,
+                            progress=progress, checkpoint_every=checkpoint_every)
+    except KeyboardInterrupt:
+        log("pack interrupted; run the sweep again to resume")
+        raise
+    except RunLocked:
+        return [attempt(cfg, store, head=head, device=device, threads=threads, compile=compile, progress=progress,
+                        fail_fast=fail_fast, retry_failed=retry_failed, log=log, checkpoint_every=checkpoint_every)
+                for head, cfg in members]
+    except Exception as e:
+        log(f"pack of {len(members)} FAILED: {type(e).__name__}: {e}")
+        if fail_fast:
+            raise
+        return [{"id": store.run_id(cfg), "outcome": "failed", "test_acc": None, "error": f"{type(e).__name__}: {e}"}
+                for _, cfg in members]
+    recs = []
+    for (head, _), run in zip(members, runs):
+        rec = {"id": run.id, "outcome": "resumed" if run.info.get("resumed_from_epoch") else "trained",
+               "test_acc": run.final.get("test_acc"), "error": None}
+        if run.status != "finished":  # pragma: no cover - only with stop hooks
+            rec["outcome"] = run.status
+        log(f"{head}  {rec['outcome']} (packed): test acc {rec['test_acc']:.4f} in "
+            f"{_fmt_time(time.perf_counter() - t0)}")
+        recs.append(rec)
+    return recs
+
+
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -194,13 +302,18 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
           threads: int | None = None, compile: bool = False, progress: bool = True, dry_run: bool = False,
           shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
           tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
-          log=None) -> list[dict[str, Any]]:
+          log=None, checkpoint_every: int = 1, pack: int | str | None = None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | trained | resumed | failed | busy | planned, "test_acc", "error"}.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
     tiers: only the grid points of these tiers (None: all).
     retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
+    checkpoint_every: each run commits a checkpoint every N epochs and after its last (`train`).
+    On CUDA, `workers` shrinks to the runs the free GPU memory holds at once (`fit_workers`).
+    pack=K: train up to K runs that differ only in their seeds as one pack in this process (`packed.train_packed`;
+    runs with dropout train alone); "auto": as many as the GPU's free memory holds on CUDA, all seeds of a grid
+    point on CPU; None (default): "auto" on CUDA with one worker, else 1 (no packing).
     workers=N: N runs at once, each in its own process with `threads` (default 1) torch threads
     (`workbench.train.workers`). ray=ADDRESS (True: local or already initialised): every run is a Ray task
     with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
@@ -235,14 +348,27 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             seen.add(run_id)
             jobs.append((f"[{k:>{len(str(total))}}/{total}] {run_id}", cfg))
     t_start = time.perf_counter()
-    opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed)
+    opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed,
+                checkpoint_every=checkpoint_every)
     parallel = not dry_run and (workers > 1 or bool(ray))
-    results: list[dict[str, Any] | None] = []
-    for head, cfg in jobs:  # sequentially: everything; in parallel: the finished runs (no process needed)
+    pack = check_pack(pack, device, parallel, compile)
+    results: list[dict[str, Any] | None] = [None] * len(jobs)
+    for group in plan_packs(jobs, store, pack, device, retry_failed) if not (parallel or dry_run) else \
+            [[k] for k in range(len(jobs))]:
+        if len(group) > 1:
+            recs = attempt_pack([jobs[k] for k in group], store, progress=progress, fail_fast=fail_fast, log=log,
+                                **opts)
+            for k, rec in zip(group, recs):
+                results[k] = rec
+            continue
+        (k,) = group  # sequentially: everything; in parallel: the finished runs (no process needed)
+        head, cfg = jobs[k]
         finished = parallel and store.exists(store.run_id(cfg)) and store.get(store.run_id(cfg)).status == "finished"
-        results.append(attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
-                               log=log, **opts) if not parallel or finished else None)
+        results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
+                             log=log, **opts) if not parallel or finished else None
     todo = [k for k, r in enumerate(results) if r is None]
+    if todo and workers > 1 and not ray:
+        workers = fit_workers(workers, [jobs[k][1] for k in todo], device, log)
     if todo and ray:
         from .ray_engine import sweep_ray
 

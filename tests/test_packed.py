@@ -1,0 +1,129 @@
+"""Packed runs (workbench/train/packed.py): K seeds trained as one stacked model equal their solo runs (on CPU
+bit for bit: metrics, weights, optimizer state)."""
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from workbench.cli import app
+from workbench.store import RunStore
+from workbench.train import resolve_config, sweep, train
+from workbench.train.packed import check_packable, pack_key, train_packed
+
+SETS = ["task.n_examples=400", "train.epochs=2", "train.grad_clip=0.5"]  # clipping: per run, not over the pack
+KEYS = ["epoch", "step", "lr", "train_loss", "train_acc", "train_acc_eval", "train_loss_eval", "test_loss",
+        "test_acc"]
+
+
+def _configs(store, seeds=(42, 43, 44), sets=SETS, scheme="rope"):
+    return [resolve_config("smoke", scheme, "t1", seed=s, sets=sets, store=store) for s in seeds]
+
+
+def _assert_same_metrics(a, b, tol=0.0):
+    ra, rb = a.metric_rows(), b.metric_rows()
+    assert [r["epoch"] for r in ra] == [r["epoch"] for r in rb]
+    for x, y in zip(ra, rb):
+        for k in KEYS:
+            assert abs(x[k] - y[k]) <= tol, (a.id, x["epoch"], k, x[k], y[k])
+
+
+@pytest.fixture(scope="module")
+def solo_and_packed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pack")
+    solo_store = RunStore(root / "solo", data_dir=root / "data")
+    pack_store = RunStore(root / "pack", data_dir=root / "data")
+    solo = [train(c, solo_store, progress=False, device="cpu", threads=1) for c in _configs(solo_store)]
+    packed = train_packed(_configs(pack_store), pack_store, progress=False, device="cpu", threads=1)
+    return solo, packed
+
+
+def test_each_packed_run_equals_its_solo_run(solo_and_packed):
+    solo, packed = solo_and_packed
+    for s, p in zip(solo, packed):
+        assert p.status == "finished" and p.id == s.id and p.config == s.config
+        assert p.path.name == s.path.name and p.info["packed"] == 3 and len(p.info["packed_with"]) == 2
+        _assert_same_metrics(s, p)
+        opt_s, opt_p = s.load_checkpoint()[1], p.load_checkpoint()[1]
+        assert set(opt_s) == set(opt_p)  # the solo checkpoint format: each resumable alone
+        assert all(torch.equal(opt_s[k], opt_p[k]) for k in opt_s)  # AdamW moments and RNG state
+        ws, wp = s.model_tensors(), p.model_tensors()
+        assert ws.keys() == wp.keys() and all(torch.equal(ws[k], wp[k]) for k in ws)
+    assert len({p.final["train_loss"] for p in packed}) == 3  # three different runs, not one copied
+
+
+def test_a_stopped_pack_resumes_alone_and_packed(tmp_path, solo_and_packed):
+    solo, _ = solo_and_packed
+    store = RunStore(tmp_path / "runs", data_dir=solo[0].store.data_dir)
+    cfgs = _configs(store)
+    runs = train_packed(cfgs, store, progress=False, device="cpu", threads=1, stop_after_epochs=1)
+    assert [r.status for r in runs] == ["interrupted"] * 3
+    alone = train(cfgs[0], store, progress=False, device="cpu", threads=1, resume=True)  # one of them, solo
+    assert alone.status == "finished" and alone.info["resumed_from_epoch"] == 1
+    _assert_same_metrics(solo[0], alone)
+    from workbench.store import StoreError
+
+    with pytest.raises(StoreError, match="resume"):  # unfinished runs are not restarted without resume
+        train_packed(cfgs, store, progress=False, device="cpu", threads=1, resume=False)
+    finished_at = alone.info["finished"]
+    runs = train_packed(cfgs, store, progress=False, device="cpu", threads=1, resume=True)  # the others, packed
+    assert runs[0].info["finished"] == finished_at  # a finished run is left as it is
+    for s, r in zip(solo[1:], runs[1:]):
+        assert r.status == "finished" and r.info["packed"] == 2 and r.info["resumed_from_epoch"] == 1
+        _assert_same_metrics(s, r)
+
+
+def test_what_may_be_packed():
+    a, b = (resolve_config("smoke", "rope", "t1", seed=s) for s in (42, 43))
+    assert pack_key(a) == pack_key(b) is not None
+    assert pack_key(resolve_config("smoke", "nope", "t1")) != pack_key(a)
+    assert pack_key(resolve_config("smoke", "rope", "t1", sets=["model.dropout=0.1"])) is None
+    with pytest.raises(ValueError, match="dropout"):
+        check_packable([a, resolve_config("smoke", "rope", "t1", seed=43, sets=["model.dropout=0.1"])])
+    with pytest.raises(ValueError, match="but their seeds"):
+        check_packable([a, resolve_config("smoke", "nope", "t1", seed=43)])
+    with pytest.raises(ValueError, match="distinct seeds"):
+        check_packable([a, a])
+
+
+def test_sweep_packs_the_seeds_of_a_grid_point(tmp_path):
+    grid = {"name": "p", "preset": "smoke", "tasks": ["trigger-distance"], "seeds": [42, 43], "schemes": ["rope"],
+            "set": {"task.n_examples": 400, "train.epochs": 1},
+            "variants": [{"name": "drop", "scheme": "nope", "set": {"model.dropout": 0.1}}]}
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    lines = []
+    res = sweep(grid, store, device="cpu", threads=1, progress=False, pack=2, log=lines.append)
+    assert [r["outcome"] for r in res] == ["trained"] * 4
+    assert sum("in a pack of 2" in line for line in lines) == 2  # the rope seeds; dropout runs train alone
+    packed = [store.get(r["id"]) for r in res if store.get(r["id"]).info.get("packed")]
+    assert len(packed) == 2 and all(r.config["model"]["scheme"] == "rope" for r in packed)
+    again = sweep(grid, store, device="cpu", threads=1, progress=False, pack="auto", log=lines.append)
+    assert [r["outcome"] for r in again] == ["finished"] * 4
+    with pytest.raises(ValueError, match="--pack"):
+        sweep(grid, store, device="cpu", pack=0, log=lines.append)
+    with pytest.raises(ValueError, match="without --workers"):
+        sweep(grid, store, device="cpu", pack=2, workers=2, log=lines.append)
+
+
+def test_cli_train_several_seeds_packs_them(tmp_path):
+    root = str(tmp_path / "runs")
+    args = ["train", "--preset", "smoke", "--seed", "42,43", "--set", "task.n_examples=400", "--set",
+            "train.epochs=1", "--device", "cpu", "--threads", "1", "-q", "--root", root]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    ids = res.stdout.strip().splitlines()[-2:]
+    assert len(ids) == 2 and "s42" in ids[0] and "s43" in ids[1]
+    store = RunStore(root)
+    assert all(store.get(i).info["packed"] == 2 for i in ids)
+    bad = CliRunner().invoke(app, ["train", "--preset", "smoke", "--seed", "42,x", "--root", root])
+    assert bad.exit_code == 2 and "comma-separated" in bad.output
+
+
+@pytest.mark.gpu
+def test_cuda_packed_runs_equal_their_solo_runs_within_bf16_tolerance(tmp_path):
+    """bf16 autocast rounds differently in the stacked matmuls: the metrics agree to 0.02 (2 points of accuracy)."""
+    solo_store = RunStore(tmp_path / "solo", data_dir=tmp_path / "data")
+    pack_store = RunStore(tmp_path / "pack", data_dir=tmp_path / "data")
+    solo = [train(c, solo_store, progress=False, device="cuda") for c in _configs(solo_store)]
+    packed = train_packed(_configs(pack_store), pack_store, progress=False, device="cuda")
+    for s, p in zip(solo, packed):
+        assert p.id == s.id and p.info["peak_gpu_mb"] > 0
+        _assert_same_metrics(s, p, tol=0.02)

@@ -1,0 +1,39 @@
+"""The paper-scale column (workbench/report/paper_scale.py): "not run yet" without runs, the runs' numbers with."""
+import pytest
+
+from workbench.analysis.claims import claims, run_table, table1
+from workbench.report.paper_scale import (NOT_RUN, paper_scale_note, with_paper_scale_claims,
+                                          with_paper_scale_table1)
+from workbench.store import RunStore
+from workbench.train import resolve_config, train
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("paper")
+    store = RunStore(root / "runs", data_dir=root / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=["train.epochs=1", "task.n_examples=400"], store=store)
+    run = train(cfg, store, progress=False, device="cpu", threads=1)
+    return store, run
+
+
+def test_without_paper_runs_every_cell_says_not_run_yet(tmp_path, trained):
+    store, _ = trained
+    runs = run_table(store)
+    t1 = with_paper_scale_table1(table1(runs), tmp_path / "absent")
+    assert len(t1) and (t1["paper_scale"] == NOT_RUN).all()
+    cl = with_paper_scale_claims(claims(store, runs), tmp_path / "absent")
+    assert (cl["paper_scale"] == NOT_RUN).all()
+    (tmp_path / "empty").mkdir()
+    note = paper_scale_note(tmp_path / "empty")
+    assert NOT_RUN in note and "make repro-gpu TIER=1" in note
+
+
+def test_with_paper_runs_the_column_holds_their_accuracy(trained):
+    store, run = trained
+    t1 = with_paper_scale_table1(table1(run_table(store)), store.root)
+    row = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
+    assert row["paper_scale"].startswith(f"{100 * run.final['test_acc']:.2f} [") and row["paper_scale"].endswith("(1 seed)")
+    cl = with_paper_scale_claims(claims(store), store.root)
+    assert (cl["paper_scale"] == cl["verdict"]).all()  # the same store on both sides: the same verdicts
+    assert "1 finished `paper`-preset run in" in paper_scale_note(store.root)

@@ -1,0 +1,85 @@
+"""The paper-scale column of COMPARISON.md: Table 1 and the claims at the `paper` preset (the runs shipped to
+results/paper by `make repro-gpu`, grids/paper.toml) beside the CPU reproduction's, or "not run yet".
+
+    t1 = with_paper_scale_table1(table1(runs), "results/paper")    # + column `paper_scale` (text per row)
+    cl = with_paper_scale_claims(claims(store, runs), "results/paper")   # + column `paper_scale` (verdict)
+    note = paper_scale_note("results/paper")                      # one markdown paragraph: status + command
+
+Cells are computed from the paper store's runs with the same functions as the CPU column (`claims.run_table`,
+`claims.table1`, `claims.claims`), matched on (setting, scheme, task) and on the claim's text and setting.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+NOT_RUN = "not run yet"
+COMMAND = "make repro-gpu TIER=1"
+
+
+def paper_store(root: str | Path):
+    """The read-only store at `root` when it holds at least one finished run, else None."""
+    from workbench.store import RunStore
+
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    store = RunStore(root, readonly=True)
+    return store if len(store.query(status="finished")) else None
+
+
+def _acc_text(r) -> str:
+    """As the CPU column: the mean with the seeds' range, or one run's Wilson interval (claims.accuracy_ci)."""
+    if r.n_seeds < 2:
+        return f"{100 * r['mean']:.2f} [{100 * r.lo:.2f}, {100 * r.hi:.2f}] (1 seed)"
+    return f"{100 * r['mean']:.2f} ({100 * r.lo:.2f}-{100 * r.hi:.2f}, {r.n_seeds} seeds)"
+
+
+def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
+    """`t1` (claims.table1 of the CPU runs) with a `paper_scale` column: the paper-preset test accuracy
+    (mean and seed range, in %) of the same (setting, scheme, task), "no run" where that row was not trained at paper
+    scale, NOT_RUN everywhere when `root` holds no finished run."""
+    from workbench.analysis.claims import run_table, table1
+
+    out = t1.copy()
+    store = paper_store(root)
+    if store is None:
+        out["paper_scale"] = NOT_RUN
+        return out
+    paper = table1(run_table(store)).set_index(["setting", "scheme", "task"])
+    out["paper_scale"] = [_acc_text(paper.loc[k]) if k in paper.index else "no run"
+                          for k in zip(out.setting, out.scheme, out.task)]
+    return out
+
+
+def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
+    """`cl` (claims.claims of the CPU store) with a `paper_scale` column: the verdict of the same claim in the
+    same setting at paper scale ("–" where the paper store has no such claim row), NOT_RUN when there are no runs."""
+    from workbench.analysis.claims import claims
+
+    out = cl.copy()
+    store = paper_store(root)
+    if store is None:
+        out["paper_scale"] = NOT_RUN
+        return out
+    paper = claims(store)
+    verdict = {(r.claim, r.setting): r.verdict for r in paper.itertuples()}
+    out["paper_scale"] = [verdict.get(k, "–") for k in zip(out.claim, out.setting)]
+    return out
+
+
+def paper_scale_note(root: str | Path) -> str:
+    """A paragraph for COMPARISON.md: how many paper-scale runs the column rests on, or how to produce them."""
+    store = paper_store(root)
+    if store is None:
+        return (f"Paper scale (`paper` preset: 6 layers, d_model 256, 16 heads, 100 / 150 epochs): {NOT_RUN}. "
+                f"On a machine with a CUDA GPU, `{COMMAND}` trains tier 1 of grids/paper.toml (72 runs), ships it "
+                f"to {Path(root).as_posix()} and fills this column; its cost is in docs/training.md "
+                "(\"The paper-scale reproduction\").\n")
+    runs = store.query(status="finished")
+    hours = float(np.nansum(runs["wall_time_s"].to_numpy(dtype=float))) / 3600 if "wall_time_s" in runs else np.nan
+    plural = "" if len(runs) == 1 else "s"
+    return (f"Paper scale: {len(runs)} finished `paper`-preset run{plural} in {Path(root).as_posix()} "
+            f"({hours:.1f} GPU-hours of training, sum of the runs' wall times).\n")

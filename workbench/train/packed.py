@@ -1,0 +1,342 @@
+"""Packed runs: K runs of one shape trained in one process as one stacked model, each exactly as if alone.
+
+    runs = train_packed([cfg_seed42, cfg_seed43, cfg_seed44], store)     # `workbench train --seed 42,43,44`
+
+The K runs' configs must be equal but for their seeds (`pack_key`): same preset, scheme, architecture, task and
+sizes. Their parameters are stacked along a leading K axis (`torch.func.stack_module_state`) and one forward
+`vmap(functional_call)` computes all K models on their own batches; the buffers (rotary tables, fixed biases) are
+functions of the config, equal across the K runs, and are shared. Each run keeps what a solo run has: its own
+parameter init (model.seed), data order (`epoch_batches` with its train.seed), AdamW moments (one AdamW over the
+stacked tensors is the K runs' AdamW slice by slice: every AdamW operation is elementwise), gradient clipping
+(per run: the norm over that run's slices), learning-rate schedule, metrics, checkpoint, run folder and run id
+(the solo config's), and it resumes alone with `train(..., resume=True)` as well as packed.
+
+Only runs without attention / hidden dropout are packed (`pack_key` None otherwise): a solo run draws its
+dropout masks from the global torch RNG layer after layer, which K runs in one vmap cannot replay, so packed
+runs with dropout would not equal their solo runs under the same run id. Those train alone.
+
+Equality with a solo run. vmap's own rules for `linear` (matmul, then + bias) and `layer_norm` with stacked
+weights (normalise, then * weight + bias) round differently from the fused solo kernels (addmm, the affine
+layer norm), and the difference grows over training (4e-5 in the loss after 2 repro-preset epochs). On CPU the
+pack therefore runs every nn.Linear and nn.LayerNorm slice by slice (`exact_ops`: custom ops whose vmap rule
+calls the solo kernel on each run's slice); every other op of the model (the q/k/v/o matmuls, SDPA, embedding,
+activations) is bit-identical under vmap, and so are the gradients, AdamW and the per-run clipping
+(`torch.nn.utils.get_total_norm` on each run's slices): a packed CPU run's metrics and weights equal its solo
+run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules (the speed is the point there) and agrees
+with solo within bf16 rounding.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import os
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from workbench.store import Run, RunStore, StoreError, code_version
+from workbench.store.run import machine_identity, now_iso, process_identity
+
+from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches, epoch_line,
+                   epoch_row, load_optimizer_tensors, lr_at, pick_device, set_threads, train_subset, trim)
+
+def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
+    return t if t is None or dim is None else t.select(dim, k)
+
+
+@torch.library.custom_op("pelab::packed_linear", mutates_args=())
+def packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """F.linear; under vmap, the solo kernel on each slice (bit-identical to K solo runs)."""
+    return F.linear(x, weight, bias)
+
+
+@packed_linear.register_vmap
+def _packed_linear_vmap(info, in_dims, x, weight, bias):
+    return torch.stack([F.linear(*(_slice(t, d, k) for t, d in zip((x, weight, bias), in_dims)))
+                        for k in range(info.batch_size)]), 0
+
+
+@torch.library.custom_op("pelab::packed_layer_norm", mutates_args=())
+def packed_layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                      eps: float) -> torch.Tensor:
+    """F.layer_norm over the last dimension; under vmap, the solo kernel on each slice."""
+    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+@packed_layer_norm.register_vmap
+def _packed_layer_norm_vmap(info, in_dims, x, weight, bias, eps):
+    return torch.stack([F.layer_norm(_slice(x, in_dims[0], k), (x.shape[-1],), _slice(weight, in_dims[1], k),
+                                     _slice(bias, in_dims[2], k), eps) for k in range(info.batch_size)]), 0
+
+
+def exact_ops(model: torch.nn.Module) -> None:
+    """Route the nn.Linear and nn.LayerNorm modules of `model` through `packed_linear` / `packed_layer_norm`."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            m.forward = lambda x, m=m: packed_linear(x, m.weight, m.bias)
+        elif isinstance(m, torch.nn.LayerNorm):
+            if m.normalized_shape != (m.weight.shape[-1],):
+                raise ValueError(f"packed runs: a LayerNorm over {m.normalized_shape} is not supported")
+            m.forward = lambda x, m=m: packed_layer_norm(x, m.weight, m.bias, m.eps)
+
+
+def pack_key(cfg: dict[str, Any]) -> str | None:
+    """Configs with equal keys can be trained as one pack: the config without its seeds (train.seed and the
+    model.seed that follows it) and labels. None when the run cannot be packed (dropout > 0: see the module)."""
+    if cfg["model"].get("dropout", 0.0) > 0:
+        return None
+    core = {"model": {k: v for k, v in cfg["model"].items() if k != "seed"}, "task": cfg["task"],
+            "train": {k: v for k, v in cfg["train"].items() if k != "seed"}}
+    return json.dumps(core, sort_keys=True, default=str)
+
+
+def check_packable(configs: list[dict[str, Any]]) -> None:
+    """ValueError naming what differs when `configs` cannot be one pack."""
+    keys = [pack_key(c) for c in configs]
+    if any(k is None for k in keys):
+        raise ValueError("packed runs need model.dropout=0: a packed run cannot replay a solo run's dropout masks "
+                         "(train these runs one at a time, or set model.dropout=0)")
+    if len(set(keys)) > 1:
+        raise ValueError("packed runs must share every config field but their seeds (same preset, scheme, arch, "
+                         "task and sizes); train the others in their own pack")
+    seeds = [c["train"]["seed"] for c in configs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"packed runs need distinct seeds, got {seeds}")
+
+
+def _stacked_optimizer_tensors(opt: torch.optim.Optimizer, k: int) -> dict[str, torch.Tensor]:
+    """Run k's AdamW state in the solo format (`loop.optimizer_tensors`): slice k of each stacked moment."""
+    out = {}
+    for idx, st in opt.state_dict()["state"].items():
+        for key, value in st.items():
+            value = value if torch.is_tensor(value) else torch.tensor(value)
+            out[f"state.{idx}.{key}"] = value[k].clone() if value.dim() > 0 else value.clone()
+    return out
+
+
+def _rng_after_seeding(seed: int, epoch: int, dev: torch.device) -> dict[str, torch.Tensor]:
+    """The global RNG state a solo run without dropout checkpoints after `epoch`: the state its per-epoch
+    re-seeding left (no draw follows at dropout 0)."""
+    rng = {"rng.torch": torch.Generator().manual_seed(derive_seed(seed, epoch, "torch")).get_state()}
+    if dev.type == "cuda":
+        rng["rng.cuda"] = torch.Generator(device=dev).manual_seed(derive_seed(seed, epoch, "torch")).get_state()
+    return rng
+
+
+def _clip_per_run(grads: list[torch.Tensor], max_norm: float) -> None:
+    """`clip_grad_norm_` of each run on its slices of the stacked gradients, computed as it computes it:
+    coef = max_norm / (total norm + 1e-6), at most 1."""
+    for k in range(grads[0].shape[0]):
+        mine = [g[k] for g in grads]
+        coef = torch.clamp(max_norm / (torch.nn.utils.get_total_norm(mine, 2.0) + 1e-6), max=1.0)
+        torch._foreach_mul_(mine, coef)
+
+
+def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *, resume: bool = True,
+                 device: str | None = None, amp: bool | None = None, threads: int | None = None,
+                 progress: bool = True, stop_after_epochs: int | None = None, checkpoint_every: int = 1,
+                 on_epoch: Callable[[Run, dict[str, Any]], None] | None = None) -> list[Run]:
+    """Train the runs of `configs` (equal but for their seeds) as one pack; returns their Runs in order.
+    Finished runs are returned as they are; the others must all be new or all stopped after the same epoch
+    (ValueError otherwise: resume them alone). Same options as `loop.train`."""
+    from .presets import estimate_gpu_memory, gpu_free_bytes, validate_config
+
+    store = store if store is not None else RunStore()
+    for c in configs:
+        validate_config(c)
+    check_packable(configs)
+    dev = pick_device(device)
+    check_threads(threads)
+    if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
+        raise ValueError(f"--checkpoint-every {checkpoint_every!r}: must be an integer >= 1 (1: every epoch)")
+    if dev.type == "cuda":
+        need = len(configs) * estimate_gpu_memory(configs[0])
+        if need > gpu_free_bytes(dev):
+            raise ValueError(f"a pack of {len(configs)} runs needs about {need / 1e9:.3g} GB of GPU memory, more "
+                             f"than {dev} has free; pack fewer runs (--pack)")
+    locks = []
+    try:
+        for c in configs:
+            locks.append(store.lock(store.run_id(c)).acquire())  # RunLocked: another process trains one
+        fresh = [not store.exists(store.run_id(c)) for c in configs]
+        runs = [store.create(c) for c in configs]
+        todo = [r for r in runs if r.status != "finished"]
+        epochs_done = {(r.load_checkpoint()[2]["epoch"] if r.has_checkpoint() else 0) for r in todo}
+        if len(epochs_done) > 1:
+            raise ValueError(f"these runs stopped after different epochs ({sorted(epochs_done)}); resume them alone")
+        if todo and epochs_done != {0} and not resume:
+            raise StoreError("exists unfinished; pass resume=True (--resume) to continue it", todo[0].id)
+        if todo:
+            try:
+                _train_pack(todo, store, dev=dev, amp=amp, threads=threads, progress=progress,
+                            stop_after_epochs=stop_after_epochs, checkpoint_every=checkpoint_every,
+                            on_epoch=on_epoch)
+            except BaseException:  # as `train`: a run that failed before its first checkpoint leaves no folder
+                for run, lock, new in zip(runs, locks, fresh):
+                    if new and not run.has_checkpoint():
+                        store.delete(run.id, lock=lock)
+                raise
+        return [Run(store, r.id) for r in runs]
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: bool | None, threads: int | None,
+                progress: bool, stop_after_epochs: int | None, checkpoint_every: int,
+                on_epoch: Callable[[Run, dict[str, Any]], None] | None) -> None:
+    from torch.func import functional_call, stack_module_state, vmap
+
+    from workbench.model import PEClassifier
+
+    K = len(runs)
+    cfg, tcfg = runs[0].config, runs[0].config["train"]
+    seeds = [r.config["train"]["seed"] for r in runs]
+    amp = (dev.type == "cuda") if amp is None else amp
+    n_threads = set_threads(threads)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        torch.cuda.reset_peak_memory_stats(dev)
+    ds = store.load_task(cfg["task"])
+    x_train, y_train = torch.from_numpy(ds.train_x).long().to(dev), torch.from_numpy(ds.train_y).long().to(dev)
+    x_test, y_test = torch.from_numpy(ds.test_x).long().to(dev), torch.from_numpy(ds.test_y).long().to(dev)
+    models = [PEClassifier(r.model_config()).to(dev) for r in runs]
+    ckpts = [r.load_checkpoint() if r.has_checkpoint() else None for r in runs]
+    for m, ck in zip(models, ckpts):
+        if ck is not None:
+            m.load_state_dict(ck[0], strict=True)
+    bs, epochs, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg.get("ignore_label")
+    batching = tcfg.get("batching", "random")
+    trim_pads = batching == "length"
+    if trim_pads and not models[0].cfg.pads_are_inert:
+        raise ValueError("train.batching='length' trims pads, but this model attends to or pools its pads "
+                         "(an authors' setting); use train.batching='random'")
+    params, _ = stack_module_state(models)  # {name: [K, ...]} leaves with requires_grad
+    names = list(params)
+    buffers = dict(models[0].named_buffers())
+    for m in models[1:]:  # config-derived, hence shared; a scheme with per-seed buffers could not be packed
+        if any(not torch.equal(buffers[name], t) for name, t in m.named_buffers()):
+            raise ValueError(f"scheme {cfg['model']['scheme']!r} has buffers that differ between seeds; train these "
+                             "runs alone")
+    base = copy.deepcopy(models[0]).to("meta")
+    if dev.type == "cpu":
+        exact_ops(base)
+    opt = torch.optim.AdamW([params[k] for k in names], lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
+                            weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
+    start_epoch, step, walls = 0, 0, [0.0] * K
+    rows = [[] for _ in runs]
+    if ckpts[0] is not None:
+        per_run = [ck[1] for ck in ckpts]
+        walls = [ck[2].get("wall_time_s", 0.0) for ck in ckpts]
+        start_epoch, step = ckpts[0][2]["epoch"], ckpts[0][2]["step"]
+        stacked = {key: (torch.stack([t[key] for t in per_run]) if per_run[0][key].dim() > 0 else per_run[0][key])
+                   for key in per_run[0] if key.startswith("state.")}
+        load_optimizer_tensors(opt, stacked)
+        rows = [[row for row in r.metric_rows() if row["epoch"] <= start_epoch] for r in runs]
+
+    def forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        return functional_call(base, (p, buffers), (x,))
+
+    fwd = vmap(forward)
+    lengths = (x_train != 0).sum(1).cpu()
+    n = len(x_train)
+    evals = [(x_test, y_test, x_train[s.to(dev)], y_train[s.to(dev)])
+             for s in (train_subset(n, len(x_test), sd) for sd in seeds)]
+    steps_per_epoch = math.ceil(n / bs)
+    total_steps = steps_per_epoch * epochs
+    for r, ck in zip(runs, ckpts):
+        r.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
+                      compiled=False, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
+                      torch_version=torch.__version__, resumed_from_epoch=start_epoch if ck else None,
+                      omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
+                      checkpoint_every=checkpoint_every, packed=K, packed_with=[q.id for q in runs if q is not r],
+                      **process_identity())
+    t_session, cpu_session = time.perf_counter(), time.process_time()
+    cpu_before = [r.info.get("cpu_time_s", 0.0) if ck else 0.0 for r, ck in zip(runs, ckpts)]
+    try:
+        from tqdm.auto import tqdm
+
+        for epoch in range(start_epoch, epochs):
+            order = [epoch_batches(lengths, bs, sd, epoch, batching) for sd in seeds]
+            sizes = [len(b) for b in order[0]]
+            batches = torch.stack([torch.cat(o) for o in order]).to(dev).split(sizes, dim=1)  # [K, b] each
+            loss_sum = torch.zeros(K, device=dev)
+            correct = torch.zeros(K, device=dev, dtype=torch.long)
+            counted = torch.zeros(K, device=dev, dtype=torch.long)
+            computed = 0
+            t0 = time.perf_counter()
+            bar = tqdm(range(steps_per_epoch), desc=f"pack of {K} {epoch + 1}/{epochs}", leave=False,
+                       disable=not progress, file=sys.stderr, dynamic_ncols=True)
+            for i in bar:
+                idx = batches[i]
+                xb, yb = x_train[idx], y_train[idx]  # [K, b, pos], [K, b]
+                if trim_pads:  # to the longest sequence of the K batches: pads are inert, the logits unchanged
+                    xb = trim(xb.flatten(0, 1)).unflatten(0, idx.shape)
+                lr = lr_at(step, total_steps, tcfg)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+                    logits = fwd(params, xb)  # [K, b, outputs]
+                keep = torch.ones_like(yb, dtype=torch.bool) if ignore is None else yb != ignore
+                losses = F.cross_entropy(logits.float().flatten(0, 1), yb.flatten(), reduction="none").view_as(yb)
+                batch_loss, batch_counted = (losses * keep).sum(1), keep.sum(1)
+                loss = (batch_loss / batch_counted.clamp(min=1)).sum()  # run k's gradient is its own loss's
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if tcfg.get("grad_clip"):
+                    _clip_per_run([params[k].grad for k in names], tcfg["grad_clip"])
+                opt.step()
+                step += 1
+                loss_sum += batch_loss.detach()
+                correct += ((logits.argmax(-1) == yb) & keep).sum(1)
+                counted += batch_counted
+                computed += xb[0].numel()
+                if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
+                    seen = counted.clamp(min=1)
+                    bar.set_postfix(loss=" ".join(f"{v:.3f}" for v in (loss_sum / seen).tolist()), lr=f"{lr:.2e}")
+            bar.close()
+            train_time = time.perf_counter() - t0
+            checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs)
+            with torch.no_grad():
+                for k, m in enumerate(models):  # each run's model holds its slice for evaluation and checkpoint
+                    for name, p in m.named_parameters():
+                        p.copy_(params[name][k])
+            for k, (run, m) in enumerate(zip(runs, models)):
+                row = epoch_row(m, evals[k], tcfg, amp, epoch=epoch, step=step, lr=lr,
+                                sums=(loss_sum[k], correct[k], counted[k]), n=n, useful=int(lengths.sum()),
+                                computed=computed, train_time=train_time,
+                                clock=lambda: walls[k] + time.perf_counter() - t_session)
+                optim_t = (_stacked_optimizer_tensors(opt, k) | _rng_after_seeding(seeds[k], epoch, dev)) \
+                    if checkpoint else None
+                commit_epoch(run, rows[k], row, m, optim_t,
+                             {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
+                              "steps_per_epoch": steps_per_epoch, "wall_time_s": row["wall_s"], "lr": lr,
+                              "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"},
+                             dev=dev, cpu_time_s=cpu_before[k] + time.process_time() - cpu_session)
+                if progress:
+                    tqdm.write(epoch_line(run.id, row, epochs), file=sys.stderr)
+                if on_epoch is not None:
+                    on_epoch(run, row)
+            if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
+                raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
+    except (KeyboardInterrupt, StopTraining) as e:
+        for r in runs:
+            r.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return
+    except BaseException as e:
+        for r in runs:
+            with contextlib.suppress(Exception):
+                r.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+        raise
+    for k, r in enumerate(runs):
+        r.update_info(status="finished", finished=now_iso(), wall_time_s=walls[k] + time.perf_counter() - t_session,
+                      cpu_time_s=cpu_before[k] + time.process_time() - cpu_session,
+                      machine_at_finish=machine_identity())
