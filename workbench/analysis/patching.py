@@ -1,4 +1,4 @@
-"""Activation patching with counterfactual inputs (SPEC section 5; interchange interventions, Vig et al. 2020,
+"""Activation patching with counterfactual inputs (docs/paper.md §5; interchange interventions, Vig et al. 2020,
 Geiger et al. 2021; metric and normalisation as recommended by Zhang & Nanda 2023), written with nnsight.
 
 Pairs (clean, counterfactual) come from `synthetic_tasks.counterfactual` (Task 1: the second trigger moved,

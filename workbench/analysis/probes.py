@@ -1,5 +1,5 @@
 """Linear probes (Alain & Bengio 2016) with shuffled-label controls (after Hewitt & Liang 2019's control
-tasks), fitted with scikit-learn and cross-validated (SPEC section 5).
+tasks), fitted with scikit-learn and cross-validated (docs/paper.md §5).
 
 Three probes, one row per site:
 
