@@ -2,10 +2,11 @@
 
 1. serve the dashboard on http://127.0.0.1:8050 at once: its Findings page reads the shipped reproduction
    (results/repro, no training needed);
-2. meanwhile, in a background process (1 torch thread, `nice`): generate both datasets, train
-   `grids/demo.toml` (RoPE, NoPE, ALiBi, MLA on Task 1; RoPE, NoPE on Task 2), skipping finished runs, run every
-   analysis on every run, and write `runs/report.html` + `runs/summary.json`. Its runs appear on the Runs page
-   (which refreshes itself) as they finish; its log is `runs/demo.log`.
+2. meanwhile, in a background process (1 thread, `nice`): generate both datasets, train `grids/demo.toml`
+   (RoPE, NoPE, ALiBi, MLA on Task 1; RoPE, NoPE on Task 2), skipping finished runs; run the fast analyses
+   (`FIRST`) on every run and write a first `runs/report.html` + `runs/summary.json`; then the slower ones, and
+   write the full report over it. Its runs appear on the Runs page (which refreshes itself) as they finish; its
+   log `runs/demo.log` has a line per epoch and per analysis, and the elapsed time of each phase.
 
 `--no-serve` (or CI set) runs step 2 in the foreground and stops. `--preset smoke` runs it in seconds (the test
 suite does, so the demo never rots). The store is $PELAB_RUNS or ./runs.
@@ -58,16 +59,16 @@ def train_all(preset: str) -> None:
         else:
             console.print(f"[red]{run.id}: {run.status}, skipped")
     out = store.root / "report.html"
-    for tables, what in ((FIRST, "first report: accuracy, deposits, diagnostics"), (None, "full report")):
-        rule(f"analyses for the {what}")
+    for tables, what in ((FIRST, "first"), (None, "full")):
+        rule(f"analyses for the {what} report")
         for run in runs:
             run_suite(run, tables=tables, log=lambda msg: console.print(f"  [dim]{msg}"))
             if tables is not None:
                 acc = run.final.get("test_acc", float("nan"))
                 console.print(f"{run.id}: test acc {acc:.3f}; {deposit_sentence(run.load_table('deposit'))}")
-        rule(what)
+        rule(f"{what} report")
         build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})")
-        console.print(f"{what}: {out}  summary: {out.with_name('summary.json')}")
+        console.print(f"{what} report written: {out}  summary: {out.with_name('summary.json')}")
     rule("done")
 
 
@@ -95,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
           f"({'shipped results in ' + str(shipped) if shipped else 'no shipped results found'})\n"
           f"  Runs       {URL}/runs  the demo grid ({preset} preset) trains in the background (pid {worker.pid}); "
           f"its runs appear as they finish\n"
-          f"  log        {log}\n  report     {store.root / 'report.html'} (written when the grid is done)\n",
+          f"  log        {log}\n  report     {store.root / 'report.html'} (a first one after training and the fast "
+          f"analyses, the full one when all analyses are done)\n",
           flush=True)
     from apps import create_app
 
