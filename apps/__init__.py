@@ -51,11 +51,39 @@ def store_caption(own, shipped=None) -> str:
 
 def _exit_on_sigterm() -> None:
     """Turn SIGTERM into a normal exit so atexit handlers (cache cleanup) run; only in the main thread and when
-    nobody else handles SIGTERM."""
+    nobody else handles SIGTERM. A second SIGTERM during the cleanup is ignored (it used to raise SystemExit inside
+    an atexit callback); a background-job process forked from the app dies as if no handler were installed."""
     import threading
 
+    owner = os.getpid()
+
+    def on_term(signum, frame):
+        if os.getpid() != owner:  # a forked job process inherited this handler
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        signal.signal(signum, signal.SIG_IGN)
+        sys.exit(128 + signum)
+
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        signal.signal(signal.SIGTERM, on_term)
+
+
+def _remove_cache(cache, cache_dir: Path) -> None:
+    """At exit: stop the background jobs still running (they write into the cache folder and would keep the exit
+    waiting for them), close the cache, remove its folder."""
+    import multiprocess
+
+    jobs = multiprocess.active_children()
+    for p in jobs:
+        p.terminate()
+    for p in jobs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    cache.close()
+    shutil.rmtree(cache_dir, True)
 
 
 def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None,
@@ -74,12 +102,15 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
 
     stores = StoreSet.open(store_root, shipped)
     store = stores.own
-    if cache_dir is None:
-        cache_dir = Path(tempfile.mkdtemp(prefix="pelab-dash-"))
-        atexit.register(shutil.rmtree, cache_dir, True)
+    own_cache = cache_dir is None
+    cache_dir = Path(tempfile.mkdtemp(prefix="pelab-dash-") if own_cache else cache_dir)
+    cache = diskcache.Cache(str(cache_dir))
+    if own_cache:
+        import multiprocess.util  # noqa: F401  registers its atexit join of the jobs first, so ours runs before it
+
+        atexit.register(_remove_cache, cache, cache_dir)
         _exit_on_sigterm()
-    cache_dir = Path(cache_dir)
-    manager = DiskcacheManager(diskcache.Cache(str(cache_dir)))
+    manager = DiskcacheManager(cache)
     app = dash.Dash(
         __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
         background_callback_manager=manager, suppress_callback_exceptions=True, title="PE-Lab",

@@ -95,7 +95,7 @@ class RefLayer(nn.Module):
 
 
 class RefClassifier(nn.Module):
-    """The `paper` architecture as the authors' scripts write it (SPEC section 2)."""
+    """The `paper` architecture as the authors' scripts write it (docs/paper.md §2)."""
 
     def __init__(self, vocab, n_classes, d_model, n_heads, d_ff, n_layers, dropout, rope):
         super().__init__()

@@ -382,7 +382,7 @@ NB3 = [
 The core paper calls a head a *deposit* when zeroing it alone costs accuracy. Zero-ablation shows a head is
 **needed**, not what it **carries**: zeros are off-distribution, and a head the rest of the network merely leans on
 looks just as important. This walk-through triangulates one head of a RoPE run on Task 1 with the other methods
-of SPEC section 5:
+of docs/paper.md §5:
 
 1. the paper's view: zero-ablation and the deposit test;
 2. resample ablation (z from a same-length test example: on-distribution);

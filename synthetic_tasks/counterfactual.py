@@ -1,4 +1,4 @@
-"""Counterfactual pairs for activation patching (SPEC section 5), drawn with the tasks' own generator logic.
+"""Counterfactual pairs for activation patching (docs/paper.md §5), drawn with the tasks' own generator logic.
 
 Each pair (clean, counterfactual) differs only in the quantity the task asks for; both have the same real
 length, so their padding is identical:

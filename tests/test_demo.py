@@ -19,4 +19,13 @@ def test_demo_loop_at_smoke_preset(tmp_path, monkeypatch, capsys):
     summary = json.loads((tmp_path / "runs" / "summary.json").read_text())
     assert len(summary["runs"]) == 6
     assert (tmp_path / "runs" / "report.html").stat().st_size > 100_000  # plotly.js inlined
-    assert "deposit" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "deposit" in out
+    # the first report comes before the slow analyses, the full one after them
+    first, full = out.index("first report written:"), out.index("full report written:")
+    assert out.index("probes: ran") > first and out.index("patching: ran") > first and full > out.rindex("probes:")
+    assert out.index("deposit: ran") < first
+    # the log: a line per epoch and per analysis, no progress bars (stderr is not a terminal here)
+    assert "\r" not in out + err
+    assert err.count("epoch 1/2:") == 6 and err.count("epoch 2/2:") == 6
+    assert out.count(" head_summary: ran in ") == 6

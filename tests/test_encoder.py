@@ -1,4 +1,4 @@
-"""The `encoder` architecture (SPEC section 2): standard pre-LN bidirectional encoder, keys/values from LN1 of the
+"""The `encoder` architecture (docs/paper.md §2): standard pre-LN bidirectional encoder, keys/values from LN1 of the
 same layer, pad mask, masked mean after the final LayerNorm. Each test fails if that wiring were wrong."""
 import numpy as np
 import pytest

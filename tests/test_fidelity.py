@@ -1,5 +1,5 @@
-"""The authors' settings (SPEC section 7, docs/fidelity.md): each fact is checked on a tiny model, and the two
-released forward passes are re-implemented here from SPEC section 7 (not from PE-Lab's model code) and fed
+"""The authors' settings (docs/paper.md §7, docs/fidelity.md): each fact is checked on a tiny model, and the two
+released forward passes are re-implemented here from docs/paper.md §7 (not from PE-Lab's model code) and fed
 PE-Lab's weights: the logits must agree to 1e-5."""
 import json
 import math
@@ -182,7 +182,7 @@ def _ln(x, ln):
 
 
 def authors_transformer_forward(model, tok, kind):
-    """SPEC section 7, transformer script: x = E[t] + PE (no padding index); keys/values from the embedded input
+    """docs/paper.md §7, transformer script: x = E[t] + PE (no padding index); keys/values from the embedded input
     M at every layer; no mask; RoPE on interleaved pairs per head; softmax(q k / sqrt(dh) + bias) v; x += out;
     x += FFN_relu(LN2 x); mean over all positions; linear layer (vocab outputs); no final LayerNorm."""
     B, N = tok.shape
@@ -241,7 +241,7 @@ def test_authors_transformer_forward_matches_independent_reimplementation(scheme
 
 
 def authors_mla_forward(model, tok):
-    """SPEC section 7, MLA script: pre-LN encoder on x = E[t] + P (trained, zero-init position table); per layer,
+    """docs/paper.md §7, MLA script: pre-LN encoder on x = E[t] + P (trained, zero-init position table); per layer,
     from h = LN1(x): c_kv = h W_DKV, k_c = c_kv W_UK, v = c_kv W_UV, k_r = rope(h W_KR) shared by heads,
     c_q = h W_DQ, q_c = c_q W_UQ, q_r = rope(c_q W_QR) ONE vector shared by heads; rope reads sin = T[0::2],
     cos = T[1::2] from T = [sin(p theta) ; cos(p theta)] and writes [evens ; odds]; scores q.k / sqrt(2 dh) with
@@ -405,7 +405,7 @@ def test_smoke_training_of_each_named_setting(fidelity, task, tmp_path):
     assert model.cfg == ModelConfig.from_dict(cfg["model"])
 
 
-# ---- official-code variants of the other seeds (SPEC section 3) -------------------------------------------------
+# ---- official-code variants of the other seeds (docs/paper.md §3) -------------------------------------------------
 def _turn(x, ang):
     """Interleaved-pair rotation of x [b, p, h, d] by ang [p, d/2], written out."""
     c, s = ang.cos()[None, :, None], ang.sin()[None, :, None]

@@ -117,7 +117,7 @@ def test_logit_biases_are_toeplitz(scheme, tiny_cfg):
 
 def test_alibi_slopes_and_values(tiny_cfg):
     torch.testing.assert_close(alibi_slopes(8), torch.tensor([2 ** (-h) for h in range(1, 9)], dtype=torch.float32))
-    # the authors' released code: exp(-h/H) for h = 0..H-1 (SPEC section 7), so head 0 has slope 1
+    # the authors' released code: exp(-h/H) for h = 0..H-1 (docs/paper.md §7), so head 0 has slope 1
     torch.testing.assert_close(alibi_slopes(4, "paper"), torch.exp(-torch.arange(0, 4) / 4.0))
     bias = model_for(tiny_cfg("alibi")).blocks[0].attn.pos_bias(5, 5)
     assert bias[1, 0, 3].item() == pytest.approx(-3 * 2 ** (-4))

@@ -60,7 +60,7 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
         C.page_header("Ablation atlas", "delta(l, h) = metric(clean) - metric(head h of layer l ablated before W_O: "
                       "z zeroed, replaced by its mean, or resampled from a same-length test example), "
                       "with 95 % bootstrap intervals over test examples. Per layer, the concentration C_l and the "
-                      "single-head / average deposit test (SPEC section 5)."),
+                      "single-head / average deposit test (docs/paper.md §5)."),
         controls, html.Div(cols, className="two-col")])
 
 

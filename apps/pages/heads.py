@@ -37,7 +37,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
         C.page_header("Heads", "Does a head carry the distance? Ablation (zero, mean, resample), activation patching "
                       "with counterfactual pairs (nnsight), linear probes with shuffled controls, direct logit "
                       "attribution and trigger attention, per head. A deposit head needs at least two methods to "
-                      "agree; the paper's ablation-only single-head deposit is marked beside it (SPEC section 5)."),
+                      "agree; the paper's ablation-only single-head deposit is marked beside it (docs/paper.md §5)."),
         html.Div([
             C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value,
                                            placeholder="pick a run"), width="720px"),

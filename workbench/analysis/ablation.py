@@ -1,4 +1,4 @@
-"""Head ablation (SPEC section 5): delta(l, h) = metric(clean) - metric(head h of layer l ablated).
+"""Head ablation (docs/paper.md §5): delta(l, h) = metric(clean) - metric(head h of layer l ablated).
 
 Ablating a head replaces its `z` slice (`blocks.{l}.attn.hook_z[:, :, h]`, just before `W_O`) with zeros
 (`mode="zero"`, the paper's choice), with the head's mean `z` over the non-pad test tokens

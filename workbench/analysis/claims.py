@@ -1,4 +1,4 @@
-"""The core paper's claims (seed 003, SPEC section 6) checked against a set of runs: tidy tables, no I/O but reads.
+"""The core paper's claims (seed 003, docs/paper.md §6) checked against a set of runs: tidy tables, no I/O but reads.
 
     runs = run_table(store)            one row per finished run: setting, variant, seed, accuracies, cost
     t1 = table1(runs)                  Table 1: the paper's numbers next to the mean and 95 % interval over seeds
@@ -604,7 +604,7 @@ def _partial_rope_claim(store, runs) -> dict:
     not even have a deposit pattern." Per partial-RoPE run of the `paper` arch: the layer of its largest single-head
     deposit (largest zero-ablation drop). It agrees when that layer is past layer 0 and deeper than full RoPE's
     largest deposit of the same task and seed (past layer 0 alone when full RoPE has none). "Can": one agreeing run
-    suffices. The evidence names the layers (0-based: the paper's second and third layers are 1 and 2; SPEC section 6
+    suffices. The evidence names the layers (0-based: the paper's second and third layers are 1 and 2; docs/paper.md §6
     counts them from 1 as 2 and 3) and whether layer 0 has a deposit at all."""
     claim = "partial RoPE can move the most significant deposit deeper than full RoPE's (paper: to the second or third layer)"
     paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"

@@ -1,4 +1,4 @@
-"""Deposit statistics (SPEC section 5), computed from an ablation table alone.
+"""Deposit statistics (docs/paper.md §5), computed from an ablation table alone.
 
 Per layer l and metric, with importance_h = delta_h for accuracy (= -delta_h for loss, so that positive
 always means "the head matters"):

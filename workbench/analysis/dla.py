@@ -1,4 +1,4 @@
-"""Direct logit attribution (Elhage et al. 2021; SPEC section 5).
+"""Direct logit attribution (Elhage et al. 2021; docs/paper.md §5).
 
 The final stream is a sum of components, x_L = M + sum_l (sum_h z_h W_O[h] + b_O^l + mlp_out_l), and the
 readout r = readout(x_L) (masked mean, or the last token in the decoder) is linear, so it splits the same way.

@@ -18,7 +18,7 @@ Votes (NaN when the method's table is missing), thresholds are parameters:
 * dla: direct effect >= `min_dla` (logits) with the interval above 0.
 
 `deposit_head` = at least `min_agree` votes; `paper_deposit` = the paper's definition: the top head of a layer
-whose zero-ablation deltas show a single-head deposit (`deposit.compute`, SPEC section 5).
+whose zero-ablation deltas show a single-head deposit (`deposit.compute`, docs/paper.md §5).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Activation patching with counterfactual inputs (SPEC section 5; interchange interventions, Vig et al. 2020,
+"""Activation patching with counterfactual inputs (docs/paper.md §5; interchange interventions, Vig et al. 2020,
 Geiger et al. 2021; metric and normalisation as recommended by Zhang & Nanda 2023), written with nnsight.
 
 Pairs (clean, counterfactual) come from `synthetic_tasks.counterfactual` (Task 1: the second trigger moved,
@@ -8,7 +8,8 @@ patching site s from the counterfactual run into the clean run gives
     effect(s) = mean_pairs(LD_patched - LD_clean) / mean_pairs(LD_cf - LD_clean)
 
 (the ratio of the pair means: a per-pair ratio explodes on pairs where LD_cf ~ LD_clean), with a percentile
-bootstrap interval over pairs. 1 = the site alone carries the difference, 0 = nothing. Sites: every head's
+bootstrap interval over pairs. 1 = the site alone carries the difference, 0 = nothing; NaN (with `note`) when
+LD_cf = LD_clean, i.e. there is no difference to carry (see `table_from_pairs`). Sites: every head's
 `blocks.{l}.attn.hook_z[:, :, h]` and every layer's `blocks.{l}.hook_resid_post` (where the distance / count
 first appears in the stream), each patched at all positions, at the trigger positions (a trigger in the clean
 or the counterfactual row) and at the other positions.
@@ -215,23 +216,43 @@ def per_pair(model, pairs, method: str = "batched", batch_size: int | None = Non
     return res
 
 
+UNDEFINED = "undefined: LD_cf = LD_clean (the counterfactual does not move the model's logit difference)"
+UNDEFINED_CI = "interval undefined: some bootstrap resamples have LD_cf = LD_clean"
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, tol: float) -> np.ndarray:
+    """num / den, NaN where |den| <= tol (no difference to carry: the effect is undefined, not infinite)."""
+    den = np.broadcast_to(den, num.shape)
+    out = np.full(num.shape, np.nan)
+    ok = np.abs(den) > tol
+    np.divide(num, den, out=out, where=ok)
+    return out
+
+
 def table_from_pairs(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0,
                      level: float = 0.95) -> pd.DataFrame:
-    """Tidy table: one row per (site, layer, head, positions) with effect and its bootstrap interval."""
+    """Tidy table: one row per (site, layer, head, positions) with effect and its bootstrap interval.
+
+    The denominator mean(LD_cf - LD_clean) counts as zero when it is within float32 noise of the logit
+    differences (|.| <= 1e-5 * max(1, mean |LD_clean|)): e.g. NoPE on Task 1, where moving a trigger changes
+    nothing the model sees. Then `effect`, `ci_lo` and `ci_hi` are NaN and `note` says why (`UNDEFINED`); when
+    only some bootstrap resamples have a zero denominator, the interval is NaN (`UNDEFINED_CI`)."""
     L, S, K, N = res["ld_patched"].shape
     num = (res["ld_patched"] - res["ld_clean"]).reshape(L * S * K, N).T  # [N, sites]
     den = res["ld_cf"] - res["ld_clean"]
     cols = np.concatenate([num, den[:, None]], 1)
     point = cols.mean(0)
-    denom = point[-1]
-    if abs(denom) < 1e-9:
-        raise ValueError("the counterfactuals do not move the model's logit difference (LD_cf = LD_clean on "
-                         "average): patching effects are undefined; use a trained run")
-    effect = point[:-1] / denom
+    tol = 1e-5 * max(1.0, float(np.abs(res["ld_clean"]).mean()))
+    effect = _ratio(point[:-1], point[-1], tol)
     lo = hi = np.full_like(effect, np.nan)
-    if n_boot > 0:
+    note = UNDEFINED if np.isnan(effect).all() else ""
+    if n_boot > 0 and not note:
         reps = bootstrap_means(cols, n_boot, seed)
-        lo, hi = percentile_interval(reps[:, :-1] / reps[:, -1:], level)
+        ratios = _ratio(reps[:, :-1], reps[:, -1:], tol)
+        if np.isnan(ratios).any():
+            note = UNDEFINED_CI
+        else:
+            lo, hi = percentile_interval(ratios, level)
     rows = []
     for l in range(L):
         for s, positions in enumerate(SETS):
@@ -240,7 +261,7 @@ def table_from_pairs(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int =
                 rows.append({"site": "head" if k < K - 1 else "resid", "layer": l, "head": k if k < K - 1 else -1,
                              "positions": positions, "effect": effect[i], "ci_lo": lo[i], "ci_hi": hi[i],
                              "ld_shift": point[i], "ld_clean": res["ld_clean"].mean(), "ld_cf": res["ld_cf"].mean(),
-                             "n_pairs": N, "n_boot": n_boot, "level": level})
+                             "n_pairs": N, "n_boot": n_boot, "level": level, "note": note})
     return pd.DataFrame(rows)
 
 

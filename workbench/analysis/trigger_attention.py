@@ -1,4 +1,4 @@
-"""Trigger attention (SPEC section 5): what each head's attention pattern (`hook_pattern`) does with the triggers.
+"""Trigger attention (docs/paper.md §5): what each head's attention pattern (`hook_pattern`) does with the triggers.
 
 Per (layer, head), averaged over test examples (95 % percentile bootstrap interval over examples):
 

@@ -25,7 +25,7 @@ def scheme_rows() -> list[dict]:
             for name, cls in schemes]
 
 
-# Options that select the seeds' official code where it departs from the papers (SPEC section 3, docs/fidelity.md).
+# Options that select the seeds' official code where it departs from the papers (docs/paper.md §3, docs/fidelity.md).
 OFFICIAL_OPTIONS = [("coca", "score", "released", "CoCA's released slack score: dual form without tying the query pair"),
                     ("fope", "construction", "official", "FoPE's released construction (OLMo-based code)"),
                     ("alibi", "slopes", "reference", "ALiBi's reference slopes for a head count not a power of two"),

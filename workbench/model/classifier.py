@@ -1,4 +1,4 @@
-"""`PEClassifier`: the one hooked transformer classifier every experiment trains (SPEC section 2).
+"""`PEClassifier`: the one hooked transformer classifier every experiment trains (docs/paper.md §2).
 
 paper arch (the authors' scripts):   M = E[t] + PE;  x_0 = M
     x += Dropout(W_O Attn(q = LN1(x_l), k = v = M))        keys/values always from M, never normalised

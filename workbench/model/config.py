@@ -103,7 +103,7 @@ def check_fields(values: dict[str, Any], schema: type, section: str, ranges: dic
 
 @dataclass
 class ModelConfig:
-    """Architecture of one classifier (SPEC section 2).
+    """Architecture of one classifier (docs/paper.md §2).
 
     `arch="paper"`: queries from the residual stream, keys/values from the embedded input `M` at every
     layer, bidirectional, masked-mean readout. `arch="encoder"`: standard pre-LN bidirectional encoder (keys and

@@ -313,7 +313,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
     doc.parts.append('<section id="ablation">')
     doc.h(2, "Ablation atlas")
     doc.p("delta(l, h) = metric(clean) - metric(head h of layer l zeroed before W_O); 95 % bootstrap intervals over "
-          "test examples; deposit statistics per layer (SPEC section 5).", "note")
+          "test examples; deposit statistics per layer (docs/paper.md §5).", "note")
     all_stats = []
     for s in summaries:
         run = store.get(s["id"])

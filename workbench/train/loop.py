@@ -383,8 +383,9 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             counted = torch.zeros((), device=dev, dtype=torch.long)
             computed = 0
             t0 = time.perf_counter()
+            # the bar only on a terminal; a log file gets the one line per epoch below
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
-                       disable=not progress, file=sys.stderr, dynamic_ncols=True)
+                       disable=not (progress and sys.stderr.isatty()), file=sys.stderr, dynamic_ncols=True)
             for i in bar:
                 idx = batches[i]
                 xb, yb = x_train[idx], y_train[idx]
@@ -407,7 +408,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                 correct += batch_correct
                 counted += batch_counted
                 computed += xb.numel()
-                if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
+                if not bar.disable and (i % 10 == 0 or i == steps_per_epoch - 1):
                     seen = max(1, counted.item())
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
                                     lr=f"{lr:.2e}")

@@ -71,7 +71,7 @@ PAPERDATA_EXAMPLES = 14_000  # repro-paperdata: the paper's data generator, this
 LADDER = ("repro", "repro-long", "repro-wide", "repro-paperdata")  # the scale ladder's rungs, `repro` first
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # SPEC section 2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
+    # docs/paper.md §2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
     "paper": {
         "model": {"arch": "paper", "d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.1,
                   "max_len": 128},
@@ -79,7 +79,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train": _TRAIN_DEFAULTS | {"lr": 1e-4, "epochs": 100, "batch_size": 512, "fused_attention": True},
         "by_task": {"trigger-distance": {"train.epochs": 100}, "trigger-count": {"train.epochs": 150}},
         "by_scheme": {"mla": {"train.batch_size": 1024}},
-        "doc": "paper scale (SPEC section 2): 6 layers, d_model 256, 16 heads, AdamW 1e-4, 100/150 epochs; GPU",
+        "doc": "paper scale (docs/paper.md §2): 6 layers, d_model 256, 16 heads, AdamW 1e-4, 100/150 epochs; GPU",
     },
     # Found by experiment on 2 CPU cores (docs/training.md): every scheme trains in well under 3 minutes,
     # RoPE reaches >= 95 % on Task 1 while NoPE stays near chance.
@@ -145,12 +145,12 @@ PRESETS["repro-paperdata"] = _rung(
     "4), the repro optimiser", task={"preset": "paper"},
     by_task={t: {"task.n_examples": PAPERDATA_EXAMPLES} for t in ("trigger-distance", "trigger-count")})
 
-# The authors' released scripts (SPEC section 7), as explicit fields. "scheme_map" renames a scheme to the PE-Lab
+# The authors' released scripts (docs/paper.md §7), as explicit fields. "scheme_map" renames a scheme to the PE-Lab
 # scheme + kwargs that computes what the authors' code computed under that name ("random" there is a trained
 # N(0, 1) table: PE-Lab's `learned`).
 _AUTHORS_DATA = {"trigger-distance": {"task.sampling": "authors", "task.filler_includes_triggers": True}}
 FIDELITIES: dict[str, dict[str, Any]] = {
-    "pelab": {"doc": "PE-Lab's defaults (SPEC section 2): pad mask, masked mean, final LayerNorm, plain loss"},
+    "pelab": {"doc": "PE-Lab's defaults (docs/paper.md §2): pad mask, masked mean, final LayerNorm, plain loss"},
     "authors": {
         "doc": "the core paper's transformer script: paper arch, no attention pad mask, trained PAD embedding, "
                "mean over all positions, no final LayerNorm, vocab_size outputs, loss and accuracy ignore label 0; "

@@ -19,7 +19,7 @@ also divides each column by its sum, which the spec's "identity + N(0, sigma)" d
 drawn from a generator seeded by (seed, layer), so FoPE leaves the model's other initial weights identical to
 RoPE's with the same seed. The RoPE options (rotary_fraction, rope_heads, rope_layers) work as in `rope`.
 
-`construction="official"` follows the authors' released OLMo-based code instead (seed 004's repository; SPEC
+`construction="official"` follows the authors' released OLMo-based code instead (seed 004's repository; docs/paper.md
 section 3): the clipped frequencies are dropped from the series' inputs (the series run over the n_in kept
 frequencies only), only the first n_out = min(n_in, d_rot/4) planes get a Fourier series, and every remaining plane
 gets 1 as both its "cos" and its "sin" coefficient (C = S = 1: a fixed 45-degree turn scaled by sqrt(2), the same at

@@ -1,7 +1,7 @@
 """RoPE plus the sinusoidal input embedding (seed 003 section 5.2, first strategy).
 
 `layout="concat"` adds `[sin(p w) ; cos(p w)]` (halves) instead of the interleaved sinusoid: what the core
-paper's released transformer script runs under the name "rope" (SPEC section 7; `--fidelity authors` maps `rope`
+paper's released transformer script runs under the name "rope" (docs/paper.md §7; `--fidelity authors` maps `rope`
 to this)."""
 from .base import FixedInputPE
 from .registry import register
