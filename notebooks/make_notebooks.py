@@ -126,18 +126,25 @@ import os
 import pandas as pd
 
 from workbench.analysis import aggregate_seeds
-from workbench.analysis.claims import claims, run_table, table1
+from workbench.analysis.claims import base_preset, claims, run_table, table1
 from workbench.analysis.experiments import convergence
 from workbench.figures import FIGURES
 from workbench.store import RunStore, shipped_root
+from workbench.train.presets import scale_disclaimer
 
 root = shipped_root()  # $PELAB_SHIPPED, else results/repro of this checkout
 assert root is not None, "no shipped results: run from a PE-Lab checkout or set PELAB_SHIPPED"
 store = RunStore(root, readonly=True)
-runs = run_table(store)
-print(f"{len(runs)} shipped runs in {root}")
+every = run_table(store)
+preset = base_preset(every)  # repro: the scale ladder's other presets are compared in COMPARISON.md, never mixed in
+runs = every[every.preset == preset]
+print(f"{len(every)} shipped runs in {root}, {len(runs)} at the `{preset}` preset")
 runs.groupby(["setting", "task"]).variant.agg(lambda v: ", ".join(sorted(set(v))))'''),
-    new_markdown_cell("## Table 1: the paper's test accuracy next to PE-Lab's (mean and 95 % interval over seeds)"),
+    new_code_cell('''\
+from IPython.display import Markdown
+
+Markdown(scale_disclaimer(preset))  # read this first: how the preset differs from the paper's setup'''),
+    new_markdown_cell("## Table 1: the paper's test accuracy next to PE-Lab's (mean and the seeds' range)"),
     new_code_cell('''\
 t1 = table1(runs)
 display(t1.drop(columns=["runs"]))
