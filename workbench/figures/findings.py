@@ -17,7 +17,7 @@ ONE_SEED_PATTERN = "/"  # a bar of one seed (no interval) is hatched
 MARK_MERGE = 0.02  # a length-only level within 2 points of chance is not drawn apart from it (Task 2)
 
 
-def _wrap(label: str, width: int = 16) -> str:
+def _wrap(label: str, width: int = 12) -> str:
     """A tick label broken into lines of about `width` characters (so no panel needs rotated labels)."""
     lines, cur = [], ""
     for word in label.split():
@@ -49,7 +49,8 @@ def _level_marks(fig, d: pd.DataFrame, settings: list, column: str, kind: str, l
 
 def table1(df: pd.DataFrame) -> go.Figure:
     """The paper's Table 1 beside PE-Lab's: one panel per task; per setting, a bar per scheme present, centred
-    on the setting's label, with the 95 % interval over seeds (a bar of one seed is hatched: no interval), and
+    on the setting's label, with the seeds' range as whiskers (claims.table1's lo / hi; a bar of one seed is hatched:
+    no range), and
     on every bar the paper's number for that scheme as a black diamond (the paper ran one setting; the diamond is
     the target each setting is compared with). When the table has `chance` / `length_only` columns (per
     setting and task, from `claims.table1`), each setting's levels are grey marks across its bars
@@ -106,8 +107,8 @@ def table1(df: pd.DataFrame) -> go.Figure:
                              marker=dict(color="#bbbbbb", pattern=dict(shape=ONE_SEED_PATTERN, fgcolor="white"))),
                       row=1, col=1)
     fig.update_yaxes(title_text="test accuracy (%)", range=[0, 105], row=1, col=1)
-    return style.layout(fig, "Table 1: the paper's test accuracy (diamonds) and PE-Lab's (bars: mean and 95 % "
-                             "interval over seeds)", height=480)
+    return style.layout(fig, "Table 1: the paper's test accuracy (diamonds) and PE-Lab's (bars: mean over seeds, "
+                             "whiskers: the seeds' range)", height=480)
 
 
 FIGURES = {"table1": table1}
