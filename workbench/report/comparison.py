@@ -284,6 +284,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     from workbench.report.paper_scale import paper_scale_note, with_paper_scale_claims, with_paper_scale_table1
     from workbench.train.presets import LADDER, scale_disclaimer
 
+    label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
     paper_root = Path(store.root).parent / "paper" if paper_root is None else paper_root
     runs_all = run_table(store)
     base, runs, cl, lad, rungs = base_claims(store, runs_all, LADDER, th)
@@ -323,7 +324,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture compare "
         "all three in one architecture with one set of settings.",
         "",
-        paper_scale_note(paper_root),
+        paper_scale_note(paper_root, label),
         _table1_section(t1),
         "## The questions, answered so far",
         "",

@@ -70,16 +70,18 @@ def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     return out
 
 
-def paper_scale_note(root: str | Path) -> str:
-    """A paragraph for COMPARISON.md: how many paper-scale runs the column rests on, or how to produce them."""
+def paper_scale_note(root: str | Path, label: str | None = None) -> str:
+    """A paragraph for COMPARISON.md: how many paper-scale runs the column rests on, or how to produce them;
+    `label` names the folder in the text (default: `root` as given)."""
     store = paper_store(root)
+    label = label or Path(root).as_posix()
     if store is None:
         return (f"Paper scale (`paper` preset: 6 layers, d_model 256, 16 heads, 100 / 150 epochs): {NOT_RUN}. "
                 f"On a machine with a CUDA GPU, `{COMMAND}` trains tier 1 of grids/paper.toml (72 runs), ships it "
-                f"to {Path(root).as_posix()} and fills this column; its cost is in docs/training.md "
+                f"to {label} and fills this column; its cost is in docs/training.md "
                 "(\"The paper-scale reproduction\").\n")
     runs = store.query(status="finished")
     hours = float(np.nansum(runs["wall_time_s"].to_numpy(dtype=float))) / 3600 if "wall_time_s" in runs else np.nan
     plural = "" if len(runs) == 1 else "s"
-    return (f"Paper scale: {len(runs)} finished `paper`-preset run{plural} in {Path(root).as_posix()} "
+    return (f"Paper scale: {len(runs)} finished `paper`-preset run{plural} in {label} "
             f"({hours:.1f} GPU-hours of training, sum of the runs' wall times).\n")
