@@ -16,12 +16,24 @@ ROPE_T1 = [r for r in ("t1-rope-repro-s42-e451f6", "t1-rope-repro-s43-096a4b", "
            if (SHIPPED / r).is_dir()]
 
 
-def _copy(tmp_path: Path, ids) -> Path:
+def _copy(tmp_path: Path, ids, unbundled: bool = False) -> Path:
+    """Copies of shipped runs; `unbundled`: in the layout before `workbench bundle` (one compact parquet file per
+    table under tables/), rebuilt from the bundle."""
     if not ids:
         pytest.skip("no shipped results in this checkout")
     dst = tmp_path / "shipped"
     for rid in ids:
         shutil.copytree(SHIPPED / rid, dst / rid)
+        bundle = dst / rid / "tables.parquet"
+        if unbundled and bundle.exists():
+            from workbench.store.bundle import bundle_names, read_bundle_table
+            from workbench.store.run import parquet_bytes
+
+            (dst / rid / "tables").mkdir()
+            for name in bundle_names(bundle):
+                (dst / rid / "tables" / f"{name}.parquet").write_bytes(
+                    parquet_bytes(read_bundle_table(bundle, name)))
+            bundle.unlink()
     return dst
 
 
@@ -152,7 +164,7 @@ def test_bundle_converts_shipped_runs_in_place_and_every_table_reads_back_equal(
     from workbench.cli import app
 
     ids = [ROPE_T1[0], "t2-mla-repro-s42-901034"]
-    root = _copy(tmp_path, [r for r in ids if (SHIPPED / r).is_dir()])
+    root = _copy(tmp_path, [r for r in ids if (SHIPPED / r).is_dir()], unbundled=True)
     before = {rid: {n: RunStore(root, readonly=True).get(rid).load_table(n)
                     for n in RunStore(root, readonly=True).get(rid).tables()} for rid in ids}
     size = sum(p.stat().st_size for p in root.rglob("*.parquet"))
@@ -196,7 +208,7 @@ def test_bundle_keeps_each_tables_columns_order_and_dtypes(tmp_path):
 def test_bundle_leaves_a_run_whole_when_a_table_is_damaged(tmp_path):
     from workbench.cli import app
 
-    root = _copy(tmp_path, ROPE_T1[:1])
+    root = _copy(tmp_path, ROPE_T1[:1], unbundled=True)
     folder = root / ROPE_T1[0]
     tables = sorted(p.name for p in (folder / "tables").iterdir())
     _damage(folder, "truncated parquet")

@@ -215,7 +215,7 @@ def register_callbacks(app):
                 notes.append(C.hint(f"{r['id']} is {r['status']} (epoch {r.get('epoch') or 0} of "
                                     f"{r.get('epochs') or '?'}): partial.", cmd=f"workbench train --resume {r['id']}",
                                     kind="warn"))
-        show = show if show in {v for v, _ in CURVE_SHOW} else "schemes"
+        show = show if isinstance(show, str) and show in {v for v, _ in CURVE_SHOW} else "schemes"
         curves = _curves(store, C.curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
         opts = C.run_options(df)
         ids = list(df["id"])

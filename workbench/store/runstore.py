@@ -231,14 +231,22 @@ class RunStore:
 
     # ---- data ----------------------------------------------------------------------------------
     def load_task(self, task: dict[str, Any]):
-        """Dataset for a run config's task section {"task", "preset", "seed", "overrides"} (memoised)."""
+        """Dataset for a run config's task section {"task", "preset", "seed", "overrides"} (memoised; a read-only
+        store reads the data cache when it has the dataset and otherwise generates it in memory, writing nothing)."""
         key = canonical_json(task)
         if key not in self._datasets:
-            from synthetic_tasks import get_spec, load_or_generate
+            from synthetic_tasks import CacheError, cache_path, generate, get_spec, load_dataset, load_or_generate
 
             spec = get_spec(task["task"], preset=task.get("preset", "paper"), seed=task.get("seed", 42),
                             **dict(task.get("overrides") or {}))
-            self._datasets[key] = load_or_generate(spec, self.data_dir)
+            if not self.readonly:
+                self._datasets[key] = load_or_generate(spec, self.data_dir)
+            else:  # a read-only store writes nothing, a data cache included: read one that exists, else generate
+                folder = cache_path(spec, self.data_dir)
+                try:
+                    self._datasets[key] = load_dataset(folder, spec) if os.path.exists(folder) else generate(spec)
+                except CacheError:
+                    self._datasets[key] = generate(spec)
         return self._datasets[key]
 
     # ---- index ---------------------------------------------------------------------------------
