@@ -129,8 +129,7 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
         return ("No run of the ladder's other rungs is shipped yet: `workbench sweep grids/ladder.toml --root "
                 "runs-repro`, then ship (docs/reproduction.md#the-scale-ladder).\n")
     rows, explained, unexplained = [], [], []
-    for r in t.itertuples(index=False):
-        d = r._asdict() if hasattr(r, "_asdict") else dict(zip(t.columns, r))
+    for d in t.to_dict("records"):
         cells = [SETTINGS.get(d["setting"], d["setting"]), scheme_label(d["scheme"]), task_label(d["task"]),
                  _pct(d["paper"])]
         base = d[rungs[0]]
