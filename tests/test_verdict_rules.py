@@ -224,3 +224,19 @@ def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
     assert all(p["seed"] == 42 for p in points)
     with pytest.raises(ValueError, match="unknown keys"):
         grid_points({"presetz": ["repro"]})
+
+
+def test_the_ladder_section_reads_table1_cells_per_rung_and_says_what_a_rung_explains():
+    from workbench.report.comparison import _ladder_section
+
+    rows = [{"run_id": f"{p}-mla", "variant": "mla", "scheme": "mla", "setting": "authors-mla",
+             "task": "trigger-distance", "seed": 42, "test_acc": a, "test_acc_auc": a, "preset": p}
+            for p, a in (("repro", 0.1427), ("repro-long", 0.8028))]
+    frame = _runs_frame(rows)
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    rungs = ("repro", "repro-long", "repro-wide")
+    text = _ladder_section(frame, ladder(store, frame, rungs), rungs)
+    assert "| authors' MLA script | MLA | Task 1 | 88.34 | 14.27 (did not learn) | 80.28 (learned) | – |" in text
+    assert "- authors' MLA script MLA Task 1 at repro-long: 14.27 -> 80.28 (paper 88.34)" in text  # 74 points closer
+    assert "No run of the ladder" in _ladder_section(frame[frame.preset == "repro"], ladder(store, frame, rungs[:1]),
+                                                     rungs)
