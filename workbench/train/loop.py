@@ -250,6 +250,25 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
                     cpu_time_s=cpu_time_s, **gpu)
 
 
+def report_epoch(run: Run, row: dict[str, Any], epochs: int, progress: bool,
+                 on_epoch: Callable[[Run, dict[str, Any]], None] | None) -> None:
+    """After an epoch is committed: its line on the progress output, and the caller's callback."""
+    if progress:
+        from tqdm.auto import tqdm
+
+        tqdm.write(epoch_line(run.id, row, epochs), file=sys.stderr)
+    if on_epoch is not None:
+        on_epoch(run, row)
+
+
+def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, wall: float, lr: float,
+                batching: str) -> dict[str, Any]:
+    """state.json after `epoch` (0-based): where training stands, and how its batches are drawn."""
+    return {"epoch": epoch + 1, "step": step, "total_steps": total_steps, "steps_per_epoch": steps_per_epoch,
+            "wall_time_s": wall, "lr": lr,
+            "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"}
+
+
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool = False, amp: bool | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
@@ -422,14 +441,9 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             rng = {"rng.torch": torch.get_rng_state()} | (
                 {"rng.cuda": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {})
             commit_epoch(run, rows, row, model, (optimizer_tensors(opt) | rng) if checkpoint else None,
-                         {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
-                          "steps_per_epoch": steps_per_epoch, "wall_time_s": wall, "lr": lr,
-                          "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"},
+                         epoch_state(epoch, step, total_steps, steps_per_epoch, wall, lr, batching),
                          dev=dev, cpu_time_s=cpu_before + time.process_time() - cpu_session)
-            if progress:
-                tqdm.write(epoch_line(run.id, row, epochs), file=sys.stderr)
-            if on_epoch is not None:
-                on_epoch(run, row)
+            report_epoch(run, row, epochs, progress, on_epoch)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
     except (KeyboardInterrupt, StopTraining) as e:

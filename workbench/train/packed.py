@@ -42,8 +42,9 @@ import torch.nn.functional as F
 from workbench.store import Run, RunStore, StoreError, code_version
 from workbench.store.run import machine_identity, now_iso, process_identity
 
-from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches, epoch_line,
-                   epoch_row, load_optimizer_tensors, lr_at, pick_device, set_threads, train_subset, trim)
+from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
+                   epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, set_threads,
+                   train_subset, trim)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -315,14 +316,9 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                 optim_t = (_stacked_optimizer_tensors(opt, k) | _rng_after_seeding(seeds[k], epoch, dev)) \
                     if checkpoint else None
                 commit_epoch(run, rows[k], row, m, optim_t,
-                             {"epoch": epoch + 1, "step": step, "total_steps": total_steps,
-                              "steps_per_epoch": steps_per_epoch, "wall_time_s": row["wall_s"], "lr": lr,
-                              "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"},
+                             epoch_state(epoch, step, total_steps, steps_per_epoch, row["wall_s"], lr, batching),
                              dev=dev, cpu_time_s=cpu_before[k] + time.process_time() - cpu_session)
-                if progress:
-                    tqdm.write(epoch_line(run.id, row, epochs), file=sys.stderr)
-                if on_epoch is not None:
-                    on_epoch(run, row)
+                report_epoch(run, row, epochs, progress, on_epoch)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
     except (KeyboardInterrupt, StopTraining) as e:
