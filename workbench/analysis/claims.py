@@ -30,7 +30,6 @@ from .settings import SETTINGS, setting_of  # noqa: F401 (the one definition of 
 STATUS_COLUMNS = ("learned", "still_learning", "diverged", "ceiling", "reference", "status", "why")
 
 TASKS = ("trigger-distance", "trigger-count")
-TIER1 = ("nope", "sinusoidal", "learned", "random", "relative", "alibi", "rope", "rope+sinusoidal", "mla")
 
 
 @dataclass(frozen=True)

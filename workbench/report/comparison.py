@@ -30,13 +30,6 @@ def _mark(verdict: str) -> str:
     return VERDICT_MARK.get(verdict, f"*{verdict}*" if verdict != "pending" else verdict)
 
 
-def _ladder_rungs(base: str = BASE) -> tuple[str, ...]:
-    """The scale ladder's presets, `base` first."""
-    from workbench.train.presets import LADDER
-
-    return (base,) + tuple(p for p in LADDER if p != base)
-
-
 def _pct(x: float) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
 
@@ -211,12 +204,12 @@ def _partial_rope_section(d: pd.DataFrame) -> str:
                       "single-head deposits", "deposits on a RoPE head", "full RoPE's deposits", "runs"], rows) + "\n"
 
 
-def _scale_section(runs: pd.DataFrame, base: str = BASE) -> str:
-    """The paper's setup beside each preset the runs use, one column per preset."""
+def _scale_section(runs: pd.DataFrame, rungs: tuple[str, ...]) -> str:
+    """The paper's setup beside each preset the runs use (the ladder's `rungs` first), one column per preset."""
     from synthetic_tasks import get_spec
     from workbench.train.presets import PRESETS
 
-    presets = [p for p in _ladder_rungs(base) if p in set(runs.preset.dropna())] or [base]
+    presets = [p for p in rungs if p in set(runs.preset.dropna())] or [rungs[0]]
     presets += sorted(p for p in set(runs.preset.dropna()) - set(presets) if p in PRESETS)
     paper = PRESETS["paper"]
 
@@ -398,7 +391,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "in minutes. Side by side (from the presets in `workbench/train/presets.py` and the task presets in "
         "`synthetic_tasks/specs.py`):",
         "",
-        _scale_section(runs_all, base),
+        _scale_section(runs_all, rungs),
         "Other differences: the paper's data were words from a subword tokenizer that is not published; PE-Lab "
         "draws token ids directly. The paper reports one run per setting; PE-Lab reports seeds 42, 43, 44.",
         "",
