@@ -369,6 +369,32 @@ def test_the_dashboard_serves_a_damaged_shipped_folder(tmp_path):
         assert len(errors) == 2 and not any(str(tmp_path) in e for e in errors)
 
 
+def test_the_findings_tables_are_computed_once_per_state_of_the_store(tmp_path, monkeypatch):
+    """The Findings page's claims (every ladder rung) are computed once per state of the shipped store, not on
+    every page load and evidence click; adding, re-shipping or damaging a run computes them again."""
+    from apps.pages import findings
+    from workbench.analysis import claims
+    from workbench.store import RunStore
+
+    root = _copy(tmp_path, ROPE_T1)
+    store = RunStore(root, readonly=True)
+    calls = []
+    real = claims.base_claims
+    monkeypatch.setattr(claims, "base_claims", lambda *a, **k: calls.append(1) or real(*a, **k))
+    findings._TABLES.clear()
+    first = findings._tables(store)
+    runs, _, cl = findings._tables(store)
+    assert len(calls) == 1 and len(runs) == len(ROPE_T1) and cl.equals(first[2])
+    runs["scratch"] = 1  # a caller's column does not reach the cache
+    assert "scratch" not in findings._tables(store)[0].columns and len(calls) == 1
+    stamp = store.contents_stamp()
+    shutil.rmtree(root / ROPE_T1[0])
+    assert store.contents_stamp() != stamp
+    assert len(findings._tables(store)[0]) == len(ROPE_T1) - 1 and len(calls) == 2
+    (root / ROPE_T1[1] / "metrics.jsonl").write_text("garbage\n")
+    assert list(findings._tables(store)[0].attrs["corrupt"]) == [ROPE_T1[1]] and len(calls) == 3
+
+
 def test_bundled_shipped_runs_leave_room_for_200_in_the_30_mb_budget(tmp_path):
     """Issue 21 item 6: about 185 shipped runs (105 today + the rest of the grid and the scale ladder) must fit
     results/repro's 30 MB. A sample of today's shipped runs (every 10th), bundled: their mean folder size x 200 <

@@ -128,6 +128,29 @@ def test_verify_fails_when_the_shipped_metrics_differ(shipped, tmp_path):
     res = CliRunner().invoke(app, ["verify", ids[1], "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q"],
                              env={"PELAB_DATA": str(base / "data")})
     assert res.exit_code == 1 and "NOT verified" in res.output
+    assert "CPU model" not in res.output  # same machine: the difference is not explained away
+
+    # trained on another CPU model: the failure says why bit-identity cannot be expected here
+    info = json.loads((fake / ids[1] / "run.json").read_text())
+    info["machine"] = dict(info["machine"], cpu="Some Other CPU @ 9.99GHz")
+    (fake / ids[1] / "run.json").write_text(json.dumps(info))
+    res = CliRunner().invoke(app, ["verify", ids[1], "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q"],
+                             env={"PELAB_DATA": str(base / "data")})
+    assert res.exit_code == 1 and "NOT verified" in res.output
+    assert "'Some Other CPU @ 9.99GHz'" in res.output and "CPU model" in res.output
+
+
+def test_machine_identity_records_the_cpu_vendor_and_simd_level():
+    import torch  # noqa: F401  (loaded: the SIMD level torch dispatches to is recorded)
+
+    from workbench.store.run import machine_identity, same_cpu
+
+    m = machine_identity()
+    assert m["cpu"] and m["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert same_cpu(m, dict(m)) is True and same_cpu(m, dict(m, cpu="other")) is False
+    assert same_cpu(m, dict(m, cpu_capability="AVX2" if m["cpu_capability"] != "AVX2" else "AVX512")) is False
+    assert same_cpu(m, dict(m, cpu_capability=None)) is True  # older records lack it: the model decides
+    assert same_cpu(m, {}) is None and same_cpu(None, m) is None
 
 
 def test_mean_ci_is_the_student_t_interval():

@@ -64,14 +64,25 @@ def _shipped():
     return C.stores().shipped
 
 
+_TABLES: dict[tuple, tuple] = {}  # (store root, its contents stamp) -> _tables' answer; the last store only
+
+
 def _tables(store):
     """The base preset's runs (`claims.base_preset`: repro; the scale ladder's rungs are compared with them, never
-    averaged in), Table 1 and the claims with their `holds_across_scale` column (`claims.base_claims`)."""
+    averaged in), Table 1 and the claims with their `holds_across_scale` column (`claims.base_claims`).
+
+    Computed once per state of the store (`RunStore.contents_stamp`: a run added, re-shipped or damaged makes a
+    new one), not on every page load and evidence click: the claims at every ladder rung take seconds."""
     from workbench.analysis.claims import base_claims, run_table, table1
     from workbench.train.presets import LADDER
 
-    _, runs, cl, _, _ = base_claims(store, run_table(store), LADDER)
-    return runs, table1(runs), cl
+    key = (str(store.root), store.contents_stamp())
+    if key not in _TABLES:
+        _, runs, cl, _, _ = base_claims(store, run_table(store), LADDER)
+        _TABLES.clear()
+        _TABLES[key] = (runs, table1(runs), cl)
+    runs, t1, cl = _TABLES[key]
+    return runs.copy(), t1.copy(), cl.copy()  # callers may add columns; the cached tables stay as computed
 
 
 def layout(claim: str | None = None, **query):

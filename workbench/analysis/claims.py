@@ -292,9 +292,10 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
             continue
         good = _learned(sub)
         deps = _deposits(store, good["run_id"])
-        agree = [agrees(deps[r.run_id]) for r in good.itertuples() if r.run_id in deps]
-        notes = [_dep_text(r.run_id, deps[r.run_id], r.seed) + f" ({'agrees' if agrees(deps[r.run_id]) else 'does not'})"
-                 for r in good.itertuples() if r.run_id in deps] + _not_learned_notes(sub)
+        judged = [(r, agrees(deps[r.run_id])) for r in good.itertuples() if r.run_id in deps]
+        agree = [a for _, a in judged]
+        notes = [_dep_text(r.run_id, deps[r.run_id], r.seed) + f" ({'agrees' if a else 'does not'})"
+                 for r, a in judged] + _not_learned_notes(sub)
         ev = "; ".join(notes) + _waiting(good, deps, "deposit") if notes else "no finished run with a deposit table yet"
         verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree)
         if outcome and verdict not in ("pending",):
@@ -356,7 +357,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     add(_per_seed_deposit_claim(
         store, runs, th, "RoPE's largest single-head deposit is in a shallow layer on Task 1",
         "single-head deposit in a shallow layer", "rope", t1,
-        lambda d: _largest(d)[0] is not None and _largest(d)[0] <= th.shallow_layer), "deposits")
+        lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer), "deposits")
     for scheme in ("nope", "alibi", "relative"):
         add(_per_seed_deposit_claim(
             store, runs, th, f"no deposit for {scheme_label(scheme)} on Task 1", "no deposit for NoPE, ALiBi, "

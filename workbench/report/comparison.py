@@ -206,32 +206,25 @@ def _partial_rope_section(d: pd.DataFrame) -> str:
 
 def _scale_section(runs: pd.DataFrame, rungs: tuple[str, ...]) -> str:
     """The paper's setup beside each preset the runs use (the ladder's `rungs` first), one column per preset."""
-    from synthetic_tasks import get_spec
-    from workbench.train.presets import PRESETS
+    from workbench.train.presets import PRESETS, preset_task_spec
 
     presets = [p for p in rungs if p in set(runs.preset.dropna())] or [rungs[0]]
     presets += sorted(p for p in set(runs.preset.dropna()) - set(presets) if p in PRESETS)
-    paper = PRESETS["paper"]
 
-    def task_spec(q: dict, task: str):
-        rule = q["by_task"].get(task, {})
-        return get_spec(task, q["task"]["preset"], **({"n_examples": rule["task.n_examples"]}
-                                                      if "task.n_examples" in rule else {}))
-
-    def column(q: dict) -> list[str]:
+    def column(name: str) -> list[str]:
+        q = PRESETS[name]
         cells = [str(q["model"][k]) for k in ("n_layers", "n_heads", "d_model", "d_ff", "dropout")]
         cells += [str(q["train"].get(k)) for k in ("lr", "batch_size", "batching")]
         for task in ("trigger-distance", "trigger-count"):
-            s = task_spec(q, task)
-            cells += [str(q["by_task"].get(task, {}).get("train.epochs", q["train"]["epochs"])), str(s.n_classes),
-                      str(s.vocab_size), str(s.n_examples), str(s.max_tokens)]
+            s, epochs = preset_task_spec(name, task)
+            cells += [str(epochs), str(s.n_classes), str(s.vocab_size), str(s.n_examples), str(s.max_tokens)]
         return cells
 
     names = ["model.n_layers", "model.n_heads", "model.d_model", "model.d_ff", "model.dropout", "train.lr",
              "train.batch_size", "train.batching"]
     for task in ("trigger-distance", "trigger-count"):
         names += [f"{task_label(task)} {k}" for k in ("epochs", "labels", "vocab_size", "n_examples", "max_tokens")]
-    cols = [column(paper)] + [column(PRESETS[p]) for p in presets]
+    cols = [column(p) for p in ("paper", *presets)]
     rows = [[n] + [c[i] for c in cols] for i, n in enumerate(names)]
     return _md_table(["setting", "paper (docs/paper.md)"] + [f"`{p}`" for p in presets], rows) + "\n"
 

@@ -80,17 +80,35 @@ def process_identity() -> dict[str, Any]:
 
 
 def machine_identity() -> dict[str, Any]:
-    """Provenance of a run's numbers: the machine it ran on (CPU model, cores, OS, Python) and its load."""
+    """Provenance of a run's numbers: the machine it ran on (CPU model and vendor, cores, OS, Python, the SIMD
+    level torch dispatches to when torch is loaded) and its load. Float kernels (MKL, oneDNN) differ between CPU
+    models and vendors, so a run re-trains bit-identically only on the CPU model it was trained on."""
     import platform
+    import sys
 
-    cpu = platform.processor() or platform.machine()
+    cpu, vendor = platform.processor() or platform.machine(), None
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            if key.strip() == "vendor_id" and vendor is None:
+                vendor = value.strip()
+            if key.strip() == "model name":
+                cpu = value.strip()
                 break
-    return {"cpu": cpu, "cores": os.cpu_count(), "os": platform.platform(), "python": platform.python_version(),
+    torch = sys.modules.get("torch")
+    capability = torch.backends.cpu.get_cpu_capability() if torch is not None else None
+    return {"cpu": cpu, "cpu_vendor": vendor, "cpu_capability": capability, "cores": os.cpu_count(),
+            "os": platform.platform(), "python": platform.python_version(),
             "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
+
+
+def same_cpu(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool | None:
+    """Whether two `machine_identity` records name the same CPU model (and SIMD level, where both recorded it);
+    None when either lacks the CPU model."""
+    if not (a or {}).get("cpu") or not (b or {}).get("cpu"):
+        return None
+    caps = (a.get("cpu_capability"), b.get("cpu_capability"))
+    return a["cpu"] == b["cpu"] and (None in caps or caps[0] == caps[1])
 
 
 def process_alive(info: dict[str, Any]) -> bool:
@@ -507,3 +525,10 @@ def _stat(path: Path) -> str:
 def folder_stamp(path: Path) -> str:
     """Changes whenever run.json or config.json is rewritten (atomic writes replace the inode)."""
     return f"{_stat(path / INFO)}|{_stat(path / CONFIG)}"
+
+
+def contents_stamp(path: Path) -> str:
+    """`folder_stamp` plus the metrics and every table (bundled or one file each): changes whenever anything a
+    computation over the run reads is rewritten."""
+    tables = sorted((path / TABLES).glob("*.parquet")) if (path / TABLES).is_dir() else []
+    return "|".join([folder_stamp(path), _stat(path / METRICS), _stat(path / BUNDLE), *map(_stat, tables)])

@@ -31,7 +31,7 @@ from typing import Any, Iterable
 from .atomic import atomic_write_json
 from .errors import StoreError
 from .lock import RunLock, lock_holder
-from .run import CONFIG, INFO, Run, folder_stamp, now_iso
+from .run import CONFIG, INFO, Run, contents_stamp, folder_stamp, now_iso
 
 INDEX = "index.sqlite"
 SCHEMA_VERSION = "1"
@@ -181,6 +181,14 @@ class RunStore:
             return []
         return sorted(e.name for e in os.scandir(self.root)
                       if e.is_dir() and RUN_ID_PATTERN.match(e.name) and e.name not in ("tables", INDEX))
+
+    def contents_stamp(self) -> str:
+        """A key that changes whenever a run is added or removed or any run's config, run.json, metrics or tables
+        are rewritten: for caching what is computed from the whole store (the Findings page's claims)."""
+        h = hashlib.sha256()
+        for rid in self.run_ids():
+            h.update(f"{rid}|{contents_stamp(self.root / rid)}\n".encode())
+        return h.hexdigest()
 
     def runs(self, **filters: Any) -> list[Run]:
         """Run handles matching the filters (see `query`)."""

@@ -505,26 +505,35 @@ def gpu_slots(configs: list[dict[str, Any]], device) -> int:
     return int(gpu_free_bytes(device) // need)
 
 
-def scale_disclaimer(preset: str = "repro") -> str:
-    """The box that opens every report of results at `preset` (issue 21): how the preset differs from the
-    paper's setup (width, labels, length, epochs, the share of the paper's data exposure = train examples x
-    epochs), that its optimiser was tuned on one scheme, and what a verdict at it can and cannot say."""
+def preset_task_spec(preset: str, task: str):
+    """(the task spec, epochs) a `preset` trains `task` with: its data preset and its per-task rules
+    (`task.n_examples`, `train.epochs`), read from PRESETS without building a config or touching data."""
     from synthetic_tasks import get_spec
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; presets: {list(PRESETS)}")
+    q = PRESETS[preset]
+    rule = q["by_task"].get(task, {})
+    spec = get_spec(task, q["task"]["preset"], **({"n_examples": rule["task.n_examples"]}
+                                                  if "task.n_examples" in rule else {}))
+    return spec, rule.get("train.epochs", q["train"]["epochs"])
+
+
+def scale_disclaimer(preset: str = "repro") -> str:
+    """The box that opens every report of results at `preset` (issue 21): how the preset differs from the
+    paper's setup (width, labels, length, epochs, the share of the paper's data exposure = train examples x
+    epochs), that its optimiser was tuned on one scheme, and what a verdict at it can and cannot say."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; presets: {list(PRESETS)}")
     p, paper = PRESETS[preset], PRESETS["paper"]
 
-    def exposure(q: dict, task: str) -> tuple[int, int, object]:
-        rule = q["by_task"].get(task, {})
-        spec = get_spec(task, q["task"]["preset"], **({"n_examples": rule["task.n_examples"]}
-                                                      if "task.n_examples" in rule else {}))
-        epochs = rule.get("train.epochs", q["train"]["epochs"])
+    def exposure(name: str, task: str) -> tuple[int, int, object]:
+        spec, epochs = preset_task_spec(name, task)
         return round(spec.n_examples * spec.train_frac) * epochs, epochs, spec
 
     lines = []
     for task, name in (("trigger-distance", "Task 1"), ("trigger-count", "Task 2")):
-        (ours, ep, s), (theirs, pep, ps) = exposure(p, task), exposure(paper, task)
+        (ours, ep, s), (theirs, pep, ps) = exposure(preset, task), exposure("paper", task)
         lines.append(f"{name}: {s.n_classes} labels, up to {s.max_tokens} tokens, vocab {s.vocab_size} (paper "
                      f"{ps.n_classes}, {ps.max_tokens}, {ps.vocab_size}); {ep} epochs (paper {pep}), about "
                      f"{ours:,} training sequences seen, {100 * ours / theirs:.1f} % of the paper's {theirs:,}")
