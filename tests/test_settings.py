@@ -132,9 +132,9 @@ def test_float32_cells_show_rounded():
 
 
 def test_every_verdict_has_its_own_colour_and_unknown_is_grey():
-    verdicts = ["reproduced", "mixed", "not reproduced", "inconclusive (did not learn)", "inconclusive (ceiling)",
-                "inconclusive (still learning)", "not testable at this preset", "beyond the paper", "pending",
-                "inconclusive"]
+    from workbench.analysis.claims import OUTCOMES
+
+    verdicts = [*OUTCOMES, "inconclusive"]
     colours = [S.verdict_color(v) for v in verdicts]
     assert len(set(colours)) == len(verdicts) and S.UNKNOWN_VERDICT_COLOR not in colours
     assert S.verdict_color("something new") == S.UNKNOWN_VERDICT_COLOR

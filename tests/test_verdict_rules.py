@@ -13,6 +13,9 @@ from workbench.analysis.run_status import StatusRules, run_status
 from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
 
 
+ONE_SEED = Thresholds(min_seeds=1)  # for rules shown on one seed's made-up tables (the default needs 2 seeds)
+
+
 def curve(test, loss=1.0):
     return pd.DataFrame({"epoch": range(1, len(test) + 1), "test_acc": test, "train_acc": test,
                          "train_loss": [loss] * len(test), "test_loss": [loss] * len(test)})
@@ -84,10 +87,13 @@ def test_a_side_that_did_not_learn_or_is_still_learning_cannot_decide_an_order()
 
 def test_does_not_generalise_leaves_out_seeds_still_improving():
     rows = [{"run_id": f"rel-{s}", "variant": "relative", "scheme": "relative", "task": "trigger-distance",
-             "seed": s, "test_acc": 0.22, "test_acc_auc": 0.2, "still_learning": s != 42} for s in (42, 43, 44)]
+             "seed": s, "test_acc": 0.22, "test_acc_auc": 0.2, "still_learning": s == 44} for s in (42, 43, 44)]
     cl = claims(FakeStore([]), _runs_frame(rows))
     row = cl[cl.claim == "Relative does not generalise on Task 1"].iloc[0]
-    assert row.verdict == "reproduced"  # seed 42 settled below the reference; 43 and 44 are left out
+    assert row.verdict == "reproduced"  # seeds 42 and 43 settled below the reference; 44 is left out
+    rows = [r | {"still_learning": r["seed"] != 42} for r in rows]
+    cl = claims(FakeStore([]), _runs_frame(rows))  # one seed settled: it cannot tell a finding from seed noise
+    assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (one seed)"
     rows = [r | {"still_learning": True} for r in rows]
     cl = claims(FakeStore([]), _runs_frame(rows))
     assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (still learning)"
@@ -101,7 +107,7 @@ def _rope_abs(full_layers, abs_layers):
              "seed": 42, "test_acc": 1.0, "test_acc_auc": 0.9}]
     store = FakeStore([FakeRun("rope-42", {"deposit": _deposit(full_layers)}),
                        FakeRun("ra-42", {"deposit": _deposit(abs_layers)})])
-    cl = claims(store, _runs_frame(rows))
+    cl = claims(store, _runs_frame(rows), ONE_SEED)
     return cl[cl.claim.str.startswith("RoPE+absolute moves")].iloc[0]
 
 
@@ -117,7 +123,7 @@ def test_the_largest_deposit_must_be_shallow_not_any_deposit():
     dep.loc[dep.layer == 0, "top_delta"] = 0.06  # a small shallow deposit beside a large deep one
     rows = [{"run_id": "rope-42", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": 42,
              "test_acc": 1.0, "test_acc_auc": 0.9}]
-    cl = claims(FakeStore([FakeRun("rope-42", {"deposit": dep})]), _runs_frame(rows))
+    cl = claims(FakeStore([FakeRun("rope-42", {"deposit": dep})]), _runs_frame(rows), ONE_SEED)
     assert cl[cl.claim.str.startswith("RoPE's largest")].verdict.iloc[0] == "not reproduced"
 
 
@@ -128,7 +134,7 @@ def test_overfitting_and_task2_mla_heads_are_not_counted_as_tests():
              "test_acc": 0.99, "test_acc_auc": 0.9}]
     flat = pd.DataFrame([{"layer": 0, "head": h, "metric": "accuracy", "delta": 0.001, "ci_lo": 0, "ci_hi": 0.01}
                          for h in range(2)])
-    cl = claims(FakeStore([FakeRun("l-42", {}), FakeRun("m-42", {"ablation": flat})]), _runs_frame(rows))
+    cl = claims(FakeStore([FakeRun("l-42", {}), FakeRun("m-42", {"ablation": flat})]), _runs_frame(rows), ONE_SEED)
     over = cl[cl.claim.str.startswith("learned / random")].iloc[0]
     assert over.verdict == "not testable at this preset" and "running mean" in over.evidence
     t2 = cl[cl.claim.str.startswith("MLA has no indispensable") & cl.claim.str.endswith("Task 2")
@@ -138,6 +144,49 @@ def test_overfitting_and_task2_mla_heads_are_not_counted_as_tests():
     tested = sum(cl.verdict.isin(["reproduced", "mixed", "not reproduced"]))
     assert summary.startswith(f"of {len(cl)} claim rows, {tested} test the paper at this preset")
     assert f"{sum(cl.verdict == 'beyond the paper')} beyond the paper" in summary
+
+
+def _deposit_rows(seeds, store_deps):
+    rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+             "test_acc": 1.0, "test_acc_auc": 0.9} for s in seeds]
+    return FakeStore([FakeRun(f"rope-{s}", {"deposit": _deposit(store_deps[s])}) for s in seeds]), _runs_frame(rows)
+
+
+def test_one_seed_cannot_tell_and_says_what_it_shows():
+    from workbench.analysis.claims import answers
+
+    store, frame = _deposit_rows([42], {42: [0]})
+    cl = claims(store, frame)
+    row = cl[cl.claim.str.startswith("RoPE's largest")].iloc[0]
+    assert row.verdict == "inconclusive (one seed)" and "seed 42" in row.evidence and "(agrees)" in row.evidence
+    assert claims(store, frame, ONE_SEED).set_index("claim").loc[row.claim, "verdict"] == "reproduced"
+    store, frame = _deposit_rows([42, 43], {42: [0], 43: [1]})
+    assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "reproduced"  # two seeds agree
+    store, frame = _deposit_rows([42, 43], {42: [0], 43: [4]})
+    assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "mixed"
+    one = pd.DataFrame([{"claim": "x", "setting": "paper", "verdict": "inconclusive (one seed)",
+                         "result": "inconclusive (one seed)", "evidence": ""}])
+    assert "inconclusive (one seed)" not in verdict_summary(cl).split(" test the paper")[0]
+    assert set(answers(one.assign(claim=cl.claim.iloc[0])).answer) <= {"cannot tell (one seed)"}
+
+
+def test_partial_rope_can_move_the_deposit_needs_one_variant_agreeing_in_two_seeds():
+    def partial(agreeing_seeds, seeds=(42, 43)):
+        rows, runs = [], []
+        for s in seeds:
+            rows += [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
+                      "seed": s, "test_acc": 1.0, "test_acc_auc": 0.9},
+                     {"run_id": f"k1-{s}", "variant": "rope-k1-all", "scheme": "rope", "task": "trigger-distance",
+                      "partial": True, "seed": s, "test_acc": 0.9, "test_acc_auc": 0.8}]
+            runs += [FakeRun(f"rope-{s}", {"deposit": _deposit([0])}),
+                     FakeRun(f"k1-{s}", {"deposit": _deposit([2] if s in agreeing_seeds else [0])})]
+        cl = claims(FakeStore(runs), _runs_frame(rows))
+        return cl[cl.claim.str.startswith("partial RoPE can move")].verdict.iloc[0]
+
+    assert partial({42, 43}) == "reproduced"
+    assert partial({42}) == "inconclusive (one seed)"  # moved in one seed only: could be that seed's draw
+    assert partial(set()) == "not reproduced"           # two seeds, neither moved it
+    assert partial(set(), seeds=(42,)) == "inconclusive (one seed)"
 
 
 # ---- intervals and spreads -------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ same verdicts come out of a shipped results store without weights.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +41,8 @@ class Thresholds:
     poor: float = 0.10            # "converges poorly": final test accuracy at least this far below RoPE's
     shallow_layer: int = 1        # "shallow": layer 0 or 1
     beats: float = 0.01           # "A beats B": A's test accuracy at least this much higher (paper: 4-28 points)
+    min_seeds: int = 2            # a verdict rests on at least this many seeds that can show the claim (the
+                                  # scale ladder reads seed 42 alone per rung, and says so: `ladder` sets 1)
 
 
 BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
@@ -207,6 +209,7 @@ def _not_learned_notes(sub: pd.DataFrame) -> list[str]:
 # The outcomes of a claim row. Only the first three test the paper; the others say why the runs cannot.
 TESTS = ("reproduced", "mixed", "not reproduced")
 OUTCOMES = TESTS + ("inconclusive (did not learn)", "inconclusive (ceiling)", "inconclusive (still learning)",
+                    "inconclusive (one seed)",
                     "not testable at this preset", "beyond the paper", "pending")
 OUTCOME_RULES = {
     "reproduced": "every seed that can show it agrees with the paper",
@@ -219,6 +222,8 @@ OUTCOME_RULES = {
                               "cannot be ranked",
     "inconclusive (still learning)": "a run the comparison needs was still improving at its last epoch (test "
                                      "accuracy +1 point or more): more epochs may change the order",
+    "inconclusive (one seed)": "a single seed can show the claim (the others are not run yet or did not learn): "
+                               "one seed cannot tell a finding from seed noise; the evidence says what it shows",
     "not testable at this preset": "the claim needs what the preset does not have (training long enough to "
                                    "overfit; an optimiser not tuned on one scheme; a control the preset lacks)",
     "beyond the paper": "PE-Lab's own question (another task, method or setting than the paper's claim): shown, not "
@@ -237,9 +242,13 @@ def verdict_summary(cl: pd.DataFrame) -> str:
             + (f"; the other {len(cl) - tested}: " + ", ".join(rest) if rest else ""))
 
 
-def _verdict(agree: list[bool]) -> str:
+def _verdict(agree: list[bool], th: Thresholds) -> str:
+    """reproduced / mixed / not reproduced from each seed's agreement; fewer than `th.min_seeds` seeds:
+    inconclusive (one seed); none: pending."""
     if not agree:
         return "pending"
+    if len(agree) < th.min_seeds:
+        return "inconclusive (one seed)"
     return "reproduced" if all(agree) else ("mixed" if any(agree) else "not reproduced")
 
 
@@ -297,7 +306,7 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
         notes = [_dep_text(r.run_id, deps[r.run_id], r.seed) + f" ({'agrees' if a else 'does not'})"
                  for r, a in judged] + _not_learned_notes(sub)
         ev = "; ".join(notes) + _waiting(good, deps, "deposit") if notes else "no finished run with a deposit table yet"
-        verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree)
+        verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree, th)
         if outcome and verdict not in ("pending",):
             verdict = outcome
         out.append(_row(claim, paper, setting, verdict, ev, sub["run_id"]))
@@ -366,14 +375,14 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     add(_per_seed_deposit_claim(
         store, runs, th, "no deposit for RoPE on Task 2", "none for RoPE on Task 2", "rope", t2,
         lambda d: not d["single_head_deposit"].any()), "deposits")
-    add(_rope_absolute_claim(store, runs), "deposits")
+    add(_rope_absolute_claim(store, runs, th), "deposits")
     add(_overfit_claim(runs, th), "overfit")
     add(_poor_claim(runs, th, "alibi", "ALiBi converges poorly on Task 1", "ALiBi converges poorly"), "accuracy")
     for scheme in ("nope", "relative"):
         add(_no_generalise_claim(runs, th, scheme), "accuracy")
     add(_mla_claims(store, runs, th), "deposits")
     add(_table1_order_claims(runs, th), "accuracy")
-    add(_partial_rope_claim(store, runs), "deposits")
+    add(_partial_rope_claim(store, runs, th), "deposits")
     add(_causal_claims(store, runs, th), "deposits")
     out = pd.DataFrame(rows, columns=["claim", "paper_says", "setting", "verdict", "evidence", "runs", "result"])
     out["evidence_kind"] = kinds
@@ -423,11 +432,11 @@ def _absolute_heads_claim(store, runs, th) -> dict:
     notes += _not_learned_notes(sub)
     ev = ("; ".join(notes) + f" (significant: drop >= {th.indispensable}, interval above 0)"
           + _waiting(good, abl, "ablation")) if notes else "no finished run with an ablation table yet"
-    verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree)
+    verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
-def _rope_absolute_claim(store, runs) -> dict:
+def _rope_absolute_claim(store, runs, th) -> dict:
     """"RoPE+absolute moves the deposit out of layer 0; it reappears from layer 1", judged against full RoPE of
     the same task and seed as the control: a seed tests the claim only when its full RoPE has a single-head
     deposit in layer 0 to move; it agrees when RoPE+absolute then has none in layer 0 and one in a later layer.
@@ -459,7 +468,7 @@ def _rope_absolute_claim(store, runs) -> dict:
         verdict = "not testable at this preset"
         ev = "full RoPE has no single-head deposit in layer 0 to move in any seed (the control): " + ev
     else:
-        verdict = _verdict(agree)
+        verdict = _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id))
 
 
@@ -503,7 +512,7 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
     agree = [r.test_acc <= rope_by_seed[r.seed] - th.poor for r in paired.itertuples()]
     ev = "; ".join(f"seed {r.seed}: {r.test_acc:.3f} vs RoPE {rope_by_seed[r.seed]:.3f} ({r.status})"
                    for r in paired.itertuples()) + f" (needs at least {th.poor} below RoPE)"
-    verdict = _comparison_outcome(rope[rope.seed.isin(paired.seed)], paired, th) or _verdict(agree)
+    verdict = _comparison_outcome(rope[rope.seed.isin(paired.seed)], paired, th) or _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
@@ -517,7 +526,7 @@ def _no_generalise_claim(runs, th, scheme) -> dict:
     settled = sub[~sub.still_learning.astype(bool)]
     agree = list(~settled.learned.astype(bool))
     ev = "; ".join(f"seed {r.seed}: {r.status} ({r.why})" for r in sub.itertuples())
-    verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree)
+    verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
@@ -548,7 +557,7 @@ def _mla_claims(store, runs, th) -> list[dict]:
                 + _not_learned_notes(sub)
             ev = "; ".join(parts) + _waiting(good, ablations, "ablation") if parts \
                 else "no finished run with an ablation table yet"
-            verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree)
+            verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree, th)
             result = verdict
             if task != "trigger-distance" and verdict in TESTS:
                 verdict = "beyond the paper"
@@ -587,7 +596,7 @@ def _table1_order_claims(runs, th) -> list[dict]:
                               f"({status[pb[pb.seed == r.seed].run_id.iloc[0]]})" for r in pa.itertuples())
                   + f" (a win needs at least {th.beats} more and more than the seeds' spread)"
                   if len(pa) else "no seed with both runs finished yet")
-            verdict = (_comparison_outcome(pa, pb, th) or _verdict(agree)) if len(pa) else "pending"
+            verdict = (_comparison_outcome(pa, pb, th) or _verdict(agree, th)) if len(pa) else "pending"
             out.append(_row(text, "Table 1", setting, verdict, ev, list(ra.run_id) + list(rb.run_id)))
     return out
 
@@ -598,13 +607,14 @@ def _partial_and_full_rope(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     return rope[rope.partial], rope[(rope.variant == "rope") & ~rope.partial]
 
 
-def _partial_rope_claim(store, runs) -> dict:
+def _partial_rope_claim(store, runs, th) -> dict:
     """Appendix C.3 of the core paper, on RoPE in only some heads: "the most significant deposit pattern is not
     necessarily in the first layer, but may be in the second or third layer. In some cases, the first layer does
     not even have a deposit pattern." Per partial-RoPE run of the `paper` arch: the layer of its largest single-head
     deposit (largest zero-ablation drop). It agrees when that layer is past layer 0 and deeper than full RoPE's
-    largest deposit of the same task and seed (past layer 0 alone when full RoPE has none). "Can": one agreeing run
-    suffices. The evidence names the layers (0-based: the paper's second and third layers are 1 and 2; docs/paper.md §6
+    largest deposit of the same task and seed (past layer 0 alone when full RoPE has none). "Can": one partial-RoPE
+    variant (on one task) agreeing in `th.min_seeds` seeds suffices; agreeing in one seed only, or every variant
+    disagreeing with fewer seeds than that: inconclusive (one seed). The evidence names the layers (0-based: the paper's second and third layers are 1 and 2; docs/paper.md §6
     counts them from 1 as 2 and 3) and whether layer 0 has a deposit at all."""
     claim = "partial RoPE can move the most significant deposit deeper than full RoPE's (paper: to the second or third layer)"
     paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"
@@ -614,7 +624,7 @@ def _partial_rope_claim(store, runs) -> dict:
     sub, full = _learned(all_sub), _learned(full)
     deps = _deposits(store, list(sub["run_id"]) + list(full["run_id"]))
 
-    agree, notes = [], []
+    agree, notes, seeds = {}, [], sub.groupby(["variant", "task"]).size()
     for r in sub.itertuples():
         if r.run_id not in deps:
             notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed}: trained, deposit not computed yet")
@@ -623,7 +633,8 @@ def _partial_rope_claim(store, runs) -> dict:
         layer, txt = _largest(d)
         base = [_largest(deps[b]) for b in full[(full.task == r.task) & (full.seed == r.seed)].run_id if b in deps]
         base_layer, base_txt = base[0] if base else (None, "not shipped")
-        agree.append(layer is not None and layer >= 1 and (base_layer is None or layer > base_layer))
+        agree.setdefault((r.variant, r.task), []).append(
+            layer is not None and layer >= 1 and (base_layer is None or layer > base_layer))
         notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed} (test acc {r.test_acc:.3f}): largest "
                      f"single-head deposit {txt}, layer 0 {'has one' if 0 in _single_layers(d) else 'has none'};"
                      f" full RoPE {base_txt}")
@@ -631,8 +642,14 @@ def _partial_rope_claim(store, runs) -> dict:
               for n in _not_learned_notes(all_sub[all_sub.run_id == r.run_id])]
     if sub.empty:
         verdict = "inconclusive (did not learn)"
+    elif not agree:
+        verdict = "pending"
+    elif max(sum(a) for a in agree.values()) >= th.min_seeds:
+        verdict = "reproduced"
+    elif any(map(any, agree.values())) or seeds.max() < th.min_seeds:
+        verdict = "inconclusive (one seed)"
     else:
-        verdict = "pending" if not agree else ("reproduced" if any(agree) else "not reproduced")
+        verdict = "not reproduced"
     return _row(claim, paper, "paper", verdict, "; ".join(notes), all_sub.run_id)
 
 
@@ -667,7 +684,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
         notes += _not_learned_notes(all_sub)
         out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
                         _beyond(agree, all_sub, sub), "; ".join(notes) + _waiting(sub, hs, "head_summary") if notes
-                        else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree)))
+                        else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
     claim = "MLA has no head that a causal method and a second method mark as a deposit head"
     for setting in ("paper", "authors-mla"):
         for task in TASKS:
@@ -689,7 +706,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
                             _beyond(agree, all_sub, sub),
                             "; ".join(parts) + _waiting(sub, hs, "head_summary") if parts
-                            else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree)))
+                            else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
     return out
 
 
@@ -726,6 +743,7 @@ QUESTIONS = (
 ANSWER_OF = {"mixed": "in some seeds only", "inconclusive (did not learn)": "cannot tell (the model did not learn)",
              "inconclusive (ceiling)": "cannot tell (both at the ceiling)",
              "inconclusive (still learning)": "cannot tell (still learning at its last epoch)",
+             "inconclusive (one seed)": "cannot tell (one seed)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
 
 
@@ -921,7 +939,7 @@ def ladder(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed
         sub = runs[(runs.preset == rung) & (runs.seed == seed)]
         if sub.empty:
             continue
-        cl = claims(store, sub, th)
+        cl = claims(store, sub, replace(th, min_seeds=1))  # seed 42 alone per rung, by design
         out += [{"claim": r.claim, "setting": r.setting, "rung": rung, "verdict": r.verdict, "result": r.result,
                  "evidence": r.evidence} for r in cl.itertuples()]
     return pd.DataFrame(out, columns=["claim", "setting", "rung", "verdict", "result", "evidence"])
