@@ -614,8 +614,9 @@ def _partial_rope_claim(store, runs, th) -> dict:
     deposit (largest zero-ablation drop). It agrees when that layer is past layer 0 and deeper than full RoPE's
     largest deposit of the same task and seed (past layer 0 alone when full RoPE has none). "Can": one partial-RoPE
     variant (on one task) agreeing in `th.min_seeds` seeds suffices; agreeing in one seed only, or every variant
-    disagreeing with fewer seeds than that: inconclusive (one seed). The evidence names the layers (0-based: the paper's second and third layers are 1 and 2; docs/paper.md §6
-    counts them from 1 as 2 and 3) and whether layer 0 has a deposit at all."""
+    disagreeing with fewer seeds than that: inconclusive (one seed). The evidence names the layers (0-based: the
+    paper's second and third layers are 1 and 2; docs/paper.md §6 counts them from 1 as 2 and 3) and whether layer
+    0 has a deposit at all."""
     claim = "partial RoPE can move the most significant deposit deeper than full RoPE's (paper: to the second or third layer)"
     paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"
     all_sub, full = _partial_and_full_rope(runs)
