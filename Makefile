@@ -41,16 +41,16 @@ REPRO_RUNS ?= runs-repro
 TIER ?= 1
 repro: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE nice -n 10 $(VENV)/bin/workbench sweep grids/repro.toml --tier $(TIER) --workers 2 \
-	    --threads 1 --quiet --root $(REPRO_RUNS)
+	    --threads 1 --quiet --root $(REPRO_RUNS) --shipped results/repro
 	OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship --grid grids/repro.toml \
 	    --tier $(TIER) --root $(REPRO_RUNS) --to results/repro
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
 
-# The scale ladder (docs/reproduction.md#the-scale-ladder): the deciding settings at repro-long, repro-paperdata and
-# repro-wide, seed 42, into the same store; shipped beside the repro runs, compared with them in COMPARISON.md.
+# The scale ladder (docs/reproduction.md#the-scale-ladder): the deciding settings at repro-long, repro-paperdata,
+# repro-wide (and repro-paperdata-long), seed 42, into the same store; shipped beside the repro runs, compared with them in COMPARISON.md.
 ladder: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE nice -n 10 $(VENV)/bin/workbench sweep grids/ladder.toml --workers 2 --threads 1 --quiet \
-	    --root $(REPRO_RUNS)
+	    --root $(REPRO_RUNS) --shipped results/repro
 	OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship --grid grids/ladder.toml \
 	    --root $(REPRO_RUNS) --to results/repro
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png

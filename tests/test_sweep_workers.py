@@ -129,3 +129,37 @@ def test_entry_points_set_omp_wait_policy_before_torch():
     code = "import os, workbench.cli; print(os.environ.get('OMP_WAIT_POLICY'))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "PASSIVE"
+
+
+def test_a_sweep_skips_grid_points_shipped_in_a_results_store(tmp_path, data_dir):
+    """A grid resumes across sessions whose run stores did not survive: `shipped` (`--shipped results/repro`) skips
+    the points finished in the results store, in grid order; a point still in the own store trains there."""
+    from workbench.cli import app
+    from workbench.store.ship import ship_run
+
+    first = RunStore(tmp_path / "old", data_dir=data_dir)
+    one = train(resolve_config(store=first, **grid_points(GRID)[0]), first, device="cpu", progress=False, threads=1)
+    ship_run(one, tmp_path / "results")
+    shipped = RunStore(tmp_path / "results", readonly=True)
+    fresh = RunStore(tmp_path / "new", data_dir=data_dir)
+    plan = sweep(GRID, fresh, device="cpu", dry_run=True, progress=False, log=quiet, shipped=shipped)
+    assert [r["outcome"] for r in plan] == ["shipped", "planned", "planned", "planned"]
+    assert plan[0]["id"] == one.id and plan[0]["test_acc"] == one.final["test_acc"]
+    assert not fresh.exists(one.id)  # nothing written for it
+    assert [r["outcome"] for r in sweep(GRID, fresh, device="cpu", dry_run=True, progress=False, log=quiet)] \
+        == ["planned"] * 4  # without it, the shipped point would train again
+    res = CliRunner().invoke(app, ["sweep", "--dry-run", "--root", str(tmp_path / "new"), "--shipped",
+                                   str(tmp_path / "results"), str(_grid_file(tmp_path))],
+                             env={"PELAB_DATA": str(data_dir)})
+    assert res.exit_code == 0, res.output
+    assert f"{one.id}  shipped already" in res.output and "1 shipped" in res.output
+
+
+def _grid_file(tmp_path):
+    import json
+
+    path = tmp_path / "grid.toml"
+    lines = [f"{k} = {json.dumps(v)}" for k, v in GRID.items() if k != "set"]
+    lines += ["[set]"] + [f'"{k}" = {json.dumps(v)}' for k, v in TINY.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -16,6 +16,13 @@ def _store(root: Optional[Path]):
     return RunStore(root)
 
 
+def _shipped_store(shipped: Optional[Path]):
+    """The results store `--shipped` names, read-only (never written by a sweep); None without the option."""
+    from workbench.store import RunStore
+
+    return None if shipped is None else RunStore(shipped, readonly=True)
+
+
 def _fail(msg: str) -> None:
     typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
@@ -180,6 +187,9 @@ def sweep_cmd(
                                        "one pack (no dropout); auto: as many as GPU memory holds (all seeds on "
                                        "CPU); default auto on CUDA with one worker, else 1"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
+    shipped: Optional[Path] = typer.Option(None, "--shipped", exists=True, file_okay=False,
+                                           help="a results store (e.g. results/repro): grid points finished there "
+                                                "are not trained again"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Train every run of a grid that is not finished; stop and restart any time."""
@@ -223,7 +233,8 @@ def sweep_cmd(
             connect(None if ray_arg is True else ray_arg)
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
-                        ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n)
+                        ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
+                        shipped=_shipped_store(shipped))
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed

@@ -298,13 +298,33 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def shipped_records(ids: list[str], store: RunStore, shipped: RunStore | None) -> dict[str, dict[str, Any]]:
+    """The run ids finished in the results store `shipped` and absent from `store`, as sweep records."""
+    out: dict[str, dict[str, Any]] = {}
+    for rid in dict.fromkeys(ids) if shipped is not None else ():
+        if store.exists(rid) or not shipped.exists(rid):
+            continue
+        try:
+            run = shipped.get(rid)
+        except StoreError:  # a damaged shipped copy: train it here
+            continue
+        if run.status == "finished":
+            out[rid] = {"id": rid, "outcome": "shipped", "test_acc": run.final.get("test_acc"), "error": None}
+    return out
+
+
 def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
           threads: int | None = None, compile: bool = False, progress: bool = True, dry_run: bool = False,
           shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
           tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
-          log=None, checkpoint_every: int = 1, pack: int | str | None = None) -> list[dict[str, Any]]:
+          log=None, checkpoint_every: int = 1, pack: int | str | None = None,
+          shipped: RunStore | None = None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
-    {"id", "outcome": finished (already) | trained | resumed | failed | busy | planned, "test_acc", "error"}.
+    {"id", "outcome": finished (already) | shipped | trained | resumed | failed | busy | planned, "test_acc",
+    "error"}.
+
+    shipped: a results store (e.g. results/repro): grid points finished there and absent from `store` are not
+    trained again (outcome "shipped"): a grid resumes across sessions whose run stores did not survive.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
     tiers: only the grid points of these tiers (None: all).
@@ -340,13 +360,18 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         dup = sorted({x for x in ids if ids.count(x) > 1})
         log(f"note: {len(ids) - len(set(ids))} grid points repeat an identical config ({dup[:3]}...); run once")
     done = sum(store.exists(r) and store.get(r).status == "finished" for r in set(ids))
+    gone = shipped_records(ids, store, shipped)
     engine = f", {workers} worker processes" if workers > 1 else (", on Ray" if ray else "")
-    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished, root {store.root}{engine}")
+    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished"
+        + (f", {len(gone)} shipped in {shipped.root}" if shipped is not None else "") + f", root {store.root}{engine}")
     total, seen, jobs = len(ids), set(), []
     for k, (cfg, run_id) in enumerate(zip(configs, ids), 1):
-        if run_id not in seen:
-            seen.add(run_id)
-            jobs.append((f"[{k:>{len(str(total))}}/{total}] {run_id}", cfg))
+        head = f"[{k:>{len(str(total))}}/{total}] {run_id}"
+        if run_id in gone and run_id not in seen:
+            log(f"{head}  shipped already (test acc {gone[run_id]['test_acc']:.4f})")
+        elif run_id not in seen:
+            jobs.append((head, cfg))
+        seen.add(run_id)
     t_start = time.perf_counter()
     opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed,
                 checkpoint_every=checkpoint_every)
@@ -380,6 +405,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                              log=log, **opts)
     for k, rec in zip(todo, recs if todo else []):
         results[k] = rec
+    by_id = {r["id"]: r for r in results} | gone
+    results = [by_id[rid] for rid in dict.fromkeys(ids)]
     counts: dict[str, int] = {}
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
