@@ -332,7 +332,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
         "paper: `repro-long` (4x the epochs), `repro-wide` (the paper's width), `repro-paperdata` (the paper's data, "
-        "subsampled); grids/ladder.toml, costs in docs/reproduction.md.",
+        "subsampled), and `repro-paperdata-long` (the paper's data, 4x the epochs: only RoPE and NoPE on Task 2, "
+        "the question `repro-paperdata` left open); grids/ladder.toml, costs in docs/reproduction.md.",
         "",
         _ladder_section(runs_all, lad, rungs),
         "## Every single-head deposit",
