@@ -294,3 +294,18 @@ def test_the_ladder_section_reads_table1_cells_per_rung_and_says_what_a_rung_exp
     assert "- authors' MLA script MLA Task 1 at repro-long: 14.27 -> 80.28 (paper 88.34)" in text  # 74 points closer
     assert "No run of the ladder" in _ladder_section(frame[frame.preset == "repro"], ladder(store, frame, rungs[:1]),
                                                      rungs)
+    # a rung whose run is still learning and not closer to the paper cannot tell yet; settled, it does not explain
+    rows = [{"run_id": f"{p}-rope", "variant": "rope", "scheme": "rope", "setting": "paper", "task": "trigger-count",
+             "seed": 42, "test_acc": a, "test_acc_auc": a, "preset": p, "still_learning": still, "learned": True,
+             "reference": 0.05}
+            for p, a, still in (("repro", 0.9948, False), ("repro-paperdata", 0.2374, True))]
+    frame = _runs_frame(rows)
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    rungs = ("repro", "repro-paperdata")
+    text = _ladder_section(frame, ladder(store, frame, rungs), rungs)
+    undecided = text.split("Cannot tell yet")[1]
+    assert "PE-Lab `paper` arch RoPE Task 2 at repro-paperdata: 99.48 -> 23.74 (paper 69.43)" in undecided
+    assert "- none" in text.split("Differences it does not explain")[1].split("Cannot tell yet")[0]
+    frame.loc[frame.preset == "repro-paperdata", ["still_learning", "status"]] = [False, "learned"]
+    text = _ladder_section(frame, ladder(store, frame, rungs), rungs)
+    assert "Cannot tell yet" not in text and "at repro-paperdata: 99.48 -> 23.74" in text

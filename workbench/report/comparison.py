@@ -116,12 +116,12 @@ def _deposits_section(d: pd.DataFrame) -> str:
 def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
     """Table 1's cells at each rung (seed 42), the claims whose verdict changes at a rung, and which differences
     from the paper the ladder explains: a cell explains a gap when moving to a rung brings it >= 5 points closer
-    to the paper's number."""
+    to the paper's number; a cell that does not, and whose run at the rung was still learning, cannot tell yet."""
     t = ladder_table1(runs_all, rungs)
     if t.empty:
         return ("No run of the ladder's other rungs is shipped yet: `workbench sweep grids/ladder.toml --root "
                 "runs-repro`, then ship (docs/reproduction.md#the-scale-ladder).\n")
-    rows, explained, unexplained = [], [], []
+    rows, explained, unexplained, undecided = [], [], [], []
     for d in t.to_dict("records"):
         cells = [SETTINGS.get(d["setting"], d["setting"]), scheme_label(d["scheme"]), task_label(d["task"]),
                  _pct(d["paper"])]
@@ -134,7 +134,8 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
             closer = abs(base - d["paper"]) - abs(acc - d["paper"])
             what = (f"{SETTINGS.get(d['setting'], d['setting'])} {scheme_label(d['scheme'])} {task_label(d['task'])}"
                     f" at {rung}: {_pct(base)} -> {_pct(acc)} (paper {_pct(d['paper'])})")
-            (explained if closer >= 0.05 else unexplained).append(what)
+            still = "still learning" in str(d[rung + " status"])
+            (explained if closer >= 0.05 else undecided if still else unexplained).append(what)
         rows.append(cells)
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
@@ -148,6 +149,9 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
             "paper's number):", ""] + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
     out += ["Differences it does not explain (no rung run so far moves the cell >= 5 points closer):", ""] \
         + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
+    if undecided:
+        out += ["Cannot tell yet (the run at the rung was still learning at its last epoch: more epochs may move "
+                "it):", ""] + [f"- {x}" for x in undecided] + [""]
     return "\n".join(out)
 
 
