@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis.claims import (Thresholds, claims, holds_across_scale, ladder, one_setting, table1,
-                                       verdict_summary, wilson)
+from workbench.analysis.claims import (Thresholds, claims, holds_across_scale, ladder, one_setting, rung_claims,
+                                       table1, verdict_summary, wilson)
 from workbench.analysis.run_status import StatusRules, run_status
 from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
 
@@ -309,3 +309,22 @@ def test_the_ladder_section_reads_table1_cells_per_rung_and_says_what_a_rung_exp
     frame.loc[frame.preset == "repro-paperdata", ["still_learning", "status"]] = [False, "learned"]
     text = _ladder_section(frame, ladder(store, frame, rungs), rungs)
     assert "Cannot tell yet" not in text and "at repro-paperdata: 99.48 -> 23.74" in text
+
+
+def test_a_rung_run_with_more_seeds_is_judged_on_all_of_them():
+    from workbench.report.comparison import _ladder_section
+
+    rows = [{"run_id": f"{p}-n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": s,
+             "test_acc": a, "test_acc_auc": a, "preset": p}
+            for p, s, a in (("repro", 42, 0.15), ("repro", 43, 0.15), ("repro-long", 42, 0.95),
+                            ("repro-long", 43, 0.90), ("repro-wide", 42, 0.95))]
+    frame = _runs_frame(rows)
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    rungs = ("repro", "repro-long", "repro-wide")
+    seeded = rung_claims(store, frame, rungs)
+    assert set(seeded.rung) == {"repro-long"}  # repro-wide has seed 42 alone: the ladder's seed-42 rows say it
+    row = seeded[seeded.claim == "NoPE does not generalise on Task 1"].iloc[0]
+    assert row.verdict == "not reproduced" and "seed 43" in row.evidence  # both seeds learned it at 4x the epochs
+    text = _ladder_section(frame, ladder(store, frame, rungs), rungs, seeded)
+    assert "NoPE Task 1 at `repro-long`: seed 42 95.00 (learned), seed 43 90.00 (learned)" in text
+    assert "| `repro-long` | NoPE does not generalise on Task 1 | PE-Lab `paper` arch | **not reproduced** |" in text

@@ -946,6 +946,22 @@ def ladder(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed
     return pd.DataFrame(out, columns=["claim", "setting", "rung", "verdict", "result", "evidence"])
 
 
+def rung_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed: int = 42) -> pd.DataFrame:
+    """The claim rows at each rung other than the base (`rungs[0]`) that rest on more seeds than `seed` alone
+    (a rung where seed 42's verdict changed gets seeds 43 and 44): every seed of the rung, the default rules
+    (two seeds at least). One row per (rung, claim, setting) with the verdict and evidence."""
+    out = []
+    for rung in rungs[1:]:
+        sub = runs[runs.preset == rung]
+        if sub.empty or set(sub.seed) <= {seed}:
+            continue
+        by_id = dict(zip(sub.run_id, sub.seed))
+        cl = claims(store, sub, th)
+        out += [{"rung": rung, "claim": r.claim, "setting": r.setting, "verdict": r.verdict, "evidence": r.evidence}
+                for r in cl.itertuples() if r.verdict != "pending" and any(by_id.get(x, seed) != seed for x in r.runs)]
+    return pd.DataFrame(out, columns=["rung", "claim", "setting", "verdict", "evidence"])
+
+
 def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str) -> pd.Series:
     """Per row of `cl`: "holds on every rung run (r1, r2)" when each other rung's seed-42 verdict equals the base
     rung's seed-42 verdict, "changes at r: v0 -> v1" where one differs, "not run at other rungs yet" otherwise."""

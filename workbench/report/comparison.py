@@ -17,8 +17,8 @@ import pandas as pd
 
 from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, claims,
                                        decodable_layers, base_claims, base_preset, ladder_table1, one_setting,
-                                       partial_rope_pairs, run_table, scheme_overview, table1, thresholds_table,
-                                       verdict_summary)
+                                       partial_rope_pairs, rung_claims, run_table, scheme_overview, table1,
+                                       thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -113,10 +113,11 @@ def _deposits_section(d: pd.DataFrame) -> str:
     return _md_table(["setting", "variant", "task", "seed", "run", "single-head deposits", "run id"], rows) + "\n"
 
 
-def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
+def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd.DataFrame | None = None) -> str:
     """Table 1's cells at each rung (seed 42), the claims whose verdict changes at a rung, and which differences
     from the paper the ladder explains: a cell explains a gap when moving to a rung brings it >= 5 points closer
-    to the paper's number; a cell that does not, and whose run at the rung was still learning, cannot tell yet."""
+    to the paper's number; a cell that does not, and whose run at the rung was still learning, cannot tell yet.
+    `seeded` (`claims.rung_claims`): the claims at rungs run with more seeds, on all of them."""
     t = ladder_table1(runs_all, rungs)
     if t.empty:
         return ("No run of the ladder's other rungs is shipped yet: `workbench sweep grids/ladder.toml --root "
@@ -152,6 +153,19 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs) -> str:
     if undecided:
         out += ["Cannot tell yet (the run at the rung was still learning at its last epoch: more epochs may move "
                 "it):", ""] + [f"- {x}" for x in undecided] + [""]
+    if seeded is not None and len(seeded):
+        accs = runs_all.groupby(["preset", "setting", "variant", "task"])
+        cells = []
+        for (rung, setting, variant, task), g in accs:
+            if rung in rungs[1:] and len(g) > 1:
+                per = ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in g.sort_values("seed").itertuples())
+                cells.append(f"- {SETTINGS.get(setting, setting)} {scheme_label(variant)} {task_label(task)} at "
+                             f"`{rung}`: {per}")
+        out += ["Where seed 42's verdict changed, the rung is run with seeds 43 and 44 too; its claims on every seed "
+                "(the rules of the claims above, two seeds at least):", ""] + cells + [""]
+        out += [_md_table(["rung", "claim", "setting", "verdict", "evidence"],
+                          [[f"`{r.rung}`", r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict), r.evidence]
+                           for r in seeded.itertuples()]), ""]
     return "\n".join(out)
 
 
@@ -339,7 +353,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "subsampled), and `repro-paperdata-long` (the paper's data, 4x the epochs: only RoPE and NoPE on Task 2, "
         "the question `repro-paperdata` left open); grids/ladder.toml, costs in docs/reproduction.md.",
         "",
-        _ladder_section(runs_all, lad, rungs),
+        _ladder_section(runs_all, lad, rungs, rung_claims(store, runs_all, rungs, th)),
         "## Every single-head deposit",
         "",
         "Every deposit the spec's rule finds, in every shipped run with a deposit table, whatever claim reads it.",
