@@ -285,7 +285,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     Table 1 and the claims, the scale ladder's other rungs beside them, and the paper-scale column from the
     GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
     from workbench.report.paper_scale import paper_scale_note, with_paper_scale_claims, with_paper_scale_table1
-    from workbench.train.presets import LADDER, scale_disclaimer
+    from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
 
     label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
     paper_root = Path(store.root).parent / "paper" if paper_root is None else paper_root
@@ -349,9 +349,9 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "## The scale ladder",
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
-        "paper: `repro-long` (4x the epochs), `repro-wide` (the paper's width), `repro-paperdata` (the paper's data, "
-        "subsampled), and `repro-paperdata-long` (the paper's data, 4x the epochs: only RoPE and NoPE on Task 2, "
-        "the question `repro-paperdata` left open); grids/ladder.toml, costs in docs/reproduction.md.",
+        "paper (grids/ladder.toml; costs in docs/reproduction.md):",
+        "",
+        *[f"- `{r}`: {PRESETS[r]['doc'].removeprefix('scale ladder: ')}" for r in rungs[1:]],
         "",
         _ladder_section(runs_all, lad, rungs, rung_claims(store, runs_all, rungs, th)),
         "## Every single-head deposit",

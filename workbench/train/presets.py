@@ -141,7 +141,7 @@ PRESETS["repro-wide"] = _rung(
     "the repro optimiser", model={"d_model": 256, "d_ff": 512})
 PRESETS["repro-paperdata"] = _rung(
     f"scale ladder: `repro` on the paper's data (up to 120 tokens, vocab 574; Task 1: 72 labels) subsampled to "
-    f"{PAPERDATA_EXAMPLES:,} generated examples (70 % train) so a run fits about 15 CPU-minutes; 3 epochs (Task 2: "
+    f"{PAPERDATA_EXAMPLES:,} generated examples (70 % train): about 20 CPU-minutes a run (measured); 3 epochs (Task 2: "
     "4), the repro optimiser", task={"preset": "paper"},
     by_task={t: {"task.n_examples": PAPERDATA_EXAMPLES} for t in ("trigger-distance", "trigger-count")})
 PRESETS["repro-paperdata-long"] = _rung(
@@ -556,6 +556,6 @@ def scale_disclaimer(preset: str = "repro") -> str:
         "favours RoPE, so orders of convergence are not testable here.",
         "> - A claim *not reproduced at this preset* is not a refutation of the paper: it says what this scale "
         "shows. Rows where the runs cannot show a claim (did not learn, at the ceiling, still learning, one "
-        "seed, not testable) say so and are not counted as tests; the scale ladder (repro-long, repro-wide, "
-        "repro-paperdata) shows which verdicts move with epochs, width or data.",
+        "seed, not testable) say so and are not counted as tests; the scale ladder "
+        f"({', '.join(LADDER[1:])}) shows which verdicts move with epochs, width or data.",
     ])
