@@ -365,6 +365,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "One setting at a time" in page and "No one-setting-at-a-time runs shipped yet" in page
         assert "Partial RoPE" in page and "No partial-RoPE runs shipped yet" in page
         assert "Every scheme at a glance" in page and "find-overview" in page
+        assert "Across scale" in page and "No run of the ladder's other rungs shipped yet" in page  # smoke runs only
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE's largest single-head deposit")].index[0]

@@ -328,3 +328,49 @@ def test_a_rung_run_with_more_seeds_is_judged_on_all_of_them():
     text = _ladder_section(frame, ladder(store, frame, rungs), rungs, seeded)
     assert "NoPE Task 1 at `repro-long`: seed 42 95.00 (learned), seed 43 90.00 (learned)" in text
     assert "| `repro-long` | NoPE does not generalise on Task 1 | PE-Lab `paper` arch | **not reproduced** |" in text
+
+
+def test_a_rung_explains_a_gap_when_it_brings_the_cell_five_points_closer_to_the_paper():
+    from workbench.analysis.claims import ladder_gaps, rung_seed_cells
+
+    rungs = ("repro", "repro-long", "repro-wide")
+    t = pd.DataFrame([  # paper 0.80; base 0.50 (0.30 off): 0.55 is 0.05 closer, 0.549 is not; 0.20 moves away
+        {"setting": "paper", "scheme": s, "task": "trigger-distance", "paper": 0.80, "repro": 0.50,
+         "repro status": "learned", "repro-long": long, "repro-long status": st, "repro-wide": np.nan,
+         "repro-wide status": ""}
+        for s, long, st in (("rope", 0.55, "learned"), ("nope", 0.549, "learned"), ("alibi", 0.20, "still learning"))])
+    g = ladder_gaps(t, rungs).set_index("scheme")
+    assert list(g.index) == ["rope", "nope", "alibi"] and set(g.rung) == {"repro-long"}  # nothing run at repro-wide
+    assert g.loc["rope", "gap"] == "explains" and g.loc["rope", "closer"] == pytest.approx(0.05)
+    assert g.loc["nope", "gap"] == "does not explain"
+    assert g.loc["alibi", "gap"] == "cannot tell yet"  # further away, but its run was still learning
+    assert ladder_gaps(t.iloc[:0], rungs).empty
+    # the cells a rung ran with more than one seed, and only those
+    rows = [{"run_id": f"{p}-{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": s,
+             "test_acc": 0.9, "test_acc_auc": 0.9, "preset": p}
+            for p, s in (("repro", 42), ("repro", 43), ("repro-long", 43), ("repro-long", 42), ("repro-wide", 42))]
+    cells = rung_seed_cells(_runs_frame(rows), rungs)
+    assert list(zip(cells.rung, cells.seed)) == [("repro-long", 42), ("repro-long", 43)]
+    assert rung_seed_cells(_runs_frame(rows[:2]), rungs).empty
+
+
+def test_the_findings_page_shows_the_ladder_its_gaps_and_the_claims_at_rungs_with_more_seeds():
+    from apps.pages import findings
+    from workbench.analysis.claims import ladder_gaps, ladder_table1, rung_seed_cells
+
+    rows = [{"run_id": f"{p}-n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": s,
+             "test_acc": a, "test_acc_auc": a, "preset": p}
+            for p, s, a in (("repro", 42, 0.15), ("repro-long", 42, 0.95), ("repro-long", 43, 0.90))]
+    frame = _runs_frame(rows)
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    rungs = ("repro", "repro-long")
+    lad = ladder_table1(frame, rungs)
+    t = {"rungs": rungs, "ladder": lad, "gaps": ladder_gaps(lad, rungs), "seeds": rung_seed_cells(frame, rungs),
+         "seeded": rung_claims(store, frame, rungs)}
+    page = str(findings._scale_view(t))
+    assert "find-ladder" in page and "find-gaps" in page and "find-rung-claims" in page and "find-rung-seeds" in page
+    # in %: NoPE Task 1 15 -> 95 moves away from the paper's 3.51, so the rung does not explain that gap
+    assert "'repro-long': 95.0" in page and "'paper': 3.51" in page and "'gap': 'does not explain'" in page
+    assert "NoPE does not generalise on Task 1" in page
+    empty = {**t, "ladder": lad.iloc[:0]}
+    assert "No run of the ladder's other rungs shipped yet" in str(findings._scale_view(empty))

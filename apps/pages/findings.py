@@ -1,6 +1,7 @@
 """Findings: the core paper reproduced on CPU, from the shipped results (read-only): the scale disclaimer
 (`presets.scale_disclaimer`), the verdict colours' legend, Table 1 side by side, every
-claim with its verdict (and whether it holds across scale, when the table says), the questions they answer, every
+claim with its verdict (and whether it holds across scale, when the table says), the questions they answer, the
+scale ladder (Table 1's cells per rung, the gaps it explains, the claims at rungs run with more seeds), every
 scheme at a glance, partial RoPE beside full RoPE, the one-setting-at-a-time runs, and for the claim picked (or
 clicked in the table) the evidence it rests on, by its kind (`evidence_kind`: accuracy bars, learning curves,
 ablation atlases or train vs test accuracy; one picture per setting and variant) and links to each of its runs."""
@@ -64,25 +65,36 @@ def _shipped():
     return C.stores().shipped
 
 
-_TABLES: dict[tuple, tuple] = {}  # (store root, its contents stamp) -> _tables' answer; the last store only
+_TABLES: dict[tuple, dict] = {}  # (store root, its contents stamp) -> the page's tables; the last store only
 
 
-def _tables(store):
-    """The base preset's runs (`claims.base_preset`: repro; the scale ladder's rungs are compared with them, never
-    averaged in), Table 1 and the claims with their `holds_across_scale` column (`claims.base_claims`).
-
-    Computed once per state of the store (`RunStore.contents_stamp`: a run added, re-shipped or damaged makes a
-    new one), not on every page load and evidence click: the claims at every ladder rung take seconds."""
-    from workbench.analysis.claims import base_claims, run_table, table1
+def _computed(store) -> dict:
+    """The page's tables, computed once per state of the store (`RunStore.contents_stamp`: a run added, re-shipped
+    or damaged makes a new one), not on every page load and evidence click (the claims at every ladder rung take
+    seconds): the base preset's runs (`claims.base_preset`: repro; the ladder's rungs are compared with them, never
+    averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), and the scale ladder:
+    Table 1's cells per rung, the gaps each rung explains, the cells run with more seeds and their claims."""
+    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_claims, rung_seed_cells,
+                                           run_table, table1)
     from workbench.train.presets import LADDER
 
     key = (str(store.root), store.contents_stamp())
     if key not in _TABLES:
-        _, runs, cl, _, _ = base_claims(store, run_table(store), LADDER)
+        runs_all = run_table(store)
+        _, runs, cl, _, rungs = base_claims(store, runs_all, LADDER)
+        lad_t1 = ladder_table1(runs_all, rungs)
         _TABLES.clear()
-        _TABLES[key] = (runs, table1(runs), cl)
-    runs, t1, cl = _TABLES[key]
-    return runs.copy(), t1.copy(), cl.copy()  # callers may add columns; the cached tables stay as computed
+        _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
+                        "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
+                        "seeded": rung_claims(store, runs_all, rungs)}
+    return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
+            for k, v in _TABLES[key].items()}
+
+
+def _tables(store):
+    """(runs, Table 1, claims) of the base preset (`_computed`)."""
+    t = _computed(store)
+    return t["runs"], t["table1"], t["claims"]
 
 
 def layout(claim: str | None = None, **query):
@@ -121,6 +133,7 @@ def layout(claim: str | None = None, **query):
                   html.P("Click a claim to see the evidence it rests on and its runs (below).", className="job-note"),
                   C.table_component(claim_view, id=f"{P}-claims", page_size=40,
                                     style_data_conditional=verdict_styles(cl["verdict"]))], className="card"),
+        html.Div([html.H3("Across scale: the scale ladder"), _scale_view(_computed(store))], className="card"),
         html.Div([html.H3("Every scheme at a glance (PE-Lab `paper` arch)"), _overview_view(store, runs)],
                  className="card"),
         html.Div([html.H3("Partial RoPE"), _partial_rope_view(store, runs)], className="card"),
@@ -129,6 +142,39 @@ def layout(claim: str | None = None, **query):
                   C.labelled("claim", dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False)),
                   html.Div(id=f"{P}-evidence")], className="card"),
     ])
+
+
+def _scale_view(t: dict):
+    """The scale ladder (docs/reproduction.md#the-scale-ladder): Table 1's cells at each rung (seed 42, %), which
+    gaps to the paper a rung explains (`claims.ladder_gaps`), and where a rung was run with more seeds, those runs
+    and the claims judged on all of them (`claims.rung_claims`)."""
+    lad, rungs = t["ladder"], t["rungs"]
+    if lad.empty:
+        return C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make ladder`).",
+                      kind="missing")
+    cells = lad.assign(setting=[SETTINGS.get(s, s) for s in lad["setting"]],
+                       **{c: (100 * lad[c]).round(2) for c in ("paper",) + tuple(rungs)})
+    gaps = t["gaps"]
+    gaps = gaps.assign(setting=[SETTINGS.get(s, s) for s in gaps["setting"]],
+                       **{c: (100 * gaps[c]).round(2) for c in ("base", "acc", "paper", "closer")})
+    out = [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
+                  f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
+                  "paper when it brings the cell >= 5 points closer; a run still learning at its last epoch cannot "
+                  "tell yet."),
+           C.table_component(cells, id=f"{P}-ladder", page_size=20),
+           html.H4("Which differences from the paper the ladder explains"),
+           C.table_component(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",
+                             page_size=30)]
+    seeded = t["seeded"]
+    if len(seeded):
+        seeds = t["seeds"].assign(setting=lambda d: [SETTINGS.get(s, s) for s in d["setting"]],
+                                  test_acc=lambda d: (100 * d["test_acc"]).round(2))
+        view = seeded.assign(setting=[SETTINGS.get(s, s) for s in seeded["setting"]])
+        out += [html.H4("Rungs run with more seeds (where seed 42's verdict changed): the claims on every seed"),
+                C.table_component(seeds, id=f"{P}-rung-seeds", page_size=20),
+                C.table_component(view, id=f"{P}-rung-claims", page_size=20,
+                                  style_data_conditional=verdict_styles(view["verdict"]))]
+    return html.Div(out)
 
 
 def _one_setting_view(store, runs):

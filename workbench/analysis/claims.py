@@ -1011,3 +1011,40 @@ def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
                     row[f"{rung} status"] = by[rung].status if rung in by else ""
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+GAP_CLOSER = 0.05  # a rung "explains" a gap to the paper when it brings the cell this much closer (5 points)
+
+
+def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
+    """Per Table-1 cell and rung other than the base (`t`: `ladder_table1`): does the rung explain the cell's gap
+    to the paper? `explains` when |base - paper| - |acc - paper| >= GAP_CLOSER; `cannot tell yet` when it does
+    not and the run at the rung was still learning at its last epoch; `does not explain` otherwise. Columns:
+    setting, scheme, task, rung, base, acc, paper, status, closer, gap."""
+    cols = ["setting", "scheme", "task", "rung", "base", "acc", "paper", "status", "closer", "gap"]
+    out = []
+    for d in t.to_dict("records"):
+        base, paper = d[rungs[0]], d["paper"]
+        for rung in rungs[1:]:
+            acc = d.get(rung, np.nan)
+            if not (np.isfinite(acc) and np.isfinite(base) and np.isfinite(paper)):
+                continue
+            closer = abs(base - paper) - abs(acc - paper)
+            status = d[rung + " status"]
+            gap = ("explains" if closer >= GAP_CLOSER else
+                   "cannot tell yet" if "still learning" in str(status) else "does not explain")
+            out.append({"setting": d["setting"], "scheme": d["scheme"], "task": d["task"], "rung": rung,
+                        "base": base, "acc": acc, "paper": paper, "status": status, "closer": closer, "gap": gap})
+    return pd.DataFrame(out, columns=cols)
+
+
+def rung_seed_cells(runs: pd.DataFrame, rungs) -> pd.DataFrame:
+    """The runs of each (rung, setting, variant, task) cell run with more than one seed at a rung other than the
+    base (where seed 42's verdict changed): rung, setting, variant, task, seed, test_acc, status, run_id."""
+    cols = ["rung", "setting", "variant", "task", "seed", "test_acc", "status", "run_id"]
+    sub = runs[runs.preset.isin(rungs[1:])]
+    if sub.empty:
+        return pd.DataFrame(columns=cols)
+    n = sub.groupby(["preset", "setting", "variant", "task"]).seed.transform("nunique")
+    return (sub[n > 1].rename(columns={"preset": "rung"})[cols]
+            .sort_values(["rung", "setting", "variant", "task", "seed"]).reset_index(drop=True))

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, claims,
-                                       decodable_layers, base_claims, base_preset, ladder_table1, one_setting,
-                                       partial_rope_pairs, rung_claims, run_table, scheme_overview, table1,
-                                       thresholds_table, verdict_summary)
+from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, base_claims,
+                                       base_preset, claims, decodable_layers, ladder_gaps, ladder_table1,
+                                       one_setting, partial_rope_pairs, rung_claims, rung_seed_cells, run_table,
+                                       scheme_overview, table1, thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -122,22 +122,14 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     if t.empty:
         return ("No run of the ladder's other rungs is shipped yet: `workbench sweep grids/ladder.toml --root "
                 "runs-repro`, then ship (docs/reproduction.md#the-scale-ladder).\n")
-    rows, explained, unexplained, undecided = [], [], [], []
-    for d in t.to_dict("records"):
-        cells = [SETTINGS.get(d["setting"], d["setting"]), scheme_label(d["scheme"]), task_label(d["task"]),
-                 _pct(d["paper"])]
-        base = d[rungs[0]]
-        for rung in rungs:
-            acc = d[rung]
-            cells.append("–" if not np.isfinite(acc) else f"{_pct(acc)} ({d[rung + ' status']})")
-            if rung == rungs[0] or not np.isfinite(acc) or not np.isfinite(base) or not np.isfinite(d["paper"]):
-                continue
-            closer = abs(base - d["paper"]) - abs(acc - d["paper"])
-            what = (f"{SETTINGS.get(d['setting'], d['setting'])} {scheme_label(d['scheme'])} {task_label(d['task'])}"
-                    f" at {rung}: {_pct(base)} -> {_pct(acc)} (paper {_pct(d['paper'])})")
-            still = "still learning" in str(d[rung + " status"])
-            (explained if closer >= 0.05 else undecided if still else unexplained).append(what)
-        rows.append(cells)
+    rows = [[SETTINGS.get(d["setting"], d["setting"]), scheme_label(d["scheme"]), task_label(d["task"]),
+             _pct(d["paper"])] + ["–" if not np.isfinite(d[rung]) else f"{_pct(d[rung])} ({d[rung + ' status']})"
+                                  for rung in rungs] for d in t.to_dict("records")]
+    gaps = ladder_gaps(t, rungs)
+    what = {g: [f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at {r.rung}: "
+                f"{_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})" for r in gaps[gaps.gap == g].itertuples()]
+            for g in ("explains", "does not explain", "cannot tell yet")}
+    explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
@@ -154,13 +146,10 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
         out += ["Cannot tell yet (the run at the rung was still learning at its last epoch: more epochs may move "
                 "it):", ""] + [f"- {x}" for x in undecided] + [""]
     if seeded is not None and len(seeded):
-        accs = runs_all.groupby(["preset", "setting", "variant", "task"])
-        cells = []
-        for (rung, setting, variant, task), g in accs:
-            if rung in rungs[1:] and len(g) > 1:
-                per = ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in g.sort_values("seed").itertuples())
-                cells.append(f"- {SETTINGS.get(setting, setting)} {scheme_label(variant)} {task_label(task)} at "
-                             f"`{rung}`: {per}")
+        cells = [f"- {SETTINGS.get(setting, setting)} {scheme_label(variant)} {task_label(task)} at `{rung}`: "
+                 + ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in g.itertuples())
+                 for (rung, setting, variant, task), g in
+                 rung_seed_cells(runs_all, rungs).groupby(["rung", "setting", "variant", "task"], sort=False)]
         out += ["Where seed 42's verdict changed, the rung is run with seeds 43 and 44 too; its claims on every seed "
                 "(the rules of the claims above, two seeds at least):", ""] + cells + [""]
         out += [_md_table(["rung", "claim", "setting", "verdict", "evidence"],
