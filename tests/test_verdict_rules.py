@@ -356,7 +356,7 @@ def test_a_rung_explains_a_gap_when_it_brings_the_cell_five_points_closer_to_the
 
 def test_the_findings_page_shows_the_ladder_its_gaps_and_the_claims_at_rungs_with_more_seeds():
     from apps.pages import findings
-    from workbench.analysis.claims import ladder_gaps, ladder_table1, rung_seed_cells
+    from workbench.analysis.claims import ladder_answers, ladder_gaps, ladder_table1, rung_seed_cells
 
     rows = [{"run_id": f"{p}-n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": s,
              "test_acc": a, "test_acc_auc": a, "preset": p}
@@ -366,7 +366,7 @@ def test_the_findings_page_shows_the_ladder_its_gaps_and_the_claims_at_rungs_wit
     rungs = ("repro", "repro-long")
     lad = ladder_table1(frame, rungs)
     t = {"rungs": rungs, "ladder": lad, "gaps": ladder_gaps(lad, rungs), "seeds": rung_seed_cells(frame, rungs),
-         "seeded": rung_claims(store, frame, rungs)}
+         "seeded": rung_claims(store, frame, rungs), "answers": ladder_answers(frame, rungs)}
     page = str(findings._scale_view(t))
     assert "find-ladder" in page and "find-gaps" in page and "find-rung-claims" in page and "find-rung-seeds" in page
     # in %: NoPE Task 1 15 -> 95 moves away from the paper's 3.51, so the rung does not explain that gap
@@ -374,3 +374,45 @@ def test_the_findings_page_shows_the_ladder_its_gaps_and_the_claims_at_rungs_wit
     assert "NoPE does not generalise on Task 1" in page
     empty = {**t, "ladder": lad.iloc[:0]}
     assert "No run of the ladder's other rungs shipped yet" in str(findings._scale_view(empty))
+
+
+def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_cannot_tell():
+    from workbench.analysis.claims import ladder_answers
+
+    rungs = ("repro", "repro-long", "repro-paperdata")
+
+    def mla(p, s, a, **kw):
+        return {"run_id": f"{p}-mla-{s}", "variant": "mla", "scheme": "mla", "setting": "authors-mla",
+                "task": "trigger-distance", "seed": s, "test_acc": a, "test_acc_auc": a, "preset": p, **kw}
+
+    def t2(p, v, s, a, **kw):
+        return {"run_id": f"{p}-{v}-{s}", "variant": v, "scheme": v, "task": "trigger-count", "seed": s,
+                "test_acc": a, "test_acc_auc": a, "preset": p, **kw}
+
+    def answer(rows, q):
+        a = ladder_answers(_runs_frame(rows), rungs)
+        return a[a.question.str.startswith(q)].set_index("rung")
+
+    learns = "Does the authors' MLA learn"
+    base = [mla("repro", 42, 0.14)]  # the base rung is never answered: it is what the ladder is compared with
+    three = answer(base + [mla("repro-long", s, a) for s, a in ((42, 0.80), (43, 0.90), (44, 0.89))], learns)
+    assert list(three.index) == ["repro-long"] and three.loc["repro-long", "answer"] == "yes, in all 3 seeds"
+    assert "seed 43 90.00 % (learned)" in three.loc["repro-long", "evidence"]
+    one = answer(base + [mla("repro-long", 42, 0.80)], learns).loc["repro-long", "answer"]
+    assert one == "cannot tell (one seed): seed 42 did learn"
+    some = answer(base + [mla("repro-long", 42, 0.80), mla("repro-long", 43, 0.15)], learns)
+    assert some.loc["repro-long", "answer"] == "in some seeds only (1 of 2)"
+    rising = answer(base + [mla("repro-long", s, 0.15, still_learning=True) for s in (42, 43)], learns)
+    assert rising.loc["repro-long", "answer"].startswith("cannot tell (still learning")
+    assert answer(base + [mla("repro-long", s, 0.15) for s in (42, 43)], learns).loc["repro-long", "answer"] == "no"
+
+    behind = "Does RoPE fall behind NoPE"
+    both = [t2("repro-paperdata", "rope", 42, 0.24, still_learning=True, learned=True),  # above the 0.08 reference
+            t2("repro-paperdata", "nope", 42, 0.19, still_learning=True, learned=True)]
+    assert answer(both, behind).loc["repro-paperdata", "answer"].startswith("cannot tell (still learning")
+    settled = [t2("repro-paperdata", v, s, a) for v, a in (("rope", 0.60), ("nope", 0.75)) for s in (42, 43)]
+    assert answer(settled, behind).loc["repro-paperdata", "answer"] == "yes"
+    assert answer(settled[::2], behind).loc["repro-paperdata", "answer"] == "cannot tell (one seed)"
+    ahead = [t2("repro-paperdata", v, s, a) for v, a in (("rope", 0.75), ("nope", 0.60)) for s in (42, 43)]
+    assert answer(ahead, behind).loc["repro-paperdata", "answer"] == "no"
+    assert answer(settled[:2], behind).empty  # NoPE not run at the rung: no answer

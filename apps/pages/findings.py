@@ -74,8 +74,8 @@ def _computed(store) -> dict:
     seconds): the base preset's runs (`claims.base_preset`: repro; the ladder's rungs are compared with them, never
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), and the scale ladder:
     Table 1's cells per rung, the gaps each rung explains, the cells run with more seeds and their claims."""
-    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_claims, rung_seed_cells,
-                                           run_table, table1)
+    from workbench.analysis.claims import (base_claims, ladder_answers, ladder_gaps, ladder_table1, rung_claims,
+                                           rung_seed_cells, run_table, table1)
     from workbench.train.presets import LADDER
 
     key = (str(store.root), store.contents_stamp())
@@ -86,7 +86,7 @@ def _computed(store) -> dict:
         _TABLES.clear()
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
-                        "seeded": rung_claims(store, runs_all, rungs)}
+                        "seeded": rung_claims(store, runs_all, rungs), "answers": ladder_answers(runs_all, rungs)}
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 
@@ -145,9 +145,10 @@ def layout(claim: str | None = None, **query):
 
 
 def _scale_view(t: dict):
-    """The scale ladder (docs/reproduction.md#the-scale-ladder): Table 1's cells at each rung (seed 42, %), which
-    gaps to the paper a rung explains (`claims.ladder_gaps`), and where a rung was run with more seeds, those runs
-    and the claims judged on all of them (`claims.rung_claims`)."""
+    """The scale ladder (docs/reproduction.md#the-scale-ladder): the questions it was built for, answered per rung
+    (`claims.ladder_answers`), Table 1's cells at each rung (seed 42, %), which gaps to the paper a rung explains
+    (`claims.ladder_gaps`), and where a rung was run with more seeds, those runs and the claims judged on all of
+    them (`claims.rung_claims`)."""
     lad, rungs = t["ladder"], t["rungs"]
     if lad.empty:
         return C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make ladder`).",
@@ -157,7 +158,8 @@ def _scale_view(t: dict):
     gaps = t["gaps"]
     gaps = gaps.assign(setting=[SETTINGS.get(s, s) for s in gaps["setting"]],
                        **{c: (100 * gaps[c]).round(2) for c in ("base", "acc", "paper", "closer")})
-    out = [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
+    out = [C.table_component(t["answers"], id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
+    out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
                   "paper when it brings the cell >= 5 points closer; a run still learning at its last epoch cannot "
                   "tell yet."),

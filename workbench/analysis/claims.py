@@ -762,6 +762,50 @@ def answers(cl: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["question", "setting", "answer", "verdict", "evidence"])
 
 
+LADDER_QUESTIONS = (  # (question, cell: setting, variant, task) for "learns"; (question, claim prefix, setting)
+    ("Does the authors' MLA learn Task 1 with more epochs?", "learns", ("authors-mla", "mla", "trigger-distance")),
+    ("Does RoPE fall behind NoPE on Task 2 with the paper's data?", "claim",
+     ("NoPE beats RoPE on Task 2", "paper", ("rope", "nope"), "trigger-count")),
+)
+
+
+def _learns_answer(sub: pd.DataFrame, th: Thresholds) -> str:
+    """Does the cell learn at a rung, from its runs' status (`run_status`): yes / no in at least `th.min_seeds`
+    seeds, in some seeds only, or cannot tell (one seed; still learning when none learned yet)."""
+    k, n = int(sub.learned.sum()), len(sub)
+    if k == 0 and sub.still_learning.any():
+        return ANSWER_OF["inconclusive (still learning)"]
+    if n < th.min_seeds:
+        return ANSWER_OF["inconclusive (one seed)"] + f": seed {sub.seed.iloc[0]} {'did' if k else 'did not'} learn"
+    return f"yes, in all {n} seeds" if k == n else "no" if k == 0 else f"in some seeds only ({k} of {n})"
+
+
+def ladder_answers(runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> pd.DataFrame:
+    """The questions the scale ladder was built for (LADDER_QUESTIONS), answered at each rung other than the base
+    (`rungs[0]`) where their runs exist, on every seed run there and by the claims' rules (two seeds at least; one
+    seed says "cannot tell (one seed)" and what it shows). One row per (question, rung): answer and evidence."""
+    rows = []
+    for question, kind, spec in LADDER_QUESTIONS:
+        for rung in rungs[1:]:
+            at = runs[runs.preset == rung]
+            if kind == "learns":
+                sub = _runs(at, *spec).sort_values("seed")
+                if sub.empty:
+                    continue
+                answer = _learns_answer(sub, th)
+                ev = ", ".join(f"seed {r.seed} {100 * r.test_acc:.2f} % ({r.status})" for r in sub.itertuples())
+            else:
+                prefix, setting, variants, task = spec
+                if any(_runs(at, setting, v, task).empty for v in variants):
+                    continue
+                row = next(r for r in _table1_order_claims(at, th)
+                           if r["claim"].startswith(prefix) and r["setting"] == setting)
+                answer = {"reproduced": "yes", "not reproduced": "no"}.get(row["result"]) or ANSWER_OF[row["result"]]
+                ev = row["evidence"]
+            rows.append({"question": question, "rung": rung, "answer": answer, "evidence": ev})
+    return pd.DataFrame(rows, columns=["question", "rung", "answer", "evidence"])
+
+
 def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.DataFrame:
     """Where the label first becomes linearly decodable: per run, the first layer whose pooled-stream label probe
     reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input."""
@@ -979,13 +1023,18 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str) -> pd.Ser
     return pd.Series(out, index=cl.index, dtype=object)
 
 
+def ladder_rungs(base: str, ladder_presets) -> tuple[str, ...]:
+    """The scale ladder's rungs compared with `base`: the base first, then the other presets of the ladder."""
+    return (base,) + tuple(p for p in ladder_presets if p != base)
+
+
 def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()):
     """(base, runs, claims, ladder, rungs): the base preset (`base_preset`), its runs, its claims with the
     `holds_across_scale` column, and the ladder's claim rows (`ladder`) over `ladder_presets` (base first). What
     COMPARISON.md and the Findings page show."""
     base = base_preset(runs_all)
     runs = runs_all[runs_all.preset == base]
-    rungs = (base,) + tuple(p for p in ladder_presets if p != base)
+    rungs = ladder_rungs(base, ladder_presets)
     cl = claims(store, runs, th)
     lad = ladder(store, runs_all, rungs, th)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base) if len(cl) else pd.Series(dtype=object)

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, base_claims,
-                                       base_preset, claims, decodable_layers, ladder_gaps, ladder_table1,
-                                       one_setting, partial_rope_pairs, rung_claims, rung_seed_cells, run_table,
-                                       scheme_overview, table1, thresholds_table, verdict_summary)
+                                       base_preset, claims, decodable_layers, ladder_answers, ladder_gaps, ladder_rungs,
+                                       ladder_table1, one_setting, partial_rope_pairs, rung_claims, rung_seed_cells,
+                                       run_table, scheme_overview, table1, thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -81,12 +81,17 @@ def _table1_section(t1: pd.DataFrame) -> str:
          for r in t1.itertuples()]) + "\n"
 
 
-def _questions_section(cl: pd.DataFrame) -> str:
-    """Each question of `claims.answers`, answered per setting (and task), with the evidence."""
+def _questions_section(cl: pd.DataFrame, scale: pd.DataFrame | None = None) -> str:
+    """Each question of `claims.answers`, answered per setting (and task), with the evidence; then the scale
+    ladder's questions (`claims.ladder_answers`), answered per rung."""
     lines = []
     for question, g in answers(cl).groupby("question", sort=False):
         lines.append(f"- **{question}**")
         lines += [f"  - {r.setting}: **{r.answer}** ({r.verdict}). {r.evidence}" for r in g.itertuples()]
+    for question, g in (scale if scale is not None else pd.DataFrame(columns=["question"])).groupby(
+            "question", sort=False):
+        lines.append(f"- **{question}** (the scale ladder)")
+        lines += [f"  - at `{r.rung}`: **{r.answer}**. {r.evidence}" for r in g.itertuples()]
     return "\n".join(lines) + "\n"
 
 
@@ -320,9 +325,11 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _table1_section(t1),
         "## The questions, answered so far",
         "",
-        "From the claims below (their verdicts and evidence); an answer changes as the grid's seeds come in.",
+        "From the claims below (their verdicts and evidence); an answer changes as the grid's seeds come in. The "
+        "scale ladder's questions are answered at each rung run so far, on every seed run there (one seed cannot "
+        "tell).",
         "",
-        _questions_section(cl),
+        _questions_section(cl, ladder_answers(runs_all, rungs, th)),
         "## The paper's claims",
         "",
         "One row per claim and setting; only *reproduced*, *mixed* and *not reproduced* count as tests of the paper. "
@@ -440,7 +447,7 @@ README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 def readme_block(store, figure: str | None = None, results: str = "results/repro") -> str:
     """The README's findings: the scale disclaimer, Table 1 side by side and the verdict counts, linking
     COMPARISON.md (generated)."""
-    from workbench.train.presets import scale_disclaimer
+    from workbench.train.presets import LADDER, scale_disclaimer
 
     runs_all = run_table(store)
     base = base_preset(runs_all)
@@ -456,6 +463,9 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     lines += [_table1_section(table1(runs)), "The questions, answered so far (evidence in COMPARISON.md):", ""]
     lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
               for q, g in qa.groupby("question", sort=False)]
+    lad = ladder_answers(runs_all, ladder_rungs(base, LADDER))
+    lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
+              for q, g in lad.groupby("question", sort=False)]
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
