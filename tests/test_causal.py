@@ -258,6 +258,46 @@ def test_trigger_attention_hand_checks():
         trigger_attention.compute(model, make_data(10))
 
 
+@pytest.mark.parametrize("arch, task", [("paper", "trigger-distance"), ("decoder", "trigger-count")])
+def test_trigger_attention_by_distance_and_trigger_mass_equal_a_per_pair_loop(arch, task):
+    """`by_distance` (mean weight on visible pairs at |q - k| = delta, and its uniform reference) and `to_triggers`,
+    recomputed pair by pair in plain Python from `run_with_cache`; padded, variable-length rows, batches of 7."""
+    from workbench.analysis import trigger_attention
+
+    model, d = task_model(task, arch=arch), task_data(task)
+    pairs = counterfactual_pairs(d.spec, d.trigger_ids, 20, seed=1)
+    x = pairs.clean_x.copy()
+    x[::3, -4:] = 0  # some shorter rows (pads at the end): pairs with a pad are not visible
+    d.test_x, d.test_y = x, pairs.clean_y
+    df = trigger_attention.compute(model, d, n_boot=0, batch_size=7)
+    tok = torch.as_tensor(x)
+    _, cache = model.run_with_cache(tok)
+    L, H = model.cfg.n_layers, model.cfg.n_heads
+    trig = set(int(t) for t in d.trigger_ids)
+    sums, n, uni = {}, {}, {}
+    to = np.zeros((L, H))
+    for e, row in enumerate(tok.tolist()):
+        real = [i for i, t in enumerate(row) if t != 0]
+        for q in real:
+            keys = [k for k in real if arch != "decoder" or k <= q]
+            for k in keys:
+                delta = abs(q - k)
+                n[delta] = n.get(delta, 0) + 1
+                uni[delta] = uni.get(delta, 0.0) + 1 / len(keys)
+                for l in range(L):
+                    w = cache[f"blocks.{l}.attn.hook_pattern"][e, :, q, k].double().numpy()
+                    sums[(l, delta)] = sums.get((l, delta), 0.0) + w
+                    if row[k] in trig:
+                        to[l] += w / len(real) / len(tok)
+    bd = df[df.measure == "by_distance"]
+    assert set(bd.distance) == set(n)
+    for r in bd.itertuples():
+        assert r.value == pytest.approx(sums[(r.layer, r.distance)][r.head] / n[r.distance], abs=1e-9)
+        assert r.uniform == pytest.approx(uni[r.distance] / n[r.distance], abs=1e-12)
+    tt = df[df.measure == "to_triggers"]
+    np.testing.assert_allclose(tt.sort_values(["layer", "head"])["value"], to.flatten(), atol=1e-9)
+
+
 # ---- direct logit attribution ---------------------------------------------------------------------------
 @pytest.mark.parametrize("arch, scheme", [("paper", "rope"), ("decoder", "alibi"), ("paper", "mla")])
 def test_dla_components_sum_to_the_logits(arch, scheme):

@@ -53,31 +53,35 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
     with evaluating(model):
         for _, tok, _ in batches(x, batch_size, trim=cfg.pads_are_inert, device=cfg.device):
             store = cache_hooks(model, tok, names)
-            pat = torch.stack([store[n] for n in names], 1).double()  # [B, L, H, q, k]
-            ok = valid_pairs(tok, cfg.arch)  # [B, q, k]
+            B, n = tok.shape
+            vis = valid_pairs(tok, cfg.arch).double()  # [B, q, k]
             real = tok != 0
             is_trig, p1, p2 = trigger_positions(tok, triggers, task)
-            b = torch.arange(len(tok))
-            if p1 is not None:
-                per_ex["t2_to_t1"].append(pat[b, :, :, p2, p1].cpu().numpy())
-                per_ex["t1_to_t2"].append(pat[b, :, :, p1, p2].cpu().numpy())
-            mass = (pat * is_trig[:, None, None, None, :]).sum(-1)  # [B, L, H, q]
+            b = torch.arange(B, device=tok.device)
             nq = real.sum(1).clamp(min=1).double()
-            per_ex["to_triggers"].append(((mass * real[:, None, None]).sum(-1) / nq[:, None, None]).cpu().numpy())
-            vis = ok.double()
+            # each (q, k) pair's distance |q - k|: the by-distance sums are one scatter-add over the flattened pairs
+            d = (torch.arange(n, device=tok.device)[:, None] - torch.arange(n, device=tok.device)[None, :]).abs()
+            idx = d.flatten()
+            t21, t12, to = (np.zeros((B, L, H)) for _ in range(3))
+            for l, name in enumerate(names):  # one layer at a time: [B, H, q, k] in float64, not all L at once
+                pat = store[name].double()
+                if p1 is not None:
+                    t21[:, l] = pat[b, :, p2, p1].cpu().numpy()
+                    t12[:, l] = pat[b, :, p1, p2].cpu().numpy()
+                mass = (pat * is_trig[:, None, None, :]).sum(-1)  # [B, H, q]
+                to[:, l] = ((mass * real[:, None]).sum(-1) / nq[:, None]).cpu().numpy()
+                pair_sum = (pat * vis[:, None]).sum(0).reshape(H, n * n)  # [H, q*k], visible pairs only
+                dist_sum[l, :, :n] += torch.zeros(H, n, dtype=torch.float64, device=tok.device) \
+                    .index_add_(1, idx, pair_sum).cpu().numpy()
+            if p1 is not None:
+                per_ex["t2_to_t1"].append(t21)
+                per_ex["t1_to_t2"].append(t12)
+            per_ex["to_triggers"].append(to)
             share = (vis * is_trig[:, None, :]).sum(-1) / vis.sum(-1).clamp(min=1)  # [B, q]
             per_ex["uniform_to_triggers"].append(((share * real).sum(-1) / nq).cpu().numpy())
-            n = tok.shape[1]
-            d = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).abs()  # [q, k]
-            w = vis  # [B, q, k]
-            for delta in range(n):
-                sel = w * (d == delta)
-                cnt = float(sel.sum())
-                if cnt == 0:
-                    continue
-                dist_sum[:, :, delta] += (pat * sel[:, None, None]).sum((0, 3, 4)).cpu().numpy()
-                dist_n[delta] += cnt
-                dist_uni[delta] += float((sel / vis.sum(-1, keepdim=True).clamp(min=1)).sum())
+            inv = vis / vis.sum(-1, keepdim=True).clamp(min=1)  # uniform attention over the visible keys
+            dist_n[:n] += torch.bincount(idx, vis.sum(0).flatten(), minlength=n).cpu().numpy()
+            dist_uni[:n] += torch.bincount(idx, inv.sum(0).flatten(), minlength=n).cpu().numpy()
     rows = []
     uni = np.concatenate(per_ex["uniform_to_triggers"]).mean()
     for measure in ("t2_to_t1", "t1_to_t2", "to_triggers"):
