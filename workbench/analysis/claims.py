@@ -501,6 +501,16 @@ def _comparison_outcome(win: pd.DataFrame, lose: pd.DataFrame, th) -> str | None
     return None
 
 
+def _ceiling_why(win: pd.DataFrame, lose: pd.DataFrame, th) -> str:
+    """Why two sides cannot be ranked (`_comparison_outcome`'s ceiling): both at the ceiling, or the difference of
+    their means within the seeds' spread (`_seed_noise`), with the numbers."""
+    ceiling = StatusRules().ceiling
+    if (win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all():
+        return f"cannot rank: every run at >= {ceiling:.2f}"
+    diff = float(win.test_acc.mean() - lose.test_acc.mean())
+    return f"cannot rank: the difference {diff:+.3f} is within the seeds' spread {_seed_noise(win, lose, th.beats):.3f}"
+
+
 def _poor_claim(runs, th, scheme, claim, paper) -> dict:
     sub, rope = _runs(runs, "paper", scheme, "trigger-distance"), _runs(runs, "paper", "rope", "trigger-distance")
     if sub.empty or rope.empty:
@@ -512,7 +522,10 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
     agree = [r.test_acc <= rope_by_seed[r.seed] - th.poor for r in paired.itertuples()]
     ev = "; ".join(f"seed {r.seed}: {r.test_acc:.3f} vs RoPE {rope_by_seed[r.seed]:.3f} ({r.status})"
                    for r in paired.itertuples()) + f" (needs at least {th.poor} below RoPE)"
-    verdict = _comparison_outcome(rope[rope.seed.isin(paired.seed)], paired, th) or _verdict(agree, th)
+    rope_p = rope[rope.seed.isin(paired.seed)]
+    verdict = _comparison_outcome(rope_p, paired, th) or _verdict(agree, th)
+    if verdict == "inconclusive (ceiling)":
+        ev += f"; {_ceiling_why(rope_p, paired, th)}"
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
@@ -597,6 +610,8 @@ def _table1_order_claims(runs, th) -> list[dict]:
                   + f" (a win needs at least {th.beats} more and more than the seeds' spread)"
                   if len(pa) else "no seed with both runs finished yet")
             verdict = (_comparison_outcome(pa, pb, th) or _verdict(agree, th)) if len(pa) else "pending"
+            if verdict == "inconclusive (ceiling)":
+                ev += f"; {_ceiling_why(pa, pb, th)}"
             out.append(_row(text, "Table 1", setting, verdict, ev, list(ra.run_id) + list(rb.run_id)))
     return out
 
@@ -742,7 +757,7 @@ QUESTIONS = (
      "MLA has no indispensable single head", "no", "yes", None),
 )
 ANSWER_OF = {"mixed": "in some seeds only", "inconclusive (did not learn)": "cannot tell (the model did not learn)",
-             "inconclusive (ceiling)": "cannot tell (both at the ceiling)",
+             "inconclusive (ceiling)": "cannot tell (at the ceiling or within the seeds' spread)",
              "inconclusive (still learning)": "cannot tell (still learning at its last epoch)",
              "inconclusive (one seed)": "cannot tell (one seed)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
