@@ -22,13 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
 from workbench.analysis import ablation  # noqa: E402
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 
@@ -40,13 +40,6 @@ def task1_like_tokens(n: int, seed: int = 0, vocab: int = 574, seq_len: int = 12
         length = min(120, rng.integers(1, 26) + rng.integers(1, 71) + rng.integers(1, 26) + 2)
         x[i, :length] = rng.integers(1, vocab, length)
     return x
-
-
-def timed(fn):
-    """(wall seconds, process CPU seconds, result). CPU time is the steadier figure on a shared machine."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.perf_counter() - t0, time.process_time() - c0, out
 
 
 def main() -> None:
@@ -77,14 +70,8 @@ def main() -> None:
           f"{args.threads} threads, load {os.getloadavg()[0]:.2f}")
     print(f"sweep: {model.cfg.n_layers * model.cfg.n_heads} heads, zero-ablation, accuracy + loss per example")
 
-    times = {}
-
-    def measure(name, fn):
-        wall, cpu, out = timed(fn)
-        times[name] = (wall, cpu)
-        print(f"{name:13s} wall {wall:8.1f} s   cpu {cpu:8.1f} s", flush=True)
-        return out
-
+    bench = SideBySide()
+    measure = bench.measure
     fast = measure("fast", lambda: ablation.per_example(model, x, y, method="fast"))
     naive = measure("naive", lambda: ablation.per_example(model, x, y, method="naive", trim=False, batch_size=128))
     if not args.no_naive_trim:
@@ -97,10 +84,9 @@ def main() -> None:
     max_loss = float(np.abs(fast["loss"] - naive["loss"]).max())
     print(f"per-example predictions identical: {same}; max |loss difference| {max_loss:.2e}; "
           f"load at the end {os.getloadavg()[0]:.2f}")
-    best = {k: min(times["fast"][k], times["fast (again)"][k]) for k in (0, 1)}
     for ref in ("naive", "naive+trim"):
-        if ref in times:
-            print(f"ratio {ref} / fast: wall {times[ref][0] / best[0]:5.1f}x   cpu {times[ref][1] / best[1]:5.1f}x")
+        if ref in bench.times:
+            bench.ratio(ref, "fast", "fast (again)")
     if not same:
         raise SystemExit("fast and naive sweeps disagree")
 

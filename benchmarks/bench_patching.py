@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench_ablation import timed  # noqa: E402  (this folder is on sys.path when run as a script)
+from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
 from synthetic_tasks import get_spec  # noqa: E402
 from synthetic_tasks.counterfactual import counterfactual_pairs  # noqa: E402
 from workbench.analysis import patching  # noqa: E402
@@ -50,14 +50,8 @@ def main() -> None:
     print(f"model: {args.arch} arch, {args.scheme}, 6 layers x 16 heads, d_model 128, d_ff 256 (untrained); "
           f"{len(pairs)} cpu-preset Task 1 pairs, mean length {lens.mean():.1f} of {spec.seq_len}; "
           f"torch {torch.__version__}, {args.threads} thread(s); load average {os.getloadavg()[0]:.1f}")
-    times = {}
-
-    def measure(name, fn):
-        wall, cpu, out = timed(fn)
-        times[name] = (wall, cpu)
-        print(f"{name:16s} wall {wall:8.1f} s   cpu {cpu:8.1f} s", flush=True)
-        return out
-
+    bench = SideBySide(width=16)
+    measure = bench.measure
     fast = measure("batched", lambda: patching.per_pair(model, pairs, "batched"))
     naive = measure("naive", lambda: patching.per_pair(model, pairs, "naive"))
     fast2 = measure("batched (again)", lambda: patching.per_pair(model, pairs, "batched"))
@@ -66,8 +60,7 @@ def main() -> None:
     scale = float(np.abs(naive["ld_patched"]).max())
     print(f"largest |LD difference| batched vs naive: {max(diff, diff2):.2e} (largest |LD| {scale:.2f}); "
           f"load average now {os.getloadavg()[0]:.1f}")
-    best = [min(times["batched"][k], times["batched (again)"][k]) for k in (0, 1)]
-    print(f"ratio naive / batched: wall {times['naive'][0] / best[0]:5.1f}x   cpu {times['naive'][1] / best[1]:5.1f}x")
+    bench.ratio("naive", "batched", "batched (again)")
     if max(diff, diff2) > 1e-3 * max(scale, 1.0):
         raise SystemExit("batched and naive patching disagree")
 

@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bench_ablation import timed  # noqa: E402  (this folder is on sys.path when run as a script)
+from timing import timed  # noqa: E402  (this folder is on sys.path when run as a script)
 from workbench.analysis import probes  # noqa: E402
 from workbench.analysis._common import run_data, split_xy, subsample  # noqa: E402
 

@@ -26,7 +26,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from benchmarks.bench_ablation import task1_like_tokens, timed  # noqa: E402
+from bench_ablation import task1_like_tokens  # noqa: E402  (this folder is on sys.path when run as a script)
+from timing import SideBySide  # noqa: E402
 from workbench.analysis import trigger_attention  # noqa: E402
 from workbench.analysis._common import batches, cache_hooks, valid_pairs  # noqa: E402
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
@@ -74,14 +75,8 @@ def main() -> None:
     print(f"model: paper arch, rope, 6 layers, d_model 128, 16 heads; {args.examples} examples, mean length "
           f"{(x != 0).sum(1).mean():.1f} of {args.seq_len}; torch {torch.__version__}, {args.threads} threads, "
           f"load {os.getloadavg()[0]:.2f}")
-    times = {}
-
-    def measure(name, fn):
-        wall, cpu, out = timed(fn)
-        times[name] = (wall, cpu)
-        print(f"{name:13s} wall {wall:8.1f} s   cpu {cpu:8.1f} s", flush=True)
-        return out
-
+    bench = SideBySide()
+    measure = bench.measure
     def fast():
         return trigger_attention.compute(model, data, n_examples=len(x), n_boot=0)
 
@@ -96,8 +91,7 @@ def main() -> None:
     same = np.array_equal(np.isnan(got), np.isnan(by)) and diff < 1e-12
     print(f"same profile and trigger mass: {same} (max |difference| {diff:.1e}); load at the end "
           f"{os.getloadavg()[0]:.2f}")
-    best = {k: min(times["fast"][k], times["fast (again)"][k]) for k in (0, 1)}
-    print(f"ratio naive / fast: wall {times['naive'][0] / best[0]:5.1f}x   cpu {times['naive'][1] / best[1]:5.1f}x")
+    bench.ratio("naive", "fast", "fast (again)")
     if not same:
         raise SystemExit("fast and naive trigger attention disagree")
 
