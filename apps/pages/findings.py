@@ -12,7 +12,8 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from apps import common as C
-from workbench.analysis.claims import answers, one_setting, partial_rope_pairs, scheme_overview, verdict_summary
+from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, partial_rope_pairs, scheme_overview,
+                                       verdict_summary)
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, verdict_color
 
@@ -161,8 +162,8 @@ def _scale_view(t: dict):
     out = [C.table_component(t["answers"], id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
     out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
-                  "paper when it brings the cell >= 5 points closer; a run still learning at its last epoch cannot "
-                  "tell yet."),
+                  f"paper when it brings the cell >= {100 * GAP_CLOSER:g} points closer; a run still learning at its "
+                  "last epoch cannot tell yet."),
            C.table_component(cells, id=f"{P}-ladder", page_size=20),
            html.H4("Which differences from the paper the ladder explains"),
            C.table_component(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",

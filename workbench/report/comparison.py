@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (BASE, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers, base_claims,
-                                       base_preset, claims, decodable_layers, ladder_answers, ladder_gaps, ladder_rungs,
-                                       ladder_table1, one_setting, partial_rope_pairs, rung_claims, rung_seed_cells,
-                                       run_table, scheme_overview, table1, thresholds_table, verdict_summary)
+from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers,
+                                       base_claims, base_preset, claims, decodable_layers, ladder_answers, ladder_gaps,
+                                       ladder_rungs, ladder_table1, one_setting, partial_rope_pairs, rung_claims,
+                                       rung_seed_cells, run_table, scheme_overview, table1, thresholds_table,
+                                       verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -88,8 +89,7 @@ def _questions_section(cl: pd.DataFrame, scale: pd.DataFrame | None = None) -> s
     for question, g in answers(cl).groupby("question", sort=False):
         lines.append(f"- **{question}**")
         lines += [f"  - {r.setting}: **{r.answer}** ({r.verdict}). {r.evidence}" for r in g.itertuples()]
-    for question, g in (scale if scale is not None else pd.DataFrame(columns=["question"])).groupby(
-            "question", sort=False):
+    for question, g in ([] if scale is None else scale.groupby("question", sort=False)):
         lines.append(f"- **{question}** (the scale ladder)")
         lines += [f"  - at `{r.rung}`: **{r.answer}**. {r.evidence}" for r in g.itertuples()]
     return "\n".join(lines) + "\n"
@@ -143,9 +143,10 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
              f" -> `{r.rung}` {r.verdict}" for r in changed.itertuples()
              if base_v.get((r.claim, r.setting)) != r.verdict]
     out += ["Claims whose seed-42 verdict changes at a rung:", ""] + (moves or ["- none so far"]) + [""]
-    out += ["Differences from the paper the ladder explains (a rung brings the cell >= 5 points closer to the "
+    pts = f"{100 * GAP_CLOSER:g} points"
+    out += [f"Differences from the paper the ladder explains (a rung brings the cell >= {pts} closer to the "
             "paper's number):", ""] + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
-    out += ["Differences it does not explain (no rung run so far moves the cell >= 5 points closer):", ""] \
+    out += [f"Differences it does not explain (no rung run so far moves the cell >= {pts} closer):", ""] \
         + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
     if undecided:
         out += ["Cannot tell yet (the run at the rung was still learning at its last epoch: more epochs may move "
