@@ -274,8 +274,10 @@ def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
         assert len(at) == 13 and ("authors-mla", "mla", "trigger-distance") in at
         assert ("pelab", "alibi", "trigger-distance") in at and ("pelab", "alibi", "trigger-count") not in at
     # seeds 43 and 44 only where seed 42's verdict changed: the authors' MLA on Task 1 at repro-long
-    extra = {(p["preset"], p["fidelity"], p["task"], p["seed"]) for p in points if p["seed"] != 42}
-    assert extra == {("repro-long", "authors-mla", "trigger-distance", s) for s in (43, 44)}
+    extra = {(p["preset"], p["fidelity"], p["tag"] or p["scheme"], p["task"], p["seed"]) for p in points
+             if p["seed"] != 42}
+    assert extra == {("repro-long", "authors-mla", "mla", "trigger-distance", s) for s in (43, 44)} | {
+        ("repro-paperdata-long", "pelab", v, "trigger-count", s) for v in ("rope", "nope") for s in (43, 44)}
     # the question repro-paperdata left open (both still learning): RoPE and NoPE on Task 2 with 4x the epochs
     longer = {(p["tag"] or p["scheme"], p["task"]) for p in points if p["preset"] == "repro-paperdata-long"}
     assert longer == {("rope", "trigger-count"), ("nope", "trigger-count")}

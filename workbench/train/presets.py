@@ -146,7 +146,7 @@ PRESETS["repro-paperdata"] = _rung(
     by_task={t: {"task.n_examples": PAPERDATA_EXAMPLES} for t in ("trigger-distance", "trigger-count")})
 PRESETS["repro-paperdata-long"] = _rung(
     "scale ladder: `repro-paperdata` with 4x the epochs (12, Task 2: 16), for the question `repro-paperdata` left "
-    "open (RoPE and NoPE on Task 2 were both still learning after 4 epochs); about an hour of CPU a run",
+    "open (RoPE and NoPE on Task 2 were both still learning after 4 epochs); about 80 CPU-minutes a run (measured)",
     task={"preset": "paper"},
     by_task={"trigger-distance": {"task.n_examples": PAPERDATA_EXAMPLES, "train.epochs": 12},
              "trigger-count": {"task.n_examples": PAPERDATA_EXAMPLES, "train.epochs": 16}})
