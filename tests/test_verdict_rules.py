@@ -421,3 +421,20 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
     ahead = [t2("repro-paperdata", v, s, a) for v, a in (("rope", 0.75), ("nope", 0.60)) for s in (42, 43)]
     assert answer(ahead, behind).loc["repro-paperdata", "answer"] == "no"
     assert answer(settled[:2], behind).empty  # NoPE not run at the rung: no answer
+
+
+def test_every_deposit_table_names_each_rows_preset():
+    """COMPARISON.md's "Every single-head deposit" lists the runs of every rung: each row says its preset, so two
+    rungs' runs of one setting, variant, task and seed are two rows that cannot be confused."""
+    from workbench.analysis.claims import all_deposits
+    from workbench.report.comparison import _deposits_section
+
+    rows = [{"run_id": f"{p}-rope", "variant": "rope", "scheme": "rope", "task": "trigger-count", "seed": 42,
+             "test_acc": 0.99, "test_acc_auc": 0.9, "preset": p} for p in ("repro", "repro-paperdata-long")]
+    store = FakeStore([FakeRun("repro-rope", {"deposit": _deposit([1])}),
+                       FakeRun("repro-paperdata-long-rope", {"deposit": _deposit([])})])
+    d = all_deposits(store, _runs_frame(rows)).set_index("preset")
+    assert d.loc["repro", "deposits"] == "L1.H3 0.40" and d.loc["repro-paperdata-long", "deposits"] == "none"
+    text = _deposits_section(d.reset_index())
+    assert "| `repro` | PE-Lab `paper` arch | rope | Task 2 | 42 |" in text
+    assert "| `repro-paperdata-long` | PE-Lab `paper` arch | rope | Task 2 | 42 |" in text

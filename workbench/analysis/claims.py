@@ -980,13 +980,14 @@ def json_value(v: Any) -> str:
 
 # ---- every deposit, and the scale ladder -----------------------------------------------------------------------
 def all_deposits(store, runs: pd.DataFrame) -> pd.DataFrame:
-    """Every single-head deposit the spec's rule finds in `runs`, whatever claim reads them: one row per (setting,
-    variant, task, seed) with a deposit table, the deposits (layer, head, drop) and what the run can show."""
-    cols = ["setting", "variant", "task", "seed", "status", "deposits", "run_id"]
+    """Every single-head deposit the spec's rule finds in `runs`, whatever claim reads them: one row per (preset,
+    setting, variant, task, seed) with a deposit table, the deposits (layer, head, drop) and what the run can show.
+    The preset is a column: the scale ladder's rungs are never mixed into one row."""
+    cols = ["preset", "setting", "variant", "task", "seed", "status", "deposits", "run_id"]
     deps = _deposits(store, runs.run_id)
-    rows = [{"setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed, "status": r.status,
-             "deposits": _deposit_text(deps[r.run_id], r.seed).split(": ", 1)[1], "run_id": r.run_id}
-            for r in runs.itertuples() if r.run_id in deps]
+    rows = [{"preset": r.preset, "setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed,
+             "status": r.status, "deposits": _deposit_text(deps[r.run_id], r.seed).split(": ", 1)[1],
+             "run_id": r.run_id} for r in runs.itertuples() if r.run_id in deps]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -113,9 +113,10 @@ def _outcomes_section() -> str:
 def _deposits_section(d: pd.DataFrame) -> str:
     if d.empty:
         return "No shipped run has a deposit table yet.\n"
-    rows = [[SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task), str(r.seed), r.status, r.deposits,
-             _links([r.run_id], 1)] for r in d.itertuples()]
-    return _md_table(["setting", "variant", "task", "seed", "run", "single-head deposits", "run id"], rows) + "\n"
+    rows = [[f"`{r.preset}`", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task), str(r.seed), r.status,
+             r.deposits, _links([r.run_id], 1)] for r in d.itertuples()]
+    return _md_table(["preset", "setting", "variant", "task", "seed", "run", "single-head deposits", "run id"],
+                     rows) + "\n"
 
 
 def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd.DataFrame | None = None) -> str:
