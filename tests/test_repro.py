@@ -266,7 +266,8 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
     assert dep.verdict == "inconclusive (one seed)" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
     order = cl[cl.claim.str.startswith("RoPE beats MLA") & (cl.setting == "paper")].iloc[0]
     assert order.verdict == "inconclusive (one seed)" and "nan" not in order.evidence
-    assert "1 paired seed(s) 0.990 vs 0.900; per seed 42: 0.990 (ceiling) vs 0.900 (learned)" in order.evidence
+    assert ("1 paired seed(s) RoPE 0.990 vs MLA 0.900; per seed (RoPE vs MLA) 42: 0.990 (ceiling) vs 0.900 "
+            "(learned)") in order.evidence  # each side named: which number is RoPE's
 
 
 def test_partial_rope_claim_reads_the_layer_of_the_largest_deposit():

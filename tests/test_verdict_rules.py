@@ -241,8 +241,15 @@ def test_holds_across_scale_compares_each_rung_with_the_base_at_seed_42():
     base = claims(store, frame[frame.preset == "repro"])
     col = holds_across_scale(base, lad, "repro")
     row = base.index[base.claim == "NoPE does not generalise on Task 1"][0]
-    assert col[row] == "changes at repro-long: reproduced -> not reproduced"  # seed 42 learns with 4x the epochs
+    # seed 42 learns with 4x the epochs; each side is one seed's, so it never reads "reproduced"
+    assert col[row] == ("changes at repro-long: seed 42 agrees with the paper -> seed 42 does not agree with the "
+                        "paper")
     assert set(col) >= {"not run at other rungs yet"}
+    assert not any("reproduced" in c for c in col)
+    # the rung run with seeds 42 and 43: their verdict on both follows the seed-42 change
+    seeded = rung_claims(store, frame, ("repro", "repro-long"))
+    col = holds_across_scale(base, lad, "repro", seeded)
+    assert col[row].endswith("; on every seed run there: not reproduced")
     with pytest.raises(ValueError, match="span presets"):
         claims(store, frame)  # claims compare settings of one preset, never scales
 

@@ -603,8 +603,9 @@ def _table1_order_claims(runs, th) -> list[dict]:
             where = (f"{scheme_label(a)} ({SETTINGS[sa]}) vs {scheme_label(b)} ({SETTINGS[sb]})"
                      if sa != sb else "same architecture and settings")
             status = {r.run_id: r.status for r in pd.concat([pa, pb]).itertuples()}
-            ev = (f"{where}: mean over the {len(pa)} paired seed(s) {pa.test_acc.mean():.3f} vs "
-                  f"{pb.test_acc.mean():.3f}; per seed "
+            la, lb = scheme_label(a), scheme_label(b)  # each number names its side: "NoPE 0.750 vs RoPE 0.672"
+            ev = (f"{where}: mean over the {len(pa)} paired seed(s) {la} {pa.test_acc.mean():.3f} vs "
+                  f"{lb} {pb.test_acc.mean():.3f}; per seed ({la} vs {lb}) "
                   + ", ".join(f"{r.seed}: {r.test_acc:.3f} ({status[r.run_id]}) vs {by_b[r.seed]:.3f} "
                               f"({status[pb[pb.seed == r.seed].run_id.iloc[0]]})" for r in pa.itertuples())
                   + f" (a win needs at least {th.beats} more and more than the seeds' spread)"
@@ -1022,9 +1023,24 @@ def rung_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(),
     return pd.DataFrame(out, columns=["rung", "claim", "setting", "verdict", "evidence"])
 
 
-def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str) -> pd.Series:
-    """Per row of `cl`: "holds on every rung run (r1, r2)" when each other rung's seed-42 verdict equals the base
-    rung's seed-42 verdict, "changes at r: v0 -> v1" where one differs, "not run at other rungs yet" otherwise."""
+ONE_SEED = {"reproduced": "agrees with the paper", "not reproduced": "does not agree with the paper",
+            "mixed": "mixed"}  # a test verdict read from one seed: what it shows, never "reproduced" (min_seeds)
+
+
+def seed_verdict(verdict: str, seed: int = 42) -> str:
+    """A ladder verdict read from one seed, said as one: "seed 42 agrees with the paper" for *reproduced* (one seed
+    cannot reproduce a claim: `Thresholds.min_seeds`); outcomes that are not tests (inconclusive, beyond the paper,
+    not testable) unchanged."""
+    return f"seed {seed} {ONE_SEED[verdict]}" if verdict in ONE_SEED else verdict
+
+
+def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: pd.DataFrame | None = None,
+                       seed: int = 42) -> pd.Series:
+    """Per row of `cl`: "holds on every rung run (r1, r2; seed 42)" when each other rung's seed-42 verdict equals
+    the base rung's seed-42 verdict, "changes at r: v0 -> v1" where one differs (each side said as one seed's,
+    `seed_verdict`), "not run at other rungs yet" otherwise. Where `seeded` (`rung_claims`) judges the row at that
+    rung on more seeds, their verdict follows: "; on every seed run there: reproduced"."""
+    on_all = {} if seeded is None else {(r.rung, r.claim, r.setting): r.verdict for r in seeded.itertuples()}
     out = []
     for r in cl.itertuples():
         rows = lad[(lad.claim == r.claim) & (lad.setting == r.setting)]
@@ -1034,8 +1050,11 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str) -> pd.Ser
             out.append("not run at other rungs yet")
             continue
         v0 = b.verdict.iloc[0]
-        changed = [f"changes at {o.rung}: {v0} -> {o.verdict}" for o in others.itertuples() if o.verdict != v0]
-        out.append("; ".join(changed) if changed else f"holds on every rung run ({', '.join(others.rung)})")
+        changed = [f"changes at {o.rung}: {seed_verdict(v0, seed)} -> {seed_verdict(o.verdict, seed)}"
+                   + (f"; on every seed run there: {on_all[(o.rung, r.claim, r.setting)]}"
+                      if (o.rung, r.claim, r.setting) in on_all else "")
+                   for o in others.itertuples() if o.verdict != v0]
+        out.append("; ".join(changed) if changed else f"holds on every rung run ({', '.join(others.rung)}; seed {seed})")
     return pd.Series(out, index=cl.index, dtype=object)
 
 
@@ -1045,16 +1064,18 @@ def ladder_rungs(base: str, ladder_presets) -> tuple[str, ...]:
 
 
 def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()):
-    """(base, runs, claims, ladder, rungs): the base preset (`base_preset`), its runs, its claims with the
-    `holds_across_scale` column, and the ladder's claim rows (`ladder`) over `ladder_presets` (base first). What
-    COMPARISON.md and the Findings page show."""
+    """(base, runs, claims, ladder, rungs, seeded): the base preset (`base_preset`), its runs, its claims with the
+    `holds_across_scale` column, the ladder's claim rows (`ladder`) over `ladder_presets` (base first), and the
+    claims at rungs run with more seeds, on all of them (`rung_claims`). What COMPARISON.md and the Findings page
+    show."""
     base = base_preset(runs_all)
     runs = runs_all[runs_all.preset == base]
     rungs = ladder_rungs(base, ladder_presets)
     cl = claims(store, runs, th)
     lad = ladder(store, runs_all, rungs, th)
-    cl["holds_across_scale"] = holds_across_scale(cl, lad, base) if len(cl) else pd.Series(dtype=object)
-    return base, runs, cl, lad, rungs
+    seeded = rung_claims(store, runs_all, rungs, th)
+    cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
+    return base, runs, cl, lad, rungs, seeded
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:

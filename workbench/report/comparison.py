@@ -17,8 +17,8 @@ import pandas as pd
 
 from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers,
                                        base_claims, base_preset, claims, decodable_layers, ladder_answers, ladder_gaps,
-                                       ladder_rungs, ladder_table1, one_setting, partial_rope_pairs, rung_claims,
-                                       rung_seed_cells, run_table, scheme_overview, table1, thresholds_table,
+                                       ladder_rungs, ladder_table1, one_setting, partial_rope_pairs, rung_seed_cells,
+                                       run_table, seed_verdict, scheme_overview, table1, thresholds_table,
                                        verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -140,9 +140,9 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     out = [_md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
     base_v = {(r.claim, r.setting): r.verdict for r in lad[lad.rung == rungs[0]].itertuples()}
-    moves = [f"- {r.claim} ({SETTINGS.get(r.setting, r.setting)}): `{rungs[0]}` {base_v.get((r.claim, r.setting), '–')}"
-             f" -> `{r.rung}` {r.verdict}" for r in changed.itertuples()
-             if base_v.get((r.claim, r.setting)) != r.verdict]
+    moves = [f"- {r.claim} ({SETTINGS.get(r.setting, r.setting)}): `{rungs[0]}` "
+             f"{seed_verdict(base_v.get((r.claim, r.setting), '–'))} -> `{r.rung}` {seed_verdict(r.verdict)}"
+             for r in changed.itertuples() if base_v.get((r.claim, r.setting)) != r.verdict]
     out += ["Claims whose seed-42 verdict changes at a rung:", ""] + (moves or ["- none so far"]) + [""]
     pts = f"{100 * GAP_CLOSER:g} points"
     out += [f"Differences from the paper the ladder explains (a rung brings the cell >= {pts} closer to the "
@@ -286,7 +286,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
     paper_root = Path(store.root).parent / "paper" if paper_root is None else paper_root
     runs_all = run_table(store)
-    base, runs, cl, lad, rungs = base_claims(store, runs_all, LADDER, th)
+    base, runs, cl, lad, rungs, seeded = base_claims(store, runs_all, LADDER, th)
     t1 = with_paper_scale_table1(table1(runs), paper_root)
     cl = with_paper_scale_claims(cl, paper_root)
     parts = [
@@ -341,7 +341,9 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "Deposits use the spec's definition (a single-head deposit at layer l: top accuracy drop >= 0.05, >= 3x "
         "the layer's second, bootstrap interval of the gap above 0) on zero-ablation of each head's `hook_z`; "
         "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task count. *Holds across scale*: the "
-        f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict.",
+        f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict, said "
+        "as one seed's (\"seed 42 agrees with the paper\": one seed cannot reproduce a claim), then the verdict on "
+        "every seed run at that rung where it was run with more.",
         "",
         _claims_section(cl),
         "## The scale ladder",
@@ -351,7 +353,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         *[f"- `{r}`: {PRESETS[r]['doc'].removeprefix('scale ladder: ')}" for r in rungs[1:]],
         "",
-        _ladder_section(runs_all, lad, rungs, rung_claims(store, runs_all, rungs, th)),
+        _ladder_section(runs_all, lad, rungs, seeded),
         "## Every single-head deposit",
         "",
         "Every deposit the spec's rule finds, in every shipped run with a deposit table, whatever claim reads it.",
