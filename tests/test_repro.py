@@ -508,7 +508,7 @@ def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
     lines = one_setting_lines(one_setting(FakeStore(runs), _runs_frame(rows)))
     assert sum(line.startswith("- ") for line in lines) == 2
     assert "rope -> rope-with-pad-mask (model.attn_pad_mask: false -> true): 55.00 -> 80.00 % (+25.00 points, " \
-           "2 seeds)" in "\n".join(lines)
+           "2 seeds; beyond the baseline's seed spread (10.00 points))" in "\n".join(lines)
     assert one_setting_lines(one_setting(FakeStore(runs), _runs_frame(rows)), min_points=30)[-1] == \
         "- 2 other changes moved it by less than 30 points"
     # the Findings page shows the same pairs, accuracies in points

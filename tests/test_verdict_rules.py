@@ -225,6 +225,24 @@ def test_single_seed_changes_are_marked_within_or_beyond_the_baseline_spread():
     assert not d.loc["rope-no-sinusoid", "beyond_spread"]  # -1.77 points inside a 1.92-point seed range
     assert d.loc["rope-final-ln", "beyond_spread"]
     assert d.loc["rope-final-ln", "seed_spread"] == pytest.approx(0.9165 - 0.8973)
+    from workbench.analysis.claims import one_setting_effect
+
+    rows = d.reset_index()
+    assert one_setting_effect(next(rows.itertuples())).startswith(("within", "beyond"))
+    # two runs that did not learn (the authors' MLA at 14.27 -> 15.48 %): a difference, but no effect of the setting
+    low = [dict(r, test_acc=a, test_acc_auc=a) for r, a in zip(
+        [{"run_id": f"b{s}", "variant": "mla", "scheme": "mla", "setting": "authors-mla", "task": "trigger-distance",
+          "seed": s} for s in (42, 43, 44)] + [{"run_id": "rot", "variant": "mla-true-rotation", "scheme": "mla",
+                                                 "setting": "authors-mla", "task": "trigger-distance", "seed": 42}],
+        (0.1427, 0.1565, 0.1907, 0.1548))]
+    store = FakeStore([Cfg(r["run_id"], base_cfg if r["run_id"].startswith("b") else
+                           {"model": {"final_ln": "after_pool"}, "task": {}, "train": {}}) for r in low])
+    row = next(one_setting(store, _runs_frame(low)).itertuples())
+    assert not row.base_learned and not row.learned
+    assert one_setting_effect(row) == "neither run learned the task: no effect to read"
+    from workbench.report.comparison import one_setting_lines
+
+    assert "neither run learned the task" in "\n".join(one_setting_lines(one_setting(store, _runs_frame(low))))
 
 
 # ---- the scale ladder ------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from apps import common as C
-from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, partial_rope_pairs, scheme_overview,
-                                       verdict_summary)
+from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
+                                       scheme_overview, verdict_summary)
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, verdict_color
 
@@ -187,10 +187,13 @@ def _one_setting_view(store, runs):
         return C.hint("No one-setting-at-a-time runs shipped yet (tier 4 of grids/repro.toml: the authors' settings "
                       "with one field set back to PE-Lab's value).", kind="missing")
     view = pairs.assign(**{c: (100 * pairs[c]).round(2) for c in ("base_acc", "acc", "delta", "delta_lo",
-                                                                   "delta_hi")}, runs=pairs["runs"].map(len))
+                                                                   "delta_hi")}, runs=pairs["runs"].map(len),
+                        shows=[one_setting_effect(r) for r in pairs.itertuples()])
     return html.Div([html.P("Each row: a run of the authors' settings with one field set back to PE-Lab's value, next "
                             "to the authors' setting itself (same task and seed); test accuracies and their "
-                            "difference in points, and both runs' single-head deposits (layer, head, drop)."),
+                            "difference in points (and what it can show: within or beyond the baseline's seed "
+                            "spread, or nothing where neither run learned), and both runs' single-head deposits "
+                            "(layer, head, drop)."),
                      C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-one-setting",
                                        page_size=30)])
 

@@ -871,10 +871,11 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     the two config.json), both test accuracies and the difference. Aggregated over seeds per (setting, variant,
     task): mean difference with a Student-t 95 % interval, and whether it is beyond the baseline's seed spread
     (`seed_spread`: the range of the baseline's test accuracy over its seeds; a single-seed difference inside it
-    is not an effect). This traces a gap between the paper's numbers and
-    PE-Lab's `paper` arch to one setting."""
+    is not an effect), and whether each side learned the task in every seed (`base_learned`, `learned`: run_status;
+    a difference between two runs that both did not learn is no effect of the setting). This traces a gap between
+    the paper's numbers and PE-Lab's `paper` arch to one setting."""
     cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
-            "delta_hi", "seed_spread", "beyond_spread", "base_deposit", "deposit", "runs"]
+            "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "base_deposit", "deposit", "runs"]
     auth = runs[runs.setting.isin(("authors", "authors-mla"))]
     pairs = []
     for r in auth.itertuples():
@@ -888,6 +889,7 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                       "change": "; ".join(f"{k}: {json_value(v0)} -> {json_value(v1)}"
                                           for k, (v0, v1) in change.items()),
                       "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id],
+                      "base_learned": bool(b.learned), "learned": bool(r.learned),
                       "base_deposit": _deposit_heads(store, b.run_id, r.seed),
                       "deposit": _deposit_heads(store, r.run_id, r.seed)})
     if not pairs:
@@ -901,9 +903,22 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
         rows.append({"setting": setting, "variant": variant, "base": base, "change": change, "task": task,
                      "n_seeds": n, "base_acc": float(g["base_acc"].mean()), "acc": float(g["acc"].mean()),
                      "delta": mean, "delta_lo": lo, "delta_hi": hi, "seed_spread": spread,
-                     "beyond_spread": bool(abs(mean) > spread) if np.isfinite(spread) else None, "base_deposit": "; ".join(g["base_deposit"]),
-                     "deposit": "; ".join(g["deposit"]), "runs": [x for rr in g["runs"] for x in rr]})
+                     "beyond_spread": bool(abs(mean) > spread) if np.isfinite(spread) else None,
+                     "base_learned": bool(g["base_learned"].all()), "learned": bool(g["learned"].all()),
+                     "base_deposit": "; ".join(g["base_deposit"]), "deposit": "; ".join(g["deposit"]),
+                     "runs": [x for rr in g["runs"] for x in rr]})
     return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
+
+
+def one_setting_effect(r) -> str:
+    """What a row of `one_setting` can show: nothing where neither run learned the task, else whether its
+    difference is within or beyond the baseline's seed spread (a single-seed difference within it is no effect)."""
+    if not r.base_learned and not r.learned:
+        return "neither run learned the task: no effect to read"
+    if r.beyond_spread is None or (isinstance(r.beyond_spread, float) and np.isnan(r.beyond_spread)):
+        return "no seed spread measured"
+    return (f"{'beyond' if r.beyond_spread else 'within'} the baseline's seed spread ({100 * r.seed_spread:.2f} "
+            "points)")
 
 
 def scheme_overview(store, runs: pd.DataFrame, setting: str = "paper") -> pd.DataFrame:

@@ -17,9 +17,9 @@ import pandas as pd
 
 from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, Thresholds, all_deposits, answers,
                                        base_claims, base_preset, claims, decodable_layers, ladder_answers, ladder_gaps,
-                                       ladder_rungs, ladder_table1, one_setting, partial_rope_pairs, rung_seed_cells,
-                                       run_table, seed_verdict, scheme_overview, table1, thresholds_table,
-                                       verdict_summary)
+                                       ladder_rungs, ladder_table1, one_setting, one_setting_effect,
+                                       partial_rope_pairs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
+                                       table1, thresholds_table, verdict_summary)
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -177,20 +177,13 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
     return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n"
 
 
-def _spread_text(r) -> str:
-    if r.beyond_spread is None or (isinstance(r.beyond_spread, float) and np.isnan(r.beyond_spread)):
-        return "no seed spread measured"
-    return (f"{'beyond' if r.beyond_spread else 'within'} the baseline's seed spread ({100 * r.seed_spread:.2f} "
-            "points)")
-
-
 def _one_setting_section(d: pd.DataFrame) -> str:
     if d.empty:
         return "No run of tier 4 has finished yet.\n"
     rows = [[SETTINGS.get(r.setting, r.setting), f"{r.base} -> {r.variant}", r.change, task_label(r.task),
              _pct(r.base_acc), _pct(r.acc),
              f"{100 * r.delta:+.2f}" + ("" if r.n_seeds < 2 else f" [{100 * r.delta_lo:+.2f}, {100 * r.delta_hi:+.2f}]")
-             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {_spread_text(r)})", r.base_deposit, r.deposit,
+             + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})", r.base_deposit, r.deposit,
              _links(r.runs, 2)] for r in d.itertuples()]
     return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
                       "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
@@ -488,7 +481,7 @@ def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:
                  f"changes of >= {unit} in test accuracy):", ""]
     lines += [f"- {SETTINGS.get(r.setting, r.setting)}, {task_label(r.task)}, {r.base} -> {r.variant} "
               f"({r.change}): {_pct(r.base_acc)} -> {_pct(r.acc)} % ({100 * r.delta:+.2f} points, "
-              f"{r.n_seeds} seed{'s' if r.n_seeds > 1 else ''})" for r in moved.itertuples()]
+              f"{r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})" for r in moved.itertuples()]
     rest = len(d) - len(moved)
     if rest:
         lines.append(f"- {rest} other change{'s' if rest > 1 else ''} moved it by less than {unit}")
