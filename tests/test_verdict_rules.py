@@ -173,14 +173,42 @@ def test_one_seed_cannot_tell_and_says_what_it_shows():
     assert set(answers(one.assign(claim=cl.claim.iloc[0])).answer) <= {"cannot tell (one seed)"}
 
 
+def test_a_mechanism_claim_counts_only_settled_seeds_and_shows_the_others():
+    """Deposits and heads of a model still improving at its last epoch may still move (the authors' MLA grew an
+    indispensable head with 4x the epochs): such a seed is shown, marked not counted; none settled: inconclusive
+    (still learning); one settled: one seed."""
+    def rope(still):  # seed 42 has a shallow deposit, seed 43 a deep one
+        store, frame = _deposit_rows([42, 43], {42: [0], 43: [3]})
+        frame["still_learning"] = frame.seed.isin(still)
+        frame.loc[frame.still_learning, ["ceiling", "status", "test_acc", "why"]] = [
+            False, "still learning", 0.9, "test acc 0.900; last epoch +0.050"]
+        row = claims(store, frame).set_index("claim").loc["RoPE's largest single-head deposit is in a shallow "
+                                                          "layer on Task 1"]
+        return row.iloc[0] if isinstance(row, pd.DataFrame) else row
+
+    assert rope(set()).verdict == "mixed"  # both settled: one agrees, one does not
+    both = rope({42, 43})
+    assert both.verdict == "inconclusive (still learning)"
+    assert ("seed 43: still learning (test acc 0.900; last epoch +0.050), not counted: single-head deposit L3.H3 0.40"
+            in both.evidence)
+    one = rope({43})  # only seed 42 counts
+    assert one.verdict == "inconclusive (one seed)" and "seed 42: single-head deposit L0.H3" in one.evidence
+    # a model that did not learn is still "did not learn", not "still learning"
+    store, frame = _deposit_rows([42, 43], {42: [0], 43: [0]})
+    frame[["learned", "still_learning", "status"]] = [False, True, "did not learn, still learning"]
+    row = claims(store, frame).set_index("claim").loc["RoPE's largest single-head deposit is in a shallow layer on "
+                                                      "Task 1"]
+    assert (row.iloc[0] if isinstance(row, pd.DataFrame) else row).verdict == "inconclusive (did not learn)"
+
+
 def test_partial_rope_can_move_the_deposit_needs_one_variant_agreeing_in_two_seeds():
-    def partial(agreeing_seeds, seeds=(42, 43)):
+    def partial(agreeing_seeds, seeds=(42, 43), still=False):
         rows, runs = [], []
         for s in seeds:
             rows += [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
                       "seed": s, "test_acc": 1.0, "test_acc_auc": 0.9},
                      {"run_id": f"k1-{s}", "variant": "rope-k1-all", "scheme": "rope", "task": "trigger-distance",
-                      "partial": True, "seed": s, "test_acc": 0.9, "test_acc_auc": 0.8}]
+                      "partial": True, "seed": s, "test_acc": 0.9, "test_acc_auc": 0.8, "still_learning": still}]
             runs += [FakeRun(f"rope-{s}", {"deposit": _deposit([0])}),
                      FakeRun(f"k1-{s}", {"deposit": _deposit([2] if s in agreeing_seeds else [0])})]
         cl = claims(FakeStore(runs), _runs_frame(rows))
@@ -190,6 +218,7 @@ def test_partial_rope_can_move_the_deposit_needs_one_variant_agreeing_in_two_see
     assert partial({42}) == "inconclusive (one seed)"  # moved in one seed only: could be that seed's draw
     assert partial(set()) == "not reproduced"           # two seeds, neither moved it
     assert partial(set(), seeds=(42,)) == "inconclusive (one seed)"
+    assert partial({42, 43}, still=True) == "inconclusive (still learning)"  # moved, but still learning: not counted
 
 
 # ---- intervals and spreads -------------------------------------------------------------------------------------

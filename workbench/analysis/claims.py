@@ -196,14 +196,26 @@ def _waiting(sub: pd.DataFrame, have, table: str) -> str:
     return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
 
 
-def _learned(sub: pd.DataFrame) -> pd.DataFrame:
-    """The runs of `sub` that learned the task (run_status: clearly above chance and the length-only predictor,
-    not diverged): a run that did not has nothing to show about how a working model computes."""
-    return sub[sub.learned.astype(bool)]
+def _settled(sub: pd.DataFrame) -> pd.DataFrame:
+    """The runs of `sub` that can show how a working model computes (deposits, heads): they learned the task
+    (run_status: clearly above chance and the length-only predictor, not diverged) and were not still improving at
+    their last epoch (a mechanism still forming may move with more epochs, as the authors' MLA did at repro-long)."""
+    return sub[sub.learned.astype(bool) & ~sub.still_learning.astype(bool)]
 
 
-def _not_learned_notes(sub: pd.DataFrame) -> list[str]:
-    return [f"seed {r.seed}: {r.status} ({r.why})" for r in sub.itertuples() if not r.learned]
+def _unshown(sub: pd.DataFrame) -> str:
+    """The outcome of a mechanism claim none of whose runs is `_settled`: still learning if one learned."""
+    return "inconclusive (still learning)" if sub.learned.astype(bool).any() else "inconclusive (did not learn)"
+
+
+def _uncounted_notes(sub: pd.DataFrame, shows: dict[str, str] | None = None) -> list[str]:
+    """What each run of `sub` that a mechanism claim does not count is: did not learn, or still learning (with what
+    it shows, `shows[run_id]`, where the claim computed it)."""
+    shows = shows or {}
+    return [f"seed {r.seed}: {r.status} ({r.why})" if not r.learned else
+            f"seed {r.seed}: still learning ({r.why}), not counted" + (f": {shows[r.run_id]}" if r.run_id in shows
+                                                                       else "")
+            for r in sub.itertuples() if not (r.learned and not r.still_learning)]
 
 
 # The outcomes of a claim row. Only the first three test the paper; the others say why the runs cannot.
@@ -221,7 +233,9 @@ OUTCOME_RULES = {
     "inconclusive (ceiling)": "both sides of a comparison are at >= 98 % or closer than the seeds' spread: they "
                               "cannot be ranked",
     "inconclusive (still learning)": "a run the comparison needs was still improving at its last epoch (test "
-                                     "accuracy +1 point or more): more epochs may change the order",
+                                     "accuracy +1 point or more): more epochs may change the order; for a claim "
+                                     "about deposits or heads, every run that learned was still improving: its "
+                                     "mechanism may still move",
     "inconclusive (one seed)": "a single seed can show the claim (the others are not run yet or did not learn): "
                                "one seed cannot tell a finding from seed noise; the evidence says what it shows",
     "not testable at this preset": "the claim needs what the preset does not have (training long enough to "
@@ -256,14 +270,15 @@ def _single_layers(dep: pd.DataFrame) -> list[int]:
     return sorted(int(l) for l in dep.loc[dep["single_head_deposit"], "layer"])
 
 
-def _dep_text(rid: str, dep: pd.DataFrame, seed: int) -> str:
+def _dep_shows(dep: pd.DataFrame) -> str:
+    """'single-head deposit L1.H6 0.54 [0.51, 0.57], ...' or 'no single-head deposit (average deposit at ...)'."""
     s = dep[dep["single_head_deposit"]]
     if len(s):
-        parts = [f"L{int(r.layer)}.H{int(r.top_head)} {r.top_delta:.2f} [{r.top_lo:.2f}, {r.top_hi:.2f}]"
-                 for r in s.itertuples()]
-        return f"seed {seed}: single-head deposit " + ", ".join(parts)
+        return "single-head deposit " + ", ".join(
+            f"L{int(r.layer)}.H{int(r.top_head)} {r.top_delta:.2f} [{r.top_lo:.2f}, {r.top_hi:.2f}]"
+            for r in s.itertuples())
     a = dep[dep["average_deposit"]]
-    return f"seed {seed}: no single-head deposit" + (
+    return "no single-head deposit" + (
         f" (average deposit at layer {', '.join(str(int(l)) for l in a['layer'])})" if len(a) else "")
 
 
@@ -290,23 +305,24 @@ PAPER_SIX = ("rope", "sinusoidal", "learned", "alibi", "nope", "relative")  # th
 
 def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees: Callable[[pd.DataFrame], bool],
                             settings=("paper", "authors"), outcome: str | None = None) -> list[dict]:
-    """One row per setting: each seed's deposit table judged by `agrees`. Only seeds that learned the task count
-    (a model that did not has nothing to deposit); none left: inconclusive (did not learn). `outcome` replaces
-    the verdict for rows that do not test the paper (e.g. "beyond the paper"), the evidence still says what each
-    seed shows."""
+    """One row per setting: each seed's deposit table judged by `agrees`. Only settled seeds count (`_settled`: a
+    model that did not learn has nothing to deposit, one still improving may move its deposit; the evidence still
+    shows a still-learning seed's deposits, marked not counted); none left: inconclusive (did not learn / still
+    learning). `outcome` replaces the verdict for rows that do not test the paper (e.g. "beyond the paper")."""
     out = []
     for setting in settings:
         sub = _runs(runs, setting, variant, task)
         if sub.empty and setting != "paper":
             continue
-        good = _learned(sub)
-        deps = _deposits(store, good["run_id"])
+        good = _settled(sub)
+        deps = _deposits(store, sub.loc[sub.learned.astype(bool), "run_id"])
         judged = [(r, agrees(deps[r.run_id])) for r in good.itertuples() if r.run_id in deps]
         agree = [a for _, a in judged]
-        notes = [_dep_text(r.run_id, deps[r.run_id], r.seed) + f" ({'agrees' if a else 'does not'})"
-                 for r, a in judged] + _not_learned_notes(sub)
+        shows = {rid: _dep_shows(d) for rid, d in deps.items()}
+        notes = [f"seed {r.seed}: {_dep_shows(deps[r.run_id])} ({'agrees' if a else 'does not'})"
+                 for r, a in judged] + _uncounted_notes(sub, shows)
         ev = "; ".join(notes) + _waiting(good, deps, "deposit") if notes else "no finished run with a deposit table yet"
-        verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree, th)
+        verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
         if outcome and verdict not in ("pending",):
             verdict = outcome
         out.append(_row(claim, paper, setting, verdict, ev, sub["run_id"]))
@@ -411,11 +427,11 @@ def _absolute_heads_claim(store, runs, th) -> dict:
     """Appendix C.2 on absolute PE's ablation atlas: "some significant heads and some insignificant heads in the
     shallow layer, and the whole is oscillating". Read as: in layers 0..shallow_layer, at least two heads are
     significant (zero-ablation drop >= indispensable with its interval above 0) and at least one is not -- a
-    mixture across heads, not a single-head deposit and not a uniform layer. Seeds that learned the task only."""
+    mixture across heads, not a single-head deposit and not a uniform layer. Settled seeds only (`_settled`: learned, not still learning)."""
     claim = "absolute (sinusoidal) has both significant and insignificant heads in the shallow layers on Task 1"
     paper = "absolute: some significant and some insignificant heads in the shallow layer, oscillating"
     sub = _runs(runs, "paper", "sinusoidal", "trigger-distance")
-    good = _learned(sub)
+    good = _settled(sub)
     abl = _stored(store, good["run_id"], "ablation")
     agree, notes = [], []
     for r in good.itertuples():
@@ -429,10 +445,10 @@ def _absolute_heads_claim(store, runs, th) -> dict:
                      + (" (" + ", ".join(f"L{int(x.layer)}.H{int(x['head'])} {x.delta:.2f}"
                                          for _, x in sig.sort_values("delta", ascending=False).head(6).iterrows())
                         + (", ..." if len(sig) > 6 else "") + ")" if len(sig) else ""))
-    notes += _not_learned_notes(sub)
+    notes += _uncounted_notes(sub)
     ev = ("; ".join(notes) + f" (significant: drop >= {th.indispensable}, interval above 0)"
           + _waiting(good, abl, "ablation")) if notes else "no finished run with an ablation table yet"
-    verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree, th)
+    verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
@@ -440,12 +456,12 @@ def _rope_absolute_claim(store, runs, th) -> dict:
     """"RoPE+absolute moves the deposit out of layer 0; it reappears from layer 1", judged against full RoPE of
     the same task and seed as the control: a seed tests the claim only when its full RoPE has a single-head
     deposit in layer 0 to move; it agrees when RoPE+absolute then has none in layer 0 and one in a later layer.
-    No seed with a layer-0 deposit in full RoPE: not testable at this preset. Seeds that learned the task only."""
+    No seed with a layer-0 deposit in full RoPE: not testable at this preset. Settled seeds only (`_settled`: learned, not still learning)."""
     claim = "RoPE+absolute moves the deposit out of layer 0 (full RoPE as the control); it reappears from layer 1"
     paper = "the deposit leaves layer 0 and reappears from layer 1"
     sub = _runs(runs, "paper", "rope+sinusoidal", "trigger-distance")
     full = _runs(runs, "paper", "rope", "trigger-distance")
-    good, good_full = _learned(sub), _learned(full)
+    good, good_full = _settled(sub), _settled(full)
     deps = _deposits(store, list(good.run_id) + list(good_full.run_id))
     agree, notes, controls = [], [], []
     for r in good.itertuples():
@@ -460,10 +476,10 @@ def _rope_absolute_claim(store, runs, th) -> dict:
             agree.append(moved)
         notes.append(f"seed {r.seed}: full RoPE {', '.join(f'L{l}' for l in _single_layers(b)) or 'no deposit'}"
                      f" -> RoPE+absolute {', '.join(f'L{l}' for l in _single_layers(d)) or 'no deposit'}")
-    notes += _not_learned_notes(sub) + [f"full RoPE {n}" for n in _not_learned_notes(full)]
+    notes += _uncounted_notes(sub) + [f"full RoPE {n}" for n in _uncounted_notes(full)]
     ev = "; ".join(notes) if notes else "no seed with both deposit tables yet"
     if len(sub) and good.empty:
-        verdict = "inconclusive (did not learn)"
+        verdict = _unshown(sub)
     elif controls and not any(controls):
         verdict = "not testable at this preset"
         ev = "full RoPE has no single-head deposit in layer 0 to move in any seed (the control): " + ev
@@ -545,7 +561,7 @@ def _no_generalise_claim(runs, th, scheme) -> dict:
 
 def _mla_claims(store, runs, th) -> list[dict]:
     """"MLA shows no indispensable single head", with heads actually ablated (zero and mean ablation). The paper
-    claims it on Task 1; Task 2 rows are beyond the paper. Seeds that learned the task only."""
+    claims it on Task 1; Task 2 rows are beyond the paper. Settled seeds only (`_settled`: learned, not still learning)."""
     out = []
     claim, paper = "MLA has no indispensable single head (heads ablated)", "MLA shows no indispensable single head"
     for setting in ("paper", "authors-mla", "encoder"):
@@ -553,24 +569,26 @@ def _mla_claims(store, runs, th) -> list[dict]:
             sub = _runs(runs, setting, "mla", task)
             if sub.empty and setting != "paper":
                 continue
-            good = _learned(sub)
-            agree, notes = [], []
-            ablations = _stored(store, good["run_id"], "ablation")
+            good = _settled(sub)
+            agree, notes, shows = [], [], {}
+            ablations = _stored(store, sub.loc[sub.learned.astype(bool), "run_id"], "ablation")
+            for rid, abl in ablations.items():
+                acc = abl[abl["metric"] == "accuracy"]
+                top = acc.loc[acc["delta"].idxmax()]
+                shows[rid] = (f"largest zero-ablation drop L{int(top.layer)}.H{int(top['head'])} "
+                              f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
             for r in good.itertuples():
                 if r.run_id not in ablations:
                     continue
-                abl = ablations[r.run_id]
-                acc = abl[abl["metric"] == "accuracy"]
-                top = acc.loc[acc["delta"].idxmax()]
-                agree.append(bool(top.delta < th.indispensable))
-                notes.append(f"seed {r.seed} (test acc {r.test_acc:.3f}): largest zero-ablation drop "
-                             f"L{int(top.layer)}.H{int(top['head'])} "
-                             f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
+                acc = ablations[r.run_id]
+                acc = acc[acc["metric"] == "accuracy"]
+                agree.append(bool(acc["delta"].max() < th.indispensable))
+                notes.append(f"seed {r.seed} (test acc {r.test_acc:.3f}): {shows[r.run_id]}")
             parts = (["; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"] if notes else []) \
-                + _not_learned_notes(sub)
+                + _uncounted_notes(sub, shows)
             ev = "; ".join(parts) + _waiting(good, ablations, "ablation") if parts \
                 else "no finished run with an ablation table yet"
-            verdict = "inconclusive (did not learn)" if len(sub) and good.empty else _verdict(agree, th)
+            verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
             result = verdict
             if task != "trigger-distance" and verdict in TESTS:
                 verdict = "beyond the paper"
@@ -638,11 +656,12 @@ def _partial_rope_claim(store, runs, th) -> dict:
     all_sub, full = _partial_and_full_rope(runs)
     if all_sub.empty:
         return _row(claim, paper, "paper", "pending", "tier 2 of grids/repro.toml not run yet", [])
-    sub, full = _learned(all_sub), _learned(full)
-    deps = _deposits(store, list(sub["run_id"]) + list(full["run_id"]))
+    learned = all_sub[all_sub.learned.astype(bool)]
+    sub, full = _settled(all_sub), _settled(full)
+    deps = _deposits(store, list(learned["run_id"]) + list(full["run_id"]))
 
     agree, notes, seeds = {}, [], sub.groupby(["variant", "task"]).size()
-    for r in sub.itertuples():
+    for r in learned.itertuples():
         if r.run_id not in deps:
             notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed}: trained, deposit not computed yet")
             continue
@@ -650,15 +669,19 @@ def _partial_rope_claim(store, runs, th) -> dict:
         layer, txt = _largest(d)
         base = [_largest(deps[b]) for b in full[(full.task == r.task) & (full.seed == r.seed)].run_id if b in deps]
         base_layer, base_txt = base[0] if base else (None, "not shipped")
-        agree.setdefault((r.variant, r.task), []).append(
-            layer is not None and layer >= 1 and (base_layer is None or layer > base_layer))
-        notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed} (test acc {r.test_acc:.3f}): largest "
+        counted = not r.still_learning
+        if counted:
+            agree.setdefault((r.variant, r.task), []).append(
+                layer is not None and layer >= 1 and (base_layer is None or layer > base_layer))
+        notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed} ("
+                     + (f"test acc {r.test_acc:.3f}" if counted else f"still learning: {r.why}, not counted")
+                     + "): largest "
                      f"single-head deposit {txt}, layer 0 {'has one' if 0 in _single_layers(d) else 'has none'};"
                      f" full RoPE {base_txt}")
     notes += [f"{r.variant} {task_label(r.task)} {n}" for r in all_sub.itertuples() if not r.learned
-              for n in _not_learned_notes(all_sub[all_sub.run_id == r.run_id])]
+              for n in _uncounted_notes(all_sub[all_sub.run_id == r.run_id])]
     if sub.empty:
-        verdict = "inconclusive (did not learn)"
+        verdict = _unshown(all_sub)
     elif not agree:
         verdict = "pending"
     elif max(sum(a) for a in agree.values()) >= th.min_seeds:
@@ -674,12 +697,12 @@ def _causal_claims(store, runs, th) -> list[dict]:
     """Beyond zero-ablation (issue 14), from each run's `head_summary` table (votes of ablation, patching, probe
     and direct logit attribution): does RoPE's ablation deposit head also carry the distance, and does MLA have a
     head that two methods agree on? The paper used ablation alone: these rows are beyond the paper (shown, not
-    counted as tests of it). Seeds that learned the task only."""
+    counted as tests of it). Settled seeds only (`_settled`: learned, not still learning)."""
     out = []
     claim = "RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1"
     for setting in ("paper", "authors"):
         all_sub = _runs(runs, setting, "rope", "trigger-distance")
-        sub = _learned(all_sub)
+        sub = _settled(all_sub)
         hs = _stored(store, sub["run_id"], "head_summary")
         agree, notes = [], []
         for r in sub.itertuples():
@@ -698,7 +721,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
                 f"{x.probe_selectivity:.2f}, votes {x.methods or 'none'}" for _, x in paper.iterrows()))
         if all_sub.empty and setting != "paper":
             continue
-        notes += _not_learned_notes(all_sub)
+        notes += _uncounted_notes(all_sub)
         out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
                         _beyond(agree, all_sub, sub), "; ".join(notes) + _waiting(sub, hs, "head_summary") if notes
                         else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
@@ -706,7 +729,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
     for setting in ("paper", "authors-mla"):
         for task in TASKS:
             all_sub = _runs(runs, setting, "mla", task)
-            sub = _learned(all_sub)
+            sub = _settled(all_sub)
             hs = _stored(store, sub["run_id"], "head_summary")
             agree, notes = [], []
             for r in sub.itertuples():
@@ -719,7 +742,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
                              + (f" ({_vote_counts(dep)})" if len(dep) else ""))
             if all_sub.empty and setting != "paper":
                 continue
-            parts = notes + _not_learned_notes(all_sub)
+            parts = notes + _uncounted_notes(all_sub)
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
                             _beyond(agree, all_sub, sub),
                             "; ".join(parts) + _waiting(sub, hs, "head_summary") if parts
@@ -731,7 +754,7 @@ def _beyond(agree: list[bool], runs: pd.DataFrame, learned: pd.DataFrame) -> str
     """The outcome of a row beyond the paper: pending / inconclusive (did not learn) as any row, else
     "beyond the paper" (the evidence says what each seed shows)."""
     if len(runs) and learned.empty:
-        return "inconclusive (did not learn)"
+        return _unshown(runs)
     return "beyond the paper" if agree else "pending"
 
 
