@@ -196,6 +196,11 @@ def _waiting(sub: pd.DataFrame, have, table: str) -> str:
     return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
 
 
+def _learned(sub: pd.DataFrame) -> pd.DataFrame:
+    """The runs of `sub` that learned the task, settled or still learning (their evidence is shown either way)."""
+    return sub[sub.learned.astype(bool)]
+
+
 def _settled(sub: pd.DataFrame) -> pd.DataFrame:
     """The runs of `sub` that can show how a working model computes (deposits, heads): they learned the task
     (run_status: clearly above chance and the length-only predictor, not diverged) and were not still improving at
@@ -315,7 +320,7 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
         if sub.empty and setting != "paper":
             continue
         good = _settled(sub)
-        deps = _deposits(store, sub.loc[sub.learned.astype(bool), "run_id"])
+        deps = _deposits(store, _learned(sub)["run_id"])
         judged = [(r, agrees(deps[r.run_id])) for r in good.itertuples() if r.run_id in deps]
         agree = [a for _, a in judged]
         shows = {rid: _dep_shows(d) for rid, d in deps.items()}
@@ -570,19 +575,18 @@ def _mla_claims(store, runs, th) -> list[dict]:
             if sub.empty and setting != "paper":
                 continue
             good = _settled(sub)
-            agree, notes, shows = [], [], {}
-            ablations = _stored(store, sub.loc[sub.learned.astype(bool), "run_id"], "ablation")
+            agree, notes, shows, top_drop = [], [], {}, {}
+            ablations = _stored(store, _learned(sub)["run_id"], "ablation")
             for rid, abl in ablations.items():
                 acc = abl[abl["metric"] == "accuracy"]
                 top = acc.loc[acc["delta"].idxmax()]
+                top_drop[rid] = top.delta
                 shows[rid] = (f"largest zero-ablation drop L{int(top.layer)}.H{int(top['head'])} "
                               f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
             for r in good.itertuples():
                 if r.run_id not in ablations:
                     continue
-                acc = ablations[r.run_id]
-                acc = acc[acc["metric"] == "accuracy"]
-                agree.append(bool(acc["delta"].max() < th.indispensable))
+                agree.append(bool(top_drop[r.run_id] < th.indispensable))
                 notes.append(f"seed {r.seed} (test acc {r.test_acc:.3f}): {shows[r.run_id]}")
             parts = (["; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"] if notes else []) \
                 + _uncounted_notes(sub, shows)
@@ -656,8 +660,7 @@ def _partial_rope_claim(store, runs, th) -> dict:
     all_sub, full = _partial_and_full_rope(runs)
     if all_sub.empty:
         return _row(claim, paper, "paper", "pending", "tier 2 of grids/repro.toml not run yet", [])
-    learned = all_sub[all_sub.learned.astype(bool)]
-    sub, full = _settled(all_sub), _settled(full)
+    learned, sub, full = _learned(all_sub), _settled(all_sub), _settled(full)
     deps = _deposits(store, list(learned["run_id"]) + list(full["run_id"]))
 
     agree, notes, seeds = {}, [], sub.groupby(["variant", "task"]).size()
