@@ -213,13 +213,14 @@ def _unshown(sub: pd.DataFrame) -> str:
     return "inconclusive (still learning)" if sub.learned.astype(bool).any() else "inconclusive (did not learn)"
 
 
-def _uncounted_notes(sub: pd.DataFrame, shows: dict[str, str] | None = None) -> list[str]:
+def _uncounted_notes(sub: pd.DataFrame, shows: dict[str, str] | None = None,
+                     label: Callable[[Any], str] = lambda r: "") -> list[str]:
     """What each run of `sub` that a mechanism claim does not count is: did not learn, or still learning (with what
-    it shows, `shows[run_id]`, where the claim computed it)."""
+    it shows, `shows[run_id]`, where the claim computed it); each note starts with `label(run row)`."""
     shows = shows or {}
-    return [f"seed {r.seed}: {r.status} ({r.why})" if not r.learned else
-            f"seed {r.seed}: still learning ({r.why}), not counted" + (f": {shows[r.run_id]}" if r.run_id in shows
-                                                                       else "")
+    return [f"{label(r)}seed {r.seed}: {r.status} ({r.why})" if not r.learned else
+            f"{label(r)}seed {r.seed}: still learning ({r.why}), not counted"
+            + (f": {shows[r.run_id]}" if r.run_id in shows else "")
             for r in sub.itertuples() if not (r.learned and not r.still_learning)]
 
 
@@ -681,8 +682,8 @@ def _partial_rope_claim(store, runs, th) -> dict:
                      + "): largest "
                      f"single-head deposit {txt}, layer 0 {'has one' if 0 in _single_layers(d) else 'has none'};"
                      f" full RoPE {base_txt}")
-    notes += [f"{r.variant} {task_label(r.task)} {n}" for r in all_sub.itertuples() if not r.learned
-              for n in _uncounted_notes(all_sub[all_sub.run_id == r.run_id])]
+    notes += _uncounted_notes(all_sub[~all_sub.learned.astype(bool)],
+                              label=lambda r: f"{r.variant} {task_label(r.task)} ")
     if sub.empty:
         verdict = _unshown(all_sub)
     elif not agree:
