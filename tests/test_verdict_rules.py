@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis.claims import (Thresholds, claims, holds_across_scale, ladder, one_setting, rung_claims,
-                                       table1, verdict_summary, wilson)
+from workbench.analysis.claims import (Thresholds, answers, claims, holds_across_scale, ladder, one_setting,
+                                       rung_claims, table1, verdict_summary, wilson)
 from workbench.analysis.run_status import StatusRules, run_status
 from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
 
@@ -76,8 +76,12 @@ def test_ceilings_and_seed_noise_are_not_differences():
     assert top.verdict == "inconclusive (ceiling)" and "every run at >= 0.98" in top.evidence  # both >= 98 %
     # 2 points apart, but the seeds of one side spread over 20 points: the evidence says so, with the numbers
     noisy = _order([0.95, 0.75, 0.95], [0.85, 0.86, 0.87])
-    assert noisy.verdict == "inconclusive (ceiling)"
+    assert noisy.verdict == "inconclusive (within seed spread)"  # not a ceiling: neither side is near 98 %
     assert "the difference +0.023 is within the seeds' spread 0.115" in noisy.evidence
+    # the question it answers says which of the two it is
+    said = answers(pd.DataFrame([noisy, top])).set_index("verdict").answer
+    assert said["inconclusive (within seed spread)"] == "cannot tell (within the seeds' spread)"
+    assert said["inconclusive (ceiling)"] == "cannot tell (both at the ceiling)"
     assert _order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87]).verdict == "reproduced"  # a clear, consistent gap
     assert _order([0.80, 0.81, 0.80], [0.90, 0.91, 0.90]).verdict == "not reproduced"
 

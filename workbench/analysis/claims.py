@@ -226,7 +226,9 @@ def _uncounted_notes(sub: pd.DataFrame, shows: dict[str, str] | None = None,
 
 # The outcomes of a claim row. Only the first three test the paper; the others say why the runs cannot.
 TESTS = ("reproduced", "mixed", "not reproduced")
-OUTCOMES = TESTS + ("inconclusive (did not learn)", "inconclusive (ceiling)", "inconclusive (still learning)",
+# A comparison the runs cannot rank: both sides at the ceiling, or their difference within the seeds' spread.
+UNRANKED = ("inconclusive (ceiling)", "inconclusive (within seed spread)")
+OUTCOMES = TESTS + ("inconclusive (did not learn)", *UNRANKED, "inconclusive (still learning)",
                     "inconclusive (one seed)",
                     "not testable at this preset", "beyond the paper", "pending")
 OUTCOME_RULES = {
@@ -236,8 +238,9 @@ OUTCOME_RULES = {
                       "disclaimer)",
     "inconclusive (did not learn)": "the runs the claim needs did not learn the task (test accuracy below chance or "
                                     "the length-only level + 0.10) or diverged: nothing to show",
-    "inconclusive (ceiling)": "both sides of a comparison are at >= 98 % or closer than the seeds' spread: they "
-                              "cannot be ranked",
+    "inconclusive (ceiling)": "both sides of a comparison are at >= 98 % in every seed: they cannot be ranked",
+    "inconclusive (within seed spread)": "the two sides' mean difference is smaller than the seeds' spread (or, with "
+                                         "one seed, twice the binomial standard error): it may be seed noise",
     "inconclusive (still learning)": "a run the comparison needs was still improving at its last epoch (test "
                                      "accuracy +1 point or more): more epochs may change the order; for a claim "
                                      "about deposits or heads, every run that learned was still improving: its "
@@ -509,23 +512,24 @@ def _seed_noise(a: pd.DataFrame, b: pd.DataFrame, floor: float) -> float:
 
 def _comparison_outcome(win: pd.DataFrame, lose: pd.DataFrame, th) -> str | None:
     """The outcome of "`win` beats `lose`" when the runs cannot decide it (None: they can): did not learn
-    (either side), ceiling (both sides >= the ceiling, or closer than the seeds' spread), still learning
-    (either side improving at its last epoch)."""
+    (either side), ceiling (both sides >= the ceiling), within seed spread (means closer than `_seed_noise`),
+    still learning (either side improving at its last epoch)."""
     if not win.learned.any() or not lose.learned.any():
         return "inconclusive (did not learn)"
     ceiling = StatusRules().ceiling
     diff = float(win.test_acc.mean() - lose.test_acc.mean())
-    if ((win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all()) \
-            or abs(diff) < _seed_noise(win, lose, th.beats):
+    if (win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all():
         return "inconclusive (ceiling)"
+    if abs(diff) < _seed_noise(win, lose, th.beats):
+        return "inconclusive (within seed spread)"
     if win.still_learning.any() or lose.still_learning.any():
         return "inconclusive (still learning)"
     return None
 
 
-def _ceiling_why(win: pd.DataFrame, lose: pd.DataFrame, th) -> str:
-    """Why two sides cannot be ranked (`_comparison_outcome`'s ceiling): both at the ceiling, or the difference of
-    their means within the seeds' spread (`_seed_noise`), with the numbers."""
+def _unranked_why(win: pd.DataFrame, lose: pd.DataFrame, th) -> str:
+    """Why two sides cannot be ranked (`_comparison_outcome`'s UNRANKED outcomes): both at the ceiling, or the
+    difference of their means within the seeds' spread (`_seed_noise`), with the numbers."""
     ceiling = StatusRules().ceiling
     if (win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all():
         return f"cannot rank: every run at >= {ceiling:.2f}"
@@ -546,8 +550,8 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
                    for r in paired.itertuples()) + f" (needs at least {th.poor} below RoPE)"
     rope_p = rope[rope.seed.isin(paired.seed)]
     verdict = _comparison_outcome(rope_p, paired, th) or _verdict(agree, th)
-    if verdict == "inconclusive (ceiling)":
-        ev += f"; {_ceiling_why(rope_p, paired, th)}"
+    if verdict in UNRANKED:
+        ev += f"; {_unranked_why(rope_p, paired, th)}"
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
@@ -634,8 +638,8 @@ def _table1_order_claims(runs, th) -> list[dict]:
                   + f" (a win needs at least {th.beats} more and more than the seeds' spread)"
                   if len(pa) else "no seed with both runs finished yet")
             verdict = (_comparison_outcome(pa, pb, th) or _verdict(agree, th)) if len(pa) else "pending"
-            if verdict == "inconclusive (ceiling)":
-                ev += f"; {_ceiling_why(pa, pb, th)}"
+            if verdict in UNRANKED:
+                ev += f"; {_unranked_why(pa, pb, th)}"
             out.append(_row(text, "Table 1", setting, verdict, ev, list(ra.run_id) + list(rb.run_id)))
     return out
 
@@ -785,7 +789,8 @@ QUESTIONS = (
      "MLA has no indispensable single head", "no", "yes", None),
 )
 ANSWER_OF = {"mixed": "in some seeds only", "inconclusive (did not learn)": "cannot tell (the model did not learn)",
-             "inconclusive (ceiling)": "cannot tell (at the ceiling or within the seeds' spread)",
+             "inconclusive (ceiling)": "cannot tell (both at the ceiling)",
+             "inconclusive (within seed spread)": "cannot tell (within the seeds' spread)",
              "inconclusive (still learning)": "cannot tell (still learning at its last epoch)",
              "inconclusive (one seed)": "cannot tell (one seed)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}

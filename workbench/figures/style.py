@@ -367,6 +367,7 @@ def n_key_columns(df: pd.DataFrame) -> int:
 VERDICT_COLORS = {  # one light background per verdict (table rows, legend chips); dark text stays readable
     "reproduced": "#cdebd3", "mixed": "#fbe3a8", "not reproduced": "#f5c4be",
     "inconclusive (did not learn)": "#d8cff0", "inconclusive (ceiling)": "#c9def5",
+    "inconclusive (within seed spread)": "#d3e3ee",
     "inconclusive (still learning)": "#c6ebe6", "inconclusive (one seed)": "#dde7c4", "inconclusive": "#e6e0f3",
     "not testable at this preset": "#eadcc6", "beyond the paper": "#f4d3ea", "pending": "#eef0f4",
 }

@@ -555,7 +555,7 @@ def scale_disclaimer(preset: str = "repro") -> str:
         "> - The optimiser (lr, batch, clipping) was tuned on RoPE, Task 1, seed 42 only (docs/training.md): it "
         "favours RoPE, so orders of convergence are not testable here.",
         "> - A claim *not reproduced at this preset* is not a refutation of the paper: it says what this scale "
-        "shows. Rows where the runs cannot show a claim (did not learn, at the ceiling, still learning, one "
-        "seed, not testable) say so and are not counted as tests; the scale ladder "
+        "shows. Rows where the runs cannot show a claim (did not learn, at the ceiling, within the seeds' "
+        "spread, still learning, one seed, not testable) say so and are not counted as tests; the scale ladder "
         f"({', '.join(LADDER[1:])}) shows which verdicts move with epochs, width or data.",
     ])
