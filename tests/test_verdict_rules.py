@@ -331,10 +331,12 @@ def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
         at = [(p["fidelity"], p["tag"], p["task"]) for p in points if p["preset"] == rung and p["seed"] == 42]
         assert len(at) == 13 and ("authors-mla", "mla", "trigger-distance") in at
         assert ("pelab", "alibi", "trigger-distance") in at and ("pelab", "alibi", "trigger-count") not in at
-    # seeds 43 and 44 only where seed 42's verdict changed: the authors' MLA on Task 1 at repro-long
+    # seeds 43 and 44 only where seed 42's verdict changed: the authors' MLA, ALiBi and the authors' RoPE on Task 1
+    # at repro-long, RoPE and NoPE on Task 2 at repro-paperdata-long
     extra = {(p["preset"], p["fidelity"], p["tag"] or p["scheme"], p["task"], p["seed"]) for p in points
              if p["seed"] != 42}
-    assert extra == {("repro-long", "authors-mla", "mla", "trigger-distance", s) for s in (43, 44)} | {
+    assert extra == {("repro-long", f, v, "trigger-distance", s) for f, v in
+                     (("authors-mla", "mla"), ("pelab", "alibi"), ("authors", "rope")) for s in (43, 44)} | {
         ("repro-paperdata-long", "pelab", v, "trigger-count", s) for v in ("rope", "nope") for s in (43, 44)}
     # the question repro-paperdata left open (both still learning): RoPE and NoPE on Task 2 with 4x the epochs
     longer = {(p["tag"] or p["scheme"], p["task"]) for p in points if p["preset"] == "repro-paperdata-long"}
@@ -402,8 +404,11 @@ def test_a_rung_explains_a_gap_when_it_brings_the_cell_five_points_closer_to_the
          "repro status": "learned", "repro-long": long, "repro-long status": st, "repro-wide": np.nan,
          "repro-wide status": ""}
         for s, long, st in (("rope", 0.55, "learned"), ("nope", 0.549, "learned"), ("alibi", 0.20, "still learning"))])
+    # the base already within 5 points of the paper (0.77 vs 0.80): no difference for a rung to explain
+    t = pd.concat([t, t.iloc[:1].assign(scheme="mla", repro=0.77, **{"repro-long": 0.80})], ignore_index=True)
     g = ladder_gaps(t, rungs).set_index("scheme")
-    assert list(g.index) == ["rope", "nope", "alibi"] and set(g.rung) == {"repro-long"}  # nothing run at repro-wide
+    assert list(g.index) == ["rope", "nope", "alibi", "mla"] and set(g.rung) == {"repro-long"}  # none at repro-wide
+    assert g.loc["mla", "gap"] == "no gap"
     assert g.loc["rope", "gap"] == "explains" and g.loc["rope", "closer"] == pytest.approx(0.05)
     assert g.loc["nope", "gap"] == "does not explain"
     assert g.loc["alibi", "gap"] == "cannot tell yet"  # further away, but its run was still learning

@@ -163,7 +163,8 @@ def _scale_view(t: dict):
     out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
                   f"paper when it brings the cell >= {100 * GAP_CLOSER:g} points closer; a run still learning at its "
-                  "last epoch cannot tell yet."),
+                  f"last epoch cannot tell yet; a cell already within {100 * GAP_CLOSER:g} points of the paper at "
+                  f"{rungs[0]} has no gap to explain."),
            C.table_component(cells, id=f"{P}-ladder", page_size=20),
            html.H4("Which differences from the paper the ladder explains"),
            C.table_component(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",

@@ -1151,9 +1151,10 @@ GAP_CLOSER = 0.05  # a rung "explains" a gap to the paper when it brings the cel
 
 def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
     """Per Table-1 cell and rung other than the base (`t`: `ladder_table1`): does the rung explain the cell's gap
-    to the paper? `explains` when |base - paper| - |acc - paper| >= GAP_CLOSER; `cannot tell yet` when it does
-    not and the run at the rung was still learning at its last epoch; `does not explain` otherwise. Columns:
-    setting, scheme, task, rung, base, acc, paper, status, closer, gap."""
+    to the paper? `no gap` when the base is already within GAP_CLOSER of the paper (nothing to explain);
+    `explains` when |base - paper| - |acc - paper| >= GAP_CLOSER; `cannot tell yet` when it does not and the run
+    at the rung was still learning at its last epoch; `does not explain` otherwise. Columns: setting, scheme,
+    task, rung, base, acc, paper, status, closer, gap."""
     cols = ["setting", "scheme", "task", "rung", "base", "acc", "paper", "status", "closer", "gap"]
     out = []
     for d in t.to_dict("records"):
@@ -1164,7 +1165,7 @@ def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
                 continue
             closer = abs(base - paper) - abs(acc - paper)
             status = d[rung + " status"]
-            gap = ("explains" if closer >= GAP_CLOSER else
+            gap = ("no gap" if abs(base - paper) < GAP_CLOSER else "explains" if closer >= GAP_CLOSER else
                    "cannot tell yet" if "still learning" in str(status) else "does not explain")
             out.append({"setting": d["setting"], "scheme": d["scheme"], "task": d["task"], "rung": rung,
                         "base": base, "acc": acc, "paper": paper, "status": status, "closer": closer, "gap": gap})

@@ -122,7 +122,8 @@ def _deposits_section(d: pd.DataFrame) -> str:
 def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd.DataFrame | None = None) -> str:
     """Table 1's cells at each rung (seed 42), the claims whose verdict changes at a rung, and which differences
     from the paper the ladder explains: a cell explains a gap when moving to a rung brings it >= 5 points closer
-    to the paper's number; a cell that does not, and whose run at the rung was still learning, cannot tell yet.
+    to the paper's number; a cell that does not, and whose run at the rung was still learning, cannot tell yet; a
+    cell already within 5 points of the paper at the base has no gap to explain.
     `seeded` (`claims.rung_claims`): the claims at rungs run with more seeds, on all of them."""
     t = ladder_table1(runs_all, rungs)
     if t.empty:
@@ -134,7 +135,7 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     gaps = ladder_gaps(t, rungs)
     what = {g: [f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at {r.rung}: "
                 f"{_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})" for r in gaps[gaps.gap == g].itertuples()]
-            for g in ("explains", "does not explain", "cannot tell yet")}
+            for g in ("explains", "does not explain", "cannot tell yet", "no gap")}
     explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
@@ -152,6 +153,9 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     if undecided:
         out += ["Cannot tell yet (the run at the rung was still learning at its last epoch: more epochs may move "
                 "it):", ""] + [f"- {x}" for x in undecided] + [""]
+    if what["no gap"]:
+        out += [f"No difference to explain (at `{rungs[0]}` the cell is already within {pts} of the paper's "
+                "number):", ""] + [f"- {x}" for x in what["no gap"]] + [""]
     if seeded is not None and len(seeded):
         cells = [f"- {SETTINGS.get(setting, setting)} {scheme_label(variant)} {task_label(task)} at `{rung}`: "
                  + ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in g.itertuples())
