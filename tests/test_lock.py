@@ -66,6 +66,30 @@ def test_two_trainers_of_one_config_in_parallel_processes(tmp_path):
     assert lock_holder(root, run.id) is None  # released when the trainer finished
 
 
+def test_a_refused_trainer_names_a_holder_that_writes_its_pid_just_after_taking_the_lock(tmp_path):
+    """The holder takes the flock, then writes pid / host / since: a trainer refused in that window (it happened
+    under load: "is being trained by pid ? on ?") waits for them instead of naming nobody."""
+    import fcntl
+    import threading
+
+    from workbench.store.lock import lock_path
+
+    path = lock_path(tmp_path, "t1-x")
+    path.parent.mkdir(parents=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)  # another open file description: flock conflicts with it
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    late = threading.Timer(0.3, lambda: path.write_text(json.dumps({"pid": 4242, "host": "h", "since": "t"})))
+    late.start()
+    try:
+        with pytest.raises(RunLocked, match="being trained by pid 4242 on h"):
+            RunLock(tmp_path, "t1-x").acquire()
+        assert lock_holder(tmp_path, "t1-x")["pid"] == 4242
+    finally:
+        late.cancel()
+        os.close(fd)
+    assert lock_holder(tmp_path, "t1-x") is None
+
+
 def test_force_refuses_to_delete_a_run_another_process_trains(tmp_path):
     from workbench.train import resolve_config, train
 

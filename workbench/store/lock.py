@@ -3,7 +3,8 @@
 `<root>/.locks/<run_id>.lock` is locked with `fcntl.flock(LOCK_EX | LOCK_NB)` for the life of the training
 process (the kernel drops it when the process dies, even on `kill -9`). The file lives outside the run folder so
 deleting the run (`--force`) cannot orphan the lock, and it records the holder's pid/host for the message a
-second trainer gets.
+second trainer gets. The holder writes them just after it takes the lock, so a trainer refused in between waits
+for them briefly (HOLDER_WAIT_S) rather than naming "pid ?".
 """
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import fcntl
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
 from .errors import StoreError
 
 LOCKS = ".locks"
+HOLDER_WAIT_S = 2.0  # how long a refused trainer waits for the holder to write its pid / host / since
 
 
 class RunLocked(StoreError):
@@ -27,12 +30,19 @@ def lock_path(root: str | os.PathLike, run_id: str) -> Path:
     return Path(root) / LOCKS / f"{run_id}.lock"
 
 
-def _holder(path: Path) -> dict[str, Any]:
-    try:
-        info = json.loads(path.read_text(encoding="utf-8") or "{}")
-        return info if isinstance(info, dict) else {}
-    except (OSError, ValueError):
-        return {}
+def _holder(path: Path, wait_s: float = 0.0) -> dict[str, Any]:
+    """The holder's {"pid", "host", "since"} from the lock file; {} when unreadable. With `wait_s`, polls that
+    long for a holder that has the lock but has not written them yet (a write that lands after the flock)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            info = json.loads(path.read_text(encoding="utf-8") or "{}")
+            info = info if isinstance(info, dict) else {}
+        except (OSError, ValueError):  # missing, or caught between the holder's truncate and write
+            info = {}
+        if "pid" in info or time.monotonic() >= deadline:
+            return info
+        time.sleep(0.02)
 
 
 class RunLock:
@@ -56,7 +66,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            h = _holder(self.path)
+            h = _holder(self.path, HOLDER_WAIT_S)
             raise RunLocked(f"is being trained by pid {h.get('pid', '?')} on {h.get('host', '?')} "
                             f"(since {h.get('since', '?')}; lock {self.path}); wait for it to finish or stop "
                             "that process", self.run_id) from None
@@ -92,7 +102,7 @@ def lock_holder(root: str | os.PathLike, run_id: str) -> dict[str, Any] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _holder(path) or {"pid": "?", "host": "?"}
+        return _holder(path, HOLDER_WAIT_S) or {"pid": "?", "host": "?"}
     finally:
         os.close(fd)  # closing drops a lock we got
     return None
