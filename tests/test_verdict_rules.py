@@ -297,6 +297,11 @@ def test_holds_across_scale_compares_each_rung_with_the_base_at_seed_42():
                         "paper")
     assert set(col) >= {"not run at other rungs yet"}
     assert not any("reproduced" in c for c in col)
+    # a verdict that stays is named: "unchanged" must not read as "the claim holds" when it stays a disagreement
+    wide = _runs_frame(rows("repro", 0.15) + rows("repro-wide", 0.16))
+    wide_store = FakeStore([FakeRun(r, {}) for r in wide.run_id])
+    same = holds_across_scale(base, ladder(wide_store, wide, ("repro", "repro-wide")), "repro")
+    assert same[row] == "unchanged at every rung run (repro-wide): seed 42 agrees with the paper"
     # the rung run with seeds 42 and 43: their verdict on both follows the seed-42 change
     seeded = rung_claims(store, frame, ("repro", "repro-long"))
     col = holds_across_scale(base, lad, "repro", seeded)

@@ -1083,8 +1083,9 @@ def seed_verdict(verdict: str, seed: int = 42) -> str:
 
 def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: pd.DataFrame | None = None,
                        seed: int = 42) -> pd.Series:
-    """Per row of `cl`: "holds on every rung run (r1, r2; seed 42)" when each other rung's seed-42 verdict equals
-    the base rung's seed-42 verdict, "changes at r: v0 -> v1" where one differs (each side said as one seed's,
+    """Per row of `cl`: "unchanged at every rung run (r1, r2): seed 42 agrees with the paper" when each other
+    rung's seed-42 verdict equals the base rung's seed-42 verdict (named, so that a verdict that stays
+    "does not agree" or "inconclusive" is not read as the claim holding), "changes at r: v0 -> v1" where one differs (each side said as one seed's,
     `seed_verdict`), "not run at other rungs yet" otherwise. Where `seeded` (`rung_claims`) judges the row at that
     rung on more seeds, their verdict follows: "; on every seed run there: reproduced"."""
     on_all = {} if seeded is None else {(r.rung, r.claim, r.setting): r.verdict for r in seeded.itertuples()}
@@ -1101,7 +1102,8 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: p
                    + (f"; on every seed run there: {on_all[(o.rung, r.claim, r.setting)]}"
                       if (o.rung, r.claim, r.setting) in on_all else "")
                    for o in others.itertuples() if o.verdict != v0]
-        out.append("; ".join(changed) if changed else f"holds on every rung run ({', '.join(others.rung)}; seed {seed})")
+        out.append("; ".join(changed) if changed else
+                   f"unchanged at every rung run ({', '.join(others.rung)}): {seed_verdict(v0, seed)}")
     return pd.Series(out, index=cl.index, dtype=object)
 
 
