@@ -527,12 +527,11 @@ def _comparison_outcome(win: pd.DataFrame, lose: pd.DataFrame, th) -> str | None
     return None
 
 
-def _unranked_why(win: pd.DataFrame, lose: pd.DataFrame, th) -> str:
-    """Why two sides cannot be ranked (`_comparison_outcome`'s UNRANKED outcomes): both at the ceiling, or the
+def _unranked_why(verdict: str, win: pd.DataFrame, lose: pd.DataFrame, th) -> str:
+    """Why two sides cannot be ranked, for `_comparison_outcome`'s UNRANKED `verdict`: both at the ceiling, or the
     difference of their means within the seeds' spread (`_seed_noise`), with the numbers."""
-    ceiling = StatusRules().ceiling
-    if (win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all():
-        return f"cannot rank: every run at >= {ceiling:.2f}"
+    if verdict == "inconclusive (ceiling)":
+        return f"cannot rank: every run at >= {StatusRules().ceiling:.2f}"
     diff = float(win.test_acc.mean() - lose.test_acc.mean())
     return f"cannot rank: the difference {diff:+.3f} is within the seeds' spread {_seed_noise(win, lose, th.beats):.3f}"
 
@@ -551,7 +550,7 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
     rope_p = rope[rope.seed.isin(paired.seed)]
     verdict = _comparison_outcome(rope_p, paired, th) or _verdict(agree, th)
     if verdict in UNRANKED:
-        ev += f"; {_unranked_why(rope_p, paired, th)}"
+        ev += f"; {_unranked_why(verdict, rope_p, paired, th)}"
     return _row(claim, paper, "paper", verdict, ev, sub.run_id)
 
 
@@ -639,7 +638,7 @@ def _table1_order_claims(runs, th) -> list[dict]:
                   if len(pa) else "no seed with both runs finished yet")
             verdict = (_comparison_outcome(pa, pb, th) or _verdict(agree, th)) if len(pa) else "pending"
             if verdict in UNRANKED:
-                ev += f"; {_unranked_why(pa, pb, th)}"
+                ev += f"; {_unranked_why(verdict, pa, pb, th)}"
             out.append(_row(text, "Table 1", setting, verdict, ev, list(ra.run_id) + list(rb.run_id)))
     return out
 
@@ -1084,9 +1083,9 @@ def seed_verdict(verdict: str, seed: int = 42) -> str:
 def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: pd.DataFrame | None = None,
                        seed: int = 42) -> pd.Series:
     """Per row of `cl`: "unchanged at every rung run (r1, r2): seed 42 agrees with the paper" when each other
-    rung's seed-42 verdict equals the base rung's seed-42 verdict (named, so that a verdict that stays
-    "does not agree" or "inconclusive" is not read as the claim holding), "changes at r: v0 -> v1" where one differs (each side said as one seed's,
-    `seed_verdict`), "not run at other rungs yet" otherwise. Where `seeded` (`rung_claims`) judges the row at that
+    rung's seed-42 verdict equals the base rung's seed-42 verdict (named, so that a verdict that stays "does not
+    agree" or "inconclusive" is not read as the claim holding), "changes at r: v0 -> v1" where one differs (each
+    side said as one seed's, `seed_verdict`), "not run at other rungs yet" otherwise. Where `seeded` (`rung_claims`) judges the row at that
     rung on more seeds, their verdict follows: "; on every seed run there: reproduced"."""
     on_all = {} if seeded is None else {(r.rung, r.claim, r.setting): r.verdict for r in seeded.itertuples()}
     out = []
