@@ -35,24 +35,29 @@ demo: $(STAMP)
 	$(PY) -m workbench.demo
 
 # The reproduction (docs/reproduction.md): train what is unfinished of tier $(TIER) of grids/repro.toml into
-# $(REPRO_RUNS) (resumes where it stopped; 2 single-thread workers, niced), run every analysis on its finished
-# runs and ship them to results/repro, then regenerate COMPARISON.md, the README block and the Table 1 figure.
+# $(REPRO_RUNS) (resumes where it stopped; 2 single-thread workers, niced); beside it, `ship --follow` runs every
+# analysis on each run as it finishes and ships it to results/repro (a session that ends mid-grid keeps what
+# finished); a last `ship` pass after the sweep, then COMPARISON.md, the README block and the Table 1 figure.
 REPRO_RUNS ?= runs-repro
+CPU_RUN  := OMP_WAIT_POLICY=PASSIVE nice -n 10 $(VENV)/bin/workbench
+CPU_SHIP := OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship
 TIER ?= 1
 repro: $(STAMP)
-	OMP_WAIT_POLICY=PASSIVE nice -n 10 $(VENV)/bin/workbench sweep grids/repro.toml --tier $(TIER) --workers 2 \
-	    --threads 1 --quiet --root $(REPRO_RUNS) --shipped results/repro
-	OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship --grid grids/repro.toml \
-	    --tier $(TIER) --root $(REPRO_RUNS) --to results/repro
+	$(CPU_RUN) sweep grids/repro.toml --tier $(TIER) --workers 2 --threads 1 --quiet --root $(REPRO_RUNS) \
+	    --shipped results/repro & sweep=$$!; \
+	$(CPU_SHIP) --grid grids/repro.toml --tier $(TIER) --root $(REPRO_RUNS) --to results/repro --follow 60; \
+	wait $$sweep; rc=$$?; \
+	$(CPU_SHIP) --grid grids/repro.toml --tier $(TIER) --root $(REPRO_RUNS) --to results/repro && exit $$rc
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
 
 # The scale ladder (docs/reproduction.md#the-scale-ladder): the deciding settings at repro-long, repro-paperdata,
 # repro-wide (and repro-paperdata-long), seed 42, into the same store; shipped beside the repro runs, compared with them in COMPARISON.md.
 ladder: $(STAMP)
-	OMP_WAIT_POLICY=PASSIVE nice -n 10 $(VENV)/bin/workbench sweep grids/ladder.toml --workers 2 --threads 1 --quiet \
-	    --root $(REPRO_RUNS) --shipped results/repro
-	OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship --grid grids/ladder.toml \
-	    --root $(REPRO_RUNS) --to results/repro
+	$(CPU_RUN) sweep grids/ladder.toml --workers 2 --threads 1 --quiet --root $(REPRO_RUNS) \
+	    --shipped results/repro & sweep=$$!; \
+	$(CPU_SHIP) --grid grids/ladder.toml --root $(REPRO_RUNS) --to results/repro --follow 60; \
+	wait $$sweep; rc=$$?; \
+	$(CPU_SHIP) --grid grids/ladder.toml --root $(REPRO_RUNS) --to results/repro && exit $$rc
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
 
 # The paper-scale reproduction on a CUDA GPU (docs/training.md, "The paper-scale reproduction"): tier $(TIER) of

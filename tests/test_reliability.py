@@ -131,6 +131,56 @@ def test_ship_refuses_a_destination_in_its_own_store(to, tmp_path):
     assert {"model.safetensors", "optim.safetensors", "state.json"} <= {p.name for p in (root / rid).iterdir()}
 
 
+def test_ship_follow_ships_a_run_when_its_trainer_finishes(tmp_path):
+    """`ship --follow` beside a sweep: a run being trained (lock held, run.json "running") is waited for and
+    shipped once it finishes; the follow then stops by itself (every run shipped)."""
+    import os
+    import socket
+    import threading
+
+    from workbench.cli import app
+    from workbench.store.lock import RunLock
+
+    root, rid = _own_finished_run(tmp_path)
+    (root / rid / "tables" / "late.parquet").unlink()  # the fixture's stand-in table does not read
+    run = RunStore(root).get(rid)
+    run.update_info(status="running", pid=os.getpid(), host=socket.gethostname(), pid_started=None)
+    lock = RunLock(root, rid).acquire()
+
+    def finish():
+        run.update_info(status="finished")
+        lock.release()
+
+    timer = threading.Timer(1.5, finish)
+    timer.start()
+    try:
+        res = CliRunner().invoke(app, ["ship", rid, "--root", str(root), "--to", str(tmp_path / "out"),
+                                       "--no-analyze", "--follow", "1"])
+    finally:
+        timer.cancel()
+        lock.release()
+    assert res.exit_code == 0, (res.output, res.exception)
+    assert "following: 1 run(s) to ship, 1 being trained" in res.output
+    assert (tmp_path / "out" / rid / "run.json").is_file() and "1 shipped, 0 unchanged, 0 skipped" in res.output
+
+
+def test_ship_follow_stops_when_nothing_is_being_trained(tmp_path):
+    """A run that is neither finished nor held by a trainer (a stopped sweep) does not keep `--follow` waiting:
+    two idle looks, then it stops and names the run."""
+    import os
+    import socket
+
+    from workbench.cli import app
+
+    root, rid = _own_finished_run(tmp_path)
+    RunStore(root).get(rid).update_info(status="running", pid=os.getpid(), host=socket.gethostname())
+    res = CliRunner().invoke(app, ["ship", rid, "--root", str(root), "--to", str(tmp_path / "out"),
+                                   "--no-analyze", "--follow", "1"])
+    assert res.exit_code == 0, res.output
+    assert "neither finished nor being trained after two looks" in res.output and rid in res.output
+    assert "0 shipped, 0 unchanged, 1 skipped" in res.output and not (tmp_path / "out" / rid).exists()
+
+
 def test_verify_refuses_a_plain_copy_of_the_shipped_folder(tmp_path):
     """A copy of the shipped folder in the user's store is not a re-training: verify must not call it verified,
     even when the shipped metrics were tampered with (the copy has the same ones)."""

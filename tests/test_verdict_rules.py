@@ -144,6 +144,11 @@ def test_overfitting_and_task2_mla_heads_are_not_counted_as_tests():
     cl = claims(FakeStore([FakeRun("l-42", {}), FakeRun("m-42", {"ablation": flat})]), _runs_frame(rows), ONE_SEED)
     over = cl[cl.claim.str.startswith("learned / random")].iloc[0]
     assert over.verdict == "not testable at this preset" and "running mean" in over.evidence
+    assert "ceiling" not in over.evidence  # 0.8 on test leaves room for a gap
+    top = _runs_frame([r | {"test_acc": 0.99} for r in rows[:1]])
+    over = claims(FakeStore([FakeRun("l-42", {})]), top, ONE_SEED)
+    over = over[over.claim.str.startswith("learned / random")].iloc[0]
+    assert over.evidence.startswith("test accuracy at the ceiling in every run")
     t2 = cl[cl.claim.str.startswith("MLA has no indispensable") & cl.claim.str.endswith("Task 2")
             & (cl.setting == "paper")].iloc[0]
     assert t2.verdict == "beyond the paper" and t2.result == "reproduced"

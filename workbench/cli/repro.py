@@ -1,6 +1,7 @@
 """CLI of the shipped reproduction: `workbench ship`, `workbench compare`, `workbench recreate`, `workbench verify`.
 
     workbench ship --grid grids/repro.toml --tier 1 --root runs-repro --to results/repro   # analyse + copy, no weights
+    workbench ship --grid grids/ladder.toml --root runs-repro --to results/repro --follow 60   # beside a sweep
     workbench compare results/repro                        # writes results/repro/COMPARISON.md from its tables
     workbench bundle results/repro                         # one-off: tables/*.parquet -> tables.parquet per run
     workbench recreate RUN_ID                              # re-train a shipped run into your store (same run id)
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -46,11 +48,14 @@ def ship_cmd(
                                                help="ablation/extrapolation: a seeded sample of this many test "
                                                     "examples (the intervals account for it)"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
+    follow: Optional[float] = typer.Option(None, "--follow", min=1, metavar="SECONDS",
+                                           help="beside a running sweep: look again every SECONDS and ship each "
+                                                "run as it finishes; stops when every run is shipped or failed, "
+                                                "or two looks in a row find none of them being trained"),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
-    from workbench.analysis.suite import run_suite
     from workbench.store import RunStore, StoreError
-    from workbench.store.ship import check_destination, is_shipped, ship_run
+    from workbench.store.ship import check_destination
 
     store = RunStore(root)
     try:
@@ -70,28 +75,63 @@ def ship_cmd(
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
     if not run_ids:
         _fail("name run ids or pass --grid GRID.toml")
-    shipped = skipped = unchanged = 0
-    for rid in run_ids:
-        try:
-            run = store.get(rid)
-        except StoreError as e:
+    counts = {"shipped": 0, "unchanged": 0, "skipped": 0}
+    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples)
+    waiting = list(run_ids)
+    idle = 0
+    while True:
+        outcomes = {rid: _ship_one(store, rid, to, quiet=follow is not None, **opts) for rid in waiting}
+        waiting = [rid for rid, o in outcomes.items() if o == "waiting"]
+        for o in outcomes.values():
+            if follow is None or o != "waiting":
+                counts["skipped" if o == "waiting" else o] += 1
+        if follow is None or not waiting:
+            break
+        from workbench.store.lock import lock_holder
+
+        training = [rid for rid in waiting if lock_holder(store.root, rid)]
+        idle = 0 if training or any(o != "waiting" for o in outcomes.values()) else idle + 1
+        if idle >= 2:
+            typer.echo(f"{len(waiting)} run(s) neither finished nor being trained after two looks; stopped "
+                       f"following: {', '.join(waiting[:5])}{' ...' if len(waiting) > 5 else ''}", err=True)
+            counts["skipped"] += len(waiting)
+            break
+        typer.echo(f"following: {len(waiting)} run(s) to ship, {len(training)} being trained; next look in "
+                   f"{follow:g} s", err=True)
+        time.sleep(follow)
+    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped")
+
+
+def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
+              quiet: bool = False) -> str:
+    """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
+    or absent from the store but shipped in `to`) or "waiting" (absent, created, running or interrupted: it may
+    still finish). `quiet` leaves out the per-look message of a waiting run."""
+    from workbench.analysis.suite import run_suite
+    from workbench.store import StoreError
+    from workbench.store.ship import is_shipped, ship_run
+
+    try:
+        run = store.get(rid)
+    except StoreError as e:
+        if (Path(to) / rid / "run.json").is_file():
+            typer.echo(f"{rid}: not in {store.root}, shipped in {to}; skipped", err=True)
+            return "skipped"
+        if not quiet:
             typer.echo(f"{rid}: not in {store.root} ({e}); skipped", err=True)
-            skipped += 1
-            continue
-        if run.status != "finished":
+        return "waiting"
+    if run.status != "finished":
+        if run.status == "failed" or not quiet:
             typer.echo(f"{rid}: {run.status}; skipped", err=True)
-            skipped += 1
-            continue
-        if analyze:
-            run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
-        if is_shipped(run, to):
-            typer.echo(f"{rid}: shipped already, unchanged")
-            unchanged += 1
-            continue
-        ship_run(run, to)
-        shipped += 1
-        typer.echo(f"{rid}: shipped to {Path(to) / rid}")
-    typer.echo(f"{shipped} shipped, {unchanged} unchanged, {skipped} skipped")
+        return "skipped" if run.status == "failed" else "waiting"
+    if analyze:
+        run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
+    if is_shipped(run, to):
+        typer.echo(f"{rid}: shipped already, unchanged")
+        return "unchanged"
+    ship_run(run, to)
+    typer.echo(f"{rid}: shipped to {Path(to) / rid}")
+    return "shipped"
 
 
 def bundle_cmd(
