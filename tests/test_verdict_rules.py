@@ -341,12 +341,13 @@ def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
         at = [(p["fidelity"], p["tag"], p["task"]) for p in points if p["preset"] == rung and p["seed"] == 42]
         assert len(at) == 13 and ("authors-mla", "mla", "trigger-distance") in at
         assert ("pelab", "alibi", "trigger-distance") in at and ("pelab", "alibi", "trigger-count") not in at
-    # seeds 43 and 44 only where seed 42's verdict changed: the authors' MLA, ALiBi and the authors' RoPE on Task 1
-    # at repro-long, RoPE and NoPE on Task 2 at repro-paperdata-long
+    # seeds 43 and 44 only where seed 42's verdict changed: the authors' MLA, ALiBi, the authors' RoPE and PE-Lab's
+    # RoPE on Task 1 at repro-long, RoPE and NoPE on Task 2 at repro-paperdata-long
     extra = {(p["preset"], p["fidelity"], p["tag"] or p["scheme"], p["task"], p["seed"]) for p in points
              if p["seed"] != 42}
     assert extra == {("repro-long", f, v, "trigger-distance", s) for f, v in
-                     (("authors-mla", "mla"), ("pelab", "alibi"), ("authors", "rope")) for s in (43, 44)} | {
+                     (("authors-mla", "mla"), ("pelab", "alibi"), ("authors", "rope"), ("pelab", "rope"))
+                     for s in (43, 44)} | {
         ("repro-paperdata-long", "pelab", v, "trigger-count", s) for v in ("rope", "nope") for s in (43, 44)}
     # the question repro-paperdata left open (both still learning): RoPE and NoPE on Task 2 with 4x the epochs
     longer = {(p["tag"] or p["scheme"], p["task"]) for p in points if p["preset"] == "repro-paperdata-long"}
