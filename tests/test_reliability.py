@@ -181,6 +181,22 @@ def test_ship_follow_stops_when_nothing_is_being_trained(tmp_path):
     assert "0 shipped, 0 unchanged, 1 skipped" in res.output and not (tmp_path / "out" / rid).exists()
 
 
+def test_ship_follow_does_not_wait_for_a_run_shipped_before(tmp_path):
+    """A grid run absent from the store (runs-repro lost) but already in the results store is done, not waited for:
+    `--follow` says so and stops at once; a `--to` that does not exist yet does not hide a missing run."""
+    from workbench.cli import app
+
+    shipped = _copy(tmp_path, ROPE_T1[:1])
+    rid, own = ROPE_T1[0], tmp_path / "own"
+    res = CliRunner().invoke(app, ["ship", rid, "--root", str(own), "--to", str(shipped), "--no-analyze",
+                                   "--follow", "1"])
+    assert res.exit_code == 0, res.output
+    assert f"{rid}: not in {own}, shipped in {shipped}; skipped" in res.output
+    assert "following" not in res.output and "0 shipped, 0 unchanged, 1 skipped" in res.output
+    res = CliRunner().invoke(app, ["ship", rid, "--root", str(own), "--to", str(tmp_path / "new"), "--no-analyze"])
+    assert res.exit_code == 0 and "shipped in" not in res.output and "0 shipped, 0 unchanged, 1 skipped" in res.output
+
+
 def test_verify_refuses_a_plain_copy_of_the_shipped_folder(tmp_path):
     """A copy of the shipped folder in the user's store is not a re-training: verify must not call it verified,
     even when the shipped metrics were tampered with (the copy has the same ones)."""

@@ -55,6 +55,7 @@ def ship_cmd(
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.store import RunStore, StoreError
+    from workbench.store.lock import lock_holder
     from workbench.store.ship import check_destination
 
     store = RunStore(root)
@@ -76,7 +77,8 @@ def ship_cmd(
     if not run_ids:
         _fail("name run ids or pass --grid GRID.toml")
     counts = {"shipped": 0, "unchanged": 0, "skipped": 0}
-    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples)
+    shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
+    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped)
     waiting = list(run_ids)
     idle = 0
     while True:
@@ -87,8 +89,6 @@ def ship_cmd(
                 counts["skipped" if o == "waiting" else o] += 1
         if follow is None or not waiting:
             break
-        from workbench.store.lock import lock_holder
-
         training = [rid for rid in waiting if lock_holder(store.root, rid)]
         idle = 0 if training or any(o != "waiting" for o in outcomes.values()) else idle + 1
         if idle >= 2:
@@ -103,10 +103,10 @@ def ship_cmd(
 
 
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
-              quiet: bool = False) -> str:
+              shipped=None, quiet: bool = False) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
-    or absent from the store but shipped in `to`) or "waiting" (absent, created, running or interrupted: it may
-    still finish). `quiet` leaves out the per-look message of a waiting run."""
+    or absent from the store but in `shipped`, the read-only store at `to`) or "waiting" (absent, created, running
+    or interrupted: it may still finish). `quiet` leaves out the per-look message of a waiting run."""
     from workbench.analysis.suite import run_suite
     from workbench.store import StoreError
     from workbench.store.ship import is_shipped, ship_run
@@ -114,7 +114,7 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
     try:
         run = store.get(rid)
     except StoreError as e:
-        if (Path(to) / rid / "run.json").is_file():
+        if shipped is not None and shipped.exists(rid):
             typer.echo(f"{rid}: not in {store.root}, shipped in {to}; skipped", err=True)
             return "skipped"
         if not quiet:
