@@ -349,9 +349,9 @@ def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
                      (("authors-mla", "mla"), ("pelab", "alibi"), ("authors", "rope"), ("pelab", "rope"))
                      for s in (43, 44)} | {
         ("repro-paperdata-long", "pelab", v, "trigger-count", s) for v in ("rope", "nope") for s in (43, 44)}
-    # the question repro-paperdata left open (both still learning): RoPE and NoPE on Task 2 with 4x the epochs
+    # the questions repro-paperdata left open (still learning): RoPE and NoPE on both tasks with 4x the epochs
     longer = {(p["tag"] or p["scheme"], p["task"]) for p in points if p["preset"] == "repro-paperdata-long"}
-    assert longer == {("rope", "trigger-count"), ("nope", "trigger-count")}
+    assert longer == {(v, t) for v in ("rope", "nope") for t in ("trigger-count", "trigger-distance")}
     with pytest.raises(ValueError, match="unknown keys"):
         grid_points({"presetz": ["repro"]})
 

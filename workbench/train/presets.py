@@ -145,8 +145,9 @@ PRESETS["repro-paperdata"] = _rung(
     "4), the repro optimiser", task={"preset": "paper"},
     by_task={t: {"task.n_examples": PAPERDATA_EXAMPLES} for t in ("trigger-distance", "trigger-count")})
 PRESETS["repro-paperdata-long"] = _rung(
-    "scale ladder: `repro-paperdata` with 4x the epochs (12, Task 2: 16), for the question `repro-paperdata` left "
-    "open (RoPE and NoPE on Task 2 were both still learning after 4 epochs); about 80 CPU-minutes a run (measured)",
+    "scale ladder: `repro-paperdata` with 4x the epochs (12, Task 2: 16), for the questions `repro-paperdata` left "
+    "open (RoPE and NoPE still learning after 3-4 epochs, on both tasks); about 80 CPU-minutes a run on Task 2 "
+    "(measured), about 40 on Task 1 (4x its `repro-paperdata` time)",
     task={"preset": "paper"},
     by_task={"trigger-distance": {"task.n_examples": PAPERDATA_EXAMPLES, "train.epochs": 12},
              "trigger-count": {"task.n_examples": PAPERDATA_EXAMPLES, "train.epochs": 16}})
