@@ -147,7 +147,7 @@ PRESETS["repro-paperdata"] = _rung(
 PRESETS["repro-paperdata-long"] = _rung(
     "scale ladder: `repro-paperdata` with 4x the epochs (12, Task 2: 16), for the questions `repro-paperdata` left "
     "open (RoPE and NoPE still learning after 3-4 epochs, on both tasks); about 80 CPU-minutes a run on Task 2 "
-    "(measured), about 40 on Task 1 (4x its `repro-paperdata` time)",
+    "(measured), about 45 on Task 1 (measured: RoPE 2,577 CPU-s)",
     task={"preset": "paper"},
     by_task={"trigger-distance": {"task.n_examples": PAPERDATA_EXAMPLES, "train.epochs": 12},
              "trigger-count": {"task.n_examples": PAPERDATA_EXAMPLES, "train.epochs": 16}})
