@@ -197,6 +197,27 @@ def test_ship_follow_does_not_wait_for_a_run_shipped_before(tmp_path):
     assert res.exit_code == 0 and "shipped in" not in res.output and "0 shipped, 0 unchanged, 1 skipped" in res.output
 
 
+def test_ship_leaves_a_run_another_ship_holds_and_frees_it_after(tmp_path):
+    """Two `ship` processes on one grid: the one that takes a finished run's lock analyses and ships it; the other
+    skips it, naming the holder, instead of running every analysis a second time. The lock is let go after."""
+    import os
+
+    from workbench.cli import app
+    from workbench.store.lock import RunLock, lock_holder
+
+    root, rid = _own_finished_run(tmp_path)
+    (root / rid / "tables" / "late.parquet").unlink()
+    args = ["ship", rid, "--root", str(root), "--to", str(tmp_path / "out"), "--no-analyze"]
+    with RunLock(root, rid, doing="shipped"):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert f"run '{rid}': is being shipped by pid {os.getpid()}" in res.output
+        assert "0 shipped, 0 unchanged, 1 skipped" in res.output and not (tmp_path / "out" / rid).exists()
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and "1 shipped, 0 unchanged, 0 skipped" in res.output, res.output
+    assert lock_holder(root, rid) is None
+
+
 def test_verify_refuses_a_plain_copy_of_the_shipped_folder(tmp_path):
     """A copy of the shipped folder in the user's store is not a re-training: verify must not call it verified,
     even when the shipped metrics were tampered with (the copy has the same ones)."""

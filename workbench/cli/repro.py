@@ -106,9 +106,9 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
               shipped=None, quiet: bool = False) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
     or absent from the store but in `shipped`, the read-only store at `to`) or "waiting" (absent, created, running
-    or interrupted: it may still finish). `quiet` leaves out the per-look message of a waiting run."""
+    or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out the per-look message of a waiting run."""
     from workbench.analysis.suite import run_suite
-    from workbench.store import StoreError
+    from workbench.store import RunLocked, StoreError
     from workbench.store.ship import is_shipped, ship_run
 
     try:
@@ -124,12 +124,19 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
         if run.status == "failed" or not quiet:
             typer.echo(f"{rid}: {run.status}; skipped", err=True)
         return "skipped" if run.status == "failed" else "waiting"
-    if analyze:
-        run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
-    if is_shipped(run, to):
-        typer.echo(f"{rid}: shipped already, unchanged")
-        return "unchanged"
-    ship_run(run, to)
+    try:  # one process analyses and ships a run: a second `ship` beside it waits instead of repeating the work
+        lock = store.lock(rid, doing="shipped").acquire()
+    except RunLocked as e:
+        if not quiet:
+            typer.echo(f"{e}; skipped", err=True)
+        return "waiting"
+    with lock:
+        if analyze:
+            run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
+        if is_shipped(run, to):
+            typer.echo(f"{rid}: shipped already, unchanged")
+            return "unchanged"
+        ship_run(run, to)
     typer.echo(f"{rid}: shipped to {Path(to) / rid}")
     return "shipped"
 

@@ -1,9 +1,9 @@
-"""Per-run OS lock: one training process per run.
+"""Per-run OS lock: one process at a time trains a run, or analyses and ships it.
 
 `<root>/.locks/<run_id>.lock` is locked with `fcntl.flock(LOCK_EX | LOCK_NB)` for the life of the training
 process (the kernel drops it when the process dies, even on `kill -9`). The file lives outside the run folder so
 deleting the run (`--force`) cannot orphan the lock, and it records the holder's pid/host for the message a
-second trainer gets. The holder writes them just after it takes the lock, so a trainer refused in between waits
+second process gets, with what it is doing ("trained", "shipped"). The holder writes them just after it takes the lock, so a trainer refused in between waits
 for them briefly (HOLDER_WAIT_S) rather than naming "pid ?".
 """
 from __future__ import annotations
@@ -47,10 +47,11 @@ def _holder(path: Path, wait_s: float = 0.0) -> dict[str, Any]:
 
 class RunLock:
     """`with RunLock(root, run_id):` -- held until released or the process ends. Raises `RunLocked` at once
-    (no waiting) when another process holds it."""
+    (no waiting) when another process holds it. `doing` ("trained", "shipped") names the holder's work in the
+    message another process gets."""
 
-    def __init__(self, root: str | os.PathLike, run_id: str):
-        self.path, self.run_id = lock_path(root, run_id), run_id
+    def __init__(self, root: str | os.PathLike, run_id: str, doing: str = "trained"):
+        self.path, self.run_id, self.doing = lock_path(root, run_id), run_id, doing
         self._fd: int | None = None
 
     @property
@@ -67,13 +68,14 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             h = _holder(self.path, HOLDER_WAIT_S)
-            raise RunLocked(f"is being trained by pid {h.get('pid', '?')} on {h.get('host', '?')} "
+            raise RunLocked(f"is being {h.get('doing', 'trained')} by pid {h.get('pid', '?')} on {h.get('host', '?')} "
                             f"(since {h.get('since', '?')}; lock {self.path}); wait for it to finish or stop "
                             "that process", self.run_id) from None
         from .run import now_iso
 
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now_iso()}).encode(), 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now_iso(),
+                                   "doing": self.doing}).encode(), 0)
         self._fd = fd
         return self
 
@@ -91,7 +93,7 @@ class RunLock:
 
 
 def lock_holder(root: str | os.PathLike, run_id: str) -> dict[str, Any] | None:
-    """{"pid", "host", "since"} of the process training `run_id`, or None when nobody holds its lock."""
+    """{"pid", "host", "since", "doing"} of the process training (or shipping) `run_id`, or None when nobody holds its lock."""
     path = lock_path(root, run_id)
     if not path.exists():
         return None

@@ -217,10 +217,10 @@ class RunStore:
         self._index_run(run)
         return run
 
-    def lock(self, run_id: str) -> RunLock:
+    def lock(self, run_id: str, doing: str = "trained") -> RunLock:
         """The run's OS lock (not yet acquired); see `workbench.store.lock`."""
         self.check_writable(run_id)
-        return RunLock(self.root, check_run_id(run_id))
+        return RunLock(self.root, check_run_id(run_id), doing)
 
     def delete(self, run_id: str, lock: RunLock | None = None) -> None:
         """Delete a run folder. Refused (StoreError) while another process trains it, unless `lock` is the
