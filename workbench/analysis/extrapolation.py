@@ -46,9 +46,9 @@ def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, 
             level: float = 0.95, max_examples: int | None = None) -> pd.DataFrame:
     scheme = model.scheme
     if not getattr(scheme, "can_extrapolate", True):
-        raise NotApplicable(f"scheme {scheme.name!r} cannot run past its training length "
-                            f"({getattr(scheme, 'extrapolation', '')}); length extrapolation works for "
-                            f"{extrapolating_schemes()}")
+        raise NotApplicable(f"scheme {scheme.name!r}, as this run configures it, cannot run past its training "
+                            f"length ({getattr(scheme, 'extrapolation', '')}); length extrapolation works for "
+                            f"{extrapolating_schemes()} (at their default settings)")
     extrap = getattr(data, "extrap", {}) or {}
     names = splits if splits is not None else ["test", *extrap.keys()]
     if len(names) <= 1 and splits is None:
