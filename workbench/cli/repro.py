@@ -106,7 +106,8 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
               shipped=None, quiet: bool = False) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
     or absent from the store but in `shipped`, the read-only store at `to`) or "waiting" (absent, created, running
-    or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out the per-look message of a waiting run."""
+    or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out
+    the per-look message of a waiting run."""
     from workbench.analysis.suite import run_suite
     from workbench.store import RunLocked, StoreError
     from workbench.store.ship import is_shipped, ship_run

@@ -1,10 +1,11 @@
 """Per-run OS lock: one process at a time trains a run, or analyses and ships it.
 
 `<root>/.locks/<run_id>.lock` is locked with `fcntl.flock(LOCK_EX | LOCK_NB)` for the life of the training
-process (the kernel drops it when the process dies, even on `kill -9`). The file lives outside the run folder so
-deleting the run (`--force`) cannot orphan the lock, and it records the holder's pid/host for the message a
-second process gets, with what it is doing ("trained", "shipped"). The holder writes them just after it takes the lock, so a trainer refused in between waits
-for them briefly (HOLDER_WAIT_S) rather than naming "pid ?".
+process (the kernel drops it when the process dies, even on `kill -9`); `workbench ship` holds it while it
+analyses and ships a run. The file lives outside the run folder so deleting the run (`--force`) cannot orphan the
+lock, and it records the holder's pid/host and what it is doing ("trained", "shipped") for the message a second
+process gets. The holder writes them just after it takes the lock, so a process refused in between waits for them
+briefly (HOLDER_WAIT_S) rather than naming "pid ?".
 """
 from __future__ import annotations
 
@@ -68,9 +69,9 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             h = _holder(self.path, HOLDER_WAIT_S)
-            raise RunLocked(f"is being {h.get('doing', 'trained')} by pid {h.get('pid', '?')} on {h.get('host', '?')} "
-                            f"(since {h.get('since', '?')}; lock {self.path}); wait for it to finish or stop "
-                            "that process", self.run_id) from None
+            raise RunLocked(f"is being {h.get('doing', 'trained')} by pid {h.get('pid', '?')} on "
+                            f"{h.get('host', '?')} (since {h.get('since', '?')}; lock {self.path}); wait for it to "
+                            "finish or stop that process", self.run_id) from None
         from .run import now_iso
 
         os.ftruncate(fd, 0)
@@ -93,7 +94,8 @@ class RunLock:
 
 
 def lock_holder(root: str | os.PathLike, run_id: str) -> dict[str, Any] | None:
-    """{"pid", "host", "since", "doing"} of the process training (or shipping) `run_id`, or None when nobody holds its lock."""
+    """{"pid", "host", "since", "doing"} of the process training (or shipping) `run_id`, or None when nobody holds
+    its lock."""
     path = lock_path(root, run_id)
     if not path.exists():
         return None
