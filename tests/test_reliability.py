@@ -131,9 +131,11 @@ def test_ship_refuses_a_destination_in_its_own_store(to, tmp_path):
     assert {"model.safetensors", "optim.safetensors", "state.json"} <= {p.name for p in (root / rid).iterdir()}
 
 
-def test_ship_follow_ships_a_run_when_its_trainer_finishes(tmp_path):
-    """`ship --follow` beside a sweep: a run being trained (lock held, run.json "running") is waited for and
-    shipped once it finishes; the follow then stops by itself (every run shipped)."""
+@pytest.mark.parametrize("doing", ["trained", "shipped"])
+def test_ship_follow_ships_a_run_when_its_holder_lets_go(tmp_path, doing):
+    """`ship --follow` beside a sweep: a run being trained (lock held, run.json "running"), or one another `ship`
+    holds (finished, lock held), is waited for, counted as what its holder does, and shipped once it is let go;
+    the follow then stops by itself (every run shipped)."""
     import os
     import socket
     import threading
@@ -144,8 +146,9 @@ def test_ship_follow_ships_a_run_when_its_trainer_finishes(tmp_path):
     root, rid = _own_finished_run(tmp_path)
     (root / rid / "tables" / "late.parquet").unlink()  # the fixture's stand-in table does not read
     run = RunStore(root).get(rid)
-    run.update_info(status="running", pid=os.getpid(), host=socket.gethostname(), pid_started=None)
-    lock = RunLock(root, rid).acquire()
+    if doing == "trained":
+        run.update_info(status="running", pid=os.getpid(), host=socket.gethostname(), pid_started=None)
+    lock = RunLock(root, rid, doing=doing).acquire()
 
     def finish():
         run.update_info(status="finished")
@@ -160,7 +163,9 @@ def test_ship_follow_ships_a_run_when_its_trainer_finishes(tmp_path):
         timer.cancel()
         lock.release()
     assert res.exit_code == 0, (res.output, res.exception)
-    assert "following: 1 run(s) to ship, 1 being trained" in res.output
+    trained, shipped = (1, 0) if doing == "trained" else (0, 1)
+    assert (f"following: 1 run(s) to ship, {trained} being trained, {shipped} being shipped by another process"
+            in res.output)
     assert (tmp_path / "out" / rid / "run.json").is_file() and "1 shipped, 0 unchanged, 0 skipped" in res.output
 
 

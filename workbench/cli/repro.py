@@ -89,15 +89,16 @@ def ship_cmd(
                 counts["skipped" if o == "waiting" else o] += 1
         if follow is None or not waiting:
             break
-        training = [rid for rid in waiting if lock_holder(store.root, rid)]
-        idle = 0 if training or any(o != "waiting" for o in outcomes.values()) else idle + 1
+        doing = [h.get("doing", "trained") for h in (lock_holder(store.root, rid) for rid in waiting) if h]
+        idle = 0 if doing or any(o != "waiting" for o in outcomes.values()) else idle + 1
         if idle >= 2:
             typer.echo(f"{len(waiting)} run(s) neither finished nor being trained after two looks; stopped "
                        f"following: {', '.join(waiting[:5])}{' ...' if len(waiting) > 5 else ''}", err=True)
             counts["skipped"] += len(waiting)
             break
-        typer.echo(f"following: {len(waiting)} run(s) to ship, {len(training)} being trained; next look in "
-                   f"{follow:g} s", err=True)
+        typer.echo(f"following: {len(waiting)} run(s) to ship, {doing.count('trained')} being trained, "
+                   f"{doing.count('shipped')} being shipped by another process; next look in {follow:g} s",
+                   err=True)
         time.sleep(follow)
     typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped")
 
