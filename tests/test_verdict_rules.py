@@ -342,12 +342,13 @@ def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():
         assert len(at) == 13 and ("authors-mla", "mla", "trigger-distance") in at
         assert ("pelab", "alibi", "trigger-distance") in at and ("pelab", "alibi", "trigger-count") not in at
     # seeds 43 and 44 only where seed 42's verdict changed: the authors' MLA, ALiBi, the authors' RoPE and PE-Lab's
-    # RoPE on Task 1 at repro-long, RoPE and NoPE on Task 2 and RoPE on Task 1 at repro-paperdata-long
+    # RoPE on Task 1 at repro-long, PE-Lab's RoPE on Task 1 at repro-wide, RoPE and NoPE on Task 2 and RoPE on Task 1
+    # at repro-paperdata-long
     extra = {(p["preset"], p["fidelity"], p["tag"] or p["scheme"], p["task"], p["seed"]) for p in points
              if p["seed"] != 42}
     assert extra == {("repro-long", f, v, "trigger-distance", s) for f, v in
                      (("authors-mla", "mla"), ("pelab", "alibi"), ("authors", "rope"), ("pelab", "rope"))
-                     for s in (43, 44)} | {
+                     for s in (43, 44)} | {("repro-wide", "pelab", "rope", "trigger-distance", s) for s in (43, 44)} | {
         ("repro-paperdata-long", "pelab", v, t, s) for v, t in (("rope", "trigger-count"), ("nope", "trigger-count"),
                                                                 ("rope", "trigger-distance")) for s in (43, 44)}
     # the questions repro-paperdata left open (still learning): RoPE and NoPE on both tasks with 4x the epochs
