@@ -89,7 +89,7 @@ def ship_cmd(
                 counts["skipped" if o == "waiting" else o] += 1
         if follow is None or not waiting:
             break
-        doing = [h.get("doing", "trained") for h in (lock_holder(store.root, rid) for rid in waiting) if h]
+        doing = [h["doing"] for h in (lock_holder(store.root, rid) for rid in waiting) if h]
         idle = 0 if doing or any(o != "waiting" for o in outcomes.values()) else idle + 1
         if idle >= 2:
             typer.echo(f"{len(waiting)} run(s) neither finished nor being trained after two looks; stopped "

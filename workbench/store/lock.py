@@ -32,8 +32,9 @@ def lock_path(root: str | os.PathLike, run_id: str) -> Path:
 
 
 def _holder(path: Path, wait_s: float = 0.0) -> dict[str, Any]:
-    """The holder's {"pid", "host", "since"} from the lock file; {} when unreadable. With `wait_s`, polls that
-    long for a holder that has the lock but has not written them yet (a write that lands after the flock)."""
+    """The holder's {"pid", "host", "since", "doing"} from the lock file; "?" where unreadable, and "doing" is
+    "trained" unless the holder wrote another. With `wait_s`, polls that long for a holder that has the lock but
+    has not written them yet (a write that lands after the flock)."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -42,7 +43,7 @@ def _holder(path: Path, wait_s: float = 0.0) -> dict[str, Any]:
         except (OSError, ValueError):  # missing, or caught between the holder's truncate and write
             info = {}
         if "pid" in info or time.monotonic() >= deadline:
-            return info
+            return {"pid": "?", "host": "?", "since": "?", "doing": "trained", **info}
         time.sleep(0.02)
 
 
@@ -69,9 +70,8 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             h = _holder(self.path, HOLDER_WAIT_S)
-            raise RunLocked(f"is being {h.get('doing', 'trained')} by pid {h.get('pid', '?')} on "
-                            f"{h.get('host', '?')} (since {h.get('since', '?')}; lock {self.path}); wait for it to "
-                            "finish or stop that process", self.run_id) from None
+            raise RunLocked(f"is being {h['doing']} by pid {h['pid']} on {h['host']} (since {h['since']}; lock "
+                            f"{self.path}); wait for it to finish or stop that process", self.run_id) from None
         from .run import now_iso
 
         os.ftruncate(fd, 0)
@@ -106,7 +106,7 @@ def lock_holder(root: str | os.PathLike, run_id: str) -> dict[str, Any] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return _holder(path, HOLDER_WAIT_S) or {"pid": "?", "host": "?"}
+        return _holder(path, HOLDER_WAIT_S)
     finally:
         os.close(fd)  # closing drops a lock we got
     return None

@@ -230,8 +230,8 @@ class RunStore:
         if not (lock is not None and lock.held and lock.run_id == run_id):
             holder = lock_holder(self.root, run_id)
             if holder:
-                raise StoreError(f"cannot delete: it is being trained by pid {holder.get('pid')} on "
-                                 f"{holder.get('host')}; stop that process first", run_id)
+                raise StoreError(f"cannot delete: it is being {holder['doing']} by pid {holder['pid']} on "
+                                 f"{holder['host']}; stop that process first", run_id)
         path = self.root / run_id
         if path.is_dir():
             shutil.rmtree(path)
