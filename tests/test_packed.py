@@ -4,6 +4,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from workbench.analysis.claims import cpu_time_share
 from workbench.cli import app
 from workbench.store import RunStore
 from workbench.train import resolve_config, sweep, train
@@ -48,6 +49,18 @@ def test_each_packed_run_equals_its_solo_run(solo_and_packed):
         ws, wp = s.model_tensors(), p.model_tensors()
         assert ws.keys() == wp.keys() and all(torch.equal(ws[k], wp[k]) for k in ws)
     assert len({p.final["train_loss"] for p in packed}) == 3  # three different runs, not one copied
+
+
+def test_a_pack_counts_its_process_cpu_time_once(solo_and_packed):
+    """Each packed run records a third of the pack process's CPU time, so a sum over the three is the process's
+    time; runs packed before that rule (whole process time, no `pack_cpu_time_s`) are divided when read."""
+    _, packed = solo_and_packed
+    whole = packed[0].info["pack_cpu_time_s"]
+    assert whole > 0 and all(p.info["pack_cpu_time_s"] == pytest.approx(whole, rel=0.05) for p in packed)
+    assert sum(p.info["cpu_time_s"] for p in packed) == pytest.approx(whole, rel=0.05)
+    assert [cpu_time_share(p.info) for p in packed] == [p.info["cpu_time_s"] for p in packed]
+    assert cpu_time_share({"cpu_time_s": 1584.0, "packed": 2}) == 792.0  # packed before the rule
+    assert cpu_time_share({"cpu_time_s": 724.0}) == 724.0  # solo
 
 
 def test_a_stopped_pack_resumes_alone_and_packed(tmp_path, solo_and_packed):

@@ -57,10 +57,20 @@ def base_preset(runs: pd.DataFrame) -> str:
     return str(presets.value_counts().index[0])
 
 
+def cpu_time_share(info: dict) -> float:
+    """A run's training CPU time in seconds. A run trained in a pack of K (`train/packed.py`) records its share, the
+    pack process's CPU time / K; runs packed before that rule (no `pack_cpu_time_s` in run.json) recorded the whole
+    process's time, so theirs is divided by K here: a total over runs counts each process once."""
+    cpu = float(info.get("cpu_time_s") or np.nan)
+    packed = int(info.get("packed") or 1)
+    return cpu / packed if packed > 1 and "pack_cpu_time_s" not in info else cpu
+
+
 def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
-    (running mean; `train_acc_eval` measured after the epoch where recorded), epochs, wall and CPU time, threads,
+    (running mean; `train_acc_eval` measured after the epoch where recorded), epochs, wall and CPU time (a packed
+    run's share: `cpu_time_share`), threads,
     code version, the test set's size, chance and length-only levels, and what the run can show
     (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status, why).
     From a store: its finished runs that read; `.attrs["corrupt"]` holds {run id: why} for those that cannot be
@@ -89,7 +99,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "test_acc_epoch1": float(m["test_acc"].iloc[0]) if len(m) else np.nan,
             "test_acc_auc": float(m["test_acc"].mean()) if len(m) else np.nan,
             "epochs": int(len(m)), "wall_time_s": float(info.get("wall_time_s") or np.nan),
-            "cpu_time_s": float(info.get("cpu_time_s") or np.nan), "threads": info.get("threads"),
+            "cpu_time_s": cpu_time_share(info), "threads": info.get("threads"),
             "code_version": info.get("code_version"), "cpu": (info.get("machine") or {}).get("cpu"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
             "n_test": int(test_bl.get("n", 0)) or None, "chance": 1.0 / n_classes,

@@ -245,7 +245,8 @@ def _provenance_section(runs: pd.DataFrame) -> str:
              f"CPU time {runs.cpu_time_s.sum() / 3600:.2f} h "
              f"(per run: median wall {runs.wall_time_s.median():.0f} s, max {runs.wall_time_s.max():.0f} s; "
              f"median CPU {runs.cpu_time_s.median():.0f} s, max {runs.cpu_time_s.max():.0f} s: the wall time "
-             "depends on what else the machine ran, the training process's CPU time does not)",
+             "depends on what else the machine ran, the training process's CPU time does not; a run trained in a "
+             "pack of K seeds counts 1/K of its pack's process)",
              "- code versions: " + ", ".join(f"`{v}` ({n})" for v, n in runs.code_version.value_counts().items()),
              "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items()),
              "- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in

@@ -24,6 +24,10 @@ activations) is bit-identical under vmap, and so are the gradients, AdamW and th
 (`torch.nn.utils.get_total_norm` on each run's slices): a packed CPU run's metrics and weights equal its solo
 run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules (the speed is the point there) and agrees
 with solo within bf16 rounding.
+
+Time. A pack is one process, so each run's `cpu_time_s` is its share of that process's CPU time (the process's / K,
+added to what the run had before a resume) and totals over runs count a pack once; `pack_cpu_time_s` is the whole
+process's CPU time in the session that finished the pack. Each run's `wall_time_s` is the pack's wall time.
 """
 from __future__ import annotations
 
@@ -317,7 +321,7 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                     if checkpoint else None
                 commit_epoch(run, rows[k], row, m, optim_t,
                              epoch_state(epoch, step, total_steps, steps_per_epoch, row["wall_s"], lr, batching),
-                             dev=dev, cpu_time_s=cpu_before[k] + time.process_time() - cpu_session)
+                             dev=dev, cpu_time_s=cpu_before[k] + (time.process_time() - cpu_session) / K)
                 report_epoch(run, row, epochs, progress, on_epoch)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
@@ -334,5 +338,5 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
         raise
     for k, r in enumerate(runs):
         r.update_info(status="finished", finished=now_iso(), wall_time_s=walls[k] + time.perf_counter() - t_session,
-                      cpu_time_s=cpu_before[k] + time.process_time() - cpu_session,
-                      machine_at_finish=machine_identity())
+                      cpu_time_s=cpu_before[k] + (time.process_time() - cpu_session) / K,
+                      pack_cpu_time_s=time.process_time() - cpu_session, machine_at_finish=machine_identity())
