@@ -447,7 +447,7 @@ def test_the_findings_page_shows_the_ladder_its_gaps_and_the_claims_at_rungs_wit
     rungs = ("repro", "repro-long")
     lad = ladder_table1(frame, rungs)
     t = {"rungs": rungs, "ladder": lad, "gaps": ladder_gaps(lad, rungs), "seeds": rung_seed_cells(frame, rungs),
-         "seeded": rung_claims(store, frame, rungs), "answers": ladder_answers(frame, rungs)}
+         "seeded": rung_claims(store, frame, rungs), "answers": ladder_answers(store, frame, rungs)}
     page = str(findings._scale_view(t))
     assert "find-ladder" in page and "find-gaps" in page and "find-rung-claims" in page and "find-rung-seeds" in page
     # in %: NoPE Task 1 15 -> 95 moves away from the paper's 3.51, so the rung does not explain that gap
@@ -471,7 +471,7 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
                 "test_acc": a, "test_acc_auc": a, "preset": p, **kw}
 
     def answer(rows, q):
-        a = ladder_answers(_runs_frame(rows), rungs)
+        a = ladder_answers(FakeStore([]), _runs_frame(rows), rungs)
         return a[a.question.str.startswith(q)].set_index("rung")
 
     learns = "Does the authors' MLA learn"
@@ -497,6 +497,29 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
     ahead = [t2("repro-paperdata", v, s, a) for v, a in (("rope", 0.75), ("nope", 0.60)) for s in (42, 43)]
     assert answer(ahead, behind).loc["repro-paperdata", "answer"] == "no"
     assert answer(settled[:2], behind).empty  # NoPE not run at the rung: no answer
+
+
+def test_the_ladder_asks_where_ropes_largest_deposit_is_at_each_rung():
+    """The shallow-deposit claim re-judged at each rung from the rung's own deposit tables: three seeds whose largest
+    deposit is deep -> "no"; shallow in one seed of three -> "in some seeds only"; one seed -> cannot tell."""
+    from workbench.analysis.claims import ladder_answers
+
+    rungs = ("repro", "repro-long", "repro-wide")
+    layers = {("repro", 42): [1], ("repro-long", 42): [1], ("repro-long", 43): [3], ("repro-long", 44): [2],
+              ("repro-wide", 42): [3], ("repro-wide", 43): [2], ("repro-wide", 44): [3]}
+    rows = [{"run_id": f"{p}-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+             "test_acc": 1.0, "test_acc_auc": 0.9, "preset": p} for p, s in layers]
+    store = FakeStore([FakeRun(f"{p}-{s}", {"deposit": _deposit(v)}) for (p, s), v in layers.items()])
+    a = ladder_answers(store, _runs_frame(rows), rungs)
+    a = a[a.question.str.contains("PE-Lab `paper` arch")].set_index("rung")
+    assert list(a.index) == ["repro-long", "repro-wide"]  # the base rung is what the ladder is compared with
+    assert a.loc["repro-wide", "answer"] == "no" and "L3.H3" in a.loc["repro-wide", "evidence"]
+    assert a.loc["repro-long", "answer"] == "in some seeds only"
+    one = {k: v for k, v in layers.items() if k[1] == 42}
+    a1 = ladder_answers(FakeStore([FakeRun(f"{p}-{s}", {"deposit": _deposit(v)}) for (p, s), v in one.items()]),
+                        _runs_frame([r for r in rows if r["seed"] == 42]), rungs)
+    assert set(a1[a1.question.str.contains("PE-Lab")].answer) == {"cannot tell (one seed)"}
+    assert not a1.question.str.contains("authors'").any()  # no authors' RoPE run at a rung: no answer
 
 
 def test_every_deposit_table_names_each_rows_preset():

@@ -87,7 +87,7 @@ def _computed(store) -> dict:
         _TABLES.clear()
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
-                        "seeded": seeded, "answers": ladder_answers(runs_all, rungs)}
+                        "seeded": seeded, "answers": ladder_answers(store, runs_all, rungs)}
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 

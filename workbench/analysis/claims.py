@@ -375,6 +375,18 @@ def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance") ->
     return _row(claim, paper, "paper", "not testable at this preset", ev, sub[sub.scheme == scheme]["run_id"])
 
 
+ROPE_SHALLOW = "RoPE's largest single-head deposit is in a shallow layer on Task 1"
+
+
+def _rope_shallow_claim(store, runs, th, settings=("paper", "authors")) -> list[dict]:
+    """The paper's "one shallow head carries the bulk of positional computations" (docs/paper.md), per seed: the
+    largest single-head deposit of the Task 1 RoPE run is in layer <= `th.shallow_layer`."""
+    return _per_seed_deposit_claim(store, runs, th, ROPE_SHALLOW, "single-head deposit in a shallow layer", "rope",
+                                   "trigger-distance",
+                                   lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer,
+                                   settings=settings)
+
+
 def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds()) -> pd.DataFrame:
     """Every qualitative claim of the core paper (docs/paper.md), one row per (claim, setting) with an outcome
     (OUTCOMES), its evidence, the runs behind it and what kind of evidence it rests on (`evidence_kind`:
@@ -398,10 +410,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     add(_ranking_claim(runs, "absolute (sinusoidal) converges second on Task 1", "absolute is second",
                        "sinusoidal", 2), "curves")
     add(_absolute_heads_claim(store, runs, th), "deposits")
-    add(_per_seed_deposit_claim(
-        store, runs, th, "RoPE's largest single-head deposit is in a shallow layer on Task 1",
-        "single-head deposit in a shallow layer", "rope", t1,
-        lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer), "deposits")
+    add(_rope_shallow_claim(store, runs, th), "deposits")
     for scheme in ("nope", "alibi", "relative"):
         add(_per_seed_deposit_claim(
             store, runs, th, f"no deposit for {scheme_label(scheme)} on Task 1", "no deposit for NoPE, ALiBi, "
@@ -795,7 +804,7 @@ def _vote_counts(dep: pd.DataFrame) -> str:
 # claim is reproduced, when it is not, the settings that answer it: None = all)
 QUESTIONS = (
     ("Does RoPE put its positional computation in one shallow head (Task 1)?",
-     "RoPE's largest single-head deposit is in a shallow layer on Task 1", "yes", "no", None),
+     ROPE_SHALLOW, "yes", "no", None),
     ("Does MLA's Task 2 advantage over RoPE survive when MLA runs in the same architecture as RoPE?",
      "MLA beats RoPE on Task 2", "yes", "no", ("paper", "encoder", "decoder")),
     ("Is there an indispensable head in MLA when heads are actually ablated?",
@@ -809,6 +818,11 @@ ANSWER_OF = {"mixed": "in some seeds only", "inconclusive (did not learn)": "can
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
 
 
+def answer_of(result: str, yes: str = "yes", no: str = "no") -> str:
+    """A claim's outcome said as the answer to its question: `yes` if reproduced, `no` if not, else ANSWER_OF."""
+    return {"reproduced": yes, "not reproduced": no}.get(result) or ANSWER_OF[result]
+
+
 def answers(cl: pd.DataFrame) -> pd.DataFrame:
     """QUESTIONS answered from the claims' verdicts: one row per (question, setting[, task]) with the answer
     (yes / no / in some seeds only / cannot tell / not known yet), the verdict and its evidence."""
@@ -818,15 +832,19 @@ def answers(cl: pd.DataFrame) -> pd.DataFrame:
         for r in (sub[sub.setting.isin(settings)] if settings else sub).itertuples():
             task = f", {r.claim.split(', ')[-1]}" if ", Task" in r.claim else ""
             rows.append({"question": question, "setting": SETTINGS.get(r.setting, r.setting) + task,
-                         "answer": {"reproduced": yes, "not reproduced": no}.get(r.result) or ANSWER_OF[r.result],
+                         "answer": answer_of(r.result, yes, no),
                          "verdict": r.verdict, "evidence": r.evidence})
     return pd.DataFrame(rows, columns=["question", "setting", "answer", "verdict", "evidence"])
 
 
-LADDER_QUESTIONS = (  # (question, cell: setting, variant, task) for "learns"; (question, claim prefix, setting)
+LADDER_QUESTIONS = (  # (question, kind, spec): "learns": a cell (setting, variant, task); "claim": a Table 1 order
+    # claim (prefix, setting, its variants, task); "deposit": the RoPE shallow-deposit claim (its setting)
     ("Does the authors' MLA learn Task 1 with more epochs?", "learns", ("authors-mla", "mla", "trigger-distance")),
     ("Does RoPE fall behind NoPE on Task 2 with the paper's data?", "claim",
      ("NoPE beats RoPE on Task 2", "paper", ("rope", "nope"), "trigger-count")),
+    ("Is RoPE's largest Task 1 deposit in a shallow layer at each scale (PE-Lab `paper` arch)?", "deposit", "paper"),
+    ("Is RoPE's largest Task 1 deposit in a shallow layer at each scale (the authors' transformer script)?",
+     "deposit", "authors"),
 )
 
 
@@ -841,10 +859,11 @@ def _learns_answer(sub: pd.DataFrame, th: Thresholds) -> str:
     return f"yes, in all {n} seeds" if k == n else "no" if k == 0 else f"in some seeds only ({k} of {n})"
 
 
-def ladder_answers(runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> pd.DataFrame:
+def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> pd.DataFrame:
     """The questions the scale ladder was built for (LADDER_QUESTIONS), answered at each rung other than the base
     (`rungs[0]`) where their runs exist, on every seed run there and by the claims' rules (two seeds at least; one
-    seed says "cannot tell (one seed)" and what it shows). One row per (question, rung): answer and evidence."""
+    seed says "cannot tell (one seed)" and what it shows); the deposit questions read each run's deposit table
+    from `store`. One row per (question, rung): answer and evidence."""
     rows = []
     for question, kind, spec in LADDER_QUESTIONS:
         for rung in rungs[1:]:
@@ -855,13 +874,19 @@ def ladder_answers(runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> 
                     continue
                 answer = _learns_answer(sub, th)
                 ev = ", ".join(f"seed {r.seed} {100 * r.test_acc:.2f} % ({r.status})" for r in sub.itertuples())
+            elif kind == "deposit":
+                if _runs(at, spec, "rope", "trigger-distance").empty:
+                    continue
+                row = _rope_shallow_claim(store, at, th, settings=(spec,))[0]
+                answer = answer_of(row["result"])
+                ev = row["evidence"]
             else:
                 prefix, setting, variants, task = spec
                 if any(_runs(at, setting, v, task).empty for v in variants):
                     continue
                 row = next(r for r in _table1_order_claims(at, th)
                            if r["claim"].startswith(prefix) and r["setting"] == setting)
-                answer = {"reproduced": "yes", "not reproduced": "no"}.get(row["result"]) or ANSWER_OF[row["result"]]
+                answer = answer_of(row["result"])
                 ev = row["evidence"]
             rows.append({"question": question, "rung": rung, "answer": answer, "evidence": ev})
     return pd.DataFrame(rows, columns=["question", "rung", "answer", "evidence"])

@@ -329,7 +329,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "scale ladder's questions are answered at each rung run so far, on every seed run there (one seed cannot "
         "tell).",
         "",
-        _questions_section(cl, ladder_answers(runs_all, rungs, th)),
+        _questions_section(cl, ladder_answers(store, runs_all, rungs, th)),
         "## The paper's claims",
         "",
         "One row per claim and setting; only *reproduced*, *mixed* and *not reproduced* count as tests of the paper. "
@@ -465,7 +465,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     lines += [_table1_section(table1(runs)), "The questions, answered so far (evidence in COMPARISON.md):", ""]
     lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
               for q, g in qa.groupby("question", sort=False)]
-    lad = ladder_answers(runs_all, ladder_rungs(base, LADDER))
+    lad = ladder_answers(store, runs_all, ladder_rungs(base, LADDER))
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
               for q, g in lad.groupby("question", sort=False)]
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
