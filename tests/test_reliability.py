@@ -182,7 +182,8 @@ def test_ship_follow_stops_when_nothing_is_being_trained(tmp_path):
     res = CliRunner().invoke(app, ["ship", rid, "--root", str(root), "--to", str(tmp_path / "out"),
                                    "--no-analyze", "--follow", "1"])
     assert res.exit_code == 0, res.output
-    assert "neither finished nor being trained after two looks" in res.output and rid in res.output
+    assert "neither finished nor being trained or shipped by another process after two looks" in res.output
+    assert rid in res.output
     assert "0 shipped, 0 unchanged, 1 skipped" in res.output and not (tmp_path / "out" / rid).exists()
 
 

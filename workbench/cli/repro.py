@@ -92,8 +92,9 @@ def ship_cmd(
         doing = [h["doing"] for h in (lock_holder(store.root, rid) for rid in waiting) if h]
         idle = 0 if doing or any(o != "waiting" for o in outcomes.values()) else idle + 1
         if idle >= 2:
-            typer.echo(f"{len(waiting)} run(s) neither finished nor being trained after two looks; stopped "
-                       f"following: {', '.join(waiting[:5])}{' ...' if len(waiting) > 5 else ''}", err=True)
+            typer.echo(f"{len(waiting)} run(s) neither finished nor being trained or shipped by another process "
+                       f"after two looks; stopped following: {', '.join(waiting[:5])}"
+                       f"{' ...' if len(waiting) > 5 else ''}", err=True)
             counts["skipped"] += len(waiting)
             break
         typer.echo(f"following: {len(waiting)} run(s) to ship, {doing.count('trained')} being trained, "
