@@ -163,3 +163,26 @@ def _grid_file(tmp_path):
     lines += ["[set]"] + [f'"{k}" = {json.dumps(v)}' for k, v in TINY.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def test_a_worker_reads_the_code_version_when_it_starts(tmp_path, monkeypatch):
+    """A worker's runs record the code it imported: `_worker` reads (and caches) the version before its first job,
+    so an edit made while it waits for one does not change what its runs record."""
+    import queue as q
+
+    from workbench.store import runstore
+    from workbench.train import workers
+
+    tree = {"version": "v1"}
+    monkeypatch.setattr(runstore, "git_version", lambda src: tree["version"])
+    runstore.code_version.cache_clear()
+    inbox, events = q.Queue(), q.Queue()
+    inbox.put(None)  # no job: the worker starts and stops
+    monkeypatch.setattr(workers, "_exit_with_parent", lambda parent: None)
+    try:
+        workers._worker(0, str(tmp_path / "runs"), str(tmp_path / "data"), inbox, events, {}, os.getpid())
+        assert events.get_nowait() == ("ready", 0)
+        tree["version"] = "v2-dirty"  # an edit after the worker started
+        assert runstore.code_version() == "v1"  # what the worker read when it started
+    finally:
+        runstore.code_version.cache_clear()

@@ -114,7 +114,8 @@ def git_version(src: Path) -> str | None:
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """The source tree's `git_version`, else the package version."""
+    """The source tree's `git_version`, else the package version; read once per process (the code a process runs
+    is what it imported: a sweep worker reads it when it starts, `train.workers._worker`)."""
     import workbench
 
     return git_version(Path(workbench.__file__).resolve().parent.parent) or f"pe-lab {workbench.__version__}"
