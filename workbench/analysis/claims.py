@@ -70,9 +70,9 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
     (running mean; `train_acc_eval` measured after the epoch where recorded), epochs, wall and CPU time (a packed
-    run's share: `cpu_time_share`), threads,
-    code version, the test set's size, chance and length-only levels, and what the run can show
-    (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status, why).
+    run's share: `cpu_time_share`), threads, code version, the test set's size, chance and length-only levels, and
+    what the run can show (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status,
+    why).
     From a store: its finished runs that read; `.attrs["corrupt"]` holds {run id: why} for those that cannot be
     read (`workbench.store.finished_runs`)."""
     corrupt: dict[str, str] = {}
