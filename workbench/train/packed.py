@@ -336,7 +336,8 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
             with contextlib.suppress(Exception):
                 r.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
         raise
+    pack_cpu = time.process_time() - cpu_session  # read once: the K shares add up to exactly the whole
     for k, r in enumerate(runs):
         r.update_info(status="finished", finished=now_iso(), wall_time_s=walls[k] + time.perf_counter() - t_session,
-                      cpu_time_s=cpu_before[k] + (time.process_time() - cpu_session) / K,
-                      pack_cpu_time_s=time.process_time() - cpu_session, machine_at_finish=machine_identity())
+                      cpu_time_s=cpu_before[k] + pack_cpu / K, pack_cpu_time_s=pack_cpu,
+                      machine_at_finish=machine_identity())
