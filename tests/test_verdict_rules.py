@@ -408,6 +408,38 @@ def test_a_rung_run_with_more_seeds_is_judged_on_all_of_them():
     assert "| `repro-long` | NoPE does not generalise on Task 1 | PE-Lab `paper` arch | **not reproduced** |" in text
 
 
+def test_each_rungs_claims_are_judged_once_on_every_seed(monkeypatch):
+    """base_claims judges the claims of each rung on every seed once (`every_seed_claims`) and lets `rung_claims` and
+    the ladder's questions read them: the base once by the claims' rules, each rung (the base too) once for seed 42
+    alone (`ladder`, one seed's rules) and each other rung once on all its seeds; the answers equal those judged
+    on their own."""
+    from workbench.analysis import claims as claims_mod
+    from workbench.analysis.claims import base_claims, ladder_answers
+
+    rows = [{"run_id": f"{p}-{v}{s}", "variant": v, "scheme": v, "task": "trigger-count", "seed": s,
+             "test_acc": a, "test_acc_auc": a, "preset": p}
+            for p, v, s, a in (("repro", "rope", 42, 0.99), ("repro", "nope", 42, 0.99),
+                               ("repro-long", "rope", 42, 0.60), ("repro-long", "rope", 43, 0.62),
+                               ("repro-long", "nope", 42, 0.75), ("repro-long", "nope", 43, 0.77),
+                               ("repro-wide", "rope", 42, 0.60), ("repro-wide", "nope", 42, 0.75))]
+    frame = _runs_frame(rows)
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    judged_on = []
+    real = claims_mod.claims
+    monkeypatch.setattr(claims_mod, "claims",
+                        lambda st, runs=None, th=Thresholds(): judged_on.append(tuple(sorted(runs.run_id)))
+                        or real(st, runs, th))
+    b = base_claims(store, frame, ("repro", "repro-long", "repro-wide"))
+    assert b.rungs == ("repro", "repro-long", "repro-wide") and len(b.runs) == 2
+    assert len(judged_on) == 6 and len(set(judged_on)) == 4  # base and repro-wide: seed 42 alone, judged twice
+    assert sorted(judged_on).count(tuple(sorted(frame[frame.preset == "repro-long"].run_id))) == 1
+    behind = b.answers[b.answers.question.str.startswith("Does RoPE fall behind NoPE")].set_index("rung")
+    assert behind.loc["repro-long", "answer"] == "yes" and behind.loc["repro-wide", "answer"] == "cannot tell (one seed)"
+    monkeypatch.setattr(claims_mod, "claims", real)
+    assert b.answers.equals(ladder_answers(store, frame, b.rungs))
+    assert set(b.seeded.rung) == {"repro-long"}
+
+
 def test_a_rung_explains_a_gap_when_it_brings_the_cell_five_points_closer_to_the_paper():
     from workbench.analysis.claims import ladder_gaps, rung_seed_cells
 
@@ -471,7 +503,7 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
                 "test_acc": a, "test_acc_auc": a, "preset": p, **kw}
 
     def answer(rows, q):
-        a = ladder_answers(FakeStore([]), _runs_frame(rows), rungs)
+        a = ladder_answers(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows), rungs)
         return a[a.question.str.startswith(q)].set_index("rung")
 
     learns = "Does the authors' MLA learn"

@@ -75,19 +75,19 @@ def _computed(store) -> dict:
     seconds): the base preset's runs (`claims.base_preset`: repro; the ladder's rungs are compared with them, never
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), and the scale ladder:
     Table 1's cells per rung, the gaps each rung explains, the cells run with more seeds and their claims."""
-    from workbench.analysis.claims import (base_claims, ladder_answers, ladder_gaps, ladder_table1,
-                                           rung_seed_cells, run_table, table1)
+    from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
     from workbench.train.presets import LADDER
 
     key = (str(store.root), store.contents_stamp())
     if key not in _TABLES:
         runs_all = run_table(store)
-        _, runs, cl, _, rungs, seeded = base_claims(store, runs_all, LADDER)
+        judged = base_claims(store, runs_all, LADDER)
+        runs, cl, rungs = judged.runs, judged.claims, judged.rungs
         lad_t1 = ladder_table1(runs_all, rungs)
         _TABLES.clear()
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
-                        "seeded": seeded, "answers": ladder_answers(store, runs_all, rungs)}
+                        "seeded": judged.seeded, "answers": judged.answers}
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 

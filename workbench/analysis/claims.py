@@ -15,7 +15,7 @@ same verdicts come out of a shipped results store without weights.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -859,11 +859,14 @@ def _learns_answer(sub: pd.DataFrame, th: Thresholds) -> str:
     return f"yes, in all {n} seeds" if k == n else "no" if k == 0 else f"in some seeds only ({k} of {n})"
 
 
-def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> pd.DataFrame:
+def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(),
+                   every: pd.DataFrame | None = None) -> pd.DataFrame:
     """The questions the scale ladder was built for (LADDER_QUESTIONS), answered at each rung other than the base
     (`rungs[0]`) where their runs exist, on every seed run there and by the claims' rules (two seeds at least; one
-    seed says "cannot tell (one seed)" and what it shows); the deposit questions read each run's deposit table
-    from `store`. One row per (question, rung): answer and evidence."""
+    seed says "cannot tell (one seed)" and what it shows): the "claim" and "deposit" questions read the rung's
+    claim rows (`every`: `every_seed_claims`, computed from `store` when not given). One row per (question,
+    rung): answer and evidence."""
+    every = every_seed_claims(store, runs, rungs, th) if every is None else every
     rows = []
     for question, kind, spec in LADDER_QUESTIONS:
         for rung in rungs[1:]:
@@ -874,20 +877,14 @@ def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds
                     continue
                 answer = _learns_answer(sub, th)
                 ev = ", ".join(f"seed {r.seed} {100 * r.test_acc:.2f} % ({r.status})" for r in sub.itertuples())
-            elif kind == "deposit":
-                if _runs(at, spec, "rope", "trigger-distance").empty:
-                    continue
-                row = _rope_shallow_claim(store, at, th, settings=(spec,))[0]
-                answer = answer_of(row["result"])
-                ev = row["evidence"]
             else:
-                prefix, setting, variants, task = spec
+                prefix, setting, variants, task = (ROPE_SHALLOW, spec, ("rope",), "trigger-distance") \
+                    if kind == "deposit" else spec
                 if any(_runs(at, setting, v, task).empty for v in variants):
                     continue
-                row = next(r for r in _table1_order_claims(at, th)
-                           if r["claim"].startswith(prefix) and r["setting"] == setting)
-                answer = answer_of(row["result"])
-                ev = row["evidence"]
+                row = every[(every.rung == rung) & every.claim.str.startswith(prefix)
+                            & (every.setting == setting)].iloc[0]
+                answer, ev = answer_of(row["result"]), row["evidence"]
             rows.append({"question": question, "rung": rung, "answer": answer, "evidence": ev})
     return pd.DataFrame(rows, columns=["question", "rung", "answer", "evidence"])
 
@@ -1092,20 +1089,32 @@ def ladder(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed
     return pd.DataFrame(out, columns=["claim", "setting", "rung", "verdict", "result", "evidence"])
 
 
-def rung_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed: int = 42) -> pd.DataFrame:
-    """The claim rows at each rung other than the base (`rungs[0]`) that rest on more seeds than `seed` alone
-    (a rung where seed 42's verdict changed gets seeds 43 and 44): every seed of the rung, the default rules
-    (two seeds at least). One row per (rung, claim, setting) with the verdict and evidence."""
+EVERY_COLUMNS = ["rung", "claim", "setting", "verdict", "result", "evidence", "runs"]
+
+
+def every_seed_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> pd.DataFrame:
+    """Every claim row at each rung other than the base (`rungs[0]`), judged once on every seed run there by the
+    default rules (two seeds at least): what `rung_claims` and `ladder_answers` read. One row per (rung, claim,
+    setting)."""
     out = []
     for rung in rungs[1:]:
         sub = runs[runs.preset == rung]
-        if sub.empty or set(sub.seed) <= {seed}:
-            continue
-        by_id = dict(zip(sub.run_id, sub.seed))
-        cl = claims(store, sub, th)
-        out += [{"rung": rung, "claim": r.claim, "setting": r.setting, "verdict": r.verdict, "evidence": r.evidence}
-                for r in cl.itertuples() if r.verdict != "pending" and any(by_id.get(x, seed) != seed for x in r.runs)]
-    return pd.DataFrame(out, columns=["rung", "claim", "setting", "verdict", "evidence"])
+        if not sub.empty:
+            out += [{"rung": rung, **{c: getattr(r, c) for c in EVERY_COLUMNS[1:]}}
+                    for r in claims(store, sub, th).itertuples()]
+    return pd.DataFrame(out, columns=EVERY_COLUMNS)
+
+
+def rung_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed: int = 42,
+                every: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The claim rows at each rung other than the base (`rungs[0]`) that rest on more seeds than `seed` alone
+    (a rung where seed 42's verdict changed gets seeds 43 and 44), from `every` (`every_seed_claims`, computed
+    from `store` when not given). One row per (rung, claim, setting) with the verdict and evidence."""
+    every = every_seed_claims(store, runs, rungs, th) if every is None else every
+    by_id = dict(zip(runs.run_id, runs.seed))
+    keep = [r.verdict != "pending" and any(by_id.get(x, seed) != seed for x in r.runs) for r in every.itertuples()]
+    return every.loc[np.array(keep, dtype=bool), ["rung", "claim", "setting", "verdict", "evidence"]].reset_index(
+        drop=True)
 
 
 ONE_SEED = {"reproduced": "agrees with the paper", "not reproduced": "does not agree with the paper",
@@ -1150,19 +1159,29 @@ def ladder_rungs(base: str, ladder_presets) -> tuple[str, ...]:
     return (base,) + tuple(p for p in ladder_presets if p != base)
 
 
-def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()):
-    """(base, runs, claims, ladder, rungs, seeded): the base preset (`base_preset`), its runs, its claims with the
-    `holds_across_scale` column, the ladder's claim rows (`ladder`) over `ladder_presets` (base first), and the
-    claims at rungs run with more seeds, on all of them (`rung_claims`). What COMPARISON.md and the Findings page
-    show."""
+class BaseClaims(NamedTuple):
+    """What COMPARISON.md, the README block and the Findings page show (`base_claims`)."""
+    base: str  # the base preset (`base_preset`)
+    runs: pd.DataFrame  # its runs
+    claims: pd.DataFrame  # its claims, with the `holds_across_scale` column
+    ladder: pd.DataFrame  # the claim rows of seed 42 at each rung (`ladder`)
+    rungs: tuple  # the base first, then the ladder's other presets
+    seeded: pd.DataFrame  # the claims at rungs run with more seeds, on all of them (`rung_claims`)
+    answers: pd.DataFrame  # the ladder's questions at each rung (`ladder_answers`)
+
+
+def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()) -> BaseClaims:
+    """The base preset's claims and the scale ladder around them (BaseClaims), each rung's claims judged once on
+    every seed (`every_seed_claims`) and read by `rung_claims` and `ladder_answers`."""
     base = base_preset(runs_all)
     runs = runs_all[runs_all.preset == base]
     rungs = ladder_rungs(base, ladder_presets)
     cl = claims(store, runs, th)
     lad = ladder(store, runs_all, rungs, th)
-    seeded = rung_claims(store, runs_all, rungs, th)
+    every = every_seed_claims(store, runs_all, rungs, th)
+    seeded = rung_claims(store, runs_all, rungs, th, every=every)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
-    return base, runs, cl, lad, rungs, seeded
+    return BaseClaims(base, runs, cl, lad, rungs, seeded, ladder_answers(store, runs_all, rungs, th, every=every))
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:

@@ -174,26 +174,27 @@ def compare_cmd(
                                          "'at paper scale' column (default: paper/ beside RESULTS, e.g. results/paper)"),
 ) -> None:
     """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
-    from workbench.analysis.claims import base_preset, run_table, table1
+    from workbench.analysis.claims import base_claims, run_table, table1
     from workbench.report.comparison import pending_points, readme_block, replace_block, write_comparison
     from workbench.store import RunStore, atomic_write_text
+    from workbench.train.presets import LADDER
 
     store = RunStore(results, readonly=True)
     pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
-    path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper)
+    judged = base_claims(store, run_table(store), LADDER)  # once, for COMPARISON.md and the README block
+    path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper,
+                            judged=judged)
     typer.echo(f"wrote {path}")
     if figure is not None:
         from workbench.figures import FIGURES
         from workbench.figures.export import write_figure
 
-        runs = run_table(store)
-        write_figure(FIGURES["table1"](table1(runs[runs.preset == base_preset(runs)])), figure, width=1100,
-                     height=480)
+        write_figure(FIGURES["table1"](table1(judged.runs)), figure, width=1100, height=480)
         typer.echo(f"wrote {figure}")
     if readme is not None:
         rel = None if figure is None else Path(figure).resolve().relative_to(readme.resolve().parent).as_posix()
         results_rel = Path(results).resolve().relative_to(readme.resolve().parent).as_posix()
-        atomic_write_text(readme, replace_block(readme.read_text(), readme_block(store, rel, results_rel)))
+        atomic_write_text(readme, replace_block(readme.read_text(), readme_block(store, rel, results_rel, judged)))
         typer.echo(f"updated the findings block of {readme}")
 
 
