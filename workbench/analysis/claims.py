@@ -1161,6 +1161,7 @@ def ladder_rungs(base: str, ladder_presets) -> tuple[str, ...]:
 
 class BaseClaims(NamedTuple):
     """What COMPARISON.md, the README block and the Findings page show (`base_claims`)."""
+    runs_all: pd.DataFrame  # every run the claims were judged from (`run_table`: read once)
     base: str  # the base preset (`base_preset`)
     runs: pd.DataFrame  # its runs
     claims: pd.DataFrame  # its claims, with the `holds_across_scale` column
@@ -1181,7 +1182,7 @@ def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = 
     every = every_seed_claims(store, runs_all, rungs, th)
     seeded = rung_claims(store, runs_all, rungs, th, every=every)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
-    return BaseClaims(base, runs, cl, lad, rungs, seeded, ladder_answers(store, runs_all, rungs, th, every=every))
+    return BaseClaims(runs_all, base, runs, cl, lad, rungs, seeded, ladder_answers(store, runs_all, rungs, th, every=every))
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
