@@ -89,6 +89,15 @@ def measure(label: str, cfgs: list[dict], root: Path, data: Path, device: str, t
             "test_acc": [r["test_acc"] for r in rows]}
 
 
+def table_row(r: dict) -> str:
+    gpu = "–" if r["peak_gpu_mb_per_run"] is None else \
+        f"{r['peak_gpu_mb_per_run']:.0f} ({r['estimate_gpu_mb_per_run']:.0f})"
+    mfu = "–" if r["mfu"] is None else f"{100 * r['mfu']:.1f} %"
+    ratio = f"{r['ratio_vs_solo']:.2f}x" if "ratio_vs_solo" in r else "–"
+    return (f"| {r['label']} | {r['k']} | {r['train_s_per_epoch']:.2f} | {r['wall_s_per_epoch']:.2f} | "
+            f"{r['run_epochs_per_s']:.4f} | {ratio} | {gpu} | {mfu} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     cuda = torch.cuda.is_available()
@@ -111,35 +120,34 @@ def main() -> None:
     pack_sets = base["sets"] + (["model.dropout=0"] if dropout > 0 else [])
     peak = peak_tflops(dev, a.peak_tflops)
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    print(f"device: {name}; preset {preset}, scheme {a.scheme}, Task 1, last of {a.epochs} epochs"
+          + (f"; packed rows and their reference at model.dropout=0 (preset: {dropout})" if dropout > 0 else ""))
+    print("| measurement | K | train s / epoch | wall s / epoch (with eval) | run-epochs / s | vs K solo | "
+          "peak GPU MiB / run (estimate) | MFU |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
     results = []
+
+    def done(r: dict) -> None:
+        """Print the row and rewrite the JSON as each measurement ends, so a run cut short keeps its rows."""
+        results.append(r)
+        print(table_row(r), flush=True)
+        if a.json:
+            a.json.write_text(json.dumps({"device": name, "preset": preset, "results": results}, indent=1))
+
     with tempfile.TemporaryDirectory() as tmp:
         root, data = Path(tmp), Path(tmp) / "data"
-        results.append(measure("solo", [base], root, data, a.device, a.threads, peak))
+        done(measure("solo", [base], root, data, a.device, a.threads, peak))
         ref = results[0]
         if dropout > 0:
             ref = measure("solo-dropout0", [base | {"sets": pack_sets}], root, data, a.device, a.threads, peak)
-            results.append(ref)
+            done(ref)
         for k in ks:
             cfgs = [base | {"sets": pack_sets, "seed": 42 + i} for i in range(k)]
             if k == 1:
                 continue  # K = 1 is the solo run (train_packed needs 2 or more to differ from it)
             r = measure(f"packed-{k}", cfgs, root, data, a.device, a.threads, peak)
             r["ratio_vs_solo"] = k * ref["wall_s_per_epoch"] / r["wall_s_per_epoch"]
-            results.append(r)
-    print(f"device: {name}; preset {preset}, scheme {a.scheme}, Task 1, last of {a.epochs} epochs"
-          + (f"; packed rows and their reference at model.dropout=0 (preset: {dropout})" if dropout > 0 else ""))
-    print("| measurement | K | train s / epoch | wall s / epoch (with eval) | run-epochs / s | vs K solo | "
-          "peak GPU MiB / run (estimate) | MFU |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in results:
-        gpu = "–" if r["peak_gpu_mb_per_run"] is None else \
-            f"{r['peak_gpu_mb_per_run']:.0f} ({r['estimate_gpu_mb_per_run']:.0f})"
-        mfu = "–" if r["mfu"] is None else f"{100 * r['mfu']:.1f} %"
-        ratio = f"{r['ratio_vs_solo']:.2f}x" if "ratio_vs_solo" in r else "–"
-        print(f"| {r['label']} | {r['k']} | {r['train_s_per_epoch']:.2f} | {r['wall_s_per_epoch']:.2f} | "
-              f"{r['run_epochs_per_s']:.4f} | {ratio} | {gpu} | {mfu} |")
-    if a.json:
-        a.json.write_text(json.dumps({"device": name, "preset": preset, "results": results}, indent=1))
+            done(r)
 
 
 if __name__ == "__main__":
