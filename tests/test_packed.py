@@ -8,7 +8,7 @@ from workbench.analysis.claims import cpu_time_share
 from workbench.cli import app
 from workbench.store import RunStore
 from workbench.train import resolve_config, sweep, train
-from workbench.train.packed import check_packable, pack_key, train_packed
+from workbench.train.packed import check_packable, fold_attention, pack_key, packed_sdpa, train_packed
 
 SETS = ["task.n_examples=400", "train.epochs=2", "train.grad_clip=0.5"]  # clipping: per run, not over the pack
 KEYS = ["epoch", "step", "lr", "train_loss", "train_acc", "train_acc_eval", "train_loss_eval", "test_loss",
@@ -128,6 +128,61 @@ def test_cli_train_several_seeds_packs_them(tmp_path):
     assert all(store.get(i).info["packed"] == 2 for i in ids)
     bad = CliRunner().invoke(app, ["train", "--preset", "smoke", "--seed", "42,x", "--root", root])
     assert bad.exit_code == 2 and "comma-separated" in bad.output
+
+
+@pytest.mark.parametrize("mask_shape", [(5, 1, 1, 7), (1, 1, 7), (5, 3, 6, 7)])
+def test_folded_sdpa_under_vmap_equals_sdpa_on_each_slice_values_and_gradients(mask_shape):
+    """`packed_sdpa` folds the pack into the batch (the CUDA pack's route round vmap's memory-efficient SDPA rule):
+    per slice the same outputs and gradients as SDPA alone, with a per-run mask or one shared by the pack, and the
+    pack axis anywhere in the physical tensor."""
+    g = torch.Generator().manual_seed(0)
+    q0, k0, v0 = (torch.randn(4, 5, 3, 6 if i == 0 else 7, 8, generator=g) for i in range(3))
+    k0, v0 = k0.movedim(0, 2).contiguous(), v0  # k's pack axis physically at 2: vmap's in_dims follow
+    mask = torch.where(torch.rand(4, *mask_shape, generator=g) > 0.3, 0.0, -1e4)
+    mask[..., 0] = 0.0  # a key each query may see
+    leaves = [t.clone().requires_grad_() for t in (q0, k0, v0)]
+    folded = torch.func.vmap(lambda q, k, v, m: packed_sdpa(q, k, v, m, 0.0), in_dims=(0, 2, 0, 0))(*leaves, mask)
+    (folded * torch.arange(folded.numel()).view_as(folded).sin()).sum().backward()
+    ref_leaves = [t.clone().requires_grad_() for t in (q0, k0, v0)]
+    q, k, v = ref_leaves[0], ref_leaves[1].movedim(2, 0), ref_leaves[2]
+    ref = torch.stack([torch.nn.functional.scaled_dot_product_attention(q[i], k[i], v[i], attn_mask=mask[i])
+                       for i in range(4)])
+    (ref * torch.arange(ref.numel()).view_as(ref).sin()).sum().backward()
+    assert folded.shape == (4, 5, 3, 6, 8) and torch.allclose(folded, ref, atol=1e-6)
+    for a, b in zip(leaves, ref_leaves):
+        assert torch.allclose(a.grad, b.grad, atol=1e-5)
+
+
+@pytest.mark.parametrize("scheme", ["rope", "alibi"])
+def test_a_pack_with_folded_attention_computes_what_it_computes_without(tiny_cfg, scheme):
+    """The CUDA pack's forward (`fold_attention`), run on CPU: the K models' logits as vmap's own SDPA rule gives
+    them (ALiBi: a bias in the mask shared by the pack)."""
+    import copy
+
+    from torch.func import functional_call, stack_module_state, vmap
+
+    from workbench.model import PEClassifier
+
+    models = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        models.append(PEClassifier(tiny_cfg(scheme=scheme, d_model=64, n_heads=2)))  # d_head 32: SDPA on CPU
+    params, _ = stack_module_state(models)
+    buffers = dict(models[0].named_buffers())
+    x = torch.randint(1, 24, (2, 6, 16), generator=torch.Generator().manual_seed(1))
+    x[:, 2, 9:] = 0  # right padding: the mask differs between sequences
+    x[1, 4, 5:] = 0  # and between the runs
+    outs, sdpa_calls = [], []
+    for fold in (False, True):
+        base = copy.deepcopy(models[0]).to("meta")
+        if fold:
+            fold_attention(base)
+            for m in base.modules():
+                if hasattr(m, "sdpa"):
+                    m.sdpa = lambda *a, f=m.sdpa: sdpa_calls.append(1) or f(*a)
+        outs.append(vmap(lambda p, xb: functional_call(base, (p, buffers), (xb,)))(params, x))
+    assert len(sdpa_calls) == 2  # both layers took the folded route
+    assert torch.allclose(outs[0], outs[1], atol=1e-5) and not torch.allclose(outs[0][0], outs[0][1])
 
 
 @pytest.mark.gpu

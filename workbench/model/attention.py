@@ -77,6 +77,7 @@ class Attention(nn.Module):
 
     dot_product_scores = True  # scores = score_features dot product / sqrt(width), so SDPA may compute them
     fused_dropout = False  # attention dropout inside SDPA (train.fused_attention; see use_fused_dropout)
+    sdpa = staticmethod(F.scaled_dot_product_attention)  # (q, k, v, mask, p); a CUDA pack folds it (train.packed)
 
     def __init__(self, cfg: ModelConfig, layer: int, scheme=None):
         super().__init__()
@@ -128,10 +129,8 @@ class Attention(nn.Module):
         if self.fast_path_ok(k.shape[1], k.device):
             f_q, f_k = self.score_features(rq, rk)
             p = self.attn_dropout.p if self.training else 0.0
-            z = F.scaled_dot_product_attention(
-                f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask.to(f_q.dtype),
-                dropout_p=p,
-            ).transpose(1, 2)
+            z = self.sdpa(f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), mask.to(f_q.dtype),
+                          p).transpose(1, 2)
         else:
             s = self.hook_attn_scores(self.scores(rq, rk) + mask)
             pattern = self.hook_pattern(torch.softmax(s, dim=-1))

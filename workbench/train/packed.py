@@ -22,8 +22,9 @@ pack therefore runs every nn.Linear and nn.LayerNorm slice by slice (`exact_ops`
 calls the solo kernel on each run's slice); every other op of the model (the q/k/v/o matmuls, SDPA, embedding,
 activations) is bit-identical under vmap, and so are the gradients, AdamW and the per-run clipping
 (`torch.nn.utils.get_total_norm` on each run's slices): a packed CPU run's metrics and weights equal its solo
-run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules (the speed is the point there) and agrees
-with solo within bf16 rounding.
+run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules (the speed is the point there), but for
+SDPA, which it folds into one call over the K x b sequences (`packed_sdpa`: vmap's own rule for the memory-efficient
+kernel breaks its backward there), and agrees with solo within bf16 rounding.
 
 Time. A pack is one process, so each run's `cpu_time_s` is its share of that process's CPU time (the process's / K,
 added to what the run had before a resume) and totals over runs count a pack once; `pack_cpu_time_s` is the whole
@@ -77,6 +78,35 @@ def packed_layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.
 def _packed_layer_norm_vmap(info, in_dims, x, weight, bias, eps):
     return torch.stack([F.layer_norm(_slice(x, in_dims[0], k), (x.shape[-1],), _slice(weight, in_dims[1], k),
                                      _slice(bias, in_dims[2], k), eps) for k in range(info.batch_size)]), 0
+
+
+@torch.library.custom_op("pelab::packed_sdpa", mutates_args=())
+def packed_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+                dropout_p: float) -> torch.Tensor:
+    """F.scaled_dot_product_attention(q, k, v, attn_mask=mask); under vmap, one call with the pack folded into the
+    batch ([K, b, ...] -> [K b, ...], contiguous), so the CUDA kernels see a plain batch: vmap's own batching rule
+    for the memory-efficient kernel fails in the backward on CUDA ("LSE is not correctly aligned (strideH)",
+    torch 2.11, measured on an H200)."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+
+
+@packed_sdpa.register_vmap
+def _packed_sdpa_vmap(info, in_dims, q, k, v, mask, dropout_p):
+    n = info.batch_size
+    ts = [t.movedim(d, 0) if d is not None else t.expand(n, *t.shape) for t, d in zip((q, k, v, mask), in_dims[:4])]
+    ts[3] = ts[3][(slice(None),) + (None,) * (5 - ts[3].dim())]  # [K, (b), (h), (q), k]: the mask broadcasts
+    b = ts[0].shape[1]
+    folded = [t.broadcast_to(n, b, *t.shape[2:]).reshape(n * b, *t.shape[2:]) for t in ts]  # copies: contiguous
+    return F.scaled_dot_product_attention(*folded, dropout_p=dropout_p).unflatten(0, (n, b)), 0
+
+
+def fold_attention(model: torch.nn.Module) -> None:
+    """Route every SDPA call of `model`'s attention layers through `packed_sdpa` (CUDA packs)."""
+    from workbench.model.attention import Attention
+
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.sdpa = packed_sdpa
 
 
 def exact_ops(model: torch.nn.Module) -> None:
@@ -232,6 +262,8 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     base = copy.deepcopy(models[0]).to("meta")
     if dev.type == "cpu":
         exact_ops(base)
+    else:
+        fold_attention(base)
     opt = torch.optim.AdamW([params[k] for k in names], lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
     start_epoch, step, walls = 0, 0, [0.0] * K
