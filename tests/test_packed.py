@@ -153,6 +153,18 @@ def test_folded_sdpa_under_vmap_equals_sdpa_on_each_slice_values_and_gradients(m
         assert torch.allclose(a.grad, b.grad, atol=1e-5)
 
 
+def test_folded_sdpa_runs_in_the_autocast_dtype_as_a_solo_sdpa_does():
+    """Under vmap autocast leaves SDPA in fp32 (it casts a solo call to bf16): the CUDA pack's attention ran in fp32
+    kernels (profiled on an H200) until the fold cast its inputs. On CPU's autocast here, same rule."""
+    g = torch.Generator().manual_seed(0)
+    q, mask = torch.randn(3, 2, 4, 6, 32, generator=g), torch.zeros(3, 2, 1, 1, 6)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        solo = torch.stack([sdpa(q[i], q[i], q[i], attn_mask=mask[i]) for i in range(3)])
+        folded = torch.func.vmap(lambda a, m: packed_sdpa(a, a, a, m, 0.0))(q, mask)
+    assert solo.dtype == folded.dtype == torch.bfloat16 and torch.allclose(solo.float(), folded.float(), atol=1e-2)
+
+
 @pytest.mark.parametrize("scheme", ["rope", "alibi"])
 def test_a_pack_with_folded_attention_computes_what_it_computes_without(tiny_cfg, scheme):
     """The CUDA pack's forward (`fold_attention`), run on CPU: the K models' logits as vmap's own SDPA rule gives

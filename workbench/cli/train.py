@@ -185,7 +185,7 @@ def sweep_cmd(
                                          "epochs and after its last"),
     pack: Optional[str] = typer.Option(None, "--pack", help="train up to K runs that differ only in their seed as "
                                        "one pack (no dropout); auto: as many as GPU memory holds (all seeds on "
-                                       "CPU); default auto on CUDA with one worker, else 1"),
+                                       "CPU); default 1 (measured slower on a GPU: docs/training.md)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", exists=True, file_okay=False,
                                            help="a results store (e.g. results/repro): grid points finished there "

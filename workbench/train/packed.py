@@ -22,7 +22,7 @@ pack therefore runs every nn.Linear and nn.LayerNorm slice by slice (`exact_ops`
 calls the solo kernel on each run's slice); every other op of the model (the q/k/v/o matmuls, SDPA, embedding,
 activations) is bit-identical under vmap, and so are the gradients, AdamW and the per-run clipping
 (`torch.nn.utils.get_total_norm` on each run's slices): a packed CPU run's metrics and weights equal its solo
-run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules (the speed is the point there), but for
+run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules, but for
 SDPA, which it folds into one call over the K x b sequences (`packed_sdpa`: vmap's own rule for the memory-efficient
 kernel breaks its backward there), and agrees with solo within bf16 rounding.
 
@@ -86,7 +86,8 @@ def packed_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.T
     """F.scaled_dot_product_attention(q, k, v, attn_mask=mask); under vmap, one call with the pack folded into the
     batch ([K, b, ...] -> [K b, ...], contiguous), so the CUDA kernels see a plain batch: vmap's own batching rule
     for the memory-efficient kernel fails in the backward on CUDA ("LSE is not correctly aligned (strideH)",
-    torch 2.11, measured on an H200)."""
+    torch 2.11, measured on an H200), and under vmap autocast leaves SDPA in fp32 (the fold casts to the autocast
+    dtype, as a solo run's SDPA is cast)."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
@@ -97,6 +98,9 @@ def _packed_sdpa_vmap(info, in_dims, q, k, v, mask, dropout_p):
     ts[3] = ts[3][(slice(None),) + (None,) * (5 - ts[3].dim())]  # [K, (b), (h), (q), k]: the mask broadcasts
     b = ts[0].shape[1]
     folded = [t.broadcast_to(n, b, *t.shape[2:]).reshape(n * b, *t.shape[2:]) for t in ts]  # copies: contiguous
+    where = q.device.type
+    if torch.is_autocast_enabled(where):  # under vmap autocast leaves SDPA in fp32; a solo run's is in bf16
+        folded = [t.to(torch.get_autocast_dtype(where)) for t in folded]
     return F.scaled_dot_product_attention(*folded, dropout_p=dropout_p).unflatten(0, (n, b)), 0
 
 
