@@ -333,7 +333,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     On CUDA, `workers` shrinks to the runs the free GPU memory holds at once (`fit_workers`).
     pack=K: train up to K runs that differ only in their seeds as one pack in this process (`packed.train_packed`;
     runs with dropout train alone); "auto": as many as the GPU's free memory holds on CUDA, all seeds of a grid
-    point on CPU; None (default): "auto" on CUDA with one worker, else 1 (no packing).
+    point on CPU; None (default): 1, no packing (packs measured slower on a GPU: `check_pack`).
     workers=N: N runs at once, each in its own process with `threads` (default 1) torch threads
     (`workbench.train.workers`). ray=ADDRESS (True: local or already initialised): every run is a Ray task
     with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
