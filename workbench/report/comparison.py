@@ -397,9 +397,10 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         "## What differs from the paper's setup",
         "",
-        "No GPU is available to this project, so the reproduction keeps the paper's shape (6 layers x 16 heads, "
-        "the `paper` architecture, both tasks) and scales width, data and epochs down to what 2 CPU cores train "
-        "in minutes. Side by side (from the presets in `workbench/train/presets.py` and the task presets in "
+        "These runs were trained on 2 CPU cores (a GPU is lent to this project only now and then, for minutes, "
+        "too short for a paper-scale tier: docs/training.md), so the reproduction keeps the paper's shape "
+        "(6 layers x 16 heads, the `paper` architecture, both tasks) and scales width, data and epochs down to "
+        "what 2 CPU cores train in minutes. Side by side (from the presets in `workbench/train/presets.py` and the task presets in "
         "`synthetic_tasks/specs.py`):",
         "",
         _scale_section(runs_all, rungs),
