@@ -102,6 +102,24 @@ def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
     assert "Task 1 PE-Lab" in text and "(results/COMPARISON.md)" in text
 
 
+def test_comparison_names_the_runs_shipped_without_a_deposit_table(shipped, tmp_path):
+    """A run shipped with metrics only is listed under the deposit table, not silently left out of it."""
+    import shutil
+
+    from workbench.cli import app
+
+    base, ids = shipped
+    results = tmp_path / "results"
+    shutil.copytree(base / "results", results)
+    (results / ids[1] / "tables.parquet").unlink()
+    res = CliRunner().invoke(app, ["compare", str(results), "--grid", "grids/repro.toml"])
+    assert res.exit_code == 0, res.output
+    section = (results / "COMPARISON.md").read_text().split("## Every single-head deposit")[1].split("\n## ")[0]
+    listed, note = section.split("Shipped without a deposit table")
+    assert f"[{ids[1]}]({ids[1]}/)" in note and f"[{ids[1]}]" not in listed
+    assert all(f"[{r}]" in listed and f"[{r}]" not in note for r in (ids[0], ids[2]))
+
+
 def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
     base, ids = shipped
     from workbench.cli import app

@@ -110,13 +110,19 @@ def _outcomes_section() -> str:
     return "\n".join(f"- *{k}*: {v}" for k, v in OUTCOME_RULES.items()) + "\n"
 
 
-def _deposits_section(d: pd.DataFrame) -> str:
+def _deposits_section(d: pd.DataFrame, runs_all: pd.DataFrame) -> str:
+    """The deposit table, then the shipped runs that have none (metrics only), so a missing run is never silent."""
+    missing = sorted(set(runs_all.run_id) - set(d.run_id))
+    note = ("" if not missing else
+            f"\nShipped without a deposit table (metrics only: their accuracies count, no deposit of theirs is "
+            f"shown or judged; `workbench recreate RUN_ID`, then `workbench ship RUN_ID`, adds it): "
+            f"{_links(missing, len(missing))}.\n")
     if d.empty:
-        return "No shipped run has a deposit table yet.\n"
+        return "No shipped run has a deposit table yet.\n" + note
     rows = [[f"`{r.preset}`", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task), str(r.seed), r.status,
              r.deposits, _links([r.run_id], 1)] for r in d.itertuples()]
     return _md_table(["preset", "setting", "variant", "task", "seed", "run", "single-head deposits", "run id"],
-                     rows) + "\n"
+                     rows) + "\n" + note
 
 
 def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd.DataFrame | None = None) -> str:
@@ -357,7 +363,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         "Every deposit the spec's rule finds, in every shipped run with a deposit table, whatever claim reads it.",
         "",
-        _deposits_section(all_deposits(store, runs_all)),
+        _deposits_section(all_deposits(store, runs_all), runs_all),
         "## Where the label first becomes linearly decodable",
         "",
         "Per run, the first layer whose pooled stream (the model's own readout of `blocks.{l}.hook_resid_post`) "
