@@ -566,6 +566,8 @@ def test_every_deposit_table_names_each_rows_preset():
                        FakeRun("repro-paperdata-long-rope", {"deposit": _deposit([])})])
     d = all_deposits(store, _runs_frame(rows)).set_index("preset")
     assert d.loc["repro", "deposits"] == "L1.H3 0.40" and d.loc["repro-paperdata-long", "deposits"] == "none"
-    text = _deposits_section(d.reset_index())
+    runs = _runs_frame(rows)
+    text = _deposits_section(d.reset_index(), runs)
     assert "| `repro` | PE-Lab `paper` arch | rope | Task 2 | 42 |" in text
     assert "| `repro-paperdata-long` | PE-Lab `paper` arch | rope | Task 2 | 42 |" in text
+    assert "Shipped without a deposit table" not in text  # every run here has one
