@@ -490,6 +490,19 @@ def test_run_ids_from_the_task_spec_equal_those_from_the_data(task, tmp_path):
         assert store.run_id(resolve_config(**cfg)) == store.run_id(resolve_config(store=store, **cfg))
 
 
+def test_config_changes_reads_a_field_added_later_as_the_value_older_runs_had():
+    """A baseline stored before `train.fused_attention` existed is not 'changed' by a later run at its default;
+    a value other than that default is a change."""
+    from workbench.analysis.claims import config_changes
+
+    old = resolve_config("smoke", "rope", "trigger-distance", fidelity="authors")
+    new = resolve_config("smoke", "rope", "trigger-distance", fidelity="authors", sets=["model.attn_pad_mask=true"])
+    del old["train"]["fused_attention"]  # a config.json written before the field existed
+    assert config_changes(old, new) == {"model.attn_pad_mask": (False, True)}
+    new["train"]["fused_attention"] = True
+    assert config_changes(old, new)["train.fused_attention"] == (False, True)
+
+
 def test_one_setting_pairs_each_tier4_run_with_its_authors_baseline():
     """A tier-4 run is compared with the Table 1 variant of its setting, task and seed, the change read from the
     configs; over two seeds the difference gets a Student-t interval."""

@@ -926,9 +926,12 @@ def _leaves(d: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def config_changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """The fields of the model, task and train sections where `other` differs from `base`: {key: (base, other)}
-    (None where a field is absent)."""
+    (None where a field is absent). A field added after one of the two was stored counts as the value that run
+    implicitly had (`store.with_later_defaults`), not as a change."""
+    from workbench.store import with_later_defaults
+
     a, b = ({k: v for s in ("model", "task", "train") for k, v in _leaves(c.get(s) or {}, s).items()}
-            for c in (base, other))
+            for c in map(with_later_defaults, (base, other)))
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 

@@ -18,10 +18,10 @@ from .errors import StoreError
 from .lock import RunLock, RunLocked, lock_holder
 from .run import LISTED_STATUSES, STATUSES, Run
 from .runstore import (COLUMNS, FILTERS, RUN_ID_PATTERN, RunStore, canonical_json, check_run_id, code_version,
-                       config_hash, default_root, run_id_for)
+                       config_hash, default_root, run_id_for, with_later_defaults)
 from .stores import StoreSet, finished_runs, shipped_root
 
 __all__ = ["RunStore", "Run", "StoreError", "StoreSet", "RunLock", "RunLocked", "lock_holder", "STATUSES",
            "LISTED_STATUSES", "COLUMNS", "FILTERS", "RUN_ID_PATTERN", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "canonical_json", "check_run_id", "code_version",
-           "config_hash", "default_root", "finished_runs", "run_id_for", "shipped_root"]
+           "config_hash", "default_root", "finished_runs", "run_id_for", "shipped_root", "with_later_defaults"]

@@ -65,16 +65,29 @@ def canonical_json(obj: Any) -> str:
 LATER_TRAIN_DEFAULTS: dict[str, Any] = {"ignore_label": None, "fused_attention": False}
 
 
+def _later_defaults() -> tuple[tuple[str, dict[str, Any]], ...]:
+    from workbench.model.config import LATER_DEFAULTS
+
+    return ("model", LATER_DEFAULTS), ("train", LATER_TRAIN_DEFAULTS)
+
+
 def config_hash(config: dict[str, Any]) -> str:
     """sha256 over what determines the result: the model, task and train sections (not preset/tag labels).
     Fields added later are left out while they hold the value older runs implicitly had, so those runs keep
     their ids; any other value enters the hash."""
-    from workbench.model.config import LATER_DEFAULTS
-
     core = {k: config[k] for k in ("model", "task", "train")}
-    for section, later in (("model", LATER_DEFAULTS), ("train", LATER_TRAIN_DEFAULTS)):
+    for section, later in _later_defaults():
         core[section] = {k: v for k, v in core[section].items() if not (k in later and v == later[k])}
     return hashlib.sha256(canonical_json(core).encode()).hexdigest()
+
+
+def with_later_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with each field added after it was stored set to the value that run implicitly had, so two
+    configs written before and after a field existed compare equal where they trained alike."""
+    out = dict(config)
+    for section, later in _later_defaults():
+        out[section] = later | (config.get(section) or {})
+    return out
 
 
 def _slug(s: Any) -> str:
