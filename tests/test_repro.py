@@ -179,8 +179,11 @@ def test_mean_ci_is_the_student_t_interval():
 
 
 class FakeRun:
-    def __init__(self, rid, tables):
-        self.id, self._tables = rid, tables
+    def __init__(self, rid, tables, metrics=None):
+        self.id, self._tables, self._metrics = rid, tables, pd.DataFrame(metrics or [])
+
+    def metrics(self):
+        return self._metrics
 
     def tables(self):
         return list(self._tables)
@@ -488,6 +491,30 @@ def test_run_ids_from_the_task_spec_equal_those_from_the_data(task, tmp_path):
     for scheme, fidelity in (("rope", "pelab"), ("nope", "authors"), ("mla", "authors-mla")):
         cfg = dict(preset="smoke", scheme=scheme, task=task, fidelity=fidelity)
         assert store.run_id(resolve_config(**cfg)) == store.run_id(resolve_config(store=store, **cfg))
+
+
+def test_one_setting_says_a_change_that_trained_identically_had_no_effect():
+    """A pad setting on Task 2 data without pads (max_tokens = seq_len) trains exactly like its baseline: the row
+    says so and why; a change whose curve differs by one loss value is read by the seed-spread rule as before."""
+    from workbench.analysis.claims import one_setting, one_setting_effect
+
+    curve = [{"epoch": e, "train_loss": 1.0 / e, "test_loss": 1.1 / e, "test_acc": 0.5 + 0.1 * e} for e in (1, 2)]
+    bumped = [dict(curve[0]), dict(curve[1], train_loss=0.4)]
+    rows, runs = [], []
+    for tag, sets, task, m in (("rope", [], "trigger-count", curve),
+                               ("rope-with-pad-mask", ["model.attn_pad_mask=true"], "trigger-count", curve),
+                               ("rope-final-ln", ["model.final_ln=after_pool"], "trigger-count", bumped)):
+        cfg = resolve_config("repro", "rope", task, fidelity="authors", tag=tag, sets=sets)
+        run = FakeRun(tag, {}, m)
+        run.config = cfg
+        runs.append(run)
+        rows.append({"run_id": tag, "setting": "authors", "variant": tag, "scheme": cfg["model"]["scheme"],
+                     "task": task, "seed": 42, "test_acc": 0.7, "test_acc_auc": 0.7})
+    d = one_setting(FakeStore(runs), _runs_frame(rows)).set_index("variant")
+    mask, ln = d.loc["rope-with-pad-mask"], d.loc["rope-final-ln"]
+    assert mask.identical and mask.pad_free and not ln.identical
+    assert "no pad tokens" in one_setting_effect(mask) and "no effect" in one_setting_effect(mask)
+    assert "identical" not in one_setting_effect(ln)
 
 
 def test_config_changes_reads_a_field_added_later_as_the_value_older_runs_had():

@@ -249,7 +249,7 @@ def test_single_seed_changes_are_marked_within_or_beyond_the_baseline_spread():
         def __init__(self, rid, cfg):
             super().__init__(rid, {})
             self.config = cfg
-    base_cfg = {"model": {"final_ln": "none"}, "task": {}, "train": {}}
+    base_cfg = {"model": {"final_ln": "none"}, "task": {"task": "trigger-distance"}, "train": {}}
     rows = [{"run_id": f"b{s}", "variant": "rope", "scheme": "rope+sinusoidal", "setting": "authors",
              "task": "trigger-distance", "seed": s, "test_acc": a, "test_acc_auc": a}
             for s, a in ((42, 0.9165), (43, 0.8973), (44, 0.9102))]
@@ -258,7 +258,7 @@ def test_single_seed_changes_are_marked_within_or_beyond_the_baseline_spread():
              {"run_id": "big", "variant": "rope-final-ln", "scheme": "rope", "setting": "authors",
               "task": "trigger-distance", "seed": 42, "test_acc": 0.6108, "test_acc_auc": 0.5}]
     store = FakeStore([Cfg(r["run_id"], base_cfg if r["run_id"].startswith("b") else
-                           {"model": {"final_ln": "after_pool"}, "task": {}, "train": {}}) for r in rows])
+                           {"model": {"final_ln": "after_pool"}, "task": {"task": "trigger-distance"}, "train": {}}) for r in rows])
     d = one_setting(store, _runs_frame(rows)).set_index("variant")
     assert not d.loc["rope-no-sinusoid", "beyond_spread"]  # -1.77 points inside a 1.92-point seed range
     assert d.loc["rope-final-ln", "beyond_spread"]
@@ -274,7 +274,7 @@ def test_single_seed_changes_are_marked_within_or_beyond_the_baseline_spread():
                                                  "setting": "authors-mla", "task": "trigger-distance", "seed": 42}],
         (0.1427, 0.1565, 0.1907, 0.1548))]
     store = FakeStore([Cfg(r["run_id"], base_cfg if r["run_id"].startswith("b") else
-                           {"model": {"final_ln": "after_pool"}, "task": {}, "train": {}}) for r in low])
+                           {"model": {"final_ln": "after_pool"}, "task": {"task": "trigger-distance"}, "train": {}}) for r in low])
     row = next(one_setting(store, _runs_frame(low)).itertuples())
     assert not row.base_learned and not row.learned
     assert one_setting_effect(row) == "neither run learned the task: no effect to read"

@@ -942,10 +942,13 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     task): mean difference with a Student-t 95 % interval, and whether it is beyond the baseline's seed spread
     (`seed_spread`: the range of the baseline's test accuracy over its seeds; a single-seed difference inside it
     is not an effect), and whether each side learned the task in every seed (`base_learned`, `learned`: run_status;
-    a difference between two runs that both did not learn is no effect of the setting). This traces a gap between
-    the paper's numbers and PE-Lab's `paper` arch to one setting."""
+    a difference between two runs that both did not learn is no effect of the setting), whether the two trained
+    identically in every seed (`identical`: same losses and accuracies every epoch) and whether the data has no
+    pad tokens (`pad_free`). This traces a gap between the paper's numbers and PE-Lab's `paper` arch to one
+    setting."""
     cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
-            "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "base_deposit", "deposit", "runs"]
+            "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "identical", "pad_free",
+            "base_deposit", "deposit", "runs"]
     auth = runs[runs.setting.isin(("authors", "authors-mla"))]
     pairs = []
     for r in auth.itertuples():
@@ -960,6 +963,8 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                                           for k, (v0, v1) in change.items()),
                       "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id],
                       "base_learned": bool(b.learned), "learned": bool(r.learned),
+                      "identical": _same_training(store, b.run_id, r.run_id),
+                      "pad_free": not _has_pads(store.get(r.run_id).config["task"]),
                       "base_deposit": _deposit_heads(store, b.run_id, r.seed),
                       "deposit": _deposit_heads(store, r.run_id, r.seed)})
     if not pairs:
@@ -975,14 +980,42 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "delta": mean, "delta_lo": lo, "delta_hi": hi, "seed_spread": spread,
                      "beyond_spread": bool(abs(mean) > spread) if np.isfinite(spread) else None,
                      "base_learned": bool(g["base_learned"].all()), "learned": bool(g["learned"].all()),
+                     "identical": bool(g["identical"].all()), "pad_free": bool(g["pad_free"].all()),
                      "base_deposit": "; ".join(g["base_deposit"]), "deposit": "; ".join(g["deposit"]),
                      "runs": [x for rr in g["runs"] for x in rr]})
     return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
 
 
+PAD_FIELDS = ("model.attn_pad_mask", "model.readout_include_pad", "model.pad_trained")
+
+
+def _same_training(store, a: str, b: str) -> bool:
+    """Whether runs `a` and `b` have the same losses and accuracies in every epoch."""
+    cols = ["epoch", "train_loss", "test_loss", "test_acc"]
+    ma, mb = (store.get(r).metrics() for r in (a, b))
+    return (len(ma) > 0 and all(c in ma and c in mb for c in cols) and len(ma) == len(mb)
+            and ma[cols].reset_index(drop=True).equals(mb[cols].reset_index(drop=True)))
+
+
+def _has_pads(task_cfg: dict[str, Any]) -> bool:
+    """Whether a run's data has pad tokens: Task 2 examples are all `max_tokens` long, so none when it equals
+    `seq_len`; Task 1 lengths vary."""
+    from synthetic_tasks.specs import get_spec
+
+    spec = get_spec(task_cfg["task"], task_cfg.get("preset", "cpu"), task_cfg.get("seed", 42),
+                    **task_cfg.get("overrides", {}))
+    return not (spec.task == "trigger-count" and spec.max_tokens == spec.seq_len)
+
+
 def one_setting_effect(r) -> str:
-    """What a row of `one_setting` can show: nothing where neither run learned the task, else whether its
-    difference is within or beyond the baseline's seed spread (a single-seed difference within it is no effect)."""
+    """What a row of `one_setting` can show: no effect where both runs trained identically (a pad setting on data
+    without pads cannot act), nothing where neither run learned the task, else whether its difference is within
+    or beyond the baseline's seed spread (a single-seed difference within it is no effect)."""
+    if getattr(r, "identical", False):
+        why = (": the data has no pad tokens (every example fills seq_len), so the pad setting cannot act"
+               if getattr(r, "pad_free", False) and all(k.split(":")[0] in PAD_FIELDS for k in r.change.split("; "))
+               else "")
+        return f"identical losses and accuracies in every epoch: no effect on this data{why}"
     if not r.base_learned and not r.learned:
         return "neither run learned the task: no effect to read"
     if r.beyond_spread is None or (isinstance(r.beyond_spread, float) and np.isnan(r.beyond_spread)):
