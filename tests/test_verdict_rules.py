@@ -322,6 +322,7 @@ def test_the_disclaimer_states_the_presets_scale_from_its_config():
     assert text.startswith("> **Read this first: results at the `repro` preset")
     assert "d_model 128 / d_ff 256 (paper 256 / 512)" in text and "3 epochs (paper 100)" in text
     assert "0.6 % of the paper's 7,000,000" in text  # 14,000 train x 3 epochs against 70,000 x 100
+    assert "48 tokens in 48 positions (0 pads an example; paper 120 in 128: 8)" in text  # Task 2 has no pads here
     assert "not a refutation" in text and "tuned on RoPE, Task 1" in text
     long = scale_disclaimer("repro-long")
     assert "12 epochs (paper 100)" in long and "2.4 %" in long

@@ -1012,7 +1012,7 @@ def one_setting_effect(r) -> str:
     without pads cannot act), nothing where neither run learned the task, else whether its difference is within
     or beyond the baseline's seed spread (a single-seed difference within it is no effect)."""
     if getattr(r, "identical", False):
-        why = (": the data has no pad tokens (every example fills seq_len), so the pad setting cannot act"
+        why = (" (it has no pad tokens: every example fills seq_len, so a pad setting cannot act)"
                if getattr(r, "pad_free", False) and all(k.split(":")[0] in PAD_FIELDS for k in r.change.split("; "))
                else "")
         return f"identical losses and accuracies in every epoch: no effect on this data{why}"

@@ -541,9 +541,14 @@ def scale_disclaimer(preset: str = "repro") -> str:
     lines = []
     for task, name in (("trigger-distance", "Task 1"), ("trigger-count", "Task 2")):
         (ours, ep, s), (theirs, pep, ps) = exposure(preset, task), exposure("paper", task)
-        lines.append(f"{name}: {s.n_classes} labels, up to {s.max_tokens} tokens, vocab {s.vocab_size} (paper "
-                     f"{ps.n_classes}, {ps.max_tokens}, {ps.vocab_size}); {ep} epochs (paper {pep}), about "
-                     f"{ours:,} training sequences seen, {100 * ours / theirs:.1f} % of the paper's {theirs:,}")
+        if task == "trigger-count":  # every Task 2 example has max_tokens tokens: seq_len - max_tokens pads each
+            length = (f"{s.max_tokens} tokens in {s.seq_len} positions ({s.seq_len - s.max_tokens} pads an example; "
+                      f"paper {ps.max_tokens} in {ps.seq_len}: {ps.seq_len - ps.max_tokens})")
+        else:
+            length = f"up to {s.max_tokens} tokens in {s.seq_len} positions (paper {ps.max_tokens} in {ps.seq_len})"
+        lines.append(f"{name}: {s.n_classes} labels (paper {ps.n_classes}), {length}, vocab {s.vocab_size} (paper "
+                     f"{ps.vocab_size}); {ep} epochs (paper {pep}), about {ours:,} training sequences seen, "
+                     f"{100 * ours / theirs:.1f} % of the paper's {theirs:,}")
     m, pm = p["model"], paper["model"]
     return "\n".join([
         f"> **Read this first: results at the `{preset}` preset, not the paper's setup.** "
