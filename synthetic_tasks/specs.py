@@ -170,6 +170,11 @@ class TriggerCountSpec(_Spec):
     def n_classes(self):
         return self.count_max + 1
 
+    @property
+    def pads_per_example(self) -> int:
+        """Pad positions in every example: all have max_tokens tokens in seq_len positions."""
+        return self.seq_len - self.max_tokens
+
     def _validate(self):
         if self.task != "trigger-count":
             _fail("task", self.task, "must be 'trigger-count' for TriggerCountSpec")

@@ -88,6 +88,8 @@ def test_count_labels_and_layout(datasets, preset):
         n = real_len(x)
         np.testing.assert_array_equal(np.isin(x, trig).sum(1), y, err_msg=name)
         assert (n == (s.max_tokens if name in ("train", "test") else n[0])).all()
+        if name in ("train", "test"):  # every example has exactly pads_per_example pad positions
+            assert (x.shape[1] - n == s.pads_per_example).all(), name
         assert y.min() >= s.count_min and y.max() <= s.count_max
     # shuffled: triggers are not simply the first n tokens
     x, y = ds.train_x, ds.train_y

@@ -998,13 +998,13 @@ def _same_training(store, a: str, b: str) -> bool:
 
 
 def _has_pads(task_cfg: dict[str, Any]) -> bool:
-    """Whether a run's data has pad tokens: Task 2 examples are all `max_tokens` long, so none when it equals
-    `seq_len`; Task 1 lengths vary."""
+    """Whether a run's data has pad tokens: Task 2 has `pads_per_example` in every example; Task 1's lengths vary
+    (it has no fixed count, and pads)."""
     from synthetic_tasks.specs import get_spec
 
     spec = get_spec(task_cfg["task"], task_cfg.get("preset", "cpu"), task_cfg.get("seed", 42),
                     **task_cfg.get("overrides", {}))
-    return not (spec.task == "trigger-count" and spec.max_tokens == spec.seq_len)
+    return getattr(spec, "pads_per_example", None) != 0
 
 
 def one_setting_effect(r) -> str:

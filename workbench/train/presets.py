@@ -541,9 +541,9 @@ def scale_disclaimer(preset: str = "repro") -> str:
     lines = []
     for task, name in (("trigger-distance", "Task 1"), ("trigger-count", "Task 2")):
         (ours, ep, s), (theirs, pep, ps) = exposure(preset, task), exposure("paper", task)
-        if task == "trigger-count":  # every Task 2 example has max_tokens tokens: seq_len - max_tokens pads each
-            length = (f"{s.max_tokens} tokens in {s.seq_len} positions ({s.seq_len - s.max_tokens} pads an example; "
-                      f"paper {ps.max_tokens} in {ps.seq_len}: {ps.seq_len - ps.max_tokens})")
+        if task == "trigger-count":  # every Task 2 example has max_tokens tokens
+            length = (f"{s.max_tokens} tokens in {s.seq_len} positions ({s.pads_per_example} pads an example; "
+                      f"paper {ps.max_tokens} in {ps.seq_len}: {ps.pads_per_example})")
         else:
             length = f"up to {s.max_tokens} tokens in {s.seq_len} positions (paper {ps.max_tokens} in {ps.seq_len})"
         lines.append(f"{name}: {s.n_classes} labels (paper {ps.n_classes}), {length}, vocab {s.vocab_size} (paper "
