@@ -231,6 +231,12 @@ def get_spec(task, preset="cpu", seed=42, **overrides):
     return cls(preset=preset, seed=seed, **(PRESETS[preset][task] | overrides))
 
 
+def spec_of_task(task):
+    """The spec of a run config's task section {"task", "preset", "seed", "overrides"} (preset default: paper)."""
+    return get_spec(task.get("task"), preset=task.get("preset", "paper"), seed=task.get("seed", 42),
+                    **dict(task.get("overrides") or {}))
+
+
 def spec_from_dict(d):
     """Inverse of `spec.to_dict()` (validates again)."""
     d = dict(d)

@@ -914,6 +914,7 @@ def thresholds_table(th: Thresholds = Thresholds(), rules: StatusRules = StatusR
 
 # ---- one setting at a time ------------------------------------------------------------------------------
 BASE_VARIANTS = ("rope", "nope", "mla")  # Table 1's variants; tier 4 names its runs `<base>-<what changed>`
+PAD_FIELDS = ("model.attn_pad_mask", "model.readout_include_pad", "model.pad_trained")  # what pads change
 
 
 def _leaves(d: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -944,11 +945,11 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     is not an effect), and whether each side learned the task in every seed (`base_learned`, `learned`: run_status;
     a difference between two runs that both did not learn is no effect of the setting), whether the two trained
     identically in every seed (`identical`: same losses and accuracies every epoch) and whether the data has no
-    pad tokens (`pad_free`). This traces a gap between the paper's numbers and PE-Lab's `paper` arch to one
+    pad tokens (`pad_free`) and the change touches pad fields only (`pad_only`). This traces a gap between the paper's numbers and PE-Lab's `paper` arch to one
     setting."""
     cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
             "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "identical", "pad_free",
-            "base_deposit", "deposit", "runs"]
+            "pad_only", "base_deposit", "deposit", "runs"]
     auth = runs[runs.setting.isin(("authors", "authors-mla"))]
     pairs = []
     for r in auth.itertuples():
@@ -957,14 +958,15 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
         if base is None or b.empty:
             continue
         b = b.iloc[0]
-        change = config_changes(store.get(b.run_id).config, store.get(r.run_id).config)
+        cfg = store.get(r.run_id).config
+        change = config_changes(store.get(b.run_id).config, cfg)
         pairs.append({"setting": r.setting, "variant": r.variant, "base": base, "task": r.task, "seed": r.seed,
                       "change": "; ".join(f"{k}: {json_value(v0)} -> {json_value(v1)}"
                                           for k, (v0, v1) in change.items()),
                       "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id],
                       "base_learned": bool(b.learned), "learned": bool(r.learned),
                       "identical": _same_training(store, b.run_id, r.run_id),
-                      "pad_free": not _has_pads(store.get(r.run_id).config["task"]),
+                      "pad_free": not _has_pads(cfg["task"]), "pad_only": set(change) <= set(PAD_FIELDS),
                       "base_deposit": _deposit_heads(store, b.run_id, r.seed),
                       "deposit": _deposit_heads(store, r.run_id, r.seed)})
     if not pairs:
@@ -981,12 +983,10 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "beyond_spread": bool(abs(mean) > spread) if np.isfinite(spread) else None,
                      "base_learned": bool(g["base_learned"].all()), "learned": bool(g["learned"].all()),
                      "identical": bool(g["identical"].all()), "pad_free": bool(g["pad_free"].all()),
+                     "pad_only": bool(g["pad_only"].all()),
                      "base_deposit": "; ".join(g["base_deposit"]), "deposit": "; ".join(g["deposit"]),
                      "runs": [x for rr in g["runs"] for x in rr]})
     return pd.DataFrame(rows, columns=cols).sort_values(["setting", "base", "task", "variant"], ignore_index=True)
-
-
-PAD_FIELDS = ("model.attn_pad_mask", "model.readout_include_pad", "model.pad_trained")
 
 
 def _same_training(store, a: str, b: str) -> bool:
@@ -1000,11 +1000,9 @@ def _same_training(store, a: str, b: str) -> bool:
 def _has_pads(task_cfg: dict[str, Any]) -> bool:
     """Whether a run's data has pad tokens: Task 2 has `pads_per_example` in every example; Task 1's lengths vary
     (it has no fixed count, and pads)."""
-    from synthetic_tasks.specs import get_spec
+    from synthetic_tasks import spec_of_task
 
-    spec = get_spec(task_cfg["task"], task_cfg.get("preset", "cpu"), task_cfg.get("seed", 42),
-                    **task_cfg.get("overrides", {}))
-    return getattr(spec, "pads_per_example", None) != 0
+    return getattr(spec_of_task(task_cfg), "pads_per_example", None) != 0
 
 
 def one_setting_effect(r) -> str:
@@ -1013,8 +1011,7 @@ def one_setting_effect(r) -> str:
     or beyond the baseline's seed spread (a single-seed difference within it is no effect)."""
     if getattr(r, "identical", False):
         why = (" (it has no pad tokens: every example fills seq_len, so a pad setting cannot act)"
-               if getattr(r, "pad_free", False) and all(k.split(":")[0] in PAD_FIELDS for k in r.change.split("; "))
-               else "")
+               if getattr(r, "pad_free", False) and getattr(r, "pad_only", False) else "")
         return f"identical losses and accuracies in every epoch: no effect on this data{why}"
     if not r.base_learned and not r.learned:
         return "neither run learned the task: no effect to read"

@@ -257,10 +257,9 @@ class RunStore:
         store reads the data cache when it has the dataset and otherwise generates it in memory, writing nothing)."""
         key = canonical_json(task)
         if key not in self._datasets:
-            from synthetic_tasks import CacheError, cache_path, generate, get_spec, load_dataset, load_or_generate
+            from synthetic_tasks import CacheError, cache_path, generate, load_dataset, load_or_generate, spec_of_task
 
-            spec = get_spec(task["task"], preset=task.get("preset", "paper"), seed=task.get("seed", 42),
-                            **dict(task.get("overrides") or {}))
+            spec = spec_of_task(task)
             if not self.readonly:
                 self._datasets[key] = load_or_generate(spec, self.data_dir)
             else:  # a read-only store writes nothing, a data cache included: read one that exists, else generate
