@@ -945,8 +945,8 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     is not an effect), and whether each side learned the task in every seed (`base_learned`, `learned`: run_status;
     a difference between two runs that both did not learn is no effect of the setting), whether the two trained
     identically in every seed (`identical`: same losses and accuracies every epoch) and whether the data has no
-    pad tokens (`pad_free`) and the change touches pad fields only (`pad_only`). This traces a gap between the paper's numbers and PE-Lab's `paper` arch to one
-    setting."""
+    pad tokens (`pad_free`) and the change touches pad fields only (`pad_only`). This traces a gap between the
+    paper's numbers and PE-Lab's `paper` arch to one setting."""
     cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
             "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "identical", "pad_free",
             "pad_only", "base_deposit", "deposit", "runs"]
