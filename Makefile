@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: demo test venv browser clean repro ladder repro-gpu
+.PHONY: demo test venv browser clean repro ladder study repro-gpu
 
 venv: $(STAMP)
 
@@ -58,6 +58,19 @@ ladder: $(STAMP)
 	$(CPU_SHIP) --grid grids/ladder.toml --root $(REPRO_RUNS) --to results/repro --follow 60; \
 	wait $$sweep; rc=$$?; \
 	$(CPU_SHIP) --grid grids/ladder.toml --root $(REPRO_RUNS) --to results/repro && exit $$rc
+	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
+
+# The registered seed study (docs/preregistration.md, grids/study.toml): tier $(TIER) (1: RoPE and MLA on Task 1 at
+# repro-long, 10 training x 2 data seeds each) into the same store, one niced worker packing 2 seeds (the other core
+# stays free); each run is shipped lean (metrics, zero-ablation and its deposit table) as it finishes.
+study: $(STAMP)
+	$(CPU_RUN) sweep grids/study.toml --tier $(TIER) --workers 1 --threads 1 --pack 2 --quiet --root $(REPRO_RUNS) \
+	    --shipped results/repro & sweep=$$!; \
+	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
+	    --to results/repro --follow 120; \
+	wait $$sweep; rc=$$?; \
+	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
+	    --to results/repro && exit $$rc
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
 
 # The paper-scale reproduction on a CUDA GPU (docs/training.md, "The paper-scale reproduction"): tier $(TIER) of

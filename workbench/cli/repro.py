@@ -43,6 +43,8 @@ def ship_cmd(
     to: Path = typer.Option(..., "--to", help="the results folder, e.g. results/repro"),
     analyze: bool = typer.Option(True, "--analyze/--no-analyze", help="run every analysis first (skips tables "
                                  "that exist)"),
+    tables: Optional[str] = typer.Option(None, "--tables", help="analyse only these tables, comma-separated "
+                                         "(a lean ship, e.g. ablation,deposit; default: every analysis)"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
     max_examples: Optional[int] = typer.Option(1000, "--max-examples", min=1,
                                                help="ablation/extrapolation: a seeded sample of this many test "
@@ -78,7 +80,8 @@ def ship_cmd(
         _fail("name run ids or pass --grid GRID.toml")
     counts = {"shipped": 0, "unchanged": 0, "skipped": 0}
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
-    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped)
+    only = _table_list(tables)
+    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, tables=only)
     waiting = list(run_ids)
     idle = 0
     while True:
@@ -104,8 +107,24 @@ def ship_cmd(
     typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped")
 
 
+def _table_list(tables: Optional[str]) -> Optional[list[str]]:
+    """`--tables a,b` as a list checked against the analyses' table names (None: every analysis)."""
+    if tables is None:
+        return None
+    from workbench.analysis import ANALYSES
+    from workbench.analysis.ablation import MODES, table_name
+
+    known = set(ANALYSES) | {table_name(m) for m in MODES} | {"deposit" + table_name(m)[len("ablation"):]
+                                                              for m in MODES}
+    names = [t.strip() for t in tables.split(",") if t.strip()]
+    bad = [t for t in names if t not in known]
+    if not names or bad:
+        _fail(f"--tables {tables!r}: {'unknown ' + ', '.join(bad) if bad else 'empty'}; known: {', '.join(sorted(known))}")
+    return names
+
+
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
-              shipped=None, quiet: bool = False) -> str:
+              shipped=None, quiet: bool = False, tables: Optional[list[str]] = None) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
     or absent from the store but in `shipped`, the read-only store at `to`) or "waiting" (absent, created, running
     or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out
@@ -135,7 +154,8 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
         return "waiting"
     with lock:
         if analyze:
-            run_suite(run, n_boot=n_boot, max_examples=max_examples, log=lambda msg: typer.echo(msg, err=True))
+            run_suite(run, n_boot=n_boot, max_examples=max_examples, tables=tables,
+                      log=lambda msg: typer.echo(msg, err=True))
         if is_shipped(run, to):
             typer.echo(f"{rid}: shipped already, unchanged")
             return "unchanged"

@@ -39,6 +39,7 @@ COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "tag", "status", "e
            "test_loss", "train_acc", "wall_time_s", "created", "updated", "path", "config", "error"]
 FILTERS = ("scheme", "task", "arch", "preset", "seed", "status", "tag")
 TASK_SHORT = {"trigger-distance": "t1", "trigger-count": "t2"}
+DEFAULT_DATA_SEED = 42  # every preset's task.seed; a run id names another one (`d43`)
 RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")  # one path component, no '.', '..', '/'
 
 
@@ -95,14 +96,18 @@ def _slug(s: Any) -> str:
 
 
 def run_id_for(config: dict[str, Any]) -> str:
-    """Readable and unique: `t1-rope-cpu-s42-1a2b3c` (task, tag or scheme, [arch if not paper], preset, seed,
-    6 hex of the config hash). The same config always gives the same id."""
+    """Readable and unique: `t1-rope-cpu-s42-1a2b3c` (task, tag or scheme, [arch if not paper], preset, training
+    seed, [`d<data seed>` if not the default 42], 6 hex of the config hash). The same config always gives the same
+    id."""
     model, task, train = config["model"], config["task"], config["train"]
     name = task.get("task", "task")
     parts = [TASK_SHORT.get(name, _slug(name)), _slug(config.get("tag") or model.get("scheme"))]
     if model.get("arch", "paper") != "paper":
         parts.append(_slug(model["arch"]))
-    parts += [_slug(config.get("preset") or "custom"), f"s{train.get('seed')}", config_hash(config)[:6]]
+    parts += [_slug(config.get("preset") or "custom"), f"s{train.get('seed')}"]
+    if task.get("seed", DEFAULT_DATA_SEED) != DEFAULT_DATA_SEED:
+        parts.append(f"d{task['seed']}")
+    parts.append(config_hash(config)[:6])
     return "-".join(parts)
 
 

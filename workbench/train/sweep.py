@@ -42,9 +42,10 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-GRID_KEYS = {"preset", "presets", "tasks", "seeds", "schemes", "archs", "arch", "set", "variants", "name", "description", "tier",
-             "fidelity"}
-VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "archs", "arch", "preset", "presets", "tier", "fidelity"}
+GRID_KEYS = {"preset", "presets", "tasks", "seeds", "data_seeds", "schemes", "archs", "arch", "set", "variants", "name",
+             "description", "tier", "fidelity"}
+VARIANT_KEYS = {"name", "scheme", "set", "tasks", "seeds", "data_seeds", "archs", "arch", "preset", "presets", "tier",
+                "fidelity"}
 
 
 def load_grid(path: str | Path) -> dict[str, Any]:
@@ -62,13 +63,16 @@ def _listify(v: Any) -> list:
 
 
 def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[dict[str, Any]]:
-    """The grid's points as keyword dicts for `resolve_config` (no I/O), in run order: tier, seed, task, arch,
-    scheme. tiers: keep only the points of these tiers (None: all)."""
+    """The grid's points as keyword dicts for `resolve_config` (no I/O), in run order: tier, data seed, seed, task,
+    arch, scheme. tiers: keep only the points of these tiers (None: all). `seeds` are training seeds (parameter
+    init and batch order); `data_seeds` (default: the preset's, no `task.seed` set) each generate a dataset of
+    their own (`task.seed`), so a claim can rest on more than one draw of the data."""
     unknown = set(grid) - GRID_KEYS
     if unknown:
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
     presets = _listify(grid.get("presets", grid.get("preset", "cpu")))
     tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
+    data_seeds = _listify(grid.get("data_seeds", None))  # None: the preset's data seed
     archs = _listify(grid.get("archs", grid.get("arch", None)))  # None: the preset's (or the fidelity's) arch
     fidelity = grid.get("fidelity", "pelab")
     common = flatten_sets(grid.get("set", {}), where="grid: set")
@@ -84,7 +88,8 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
             raise ValueError(f"grid variant {v}: needs name and scheme; allowed keys {sorted(VARIANT_KEYS)}")
         sets = flatten_sets(v.get("set", {}), where=f"grid variant {v['name']!r}: set")
         entries.append({"scheme": v["scheme"], "tag": v["name"], "sets": sets,
-                        "tasks": v.get("tasks"), "seeds": v.get("seeds"), "archs": v.get("archs", v.get("arch")),
+                        "tasks": v.get("tasks"), "seeds": v.get("seeds"), "data_seeds": v.get("data_seeds"),
+                        "archs": v.get("archs", v.get("arch")),
                         "presets": v.get("presets", v.get("preset")), "tier": v.get("tier", base_tier),
                         "fidelity": v.get("fidelity")})
     for e in entries:
@@ -105,17 +110,20 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
     points = []
     for tier in sorted({e["tier"] for e in entries}):
         for preset in union("presets", presets):
-            for seed in union("seeds", seeds):
-                for task in union("tasks", tasks):
-                    for arch in union("archs", archs):
-                        for e in entries:
-                            if (e["tier"] != tier or preset not in own(e, "presets", presets)
-                                    or seed not in own(e, "seeds", seeds) or task not in own(e, "tasks", tasks)
-                                    or arch not in own(e, "archs", archs)):
-                                continue
-                            points.append({"preset": preset, "scheme": e["scheme"], "task": task, "arch": arch,
-                                           "seed": seed, "tag": e["tag"], "sets": common + e["sets"],
-                                           "fidelity": e["fidelity"]})
+            for data_seed in union("data_seeds", data_seeds):
+                for seed in union("seeds", seeds):
+                    for task in union("tasks", tasks):
+                        for arch in union("archs", archs):
+                            for e in entries:
+                                if (e["tier"] != tier or preset not in own(e, "presets", presets)
+                                        or data_seed not in own(e, "data_seeds", data_seeds)
+                                        or seed not in own(e, "seeds", seeds) or task not in own(e, "tasks", tasks)
+                                        or arch not in own(e, "archs", archs)):
+                                    continue
+                                data = [] if data_seed is None else [("task.seed", data_seed)]
+                                points.append({"preset": preset, "scheme": e["scheme"], "task": task, "arch": arch,
+                                               "seed": seed, "tag": e["tag"], "sets": common + e["sets"] + data,
+                                               "fidelity": e["fidelity"]})
     return points
 
 
