@@ -267,3 +267,39 @@ def test_deadline_checkpoints_and_stops_before_an_epoch_that_would_not_fit(tmp_p
     straight = RunStore(tmp_path / "b", data_dir=tmp_path / "data")
     ref = train(cfg, straight, progress=False, device="cpu", threads=1)
     assert [r["test_acc"] for r in ref.metric_rows()] == [r["test_acc"] for r in done.metric_rows()]
+
+
+def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_window(tmp_path, monkeypatch):
+    """A fake clock (1 s a training step; 5 steps an epoch, 2 epochs a run): a 25 s window trains the first run
+    (unknown cost, timed: 10 s), the second (fits), leaves the third for later, then starts it since one epoch
+    fits: it checkpoints and stops at the deadline. The next window resumes it. A run whose benchmark cost does not
+    fit even one epoch is not started."""
+    from workbench.train.sweep import sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    grid = {"preset": "smoke", "schemes": ["rope"], "tasks": ["t1"], "seeds": [42, 43, 44],
+            "set": {"train.epochs": 2, "task.n_examples": 400, "train.batch_size": 64}}
+    cfg = resolve_config("smoke", "rope", "t1", sets=["task.n_examples=400"], store=store)
+    assert -(-len(store.load_task(cfg["task"]).train_y) // 64) == 5
+    clock = FakeClock(1.0)
+    clock.stepping(monkeypatch)
+    lines = []
+    out = sweep(grid, store, device="cpu", threads=1, progress=False, deadline=25, clock=clock, log=lines.append)
+    assert [r["outcome"] for r in out] == ["trained", "trained", "interrupted"]
+    assert clock.now == 1000 + 25
+    third = store.get(out[2]["id"])
+    assert third.info["stopped_at_deadline"] == 1 and third.state()["epoch"] == 1
+    assert any("does not fit the 0m05s left (about 0m10s)" in line for line in lines)
+    out = sweep(grid, store, device="cpu", threads=1, progress=False, deadline=25, clock=clock, log=lines.append)
+    assert [r["outcome"] for r in out] == ["finished", "finished", "resumed"]
+    assert store.get(out[2]["id"]).status == "finished"
+
+    nope = grid | {"schemes": ["nope"], "seeds": [42]}  # 5 steps x 1 s x 1.3 = 6.5 s an epoch > 5 s
+    before = clock.now
+    out = sweep(nope, store, device="cpu", progress=False, deadline=5, clock=clock, step_ms={"nope": 1000.0},
+                log=lines.append)
+    assert [r["outcome"] for r in out] == ["deferred"] and clock.now == before
+    assert "left for the next window (about 0m13s to finish, 0m05s left)" in lines[-2]
+    assert not store.exists(out[0]["id"])
+    with pytest.raises(ValueError, match="one run after another"):
+        sweep(grid, store, device="cpu", deadline=25, workers=2)
