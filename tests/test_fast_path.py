@@ -294,6 +294,11 @@ def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_
     assert [r["outcome"] for r in out] == ["finished", "finished", "resumed"]
     assert store.get(out[2]["id"]).status == "finished"
 
+    more = grid | {"seeds": [45, 46]}  # 10 s each; in 16 s the second would fit an epoch, but is not started
+    out = sweep(more, store, device="cpu", threads=1, progress=False, deadline=16, clock=clock, log=lines.append,
+                partial=False)
+    assert [r["outcome"] for r in out] == ["trained", "deferred"] and not store.exists(out[1]["id"])
+
     nope = grid | {"schemes": ["nope"], "seeds": [42]}  # 5 steps x 1 s x 1.3 = 6.5 s an epoch > 5 s
     before = clock.now
     out = sweep(nope, store, device="cpu", progress=False, deadline=5, clock=clock, step_ms={"nope": 1000.0},
@@ -303,3 +308,43 @@ def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_
     assert not store.exists(out[0]["id"])
     with pytest.raises(ValueError, match="one run after another"):
         sweep(grid, store, device="cpu", deadline=25, workers=2)
+
+
+# ---- CUDA only ---------------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_cuda_training_step_does_not_synchronise(tiny_cfg):
+    """On CUDA, torch's own sync detector (set_sync_debug_mode "error") over the compiled path's step, eager:
+    a padded batch, the tensor lr, fused capturable AdamW, clipping, bf16 autocast, fused attention dropout."""
+    dev = torch.device("cuda")
+    model = _model(tiny_cfg, "rope", dropout=0.1).to(dev).train()
+    from workbench.model.attention import use_fused_dropout
+
+    use_fused_dropout(model, True)
+    opt = make_optimizer(model, {"lr": 1e-3, "betas": [0.9, 0.99], "weight_decay": 1e-5}, dev, compile=True)
+    sums = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
+            torch.zeros((), device=dev, dtype=torch.long))
+    xb, yb, valid = pad_batch(_tokens(n=10).to(dev), (torch.arange(10) % 6).to(dev), 16)
+    set_lr(opt, 1e-3)
+    train_step(model, opt, list(model.parameters()), xb, yb, valid, sums, ignore=None, amp=True, grad_clip=1.0)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for step in range(3):
+            set_lr(opt, 1e-3 * (step + 1))
+            train_step(model, opt, list(model.parameters()), xb, yb, valid, sums, ignore=None, amp=True,
+                       grad_clip=1.0)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert sums[2].item() == 40
+
+
+@pytest.mark.gpu
+def test_cuda_fused_kv_and_no_mask_agree_with_the_plain_path_in_bf16(tiny_cfg):
+    model = _model(tiny_cfg, "rope", attn_pad_mask=False).cuda().eval()
+    x = _tokens().cuda()
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        fast = model(x).float()  # auto: fused kv and no mask on CUDA
+        model.fused_kv = False
+        _old_mask(model)
+        plain = model(x).float()
+    assert (fast - plain).abs().max().item() < 0.05

@@ -171,6 +171,8 @@ def sweep_cmd(
     shard: Optional[str] = typer.Option(None, "--shard", help="I/N: only every N-th run starting at I (0-based)"),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="stop at the first failing run"),
     tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),
+    tags: Optional[str] = typer.Option(None, "--tags", help="only these variants of the grid (by name), e.g. "
+                                       "rope,nope,mla: Table 1's runs of grids/paper.toml"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
@@ -190,6 +192,9 @@ def sweep_cmd(
     deadline: Optional[float] = typer.Option(None, "--deadline", help="SECONDS from now (a lent GPU's window): "
                                              "train the runs that fit, checkpoint and stop at the deadline; the "
                                              "same command resumes the rest (one run after another)"),
+    partial: bool = typer.Option(True, "--partial/--no-partial", help="with --deadline: after the runs that fit, "
+                                 "start one that will not finish (it checkpoints at the deadline); --no-partial "
+                                 "where checkpoints do not outlive the window"),
     step_ms: Optional[Path] = typer.Option(None, "--step-ms", exists=True, dir_okay=False,
                                            help="with --deadline: a benchmark's JSON of ms per step by scheme "
                                                 "(benchmarks/gpu_step.py's step_ms.json) for runs not measured yet"),
@@ -248,7 +253,8 @@ def sweep_cmd(
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
-                        shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps)
+                        shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps,
+                        partial=partial, tags=tags.split(",") if tags else None)
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed

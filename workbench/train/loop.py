@@ -452,6 +452,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         warnings.warn(f"run {run.id}: resuming with {n_threads} CPU threads, but it started with {started_threads}; "
                       f"the result will not be bit-identical to an uninterrupted run (pass --threads "
                       f"{started_threads})", stacklevel=2)
+    if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
+        torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
     fwd = torch.compile(model) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)

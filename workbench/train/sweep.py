@@ -424,7 +424,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
           tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
           log=None, checkpoint_every: int = 1, pack: int | str | None = None,
           shipped: RunStore | None = None, deadline: float | None = None,
-          clock: Callable[[], float] = time.monotonic, step_ms: dict[str, float] | None = None) -> list[dict[str, Any]]:
+          clock: Callable[[], float] = time.monotonic, step_ms: dict[str, float] | None = None,
+          partial: bool = True, tags: list[str] | None = None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | shipped | trained | resumed | failed | busy | planned, "test_acc",
     "error"}.
@@ -433,7 +434,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     trained again (outcome "shipped"): a grid resumes across sessions whose run stores did not survive.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
-    tiers: only the grid points of these tiers (None: all).
+    tiers: only the grid points of these tiers (None: all). tags: only the points of these variants (by name).
     retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
     checkpoint_every: each run commits a checkpoint every N epochs and after its last (`train`).
     On CUDA, `workers` shrinks to the runs the free GPU memory holds at once (`fit_workers`).
@@ -447,6 +448,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     process): runs estimated not to fit are left for the next window (outcome "deferred") and then the first of
     them that fits one epoch is started; each run checkpoints and stops at the deadline (outcome "interrupted").
     step_ms: a benchmark's {scheme: ms per step}, for runs of configs not measured yet; clock: for tests.
+    partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window).
     Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
     """
     if int(workers) < 1:
@@ -462,6 +464,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         grid = load_grid(grid)
     log = log or _stderr
     configs = expand_grid(grid, store, tiers)
+    if tags is not None:
+        configs = [c for c in configs if c.get("tag") in tags]
     if shard is not None:
         i, k = shard
         configs = [c for j, c in enumerate(configs) if j % k == i]
@@ -527,7 +531,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     for k in deferred:  # what did not fit: the first that fits an epoch trains up to the deadline, the rest wait
         head, cfg = jobs[k]
         per, left = window.per_epoch(cfg), window.left()
-        if left > 0 and (per is None or per <= left):
+        if partial and left > 0 and (per is None or per <= left):
             results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                                  log=log, **opts)
             continue
