@@ -310,6 +310,18 @@ def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_
         sweep(grid, store, device="cpu", deadline=25, workers=2)
 
 
+def test_sweep_tags_keep_only_the_named_variants(tmp_path):
+    from workbench.train.sweep import sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    grid = {"preset": "smoke", "schemes": ["alibi"], "tasks": ["t1"], "seeds": [42],
+            "variants": [{"name": "rope", "scheme": "rope", "fidelity": "authors"},
+                         {"name": "nope", "scheme": "nope", "fidelity": "authors"}]}
+    everything = sweep(grid, store, dry_run=True, progress=False, log=lambda m: None)
+    only = sweep(grid, store, dry_run=True, progress=False, log=lambda m: None, tags=["rope", "nope"])
+    assert len(everything) == 3 and [r["id"] for r in only] == [r["id"] for r in everything[1:]]
+
+
 # ---- CUDA only ---------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_cuda_training_step_does_not_synchronise(tiny_cfg):
