@@ -82,8 +82,8 @@ gpu-env:
 	    --no-cache-dir --upgrade --target $(GPU_SITE) .whl/*.whl; else echo "no .whl/: using the image's packages"; fi
 repro-gpu: gpu-env
 	mkdir -p results/paper
-	$(GPU_RUN) sweep grids/paper.toml --tier $(TIER) --device cuda $(GPU_COMPILE) --deadline $(WINDOW) --no-partial --tags $(TAGS) \
-	    --checkpoint-every 10 --quiet --root $(PAPER_RUNS) --shipped results/paper \
+	$(GPU_RUN) sweep grids/paper.toml --tier $(TIER) --tags $(TAGS) --device cuda $(GPU_COMPILE) \
+	    --deadline $(WINDOW) --no-partial --checkpoint-every 10 --quiet --root $(PAPER_RUNS) --shipped results/paper \
 	    $(if $(wildcard $(STEP_MS)),--step-ms $(STEP_MS)) & sweep=$$!; \
 	$(GPU_RUN) ship --grid grids/paper.toml --tier $(TIER) --root $(PAPER_RUNS) --to results/paper --follow 30; \
 	wait $$sweep; rc=$$?; \

@@ -20,6 +20,7 @@ py=${PYTHON:-python3}
   nproc; } 2>&1 | tee "$out/device.txt"
 timeout "${T_TESTS:-90}" "$py" -m pytest -m gpu -p no:cacheprovider -rs -q tests/test_gpu_path.py tests/test_packed.py \
     tests/test_fast_path.py 2>&1 | tee "$out/gpu_tests.log"
-timeout "${T_STEP:-260}" "$py" benchmarks/gpu_step.py --json "$out/gpu_step.json" --epoch "$@" 2>&1 | tee "$out/gpu_step.log"
+timeout "${T_STEP:-260}" "$py" benchmarks/gpu_step.py --json "$out/gpu_step.json" --epoch "$@" 2>&1 \
+    | tee "$out/gpu_step.log"
 "$py" -c "import json, sys; d = json.load(open(sys.argv[1])); json.dump(d['step_ms'], open(sys.argv[2], 'w'))" \
     "$out/gpu_step.json" "$out/step_ms.json" 2>/dev/null || echo "no step_ms.json (gpu_step.py did not time a step)"

@@ -5,9 +5,10 @@
 Device: CUDA when available (bf16 autocast, fused AdamW, optional torch.compile), else CPU; the code path
 is the same: one `train_step` per batch, which reads nothing back to the host (metric sums stay on the device and
 are read once an epoch). `compile=True`: torch.compile, every batch of one shape (`pad_batch`), fused capturable
-AdamW with a tensor lr. `deadline`: checkpoint and stop before an epoch that would end past it. On CPU a run is deterministic given its seed: parameter init follows `model.seed`, and at the
-start of epoch e the global torch RNG (dropout) and the shuffling generator are re-seeded from
-(train.seed, e), so a resumed run replays exactly the batches and dropout masks of an uninterrupted one.
+AdamW with a tensor lr. `deadline`: checkpoint and stop before an epoch that would end past it.
+On CPU a run is deterministic given its seed: parameter init follows `model.seed`, and at the start of epoch e
+the global torch RNG (dropout) and the shuffling generator are re-seeded from (train.seed, e), so a resumed run
+replays exactly the batches and dropout masks of an uninterrupted one.
 A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every
 `checkpoint_every`-th epoch (default 1) and after the last; a resume replays the epochs since, exactly.
 After each epoch (`train.train_eval` "every"; after the last only with "last") the model is also evaluated (eval
