@@ -6,13 +6,15 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
   - step: ms per training step (forward, loss, backward, AdamW; bf16 autocast on CUDA), eager and compiled
     (`loop.train_step` as `train` runs it: `make_optimizer`, `set_lr`), the median of `--steps` steps timed with
     CUDA events (perf_counter on CPU) after warm-up; the compile time (first compiled steps) beside it;
-  - mask: RoPE's step with the attention pad mask (one bf16 mask per batch) against none (`attn_mask=None`);
+  - mask: RoPE's eager step with the attention pad mask (one bf16 mask per batch) against none (`attn_mask=None`,
+    flash kernels possible); eager only, to spend no compile time on it;
   - agree: `--agree-steps` steps eager and compiled from the same weights on the same batches at dropout 0: the
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
   - epoch (`--epoch`): two full Task 1 epochs of RoPE through `train(compile=True)`, the data made first (its time
     reported too): the second epoch's training and wall time with its evaluation, the first's wall (compilation).
 
-Writes `step_ms` ({scheme: compiled ms per step}, what `workbench sweep --step-ms` reads) and every figure to
+The compiles are what takes time (each model shape once; inductor's cache serves a repeat, e.g. the epoch's training
+graph is the RoPE step's). Writes `step_ms` ({scheme: compiled ms per step}, what `workbench sweep --step-ms` reads) and every figure to
 `--json`, rewritten as each part ends, so a run cut short keeps its parts.
 
     python benchmarks/gpu_step.py --json OUT/gpu_step.json [--steps 100] [--agree-steps 300] [--epoch]
@@ -155,8 +157,7 @@ def main() -> None:
     data = batches(base, a.steps + 3, dev)
     for label, masked in (("no_mask", False), ("pad_mask", True)):
         cfg = {**base, "model": {**base["model"], "attn_pad_mask": masked}}
-        out["mask"][label] = {mode: statistics.median(run_steps(cfg, dev, mode == "compiled", data, amp)[0])
-                              for mode in ("eager", "compiled")}
+        out["mask"][label] = {"eager": statistics.median(run_steps(cfg, dev, False, data, amp)[0])}
     save(f"mask: {out['mask']}")
 
     cfg = tier1_config("rope", preset, a.sets + ["model.dropout=0"])
