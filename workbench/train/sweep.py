@@ -28,7 +28,7 @@ sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing fin
 `deadline=SECONDS` (`workbench sweep --deadline`, for a GPU lent for a short window): a `Window` plans from each
 run's seconds per epoch (measured on a run of the same config but its seeds, else from a benchmark's ms per step,
 `step_ms`), trains the runs that fit in grid order, then starts the first that did not (it checkpoints at the
-deadline); every run stops at the deadline with a checkpoint, and the same sweep resumes the rest next window.
+deadline; not with partial=False); every run stops at the deadline with a checkpoint, and the same sweep resumes the rest next window.
 """
 from __future__ import annotations
 
@@ -243,9 +243,16 @@ class Window:
             if sec is not None:
                 self.measured[key] = sec
 
-    def epochs_done(self, cfg: dict[str, Any]) -> int:
+    def epochs_done(self, cfg: dict[str, Any], checkpointed: bool = False) -> int:
+        """The epochs `cfg`'s run has recorded, or (`checkpointed`) those a resume starts after."""
         rid = self.store.run_id(cfg)
-        return self.store.get(rid).info.get("epoch", 0) if self.store.exists(rid) else 0
+        run = self.store.get(rid) if self.store.exists(rid) else None
+        if run is None:
+            return 0
+        if checkpointed:
+            state = run.state() if run.has_checkpoint() else None
+            return state["epoch"] if state else 0
+        return run.info.get("epoch", 0)
 
     def timed(self, cfg: dict[str, Any], seconds: float, epochs: int) -> None:
         """`epochs` of `cfg`'s run took `seconds` of this window's clock."""
@@ -267,11 +274,9 @@ class Window:
 
     def epochs_left(self, cfg: dict[str, Any]) -> int:
         rid = self.store.run_id(cfg)
-        run = self.store.get(rid) if self.store.exists(rid) else None
-        if run is not None and run.status == "finished":
+        if self.store.exists(rid) and self.store.get(rid).status == "finished":
             return 0
-        state = run.state() if run is not None and run.has_checkpoint() else None
-        return cfg["train"]["epochs"] - (state["epoch"] if state else 0)
+        return cfg["train"]["epochs"] - self.epochs_done(cfg, checkpointed=True)
 
     def estimate(self, cfg: dict[str, Any]) -> float | None:
         """Seconds to finish `cfg`'s run (0 when finished), or None when unknown."""
@@ -524,7 +529,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                                  log=log, **opts) if not parallel or finished else None
             continue
-        t0, e0 = clock(), window.epochs_done(cfg)
+        t0, e0 = clock(), window.epochs_done(cfg, checkpointed=True)  # a resume replays from its checkpoint
         results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                              log=log, **opts)
         window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
