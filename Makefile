@@ -68,7 +68,7 @@ ladder: $(STAMP)
 # results/paper beside the sweep (`ship --follow`: analyses on the idle CPU cores) and once more after it, and
 # with $$OUT set packs results/paper into $$OUT/results-paper.tgz to bring back. The next window's same command
 # skips what results/paper holds (`--shipped`) and trains the rest. STEP_MS: a gpu_check.sh step_ms.json for the
-# planner (else it times the first run of each kind).
+# planner (else it times the first run of each kind). On a CUDA machine with its own venv: GPU_PY=.venv/bin/python.
 PAPER_RUNS ?= runs-paper
 GPU_PY     ?= python3
 GPU_SITE   ?= /tmp/pelab-site
