@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# The CUDA checks of the GPU path in one short script, for the few minutes a lent GPU machine gives
-# (docs/training.md, "GPU benchmark"): the device, the `gpu` tests (bf16 train/eval parity, resume on CUDA, the
-# memory estimate against the measured peak, packed equals solo), benchmarks/bench_gpu.py at the paper preset
-# (rows printed and OUT/bench_gpu.json rewritten as each measurement ends) and benchmarks/bench_train.py at paper
-# scale. Each step has its own time limit (seconds: T_TESTS, T_GPU, T_TRAIN), so one slow step cannot take the
-# others' time; a step cut short keeps what it printed in OUT/*.log.
+# The CUDA checks of the GPU path in one script of at most 6 minutes, for the first call of a lent GPU window
+# (docs/training.md, "One GPU window"): the device; the `gpu` tests (bf16 train/eval parity, resume on CUDA, the
+# memory estimate against the measured peak, packed runs against solo, the step without host synchronisation);
+# then benchmarks/gpu_step.py: eager vs compiled step times for RoPE, NoPE and MLA (CUDA events, median of 100),
+# mask vs no mask, 300-step eager/compiled loss agreement, two full Task 1 epochs with evaluation. Each step has its
+# own time limit (seconds: T_TESTS, T_STEP), so one slow step cannot take the other's time; OUT/gpu_step.json is
+# rewritten as each part ends and OUT/step_ms.json is what `workbench sweep --step-ms` reads.
 #
-#   benchmarks/gpu_check.sh OUT [bench_gpu.py arguments, default --ks 1,3,6]
+#   benchmarks/gpu_check.sh OUT [gpu_step.py arguments]
+#   PYTHON=... T_TESTS=90 T_STEP=260 benchmarks/gpu_check.sh OUT --device cpu --preset smoke --steps 5   # dry run
 set -u
-out=${1:?usage: benchmarks/gpu_check.sh OUT [bench_gpu.py arguments]}
+out=${1:?usage: benchmarks/gpu_check.sh OUT [gpu_step.py arguments]}
 shift
-[ $# -gt 0 ] || set -- --ks 1,3,6
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 py=${PYTHON:-python3}
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
   nproc; } 2>&1 | tee "$out/device.txt"
-timeout "${T_TESTS:-150}" "$py" -m pytest -m gpu -p no:cacheprovider -rs -v tests/test_gpu_path.py tests/test_packed.py \
-    2>&1 | tee "$out/gpu_tests.log"
-timeout "${T_GPU:-300}" "$py" benchmarks/bench_gpu.py --json "$out/bench_gpu.json" "$@" \
-    2>&1 | tee "$out/bench_gpu.log"
-timeout "${T_TRAIN:-90}" "$py" benchmarks/bench_train.py --device cuda --repeats 3 2>&1 | tee "$out/bench_train.log"
+timeout "${T_TESTS:-90}" "$py" -m pytest -m gpu -p no:cacheprovider -rs -q tests/test_gpu_path.py tests/test_packed.py \
+    tests/test_fast_path.py 2>&1 | tee "$out/gpu_tests.log"
+timeout "${T_STEP:-260}" "$py" benchmarks/gpu_step.py --json "$out/gpu_step.json" --epoch "$@" 2>&1 \
+    | tee "$out/gpu_step.log"
+"$py" -c "import json, sys; d = json.load(open(sys.argv[1])); json.dump(d['step_ms'], open(sys.argv[2], 'w'))" \
+    "$out/gpu_step.json" "$out/step_ms.json" 2>/dev/null || echo "no step_ms.json (gpu_step.py did not time a step)"

@@ -171,6 +171,8 @@ def sweep_cmd(
     shard: Optional[str] = typer.Option(None, "--shard", help="I/N: only every N-th run starting at I (0-based)"),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="stop at the first failing run"),
     tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),
+    tags: Optional[str] = typer.Option(None, "--tags", help="only these variants of the grid (by name), e.g. "
+                                       "rope,nope,mla: Table 1's runs of grids/paper.toml"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
@@ -187,6 +189,15 @@ def sweep_cmd(
                                        "one pack (no dropout); auto: as many as GPU memory holds (all seeds on "
                                        "CPU); default 1 (measured slower on a GPU: docs/training.md)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no per-epoch progress bars"),
+    deadline: Optional[float] = typer.Option(None, "--deadline", help="SECONDS from now (a lent GPU's window): "
+                                             "train the runs that fit, checkpoint and stop at the deadline; the "
+                                             "same command resumes the rest (one run after another)"),
+    partial: bool = typer.Option(True, "--partial/--no-partial", help="with --deadline: after the runs that fit, "
+                                 "start one that will not finish (it checkpoints at the deadline); --no-partial "
+                                 "where checkpoints do not outlive the window"),
+    step_ms: Optional[Path] = typer.Option(None, "--step-ms", exists=True, dir_okay=False,
+                                           help="with --deadline: a benchmark's JSON of ms per step by scheme "
+                                                "(benchmarks/gpu_step.py's step_ms.json) for runs not measured yet"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", exists=True, file_okay=False,
                                            help="a results store (e.g. results/repro): grid points finished there "
                                                 "are not trained again"),
@@ -226,6 +237,14 @@ def sweep_cmd(
         except ValueError:
             _fail(f"--pack {pack!r}: a number of runs (1: no packing) or auto")
     ray_arg = ray_address or ray or None
+    if deadline is not None and (deadline <= 0 or workers > 1 or ray_arg or pack_n not in (None, 1)):
+        _fail(f"--deadline {deadline}: seconds > 0, one run after another (without --workers, --ray, --pack)")
+    try:
+        from workbench.train.sweep import load_step_ms
+
+        steps = load_step_ms(step_ms)
+    except ValueError as e:
+        _fail(str(e))
     try:
         if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
             from workbench.train.ray_engine import connect
@@ -234,7 +253,8 @@ def sweep_cmd(
         results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
-                        shipped=_shipped_store(shipped))
+                        shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps,
+                        partial=partial, tags=tags.split(",") if tags else None)
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed

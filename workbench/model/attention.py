@@ -12,6 +12,8 @@ A scheme overrides one or more of four steps, each with its own hooks:
 
 When nothing observes the scores or the pattern and the scheme's scores are dot products of its score features
 (`dot_product_scores`), the same computation runs through `torch.nn.functional.scaled_dot_product_attention`.
+The mask is None when nothing is masked (no pad mask, not causal: SDPA may then take its flash kernels) and is
+otherwise built once per forward in the compute dtype (`compute_dtype`), not cast again in each layer.
 Attention dropout in training (p > 0) takes that path only when the run asks for it (`train.fused_attention`,
 set on the model by `use_fused_dropout`): SDPA's `dropout_p` drops the same share of the weights but draws
 other random numbers than the explicit path, so it changes results and is a config field.
@@ -67,6 +69,19 @@ def heads(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (x @ W.transpose(0, 1).reshape(d, h * e) + b.flatten()).unflatten(-1, (h, e))
 
 
+def compute_dtype(t: torch.Tensor) -> torch.dtype:
+    """The dtype SDPA computes in for inputs like `t`: the autocast dtype where autocast is on, else t's."""
+    where = t.device.type
+    return torch.get_autocast_dtype(where) if torch.is_autocast_enabled(where) else t.dtype
+
+
+def additive(mask: torch.Tensor | None, bias: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """mask + bias in `dtype` (either may be None: nothing to add)."""
+    if bias is None:
+        return None if mask is None else mask.to(dtype)
+    return bias.to(dtype) if mask is None else mask.to(dtype) + bias.to(dtype)
+
+
 def observed(hook: HookPoint) -> bool:
     """True when a TransformerLens hook or an nnsight trace is attached to this hook point."""
     return bool(hook._forward_hooks or hook._forward_pre_hooks or "forward" in hook.__dict__)
@@ -116,23 +131,28 @@ class Attention(nn.Module):
         return torch.einsum("bqhe,bkhe->bhqk", f_q, f_k) / math.sqrt(f_q.shape[-1])
 
     # ---- forward ---------------------------------------------------------------------------
-    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """`mask`: additive [batch, 1, q_pos, k_pos] (0 where allowed, MASK_VALUE where not)."""
-        q, k, v = self.project(x_q, x_kv)
+    def forward(self, x_q: torch.Tensor, x_kv: torch.Tensor, mask: torch.Tensor | None,
+                kv: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """`mask`: additive [batch, 1, q_pos, k_pos] (0 where allowed, MASK_VALUE where not), or None (nothing
+        masked). `kv`: this layer's (k, v) already projected from x_kv (`PEClassifier.memory_kv`), or None."""
+        q, k, v = self.project(x_q, x_kv) if kv is None else (heads(x_q, self.W_Q, self.b_Q), *kv)
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         rq, rk = self.rotate(q, k)
         rq, rk = self.hook_rot_q(rq), self.hook_rot_k(rk)
         bias = self.pos_bias(q.shape[1], k.shape[1])
         if bias is not None:
-            bias = self.hook_pos_bias(bias)
-            mask = mask + bias.unsqueeze(0).to(mask.dtype)
+            bias = self.hook_pos_bias(bias).unsqueeze(0)
         if self.fast_path_ok(k.shape[1], k.device):
             f_q, f_k = self.score_features(rq, rk)
             p = self.attn_dropout.p if self.training else 0.0
-            z = self.sdpa(f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), mask.to(f_q.dtype),
-                          p).transpose(1, 2)
+            add = additive(mask, bias, compute_dtype(f_q) if mask is None else mask.dtype)
+            if add is not None and not torch.is_autocast_enabled(f_q.device.type):
+                add = add.to(f_q.dtype)  # under autocast SDPA casts it (a no-op: built in that dtype)
+            z = self.sdpa(f_q.transpose(1, 2), f_k.transpose(1, 2), v.transpose(1, 2), add, p).transpose(1, 2)
         else:
-            s = self.hook_attn_scores(self.scores(rq, rk) + mask)
+            s = self.scores(rq, rk)
+            add = additive(mask, bias, torch.promote_types(s.dtype, torch.float32))
+            s = self.hook_attn_scores(s if add is None else s + add)
             pattern = self.hook_pattern(torch.softmax(s, dim=-1))
             z = torch.einsum("bhqk,bkhe->bqhe", self.attn_dropout(pattern), v)
         z = self.hook_z(z)

@@ -22,7 +22,7 @@ from torch import nn
 from transformer_lens import ActivationCache, HookedRootModule
 from transformer_lens.hook_points import HookPoint
 
-from .attention import MASK_VALUE, Dropout
+from .attention import MASK_VALUE, Attention, Dropout, compute_dtype
 from .config import ModelConfig
 from .pe import get_scheme
 
@@ -50,11 +50,12 @@ class Block(nn.Module):
         for name in ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out"):
             setattr(self, f"hook_{name}", HookPoint())
 
-    def forward(self, x, memory, mask):
+    def forward(self, x, memory, mask, kv=None):
+        """kv: this layer's keys and values, already projected from `memory` (paper arch), or None."""
         x = self.hook_resid_pre(x)
         h = self.ln1(x)
-        kv = memory if self.cfg.arch == "paper" else h
-        x = self.hook_resid_mid(x + self.drop_attn(self.hook_attn_out(self.attn(h, kv, mask))))
+        x_kv = memory if self.cfg.arch == "paper" else h
+        x = self.hook_resid_mid(x + self.drop_attn(self.hook_attn_out(self.attn(h, x_kv, mask, kv))))
         x = x + self.drop_mlp(self.hook_mlp_out(self.mlp(self.ln2(x))))
         return self.hook_resid_post(x)
 
@@ -75,18 +76,37 @@ class PEClassifier(HookedRootModule):
         self.unembed = nn.Linear(cfg.d_model, cfg.n_outputs)
         torch.random.set_rng_state(gen_state)
         self.hook_embed, self.hook_pos_embed, self.hook_readout = HookPoint(), HookPoint(), HookPoint()
+        # the paper arch's keys / values of all layers from M in one matmul (`memory_kv`), where every layer
+        # projects them as plain attention does; `fused_kv`: None = on CUDA only (same values, other rounding)
+        self.kv_fusable = cfg.arch == "paper" and all(type(b.attn).project is Attention.project for b in self.blocks)
+        self.fused_kv: bool | None = None
         self.setup()
 
-    def mask(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Additive [batch, 1, q, k]: PAD keys masked (unless `attn_pad_mask` is False); plus the causal mask in
-        the decoder."""
+    def mask(self, tokens: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Additive [batch, 1, q, k] in `dtype`: PAD keys masked (unless `attn_pad_mask` is False); plus the causal
+        mask in the decoder."""
         n = tokens.shape[1]
         keys = tokens != 0 if self.cfg.attn_pad_mask else torch.ones_like(tokens, dtype=torch.bool)
         allowed = keys[:, None, None, :].expand(-1, 1, n, n)
         if self.cfg.arch == "decoder":
             allowed = allowed & torch.ones(n, n, dtype=torch.bool, device=tokens.device).tril()
-        zero = torch.zeros((), device=tokens.device)
-        return torch.where(allowed, zero, torch.full((), MASK_VALUE, device=tokens.device))
+        zero = torch.zeros((), device=tokens.device, dtype=dtype)
+        return torch.where(allowed, zero, torch.full((), MASK_VALUE, device=tokens.device, dtype=dtype))
+
+    def attn_mask(self, tokens: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+        """The forward's mask: None when nothing is masked (no pad mask, not causal), else `mask` in `dtype`."""
+        if not self.cfg.attn_pad_mask and self.cfg.arch != "decoder":
+            return None
+        return self.mask(tokens, dtype)
+
+    def memory_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every layer's (k, v) from M as one matmul: M @ [W_K^0 | W_V^0 | ... | W_V^(L-1)] + [b_K^0 | ...],
+        split into [batch, pos, head, d_head] per layer (what each layer's `project` computes from M)."""
+        attns = [b.attn for b in self.blocks]
+        W = torch.cat([w.transpose(0, 1).flatten(1) for a in attns for w in (a.W_K, a.W_V)], 1)
+        b = torch.cat([t.flatten() for a in attns for t in (a.b_K, a.b_V)])
+        kv = (memory @ W + b).unflatten(-1, (len(attns), 2, self.cfg.n_heads, self.cfg.d_head))
+        return [(kv[..., layer, 0, :, :], kv[..., layer, 1, :, :]) for layer in range(len(attns))]
 
     def embed_input(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.hook_embed(self.embed(tokens))
@@ -98,10 +118,12 @@ class PEClassifier(HookedRootModule):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         tokens = tokens.to(self.embed.weight.device)
         memory = self.embed_input(tokens)
-        mask = self.mask(tokens)
+        mask = self.attn_mask(tokens, compute_dtype(memory))
+        fuse = self.kv_fusable and (tokens.is_cuda if self.fused_kv is None else self.fused_kv)
+        kvs = self.memory_kv(memory) if fuse else [None] * len(self.blocks)
         x = memory
-        for block in self.blocks:
-            x = block(x, memory, mask)
+        for block, kv in zip(self.blocks, kvs):
+            x = block(x, memory, mask, kv)
         return self.head(x, tokens)
 
     def head(self, x: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

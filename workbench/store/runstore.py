@@ -63,7 +63,7 @@ def canonical_json(obj: Any) -> str:
 
 
 # Train keys added after the first runs were stored, with the value that reproduces those runs.
-LATER_TRAIN_DEFAULTS: dict[str, Any] = {"ignore_label": None, "fused_attention": False}
+LATER_TRAIN_DEFAULTS: dict[str, Any] = {"ignore_label": None, "fused_attention": False, "train_eval": "every"}
 
 
 def _later_defaults() -> tuple[tuple[str, dict[str, Any]], ...]:

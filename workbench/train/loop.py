@@ -3,14 +3,18 @@
     run = train(config, store)          # config from presets.resolve_config(...)
 
 Device: CUDA when available (bf16 autocast, fused AdamW, optional torch.compile), else CPU; the code path
-is the same. On CPU a run is deterministic given its seed: parameter init follows `model.seed`, and at the
-start of epoch e the global torch RNG (dropout) and the shuffling generator are re-seeded from
-(train.seed, e), so a resumed run replays exactly the batches and dropout masks of an uninterrupted one.
+is the same: one `train_step` per batch, which reads nothing back to the host (metric sums stay on the device and
+are read once an epoch). `compile=True`: torch.compile, every batch of one shape (`pad_batch`), fused capturable
+AdamW with a tensor lr. `deadline`: checkpoint and stop before an epoch that would end past it.
+On CPU a run is deterministic given its seed: parameter init follows `model.seed`, and at the start of epoch e
+the global torch RNG (dropout) and the shuffling generator are re-seeded from (train.seed, e), so a resumed run
+replays exactly the batches and dropout masks of an uninterrupted one.
 A checkpoint (weights, optimizer moments, scheduler step, RNG states) is committed after every
 `checkpoint_every`-th epoch (default 1) and after the last; a resume replays the epochs since, exactly.
-After each epoch the model is also evaluated (eval mode) on a fixed subset of the training set
-(`train_subset`: min(n_train, n_test) examples drawn by their own generator, so no training RNG is consumed):
-metrics `train_loss_eval` / `train_acc_eval`, beside the running means `train_loss` / `train_acc` of the epoch.
+After each epoch (`train.train_eval` "every"; after the last only with "last") the model is also evaluated (eval
+mode) on a fixed subset of the training set (`train_subset`: min(n_train, n_test) examples drawn by their own
+generator, so no training RNG is consumed): metrics `train_loss_eval` / `train_acc_eval`, beside the running
+means `train_loss` / `train_acc` of the epoch.
 On CUDA, run.json records the peak GPU memory (`peak_gpu_mb`, torch.cuda.max_memory_allocated).
 Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`): a resume
 with another thread count warns. The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
@@ -147,21 +151,34 @@ def pick_device(device: str | None = None) -> torch.device:
     return dev
 
 
-def counted_loss(logits: torch.Tensor, y: torch.Tensor, ignore_label: int | None):
+def counted_loss(logits: torch.Tensor, y: torch.Tensor, ignore_label: int | None,
+                 valid: torch.Tensor | None = None):
     """(summed cross-entropy, number of correct predictions, number of counted examples) over the examples whose
-    label is not `ignore_label` (None: all). As the authors' `CrossEntropyLoss(ignore_index=0)` and their
-    accuracy over `labels != 0`: an ignored example counts for nothing in either."""
+    label is not `ignore_label` (None: all) and, given `valid` (a padded batch's real rows), that are valid. As the
+    authors' `CrossEntropyLoss(ignore_index=0)` and their accuracy over `labels != 0`: an ignored example counts
+    for nothing in either."""
     keep = torch.ones_like(y, dtype=torch.bool) if ignore_label is None else y != ignore_label
+    if valid is not None:
+        keep = keep & valid
     losses = F.cross_entropy(logits.float(), y, reduction="none")
     return (losses * keep).sum(), ((logits.argmax(-1) == y) & keep).sum(), keep.sum()
 
 
+def pad_batch(xb: torch.Tensor, yb: torch.Tensor, size: int):
+    """(x, y, valid) of `size` rows: a partial batch completed with PAD-only rows (label 0) that count for nothing
+    (valid False), so that a compiled step sees one shape; the loss and gradients are the unpadded batch's."""
+    n = len(xb)
+    valid = torch.arange(size, device=xb.device) < n
+    return F.pad(xb, (0, 0, 0, size - n)), F.pad(yb, (0, size - n)), valid
+
+
 @torch.no_grad()
 def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool,
-             trim_pads: bool = False, ignore_label: int | None = None) -> tuple[float, float]:
+             trim_pads: bool = False, ignore_label: int | None = None, static: bool = False) -> tuple[float, float]:
     """(mean cross-entropy, accuracy) of `model` in eval mode over the examples not labelled `ignore_label`.
     trim_pads: visit the examples sorted by length and trim each batch's trailing pads (same sums, fewer tokens;
-    only for models whose pads are inert)."""
+    only for models whose pads are inert). static: one batch shape for a compiled model (the last batch padded
+    with ignored rows, nothing trimmed)."""
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=x.device)
@@ -171,18 +188,58 @@ def evaluate(model, x: torch.Tensor, y: torch.Tensor, batch_size: int, amp: bool
         order = torch.sort((x != 0).sum(1), descending=True, stable=True).indices
         x, y = x[order], y[order]
     for i in range(0, len(x), batch_size):
-        xb, yb = x[i:i + batch_size], y[i:i + batch_size]
-        if trim_pads:
+        xb, yb, valid = x[i:i + batch_size], y[i:i + batch_size], None
+        if static and len(xb) < batch_size:
+            xb, yb, valid = pad_batch(xb, yb, batch_size)
+        elif trim_pads and not static:
             xb = trim(xb)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(xb)
-        l, c, k = counted_loss(logits, yb, ignore_label)
+        l, c, k = counted_loss(logits, yb, ignore_label, valid)
         loss_sum += l
         correct += c
         counted += k
     model.train(was_training)
     n = max(1, counted.item())
     return loss_sum.item() / n, correct.item() / n
+
+
+def make_optimizer(model, tcfg: dict[str, Any], dev: torch.device, compile: bool = False) -> torch.optim.AdamW:
+    """AdamW with the run's settings: fused on CUDA; for the compiled step fused and capturable with a tensor
+    learning rate on any device (no host read of the step count, no recompile when lr changes: `set_lr`)."""
+    kw = dict(betas=tuple(tcfg["betas"]), weight_decay=tcfg["weight_decay"])
+    if compile:
+        return torch.optim.AdamW(model.parameters(), lr=torch.tensor(float(tcfg["lr"]), device=dev), fused=True,
+                                 capturable=True, **kw)
+    return torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], fused=dev.type == "cuda", **kw)
+
+
+def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
+    """Every parameter group's learning rate: in place into a tensor lr (no new graph), else the float."""
+    for group in opt.param_groups:
+        if torch.is_tensor(group["lr"]):
+            group["lr"].fill_(lr)
+        else:
+            group["lr"] = lr
+
+
+def train_step(fwd, opt: torch.optim.Optimizer, params: list, xb: torch.Tensor, yb: torch.Tensor,
+               valid: torch.Tensor | None, sums: tuple, *, ignore: int | None, amp: bool,
+               grad_clip: float | None) -> None:
+    """One optimizer step on the mean cross-entropy of the batch's counted examples (`counted_loss`), adding
+    (loss sum, correct, counted) into the device tensors `sums`. No host synchronisation: nothing is read back
+    (tests/test_fast_path.py runs it under a dispatch mode that fails on any read)."""
+    with torch.autocast(xb.device.type, dtype=torch.bfloat16, enabled=amp):
+        logits = fwd(xb)
+    batch_loss, batch_correct, batch_counted = counted_loss(logits, yb, ignore, valid)
+    loss = batch_loss / batch_counted.clamp(min=1)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    opt.step()
+    for total, part in zip(sums, (batch_loss.detach(), batch_correct, batch_counted)):
+        total += part
 
 
 def optimizer_tensors(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
@@ -210,19 +267,30 @@ def checkpoint_due(epoch: int, epochs: int, every: int, stop_after_epochs: int |
     return done % every == 0 or done == epochs or (stop_after_epochs is not None and done >= stop_after_epochs)
 
 
+def train_eval_due(tcfg: dict[str, Any], epoch: int) -> bool:
+    """Evaluate the training subset after (0-based) `epoch`: every epoch (`train.train_eval` "every", the default),
+    or only after the last ("last": the claims read only the last value)."""
+    return tcfg.get("train_eval", "every") == "every" or epoch + 1 == tcfg["epochs"]
+
+
 def epoch_row(model, evals, tcfg: dict[str, Any], amp: bool, *, epoch: int, step: int, lr: float, sums, n: int,
-              useful: int, computed: int, train_time: float, clock: Callable[[], float]) -> dict[str, Any]:
+              useful: int, computed: int, train_time: float, clock: Callable[[], float],
+              static: bool = False) -> dict[str, Any]:
     """The metrics row of an epoch: the running means of its batches (`sums` = loss sum, correct, counted, on
-    the device), then `model` evaluated on the test set and on the fixed training subset (`evals` = x_test,
-    y_test, x_sub, y_sub). clock(): the run's wall seconds so far, read after the evaluation."""
+    the device), then `model` evaluated on the test set and, when `train_eval_due`, on the fixed training subset
+    (`evals` = x_test, y_test, x_sub, y_sub). clock(): the run's wall seconds so far, read after the evaluation.
+    static: evaluation batches of one shape (a compiled model)."""
     x_test, y_test, x_sub, y_sub = evals
     trim_pads, ignore, ebs = tcfg.get("batching") == "length", tcfg.get("ignore_label"), tcfg["eval_batch_size"]
-    test_loss, test_acc = evaluate(model, x_test, y_test, ebs, amp, trim_pads, ignore)
-    sub_loss, sub_acc = evaluate(model, x_sub, y_sub, ebs, amp, trim_pads, ignore)
+    test_loss, test_acc = evaluate(model, x_test, y_test, ebs, amp, trim_pads, ignore, static)
+    sub = {}
+    if train_eval_due(tcfg, epoch):
+        sub_loss, sub_acc = evaluate(model, x_sub, y_sub, ebs, amp, trim_pads, ignore, static)
+        sub = {"train_loss_eval": sub_loss, "train_acc_eval": sub_acc}
     loss_sum, correct, counted = sums
     n_counted = max(1, counted.item())
     return {"epoch": epoch + 1, "step": step, "lr": lr, "train_loss": loss_sum.item() / n_counted,
-            "train_acc": correct.item() / n_counted, "train_loss_eval": sub_loss, "train_acc_eval": sub_acc,
+            "train_acc": correct.item() / n_counted, **sub,
             "test_loss": test_loss, "test_acc": test_acc, "epoch_time_s": train_time, "wall_s": clock(),
             "seq_per_s": n / train_time, "tok_per_s": useful / train_time, "pad_frac": 1 - useful / computed,
             "time": now_iso()}
@@ -244,7 +312,8 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
     run.write_metrics(rows)
     if optim_t is not None:
         run.save_checkpoint(model.state_dict(), optim_t, state)
-    final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")}
+    final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")
+             if k in row}
     gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
     run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final, peak_rss_mb=round(peak_rss_mb(), 1),
                     cpu_time_s=cpu_time_s, **gpu)
@@ -272,7 +341,8 @@ def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, w
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool = False, amp: bool | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
-          on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1) -> Run:
+          on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1,
+          deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
     """Train the run described by `config` (a resolved run config, or an existing Run) and return its Run.
 
     resume: continue from the last checkpoint if the run exists unfinished (else StoreError).
@@ -281,6 +351,11 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     on_epoch(run, metrics_row): called after every recorded epoch (may raise to abort).
     checkpoint_every: commit a checkpoint every N epochs (and after the last); results do not depend on it, a
     resume replays from the last checkpoint (fewer writes, more epochs to replay after a crash).
+    deadline: a time of `clock()` (seconds) by which to stop: after an epoch whose successor would end past it
+    (judged by the epoch just done, evaluation included), commit a checkpoint and stop (status `interrupted`,
+    resumable; run.json `stopped_at_deadline`).
+    compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
+    (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager.
     A finished run is returned as is.
     """
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
@@ -305,7 +380,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         try:
             return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
                                  threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
-                                 on_epoch=on_epoch, checkpoint_every=checkpoint_every)
+                                 on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline,
+                                 clock=clock)
         except BaseException as e:  # failed before its first epoch: leave no half-made run behind
             run = Run(store, run_id)
             if fresh and not run.has_checkpoint():
@@ -321,7 +397,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
 
 def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: bool, amp: bool | None,
                   threads: int | None, progress: bool, stop_after_epochs: int | None,
-                  on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1) -> Run:
+                  on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1,
+                  deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
     """`train` once the run's lock is held and its folder exists."""
     info = run.info
     if run.status == "finished":
@@ -346,8 +423,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
 
     model = PEClassifier(run.model_config()).to(dev)
     use_fused_dropout(model, tcfg.get("fused_attention", False))
-    opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
-                            weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
+    opt = make_optimizer(model, tcfg, dev, compile)
+    params = list(model.parameters())
     bs, epochs, seed, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg["seed"], tcfg.get("ignore_label")
     batching = tcfg.get("batching", "random")
     trim_pads = batching == "length"
@@ -376,6 +453,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         warnings.warn(f"run {run.id}: resuming with {n_threads} CPU threads, but it started with {started_threads}; "
                       f"the result will not be bit-identical to an uninterrupted run (pass --threads "
                       f"{started_threads})", stacklevel=2)
+    if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
+        torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
     fwd = torch.compile(model) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -385,7 +464,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                     compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                    checkpoint_every=checkpoint_every,
+                    checkpoint_every=checkpoint_every, stopped_at_deadline=None,
                     **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
@@ -401,32 +480,23 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             correct = torch.zeros((), device=dev, dtype=torch.long)
             counted = torch.zeros((), device=dev, dtype=torch.long)
             computed = 0
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), clock()
             # the bar only on a terminal; a log file gets the one line per epoch below
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not (progress and sys.stderr.isatty()), file=sys.stderr, dynamic_ncols=True)
             for i in bar:
                 idx = batches[i]
-                xb, yb = x_train[idx], y_train[idx]
-                if trim_pads:
+                xb, yb, valid = x_train[idx], y_train[idx], None
+                if compile and len(idx) < bs:  # one shape for the compiled step; pads are not trimmed there
+                    xb, yb, valid = pad_batch(xb, yb, bs)
+                elif trim_pads and not compile:
                     xb = trim(xb)
                 lr = lr_at(step, total_steps, tcfg)
-                for group in opt.param_groups:
-                    group["lr"] = lr
-                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
-                    logits = fwd(xb)
-                batch_loss, batch_correct, batch_counted = counted_loss(logits, yb, ignore)
-                loss = batch_loss / batch_counted.clamp(min=1)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if tcfg.get("grad_clip"):
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
-                opt.step()
+                set_lr(opt, lr)
+                train_step(fwd, opt, params, xb, yb, valid, (loss_sum, correct, counted), ignore=ignore, amp=amp,
+                           grad_clip=tcfg.get("grad_clip"))
                 step += 1
-                loss_sum += batch_loss.detach()
-                correct += batch_correct
-                counted += batch_counted
-                computed += xb.numel()
+                computed += len(idx) * xb.shape[1]
                 if not bar.disable and (i % 10 == 0 or i == steps_per_epoch - 1):
                     seen = max(1, counted.item())
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
@@ -435,9 +505,11 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             train_time = time.perf_counter() - t0
             row = epoch_row(fwd, evals, tcfg, amp, epoch=epoch, step=step, lr=lr, sums=(loss_sum, correct, counted),
                             n=n, useful=int(lengths.sum()), computed=computed, train_time=train_time,
-                            clock=lambda: wall_before + time.perf_counter() - t_session)
+                            clock=lambda: wall_before + time.perf_counter() - t_session, static=compile)
             wall = row["wall_s"]
-            checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs)
+            now = clock()  # the next epoch is judged to take as long as this one, its evaluation included
+            at_deadline = deadline is not None and epoch + 1 < epochs and now + (now - c0) > deadline
+            checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs) or at_deadline
             rng = {"rng.torch": torch.get_rng_state()} | (
                 {"rng.cuda": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {})
             commit_epoch(run, rows, row, model, (optimizer_tensors(opt) | rng) if checkpoint else None,
@@ -446,6 +518,9 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             report_epoch(run, row, epochs, progress, on_epoch)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
+            if at_deadline:
+                run.update_info(stopped_at_deadline=epoch + 1)
+                raise StopTraining(f"stopped after epoch {epoch + 1}: the next would end past the deadline")
     except (KeyboardInterrupt, StopTraining) as e:
         run.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
         if isinstance(e, KeyboardInterrupt):

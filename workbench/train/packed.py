@@ -81,7 +81,7 @@ def _packed_layer_norm_vmap(info, in_dims, x, weight, bias, eps):
 
 
 @torch.library.custom_op("pelab::packed_sdpa", mutates_args=())
-def packed_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+def packed_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
                 dropout_p: float) -> torch.Tensor:
     """F.scaled_dot_product_attention(q, k, v, attn_mask=mask); under vmap, one call with the pack folded into the
     batch ([K, b, ...] -> [K b, ...], contiguous), so the CUDA kernels see a plain batch: vmap's own batching rule
@@ -94,14 +94,18 @@ def packed_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.T
 @packed_sdpa.register_vmap
 def _packed_sdpa_vmap(info, in_dims, q, k, v, mask, dropout_p):
     n = info.batch_size
-    ts = [t.movedim(d, 0) if d is not None else t.expand(n, *t.shape) for t, d in zip((q, k, v, mask), in_dims[:4])]
-    ts[3] = ts[3][(slice(None),) + (None,) * (5 - ts[3].dim())]  # [K, (b), (h), (q), k]: the mask broadcasts
+    ts = [t.movedim(d, 0) if d is not None else t.expand(n, *t.shape)
+          for t, d in zip((q, k, v, mask), in_dims[:4]) if t is not None]
+    if mask is not None:
+        ts[3] = ts[3][(slice(None),) + (None,) * (5 - ts[3].dim())]  # [K, (b), (h), (q), k]: the mask broadcasts
     b = ts[0].shape[1]
     folded = [t.broadcast_to(n, b, *t.shape[2:]).reshape(n * b, *t.shape[2:]) for t in ts]  # copies: contiguous
     where = q.device.type
     if torch.is_autocast_enabled(where):  # under vmap autocast leaves SDPA in fp32; a solo run's is in bf16
         folded = [t.to(torch.get_autocast_dtype(where)) for t in folded]
-    return F.scaled_dot_product_attention(*folded, dropout_p=dropout_p).unflatten(0, (n, b)), 0
+    q, k, v, *mask = folded
+    return F.scaled_dot_product_attention(q, k, v, mask[0] if mask else None,
+                                          dropout_p=dropout_p).unflatten(0, (n, b)), 0
 
 
 def fold_attention(model: torch.nn.Module) -> None:

@@ -6,7 +6,7 @@ A run config is a plain dict (stored as config.json):
      "model": ModelConfig.to_dict(),                          # vocab_size / n_classes / max_len filled from the data
      "task":  {"task": "trigger-distance", "preset": "cpu", "seed": 42, "overrides": {}},   # synthetic_tasks spec
      "train": {"lr", "betas", "weight_decay", "warmup_frac", "schedule", "epochs", "batch_size",
-               "eval_batch_size", "seed", "grad_clip", "batching", "ignore_label", "fused_attention"},
+               "eval_batch_size", "seed", "grad_clip", "batching", "ignore_label", "fused_attention", "train_eval"},
      "fidelity": "pelab"}                                     # the named setting the fields came from
 
 `fidelity` (docs/fidelity.md): "pelab" (default, changes nothing), "authors" (the core paper's released
@@ -52,6 +52,7 @@ class TrainConfig:
     batching: str = "random"  # random | length (docs/training.md)
     ignore_label: int | None = None  # examples with this label count for nothing (the authors: 0)
     fused_attention: bool = False  # attention dropout inside SDPA in training (docs/training.md); same at p = 0
+    train_eval: str = "every"  # the training-subset evaluation after every epoch, or after the "last" only
 
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)}
@@ -59,7 +60,7 @@ TRAIN_RANGES = {"lr": Range(0, 10, lo_open=True), "betas": Range(0, 1, hi_open=T
                 "warmup_frac": Range(0, 1, hi_open=True), "epochs": Range(1, 100_000), "batch_size": Range(1, 2**20),
                 "eval_batch_size": Range(1, 2**20), "seed": Range(0, 2**63 - 1),
                 "grad_clip": Range(0, 1e6, lo_open=True)}
-TRAIN_CHOICES = {"schedule": ("cosine", "constant"), "batching": ("random", "length")}
+TRAIN_CHOICES = {"schedule": ("cosine", "constant"), "batching": ("random", "length"), "train_eval": ("every", "last")}
 MAX_TAG = 64
 TASK_KEYS = {"task", "preset", "seed", "overrides"}
 
@@ -76,7 +77,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model": {"arch": "paper", "d_model": 256, "n_heads": 16, "d_ff": 512, "n_layers": 6, "dropout": 0.1,
                   "max_len": 128},
         "task": {"preset": "paper", "seed": 42},
-        "train": _TRAIN_DEFAULTS | {"lr": 1e-4, "epochs": 100, "batch_size": 512, "fused_attention": True},
+        "train": _TRAIN_DEFAULTS | {"lr": 1e-4, "epochs": 100, "batch_size": 512, "fused_attention": True,
+                                    "train_eval": "last"},
         "by_task": {"trigger-distance": {"train.epochs": 100}, "trigger-count": {"train.epochs": 150}},
         "by_scheme": {"mla": {"train.batch_size": 1024}},
         "doc": "paper scale (docs/paper.md §2): 6 layers, d_model 256, 16 heads, AdamW 1e-4, 100/150 epochs; GPU",
@@ -370,6 +372,7 @@ def finish_train_section(cfg: dict[str, Any]) -> dict[str, Any]:
     t.setdefault("batching", "random")
     t.setdefault("ignore_label", None)
     t.setdefault("fused_attention", False)
+    t.setdefault("train_eval", "every")
     check_fields(t, TrainConfig, "train", TRAIN_RANGES, TRAIN_CHOICES)
     if len(t["betas"]) != 2:
         raise ValueError(f"train.betas={t['betas']!r}: must be two numbers in [0, 1), e.g. [0.9, 0.999]")

@@ -24,9 +24,18 @@ with a named setting and no `archs` of its own runs in that setting's arch (auth
 
 Every grid point is a run config, hence a run id: finished runs are skipped, unfinished ones resumed, so a
 sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing finished work.
+
+`deadline=SECONDS` (`workbench sweep --deadline`, for a GPU lent for a short window): a `Window` plans from each
+run's seconds per epoch (measured on a run of the same config but its seeds, else from a benchmark's ms per step,
+`step_ms`), trains the runs that fit in grid order, then starts the first that did not (it checkpoints at the
+deadline; not with partial=False); every run stops at the deadline with a checkpoint, and the same sweep resumes the rest next window.
 """
 from __future__ import annotations
 
+import copy
+import json
+import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -140,10 +149,13 @@ def _fmt_time(s: float) -> str:
 def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | None = None,
             threads: int | None = None, compile: bool = False, progress: bool = False, dry_run: bool = False,
             fail_fast: bool = False, retry_failed: bool = True, log=None,
-            on_epoch: Callable | None = None, checkpoint_every: int = 1) -> dict[str, Any]:
+            on_epoch: Callable | None = None, checkpoint_every: int = 1, deadline: float | None = None,
+            clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Train one grid point unless it is finished, busy (a live process trains it) or failed with
     retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
-    Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned, "test_acc", "error"}."""
+    deadline: a time of `clock()` by which the run checkpoints and stops (outcome `interrupted`).
+    Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned | interrupted, "test_acc",
+    "error"}."""
     from .loop import train
 
     log = log or _stderr
@@ -173,7 +185,7 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     t0 = time.perf_counter()
     try:
         run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress,
-                    on_epoch=on_epoch, checkpoint_every=checkpoint_every)
+                    on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline, clock=clock)
     except KeyboardInterrupt:
         log(f"{head}  interrupted; run the sweep again to resume")
         raise
@@ -188,10 +200,108 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
             raise
         return rec
     rec.update(outcome="resumed" if resumed else "trained", test_acc=run.final.get("test_acc"))
-    if run.status != "finished":  # pragma: no cover - train() only returns unfinished with stop hooks
+    if run.status != "finished":  # stopped at the deadline (or by a stop hook)
         rec["outcome"] = run.status
     log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}")
     return rec
+
+
+EVAL_SHARE = 0.3  # an epoch's evaluation and checkpoint per second of its training (H200, paper preset: 1.47 / 5.15)
+
+
+def cost_key(cfg: dict[str, Any]) -> str:
+    """What a run's time per epoch depends on: its config without seeds, labels and epoch count."""
+    c = {k: copy.deepcopy(cfg[k]) for k in ("model", "task", "train")}
+    c["model"].pop("seed", None)
+    for key in ("seed", "epochs"):
+        c["train"].pop(key, None)
+    return json.dumps(c, sort_keys=True)
+
+
+def epoch_seconds(rows: list[dict[str, Any]]) -> float | None:
+    """Measured wall seconds per epoch (evaluation and checkpoint included): the median difference of
+    consecutive epochs' `wall_s` (start-up and compilation left out), else the first epoch's; None without rows."""
+    walls = [r["wall_s"] for r in rows if "wall_s" in r]
+    steps = [b - a for a, b in zip(walls, walls[1:]) if b > a]
+    return statistics.median(steps) if steps else (walls[0] if walls else None)
+
+
+class Window:
+    """A training window of `seconds` from now (`clock()`): the time left, and each run's estimated seconds to
+    finish, = epochs left x seconds per epoch of a run of the same `cost_key`: as timed in this window (`timed`:
+    its start-up included), else as its metrics say (`learn`, a run of an earlier window), else from `step_ms` (a
+    benchmark's {scheme: ms per training step}) x steps per epoch x (1 + EVAL_SHARE); None when none is known."""
+
+    def __init__(self, seconds: float, store: RunStore, *, clock: Callable[[], float] = time.monotonic,
+                 step_ms: dict[str, float] | None = None):
+        if not (isinstance(seconds, (int, float)) and seconds > 0):
+            raise ValueError(f"--deadline {seconds!r}: seconds > 0 from now")
+        self.store, self.clock, self.step_ms = store, clock, step_ms or {}
+        self.end = clock() + seconds
+        self.measured: dict[str, float] = {}
+
+    def left(self) -> float:
+        return self.end - self.clock()
+
+    def learn(self, cfg: dict[str, Any]) -> None:
+        """The seconds per epoch of `cfg`'s run as its metrics record them, unless this window timed its kind."""
+        rid, key = self.store.run_id(cfg), cost_key(cfg)
+        if key not in self.measured and self.store.exists(rid):
+            sec = epoch_seconds(self.store.get(rid).metric_rows())
+            if sec is not None:
+                self.measured[key] = sec
+
+    def epochs_done(self, cfg: dict[str, Any], checkpointed: bool = False) -> int:
+        """The epochs `cfg`'s run has recorded, or (`checkpointed`) those a resume starts after."""
+        rid = self.store.run_id(cfg)
+        run = self.store.get(rid) if self.store.exists(rid) else None
+        if run is None:
+            return 0
+        if checkpointed:
+            state = run.state() if run.has_checkpoint() else None
+            return state["epoch"] if state else 0
+        return run.info.get("epoch", 0)
+
+    def timed(self, cfg: dict[str, Any], seconds: float, epochs: int) -> None:
+        """`epochs` of `cfg`'s run took `seconds` of this window's clock."""
+        if epochs > 0:
+            self.measured[cost_key(cfg)] = seconds / epochs
+
+    def per_epoch(self, cfg: dict[str, Any]) -> float | None:
+        key = cost_key(cfg)
+        if key in self.measured:
+            return self.measured[key]
+        ms = self.step_ms.get(cfg["model"]["scheme"])
+        if ms is None:
+            return None
+        from .presets import task_spec
+
+        spec = task_spec(cfg["task"])
+        steps = math.ceil(round(spec.train_frac * spec.n_examples) / cfg["train"]["batch_size"])
+        return steps * ms / 1000 * (1 + EVAL_SHARE)
+
+    def epochs_left(self, cfg: dict[str, Any]) -> int:
+        rid = self.store.run_id(cfg)
+        if self.store.exists(rid) and self.store.get(rid).status == "finished":
+            return 0
+        return cfg["train"]["epochs"] - self.epochs_done(cfg, checkpointed=True)
+
+    def estimate(self, cfg: dict[str, Any]) -> float | None:
+        """Seconds to finish `cfg`'s run (0 when finished), or None when unknown."""
+        left = self.epochs_left(cfg)
+        sec = self.per_epoch(cfg) if left else 0.0
+        return None if sec is None else left * sec
+
+
+def load_step_ms(path: str | Path | None) -> dict[str, float] | None:
+    """{scheme: ms per training step} from a benchmark's JSON (`benchmarks/gpu_step.py` writes `step_ms`)."""
+    if path is None:
+        return None
+    data = json.loads(Path(path).read_text())
+    table = data.get("step_ms", data)
+    if not (isinstance(table, dict) and all(isinstance(v, (int, float)) for v in table.values())):
+        raise ValueError(f"--step-ms {path}: expected {{scheme: ms per step}} (or one under 'step_ms')")
+    return {k: float(v) for k, v in table.items()}
 
 
 def fit_workers(workers: int, configs: list[dict[str, Any]], device: str | None, log) -> int:
@@ -326,7 +436,9 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
           shard: tuple[int, int] | None = None, fail_fast: bool = False, retry_failed: bool = True,
           tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
           log=None, checkpoint_every: int = 1, pack: int | str | None = None,
-          shipped: RunStore | None = None) -> list[dict[str, Any]]:
+          shipped: RunStore | None = None, deadline: float | None = None,
+          clock: Callable[[], float] = time.monotonic, step_ms: dict[str, float] | None = None,
+          partial: bool = True, tags: list[str] | None = None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | shipped | trained | resumed | failed | busy | planned, "test_acc",
     "error"}.
@@ -335,7 +447,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     trained again (outcome "shipped"): a grid resumes across sessions whose run stores did not survive.
 
     shard=(i, n): only the runs with index % n == i (split a sweep over processes or machines).
-    tiers: only the grid points of these tiers (None: all).
+    tiers: only the grid points of these tiers (None: all). tags: only the points of these variants (by name).
     retry_failed: retrain runs whose last attempt failed (from their last checkpoint).
     checkpoint_every: each run commits a checkpoint every N epochs and after its last (`train`).
     On CUDA, `workers` shrinks to the runs the free GPU memory holds at once (`fit_workers`).
@@ -345,6 +457,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     workers=N: N runs at once, each in its own process with `threads` (default 1) torch threads
     (`workbench.train.workers`). ray=ADDRESS (True: local or already initialised): every run is a Ray task
     with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
+    deadline=SECONDS: train only within that many seconds from now (`Window`; one run after another in this
+    process): runs estimated not to fit are left for the next window (outcome "deferred") and then the first of
+    them that fits one epoch is started; each run checkpoints and stops at the deadline (outcome "interrupted").
+    step_ms: a benchmark's {scheme: ms per step}, for runs of configs not measured yet; clock: for tests.
+    partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window).
     Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
     """
     if int(workers) < 1:
@@ -360,6 +477,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         grid = load_grid(grid)
     log = log or _stderr
     configs = expand_grid(grid, store, tiers)
+    if tags is not None:
+        configs = [c for c in configs if c.get("tag") in tags]
     if shard is not None:
         i, k = shard
         configs = [c for j, c in enumerate(configs) if j % k == i]
@@ -385,7 +504,17 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                 checkpoint_every=checkpoint_every)
     parallel = not dry_run and (workers > 1 or bool(ray))
     pack = check_pack(pack, parallel, compile)
+    window = None
+    if deadline is not None:
+        if parallel or pack != 1:
+            raise ValueError("--deadline plans one run after another in this process; use it without --workers, "
+                             "--ray and --pack")
+        window = Window(deadline, store, clock=clock, step_ms=step_ms)
+        for _, cfg in jobs:
+            window.learn(cfg)
+        opts |= {"deadline": window.end, "clock": clock}
     results: list[dict[str, Any] | None] = [None] * len(jobs)
+    deferred: list[int] = []
     for group in plan_packs(jobs, store, pack, device, retry_failed) if not (parallel or dry_run) else \
             [[k] for k in range(len(jobs))]:
         if len(group) > 1:
@@ -396,9 +525,33 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             continue
         (k,) = group  # sequentially: everything; in parallel: the finished runs (no process needed)
         head, cfg = jobs[k]
+        if window is not None:
+            est = window.estimate(cfg)
+            if (est is not None and est > window.left()) or (est is None and window.left() <= 0):
+                log(f"{head}  does not fit the {_fmt_time(max(0, window.left()))} left"
+                    + (f" (about {_fmt_time(est)})" if est is not None else "") + "; after the runs that fit")
+                deferred.append(k)
+                continue
         finished = parallel and store.exists(store.run_id(cfg)) and store.get(store.run_id(cfg)).status == "finished"
+        if window is None:
+            results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
+                                 log=log, **opts) if not parallel or finished else None
+            continue
+        t0, e0 = clock(), window.epochs_done(cfg, checkpointed=True)  # a resume replays from its checkpoint
         results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
-                             log=log, **opts) if not parallel or finished else None
+                             log=log, **opts)
+        window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
+    for k in deferred:  # what did not fit: the first that fits an epoch trains up to the deadline, the rest wait
+        head, cfg = jobs[k]
+        per, left = window.per_epoch(cfg), window.left()
+        if partial and left > 0 and (per is None or per <= left):
+            results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
+                                 log=log, **opts)
+            continue
+        est = window.estimate(cfg)
+        results[k] = {"id": store.run_id(cfg), "outcome": "deferred", "test_acc": None, "error": None}
+        need = "an unknown time" if est is None else f"about {_fmt_time(est)}"
+        log(f"{head}  left for the next window ({need} to finish, {_fmt_time(max(0, left))} left)")
     todo = [k for k, r in enumerate(results) if r is None]
     if todo and workers > 1 and not ray:
         workers = fit_workers(workers, [jobs[k][1] for k in todo], device, log)

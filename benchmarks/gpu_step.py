@@ -1,0 +1,192 @@
+"""The training step on a GPU, eager against compiled (issue 41), in one process, as `benchmarks/gpu_check.sh` runs it.
+
+For the tier-1 runs of grids/paper.toml (RoPE and NoPE with the authors' transformer settings, MLA with the authors'
+MLA settings; `--preset paper` on CUDA), on random right-padded batches of the preset's shape (no data to make):
+
+  - step: ms per training step (forward, loss, backward, AdamW; bf16 autocast on CUDA), eager and compiled
+    (`loop.train_step` as `train` runs it: `make_optimizer`, `set_lr`), the median of `--steps` steps timed with
+    CUDA events (perf_counter on CPU) after warm-up; the compile time (first compiled steps) beside it;
+  - mask: RoPE's eager step with the attention pad mask (one bf16 mask per batch) against none (`attn_mask=None`,
+    flash kernels possible); eager only, to spend no compile time on it;
+  - agree: `--agree-steps` steps eager and compiled from the same weights on the same batches at dropout 0: the
+    largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
+  - epoch (`--epoch`): two full Task 1 epochs of RoPE through `train(compile=True)`, the data made first (its time
+    reported too): the second epoch's training and wall time with its evaluation, the first's wall (compilation).
+
+The compiles are what takes time (each model shape once; inductor's cache serves a repeat, e.g. the epoch's training
+graph is the RoPE step's). Writes `step_ms` ({scheme: compiled ms per step}, what `workbench sweep --step-ms` reads) and every figure to
+`--json`, rewritten as each part ends, so a run cut short keeps its parts.
+
+    python benchmarks/gpu_step.py --json OUT/gpu_step.json [--steps 100] [--agree-steps 300] [--epoch]
+    python benchmarks/gpu_step.py --device cpu --preset smoke --steps 5 --agree-steps 10 --epoch   # dry run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from workbench.model import ModelConfig, PEClassifier  # noqa: E402
+from workbench.model.attention import use_fused_dropout  # noqa: E402
+from workbench.store import RunStore  # noqa: E402
+from workbench.train import resolve_config, train  # noqa: E402
+from workbench.train.loop import make_optimizer, set_lr, train_step  # noqa: E402
+from workbench.train.presets import task_spec  # noqa: E402
+
+TIER1 = {"rope": ("rope", "authors"), "nope": ("nope", "authors"), "mla": ("mla", "authors-mla")}
+
+
+def batches(cfg: dict, n: int, dev: torch.device, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`n` random batches of the config's shape, right-padded to random lengths, labels in range."""
+    spec, m = task_spec(cfg["task"]), cfg["model"]
+    bs, length = cfg["train"]["batch_size"], spec.seq_len
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        x = torch.randint(1, m["vocab_size"], (bs, length), generator=g)
+        keep = torch.arange(length)[None, :] < torch.randint(length // 4, length + 1, (bs, 1), generator=g)
+        out.append(((x * keep).to(dev), torch.randint(0, m["n_classes"], (bs,), generator=g).to(dev)))
+    return out
+
+
+def build(cfg: dict, dev: torch.device, compile: bool):
+    if compile:
+        torch._dynamo.reset()  # each measurement compiles afresh (dynamo's recompile limit is per process)
+    model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
+    use_fused_dropout(model, cfg["train"].get("fused_attention", False))
+    opt = make_optimizer(model, cfg["train"], dev, compile)
+    return model, (torch.compile(model) if compile else model), opt
+
+
+def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True):
+    """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps)."""
+    model, fwd, opt = build(cfg, dev, compile)
+    params = list(model.parameters())
+    tcfg = cfg["train"]
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    zero = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
+            torch.zeros((), device=dev, dtype=torch.long))
+    warm = 3 if timed else 0
+    t0 = time.perf_counter()
+    losses, ms = [], []
+    for i, (xb, yb) in enumerate(data):
+        if i == warm:
+            sync()
+            warm_s = time.perf_counter() - t0
+        sums = tuple(torch.zeros_like(z) for z in zero)
+        set_lr(opt, tcfg["lr"])
+        if dev.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+        else:
+            c0 = time.perf_counter()
+        train_step(fwd, opt, params, xb, yb, None, sums, ignore=tcfg.get("ignore_label"), amp=amp,
+                   grad_clip=tcfg.get("grad_clip"))
+        if dev.type == "cuda":
+            end.record()
+            ms.append((start, end))
+        else:
+            ms.append((time.perf_counter() - c0) * 1000)
+        losses.append(sums[0] / sums[2].clamp(min=1))
+    sync()
+    if warm == 0:
+        warm_s = 0.0
+    if dev.type == "cuda":
+        ms = [s.elapsed_time(e) for s, e in ms]
+    return ms[warm:], [float(v) for v in torch.stack(losses).tolist()], warm_s
+
+
+def tier1_config(scheme: str, preset: str, sets: list[str]) -> dict:
+    name, fidelity = TIER1[scheme]
+    return resolve_config(preset, name, "trigger-distance", fidelity=fidelity, sets=sets)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cuda = torch.cuda.is_available()
+    ap.add_argument("--device", default="cuda" if cuda else "cpu")
+    ap.add_argument("--preset", default=None, help="default: paper on CUDA, smoke on CPU")
+    ap.add_argument("--schemes", default="rope,nope,mla")
+    ap.add_argument("--steps", type=int, default=100, help="timed steps per measurement (median)")
+    ap.add_argument("--agree-steps", type=int, default=300)
+    ap.add_argument("--epoch", action="store_true", help="also one full Task 1 epoch with evaluation (makes data)")
+    ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args()
+    dev = torch.device(a.device)
+    amp = dev.type == "cuda"
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    out: dict = {"device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
+                 "step_ms": {}, "mask": {}, "agree": {}, "epoch": None}
+
+    def save(what: str) -> None:
+        print(what, flush=True)
+        if a.json:
+            a.json.write_text(json.dumps(out, indent=1))
+
+    schemes = a.schemes.split(",")
+    for scheme in schemes:
+        cfg = tier1_config(scheme, preset, a.sets)
+        data = batches(cfg, a.steps + 3, dev)
+        row = {"config_scheme": cfg["model"]["scheme"], "batch_size": cfg["train"]["batch_size"]}
+        for mode, comp in (("eager", False), ("compiled", True)):
+            ms, _, warm_s = run_steps(cfg, dev, comp, data, amp)
+            row[f"{mode}_ms"], row[f"{mode}_warmup_s"] = statistics.median(ms), warm_s
+        row["speedup"] = row["eager_ms"] / row["compiled_ms"]
+        out["step"][scheme] = row
+        out["step_ms"][cfg["model"]["scheme"]] = row["compiled_ms"]
+        save(f"step {scheme}: eager {row['eager_ms']:.2f} ms, compiled {row['compiled_ms']:.2f} ms "
+             f"({row['speedup']:.2f}x; compile {row['compiled_warmup_s']:.1f} s)")
+    if "rope" in schemes and "mla" in schemes:
+        out["mla_over_rope"] = out["step"]["mla"]["compiled_ms"] / out["step"]["rope"]["compiled_ms"]
+
+    base = tier1_config("rope", preset, a.sets)
+    data = batches(base, a.steps + 3, dev)
+    for label, masked in (("no_mask", False), ("pad_mask", True)):
+        cfg = {**base, "model": {**base["model"], "attn_pad_mask": masked}}
+        out["mask"][label] = {"eager": statistics.median(run_steps(cfg, dev, False, data, amp)[0])}
+    save(f"mask: {out['mask']}")
+
+    cfg = tier1_config("rope", preset, a.sets + ["model.dropout=0"])
+    data = batches(cfg, a.agree_steps, dev, seed=1)
+    curves = {mode: run_steps(cfg, dev, mode == "compiled", data, amp, timed=False)[1]
+              for mode in ("eager", "compiled")}
+    tail = min(50, a.agree_steps)
+    out["agree"] = {"steps": a.agree_steps, "dropout": 0.0,
+                    "max_abs_diff": max(abs(x - y) for x, y in zip(curves["eager"], curves["compiled"])),
+                    "eager_last_mean": statistics.fmean(curves["eager"][-tail:]),
+                    "compiled_last_mean": statistics.fmean(curves["compiled"][-tail:]),
+                    "first_loss": curves["eager"][0]}
+    save(f"agree: {out['agree']}")
+
+    if a.epoch:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = RunStore(Path(tmp) / "runs", data_dir=Path(tmp) / "data")
+            t0 = time.perf_counter()
+            cfg = resolve_config(preset, "rope", "trigger-distance", fidelity="authors",
+                                 sets=a.sets + ["train.epochs=2"], store=store)
+            data_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            run = train(cfg, store, device=a.device, compile=True, progress=False)
+            first, second = run.metric_rows()
+            out["epoch"] = {"data_s": data_s, "first_wall_s": first["wall_s"], "train_s": second["epoch_time_s"],
+                            "wall_s": second["wall_s"] - first["wall_s"], "total_s": time.perf_counter() - t0,
+                            "test_acc": second["test_acc"], "steps_per_epoch": first["step"]}
+        save(f"epoch: {out['epoch']}")
+
+
+if __name__ == "__main__":
+    main()

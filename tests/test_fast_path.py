@@ -1,0 +1,362 @@
+"""The fast GPU training path (issue 41), on CPU: no mask when nothing is masked and one mask per batch in the
+compute dtype, the paper arch's keys / values of all layers in one matmul, the static-shape training step without
+host synchronisation, the deadline. Each equals the path it replaces within 1e-6 (fp32)."""
+import pytest
+import torch
+
+from workbench.model import PEClassifier
+from workbench.model.attention import Attention
+
+SCHEMES = ["rope", "nope", "alibi", "mla", "relative"]
+
+
+def _tokens(n=6, length=40, vocab=24, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(1, vocab, (n, length), generator=g)
+    t[0, 30:] = 0
+    t[3, 10:] = 0
+    return t
+
+
+def _model(tiny_cfg, scheme, arch="paper", **kw):
+    # d_head 32 x 40 key positions passes the CPU gate: SDPA is taken
+    model = PEClassifier(tiny_cfg(scheme=scheme, arch=arch, d_model=64, n_heads=2, max_len=40, **kw))
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # non-zero biases, so a mixed-up bias shows
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+    return model
+
+
+def _old_mask(model):
+    """The path before issue 41: the full additive mask (zeros where nothing is masked) in every layer."""
+    model.attn_mask = lambda tokens, dtype: model.mask(tokens, dtype)
+
+
+@pytest.mark.parametrize("arch", ["paper", "encoder", "decoder"])
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("pad_mask", [True, False])
+def test_no_mask_equals_the_zero_mask_path(tiny_cfg, scheme, arch, pad_mask):
+    model, x = _model(tiny_cfg, scheme, arch, attn_pad_mask=pad_mask), _tokens()
+    assert (model.attn_mask(x, torch.float32) is None) == (not pad_mask and arch != "decoder")
+    for train in (False, True):  # eval, and train mode at dropout 0 (the training step's path)
+        model.train(train)
+        new = model(x)
+        _old_mask(model)
+        old = model(x)
+        del model.attn_mask
+        assert (new - old).abs().max().item() <= 1e-6
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_one_mask_per_forward_in_the_compute_dtype(tiny_cfg, scheme):
+    """Every layer's SDPA gets the same mask object (built once per forward), in bf16 under autocast, or None
+    when nothing is masked: no fp32 mask cast in each layer, and SDPA's flash kernels stay possible."""
+    x = _tokens()
+    for pad_mask in (True, False):
+        model = _model(tiny_cfg, scheme, attn_pad_mask=pad_mask).eval()
+        seen = []
+        for m in model.modules():
+            if isinstance(m, Attention):
+                m.sdpa = lambda q, k, v, mask, p, seen=seen: (seen.append(mask), torch.nn.functional.
+                                                              scaled_dot_product_attention(q, k, v, mask, p))[1]
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            model(x)
+        assert len(seen) == model.cfg.n_layers
+        if scheme in ("alibi", "relative"):  # the position bias joins the mask in each layer
+            assert all(s is not None and s.dtype == torch.bfloat16 and s.shape[1] == model.cfg.n_heads
+                       for s in seen)
+        elif pad_mask:
+            assert all(s is seen[0] for s in seen) and seen[0].dtype == torch.bfloat16
+        else:
+            assert seen == [None] * model.cfg.n_layers
+
+
+@pytest.mark.parametrize("scheme", ["rope", "nope", "alibi", "relative", "t5"])
+def test_paper_arch_keys_and_values_of_all_layers_in_one_matmul(tiny_cfg, scheme):
+    """`fused_kv`: the same logits and gradients within 1e-6, the same hook_k / hook_v values, the same
+    state_dict names (shipped checkpoints load)."""
+    x = _tokens()
+    model = _model(tiny_cfg, scheme, attn_pad_mask=False)
+    assert model.kv_fusable
+    names = list(model.state_dict())
+    outs = {}
+    for fused in (False, True):
+        model.fused_kv = fused
+        model.zero_grad()
+        logits, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith(("hook_k", "hook_v")))
+        logits.square().sum().backward()
+        outs[fused] = logits, dict(cache.items()), {n: p.grad.clone() for n, p in model.named_parameters()}
+    (l0, c0, g0), (l1, c1, g1) = outs[False], outs[True]
+    assert (l0 - l1).abs().max().item() <= 1e-6
+    assert sorted(c0) == sorted(c1) and len(c0) == 2 * model.cfg.n_layers
+    assert all((c0[k] - c1[k]).abs().max().item() <= 1e-6 for k in c0)
+    assert all((g0[k] - g1[k]).abs().max().item() <= 1e-5 * max(1.0, g0[k].abs().max().item()) for k in g0)
+    assert list(model.state_dict()) == names
+    model.fused_kv = None  # auto: CUDA only, so CPU runs keep their bit-exact path
+    calls = []
+    model.memory_kv = lambda memory: calls.append(1)
+    model(x)
+    assert calls == []
+
+
+def test_kv_fusion_only_where_every_layer_projects_as_plain_attention(tiny_cfg):
+    assert not _model(tiny_cfg, "mla").kv_fusable  # latent projections
+    assert not _model(tiny_cfg, "coca").kv_fusable  # keys from the queries
+    assert not _model(tiny_cfg, "rope", arch="encoder").kv_fusable  # keys from LN1 of each layer's stream
+
+
+# ---- the training step -------------------------------------------------------------------------------------------
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from workbench.store import RunStore  # noqa: E402
+from workbench.train import resolve_config, train  # noqa: E402
+from workbench.train import loop  # noqa: E402
+from workbench.train.loop import (counted_loss, make_optimizer, pad_batch, set_lr, train_step,  # noqa: E402
+                                  trim)
+
+TINY = ["train.epochs=2", "task.n_examples=400"]
+
+
+@pytest.mark.parametrize("fidelity", ["pelab", "authors"])
+def test_padded_batch_loss_and_gradients_equal_the_unpadded_ones(tiny_cfg, fidelity):
+    """The compiled step's last batch: PAD-only rows that count for nothing give the real rows' loss and
+    gradients (authors: pads attended and pooled, label 0 ignored; pelab: pads masked)."""
+    authors = fidelity == "authors"
+    model = _model(tiny_cfg, "rope", attn_pad_mask=not authors, readout_include_pad=authors, pad_trained=authors)
+    x, y = _tokens(n=10), torch.arange(10) % 6
+    ignore = 0 if authors else None
+    grads, losses = [], []
+    for xb, yb, valid in ((x, y, None), pad_batch(x, y, 16)):
+        model.zero_grad()
+        l, c, k = counted_loss(model(xb), yb, ignore, valid)
+        (l / k.clamp(min=1)).backward()
+        losses.append((l.item(), c.item(), k.item()))
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    xb, yb, valid = pad_batch(x, y, 16)
+    assert xb.shape == (16, 40) and (xb[10:] == 0).all() and valid.tolist() == [True] * 10 + [False] * 6
+    assert losses[0][1:] == losses[1][1:] and abs(losses[0][0] - losses[1][0]) <= 1e-5
+    assert all((grads[0][n] - grads[1][n]).abs().max().item() <= 1e-6 for n in grads[0])
+
+
+class NoHostSync(TorchDispatchMode):
+    """Fails on any op that reads a tensor's value back to the host (on CUDA a synchronisation): .item(),
+    bool / if on a tensor, nonzero, torch.equal, and copies between devices."""
+
+    FORBIDDEN = ("aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::equal",
+                 "aten::_assert_async")
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func._schema.name
+        if name in self.FORBIDDEN:
+            raise AssertionError(f"host synchronisation in the training step: {name}")
+        if name in ("aten::_to_copy", "aten::copy_"):
+            devices = {t.device for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)}
+            devices |= {torch.device(kwargs["device"])} if kwargs.get("device") is not None else set()
+            if len(devices) > 1:
+                raise AssertionError(f"host synchronisation in the training step: {name} across {devices}")
+        return func(*args, **kwargs)
+
+
+def test_the_training_step_reads_nothing_back_to_the_host(tiny_cfg):
+    """The compiled path's step (padded batch, tensor lr, fused capturable AdamW, clipping, dropout, metric sums
+    on the device) under a dispatch mode that fails on any host read; the mode does catch each kind of read."""
+    model = _model(tiny_cfg, "rope", dropout=0.1).train()
+    tcfg = {"lr": 1e-3, "betas": [0.9, 0.99], "weight_decay": 1e-5}
+    opt = make_optimizer(model, tcfg, torch.device("cpu"), compile=True)
+    assert torch.is_tensor(opt.param_groups[0]["lr"])
+    sums = (torch.zeros(()), torch.zeros((), dtype=torch.long), torch.zeros((), dtype=torch.long))
+    xb, yb, valid = pad_batch(_tokens(n=10), torch.arange(10) % 6, 16)
+    before = [p.detach().clone() for p in model.parameters()]
+    with NoHostSync():
+        for step in range(3):
+            set_lr(opt, 1e-3 * (step + 1))
+            train_step(model, opt, list(model.parameters()), xb, yb, valid, sums, ignore=None, amp=False,
+                       grad_clip=1.0)
+    assert opt.param_groups[0]["lr"].item() == pytest.approx(3e-3)
+    assert sums[2].item() == 30 and sums[0].item() > 0  # 3 steps x 10 real rows
+    assert all(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    t = torch.ones(3)
+    for read in (lambda: t.sum().item(), lambda: bool(t.sum() > 0), lambda: t.nonzero(), lambda: trim(xb),
+                 lambda: torch.equal(t, t)):
+        with pytest.raises(AssertionError, match="host synchronisation"), NoHostSync():
+            read()
+
+
+def test_compiled_training_agrees_with_eager_and_pads_its_last_batch(tmp_path):
+    """torch.compile (inductor) on a 1-layer smoke run: every batch of one shape (the last padded), the losses
+    of eager and compiled training within 1e-4 at dropout 0 over 2 epochs (inductor fuses, so not bit-equal)."""
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "nope", "t1", sets=TINY + ["model.n_layers=1", "train.batch_size=96"],
+                         store=store)
+    eager = train(cfg, store, progress=False, device="cpu", threads=1)
+    n_train = len(store.get(eager.id).load_dataset().train_y)
+    assert n_train % 96 != 0  # a partial last batch to pad
+    store2 = RunStore(tmp_path / "runs2", data_dir=tmp_path / "data")
+    shapes = []
+    real = loop.train_step
+    loop.train_step = lambda fwd, opt, params, xb, *a, **k: (shapes.append(tuple(xb.shape)),
+                                                             real(fwd, opt, params, xb, *a, **k))[1]
+    try:
+        compiled = train(cfg, store2, progress=False, device="cpu", threads=1, compile=True)
+    finally:
+        loop.train_step = real
+    assert compiled.info["compiled"] is True and compiled.status == "finished"
+    assert len(set(shapes)) == 1 and len(shapes) == 2 * -(-n_train // 96)
+    for a, b in zip(eager.metric_rows(), compiled.metric_rows()):
+        for key in ("train_loss", "test_loss", "train_loss_eval"):
+            assert abs(a[key] - b[key]) <= 1e-4, (key, a[key], b[key])
+        assert a["test_acc"] == b["test_acc"]
+
+
+def test_train_eval_last_evaluates_the_training_subset_after_the_last_epoch_only(tmp_path):
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=TINY + ["train.epochs=3"], store=store)
+    assert cfg["train"]["train_eval"] == "every"
+    old = {**cfg, "train": {k: v for k, v in cfg["train"].items() if k != "train_eval"}}
+    assert store.run_id(old) == store.run_id(cfg)  # configs written before the field keep their ids
+    assert resolve_config("paper", "rope", "t1")["train"]["train_eval"] == "last"
+    last = resolve_config("smoke", "rope", "t1", sets=TINY + ["train.epochs=3", "train.train_eval=last"],
+                          store=store)
+    assert store.run_id(last) != store.run_id(cfg)
+    every, only = (train(c, store, progress=False, device="cpu", threads=1) for c in (cfg, last))
+    ra, rb = every.metric_rows(), only.metric_rows()
+    assert ["train_acc_eval" in r for r in rb] == [False, False, True]
+    assert rb[-1]["train_acc_eval"] == ra[-1]["train_acc_eval"] and only.final["train_acc_eval"] == \
+        every.final["train_acc_eval"]
+    assert [r["test_acc"] for r in ra] == [r["test_acc"] for r in rb]  # training itself is unchanged
+    with pytest.raises(ValueError, match="train_eval"):
+        resolve_config("smoke", "rope", "t1", sets=["train.train_eval=sometimes"])
+
+
+class FakeClock:
+    """A clock that moves only when a training step runs: `step_s` seconds a step."""
+
+    def __init__(self, step_s: float):
+        self.now, self.step_s = 1000.0, step_s
+
+    def __call__(self) -> float:
+        return self.now
+
+    def stepping(self, monkeypatch):
+        real = loop.train_step
+
+        def step(*a, **k):
+            self.now += self.step_s
+            return real(*a, **k)
+
+        monkeypatch.setattr(loop, "train_step", step)
+
+
+def test_deadline_checkpoints_and_stops_before_an_epoch_that_would_not_fit(tmp_path, monkeypatch):
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=4"], store=store)
+    steps = -(-len(store.load_task(cfg["task"]).train_y) // cfg["train"]["batch_size"])
+    clock = FakeClock(1.0)
+    clock.stepping(monkeypatch)
+    # 2.5 epochs of time: epoch 2 ends at 2 epochs, a third would end at 3 > 2.5
+    run = train(cfg, store, progress=False, device="cpu", threads=1, checkpoint_every=4, clock=clock,
+                deadline=clock.now + 2.5 * steps)
+    assert run.status == "interrupted" and run.info["stopped_at_deadline"] == 2
+    assert run.load_checkpoint()[2]["epoch"] == 2  # checkpointed at the deadline although checkpoint_every=4
+    done = train(cfg, store, progress=False, device="cpu", threads=1, resume=True, clock=clock,
+                 deadline=clock.now + 10 * steps)  # the next window
+    assert done.status == "finished" and [r["epoch"] for r in done.metric_rows()] == [1, 2, 3, 4]
+    straight = RunStore(tmp_path / "b", data_dir=tmp_path / "data")
+    ref = train(cfg, straight, progress=False, device="cpu", threads=1)
+    assert [r["test_acc"] for r in ref.metric_rows()] == [r["test_acc"] for r in done.metric_rows()]
+
+
+def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_window(tmp_path, monkeypatch):
+    """A fake clock (1 s a training step; 5 steps an epoch, 2 epochs a run): a 25 s window trains the first run
+    (unknown cost, timed: 10 s), the second (fits), leaves the third for later, then starts it since one epoch
+    fits: it checkpoints and stops at the deadline. The next window resumes it. A run whose benchmark cost does not
+    fit even one epoch is not started."""
+    from workbench.train.sweep import sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    grid = {"preset": "smoke", "schemes": ["rope"], "tasks": ["t1"], "seeds": [42, 43, 44],
+            "set": {"train.epochs": 2, "task.n_examples": 400, "train.batch_size": 64}}
+    cfg = resolve_config("smoke", "rope", "t1", sets=["task.n_examples=400"], store=store)
+    assert -(-len(store.load_task(cfg["task"]).train_y) // 64) == 5
+    clock = FakeClock(1.0)
+    clock.stepping(monkeypatch)
+    lines = []
+    out = sweep(grid, store, device="cpu", threads=1, progress=False, deadline=25, clock=clock, log=lines.append)
+    assert [r["outcome"] for r in out] == ["trained", "trained", "interrupted"]
+    assert clock.now == 1000 + 25
+    third = store.get(out[2]["id"])
+    assert third.info["stopped_at_deadline"] == 1 and third.state()["epoch"] == 1
+    assert any("does not fit the 0m05s left (about 0m10s)" in line for line in lines)
+    out = sweep(grid, store, device="cpu", threads=1, progress=False, deadline=25, clock=clock, log=lines.append)
+    assert [r["outcome"] for r in out] == ["finished", "finished", "resumed"]
+    assert store.get(out[2]["id"]).status == "finished"
+
+    more = grid | {"seeds": [45, 46]}  # 10 s each; in 16 s the second would fit an epoch, but is not started
+    out = sweep(more, store, device="cpu", threads=1, progress=False, deadline=16, clock=clock, log=lines.append,
+                partial=False)
+    assert [r["outcome"] for r in out] == ["trained", "deferred"] and not store.exists(out[1]["id"])
+
+    nope = grid | {"schemes": ["nope"], "seeds": [42]}  # 5 steps x 1 s x 1.3 = 6.5 s an epoch > 5 s
+    before = clock.now
+    out = sweep(nope, store, device="cpu", progress=False, deadline=5, clock=clock, step_ms={"nope": 1000.0},
+                log=lines.append)
+    assert [r["outcome"] for r in out] == ["deferred"] and clock.now == before
+    assert "left for the next window (about 0m13s to finish, 0m05s left)" in lines[-2]
+    assert not store.exists(out[0]["id"])
+    with pytest.raises(ValueError, match="one run after another"):
+        sweep(grid, store, device="cpu", deadline=25, workers=2)
+
+
+def test_sweep_tags_keep_only_the_named_variants(tmp_path):
+    from workbench.train.sweep import sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    grid = {"preset": "smoke", "schemes": ["alibi"], "tasks": ["t1"], "seeds": [42],
+            "variants": [{"name": "rope", "scheme": "rope", "fidelity": "authors"},
+                         {"name": "nope", "scheme": "nope", "fidelity": "authors"}]}
+    everything = sweep(grid, store, dry_run=True, progress=False, log=lambda m: None)
+    only = sweep(grid, store, dry_run=True, progress=False, log=lambda m: None, tags=["rope", "nope"])
+    assert len(everything) == 3 and [r["id"] for r in only] == [r["id"] for r in everything[1:]]
+
+
+# ---- CUDA only ---------------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_cuda_training_step_does_not_synchronise(tiny_cfg):
+    """On CUDA, torch's own sync detector (set_sync_debug_mode "error") over the compiled path's step, eager:
+    a padded batch, the tensor lr, fused capturable AdamW, clipping, bf16 autocast, fused attention dropout."""
+    dev = torch.device("cuda")
+    model = _model(tiny_cfg, "rope", dropout=0.1).to(dev).train()
+    from workbench.model.attention import use_fused_dropout
+
+    use_fused_dropout(model, True)
+    opt = make_optimizer(model, {"lr": 1e-3, "betas": [0.9, 0.99], "weight_decay": 1e-5}, dev, compile=True)
+    sums = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
+            torch.zeros((), device=dev, dtype=torch.long))
+    xb, yb, valid = pad_batch(_tokens(n=10).to(dev), (torch.arange(10) % 6).to(dev), 16)
+    set_lr(opt, 1e-3)
+    train_step(model, opt, list(model.parameters()), xb, yb, valid, sums, ignore=None, amp=True, grad_clip=1.0)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for step in range(3):
+            set_lr(opt, 1e-3 * (step + 1))
+            train_step(model, opt, list(model.parameters()), xb, yb, valid, sums, ignore=None, amp=True,
+                       grad_clip=1.0)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert sums[2].item() == 40
+
+
+@pytest.mark.gpu
+def test_cuda_fused_kv_and_no_mask_agree_with_the_plain_path_in_bf16(tiny_cfg):
+    model = _model(tiny_cfg, "rope", attn_pad_mask=False).cuda().eval()
+    x = _tokens().cuda()
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        fast = model(x).float()  # auto: fused kv and no mask on CUDA
+        model.fused_kv = False
+        _old_mask(model)
+        plain = model(x).float()
+    assert (fast - plain).abs().max().item() < 0.05
