@@ -6,6 +6,7 @@
     workbench bundle results/repro                         # one-off: tables/*.parquet -> tables.parquet per run
     workbench recreate RUN_ID                              # re-train a shipped run into your store (same run id)
     workbench verify RUN_ID                                # re-train it and compare the metrics with the shipped ones
+    workbench check [results/repro]                        # every shipped run's files against its manifest
 """
 from __future__ import annotations
 
@@ -257,9 +258,32 @@ def verify_cmd(
         raise typer.Exit(1)
 
 
+def check_cmd(
+    results: Path = typer.Argument(Path("results/repro"), help="a shipped results store"),
+    write_missing: bool = typer.Option(False, "--write-missing", help="write a manifest for each run that has none "
+                                       "(runs shipped before manifests), recording its files as they are now"),
+) -> None:
+    """Check every shipped run's files against its manifest.json (sha256 of each shipped file). Exit 1 naming each
+    run whose files changed since it was shipped (or that has no manifest), 0 when all match."""
+    from workbench.store.manifest import check_store
+
+    if not results.is_dir():
+        _fail(f"{results}: not a folder; pass a shipped results store, e.g. results/repro")
+    bad, ids = check_store(results, write_missing=write_missing)
+    for rid, problems in bad.items():
+        for p in problems:
+            typer.secho(f"{rid}: {p}", fg=typer.colors.RED, err=True)
+    if bad:
+        typer.secho(f"{len(bad)} of {len(ids)} shipped runs in {results} differ from their manifest; restore them "
+                    f"(e.g. `git checkout -- {results}`) or ship them again", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{len(ids)} shipped runs in {results}: every file matches its manifest")
+
+
 def register(app: typer.Typer) -> None:
     app.command("ship")(ship_cmd)
     app.command("compare")(compare_cmd)
     app.command("bundle")(bundle_cmd)
     app.command("recreate")(recreate_cmd)
     app.command("verify")(verify_cmd)
+    app.command("check")(check_cmd)

@@ -29,8 +29,8 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import machine_identity, now_iso, process_identity
+from workbench.store import Run, RunStore, StoreError
+from workbench.store.run import machine_identity, now_iso, numerics_identity, process_identity
 
 
 class StopTraining(Exception):
@@ -382,10 +382,10 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
-                    compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
+                    compiled=compile, dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                    checkpoint_every=checkpoint_every,
+                    numerics=numerics_identity(), checkpoint_every=checkpoint_every,
                     **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
