@@ -40,7 +40,7 @@ class AppContext:
         from workbench.store import RunStore, StoreSet
 
         shipped = RunStore(self.shipped_root, readonly=True) if self.shipped_root else None
-        return StoreSet(RunStore(self.store_root), shipped)
+        return StoreSet(RunStore(self.store_root, create=False), shipped)  # made by the first run trained
 
 
 def current() -> AppContext:

@@ -17,6 +17,8 @@ from typing import List, Optional
 
 import typer
 
+from .options import existing_root, parse_tiers, say_created
+
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
 
@@ -53,13 +55,16 @@ def ship_cmd(
                                            help="beside a running sweep: look again every SECONDS and ship each "
                                                 "run as it finishes; stops when every run is shipped or failed, "
                                                 "or two looks in a row find none of them being trained"),
+    allow_dirty: Optional[str] = typer.Option(None, "--allow-dirty", metavar="REASON",
+                                              help="ship runs trained from a tree with uncommitted changes that "
+                                                   "recorded no code.diff; REASON is recorded in their run.json"),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.store import RunStore, StoreError
     from workbench.store.lock import lock_holder
     from workbench.store.ship import check_destination
 
-    store = RunStore(root)
+    store = RunStore(existing_root(root), create=False)  # ships what exists: a mistyped --root is refused
     try:
         check_destination(store.root, to)
     except StoreError as e:
@@ -70,16 +75,18 @@ def ship_cmd(
         from .options import grid_points_of
 
         try:
-            tiers = [int(t) for t in tier.split(",")] if tier else None
+            tiers = parse_tiers(tier)
             ids = [store.run_id(resolve_config(**p)) for p in grid_points_of(grid, tiers)]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
     if not run_ids:
         _fail("name run ids or pass --grid GRID.toml")
-    counts = {"shipped": 0, "unchanged": 0, "skipped": 0}
+    if allow_dirty is not None and not allow_dirty.strip():
+        _fail("--allow-dirty needs a reason, e.g. --allow-dirty 'only docs changed'")
+    counts = {"shipped": 0, "unchanged": 0, "skipped": 0, "failed": 0}
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
-    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped)
+    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty)
     waiting = list(run_ids)
     idle = 0
     while True:
@@ -102,13 +109,17 @@ def ship_cmd(
                    f"{doing.count('shipped')} being shipped by another process; next look in {follow:g} s",
                    err=True)
         time.sleep(follow)
-    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped")
+    failed = f", {counts['failed']} failed" if counts["failed"] else ""
+    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped{failed}")
+    if counts["failed"]:
+        raise typer.Exit(1)
 
 
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
-              shipped=None, quiet: bool = False) -> str:
+              shipped=None, quiet: bool = False, allow_dirty: Optional[str] = None) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
-    or absent from the store but in `shipped`, the read-only store at `to`) or "waiting" (absent, created, running
+    or absent from the store but in `shipped`, the read-only store at `to`), "failed" (its folder does not read, or
+    shipping it was refused: a dirty tree without code.diff) or "waiting" (absent, created, running
     or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out
     the per-look message of a waiting run."""
     from workbench.analysis.suite import run_suite
@@ -118,6 +129,9 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
     try:
         run = store.get(rid)
     except StoreError as e:
+        if store.exists(rid):  # the run is there but its files do not read (e.g. run.json `null`)
+            typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+            return "failed"
         if shipped is not None and shipped.exists(rid):
             typer.echo(f"{rid}: not in {store.root}, shipped in {to}; skipped", err=True)
             return "skipped"
@@ -140,7 +154,11 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
         if is_shipped(run, to):
             typer.echo(f"{rid}: shipped already, unchanged")
             return "unchanged"
-        ship_run(run, to)
+        try:
+            ship_run(run, to, allow_dirty=allow_dirty)
+        except StoreError as e:
+            typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+            return "failed"
     typer.echo(f"{rid}: shipped to {Path(to) / rid}")
     return "shipped"
 
@@ -211,6 +229,7 @@ def recreate_cmd(
     from workbench.store import RunStore
 
     own = RunStore(root)
+    say_created(own)
     run = _recreate(_shipped(shipped), own, run_id, threads, quiet)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
@@ -238,6 +257,7 @@ def verify_cmd(
     from workbench.train.recreate import metric_differences
 
     src_store, own = _shipped(shipped), RunStore(root)
+    say_created(own)
     before = own.get(run_id).info.get("finished") if own.exists(run_id) else None
     run = _recreate(src_store, own, run_id, threads, quiet)
     how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"

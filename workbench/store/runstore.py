@@ -164,13 +164,18 @@ class RunStore:
     (default: $PELAB_DATA or `<root>/../data_cache`)."""
 
     def __init__(self, root: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None,
-                 readonly: bool = False):
+                 readonly: bool = False, create: bool = True):
+        """create=False (reading commands, the dashboard): a missing root is not made; the store lists no runs
+        until something is trained into it (`create` of a run makes the folder). `created` says whether this
+        call made the root."""
         self.root = Path(root) if root is not None else default_root()
         self.readonly = readonly
+        self.created = False
         if readonly:
             if not self.root.is_dir():
                 raise StoreError(f"read-only store {self.root} is not a folder")
-        else:
+        elif create or self.root.exists():
+            self.created = not self.root.exists()
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -340,7 +345,7 @@ class RunStore:
     @contextmanager
     def _index(self):
         """The index connection: the file, or (read-only store, unusable file) an in-memory copy."""
-        if self._memory is None and not self.readonly:
+        if self._memory is None and not self.readonly and self.root.is_dir():  # no root yet: nothing to persist
             try:
                 conn = self._open_index()
             except (sqlite3.Error, OSError) as e:

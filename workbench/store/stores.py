@@ -41,9 +41,11 @@ class StoreSet:
         self.sources: list[tuple[str, RunStore]] = [("own", own)] + ([("shipped", shipped)] if shipped else [])
 
     @classmethod
-    def open(cls, root: str | os.PathLike | None = None, shipped: str | os.PathLike | None = None) -> "StoreSet":
-        """Own store at `root` (default $PELAB_RUNS or ./runs) + the shipped store of `shipped_root(shipped)`."""
-        own = RunStore(root)
+    def open(cls, root: str | os.PathLike | None = None, shipped: str | os.PathLike | None = None,
+             create: bool = False) -> "StoreSet":
+        """Own store at `root` (default $PELAB_RUNS or ./runs; not made when missing unless `create`) + the shipped
+        store of `shipped_root(shipped)`."""
+        own = RunStore(root, create=create)
         sroot = shipped_root(shipped)
         if sroot is not None and sroot.resolve() == own.root.resolve():
             sroot = None
