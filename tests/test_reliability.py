@@ -50,6 +50,11 @@ def _damage(folder: Path, what: str) -> None:
         (folder / "config.json").write_text("[]")
     elif what == "garbage metrics":
         (folder / "metrics.jsonl").write_bytes(b"\x00garbage{{{\n")
+    elif what == "flipped byte mid tables":  # footer intact: only the manifest tells (issue 43)
+        p = folder / "tables.parquet"
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        p.write_bytes(bytes(data))
     elif what == "truncated parquet":  # the bundle of a shipped run, or one table file
         p = folder / "tables.parquet" if (folder / "tables.parquet").exists() else \
             next((folder / "tables").glob("deposit*.parquet"))
@@ -93,7 +98,7 @@ def test_store_errors_name_the_file_without_absolute_paths(tmp_path):
     assert f"{ROPE_T1[0]}/run.json" in err and str(tmp_path) not in err and str(root.resolve()) not in err
 
 
-@pytest.mark.parametrize("fault", ["config.json []", "garbage metrics", "truncated parquet"])
+@pytest.mark.parametrize("fault", ["config.json []", "garbage metrics", "truncated parquet", "flipped byte mid tables"])
 def test_compare_lists_a_damaged_run_and_computes_from_the_rest(fault, tmp_path):
     """compare exits 0, lists the damaged run with its reason under "Runs that could not be read" and computes from
     the other runs (Table 1's RoPE cell says 2 seeds, not silently 3 -> 2)."""

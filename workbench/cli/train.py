@@ -179,6 +179,10 @@ def runs_cmd(
     if not console.is_terminal:  # piped / captured: do not squeeze the ids into 80 columns
         console = Console(width=200)
     console.print(table)
+    shown = set(df["id"])
+    for rid, why in store.damaged().items():  # status `corrupt`: why, so no damaged run passes unexplained
+        if rid in shown:
+            typer.secho(f"damaged: {why}", fg=typer.colors.RED, err=True)
 
 
 def sweep_cmd(

@@ -149,15 +149,6 @@ def numerics_differences(recorded: dict[str, Any], here: dict[str, Any]) -> dict
             if recorded.get(k) is None or recorded.get(k) != here.get(k)}
 
 
-def same_cpu(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool | None:
-    """Whether two `machine_identity` records name the same CPU model (and SIMD level, where both recorded it);
-    None when either lacks the CPU model."""
-    if not (a or {}).get("cpu") or not (b or {}).get("cpu"):
-        return None
-    caps = (a.get("cpu_capability"), b.get("cpu_capability"))
-    return a["cpu"] == b["cpu"] and (None in caps or caps[0] == caps[1])
-
-
 def process_alive(info: dict[str, Any]) -> bool:
     """False only when we can tell that the process recorded in `info` is gone (same host); a killed process
     its parent has not reaped yet (a zombie, e.g. a killed sweep or Ray worker) is gone."""
@@ -338,10 +329,36 @@ class Run:
 
         return pd.DataFrame(self.metric_rows())
 
-    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        """Rewrite metrics.jsonl atomically (it is small: one line per epoch)."""
+    def write_metrics(self, rows: list[dict[str, Any]]) -> str:
+        """Rewrite metrics.jsonl atomically (it is small: one line per epoch); its sha256, which the trainer
+        records in run.json (`metrics_sha256`) so an edit made afterwards is found (`metrics_edited`)."""
         self.store.check_writable(self.id)
-        atomic_write_text(self.path / METRICS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+        text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+        atomic_write_text(self.path / METRICS, text)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def trust_problems(self) -> list[str]:
+        """Why this run's files may not be what its training wrote ([] when they check out): the weights' sha256
+        against the one recorded in run.json (and state.json), metrics.jsonl's against run.json's
+        `metrics_sha256`. `workbench verify` re-trains an own copy that does not check out."""
+        info, problems = self.info, []
+        want = (info.get("weights") or {}).get("sha256")
+        state = self.state() if (self.path / STATE).exists() else None
+        want_state = ((state or {}).get("files") or {}).get(MODEL) if isinstance(state, dict) else None
+        if not (self.path / MODEL).is_file():
+            problems.append(f"no {MODEL}")
+        elif not want:
+            problems.append(f"no weights sha256 recorded in {INFO}")
+        else:
+            have = sha256_file(self.path / MODEL)
+            if have != want or (want_state and have != want_state):
+                problems.append(f"{MODEL}'s sha256 differs from the one recorded in {INFO}")
+        want_m = info.get("metrics_sha256")
+        if not want_m:
+            problems.append(f"no metrics sha256 recorded in {INFO} (trained before PE-Lab recorded it)")
+        elif not (self.path / METRICS).is_file() or sha256_file(self.path / METRICS) != want_m:
+            problems.append(f"{METRICS} changed after training (its sha256 differs from the one in {INFO})")
+        return problems
 
     # ---- checkpoint ----------------------------------------------------------------------------
     def _committed_file(self, name: str, state: dict | None) -> Path:

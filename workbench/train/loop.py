@@ -241,13 +241,13 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
         raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {row['epoch']}; "
                                  "lower train.lr or set train.grad_clip")
     rows.append(row)
-    run.write_metrics(rows)
+    metrics_sha256 = run.write_metrics(rows)
     if optim_t is not None:
         run.save_checkpoint(model.state_dict(), optim_t, state)
     final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")}
     gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
     run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final, peak_rss_mb=round(peak_rss_mb(), 1),
-                    cpu_time_s=cpu_time_s, **gpu)
+                    cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256, **gpu)
 
 
 def report_epoch(run: Run, row: dict[str, Any], epochs: int, progress: bool,
