@@ -114,6 +114,7 @@ def test_comparison_names_the_runs_shipped_without_a_deposit_table(shipped, tmp_
     results = tmp_path / "results"
     shutil.copytree(base / "results", results)
     (results / ids[1] / "tables.parquet").unlink()
+    write_manifest(results / ids[1])  # shipped that way (else it is a damaged run)
     res = CliRunner().invoke(app, ["compare", str(results), "--grid", "grids/repro.toml"])
     assert res.exit_code == 0, res.output
     section = (results / "COMPARISON.md").read_text().split("## Every single-head deposit")[1].split("\n## ")[0]

@@ -110,8 +110,9 @@ def verify_manifest(folder: str | os.PathLike, run_id: str) -> None:
     problems = manifest_problems(folder)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise StoreError(f"damaged: {problems[0]}{more}; restore the folder (e.g. `git checkout -- "
-                         f"results/repro/{run_id}`) or ship the run again", run_id, problems[0].split(" ", 1)[0])
+        raise StoreError(f"damaged: {problems[0]}{more}; restore the run folder (for the repository's results: "
+                         f"`git checkout -- results/repro/{run_id}`) or ship the run again", run_id,
+                         problems[0].split(" ", 1)[0])
 
 
 def check_store(root: str | os.PathLike, write_missing: bool = False) -> tuple[dict[str, list[str]], list[str]]:
