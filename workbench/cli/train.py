@@ -11,12 +11,10 @@ from .options import ROOT_HELP, SHIPPED_HELP, existing_root, grid_points_of, par
 
 
 def _store(root: Optional[Path], create: bool = True):
-    """The run store at `root`; `train` and `sweep` create it (and say so), a dry run does not."""
+    """The run store at `root`; `train` and `sweep` create it (and say so once they ran), a dry run does not."""
     from workbench.store import RunStore
 
-    store = RunStore(root, create=create)
-    say_created(store)
-    return store
+    return RunStore(root, create=create)
 
 
 def _shipped_store(shipped: Optional[Path]):
@@ -111,6 +109,7 @@ def train_cmd(
         if final:
             typer.secho(f"{run.id} {run.status}: test acc {final.get('test_acc', float('nan')):.4f}, "
                         f"test loss {final.get('test_loss', float('nan')):.4f} ({run.path})", err=True)
+    say_created(store)
     for run in runs:
         typer.echo(run.id)
 
@@ -249,7 +248,8 @@ def sweep_cmd(
             from workbench.train.ray_engine import connect
 
             connect(None if ray_arg is True else ray_arg)
-        results = sweep(grid, _store(root, create=not dry_run), device=device, compile=compile, threads=threads, progress=not quiet,
+        store = _store(root, create=not dry_run)
+        results = sweep(grid, store, device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
                         shipped=_shipped_store(shipped))
@@ -261,6 +261,7 @@ def sweep_cmd(
     except KeyboardInterrupt:
         typer.secho("sweep interrupted; run the same command again to continue", err=True)
         raise typer.Exit(130)
+    say_created(store)
     if any(r["outcome"] == "failed" for r in results):
         raise typer.Exit(1)
 
