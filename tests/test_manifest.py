@@ -406,3 +406,33 @@ def test_training_from_a_dirty_tree_records_its_diff(tmp_path, monkeypatch):
                 threads=1)
     assert run.info["code_version"] == "abc1234-dirty"
     assert (run.path / "code.diff").read_text() == "diff --git a/y b/y\n+x\n"
+
+
+def test_every_callback_answers_a_damaged_run_without_500(tmp_path):
+    """Each input and state of every (non-job) callback of every page set, one at a time, to a damaged run's id
+    (the others' run pickers on the good run): no HTTP 500, no server path."""
+    from apps import create_app
+
+    root = _copy(tmp_path, ROPE_T1)
+    files = _damage_three(root)
+    (tmp_path / "own").mkdir()
+    app = create_app(tmp_path / "own", shipped=root, cache_dir=tmp_path / "cache")
+    client = app.server.test_client()
+    good, failures, n = ROPE_T1[3], [], 0
+    for key, spec in list(app.callback_map.items()):
+        if spec.get("background") or "-job-" in key or "callback" not in spec or "_pages_" in key:
+            continue  # background jobs run in a child process; clientside and Dash's page routing are not ours
+        outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+        slots = spec["inputs"] + spec["state"]
+        for i, rid in ((i, rid) for i in range(len(slots)) for rid in files):
+            vals = [good if s["property"] == "value" and "run" in s["id"] else None for s in slots]
+            vals[i] = rid
+            items = [dict(id=s["id"], property=s["property"], value=x) for s, x in zip(slots, vals)]
+            r = client.post("/_dash-update-component", json={
+                "output": key, "outputs": outs if key.startswith("..") else outs[0],
+                "inputs": items[:len(spec["inputs"])], "state": items[len(spec["inputs"]):],
+                "changedPropIds": [f"{slots[i]['id']}.{slots[i]['property']}"]})
+            n += 1
+            if r.status_code not in (200, 204) or str(tmp_path) in r.get_data(as_text=True):
+                failures.append((key[:60], slots[i]["id"], rid, r.status_code))
+    assert n > 50 and not failures, failures[:10]
