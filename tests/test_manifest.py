@@ -318,12 +318,21 @@ def test_a_mistyped_pelab_runs_is_refused_not_created(command, tmp_path):
 
 
 @pytest.mark.parametrize("command", [["analyze", "x", "--all"], ["figure", "x", "convergence", "--out", "{tmp}/f.svg"],
-                                     ["app", "--port", "1"], ["ship", "x", "--to", "{tmp}/out"]])
+                                     ["app", "--port", "1"]])
 def test_commands_that_read_a_store_do_not_create_a_mistyped_root(command, tmp_path):
     typo = tmp_path / "typo"
     res = CliRunner().invoke(_app(), [c.format(tmp=tmp_path) for c in command] + ["--root", str(typo)])
     assert res.exit_code == 2 and "no run store there" in res.output, res.output
     assert not typo.exists()
+
+
+def test_ship_reads_a_missing_store_as_empty_and_does_not_create_it(tmp_path):
+    """Beside a sweep (`make repro`) the store may not exist yet: its runs are not there (skipped, or waited for
+    with --follow), and ship does not create it."""
+    res = CliRunner().invoke(_app(), ["ship", "x", "--to", str(tmp_path / "out"), "--root", str(tmp_path / "typo"),
+                                      "--no-analyze"])
+    assert res.exit_code == 0 and "0 shipped, 0 unchanged, 1 skipped" in res.output, res.output
+    assert not (tmp_path / "typo").exists() and not (tmp_path / "out").exists()
 
 
 def test_the_dashboard_does_not_create_its_default_store(tmp_path):

@@ -17,7 +17,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import existing_root, parse_tiers, say_created
+from .options import parse_tiers, say_created
 
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
@@ -68,7 +68,8 @@ def ship_cmd(
         tiers = parse_tiers(tier)
     except ValueError as e:
         _fail(str(e))
-    store = RunStore(existing_root(root), create=False)  # ships what exists: a mistyped --root is refused
+    # never creates the store: beside a sweep (`make repro`) it may not exist yet, and its runs are then waited for
+    store = RunStore(root, create=False)
     try:
         check_destination(store.root, to)
     except StoreError as e:
