@@ -162,7 +162,7 @@ def run_options(df: pd.DataFrame) -> list[dict]:
 
 def damaged_label(run_id: str, why: str | None) -> str:
     """`damaged — run id: why` (no server paths): how a picker and the pages name a run that cannot be read."""
-    why = redact_paths(str(why or "unreadable")).replace(f"run {run_id!r}, ", "").replace(f"run {run_id!r}: ", "")
+    why = re.sub(r"^run '[^']*'(, file [^:]+)?: (damaged: )?", "", redact_paths(str(why or "unreadable")))
     return f"damaged — {run_id}: {why}"
 
 
