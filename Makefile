@@ -29,6 +29,7 @@ browser:
 	   || echo "warning: could not install chromium; browser tests will be skipped" )
 
 test: $(STAMP) browser
+	$(PY) -m workbench check results/repro
 	$(PY) -m pytest tests
 
 demo: $(STAMP)

@@ -40,7 +40,7 @@ class AppContext:
         from workbench.store import RunStore, StoreSet
 
         shipped = RunStore(self.shipped_root, readonly=True) if self.shipped_root else None
-        return StoreSet(RunStore(self.store_root), shipped)
+        return StoreSet(RunStore(self.store_root, create=False), shipped)  # made by the first run trained
 
 
 def current() -> AppContext:
@@ -145,7 +145,8 @@ def sort_index(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_options(df: pd.DataFrame) -> list[dict]:
-    """Dropdown options of an index in reading order (annotated with settings here when it is not yet)."""
+    """Dropdown options of an index in reading order (annotated with settings here when it is not yet); a damaged
+    run (index status `corrupt`) is listed last, disabled, with why (`damaged_label`)."""
     if df.empty:
         return []
     if "setting" not in df.columns:
@@ -153,7 +154,23 @@ def run_options(df: pd.DataFrame) -> list[dict]:
 
         df = annotate(df)
     df = sort_index(df)
-    return [{"label": run_label(r), "value": r["id"]} for r in df.to_dict("records")]
+    ok = df["status"] != "corrupt" if "status" in df.columns else pd.Series(True, index=df.index)
+    return ([{"label": run_label(r), "value": r["id"]} for r in df[ok].to_dict("records")]
+            + [{"label": damaged_label(r["id"], r.get("error")), "value": r["id"], "disabled": True}
+               for r in df[~ok].to_dict("records")])
+
+
+def damaged_label(run_id: str, why: str | None) -> str:
+    """`damaged — run id: why` (no server paths): how a picker and the pages name a run that cannot be read."""
+    why = re.sub(r"^run '[^']*'(, file [^:]+)?: (damaged: )?", "", redact_paths(str(why or "unreadable")))
+    return f"damaged — {run_id}: {why}"
+
+
+def damaged_hints(stores) -> list:
+    """One hint per run of `stores` that cannot be read or changed since it was shipped (`StoreSet.damaged`),
+    saying it is left out of what the page shows; [] when there is none."""
+    return [hint(f"{damaged_label(rid, why)}. Left out of what this page computes.", kind="error")
+            for rid, why in stores.damaged().items()]
 
 
 def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | None = None,

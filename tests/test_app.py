@@ -78,6 +78,7 @@ def test_cli_app_binds_localhost_unless_public(monkeypatch, tmp_path):
     calls = []
     monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(kw))
     runner = CliRunner()
+    (tmp_path / "runs").mkdir()  # `app` serves an existing store, never creates one (issue 43)
     r = runner.invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--port", "8123"])
     assert r.exit_code == 0, r.output
     r2 = runner.invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--public"])

@@ -38,6 +38,7 @@ def _alive(pid: int) -> bool:
 
 def test_workbench_app_sigterm_exits_cleanly_and_removes_its_cache(tmp_path):
     port = _free_port()
+    (tmp_path / "runs").mkdir()  # `app` serves an existing store, never creates one
     p = subprocess.Popen([sys.executable, "-c", "from workbench.cli import main; main()", "app", "--port",
                           str(port), "--root", str(tmp_path / "runs")], cwd=REPO, env=_env(tmp_path),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from workbench.store import RunStore, StoreError, finished_runs
+from workbench.store.manifest import write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "results" / "repro"
@@ -34,6 +35,7 @@ def _copy(tmp_path: Path, ids, unbundled: bool = False) -> Path:
                 (dst / rid / "tables" / f"{name}.parquet").write_bytes(
                     parquet_bytes(read_bundle_table(bundle, name)))
             bundle.unlink()
+            (dst / rid / "manifest.json").unlink()  # that layout predates manifests
     return dst
 
 
@@ -48,6 +50,11 @@ def _damage(folder: Path, what: str) -> None:
         (folder / "config.json").write_text("[]")
     elif what == "garbage metrics":
         (folder / "metrics.jsonl").write_bytes(b"\x00garbage{{{\n")
+    elif what == "flipped byte mid tables":  # footer intact: only the manifest tells (issue 43)
+        p = folder / "tables.parquet"
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        p.write_bytes(bytes(data))
     elif what == "truncated parquet":  # the bundle of a shipped run, or one table file
         p = folder / "tables.parquet" if (folder / "tables.parquet").exists() else \
             next((folder / "tables").glob("deposit*.parquet"))
@@ -91,7 +98,7 @@ def test_store_errors_name_the_file_without_absolute_paths(tmp_path):
     assert f"{ROPE_T1[0]}/run.json" in err and str(tmp_path) not in err and str(root.resolve()) not in err
 
 
-@pytest.mark.parametrize("fault", ["config.json []", "garbage metrics", "truncated parquet"])
+@pytest.mark.parametrize("fault", ["config.json []", "garbage metrics", "truncated parquet", "flipped byte mid tables"])
 def test_compare_lists_a_damaged_run_and_computes_from_the_rest(fault, tmp_path):
     """compare exits 0, lists the damaged run with its reason under "Runs that could not be read" and computes from
     the other runs (Table 1's RoPE cell says 2 seeds, not silently 3 -> 2)."""
@@ -117,6 +124,7 @@ def _own_finished_run(tmp_path: Path) -> tuple[Path, str]:
         (root / rid / name).write_bytes(b"{}")
     (root / rid / "tables").mkdir(exist_ok=True)
     (root / rid / "tables" / "late.parquet").write_bytes(b"")  # newer than run.json: not shipped yet
+    (root / rid / "code.diff").write_text("diff --git a/x b/x\n")  # it was trained from a dirty tree, diff recorded
     return root, rid
 
 
@@ -233,6 +241,7 @@ def test_verify_refuses_a_plain_copy_of_the_shipped_folder(tmp_path):
     rid = ROPE_T1[0]
     metrics = shipped / rid / "metrics.jsonl"
     metrics.write_text(metrics.read_text().replace('"test_acc": 1.0', '"test_acc": 0.5'))
+    write_manifest(shipped / rid)  # tampered together with its manifest: the shipped store reads
     shutil.copytree(shipped / rid, tmp_path / "mine" / rid)
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(shipped), "--root", str(tmp_path / "mine"), "-q"])
     assert res.exit_code == 2 and "verified" not in res.output.replace("NOT verified", "")
@@ -455,11 +464,11 @@ def test_the_dashboard_serves_a_damaged_shipped_folder(tmp_path):
         assert runs.empty and sorted(runs.attrs["corrupt"]) == ROPE_T1
         partial_rope.render(store, "trigger-distance")
         partial_rope.render_related(store, "trigger-distance")
-        for rid in ROPE_T1[:2]:
+        for rid in ROPE_T1:  # the garbage metrics too: it no longer reads as finished (issue 43)
             run, hint = C.get_run(store, rid)
             assert run is None and "run" in str(hint) and str(tmp_path) not in str(hint)
         errors = store.query(status="corrupt").error.tolist()
-        assert len(errors) == 2 and not any(str(tmp_path) in e for e in errors)
+        assert len(errors) == 3 and not any(str(tmp_path) in e for e in errors)
 
 
 def test_the_findings_tables_are_computed_once_per_state_of_the_store(tmp_path, monkeypatch):

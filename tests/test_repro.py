@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from workbench.analysis.claims import Thresholds, claims, mean_ci, run_table, table1
 from workbench.store import RunStore
+from workbench.store.manifest import write_manifest
 from workbench.train import resolve_config, train
 
 TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=2", "task.n_examples=400",
@@ -40,7 +41,8 @@ def test_shipped_runs_have_everything_but_weights(shipped):
     for rid in ids:
         folder = base / "results" / rid
         names = {p.name for p in folder.iterdir()}
-        assert {"config.json", "run.json", "metrics.jsonl", "tables.parquet"} == names  # one file for all tables
+        # one file for all tables, and the manifest of what was shipped (code.diff when trained from a dirty tree)
+        assert {"config.json", "run.json", "metrics.jsonl", "tables.parquet", "manifest.json"} == names - {"code.diff"}
         tables = set(results.get(rid).tables())
         assert {"ablation", "deposit", "ablation_mean", "deposit_mean", "qk_means", "spectral"} <= tables
         info = json.loads((folder / "run.json").read_text())
@@ -112,6 +114,7 @@ def test_comparison_names_the_runs_shipped_without_a_deposit_table(shipped, tmp_
     results = tmp_path / "results"
     shutil.copytree(base / "results", results)
     (results / ids[1] / "tables.parquet").unlink()
+    write_manifest(results / ids[1])  # shipped that way (else it is a damaged run)
     res = CliRunner().invoke(app, ["compare", str(results), "--grid", "grids/repro.toml"])
     assert res.exit_code == 0, res.output
     section = (results / "COMPARISON.md").read_text().split("## Every single-head deposit")[1].split("\n## ")[0]
@@ -143,32 +146,27 @@ def test_verify_fails_when_the_shipped_metrics_differ(shipped, tmp_path):
     rows = [json.loads(line) for line in (fake / ids[1] / "metrics.jsonl").read_text().splitlines()]
     rows[-1]["test_acc"] += 0.01
     (fake / ids[1] / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / ids[1])  # a consistent fake (else it reads as damaged)
     res = CliRunner().invoke(app, ["verify", ids[1], "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q"],
                              env={"PELAB_DATA": str(base / "data")})
-    assert res.exit_code == 1 and "NOT verified" in res.output
-    assert "CPU model" not in res.output  # same machine: the difference is not explained away
-
-    # trained on another CPU model: the failure says why bit-identity cannot be expected here
-    info = json.loads((fake / ids[1] / "run.json").read_text())
-    info["machine"] = dict(info["machine"], cpu="Some Other CPU @ 9.99GHz")
-    (fake / ids[1] / "run.json").write_text(json.dumps(info))
-    res = CliRunner().invoke(app, ["verify", ids[1], "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q"],
-                             env={"PELAB_DATA": str(base / "data")})
-    assert res.exit_code == 1 and "NOT verified" in res.output
-    assert "'Some Other CPU @ 9.99GHz'" in res.output and "CPU model" in res.output
+    assert res.exit_code == 1 and "NOT verified: the recorded numerics match" in res.output
+    assert "numerics differ" not in res.output  # same machine: the difference is not explained away
 
 
 def test_machine_identity_records_the_cpu_vendor_and_simd_level():
     import torch  # noqa: F401  (loaded: the SIMD level torch dispatches to is recorded)
 
-    from workbench.store.run import machine_identity, same_cpu
+    from workbench.store.run import machine_identity, numerics_differences, numerics_identity, recorded_numerics
 
     m = machine_identity()
     assert m["cpu"] and m["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
-    assert same_cpu(m, dict(m)) is True and same_cpu(m, dict(m, cpu="other")) is False
-    assert same_cpu(m, dict(m, cpu_capability="AVX2" if m["cpu_capability"] != "AVX2" else "AVX512")) is False
-    assert same_cpu(m, dict(m, cpu_capability=None)) is True  # older records lack it: the model decides
-    assert same_cpu(m, {}) is None and same_cpu(None, m) is None
+    n = numerics_identity()
+    assert n["cpu_capability"] == m["cpu_capability"] and n["torch"] == torch.__version__ and n["blas"]
+    assert numerics_differences(n, dict(n)) == {}
+    assert numerics_differences(dict(n, cpu_capability="AVX2"), n) == {"cpu_capability": ("AVX2", n["cpu_capability"])}
+    # a run.json from before `numerics`: what it recorded elsewhere, the rest unknown (so never "the same")
+    old = recorded_numerics({"torch_version": n["torch"], "threads": n["threads"], "machine": m})
+    assert old["torch"] == n["torch"] and old["mkl"] is None and "mkl" in numerics_differences(old, n)
 
 
 def test_mean_ci_is_the_student_t_interval():

@@ -172,6 +172,7 @@ def test_old_store_option_names_still_work(env, monkeypatch):
 
     calls = []
     monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(self.server.config["PELAB"].store_root))
+    RunStore(env / "a"), RunStore(env / "b")  # `app` serves existing stores only (issue 43)
     assert invoke(["app", "--runs", str(env / "a")]).exit_code == 0
     assert invoke(["app", "--root", str(env / "b")]).exit_code == 0
     assert calls == [(env / "a").resolve(), (env / "b").resolve()]

@@ -191,9 +191,10 @@ def register_callbacks(app):
         if everything.empty:
             hint = C.no_runs_hint(store)
             return (None, hint, C.hint("No training curves: the store is empty."), [], [], None, None, *filter_opts)
+        damaged = C.damaged_hints(store)  # named whatever the filters, which a damaged run's missing setting fails
         if df.empty:
-            return (None, C.hint("No run matches these filters; clear one of them."), None, [], [], None, None,
-                    *filter_opts)
+            return (None, [C.hint("No run matches these filters; clear one of them."), *damaged], None, [], [], None,
+                    None, *filter_opts)
         shown = _with_tables(store, df)
         cols = [c for c in INDEX_COLUMNS if c in shown.columns]
         table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, tooltip_data=[
@@ -205,9 +206,9 @@ def register_callbacks(app):
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
              "backgroundColor": "#fdf6e3"}])
         counts = df["status"].value_counts().to_dict()
-        notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items()))]
+        notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items())), *damaged]
         for r in df.to_dict("records"):
-            if r["status"] in ("failed", "corrupt", "incomplete"):
+            if r["status"] in ("failed", "incomplete"):
                 err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
                 notes.append(C.hint(f"{r['id']} {r['status']}: {err}", cmd=f"workbench train --resume {r['id']}",
                                     kind="error"))
@@ -232,6 +233,8 @@ def register_callbacks(app):
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
                   Input(f"{P}-metric", "value"))
     def compare(a, b, metric):
+        from workbench.store import StoreError
+
         if not a and not b:
             raise PreventUpdate
         store = C.stores()
@@ -241,7 +244,10 @@ def register_callbacks(app):
             run, err = C.get_run(store, rid)
             if err is not None:
                 return err
-            cols[rid] = _describe(run)
+            try:
+                cols[rid] = _describe(run)
+            except StoreError as e:  # e.g. an own run's table file damaged: a hint, never an HTTP 500
+                return C.hint(f"Run {rid} cannot be compared: {e}", kind="error")
         keys = list(dict.fromkeys(k for d in cols.values() for k in d))
         rows = [{"field": k, **{rid: cols[rid].get(k, "") for rid in ids}} for k in keys]
         diff = pd.DataFrame(rows)

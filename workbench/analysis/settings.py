@@ -117,7 +117,9 @@ def annotate(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def setting_options(df: pd.DataFrame) -> list[dict]:
-    """Dropdown options `preset/setting` of an annotated index, in `SETTINGS` order, with a run count."""
+    """Dropdown options `preset/setting` of an annotated index, in `SETTINGS` order, with a run count (rows without
+    a setting, e.g. a damaged run's, are not counted)."""
+    df = df[df["setting"].notna()] if "setting" in df.columns else df
     if df.empty:
         return []
     order = {k: i for i, k in enumerate(SETTINGS)}

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP
+from .options import ROOT_HELP, existing_root
 # CLI name -> ANALYSES key, in the order they run (deposit right after ablation: it reads its table)
 # (head-summary last: it joins the per-head tables stored before it)
 NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
@@ -151,7 +151,7 @@ def analyze_cmd(
     n_threads = check_threads(threads)
     if n_threads:
         torch.set_num_threads(n_threads)
-    store = RunStore(root)
+    store = RunStore(existing_root(root), create=False)  # a mistyped --root is refused, never created
     runs = [store.get(run_id) for run_id in run_ids]  # every id resolved inside the store before any work
     console = Console(width=160)
     params = {

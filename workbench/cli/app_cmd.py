@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .options import SHIPPED_HELP, alias_option, pick_root, root_option
+from .options import SHIPPED_HELP, alias_option, existing_root, pick_root, root_option
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         The stores are fixed here, at start; nothing a browser sends selects another folder."""
         from apps import create_app
 
-        dash_app = create_app(pick_root(root, runs, "--runs"), shipped=shipped)
+        dash_app = create_app(existing_root(pick_root(root, runs, "--runs")), shipped=shipped)
         bind = "0.0.0.0" if public else host
         if bind not in ("127.0.0.1", "localhost", "::1"):
             typer.secho(f"warning: serving on {bind}: anyone who can reach this machine can read the runs and "

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import SHIPPED_HELP, root_option
+from .options import SHIPPED_HELP, existing_root, root_option
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -93,7 +93,7 @@ def figure_cmd(
         _fail(f"unknown figure {figure!r}; choose from {', '.join(sorted(FIGURES))}")
     export_format(out)  # bad input (ValueError, StoreError, no browser: ExportError) -> the group's `error: ...`, 2
     try:
-        df = figure_table(StoreSet.open(root, shipped), run, TABLE_OF[name])
+        df = figure_table(StoreSet.open(existing_root(root), shipped), run, TABLE_OF[name])
         fig = FIGURES[name](df, **parse_kwargs(kw))
     except TypeError as e:
         _fail(f"figure {name}: {e} (check the --kw names against its docstring: workbench.figures.FIGURES[{name!r}])")

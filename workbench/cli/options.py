@@ -27,12 +27,38 @@ def pick_root(root: Optional[Path], alias: Optional[Path], alias_name: str) -> O
 
 
 def existing_root(root: Optional[Path], option: str = "--root") -> Optional[Path]:
-    """`root` when it is None (the default store) or an existing folder; a reading command (runs, report) never
-    creates a store at a mistyped path (ValueError, `error: ...`)."""
+    """`root` when it is an existing folder, or None (the default ./runs, which may not exist yet: reading it
+    creates nothing); a mistyped --root or $PELAB_RUNS is refused (ValueError, `error: ...`, exit 2). Only `train`,
+    `sweep`, `recreate` and `verify` create a run store; every other command opens one with `create=False`."""
+    import os
+
+    if root is None and os.environ.get("PELAB_RUNS"):
+        root, option = Path(os.environ["PELAB_RUNS"]), "$PELAB_RUNS"
+        if not root.is_dir():
+            raise ValueError(f"{option}={root}: no run store there (not a folder); fix or unset $PELAB_RUNS, or "
+                             "train into it first (`workbench train ...` creates it)")
+        return root
     if root is not None and not Path(root).is_dir():
         raise ValueError(f"{option} {root}: no run store there (not a folder); pass an existing store, or train "
                          "into it first (`workbench train --root ...`)")
     return root
+
+
+def say_created(store) -> None:
+    """Tell the user when a command made a new run store (train, sweep, recreate, verify)."""
+    if getattr(store, "created", False):
+        typer.secho(f"created the run store {store.root}", err=True)
+
+
+def parse_tiers(tier: Optional[str]) -> Optional[list[int]]:
+    """`--tier 1` / `1,2` -> [1] / [1, 2]; None (no option) -> None (every tier). ValueError for anything else,
+    `--tier ''` (an unset $TIER in a script) included: never read as "every tier"."""
+    if tier is None:
+        return None
+    try:
+        return [int(t) for t in tier.split(",")]
+    except ValueError:
+        raise ValueError(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2") from None
 
 
 def grid_points_of(grid: Path, tiers: Optional[list[int]]) -> list[dict]:

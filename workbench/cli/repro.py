@@ -6,6 +6,7 @@
     workbench bundle results/repro                         # one-off: tables/*.parquet -> tables.parquet per run
     workbench recreate RUN_ID                              # re-train a shipped run into your store (same run id)
     workbench verify RUN_ID                                # re-train it and compare the metrics with the shipped ones
+    workbench check [results/repro]                        # every shipped run's files against its manifest
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from .options import parse_tiers, say_created
 
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
@@ -54,13 +57,21 @@ def ship_cmd(
                                            help="beside a running sweep: look again every SECONDS and ship each "
                                                 "run as it finishes; stops when every run is shipped or failed, "
                                                 "or two looks in a row find none of them being trained"),
+    allow_dirty: Optional[str] = typer.Option(None, "--allow-dirty", metavar="REASON",
+                                              help="ship runs trained from a tree with uncommitted changes that "
+                                                   "recorded no code.diff; REASON is recorded in their run.json"),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.store import RunStore, StoreError
     from workbench.store.lock import lock_holder
     from workbench.store.ship import check_destination
 
-    store = RunStore(root)
+    try:
+        tiers = parse_tiers(tier)
+    except ValueError as e:
+        _fail(str(e))
+    # never creates the store: beside a sweep (`make repro`) it may not exist yet, and its runs are then waited for
+    store = RunStore(root, create=False)
     try:
         check_destination(store.root, to)
     except StoreError as e:
@@ -71,17 +82,18 @@ def ship_cmd(
         from .options import grid_points_of
 
         try:
-            tiers = [int(t) for t in tier.split(",")] if tier else None
             ids = [store.run_id(resolve_config(**p)) for p in grid_points_of(grid, tiers)]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
     if not run_ids:
         _fail("name run ids or pass --grid GRID.toml")
-    counts = {"shipped": 0, "unchanged": 0, "skipped": 0}
+    if allow_dirty is not None and not allow_dirty.strip():
+        _fail("--allow-dirty needs a reason, e.g. --allow-dirty 'only docs changed'")
+    counts = {"shipped": 0, "unchanged": 0, "skipped": 0, "failed": 0}
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
-    only = _table_list(tables)
-    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, tables=only)
+    opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty,
+                tables=_table_list(tables))
     waiting = list(run_ids)
     idle = 0
     while True:
@@ -104,7 +116,10 @@ def ship_cmd(
                    f"{doing.count('shipped')} being shipped by another process; next look in {follow:g} s",
                    err=True)
         time.sleep(follow)
-    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped")
+    failed = f", {counts['failed']} failed" if counts["failed"] else ""
+    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped{failed}")
+    if counts["failed"]:
+        raise typer.Exit(1)
 
 
 def _table_list(tables: Optional[str]) -> Optional[list[str]]:
@@ -124,9 +139,11 @@ def _table_list(tables: Optional[str]) -> Optional[list[str]]:
 
 
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
-              shipped=None, quiet: bool = False, tables: Optional[list[str]] = None) -> str:
+              shipped=None, quiet: bool = False, allow_dirty: Optional[str] = None,
+              tables: Optional[list[str]] = None) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
-    or absent from the store but in `shipped`, the read-only store at `to`) or "waiting" (absent, created, running
+    or absent from the store but in `shipped`, the read-only store at `to`), "failed" (its folder does not read, or
+    shipping it was refused: a dirty tree without code.diff) or "waiting" (absent, created, running
     or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out
     the per-look message of a waiting run."""
     from workbench.analysis.suite import run_suite
@@ -136,6 +153,9 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
     try:
         run = store.get(rid)
     except StoreError as e:
+        if store.exists(rid):  # the run is there but its files do not read (e.g. run.json `null`)
+            typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+            return "failed"
         if shipped is not None and shipped.exists(rid):
             typer.echo(f"{rid}: not in {store.root}, shipped in {to}; skipped", err=True)
             return "skipped"
@@ -159,7 +179,11 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
         if is_shipped(run, to):
             typer.echo(f"{rid}: shipped already, unchanged")
             return "unchanged"
-        ship_run(run, to)
+        try:
+            ship_run(run, to, allow_dirty=allow_dirty)
+        except StoreError as e:
+            typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+            return "failed"
     typer.echo(f"{rid}: shipped to {Path(to) / rid}")
     return "shipped"
 
@@ -230,6 +254,7 @@ def recreate_cmd(
     from workbench.store import RunStore
 
     own = RunStore(root)
+    say_created(own)
     run = _recreate(_shipped(shipped), own, run_id, threads, quiet)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
@@ -249,32 +274,80 @@ def verify_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Re-train a shipped run (or use your re-created copy) and compare every epoch's metrics with the shipped ones.
+    """Re-train a shipped run (or use your re-created copy, once its weights and metrics check out) and compare
+    every epoch's metrics with the shipped ones.
 
-    Exit 0 when every metric agrees within --tol, 1 otherwise."""
+    Where the recorded numerics (torch, SIMD level, CPU vendor, BLAS / MKL / oneDNN, threads) match: verified when
+    every metric agrees within --tol ("bit-identical" when equal). Where they differ, the re-run is judged by one
+    rule (workbench.analysis.reproduce.RULE). Exit 0 when verified, 1 otherwise."""
+    from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store import RunStore
-    from workbench.store.run import same_cpu
-    from workbench.train.recreate import metric_differences
+    from workbench.store.run import numerics_differences, recorded_numerics
+    from workbench.train.recreate import metric_differences, recreate
 
     src_store, own = _shipped(shipped), RunStore(root)
-    before = own.get(run_id).info.get("finished") if own.exists(run_id) else None
-    run = _recreate(src_store, own, run_id, threads, quiet)
+    say_created(own)
+    src = src_store.get(run_id)  # a damaged shipped run is refused here, naming the file
+    retrain, before = False, None
+    if own.exists(run_id):
+        mine = own.get(run_id)
+        if mine.status == "finished" and mine.has_weights and "shipped" not in mine.info:
+            problems = mine.trust_problems()
+            if problems:  # never trust what was not checked: train it again instead
+                typer.secho(f"{run_id}: your copy in {own.root} does not check out ({'; '.join(problems)}); "
+                            "re-training it", fg=typer.colors.YELLOW, err=True)
+                retrain = True
+            else:
+                before = mine.info.get("finished")
+    run = recreate(src_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain)
+    problems = run.trust_problems()
+    if problems:  # cannot happen for a training just made; a safeguard, never "verified" unchecked
+        _fail(f"{run_id}: the re-run's files do not check out: {'; '.join(problems)}")
     how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"
-    diff = metric_differences(src_store.get(run_id).metric_rows(), run.metric_rows())
+    diff = metric_differences(src.metric_rows(), run.metric_rows())
     worst = max(diff.values()) if diff else math.inf
     for key, d in diff.items():
         typer.echo(f"{key}: max |shipped - re-run| = {d:.3g}")
+    differs = numerics_differences(recorded_numerics(src.info), recorded_numerics(run.info))
+    for key, (was, now) in differs.items():
+        typer.echo(f"numerics differ: {key}: shipped {'not recorded' if was is None else repr(was)}, "
+                   f"re-run {now!r}")
     if worst <= tol:
         typer.echo(f"{run_id}: verified ({'bit-identical' if worst == 0 else f'within {tol}'}; {how})")
-    else:
-        typer.secho(f"{run_id}: NOT verified (largest difference {worst:.3g} > {tol})", fg=typer.colors.RED, err=True)
-        shipped_cpu, this_cpu = (src_store.get(run_id).info.get("machine") or {}), run.info.get("machine") or {}
-        if same_cpu(shipped_cpu, this_cpu) is False:
-            typer.echo(f"note: the shipped run was trained on {shipped_cpu.get('cpu')!r}, the re-run on "
-                       f"{this_cpu.get('cpu')!r}. MKL and oneDNN pick different float kernels on different CPU "
-                       "models (and vendors), and rounding differences compound over training, so bit-identity is "
-                       "expected only on the shipped run's CPU model: verify it on such a machine.", err=True)
+        return
+    if not differs:
+        typer.secho(f"{run_id}: NOT verified: the recorded numerics match, yet the largest difference is "
+                    f"{worst:.3g} > {tol} ({how})", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
+    verdict = rerun_verdict(src_store, src, run)
+    typer.echo(f"the numerics differ ({', '.join(differs)}), so the floats cannot be bit-identical; rule: {RULE}")
+    if verdict["ok"]:
+        typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
+        return
+    typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+def check_cmd(
+    results: Path = typer.Argument(Path("results/repro"), help="a shipped results store"),
+    write_missing: bool = typer.Option(False, "--write-missing", help="write a manifest for each run that has none "
+                                       "(runs shipped before manifests), recording its files as they are now"),
+) -> None:
+    """Check every shipped run's files against its manifest.json (sha256 of each shipped file). Exit 1 naming each
+    run whose files changed since it was shipped (or that has no manifest), 0 when all match."""
+    from workbench.store.manifest import check_store
+
+    if not results.is_dir():
+        _fail(f"{results}: not a folder; pass a shipped results store, e.g. results/repro")
+    bad, ids = check_store(results, write_missing=write_missing)
+    for rid, problems in bad.items():
+        for p in problems:
+            typer.secho(f"{rid}: {p}", fg=typer.colors.RED, err=True)
+    if bad:
+        typer.secho(f"{len(bad)} of {len(ids)} shipped runs in {results} differ from their manifest; restore them "
+                    f"(e.g. `git checkout -- {results}`) or ship them again", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{len(ids)} shipped runs in {results}: every file matches its manifest")
 
 
 def register(app: typer.Typer) -> None:
@@ -283,3 +356,4 @@ def register(app: typer.Typer) -> None:
     app.command("bundle")(bundle_cmd)
     app.command("recreate")(recreate_cmd)
     app.command("verify")(verify_cmd)
+    app.command("check")(check_cmd)

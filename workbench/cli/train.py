@@ -7,13 +7,14 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP, SHIPPED_HELP, existing_root, grid_points_of
+from .options import ROOT_HELP, SHIPPED_HELP, existing_root, grid_points_of, parse_tiers, say_created
 
 
-def _store(root: Optional[Path]):
+def _store(root: Optional[Path], create: bool = True):
+    """The run store at `root`; `train` and `sweep` create it (and say so once they ran), a dry run does not."""
     from workbench.store import RunStore
 
-    return RunStore(root)
+    return RunStore(root, create=create)
 
 
 def _shipped_store(shipped: Optional[Path]):
@@ -29,6 +30,10 @@ def _fail(msg: str) -> None:
 
 
 def train_cmd(
+    run_id: Optional[str] = typer.Argument(None, metavar="[RUN_ID]",
+                                           help="a run of your store: train it from its own config.json "
+                                                "(`workbench train --resume RUN_ID` continues an unfinished one); "
+                                                "config options (--scheme, --set, ...) do not apply then"),
     scheme: Optional[str] = typer.Option(None, "--scheme", "-s",
                                          help="PE scheme (see `workbench schemes`; default rope, mla with "
                                               "--fidelity authors-mla)"),
@@ -65,9 +70,18 @@ def train_cmd(
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
     seeds = _seeds(seed)
-    store = None if dry_run else _store(root)  # a dry run reads and writes nothing
-    cfgs = [resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=s, sets=set_, tag=tag,
-                           store=store, fidelity=fidelity) for s in seeds]
+    if run_id is not None:
+        if scheme or seed or set_ or tag:
+            _fail(f"RUN_ID {run_id} trains the run's own config.json: leave out --scheme, --seed, --set and --tag")
+        from workbench.store import RunStore
+
+        # the run must exist: its store is not created
+        cfgs = [RunStore(existing_root(root), create=False).get(run_id).config]
+        store = None if dry_run else _store(root)
+    else:
+        store = None if dry_run else _store(root)  # a dry run reads and writes nothing
+        cfgs = [resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=s, sets=set_, tag=tag,
+                               store=store, fidelity=fidelity) for s in seeds]
     run_ids = [run_id_for(c) for c in cfgs]
     if dry_run:
         for cfg, run_id in zip(cfgs, run_ids):
@@ -95,6 +109,7 @@ def train_cmd(
         if final:
             typer.secho(f"{run.id} {run.status}: test acc {final.get('test_acc', float('nan')):.4f}, "
                         f"test loss {final.get('test_loss', float('nan')):.4f} ({run.path})", err=True)
+    say_created(store)
     for run in runs:
         typer.echo(run.id)
 
@@ -163,6 +178,10 @@ def runs_cmd(
     if not console.is_terminal:  # piped / captured: do not squeeze the ids into 80 columns
         console = Console(width=200)
     console.print(table)
+    shown = set(df["id"])
+    for rid, why in store.damaged().items():  # status `corrupt`: why, so no damaged run passes unexplained
+        if rid in shown:
+            typer.secho(f"damaged: {why}", fg=typer.colors.RED, err=True)
 
 
 def sweep_cmd(
@@ -214,12 +233,10 @@ def sweep_cmd(
             shard_t = (i, n)
         except (ValueError, AssertionError):
             _fail(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. 0/2")
-    tiers = None
-    if tier:
-        try:
-            tiers = [int(t) for t in tier.split(",")]
-        except ValueError:
-            _fail(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2")
+    try:
+        tiers = parse_tiers(tier)
+    except ValueError as e:
+        _fail(str(e))
     grid_points_of(grid, tiers)
     from workbench.train.loop import check_threads, pick_device
 
@@ -250,7 +267,8 @@ def sweep_cmd(
             from workbench.train.ray_engine import connect
 
             connect(None if ray_arg is True else ray_arg)
-        results = sweep(grid, _store(root), device=device, compile=compile, threads=threads, progress=not quiet,
+        store = _store(root, create=not dry_run)
+        results = sweep(grid, store, device=device, compile=compile, threads=threads, progress=not quiet,
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
                         shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps,
@@ -263,6 +281,7 @@ def sweep_cmd(
     except KeyboardInterrupt:
         typer.secho("sweep interrupted; run the same command again to continue", err=True)
         raise typer.Exit(130)
+    say_created(store)
     if any(r["outcome"] == "failed" for r in results):
         raise typer.Exit(1)
 

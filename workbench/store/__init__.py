@@ -8,10 +8,13 @@
     RunStore(root, readonly=True)          # shipped results: never writes (no index file, temp files or locks)
     StoreSet.open(root, shipped)           # own store + read-only shipped store, read as one (dashboard, report)
     runs, corrupt = finished_runs(store)   # finished runs that read + {run id: why} for those that do not
+    stores.damaged()                       # {run id: why} of every run that cannot be read or changed since shipped
+    RunStore(root, create=False)           # reading commands and the dashboard: a missing root is not made
     with store.lock(run_id): ...           # the per-run OS lock a trainer holds (RunLocked if taken)
 
 Everything is written atomically; nothing is ever unpickled. Broken files raise `StoreError`,
-whose message names the run and the file.
+whose message names the run and the file. A shipped run carries `manifest.json` (`manifest.py`): a read-only store
+refuses a run whose files changed since it was shipped ("damaged: FILE changed since it was shipped").
 """
 from .atomic import atomic_write, atomic_write_bytes, atomic_write_json, atomic_write_text
 from .errors import StoreError
@@ -19,9 +22,12 @@ from .lock import RunLock, RunLocked, lock_holder
 from .run import LISTED_STATUSES, STATUSES, Run
 from .runstore import (COLUMNS, FILTERS, RUN_ID_PATTERN, RunStore, canonical_json, check_run_id, code_version,
                        config_hash, default_root, run_id_for, with_later_defaults)
+from .manifest import check_store, write_manifest
+from .ship import is_dirty
 from .stores import StoreSet, finished_runs, shipped_root
 
 __all__ = ["RunStore", "Run", "StoreError", "StoreSet", "RunLock", "RunLocked", "lock_holder", "STATUSES",
            "LISTED_STATUSES", "COLUMNS", "FILTERS", "RUN_ID_PATTERN", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "canonical_json", "check_run_id", "code_version",
-           "config_hash", "default_root", "finished_runs", "run_id_for", "shipped_root", "with_later_defaults"]
+           "config_hash", "default_root", "finished_runs", "run_id_for", "shipped_root", "with_later_defaults",
+           "check_store", "write_manifest", "is_dirty"]

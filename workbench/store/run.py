@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .bundle import BUNDLE, bundle_names, read_bundle_table
 from .errors import StoreError
+from .manifest import CODE_DIFF, MANIFEST, verify_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -102,13 +103,50 @@ def machine_identity() -> dict[str, Any]:
             "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 
-def same_cpu(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool | None:
-    """Whether two `machine_identity` records name the same CPU model (and SIMD level, where both recorded it);
-    None when either lacks the CPU model."""
-    if not (a or {}).get("cpu") or not (b or {}).get("cpu"):
-        return None
-    caps = (a.get("cpu_capability"), b.get("cpu_capability"))
-    return a["cpu"] == b["cpu"] and (None in caps or caps[0] == caps[1])
+NUMERICS_KEYS = ("torch", "cpu_capability", "cpu_vendor", "blas", "mkl", "onednn", "openmp", "parallel_backend",
+                 "threads")
+
+
+def numerics_identity() -> dict[str, Any]:
+    """What decides a CPU run's floats, beyond its config and data: torch's version, the SIMD level it dispatches
+    to, the CPU vendor (MKL takes other code paths on AMD than on Intel), the BLAS / MKL / oneDNN / OpenMP it was
+    built with, its parallel backend and thread count. Two machines that agree on all of these re-train a run
+    bit-identically (docs/reproduction.md); where one differs, `workbench verify` judges the re-run statistically."""
+    import re
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}
+    show, parallel = torch.__config__.show(), torch.__config__.parallel_info()
+
+    def find(pattern: str, text: str) -> str | None:
+        m = re.search(pattern, text)
+        return m.group(1).strip() if m else None
+
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_vendor": machine_identity().get("cpu_vendor"), "blas": find(r"BLAS_INFO=([^,\s]+)", show),
+            "mkl": find(r"Math Kernel Library Version ([^\n]+?) for", show),
+            "onednn": find(r"MKL-DNN (v[^\n]+)", show), "openmp": find(r"OpenMP (\d+)", show),
+            "parallel_backend": find(r"ATen parallel backend: ([^\n]+)", parallel),
+            "threads": torch.get_num_threads()}
+
+
+def recorded_numerics(info: dict[str, Any]) -> dict[str, Any]:
+    """A run.json's `numerics`; for a run trained before that record existed, what its other fields say
+    (torch_version, threads, machine.cpu_capability / cpu_vendor), the rest unknown (None)."""
+    if isinstance(info.get("numerics"), dict):
+        return {k: info["numerics"].get(k) for k in NUMERICS_KEYS}
+    machine = info.get("machine") if isinstance(info.get("machine"), dict) else {}
+    return {k: None for k in NUMERICS_KEYS} | {"torch": info.get("torch_version"), "threads": info.get("threads"),
+                                               "cpu_capability": machine.get("cpu_capability"),
+                                               "cpu_vendor": machine.get("cpu_vendor")}
+
+
+def numerics_differences(recorded: dict[str, Any], here: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """{key: (recorded, here)} for every numerics key that differs or that the recorded run does not say."""
+    return {k: (recorded.get(k), here.get(k)) for k in NUMERICS_KEYS
+            if recorded.get(k) is None or recorded.get(k) != here.get(k)}
 
 
 def process_alive(info: dict[str, Any]) -> bool:
@@ -247,6 +285,21 @@ class Run:
         self.store._index_run(self)
         return info
 
+    def record_code(self) -> dict[str, str]:
+        """Writer-side, when training starts: {"code_version": ...} for run.json, and the uncommitted changes
+        it was trained with as `code.diff` when the tree is dirty (removed when it is not), so a dirty run can be
+        re-created; `ship` refuses a dirty run without it."""
+        from .runstore import code_diff, code_version
+
+        self.store.check_writable(self.id)
+        version, p = code_version(), self.path / CODE_DIFF
+        diff = code_diff() if version.endswith("-dirty") else None
+        if diff:
+            atomic_write_text(p, diff)
+        else:
+            p.unlink(missing_ok=True)
+        return {"code_version": version}
+
     # ---- metrics -------------------------------------------------------------------------------
     def metric_rows(self) -> list[dict[str, Any]]:
         p = self.path / METRICS
@@ -267,6 +320,7 @@ class Run:
             if not isinstance(row, dict):
                 raise StoreError(f"line {i} is not a JSON object ({self._rel(p)})", self.id, METRICS)
             rows.append(row)
+        self.verify_shipped()
         return rows
 
     def metrics(self) -> "pd.DataFrame":
@@ -275,10 +329,36 @@ class Run:
 
         return pd.DataFrame(self.metric_rows())
 
-    def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        """Rewrite metrics.jsonl atomically (it is small: one line per epoch)."""
+    def write_metrics(self, rows: list[dict[str, Any]]) -> str:
+        """Rewrite metrics.jsonl atomically (it is small: one line per epoch); its sha256, which the trainer
+        records in run.json (`metrics_sha256`) so an edit made afterwards is found (`metrics_edited`)."""
         self.store.check_writable(self.id)
-        atomic_write_text(self.path / METRICS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+        text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+        atomic_write_text(self.path / METRICS, text)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def trust_problems(self) -> list[str]:
+        """Why this run's files may not be what its training wrote ([] when they check out): the weights' sha256
+        against the one recorded in run.json (and state.json), metrics.jsonl's against run.json's
+        `metrics_sha256`. `workbench verify` re-trains an own copy that does not check out."""
+        info, problems = self.info, []
+        want = (info.get("weights") or {}).get("sha256")
+        state = self.state() if (self.path / STATE).exists() else None
+        want_state = ((state or {}).get("files") or {}).get(MODEL) if isinstance(state, dict) else None
+        if not (self.path / MODEL).is_file():
+            problems.append(f"no {MODEL}")
+        elif not want:
+            problems.append(f"no weights sha256 recorded in {INFO}")
+        else:
+            have = sha256_file(self.path / MODEL)
+            if have != want or (want_state and have != want_state):
+                problems.append(f"{MODEL}'s sha256 differs from the one recorded in {INFO}")
+        want_m = info.get("metrics_sha256")
+        if not want_m:
+            problems.append(f"no metrics sha256 recorded in {INFO} (trained before PE-Lab recorded it)")
+        elif not (self.path / METRICS).is_file() or sha256_file(self.path / METRICS) != want_m:
+            problems.append(f"{METRICS} changed after training (its sha256 differs from the one in {INFO})")
+        return problems
 
     # ---- checkpoint ----------------------------------------------------------------------------
     def _committed_file(self, name: str, state: dict | None) -> Path:
@@ -454,9 +534,11 @@ class Run:
         if not p.exists():
             return []
         try:
-            return bundle_names(p)
+            names = bundle_names(p)
         except Exception as e:
             raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, BUNDLE) from None
+        self.verify_shipped()
+        return names
 
     def tables(self) -> list[str]:
         d = self.path / TABLES
@@ -466,12 +548,24 @@ class Run:
     def has_table(self, name: str) -> bool:
         return self._table_path(name).exists() or name in self._bundled()
 
+    def verify_shipped(self) -> None:
+        """StoreError "damaged: FILE changed since it was shipped" when a run of a read-only (shipped) store has
+        a manifest (`manifest.py`, written by `ship`) that its files no longer match. A run without one, or in a
+        writable store (a user's copy, which its writers may change), is not checked."""
+        if self.store.readonly and (self.path / MANIFEST).exists():
+            verify_manifest(self.path, self.id)
+
     def check(self) -> None:
-        """Read everything a report reads (config, run.json, metrics, every table file's parquet footer);
-        StoreError naming the file on the first that is corrupted. Cheap: tables are not decoded."""
+        """Read everything a report reads (config, run.json, metrics, every table file's parquet footer, the
+        shipped manifest); StoreError naming the file on the first that is corrupted. Cheap: tables are not
+        decoded (a shipped run's manifest covers their bytes)."""
+        self.summary()
+        self.check_files()
+
+    def check_files(self) -> None:
+        """`check` without config.json and run.json (the index reads those first)."""
         import pyarrow.parquet as pq
 
-        self.summary()
         self.metric_rows()
         self._bundled()  # reads the bundle's footer
         for p in sorted((self.path / TABLES).glob("*.parquet")):
@@ -503,6 +597,7 @@ class Run:
             if final.get(key) is not None and (not isinstance(final[key], _NUM) or isinstance(final[key], bool)):
                 raise StoreError(f"field 'final.{key}' must be a number, not {type(final[key]).__name__} "
                                  f"({self._rel(INFO)})", self.id, INFO)
+        self.verify_shipped()
         return {
             "id": self.id, "scheme": model.get("scheme"), "task": task.get("task"), "arch": model.get("arch"),
             "preset": cfg.get("preset"), "seed": train.get("seed"), "tag": cfg.get("tag"), "status": st,
@@ -528,7 +623,8 @@ def folder_stamp(path: Path) -> str:
 
 
 def contents_stamp(path: Path) -> str:
-    """`folder_stamp` plus the metrics and every table (bundled or one file each): changes whenever anything a
-    computation over the run reads is rewritten."""
+    """`folder_stamp` plus the metrics, every table (bundled or one file each) and the shipped manifest: changes
+    whenever anything a computation over the run reads is rewritten (the index re-reads a run when it does)."""
     tables = sorted((path / TABLES).glob("*.parquet")) if (path / TABLES).is_dir() else []
-    return "|".join([folder_stamp(path), _stat(path / METRICS), _stat(path / BUNDLE), *map(_stat, tables)])
+    return "|".join([folder_stamp(path), _stat(path / METRICS), _stat(path / BUNDLE), _stat(path / MANIFEST),
+                     *map(_stat, tables)])

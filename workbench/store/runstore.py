@@ -31,10 +31,10 @@ from typing import Any, Iterable
 from .atomic import atomic_write_json
 from .errors import StoreError
 from .lock import RunLock, lock_holder
-from .run import CONFIG, INFO, Run, contents_stamp, folder_stamp, now_iso
+from .run import CONFIG, INFO, Run, contents_stamp, now_iso
 
 INDEX = "index.sqlite"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: a row's stamp covers metrics, tables and the manifest; finished rows are checked
 COLUMNS = ["id", "scheme", "task", "arch", "preset", "seed", "tag", "status", "epoch", "epochs", "test_acc",
            "test_loss", "train_acc", "wall_time_s", "created", "updated", "path", "config", "error"]
 FILTERS = ("scheme", "task", "arch", "preset", "seed", "status", "tag")
@@ -122,12 +122,31 @@ def git_version(src: Path) -> str | None:
         git = ["git", "--no-optional-locks", "-C", str(src)]
         desc = subprocess.run(git + ["describe", "--always", "--tags"], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--", "."]
-                               + [f":(exclude){p}" for p in NOT_CODE], capture_output=True,
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--", "."] + _excludes(),
+                               capture_output=True,
                                text=True, timeout=10, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return (f"{desc}-dirty" if dirty else desc) or None
+
+
+def _excludes() -> list[str]:
+    return [f":(exclude){p}" for p in NOT_CODE]
+
+
+@lru_cache(maxsize=1)
+def code_diff() -> str | None:
+    """`git diff HEAD` of the tracked files outside NOT_CODE (what makes `code_version` `-dirty`), None outside
+    git or when there is none; read once per process, like `code_version`."""
+    import workbench
+
+    src = Path(workbench.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "--no-optional-locks", "-C", str(src), "diff", "HEAD", "--", "."] + _excludes(),
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out or None
 
 
 @lru_cache(maxsize=1)
@@ -139,18 +158,29 @@ def code_version() -> str:
     return git_version(Path(workbench.__file__).resolve().parent.parent) or f"pe-lab {workbench.__version__}"
 
 
+def damaged_of(df) -> dict[str, str]:
+    """{id: error} of an index frame's `corrupt` rows."""
+    rows = df[df["status"] == "corrupt"]
+    return {rid: err or f"run {rid!r}: unreadable" for rid, err in zip(rows["id"], rows["error"])}
+
+
 class RunStore:
     """All runs under `root` (default: $PELAB_RUNS or ./runs). Datasets are cached in `data_dir`
     (default: $PELAB_DATA or `<root>/../data_cache`)."""
 
     def __init__(self, root: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None,
-                 readonly: bool = False):
+                 readonly: bool = False, create: bool = True):
+        """create=False (reading commands, the dashboard): a missing root is not made; the store lists no runs
+        until something is trained into it (`create` of a run makes the folder). `created` says whether this
+        call made the root."""
         self.root = Path(root) if root is not None else default_root()
         self.readonly = readonly
+        self.created = False
         if readonly:
             if not self.root.is_dir():
                 raise StoreError(f"read-only store {self.root} is not a folder")
-        else:
+        elif create or self.root.exists():
+            self.created = not self.root.exists()
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -193,6 +223,7 @@ class RunStore:
         run = Run(self, run_id)
         run.config  # noqa: B018 - raises StoreError naming config.json when missing or corrupted
         run.info  # noqa: B018 - the same for run.json
+        run.verify_shipped()  # a shipped run whose files changed since it was shipped is never read
         return run
 
     def run_ids(self) -> list[str]:
@@ -208,6 +239,12 @@ class RunStore:
         for rid in self.run_ids():
             h.update(f"{rid}|{contents_stamp(self.root / rid)}\n".encode())
         return h.hexdigest()
+
+    def damaged(self, **filters: Any) -> dict[str, str]:
+        """{run id: why} for every run that cannot be read: files that do not parse, a finished run's metrics or
+        tables that do not read, a shipped run changed since it was shipped ("damaged: FILE changed since it was
+        shipped"). What every surface lists beside what it computes from the other runs."""
+        return damaged_of(self.query(status="corrupt", **filters))
 
     def runs(self, **filters: Any) -> list[Run]:
         """Run handles matching the filters (see `query`)."""
@@ -313,7 +350,7 @@ class RunStore:
     @contextmanager
     def _index(self):
         """The index connection: the file, or (read-only store, unusable file) an in-memory copy."""
-        if self._memory is None and not self.readonly:
+        if self._memory is None and not self.readonly and self.root.is_dir():  # no root yet: nothing to persist
             try:
                 conn = self._open_index()
             except (sqlite3.Error, OSError) as e:
@@ -338,9 +375,11 @@ class RunStore:
 
     @staticmethod
     def _row(run: Run) -> dict[str, Any]:
-        stamp = folder_stamp(run.path)
+        stamp = contents_stamp(run.path)
         try:
             row = run.summary()
+            if row["status"] == "finished":  # a finished run whose metrics or tables do not read is `corrupt`
+                run.check_files()
         except StoreError as e:
             status, err = "corrupt", str(e)
             if not (run.path / CONFIG).exists() and not (run.path / INFO).exists():
@@ -383,7 +422,7 @@ class RunStore:
                      conn.execute("SELECT id, stamp, status FROM runs")}
             ids = self.run_ids()
             stale = [rid for rid in ids if rid not in known or known[rid][1] == "running"
-                     or known[rid][0] != folder_stamp(self.root / rid)]
+                     or known[rid][0] != contents_stamp(self.root / rid)]
             gone = set(known) - set(ids)
             if stale:
                 self._upsert(conn, [self._row(Run(self, rid)) for rid in stale])

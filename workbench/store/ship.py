@@ -1,11 +1,16 @@
 """Shipping runs without their weights: a read-only results store (e.g. `results/repro/`) that anyone can open.
 
-    ship_run(run, "results/repro")      # config.json, run.json, metrics.jsonl, tables.parquet; no weights
+    ship_run(run, "results/repro")      # config.json, run.json, metrics.jsonl, tables.parquet, manifest.json
     bundle_shipped("results/repro")     # one-off: a shipped store's tables/*.parquet -> tables.parquet per run
 
 A shipped run's tables are one compact file, `tables.parquet` (`bundle.py`: float32 values, byte-stream-split,
 zstd 19), read by `run.load_table` / `run.tables()` like any table; the repository's shipped grid stays under its
-30 MB budget with it (docs/store.md).
+30 MB budget with it (docs/store.md). `manifest.json` holds the sha256 of every shipped file (`manifest.py`): a
+run whose bytes changed since is read as damaged, never silently.
+
+A run trained from a tree with uncommitted changes (`code_version` ending in `-dirty`) is shipped only with the
+diff it was trained with (`code.diff`, recorded at train time) or with `allow_dirty` = the reason, recorded in its
+run.json as `dirty_allowed`.
 
 Training is deterministic, so a shipped run is re-created from its config.json (`workbench recreate RUN_ID`)
 and checked against the shipped metrics (`workbench verify RUN_ID`). A shipped folder replaces an older copy of
@@ -21,7 +26,13 @@ from pathlib import Path
 from .atomic import atomic_write_bytes, atomic_write_json
 from .bundle import BUNDLE, bundle_bytes, read_bundle_table
 from .errors import StoreError
+from .manifest import CODE_DIFF, write_manifest
 from .run import CONFIG, INFO, METRICS, TABLES, Run, now_iso
+
+
+def is_dirty(info: dict) -> bool:
+    """Whether a run.json's `code_version` says the run was trained from a tree with uncommitted code changes."""
+    return str((info or {}).get("code_version") or "").endswith("-dirty")
 
 
 def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLike) -> None:
@@ -34,24 +45,34 @@ def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLi
                          "would be deleted); pass --to a separate results folder, e.g. results/repro")
 
 
-def ship_run(run: Run, dest_root: str | os.PathLike) -> Path:
+def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = None) -> Path:
     """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`, its
-    tables as one bundle."""
+    tables as one bundle, and a manifest of what was shipped. A run trained from a dirty tree needs its
+    `code.diff`, or `allow_dirty` (the reason, recorded)."""
     if run.status != "finished":
         raise StoreError(f"is {run.status!r}; only finished runs are shipped", run.id)
     check_destination(run.store.root, dest_root)
+    info = run.info
+    has_diff = (run.path / CODE_DIFF).is_file()
+    if is_dirty(info) and not has_diff and not allow_dirty:
+        raise StoreError(f"was trained from a tree with uncommitted changes (code_version "
+                         f"{info.get('code_version')}) and records no {CODE_DIFF}, so nobody could re-create it; "
+                         "re-train it from a clean tree, or pass --allow-dirty REASON to ship it anyway "
+                         "(the reason is recorded)", run.id)
     dest_root = Path(dest_root)
     dest_root.mkdir(parents=True, exist_ok=True)
     final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", dest_root / f".{run.id}.old"
     for leftover in (tmp, old):
         shutil.rmtree(leftover, ignore_errors=True)
     tmp.mkdir()
-    for name in (CONFIG, METRICS):
+    for name in (CONFIG, METRICS) + ((CODE_DIFF,) if has_diff else ()):
         shutil.copy2(run.path / name, tmp / name)
-    atomic_write_json(tmp / INFO, dict(run.info, shipped=now_iso(), weights_shipped=False))
+    extra = {"dirty_allowed": allow_dirty} if is_dirty(info) and not has_diff else {}
+    atomic_write_json(tmp / INFO, dict(info, shipped=now_iso(), weights_shipped=False, **extra))
     names = run.tables()
     if names:
         atomic_write_bytes(tmp / BUNDLE, bundle_bytes({name: run.load_table(name) for name in names}))
+    write_manifest(tmp)
     if final.exists():
         os.replace(final, old)
     os.replace(tmp, final)

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import StoreError
 from .run import Run
-from .runstore import RunStore, check_run_id
+from .runstore import RunStore, check_run_id, damaged_of
 
 
 def shipped_root(shipped: str | os.PathLike | None = None) -> Path | None:
@@ -41,9 +41,11 @@ class StoreSet:
         self.sources: list[tuple[str, RunStore]] = [("own", own)] + ([("shipped", shipped)] if shipped else [])
 
     @classmethod
-    def open(cls, root: str | os.PathLike | None = None, shipped: str | os.PathLike | None = None) -> "StoreSet":
-        """Own store at `root` (default $PELAB_RUNS or ./runs) + the shipped store of `shipped_root(shipped)`."""
-        own = RunStore(root)
+    def open(cls, root: str | os.PathLike | None = None, shipped: str | os.PathLike | None = None,
+             create: bool = False) -> "StoreSet":
+        """Own store at `root` (default $PELAB_RUNS or ./runs; not made when missing unless `create`) + the shipped
+        store of `shipped_root(shipped)`."""
+        own = RunStore(root, create=create)
         sroot = shipped_root(shipped)
         if sroot is not None and sroot.resolve() == own.root.resolve():
             sroot = None
@@ -67,6 +69,11 @@ class StoreSet:
         frames = [f for f in frames if len(f)] or frames[:1]  # an empty frame would turn every column to object
         df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         return df.drop_duplicates("id", keep="first").reset_index(drop=True)
+
+    def damaged(self, **filters: Any) -> dict[str, str]:
+        """{run id: why} for every run of either store that cannot be read or changed since it was shipped
+        (`RunStore.damaged`): the one list the Runs page, the pickers, Findings and the report name."""
+        return damaged_of(self.query(status="corrupt", **filters))
 
     def store_of(self, run_id: str) -> tuple[str, RunStore]:
         """(source, store) holding `run_id`; StoreError "unknown run" otherwise."""
@@ -93,11 +100,9 @@ def finished_runs(store: "RunStore | StoreSet", **filters: Any) -> tuple[list[Ru
     `corrupt` and finished ones with a corrupted metrics.jsonl or table (`Run.check`). Reports compute from the
     first and list the second, so one damaged run never aborts them nor vanishes silently."""
     df = store.query(status=["finished", "corrupt"], **filters)
-    runs, corrupt = [], {}
-    for rid, status, error in zip(df["id"], df["status"], df["error"]):
+    runs, corrupt = [], damaged_of(df)
+    for rid in df.loc[df["status"] == "finished", "id"]:
         try:
-            if status == "corrupt":
-                raise StoreError(error or "unreadable", rid)
             run = store.get(rid)
             run.check()
         except StoreError as e:

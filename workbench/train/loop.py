@@ -33,8 +33,8 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import machine_identity, now_iso, process_identity
+from workbench.store import Run, RunStore, StoreError
+from workbench.store.run import machine_identity, now_iso, numerics_identity, process_identity
 
 
 class StopTraining(Exception):
@@ -309,14 +309,14 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
         raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {row['epoch']}; "
                                  "lower train.lr or set train.grad_clip")
     rows.append(row)
-    run.write_metrics(rows)
+    metrics_sha256 = run.write_metrics(rows)
     if optim_t is not None:
         run.save_checkpoint(model.state_dict(), optim_t, state)
     final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")
              if k in row}
     gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
     run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final, peak_rss_mb=round(peak_rss_mb(), 1),
-                    cpu_time_s=cpu_time_s, **gpu)
+                    cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256, **gpu)
 
 
 def report_epoch(run: Run, row: dict[str, Any], epochs: int, progress: bool,
@@ -461,10 +461,10 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
-                    compiled=compile, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
+                    compiled=compile, dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                    checkpoint_every=checkpoint_every, stopped_at_deadline=None,
+                    numerics=numerics_identity(), checkpoint_every=checkpoint_every, stopped_at_deadline=None,
                     **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0

@@ -44,8 +44,8 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-from workbench.store import Run, RunStore, StoreError, code_version
-from workbench.store.run import machine_identity, now_iso, process_identity
+from workbench.store import Run, RunStore, StoreError
+from workbench.store.run import machine_identity, now_iso, numerics_identity, process_identity
 
 from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
                    epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, set_threads,
@@ -297,10 +297,11 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     total_steps = steps_per_epoch * epochs
     for r, ck in zip(runs, ckpts):
         r.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
-                      compiled=False, dataset_hash=ds.hash, code_version=code_version(), epochs=epochs,
+                      compiled=False, dataset_hash=ds.hash, **r.record_code(), epochs=epochs,
                       torch_version=torch.__version__, resumed_from_epoch=start_epoch if ck else None,
                       omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                      checkpoint_every=checkpoint_every, packed=K, packed_with=[q.id for q in runs if q is not r],
+                      numerics=numerics_identity(), checkpoint_every=checkpoint_every, packed=K,
+                      packed_with=[q.id for q in runs if q is not r],
                       **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = [r.info.get("cpu_time_s", 0.0) if ck else 0.0 for r, ck in zip(runs, ckpts)]

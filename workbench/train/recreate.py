@@ -29,13 +29,14 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
 
 def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | None = None, progress: bool = False,
              on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, tables: bool = True,
-             tol: float = 1e-4) -> Run:
+             tol: float = 1e-4, retrain: bool = False) -> Run:
     """Train `run_id` of the `shipped` store from its config into `own` (resuming an interrupted re-creation;
     a finished copy is returned as is). threads: default the shipped run's recorded count (bit-identical metrics
     need the same one). tables: then copy the shipped analysis tables the copy lacks, if every metric of every
     epoch agrees within `tol`. StoreError for an id that is not a shipped run or whose config hashes to another
     id, when `own` is the shipped store, or when `own` holds a copy of the shipped folder instead of a re-training
-    (nothing would be re-trained: its metrics are the shipped ones)."""
+    (nothing would be re-trained: its metrics are the shipped ones). retrain: delete the own copy and train it
+    again (`workbench verify`, when the copy's files do not check out: `Run.trust_problems`)."""
     src = shipped.get(run_id)  # StoreError for a malformed id or one that is not a run folder of `shipped`
     if own.root.resolve() == shipped.root.resolve():
         raise StoreError(f"your store is the shipped store {shipped.root}: re-create into another one (--root)",
@@ -49,8 +50,8 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)
     device = src.info.get("device") or "cpu"  # re-train where it was trained: a CPU run re-run on CUDA cannot match
-    run = train(src.config, own, resume=True, threads=threads or src.info.get("threads"), progress=progress,
-                on_epoch=on_epoch, device=device)
+    run = train(src.config, own, resume=not retrain, force=retrain, threads=threads or src.info.get("threads"),
+                progress=progress, on_epoch=on_epoch, device=device)
     if tables and run.status == "finished":
         diff = metric_differences(src.metric_rows(), run.metric_rows())
         if diff and max(diff.values()) <= tol:

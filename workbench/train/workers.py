@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from workbench.store import RunStore, code_version
+from workbench.store.runstore import code_diff
 
 from .sweep import attempt
 
@@ -52,7 +53,7 @@ def _worker(wid: int, root: str, data_dir: str, inbox, events, opts: dict[str, A
     """Worker process: train the jobs from `inbox` until None; report every step to `events`; exit when the
     sweep process `parent` dies."""
     _exit_with_parent(parent)
-    code_version()  # cached for the process: its runs record the code it imported now, not a later edit's tree
+    code_version(), code_diff()  # cached for the process: its runs record the code it imported now, not a later edit
     store = RunStore(root, data_dir=data_dir)
     events.put(("ready", wid))
     while True:

@@ -1,0 +1,447 @@
+"""Issue 43: shipped results that prove themselves. Every shipped byte is hashed (manifest.json) and a changed one
+is named as damage on every surface; `verify` works across machines and never trusts what it did not check; bad
+inputs are refused with exit 2 and create nothing; a dirty run ships only with its diff. Every test here failed
+before its fix."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from workbench.store import RunStore, StoreError, StoreSet, finished_runs
+from workbench.store.manifest import check_store, write_manifest
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "results" / "repro"
+ROPE_T1 = [r for r in ("t1-rope-repro-s42-e451f6", "t1-rope-repro-s43-096a4b", "t1-rope-repro-s44-7eff0c",
+                       "t1-nope-repro-s42-9a509a") if (SHIPPED / r).is_dir()]
+TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=2", "task.n_examples=400",
+        "train.batch_size=32", "train.epochs=2", "train.batching=length"]
+
+
+def _app():
+    from workbench.cli import app
+
+    return app
+
+
+def _copy(tmp_path: Path, ids) -> Path:
+    if len(ids) < 4:
+        pytest.skip("no shipped results in this checkout")
+    dst = tmp_path / "shipped"
+    for rid in ids:
+        shutil.copytree(SHIPPED / rid, dst / rid)
+    return dst
+
+
+def _flip_mid_table(folder: Path) -> None:
+    """One byte flipped in the middle of tables.parquet: its footer still reads (the table decodes to other
+    numbers)."""
+    p = folder / "tables.parquet"
+    data = bytearray(p.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    p.write_bytes(bytes(data))
+
+
+def _damage_three(root: Path) -> dict[str, str]:
+    """A flipped byte mid tables.parquet, a truncated bundle, a garbage metrics.jsonl; {run id: file}."""
+    a, b, c = ROPE_T1[:3]
+    _flip_mid_table(root / a)
+    (root / b / "tables.parquet").write_bytes((root / b / "tables.parquet").read_bytes()[:100])
+    (root / c / "metrics.jsonl").write_bytes(b"\x00garbage{{{\n")
+    return {a: "tables.parquet", b: "tables.parquet", c: "metrics.jsonl"}
+
+
+# ---- the manifest ----------------------------------------------------------------------------------------------
+def test_the_checked_in_shipped_results_match_their_manifests():
+    """What `make test` checks first: every shipped run of the checkout has a manifest its bytes match."""
+    if not SHIPPED.is_dir():
+        pytest.skip("no shipped results in this checkout")
+    bad, ids = check_store(SHIPPED)
+    assert bad == {} and len(ids) >= 200
+    assert all((SHIPPED / rid / "manifest.json").is_file() for rid in ids)
+
+
+def test_a_flipped_byte_mid_tables_is_named_damage_and_never_read(tmp_path):
+    """The bundle's footer still reads (before: `compare` exit 0 with a moved mean_logit); now the run is
+    "damaged: tables.parquet changed since it was shipped" for get, the index, finished_runs and `check`."""
+    from workbench.store.bundle import bundle_names
+
+    root = _copy(tmp_path, ROPE_T1)
+    rid = ROPE_T1[0]
+    _flip_mid_table(root / rid)
+    assert bundle_names(root / rid / "tables.parquet")  # the footer reads: only the manifest can tell
+    store = RunStore(root, readonly=True)
+    with pytest.raises(StoreError, match="damaged: tables.parquet changed since it was shipped"):
+        store.get(rid)
+    assert store.query().set_index("id").loc[rid, "status"] == "corrupt"
+    assert list(store.damaged()) == [rid] and "tables.parquet changed since it was shipped" in store.damaged()[rid]
+    runs, corrupt = finished_runs(store)
+    assert rid not in {r.id for r in runs} and list(corrupt) == [rid]
+    res = CliRunner().invoke(_app(), ["check", str(root)])
+    assert res.exit_code == 1 and f"{rid}: tables.parquet changed since it was shipped" in res.output
+    assert "1 of 4 shipped runs" in res.output
+
+
+def test_check_passes_a_whole_store_and_refuses_a_missing_one(tmp_path):
+    root = _copy(tmp_path, ROPE_T1)
+    res = CliRunner().invoke(_app(), ["check", str(root)])
+    assert res.exit_code == 0 and "4 shipped runs" in res.output
+    (root / ROPE_T1[1] / "manifest.json").unlink()
+    res = CliRunner().invoke(_app(), ["check", str(root)])
+    assert res.exit_code == 1 and f"{ROPE_T1[1]}: no manifest.json" in res.output
+    res = CliRunner().invoke(_app(), ["check", str(tmp_path / "typo")])
+    assert res.exit_code == 2 and "not a folder" in res.output and not (tmp_path / "typo").exists()
+
+
+def test_ship_writes_a_manifest_of_every_shipped_file(tmp_path):
+    """ship_run hashes config, run.json (whole file, `shipped` included), metrics, tables and code.diff; editing
+    any of them afterwards is damage."""
+    from workbench.store.ship import ship_run
+
+    src = _copy(tmp_path, ROPE_T1)
+    rid = ROPE_T1[3]
+    own = tmp_path / "own"
+    shutil.copytree(src / rid, own / rid)
+    (own / rid / "manifest.json").unlink()
+    (own / rid / "code.diff").write_text("diff --git a/x b/x\n")
+    ship_run(RunStore(own).get(rid), tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / rid / "manifest.json").read_text())
+    assert sorted(manifest["files"]) == ["code.diff", "config.json", "metrics.jsonl", "run.json", "tables.parquet"]
+    assert check_store(tmp_path / "out")[0] == {}
+    info = json.loads((tmp_path / "out" / rid / "run.json").read_text())
+    (tmp_path / "out" / rid / "run.json").write_text(json.dumps(dict(info, shipped="2000-01-01")))
+    with pytest.raises(StoreError, match="damaged: run.json changed since it was shipped"):
+        RunStore(tmp_path / "out", readonly=True).get(rid)
+
+
+# ---- damage named on every surface -----------------------------------------------------------------------------
+def _post(app, client, output_key: str, values: dict, state: dict | None = None):
+    """POST one callback as the browser would; the JSON response (asserting no HTTP 500)."""
+    spec = app.callback_map[output_key]
+    outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in output_key.strip(".").split("...")]
+    outs = outs if output_key.startswith("..") else outs[0]  # a single output is sent as one object
+    ins = [{"id": i["id"], "property": i["property"], "value": values.get(i["id"])} for i in spec["inputs"]]
+    st = [{"id": s["id"], "property": s["property"], "value": (state or {}).get(s["id"])} for s in spec["state"]]
+    r = client.post("/_dash-update-component", json={"output": output_key, "outputs": outs, "inputs": ins,
+                                                      "state": st, "changedPropIds": [f"{ins[0]['id']}.value"]})
+    assert r.status_code in (200, 204), r.get_data(as_text=True)[:500]
+    return json.dumps(r.get_json(), ensure_ascii=False) if r.status_code == 200 else ""
+
+
+def _dropdowns(component):
+    """Every dcc.Dropdown in a layout."""
+    from dash import dcc
+
+    if isinstance(component, dcc.Dropdown):
+        yield component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children]:
+        if child is not None and not isinstance(child, (str, int, float)):
+            yield from _dropdowns(child)
+
+
+def test_the_runs_page_and_every_picker_name_damaged_runs(tmp_path):
+    """On a shipped copy with a flipped byte mid tables.parquet, a truncated bundle and a garbage metrics.jsonl:
+    the Runs page's index and compare callbacks answer (before: HTTP 500 from `_describe` on the truncated bundle)
+    and name each damaged run with its file; every page's layout builds and its run pickers list the damaged runs
+    disabled, with the reason; nothing shows a server path."""
+    import plotly
+
+    from apps import common as C
+    from apps import create_app, page_modules
+
+    root = _copy(tmp_path, ROPE_T1)
+    files = _damage_three(root)
+    (tmp_path / "own").mkdir()
+    app = create_app(tmp_path / "own", shipped=root, cache_dir=tmp_path / "cache")
+    client = app.server.test_client()
+    index_key = next(k for k in app.callback_map if "runs-index.children" in k)
+    text = _post(app, client, index_key, {"runs-f-setting": None, "runs-show": "schemes"})
+    for rid, name in files.items():
+        assert f"damaged — {rid}" in text and name in text
+    compare_key = next(k for k in app.callback_map if k.startswith("runs-compare.children"))
+    good = ROPE_T1[3]
+    for a in files:
+        text = _post(app, client, compare_key, {"runs-cmp-a": a, "runs-cmp-b": good, "runs-metric": "accuracy"})
+        assert "damaged" in text and a in text
+    text = _post(app, client, compare_key, {"runs-cmp-a": good, "runs-cmp-b": None, "runs-metric": "accuracy"})
+    assert "damaged" not in text
+    with app.server.test_request_context():
+        store = C.stores()
+        assert sorted(store.damaged()) == sorted(files)
+        options = C.run_options(C.index(store))
+        off = {o["value"]: o["label"] for o in options if o.get("disabled")}
+        assert sorted(off) == sorted(files) and all(files[r] in off[r] and "damaged" in off[r] for r in off)
+        assert [o["value"] for o in options if not o.get("disabled")] == [good]
+        pickers = 0
+        for m in page_modules():
+            layout = m.layout()
+            assert str(tmp_path) not in json.dumps(layout, cls=plotly.utils.PlotlyJSONEncoder)
+            for dd in _dropdowns(layout):
+                opts = [o for o in (getattr(dd, "options", None) or []) if isinstance(o, dict) and o.get("value") in ROPE_T1]
+                if opts:  # a run picker
+                    pickers += 1
+                    off = {o["value"] for o in opts if o.get("disabled") and "damaged" in o["label"]}
+                    assert off == set(files), (m.NAME, dd.id)
+        assert pickers >= 4
+
+
+def test_runs_cli_names_the_damage(tmp_path):
+    """`workbench runs --shipped` listed the truncated-bundle and garbage-metrics runs as finished."""
+    root = _copy(tmp_path, ROPE_T1)
+    files = _damage_three(root)
+    (tmp_path / "own").mkdir()
+    res = CliRunner().invoke(_app(), ["runs", "--root", str(tmp_path / "own"), "--shipped", str(root)])
+    assert res.exit_code == 0, res.output
+    for rid, name in files.items():
+        line = next(ln for ln in res.output.splitlines() if ln.startswith("damaged:") and rid in ln)
+        assert name in line
+    assert res.output.count("finished") == 1  # the one good run
+
+
+# ---- verify across machines, never trusting the unchecked ------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One tiny finished run, trained here and shipped (no analyses): (base, run id, env)."""
+    from workbench.store.ship import ship_run
+    from workbench.train import resolve_config, train
+
+    base = tmp_path_factory.mktemp("verify")
+    own = RunStore(base / "runs", data_dir=base / "data")
+    run = train(resolve_config("smoke", "rope", "trigger-distance", sets=TINY, store=own), own, progress=False,
+                threads=1)
+    ship_run(run, base / "results", allow_dirty="a test fixture")
+    return base, run.id, {"PELAB_DATA": str(base / "data")}
+
+
+def test_training_records_its_numerics_and_metrics_digest(tiny):
+    import hashlib
+
+    import torch
+
+    base, rid, _ = tiny
+    info = json.loads((base / "runs" / rid / "run.json").read_text())
+    n = info["numerics"]
+    assert n["torch"] == torch.__version__ and n["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert n["threads"] == 1 and n["blas"] and n["parallel_backend"]
+    assert info["metrics_sha256"] == hashlib.sha256((base / "runs" / rid / "metrics.jsonl").read_bytes()).hexdigest()
+
+
+def _fake_shipped(tiny, tmp_path, capability: str, test_acc: float | None) -> Path:
+    """A copy of the shipped run recording another CPU capability (and, optionally, another final test accuracy),
+    with a manifest that matches (a consistent shipped folder from another machine)."""
+    base, rid, _ = tiny
+    fake = tmp_path / "fake"
+    shutil.copytree(base / "results" / rid, fake / rid, dirs_exist_ok=True)
+    info = json.loads((fake / rid / "run.json").read_text())
+    info["numerics"]["cpu_capability"] = capability
+    rows = [json.loads(line) for line in (fake / rid / "metrics.jsonl").read_text().splitlines()]
+    if test_acc is not None:
+        rows[-1]["test_acc"] = info["final"]["test_acc"] = test_acc
+    (fake / rid / "run.json").write_text(json.dumps(info))
+    (fake / rid / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / rid)
+    return fake
+
+
+def test_verify_judges_a_rerun_by_the_stated_rule_when_the_numerics_differ(tiny, tmp_path):
+    """A run shipped from a machine with another SIMD level: verify names what differs and judges the re-run by
+    one rule (before: "NOT verified" with no explanation)."""
+    from workbench.analysis.reproduce import RULE
+
+    base, rid, env = tiny
+    acc = json.loads((base / "results" / rid / "run.json").read_text())["final"]["test_acc"]
+    fake = _fake_shipped(tiny, tmp_path, "NOT-THIS-ISA", round(acc + 0.01, 6))
+    args = ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q"]
+    res = CliRunner().invoke(_app(), args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "numerics differ: cpu_capability: shipped 'NOT-THIS-ISA'" in res.output
+    assert RULE in res.output and f"{rid}: reproduced statistically" in res.output and "within [" in res.output
+
+    fake = _fake_shipped(tiny, tmp_path, "NOT-THIS-ISA", 1.0)  # far outside the interval
+    res = CliRunner().invoke(_app(), args, env=env)
+    assert res.exit_code == 1 and f"{rid}: NOT verified" in res.output and "outside [" in res.output
+    assert "re-training it" not in res.output  # the own copy checked out: re-used
+
+
+def test_verify_retrains_a_copy_whose_weights_do_not_match_their_hash(tiny, tmp_path):
+    """A copy of the shipped folder with `shipped` removed and a 2-byte model.safetensors was "verified" without
+    any training; now the recorded weights hash is checked and the copy re-trained."""
+    base, rid, env = tiny
+    mine = tmp_path / "mine"
+    shutil.copytree(base / "results" / rid, mine / rid)
+    info = json.loads((mine / rid / "run.json").read_text())
+    info.pop("shipped")
+    (mine / rid / "run.json").write_text(json.dumps(info))
+    (mine / rid / "model.safetensors").write_bytes(b"{}")
+    res = CliRunner().invoke(_app(), ["verify", rid, "--shipped", str(base / "results"), "--root", str(mine), "-q"],
+                             env=env)
+    assert "model.safetensors's sha256 differs" in res.output and "re-training it" in res.output
+    assert res.exit_code == 0 and "bit-identical" in res.output and "a re-training just now" in res.output
+    assert (mine / rid / "model.safetensors").stat().st_size > 2
+    assert RunStore(mine).get(rid).trust_problems() == []
+
+
+def test_verify_retrains_an_own_copy_whose_metrics_were_edited(tiny, tmp_path):
+    base, rid, env = tiny
+    mine = tmp_path / "mine"
+    args = ["verify", rid, "--shipped", str(base / "results"), "--root", str(mine), "-q"]
+    assert CliRunner().invoke(_app(), args, env=env).exit_code == 0
+    metrics = mine / rid / "metrics.jsonl"
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    rows[0]["train_loss"] += 0.5
+    metrics.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    res = CliRunner().invoke(_app(), args, env=env)
+    assert "metrics.jsonl changed after training" in res.output and "re-training it" in res.output
+    assert res.exit_code == 0 and "a re-training just now" in res.output
+    assert json.loads(metrics.read_text().splitlines()[0])["train_loss"] == rows[0]["train_loss"] - 0.5
+
+
+# ---- inputs refused, nothing created ---------------------------------------------------------------------------
+def test_sweep_and_ship_refuse_an_empty_tier(tmp_path):
+    """`--tier ''` (an unset $TIER) trained the whole grid."""
+    for args in (["sweep", str(REPO / "grids" / "repro.toml"), "--tier", "", "--dry-run"],
+                 ["ship", "--grid", str(REPO / "grids" / "repro.toml"), "--tier", "", "--to", str(tmp_path / "o")]):
+        res = CliRunner().invoke(_app(), args + ["--root", str(tmp_path / "runs")])
+        assert res.exit_code == 2 and "--tier ''" in res.output, res.output
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("command", [["runs"], ["report", "--out", "{tmp}/r.html"]])
+def test_a_mistyped_pelab_runs_is_refused_not_created(command, tmp_path):
+    typo = tmp_path / "typo"
+    res = CliRunner().invoke(_app(), [c.format(tmp=tmp_path) for c in command], env={"PELAB_RUNS": str(typo)})
+    assert res.exit_code == 2 and "$PELAB_RUNS" in res.output and "no run store there" in res.output
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize("command", [["analyze", "x", "--all"], ["figure", "x", "convergence", "--out", "{tmp}/f.svg"],
+                                     ["app", "--port", "1"]])
+def test_commands_that_read_a_store_do_not_create_a_mistyped_root(command, tmp_path):
+    typo = tmp_path / "typo"
+    res = CliRunner().invoke(_app(), [c.format(tmp=tmp_path) for c in command] + ["--root", str(typo)])
+    assert res.exit_code == 2 and "no run store there" in res.output, res.output
+    assert not typo.exists()
+
+
+def test_ship_reads_a_missing_store_as_empty_and_does_not_create_it(tmp_path):
+    """Beside a sweep (`make repro`) the store may not exist yet: its runs are not there (skipped, or waited for
+    with --follow), and ship does not create it."""
+    res = CliRunner().invoke(_app(), ["ship", "x", "--to", str(tmp_path / "out"), "--root", str(tmp_path / "typo"),
+                                      "--no-analyze"])
+    assert res.exit_code == 0 and "0 shipped, 0 unchanged, 1 skipped" in res.output, res.output
+    assert not (tmp_path / "typo").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_dashboard_does_not_create_its_default_store(tmp_path):
+    from apps import common as C
+    from apps import create_app
+
+    (tmp_path / "shipped").mkdir()
+    app = create_app(tmp_path / "runs", shipped=tmp_path / "shipped", cache_dir=tmp_path / "cache")
+    with app.server.test_request_context():
+        assert C.stores().query().empty and C.stores().damaged() == {}
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_resume_command_the_hints_suggest_is_valid(tiny, tmp_path):
+    """`workbench train --resume RUN_ID` (suggested by the report and the Runs page) was not valid syntax."""
+    from apps.common import run_state_hint
+
+    base, rid, env = tiny
+    run = RunStore(base / "runs").get(rid)
+    run.update_info(status="interrupted")
+    try:
+        hint = json.dumps(run_state_hint(run).to_plotly_json(), default=str)
+        cmd = f"workbench train --resume {rid}"
+        assert cmd in hint
+        res = CliRunner().invoke(_app(), cmd.split()[1:] + ["--root", str(base / "runs"), "--dry-run"], env=env)
+        assert res.exit_code == 0 and res.output.strip().splitlines()[-1] == rid, res.output
+        res = CliRunner().invoke(_app(), ["train", "--resume", "no-such-run", "--root", str(base / "runs")], env=env)
+        assert res.exit_code == 2 and "no such run" in res.output
+    finally:
+        run.update_info(status="finished")
+
+
+def test_ship_of_a_run_whose_run_json_is_null_fails(tmp_path):
+    """It exited 0 saying "skipped"."""
+    src = _copy(tmp_path, ROPE_T1)
+    rid = ROPE_T1[0]
+    shutil.copytree(src / rid, tmp_path / "own" / rid)
+    (tmp_path / "own" / rid / "run.json").write_text("null")
+    res = CliRunner().invoke(_app(), ["ship", rid, "--root", str(tmp_path / "own"), "--to", str(tmp_path / "out"),
+                                      "--no-analyze"])
+    assert res.exit_code == 1 and "must hold a JSON object, not NoneType" in res.output and "1 failed" in res.output
+    assert not (tmp_path / "out" / rid).exists()
+
+
+# ---- a dirty tree ships only with its diff ---------------------------------------------------------------------
+def test_a_dirty_run_ships_with_its_diff_or_a_stated_reason(tmp_path):
+    from workbench.store.ship import is_dirty
+
+    src = _copy(tmp_path, ROPE_T1)
+    rid = ROPE_T1[3]
+    own = tmp_path / "own"
+    shutil.copytree(src / rid, own / rid)
+    info = json.loads((own / rid / "run.json").read_text())
+    (own / rid / "run.json").write_text(json.dumps(dict(info, code_version="abc1234-dirty")))
+    assert is_dirty(RunStore(own).get(rid).info) and not is_dirty(info | {"code_version": "abc1234"})
+    args = ["ship", rid, "--root", str(own), "--to", str(tmp_path / "out"), "--no-analyze"]
+    res = CliRunner().invoke(_app(), args)
+    assert res.exit_code == 1 and "uncommitted changes" in res.output and "--allow-dirty" in res.output
+    assert not (tmp_path / "out" / rid).exists()
+    res = CliRunner().invoke(_app(), args + ["--allow-dirty", "only a comment changed"])
+    assert res.exit_code == 0 and "1 shipped" in res.output, res.output
+    shipped = json.loads((tmp_path / "out" / rid / "run.json").read_text())
+    assert shipped["dirty_allowed"] == "only a comment changed"
+    shutil.rmtree(tmp_path / "out")
+    (own / rid / "code.diff").write_text("diff --git a/x b/x\n")
+    res = CliRunner().invoke(_app(), args)
+    assert res.exit_code == 0 and (tmp_path / "out" / rid / "code.diff").read_text() == "diff --git a/x b/x\n"
+    assert "code.diff" in json.loads((tmp_path / "out" / rid / "manifest.json").read_text())["files"]
+
+
+def test_training_from_a_dirty_tree_records_its_diff(tmp_path, monkeypatch):
+    from workbench.store import runstore
+    from workbench.train import resolve_config, train
+
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234-dirty")
+    monkeypatch.setattr(runstore, "code_diff", lambda: "diff --git a/y b/y\n+x\n")
+    own = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    sets = [s.replace("train.epochs=2", "train.epochs=1") for s in TINY]
+    run = train(resolve_config("smoke", "nope", "trigger-distance", sets=sets, store=own), own, progress=False,
+                threads=1)
+    assert run.info["code_version"] == "abc1234-dirty"
+    assert (run.path / "code.diff").read_text() == "diff --git a/y b/y\n+x\n"
+
+
+def test_every_callback_answers_a_damaged_run_without_500(tmp_path):
+    """Each input and state of every (non-job) callback of every page set, one at a time, to a damaged run's id
+    (the others' run pickers on the good run): no HTTP 500, no server path."""
+    from apps import create_app
+
+    root = _copy(tmp_path, ROPE_T1)
+    files = _damage_three(root)
+    (tmp_path / "own").mkdir()
+    app = create_app(tmp_path / "own", shipped=root, cache_dir=tmp_path / "cache")
+    client = app.server.test_client()
+    good, failures, n = ROPE_T1[3], [], 0
+    for key, spec in list(app.callback_map.items()):
+        if spec.get("background") or "-job-" in key or "callback" not in spec or "_pages_" in key:
+            continue  # background jobs run in a child process; clientside and Dash's page routing are not ours
+        outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+        slots = spec["inputs"] + spec["state"]
+        for i, rid in ((i, rid) for i in range(len(slots)) for rid in files):
+            vals = [good if s["property"] == "value" and "run" in s["id"] else None for s in slots]
+            vals[i] = rid
+            items = [dict(id=s["id"], property=s["property"], value=x) for s, x in zip(slots, vals)]
+            r = client.post("/_dash-update-component", json={
+                "output": key, "outputs": outs if key.startswith("..") else outs[0],
+                "inputs": items[:len(spec["inputs"])], "state": items[len(spec["inputs"]):],
+                "changedPropIds": [f"{slots[i]['id']}.{slots[i]['property']}"]})
+            n += 1
+            if r.status_code not in (200, 204) or str(tmp_path) in r.get_data(as_text=True):
+                failures.append((key[:60], slots[i]["id"], rid, r.status_code))
+    assert n > 50 and not failures, failures[:10]
