@@ -14,7 +14,7 @@ same verdicts come out of a shipped results store without weights.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -24,25 +24,33 @@ from scipy import stats
 from ._common import scheme_label, task_label
 from .baselines import run_baselines
 from .experiments import PAPER_TABLE1, _kwargs, final_metrics
-from .run_status import StatusRules, run_status
+from .registry import load_registry
+from .run_status import StatusRules, run_status, wilson  # noqa: F401 (wilson: re-exported, the one definition)
 from .settings import SETTINGS, setting_of  # noqa: F401 (the one definition of a run's setting)
 
-STATUS_COLUMNS = ("learned", "still_learning", "diverged", "ceiling", "reference", "status", "why")
+STATUS_COLUMNS = ("learned", "settled", "still_learning", "diverged", "ceiling", "reference", "status", "why")
 
 TASKS = ("trigger-distance", "trigger-count")
 
 
+def _registered(section: str, key: str, i: int | None = None):
+    v = getattr(load_registry(), section)[key]
+    return v[i] if i is not None else v
+
+
 @dataclass(frozen=True)
 class Thresholds:
-    """The numbers a verdict depends on (defaults: the spec's deposit thresholds)."""
+    """The numbers a verdict depends on: the registration's (registry.toml; docs/preregistration.md)."""
 
-    indispensable: float = 0.05   # a head is indispensable when ablating it costs >= this much test accuracy
+    indispensable: float = field(default_factory=lambda: _registered("deposit", "thresholds", 0))  # deciding
+    also: float = field(default_factory=lambda: _registered("deposit", "thresholds", 1))  # shown beside it
     overfit_gap: float = 0.05     # train - test accuracy at the end of training that counts as overfitting
-    poor: float = 0.10            # "converges poorly": final test accuracy at least this far below RoPE's
-    shallow_layer: int = 1        # "shallow": layer 0 or 1
-    beats: float = 0.01           # "A beats B": A's test accuracy at least this much higher (paper: 4-28 points)
-    min_seeds: int = 2            # a verdict rests on at least this many seeds that can show the claim (the
-                                  # scale ladder reads seed 42 alone per rung, and says so: `ladder` sets 1)
+    shallow_layer: int = 0        # the paper's "first layer": layer 0 decides (registered)
+    shallow_second: int = 1       # layer <= 1: shown as a second reading, never deciding
+    min_runs: int = field(default_factory=lambda: int(_registered("decision", "share")["min_runs"]))
+    min_pairs: int = field(default_factory=lambda: int(_registered("decision", "ordering")["min_pairs"]))
+    min_seeds: int = 2            # 1: the scale ladder's reading of one seed (`ladder`): what that seed shows
+                                  # (all agree / none), said as one seed's, never a verdict; else the share rule
 
 
 BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
@@ -89,12 +97,14 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
         bl = run_baselines(run)
         test_bl = bl[bl["split"] == "test"].iloc[0] if bl is not None else {}
         n_classes = int(cfg["model"].get("n_classes") or 2)
-        st = run_status(m, n_classes, float(test_bl.get("length_only", np.nan))) if len(m) else {}
+        n_test = int(test_bl.get("n", 0)) or None
+        st = run_status(m, n_classes, float(test_bl.get("length_only", np.nan)), n_test=n_test) if len(m) else {}
         rows.append({
             "run_id": run.id, "setting": setting_of(cfg), "variant": cfg.get("tag") or cfg["model"]["scheme"],
             "scheme": cfg["model"]["scheme"], "partial": bool(kw.get("rope_heads") is not None
                                                               or kw.get("rope_layers") is not None),
-            "task": cfg["task"]["task"], "seed": int(cfg["train"]["seed"]), "preset": cfg.get("preset"),
+            "task": cfg["task"]["task"], "seed": int(cfg["train"]["seed"]), "data_seed": _data_seed(cfg),
+            "preset": cfg.get("preset"), "started": info.get("started") or info.get("created"),
             "test_acc": fm["test_acc"], "train_acc": fm["train_acc"],
             "test_acc_epoch1": float(m["test_acc"].iloc[0]) if len(m) else np.nan,
             "test_acc_auc": float(m["test_acc"].mean()) if len(m) else np.nan,
@@ -102,16 +112,36 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "cpu_time_s": cpu_time_share(info), "threads": info.get("threads"),
             "code_version": info.get("code_version"), "cpu": (info.get("machine") or {}).get("cpu"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
-            "n_test": int(test_bl.get("n", 0)) or None, "chance": 1.0 / n_classes,
+            "n_test": n_test, "chance": 1.0 / n_classes,
             "length_only": float(test_bl.get("length_only", np.nan)),
             **{k: st.get(k, np.nan if k == "reference" else False) for k in STATUS_COLUMNS},
         })
-    cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "preset", "test_acc", "train_acc",
+    cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
+            "test_acc", "train_acc",
             "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
             "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
     df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
     df.attrs["corrupt"] = corrupt
     return df
+
+
+DEFAULT_DATA_SEED = 42  # task.seed of every run before the seed study (the task presets' default)
+
+
+def _data_seed(cfg: dict) -> int:
+    """The run's data seed: config task.seed (the draw of its whole dataset), the presets' 42 where absent."""
+    v = (cfg.get("task") or {}).get("seed")
+    return int(v) if v is not None else DEFAULT_DATA_SEED
+
+
+def seeds_text(sub: pd.DataFrame) -> str:
+    """'3 training seeds x 1 data seed (42)': what a row rests on (a data seed is a new draw of the dataset)."""
+    if sub is None or len(sub) == 0:
+        return "no run"
+    ds = sorted(set(sub["data_seed"])) if "data_seed" in sub else [DEFAULT_DATA_SEED]
+    nt = sub["seed"].nunique()
+    return (f"{nt} training seed{'s' if nt != 1 else ''} x {len(ds)} data seed{'s' if len(ds) != 1 else ''} "
+            f"({', '.join(str(d) for d in ds)})")
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
@@ -123,16 +153,6 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
         return float(v[0]), np.nan, np.nan, 1
     half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half), len(v)
-
-
-def wilson(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score 95 % interval of an accuracy p measured on n test examples (Wilson 1927): the test set's
-    sampling error alone, for a single run."""
-    if not n or not np.isfinite(p):
-        return np.nan, np.nan
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
 
 
 def accuracy_ci(values, n_test: int | None = None) -> tuple[float, float, float, int]:
@@ -172,10 +192,12 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
                     continue
                 rows.append({"setting": setting, "scheme": scheme, "task": task,
                              "paper": PAPER_TABLE1.get((scheme, task), np.nan), "mean": mean, "lo": lo, "hi": hi,
-                             "n_seeds": n, "seeds": ", ".join(f"{a:.3f}" for a in sub["test_acc"]),
+                             "n_seeds": n, "rests_on": seeds_text(sub),
+                             "seeds": ", ".join(f"{a:.3f}" for a in sub["test_acc"]),
                              "status": _statuses(sub), "chance": _mean(sub, "chance"),
                              "length_only": _mean(sub, "length_only"), "runs": list(sub["run_id"])})
-    return pd.DataFrame(rows, columns=["setting", "scheme", "task", "paper", "mean", "lo", "hi", "n_seeds", "seeds",
+    return pd.DataFrame(rows, columns=["setting", "scheme", "task", "paper", "mean", "lo", "hi", "n_seeds", "rests_on",
+                                       "seeds",
                                        "status", "chance", "length_only", "runs"])
 
 
@@ -211,11 +233,19 @@ def _learned(sub: pd.DataFrame) -> pd.DataFrame:
     return sub[sub.learned.astype(bool)]
 
 
+def _is_settled(sub: pd.DataFrame) -> pd.Series:
+    """run_status's `settled` (the registered window rule); a hand-made table without it: not still learning."""
+    if "settled" in sub:
+        return sub["settled"].astype(bool)
+    return ~sub.still_learning.astype(bool)
+
+
 def _settled(sub: pd.DataFrame) -> pd.DataFrame:
-    """The runs of `sub` that can show how a working model computes (deposits, heads): they learned the task
-    (run_status: clearly above chance and the length-only predictor, not diverged) and were not still improving at
-    their last epoch (a mechanism still forming may move with more epochs, as the authors' MLA did at repro-long)."""
-    return sub[sub.learned.astype(bool) & ~sub.still_learning.astype(bool)]
+    """The runs of `sub` that COUNT for a claim about how a working model computes (deposits, heads): they learned
+    the task and settled (run_status, registered: < 1 point over the last half of training), and did not diverge.
+    The ceiling does not exempt a run: a ceiling run that rose in its last half may still be forming its
+    mechanism (the authors' MLA grew an indispensable head at repro-long)."""
+    return sub[sub.learned.astype(bool) & _is_settled(sub)]
 
 
 def _unshown(sub: pd.DataFrame) -> str:
@@ -229,9 +259,13 @@ def _uncounted_notes(sub: pd.DataFrame, shows: dict[str, str] | None = None,
     it shows, `shows[run_id]`, where the claim computed it); each note starts with `label(run row)`."""
     shows = shows or {}
     return [f"{label(r)}seed {r.seed}: {r.status} ({r.why})" if not r.learned else
-            f"{label(r)}seed {r.seed}: still learning ({r.why}), not counted"
+            f"{label(r)}seed {r.seed}: not settled ({r.why}), not counted"
             + (f": {shows[r.run_id]}" if r.run_id in shows else "")
-            for r in sub.itertuples() if not (r.learned and not r.still_learning)]
+            for r in sub.itertuples() if not (r.learned and _row_settled(r))]
+
+
+def _row_settled(r) -> bool:
+    return bool(getattr(r, "settled", not getattr(r, "still_learning", False)))
 
 
 # The outcomes of a claim row. Only the first three test the paper; the others say why the runs cannot.
@@ -239,24 +273,31 @@ TESTS = ("reproduced", "mixed", "not reproduced")
 # A comparison the runs cannot rank: both sides at the ceiling, or their difference within the seeds' spread.
 UNRANKED = ("inconclusive (ceiling)", "inconclusive (within seed spread)")
 OUTCOMES = TESTS + ("inconclusive (did not learn)", *UNRANKED, "inconclusive (still learning)",
-                    "inconclusive (one seed)",
+                    "inconclusive (one seed)", "inconclusive (few pairs)",
                     "not testable at this preset", "beyond the paper", "pending")
 OUTCOME_RULES = {
-    "reproduced": "every seed that can show it agrees with the paper",
-    "mixed": "some seeds agree, some do not",
-    "not reproduced": "no seed agrees, at this preset: not a refutation of the paper (its setup differs, see the "
-                      "disclaimer)",
-    "inconclusive (did not learn)": "the runs the claim needs did not learn the task (test accuracy below chance or "
-                                    "the length-only level + 0.10) or diverged: nothing to show",
+    "reproduced": "a claim read run by run: the Wilson 95 % interval of the share of counted runs that agree lies "
+                  "above 1/2; an ordering: the Student-t 95 % interval of the mean paired difference lies above 0 "
+                  "(the registered rules, docs/preregistration.md)",
+    "mixed": "the Wilson 95 % interval of the share of agreeing runs contains 1/2: the runs cannot say which way it "
+             "goes (3 of 3 agreeing gives [0.44, 1.00]: a share on fewer than 10 counted runs is marked "
+             "\"(few runs)\")",
+    "not reproduced": "the interval lies below 1/2 (an ordering: below 0), at this preset: not a refutation of the "
+                      "paper (its setup differs, see the disclaimer)",
+    "inconclusive (did not learn)": "a run the claim needs did not learn the task (the Wilson lower bound of its test "
+                                    "accuracy below the reference + 0.20 x the room above it) or diverged: nothing "
+                                    "to show",
     "inconclusive (ceiling)": "both sides of a comparison are at >= 98 % in every seed: they cannot be ranked",
-    "inconclusive (within seed spread)": "the two sides' mean difference is smaller than the seeds' spread (or, with "
-                                         "one seed, twice the binomial standard error): it may be seed noise",
-    "inconclusive (still learning)": "a run the comparison needs was still improving at its last epoch (test "
-                                     "accuracy +1 point or more): more epochs may change the order; for a claim "
-                                     "about deposits or heads, every run that learned was still improving: its "
-                                     "mechanism may still move",
+    "inconclusive (within seed spread)": "the t interval of the mean paired difference contains 0 (the ladder's one "
+                                         "seed: the difference is within twice its binomial standard error)",
+    "inconclusive (still learning)": "a run the comparison needs is not settled (its test accuracy moved >= 1 point "
+                                     "over the last half of training) and below the ceiling; for a claim about "
+                                     "deposits or heads, no run that learned has settled (a ceiling run that rose "
+                                     "late counts as not settled): its mechanism may still move",
     "inconclusive (one seed)": "a single seed can show the claim (the others are not run yet or did not learn): "
                                "one seed cannot tell a finding from seed noise; the evidence says what it shows",
+    "inconclusive (few pairs)": "an ordering with fewer than 3 paired runs (same training and data seed): no "
+                                "interval to decide it",
     "not testable at this preset": "the claim needs what the preset does not have (training long enough to "
                                    "overfit; an optimiser not tuned on one scheme; a control the preset lacks)",
     "beyond the paper": "PE-Lab's own question (another task, method or setting than the paper's claim): shown, not "
@@ -275,14 +316,63 @@ def verdict_summary(cl: pd.DataFrame) -> str:
             + (f"; the other {len(cl) - tested}: " + ", ".join(rest) if rest else ""))
 
 
+def share(agree: list[bool], th: Thresholds | None = None) -> dict[str, Any]:
+    """The registered share decision (`[decision.share]`): k of the n counted runs agree; the Wilson 95 % interval
+    of k / n against 1/2 decides: reproduced (it lies above), not reproduced (below), mixed (it contains 1/2);
+    n = 0: pending. `few`: n < min_runs, shown "(few runs)". {verdict, k, n, lo, hi, few, text}."""
+    th = th or Thresholds()
+    against = float(load_registry().decision["share"]["against"])
+    k, n = int(sum(bool(a) for a in agree)), len(agree)
+    if n == 0:
+        return {"verdict": "pending", "k": 0, "n": 0, "lo": np.nan, "hi": np.nan, "few": True, "text": "no run"}
+    lo, hi = wilson(k / n, n)
+    verdict = "reproduced" if lo > against else "not reproduced" if hi < against else "mixed"
+    few = n < th.min_runs
+    return {"verdict": verdict, "k": k, "n": n, "lo": lo, "hi": hi, "few": few,
+            "text": f"{k} of {n} counted runs agree, Wilson 95 % [{lo:.2f}, {hi:.2f}]" + (" (few runs)" if few else "")}
+
+
 def _verdict(agree: list[bool], th: Thresholds) -> str:
-    """reproduced / mixed / not reproduced from each seed's agreement; fewer than `th.min_seeds` seeds:
-    inconclusive (one seed); none: pending."""
+    """The share decision's verdict (`share`); none: pending. `th.min_seeds` 1 is the ladder's reading of one seed:
+    reproduced / mixed / not reproduced as every / some / no run agrees (what that seed shows, said as one
+    seed's by `seed_verdict`, never a verdict)."""
     if not agree:
         return "pending"
-    if len(agree) < th.min_seeds:
-        return "inconclusive (one seed)"
-    return "reproduced" if all(agree) else ("mixed" if any(agree) else "not reproduced")
+    if th.min_seeds <= 1:
+        return "reproduced" if all(agree) else ("mixed" if any(agree) else "not reproduced")
+    return share(agree, th)["verdict"]
+
+
+def _two_thresholds(agree: list[bool], agree_also: list[bool], th: Thresholds) -> dict[str, Any]:
+    """The verdict at the deciding threshold and at the second one (registered: 0.05 and 0.10), and whether they
+    differ ("threshold-sensitive"): {verdict, verdict_also, threshold_sensitive, text}."""
+    v, v2 = _verdict(agree, th), _verdict(agree_also, th)
+    s5, s10 = share(agree, th), share(agree_also, th)
+    text = (f"at {th.indispensable:g}: {s5['text']}; at {th.also:g}: {s10['text']} ({v2})"
+            + ("; threshold-sensitive" if v != v2 else "")) if agree else ""
+    return {"verdict": v, "verdict_also": v2, "threshold_sensitive": bool(agree) and v != v2, "text": text}
+
+
+def _at(dep: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """A deposit table judged at another threshold: a single-head deposit at `threshold` is one at the spec's 0.05
+    whose drop is also >= `threshold` (the ratio and interval conditions do not depend on it)."""
+    if threshold <= 0.05 + 1e-12:
+        return dep
+    d = dep.copy()
+    d["single_head_deposit"] = d["single_head_deposit"].astype(bool) & (d["top_delta"] >= threshold)
+    return d
+
+
+def specificity(contrast_agree: list[bool], th: Thresholds, name: str) -> tuple[str, str]:
+    """The registered specificity check: the claim's rule applied to the runs of the scheme the paper contrasts it
+    with. (label, text): "not specific" when the contrast passes the same rule (its share decision reproduced),
+    "specific" when it fails (not reproduced), "specificity not shown" when its share is mixed, "no contrast
+    run" when none counts."""
+    if not contrast_agree:
+        return "no contrast run", f"contrast {name}: no counted run"
+    sh = share(contrast_agree, th)
+    label = {"reproduced": "not specific", "not reproduced": "specific"}.get(sh["verdict"], "specificity not shown")
+    return label, f"contrast {name}: {sh['text']} ({label})"
 
 
 def _single_layers(dep: pd.DataFrame) -> list[int]:
@@ -301,12 +391,21 @@ def _dep_shows(dep: pd.DataFrame) -> str:
         f" (average deposit at layer {', '.join(str(int(l)) for l in a['layer'])})" if len(a) else "")
 
 
+ROW_COLUMNS = ["claim", "paper_says", "setting", "verdict", "evidence", "runs", "result", "claim_id", "verdict_also",
+               "threshold_sensitive", "specificity", "rests_on"]
+
+
 def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_ids,
-         result: str | None = None) -> dict[str, Any]:
+         result: str | None = None, **extra) -> dict[str, Any]:
     """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced) where `verdict` says the
-    row is not a test of the paper (beyond the paper), else the verdict itself."""
+    row is not a test of the paper (beyond the paper), else the verdict itself. `extra`: claim_id (the registered
+    claim it reads, "" for PE-Lab's own rows), verdict_also (at the second threshold), threshold_sensitive,
+    specificity and rests_on (training x data seeds)."""
     return {"claim": claim, "paper_says": paper, "setting": setting, "verdict": verdict, "evidence": evidence,
-            "runs": list(run_ids), "result": result or verdict}
+            "runs": list(run_ids), "result": result or verdict, "claim_id": extra.get("claim_id", ""),
+            "verdict_also": extra.get("verdict_also", verdict if verdict not in TESTS else verdict),
+            "threshold_sensitive": bool(extra.get("threshold_sensitive", False)),
+            "specificity": extra.get("specificity", ""), "rests_on": extra.get("rests_on", "")}
 
 
 def _largest(dep: pd.DataFrame) -> tuple[int | None, str]:
@@ -322,12 +421,31 @@ PAPER_SIX = ("rope", "sinusoidal", "learned", "alibi", "nope", "relative")  # th
 # "random" is a trained N(0, 1) table: PE-Lab's `learned`, docs/fidelity.md)
 
 
+def _contrast_runs(runs, setting, variant, task) -> pd.DataFrame:
+    """The contrast scheme's runs: of the same setting where it has any, else of the `paper` arch."""
+    sub = _runs(runs, setting, variant, task)
+    return sub if len(sub) else _runs(runs, "paper", variant, task)
+
+
+def _deposit_agreement(store, sub: pd.DataFrame, th: Thresholds, agrees) -> list[tuple[Any, bool, bool]]:
+    """(run row, agrees at the deciding threshold, agrees at the second) for each counted run of `sub` with a
+    deposit table; `agrees(deposit table judged at a threshold)`."""
+    good = _settled(sub)
+    deps = _deposits(store, good["run_id"])
+    return [(r, bool(agrees(_at(deps[r.run_id], th.indispensable))), bool(agrees(_at(deps[r.run_id], th.also))))
+            for r in good.itertuples() if r.run_id in deps]
+
+
 def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees: Callable[[pd.DataFrame], bool],
-                            settings=("paper", "authors"), outcome: str | None = None) -> list[dict]:
-    """One row per setting: each seed's deposit table judged by `agrees`. Only settled seeds count (`_settled`: a
-    model that did not learn has nothing to deposit, one still improving may move its deposit; the evidence still
-    shows a still-learning seed's deposits, marked not counted); none left: inconclusive (did not learn / still
-    learning). `outcome` replaces the verdict for rows that do not test the paper (e.g. "beyond the paper")."""
+                            settings=("paper", "authors"), outcome: str | None = None, claim_id: str = "",
+                            contrast: tuple[str, str] | None = None, second: Callable | None = None,
+                            second_label: str = "") -> list[dict]:
+    """One row per setting: each counted run's deposit table judged by `agrees` at both registered thresholds,
+    decided by the share rule (`share`). Only runs that learned and settled count (`_settled`); the evidence still
+    shows an uncounted run's deposits, marked not counted; none left: inconclusive (did not learn / still
+    learning). `contrast` (variant, task): the same rule on the scheme the paper contrasts the claim with
+    (`specificity`). `second`: a second reading shown beside, never deciding (`second_label` names it).
+    `outcome` replaces the verdict for rows that do not test the paper (e.g. "beyond the paper")."""
     out = []
     for setting in settings:
         sub = _runs(runs, setting, variant, task)
@@ -335,20 +453,40 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
             continue
         good = _settled(sub)
         deps = _deposits(store, _learned(sub)["run_id"])
-        judged = [(r, agrees(deps[r.run_id])) for r in good.itertuples() if r.run_id in deps]
-        agree = [a for _, a in judged]
+        judged = _deposit_agreement(store, sub, th, agrees)
+        agree, agree_also = [a for _, a, _ in judged], [b for _, _, b in judged]
         shows = {rid: _dep_shows(d) for rid, d in deps.items()}
-        notes = [f"seed {r.seed}: {_dep_shows(deps[r.run_id])} ({'agrees' if a else 'does not'})"
-                 for r, a in judged] + _uncounted_notes(sub, shows)
+        notes = [f"seed {_seed_label(r)}: {_dep_shows(deps[r.run_id])} ({'agrees' if a else 'does not'})"
+                 for r, a, _ in judged] + _uncounted_notes(sub, shows)
         ev = "; ".join(notes) + _waiting(good, deps, "deposit") if notes else "no finished run with a deposit table yet"
+        two = _two_thresholds(agree, agree_also, th)
+        extra = {"claim_id": claim_id, "rests_on": seeds_text(good)}
+        if judged:
+            ev += f". Decision: {two['text']}"
+            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"])
+            if second is not None:
+                sec = share([bool(second(_at(deps[r.run_id], th.indispensable))) for r, _, _ in judged], th)
+                ev += f"; second reading ({second_label}, never deciding): {sec['text']} ({sec['verdict']})"
+            if contrast is not None:
+                c = _deposit_agreement(store, _contrast_runs(runs, setting, *contrast), th, agrees)
+                label, text = specificity([a for _, a, _ in c], th,
+                                          f"{scheme_label(contrast[0])} {task_label(contrast[1])}")
+                ev += f"; {text}"
+                extra["specificity"] = label
         verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
         if outcome and verdict not in ("pending",):
             verdict = outcome
-        out.append(_row(claim, paper, setting, verdict, ev, sub["run_id"]))
+        out.append(_row(claim, paper, setting, verdict, ev, sub["run_id"], **extra))
     return out
 
 
-def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance") -> dict:
+def _seed_label(r) -> str:
+    """'42' for a run on the default data seed, '45 (data 43)' for one on another draw of the dataset."""
+    ds = getattr(r, "data_seed", DEFAULT_DATA_SEED)
+    return f"{r.seed}" if ds in (DEFAULT_DATA_SEED, None) or pd.isna(ds) else f"{r.seed} (data {int(ds)})"
+
+
+def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance", claim_id: str = "") -> dict:
     """`scheme` has rank `rank` (1 = first) by the area under the test-accuracy curve among the paper's six
     Figure-2 schemes (PAPER_SIX) in the `paper` arch, per seed and on the seed mean; only seeds with all six
     finished count. Not testable at this preset: lr, batch and clipping were tuned on RoPE, Task 1, seed 42
@@ -359,7 +497,7 @@ def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance") ->
     if not complete:
         have = ", ".join(f"seed {seed}: {len(set(s.scheme))} of {len(PAPER_SIX)}" for seed, s in sub.groupby("seed"))
         return _row(claim, paper, "paper", "pending", "needs the paper's six schemes of a seed finished"
-                    + (f" ({have})" if have else ""), sub[sub.scheme == scheme]["run_id"])
+                    + (f" ({have})" if have else ""), sub[sub.scheme == scheme]["run_id"], claim_id=claim_id)
     sub = sub[sub.seed.isin(complete)]
     notes = []
     for seed, s in sub.groupby("seed"):
@@ -369,22 +507,31 @@ def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance") ->
     means = sub.groupby("scheme")["test_acc_auc"].mean().sort_values(ascending=False)
     mean_rank = list(means.index).index(scheme) + 1
     order = ", ".join(f"{scheme_label(k)} {v:.3f}" for k, v in means.items())
-    ev = ("the optimiser (lr, batch, clipping) was tuned on RoPE, Task 1, seed 42 only, so the preset cannot rank "
-          f"convergence speed fairly. Among the paper's six schemes, mean test accuracy over epochs (area under the "
+    ev = (f"{load_registry().claim('rope-converges-fastest')['why']}. Among the paper's six schemes, mean test accuracy over epochs (area under the "
           f"curve), seed mean: {order}; {scheme_label(scheme)} ranks {mean_rank}; " + "; ".join(notes))
-    return _row(claim, paper, "paper", "not testable at this preset", ev, sub[sub.scheme == scheme]["run_id"])
+    return _row(claim, paper, "paper", "not testable at this preset", ev, sub[sub.scheme == scheme]["run_id"],
+                claim_id=claim_id, rests_on=seeds_text(sub[sub.scheme == scheme]))
 
 
-ROPE_SHALLOW = "RoPE's largest single-head deposit is in a shallow layer on Task 1"
+ROPE_SHALLOW = "RoPE's largest single-head deposit is in the first layer (layer 0) on Task 1"
+
+
+def largest_layer(dep: pd.DataFrame) -> int | None:
+    """The layer of the run's largest single-head deposit (None: no single-head deposit)."""
+    return _largest(dep)[0]
 
 
 def _rope_shallow_claim(store, runs, th, settings=("paper", "authors")) -> list[dict]:
-    """The paper's "one shallow head carries the bulk of positional computations" (docs/paper.md), per seed: the
-    largest single-head deposit of the Task 1 RoPE run is in layer <= `th.shallow_layer`."""
-    return _per_seed_deposit_claim(store, runs, th, ROPE_SHALLOW, "single-head deposit in a shallow layer", "rope",
-                                   "trigger-distance",
-                                   lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer,
-                                   settings=settings)
+    """The registered headline `rope-deposit-first-layer`: the paper's "ablating a single shallow-layer head causes
+    a pronounced accuracy loss" (5.1), whose first layer 5.2 names: a counted run agrees when its largest
+    single-head deposit is in layer 0 (`th.shallow_layer`); layer <= 1 is shown as a second reading, never
+    deciding; ALiBi (which the paper calls scattered) is the contrast."""
+    return _per_seed_deposit_claim(
+        store, runs, th, ROPE_SHALLOW, "single-head deposit in the first (shallow) layer", "rope", "trigger-distance",
+        lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer, settings=settings,
+        claim_id="rope-deposit-first-layer", contrast=("alibi", "trigger-distance"),
+        second=lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_second,
+        second_label=f"largest deposit in layer <= {th.shallow_second}")
 
 
 def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds()) -> pd.DataFrame:
@@ -406,19 +553,22 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
         rows.extend(new)
         kinds.extend([kind] * len(new))
 
-    add(_ranking_claim(runs, "RoPE converges fastest on Task 1", "RoPE converges fastest", "rope", 1), "curves")
+    add(_ranking_claim(runs, "RoPE converges fastest on Task 1", "RoPE converges fastest", "rope", 1,
+                       claim_id="rope-converges-fastest"), "curves")
     add(_ranking_claim(runs, "absolute (sinusoidal) converges second on Task 1", "absolute is second",
-                       "sinusoidal", 2), "curves")
+                       "sinusoidal", 2, claim_id="absolute-second"), "curves")
     add(_absolute_heads_claim(store, runs, th), "deposits")
     add(_rope_shallow_claim(store, runs, th), "deposits")
     for scheme in ("nope", "alibi", "relative"):
         add(_per_seed_deposit_claim(
             store, runs, th, f"no deposit for {scheme_label(scheme)} on Task 1", "no deposit for NoPE, ALiBi, "
             "relative", scheme, t1, lambda d: not d["single_head_deposit"].any(),
-            settings=("paper", "authors") if scheme == "nope" else ("paper",)), "deposits")
+            settings=("paper", "authors") if scheme == "nope" else ("paper",), claim_id=f"no-deposit-{scheme}-t1",
+            contrast=("rope", t1)), "deposits")
     add(_per_seed_deposit_claim(
         store, runs, th, "no deposit for RoPE on Task 2", "none for RoPE on Task 2", "rope", t2,
-        lambda d: not d["single_head_deposit"].any()), "deposits")
+        lambda d: not d["single_head_deposit"].any(), claim_id="no-deposit-rope-t2", contrast=("rope", t1)),
+        "deposits")
     add(_rope_absolute_claim(store, runs, th), "deposits")
     add(_overfit_claim(runs, th), "overfit")
     add(_poor_claim(runs, th, "alibi", "ALiBi converges poorly on Task 1", "ALiBi converges poorly"), "accuracy")
@@ -428,7 +578,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     add(_table1_order_claims(runs, th), "accuracy")
     add(_partial_rope_claim(store, runs, th), "deposits")
     add(_causal_claims(store, runs, th), "deposits")
-    out = pd.DataFrame(rows, columns=["claim", "paper_says", "setting", "verdict", "evidence", "runs", "result"])
+    out = pd.DataFrame(rows, columns=ROW_COLUMNS)
     out["evidence_kind"] = kinds
     return out
 
@@ -452,72 +602,104 @@ def _overfit_claim(runs, th) -> dict:
              "(biased low)") + ": "
           + "; ".join(f"{scheme_label(r.scheme)} seed {r.seed}: train {t:.3f} vs test {r.test_acc:.3f}"
                       for r, t in zip(sub.itertuples(), train)) + f" (overfitting: gap >= {th.overfit_gap})")
-    return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id)
+    return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id, claim_id="random-overfits",
+                rests_on=seeds_text(sub))
+
+
+def concentrated(abl: pd.DataFrame, threshold: float, layers: int = 1, quiet: float = 0.01,
+                 top_share: float = 0.5) -> tuple[bool, str]:
+    """The registered reading of C.2's "some significant heads and some insignificant heads in the shallow layer"
+    (`absolute-shallow-heads`): in layers 0..`layers`, concentrated rather than scattered: a head drops >=
+    `threshold`, at least half of the heads drop < `quiet`, and the three largest drops carry >= `top_share` of
+    the layers' summed positive drop. (agrees, what it shows)."""
+    a = abl[(abl["metric"] == "accuracy") & (abl["layer"] <= layers)]
+    d = a["delta"].to_numpy(dtype=float)
+    if len(d) == 0:
+        return False, "no heads"
+    pos = np.clip(d, 0, None)
+    top3 = float(np.sort(pos)[::-1][:3].sum() / pos.sum()) if pos.sum() > 0 else 0.0
+    big, small = int((d >= threshold).sum()), int((d < quiet).sum())
+    ok = big >= 1 and small >= len(d) / 2 and top3 >= top_share
+    return ok, (f"{big} of {len(d)} heads in layers 0-{layers} drop >= {threshold:g}, {small} drop < {quiet:g}, "
+                f"the three largest carry {100 * top3:.0f} % of the summed drop")
 
 
 def _absolute_heads_claim(store, runs, th) -> dict:
     """Appendix C.2 on absolute PE's ablation atlas: "some significant heads and some insignificant heads in the
-    shallow layer, and the whole is oscillating". Read as: in layers 0..shallow_layer, at least two heads are
-    significant (zero-ablation drop >= indispensable with its interval above 0) and at least one is not -- a
-    mixture across heads, not a single-head deposit and not a uniform layer. Settled seeds only (`_settled`: learned, not still learning)."""
-    claim = "absolute (sinusoidal) has both significant and insignificant heads in the shallow layers on Task 1"
+    shallow layer, and the whole is oscillating", registered as `absolute-shallow-heads` (`concentrated`), with
+    ALiBi, which C.2 calls "scattered", as the contrast: the rule must not pass a scattered pattern. Counted runs
+    only (`_settled`)."""
+    claim = "absolute (sinusoidal) has a few significant and many insignificant heads in the shallow layers on Task 1"
     paper = "absolute: some significant and some insignificant heads in the shallow layer, oscillating"
+
+    def judged(sub):
+        good = _settled(sub)
+        abl = _stored(store, good["run_id"], "ablation")
+        return [(r, concentrated(abl[r.run_id], th.indispensable), concentrated(abl[r.run_id], th.also)[0])
+                for r in good.itertuples() if r.run_id in abl], abl, good
+
     sub = _runs(runs, "paper", "sinusoidal", "trigger-distance")
-    good = _settled(sub)
-    abl = _stored(store, good["run_id"], "ablation")
-    agree, notes = [], []
-    for r in good.itertuples():
-        if r.run_id not in abl:
-            continue
-        a = abl[r.run_id]
-        a = a[(a["metric"] == "accuracy") & (a["layer"] <= th.shallow_layer)]
-        sig = a[(a["delta"] >= th.indispensable) & (a["ci_lo"] > 0)]
-        agree.append(len(sig) >= 2 and len(sig) < len(a))
-        notes.append(f"seed {r.seed}: {len(sig)} of {len(a)} heads in layers 0-{th.shallow_layer} significant"
-                     + (" (" + ", ".join(f"L{int(x.layer)}.H{int(x['head'])} {x.delta:.2f}"
-                                         for _, x in sig.sort_values("delta", ascending=False).head(6).iterrows())
-                        + (", ..." if len(sig) > 6 else "") + ")" if len(sig) else ""))
+    rows, abl, good = judged(sub)
+    agree, agree_also = [a[0] for _, a, _ in rows], [b for _, _, b in rows]
+    notes = [f"seed {_seed_label(r)}: {a[1]} ({'agrees' if a[0] else 'does not'})" for r, a, _ in rows]
     notes += _uncounted_notes(sub)
-    ev = ("; ".join(notes) + f" (significant: drop >= {th.indispensable}, interval above 0)"
-          + _waiting(good, abl, "ablation")) if notes else "no finished run with an ablation table yet"
+    ev = ("; ".join(notes) + _waiting(good, abl, "ablation")) if notes else "no finished run with an ablation table yet"
+    extra = {"claim_id": "absolute-shallow-heads", "rests_on": seeds_text(good)}
+    if rows:
+        two = _two_thresholds(agree, agree_also, th)
+        c, _, _ = judged(_runs(runs, "paper", "alibi", "trigger-distance"))
+        label, text = specificity([a[0] for _, a, _ in c], th, "ALiBi Task 1")
+        ev += f". Decision: {two['text']}; {text}"
+        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"],
+                     specificity=label)
     verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
-    return _row(claim, paper, "paper", verdict, ev, sub.run_id)
+    return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
 
 
 def _rope_absolute_claim(store, runs, th) -> dict:
-    """"RoPE+absolute moves the deposit out of layer 0; it reappears from layer 1", judged against full RoPE of
-    the same task and seed as the control: a seed tests the claim only when its full RoPE has a single-head
-    deposit in layer 0 to move; it agrees when RoPE+absolute then has none in layer 0 and one in a later layer.
-    No seed with a layer-0 deposit in full RoPE: not testable at this preset. Settled seeds only (`_settled`: learned, not still learning)."""
+    """"RoPE+absolute moves the deposit out of layer 0; it reappears from layer 1" (`rope-absolute-first-layer`),
+    judged against full RoPE of the same task, training and data seed as the control: a run tests the claim only
+    when its full RoPE has a single-head deposit in layer 0 to move; it agrees when RoPE+absolute then has none in
+    layer 0 and one in a later layer. No run with a layer-0 deposit in full RoPE: not testable at this preset.
+    Counted runs only (`_settled`), at both registered thresholds, by the share rule."""
     claim = "RoPE+absolute moves the deposit out of layer 0 (full RoPE as the control); it reappears from layer 1"
     paper = "the deposit leaves layer 0 and reappears from layer 1"
     sub = _runs(runs, "paper", "rope+sinusoidal", "trigger-distance")
     full = _runs(runs, "paper", "rope", "trigger-distance")
     good, good_full = _settled(sub), _settled(full)
     deps = _deposits(store, list(good.run_id) + list(good_full.run_id))
-    agree, notes, controls = [], [], []
+    agree = {th.indispensable: [], th.also: []}
+    notes, controls = [], []
     for r in good.itertuples():
-        base = [b for b in good_full[good_full.seed == r.seed].run_id if b in deps]
+        same = good_full[(good_full.seed == r.seed) & (good_full.get("data_seed", DEFAULT_DATA_SEED)
+                                                       == getattr(r, "data_seed", DEFAULT_DATA_SEED))]
+        base = [b for b in same.run_id if b in deps]
         if r.run_id not in deps or not base:
             continue
+        for t in agree:
+            d, b = _at(deps[r.run_id], t), _at(deps[base[0]], t)
+            if 0 in _single_layers(b):
+                agree[t].append(0 not in _single_layers(d) and any(l >= 1 for l in _single_layers(d)))
         d, b = deps[r.run_id], deps[base[0]]
-        has0 = 0 in _single_layers(b)
-        controls.append(has0)
-        moved = 0 not in _single_layers(d) and any(l >= 1 for l in _single_layers(d))
-        if has0:
-            agree.append(moved)
-        notes.append(f"seed {r.seed}: full RoPE {', '.join(f'L{l}' for l in _single_layers(b)) or 'no deposit'}"
+        controls.append(0 in _single_layers(b))
+        notes.append(f"seed {_seed_label(r)}: full RoPE {', '.join(f'L{l}' for l in _single_layers(b)) or 'no deposit'}"
                      f" -> RoPE+absolute {', '.join(f'L{l}' for l in _single_layers(d)) or 'no deposit'}")
     notes += _uncounted_notes(sub) + [f"full RoPE {n}" for n in _uncounted_notes(full)]
     ev = "; ".join(notes) if notes else "no seed with both deposit tables yet"
+    extra = {"claim_id": "rope-absolute-first-layer", "rests_on": seeds_text(good)}
+    a5, a10 = agree[th.indispensable], agree[th.also]
     if len(sub) and good.empty:
         verdict = _unshown(sub)
     elif controls and not any(controls):
         verdict = "not testable at this preset"
         ev = "full RoPE has no single-head deposit in layer 0 to move in any seed (the control): " + ev
     else:
-        verdict = _verdict(agree, th)
-    return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id))
+        verdict = _verdict(a5, th)
+        if a5:
+            two = _two_thresholds(a5, a10, th)
+            ev += f". Decision: {two['text']}"
+            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"])
+    return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id), **extra)
 
 
 def _seed_noise(a: pd.DataFrame, b: pd.DataFrame, floor: float) -> float:
@@ -533,108 +715,161 @@ def _seed_noise(a: pd.DataFrame, b: pd.DataFrame, floor: float) -> float:
     return max(floor, 2 * se)
 
 
+def paired(ra: pd.DataFrame, rb: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs of two sides with the same training and data seed, in the same order (a paired comparison)."""
+    key = (lambda d: list(zip(d.seed, d["data_seed"] if "data_seed" in d else [DEFAULT_DATA_SEED] * len(d))))
+    kb = dict(zip(key(rb), range(len(rb))))
+    ia = [i for i, k in enumerate(key(ra)) if k in kb]
+    return ra.iloc[ia], rb.iloc[[kb[k] for k in (key(ra)[i] for i in ia)]]
+
+
 def _comparison_outcome(win: pd.DataFrame, lose: pd.DataFrame, th) -> str | None:
-    """The outcome of "`win` beats `lose`" when the runs cannot decide it (None: they can): did not learn
-    (either side), ceiling (both sides >= the ceiling), within seed spread (means closer than `_seed_noise`),
-    still learning (either side improving at its last epoch)."""
-    if not win.learned.any() or not lose.learned.any():
+    """The registered ordering's checks, in order (`[decision.ordering]`), on paired runs: a run did not learn ->
+    did not learn; every run of both sides at the ceiling -> ceiling; a run not settled and below the ceiling ->
+    still learning; fewer than `th.min_pairs` pairs -> few pairs (the ladder's one-seed reading: one pair reads
+    its difference against twice the binomial standard error); None: the t interval decides (`_order_verdict`)."""
+    if not win.learned.astype(bool).all() or not lose.learned.astype(bool).all():
         return "inconclusive (did not learn)"
     ceiling = StatusRules().ceiling
-    diff = float(win.test_acc.mean() - lose.test_acc.mean())
     if (win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all():
         return "inconclusive (ceiling)"
-    if abs(diff) < _seed_noise(win, lose, th.beats):
-        return "inconclusive (within seed spread)"
-    if win.still_learning.any() or lose.still_learning.any():
+    if win.still_learning.astype(bool).any() or lose.still_learning.astype(bool).any():
         return "inconclusive (still learning)"
+    if th.min_seeds <= 1:
+        diff = float(win.test_acc.mean() - lose.test_acc.mean())
+        return "inconclusive (within seed spread)" if abs(diff) < _seed_noise(win, lose, 0.0) else None
+    if len(win) < th.min_pairs:
+        return "inconclusive (few pairs)"
     return None
 
 
+def _order_verdict(win: pd.DataFrame, lose: pd.DataFrame, th) -> tuple[str, str]:
+    """(verdict, text) of "win beats lose" on paired runs: the Student-t 95 % interval of the mean paired
+    difference above 0 -> reproduced, below 0 -> not reproduced, else within the seeds' spread; the checks of
+    `_comparison_outcome` first."""
+    d = win.test_acc.to_numpy(dtype=float) - lose.test_acc.to_numpy(dtype=float)
+    mean, lo, hi, n = mean_ci(d, float(load_registry().decision["ordering"]["level"]))
+    text = (f"paired difference {mean:+.3f}" + (f", t 95 % [{lo:+.3f}, {hi:+.3f}]" if n >= 2 else "")
+            + f" over {n} pair{'s' if n != 1 else ''} (training x data seed)")
+    first = _comparison_outcome(win, lose, th)
+    if first:
+        return first, text
+    if th.min_seeds <= 1:
+        return ("reproduced" if mean > 0 else "not reproduced"), text
+    return ("reproduced" if lo > 0 else "not reproduced" if hi < 0 else "inconclusive (within seed spread)"), text
+
+
 def _unranked_why(verdict: str, win: pd.DataFrame, lose: pd.DataFrame, th) -> str:
-    """Why two sides cannot be ranked, for `_comparison_outcome`'s UNRANKED `verdict`: both at the ceiling, or the
-    difference of their means within the seeds' spread (`_seed_noise`), with the numbers."""
+    """Why two sides cannot be ranked, for an UNRANKED `verdict`: both at the ceiling, or the t interval of their
+    paired difference containing 0, with the numbers."""
     if verdict == "inconclusive (ceiling)":
         return f"cannot rank: every run at >= {StatusRules().ceiling:.2f}"
-    diff = float(win.test_acc.mean() - lose.test_acc.mean())
-    return f"cannot rank: the difference {diff:+.3f} is within the seeds' spread {_seed_noise(win, lose, th.beats):.3f}"
+    return f"cannot rank: {_order_verdict(win, lose, th)[1]} contains 0"
 
 
 def _poor_claim(runs, th, scheme, claim, paper) -> dict:
+    """"ALiBi converges poorly" (`alibi-converges-poorly`): registered not testable (the optimiser was tuned on
+    RoPE, so every other scheme converges slower than it would with its own); the paired accuracies are shown."""
+    why = load_registry().claim("alibi-converges-poorly")["why"]
     sub, rope = _runs(runs, "paper", scheme, "trigger-distance"), _runs(runs, "paper", "rope", "trigger-distance")
     if sub.empty or rope.empty:
-        return _row(claim, paper, "paper", "pending", "runs not finished yet", [])
-    rope_by_seed = dict(zip(rope.seed, rope.test_acc))
-    paired = sub[sub.seed.isin(rope_by_seed)]
-    if paired.empty:
-        return _row(claim, paper, "paper", "pending", "no seed with both runs finished yet", sub.run_id)
-    agree = [r.test_acc <= rope_by_seed[r.seed] - th.poor for r in paired.itertuples()]
-    ev = "; ".join(f"seed {r.seed}: {r.test_acc:.3f} vs RoPE {rope_by_seed[r.seed]:.3f} ({r.status})"
-                   for r in paired.itertuples()) + f" (needs at least {th.poor} below RoPE)"
-    rope_p = rope[rope.seed.isin(paired.seed)]
-    verdict = _comparison_outcome(rope_p, paired, th) or _verdict(agree, th)
-    if verdict in UNRANKED:
-        ev += f"; {_unranked_why(verdict, rope_p, paired, th)}"
-    return _row(claim, paper, "paper", verdict, ev, sub.run_id)
+        return _row(claim, paper, "paper", "pending", "runs not finished yet", [], claim_id="alibi-converges-poorly")
+    pa, pr = paired(sub, rope)
+    ev = f"{why}. " + "; ".join(f"seed {_seed_label(r)}: {r.test_acc:.3f} vs RoPE {q.test_acc:.3f} ({r.status})"
+                                for r, q in zip(pa.itertuples(), pr.itertuples()))
+    return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id,
+                claim_id="alibi-converges-poorly", rests_on=seeds_text(pa))
 
 
 def _no_generalise_claim(runs, th, scheme) -> dict:
-    """"does not generalise": a seed agrees when it did not learn the task (run_status) and was not still
-    improving at its last epoch (then more epochs might change it: that seed is left out)."""
+    """"does not generalise" (`nope-no-generalise-t1`, whose sentence names relative too): a settled run agrees
+    when it did not learn the task (run_status); a run not settled is left out (more epochs might change it);
+    the share rule decides; full RoPE is the contrast (it must not "not generalise")."""
     claim, paper = f"{scheme_label(scheme)} does not generalise on Task 1", "NoPE and relative do not generalise"
     sub = _runs(runs, "paper", scheme, "trigger-distance")
     if sub.empty:
-        return _row(claim, paper, "paper", "pending", "runs not finished yet", [])
-    settled = sub[~sub.still_learning.astype(bool)]
+        return _row(claim, paper, "paper", "pending", "runs not finished yet", [], claim_id="nope-no-generalise-t1")
+    settled = sub[_is_settled(sub) | sub.diverged.astype(bool)]
     agree = list(~settled.learned.astype(bool))
-    ev = "; ".join(f"seed {r.seed}: {r.status} ({r.why})" for r in sub.itertuples())
+    ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why})" for r in sub.itertuples())
+    extra = {"claim_id": "nope-no-generalise-t1", "rests_on": seeds_text(settled)}
+    if agree:
+        rope = _runs(runs, "paper", "rope", "trigger-distance")
+        rope = rope[_is_settled(rope)]
+        label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
+        ev += f". Decision: {share(agree, th)['text']}; {text}"
+        extra["specificity"] = label
     verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree, th)
-    return _row(claim, paper, "paper", verdict, ev, sub.run_id)
+    return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
+
+
+def largest_drop(abl: pd.DataFrame) -> pd.Series:
+    """The head whose zero-ablation costs the most test accuracy (layer, head, delta, ci_lo, ci_hi)."""
+    acc = abl[abl["metric"] == "accuracy"]
+    return acc.loc[acc["delta"].idxmax()]
 
 
 def _mla_claims(store, runs, th) -> list[dict]:
-    """"MLA shows no indispensable single head", with heads actually ablated (zero and mean ablation). The paper
-    claims it on Task 1; Task 2 rows are beyond the paper. Settled seeds only (`_settled`: learned, not still learning)."""
+    """The registered headline `mla-no-indispensable-head`: "head-wise ablation under MLA shows no single head is
+    indispensable for Task 1": a counted run agrees when its largest zero-ablation drop of any head is below the
+    deciding threshold (and, shown beside, below the second); the share rule decides; full RoPE (whose deposit the
+    paper says MLA mitigates) is the contrast. Task 2 rows are beyond the paper."""
     out = []
     claim, paper = "MLA has no indispensable single head (heads ablated)", "MLA shows no indispensable single head"
+
+    def judged(sub):
+        good = _settled(sub)
+        abl = _stored(store, _learned(sub)["run_id"], "ablation")
+        tops = {rid: largest_drop(a) for rid, a in abl.items()}
+        return good, abl, tops, [(r, bool(tops[r.run_id].delta < th.indispensable),
+                                  bool(tops[r.run_id].delta < th.also)) for r in good.itertuples() if r.run_id in tops]
+
     for setting in ("paper", "authors-mla", "encoder"):
         for task in TASKS:
             sub = _runs(runs, setting, "mla", task)
             if sub.empty and setting != "paper":
                 continue
-            good = _settled(sub)
-            agree, notes, shows, top_drop = [], [], {}, {}
-            ablations = _stored(store, _learned(sub)["run_id"], "ablation")
-            for rid, abl in ablations.items():
-                acc = abl[abl["metric"] == "accuracy"]
-                top = acc.loc[acc["delta"].idxmax()]
-                top_drop[rid] = top.delta
-                shows[rid] = (f"largest zero-ablation drop L{int(top.layer)}.H{int(top['head'])} "
-                              f"{top.delta:.3f} [{top.ci_lo:.3f}, {top.ci_hi:.3f}]")
-            for r in good.itertuples():
-                if r.run_id not in ablations:
-                    continue
-                agree.append(bool(top_drop[r.run_id] < th.indispensable))
-                notes.append(f"seed {r.seed} (test acc {r.test_acc:.3f}): {shows[r.run_id]}")
-            parts = (["; ".join(notes) + f" (indispensable: drop >= {th.indispensable})"] if notes else []) \
+            good, ablations, tops, rows = judged(sub)
+            shows = {rid: (f"largest zero-ablation drop L{int(t.layer)}.H{int(t['head'])} "
+                           f"{t.delta:.3f} [{t.ci_lo:.3f}, {t.ci_hi:.3f}]") for rid, t in tops.items()}
+            notes = [f"seed {_seed_label(r)} (test acc {r.test_acc:.3f}): {shows[r.run_id]}" for r, _, _ in rows]
+            agree, agree_also = [a for _, a, _ in rows], [b for _, _, b in rows]
+            parts = (["; ".join(notes) + f" (indispensable: drop >= {th.indispensable:g})"] if notes else []) \
                 + _uncounted_notes(sub, shows)
             ev = "; ".join(parts) + _waiting(good, ablations, "ablation") if parts \
                 else "no finished run with an ablation table yet"
+            extra = {"claim_id": "mla-no-indispensable-head" if task == "trigger-distance" else "",
+                     "rests_on": seeds_text(good)}
+            if rows:
+                two = _two_thresholds(agree, agree_also, th)
+                ev += f". Decision: {two['text']}"
+                extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"])
+                rope = _contrast_runs(runs, "authors" if setting == "authors-mla" else setting, "rope", task)
+                c = judged(rope)[3]
+                label, text = specificity([a for _, a, _ in c], th, f"RoPE {task_label(task)}")
+                ev += f"; {text}"
+                extra["specificity"] = label
             verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
             result = verdict
             if task != "trigger-distance" and verdict in TESTS:
                 verdict = "beyond the paper"
-            out.append(_row(f"{claim}, {task_label(task)}", paper, setting, verdict, ev, sub.run_id, result))
+            out.append(_row(f"{claim}, {task_label(task)}", paper, setting, verdict, ev, sub.run_id, result, **extra))
     return out
 
 
+ORDER_IDS = {("mla", "rope", "trigger-count"): "mla-beats-rope-t2", ("rope", "mla", "trigger-distance"):
+             "rope-beats-mla-t1", ("nope", "rope", "trigger-count"): "nope-beats-rope-t2"}
+
+
 def _table1_order_claims(runs, th) -> list[dict]:
-    """The orderings Table 1 shows: MLA beats RoPE on Task 2, RoPE beats MLA on Task 1, NoPE beats RoPE on Task 2.
-    Paired seeds; the runs decide only when both sides learned, are not both at the ceiling or within the seeds'
-    spread, and neither was still improving (`_comparison_outcome`)."""
+    """The orderings Table 1 shows (registered `[decision.ordering]`): MLA beats RoPE on Task 2, RoPE beats MLA on
+    Task 1, NoPE beats RoPE on Task 2. Paired runs (same training and data seed); the status checks first
+    (`_comparison_outcome`), then the Student-t 95 % interval of the mean paired difference (`_order_verdict`)."""
     out = []
     for a, b, task, text in (("mla", "rope", "trigger-count", "MLA beats RoPE on Task 2 (97.41 vs 69.43)"),
                              ("rope", "mla", "trigger-distance", "RoPE beats MLA on Task 1 (92.64 vs 88.34)"),
                              ("nope", "rope", "trigger-count", "NoPE beats RoPE on Task 2 (77.69 vs 69.43)")):
+        cid = ORDER_IDS[(a, b, task)]
         for setting in SETTINGS:
             # the authors ran MLA in their MLA script: compare it with their transformer script's RoPE/NoPE
             sa = "authors-mla" if (setting == "authors" and a == "mla") else setting
@@ -644,25 +879,25 @@ def _table1_order_claims(runs, th) -> list[dict]:
             ra, rb = _runs(runs, sa, a, task), _runs(runs, sb, b, task)
             if ra.empty or rb.empty:
                 if setting in ("paper", "authors"):
-                    out.append(_row(text, "Table 1", setting, "pending", "runs not finished yet", []))
+                    out.append(_row(text, "Table 1", setting, "pending", "runs not finished yet", [], claim_id=cid))
                 continue
-            by_b = dict(zip(rb.seed, rb.test_acc))
-            pa, pb = ra[ra.seed.isin(by_b)], rb[rb.seed.isin(ra.seed)]  # seeds with both runs: a paired comparison
-            agree = [r.test_acc >= by_b[r.seed] + th.beats for r in pa.itertuples()]
+            pa, pb = paired(ra, rb)
             where = (f"{scheme_label(a)} ({SETTINGS[sa]}) vs {scheme_label(b)} ({SETTINGS[sb]})"
                      if sa != sb else "same architecture and settings")
-            status = {r.run_id: r.status for r in pd.concat([pa, pb]).itertuples()}
             la, lb = scheme_label(a), scheme_label(b)  # each number names its side: "NoPE 0.750 vs RoPE 0.672"
-            ev = (f"{where}: mean over the {len(pa)} paired seed(s) {la} {pa.test_acc.mean():.3f} vs "
-                  f"{lb} {pb.test_acc.mean():.3f}; per seed ({la} vs {lb}) "
-                  + ", ".join(f"{r.seed}: {r.test_acc:.3f} ({status[r.run_id]}) vs {by_b[r.seed]:.3f} "
-                              f"({status[pb[pb.seed == r.seed].run_id.iloc[0]]})" for r in pa.itertuples())
-                  + f" (a win needs at least {th.beats} more and more than the seeds' spread)"
-                  if len(pa) else "no seed with both runs finished yet")
-            verdict = (_comparison_outcome(pa, pb, th) or _verdict(agree, th)) if len(pa) else "pending"
+            if len(pa):
+                verdict, how = _order_verdict(pa, pb, th)
+                ev = (f"{where}: mean over the {len(pa)} paired seed(s) {la} {pa.test_acc.mean():.3f} vs "
+                      f"{lb} {pb.test_acc.mean():.3f}; per seed ({la} vs {lb}) "
+                      + ", ".join(f"{_seed_label(x)}: {x.test_acc:.3f} ({x.status}) vs {y.test_acc:.3f} ({y.status})"
+                                  for x, y in zip(pa.itertuples(), pb.itertuples()))
+                      + f"; {how}")
+            else:
+                verdict, ev = "pending", "no seed with both runs finished yet"
             if verdict in UNRANKED:
                 ev += f"; {_unranked_why(verdict, pa, pb, th)}"
-            out.append(_row(text, "Table 1", setting, verdict, ev, list(ra.run_id) + list(rb.run_id)))
+            out.append(_row(text, "Table 1", setting, verdict, ev, list(ra.run_id) + list(rb.run_id),
+                            claim_id=cid, rests_on=seeds_text(pa)))
     return out
 
 
@@ -672,55 +907,62 @@ def _partial_and_full_rope(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFra
     return rope[rope.partial], rope[(rope.variant == "rope") & ~rope.partial]
 
 
-def _partial_rope_claim(store, runs, th) -> dict:
-    """Appendix C.3 of the core paper, on RoPE in only some heads: "the most significant deposit pattern is not
-    necessarily in the first layer, but may be in the second or third layer. In some cases, the first layer does
-    not even have a deposit pattern." Per partial-RoPE run of the `paper` arch: the layer of its largest single-head
-    deposit (largest zero-ablation drop). It agrees when that layer is past layer 0 and deeper than full RoPE's
-    largest deposit of the same task and seed (past layer 0 alone when full RoPE has none). "Can": one partial-RoPE
-    variant (on one task) agreeing in `th.min_seeds` seeds suffices; agreeing in one seed only, or every variant
-    disagreeing with fewer seeds than that: inconclusive (one seed). The evidence names the layers (0-based: the
-    paper's second and third layers are 1 and 2; docs/paper.md §6 counts them from 1 as 2 and 3) and whether layer
-    0 has a deposit at all."""
-    claim = "partial RoPE can move the most significant deposit deeper than full RoPE's (paper: to the second or third layer)"
-    paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"
-    all_sub, full = _partial_and_full_rope(runs)
-    if all_sub.empty:
-        return _row(claim, paper, "paper", "pending", "tier 2 of grids/repro.toml not run yet", [])
-    learned, sub, full = _learned(all_sub), _settled(all_sub), _settled(full)
-    deps = _deposits(store, list(learned["run_id"]) + list(full["run_id"]))
+DEEPER_LAYERS = (1, 2)  # 0-based: the paper's "second or third layer" (C.3)
 
-    agree, notes, seeds = {}, [], sub.groupby(["variant", "task"]).size()
+
+def _partial_rope_claim(store, runs, th) -> dict:
+    """The registered `partial-rope-deeper` (C.3: "the most significant deposit pattern is not necessarily in the
+    first layer, but may be in the second or third layer"), on Task 1 only (C.1: the paper ran its partial-RoPE
+    experiments on Task 1): a counted partial-RoPE run of the `paper` arch agrees when its largest single-head
+    deposit is in layer 1 or 2 (0-based); "may be" is read as "in most counted runs", by the share rule over every
+    counted partial-RoPE run (an existential reading passes on any one run); full RoPE is the contrast. The
+    evidence names each run's largest deposit, whether layer 0 has one, and full RoPE's of the same seed."""
+    claim = ("partial RoPE puts its most significant deposit in the second or third layer (layer 1 or 2) on Task 1")
+    paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"
+    t1 = "trigger-distance"
+    all_sub, full = _partial_and_full_rope(runs)
+    all_sub, full = all_sub[all_sub.task == t1], full[full.task == t1]
+    if all_sub.empty:
+        return _row(claim, paper, "paper", "pending", "no partial-RoPE run on Task 1 yet (tier 2 of grids/repro.toml)",
+                    [], claim_id="partial-rope-deeper")
+    learned, sub = _learned(all_sub), _settled(all_sub)
+
+    def deeper(d):
+        return largest_layer(d) in DEEPER_LAYERS
+
+    deps = _deposits(store, list(learned["run_id"]) + list(full["run_id"]))
+    notes = []
     for r in learned.itertuples():
         if r.run_id not in deps:
-            notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed}: trained, deposit not computed yet")
+            notes.append(f"{r.variant} seed {_seed_label(r)}: trained, deposit not computed yet")
             continue
         d = deps[r.run_id]
-        layer, txt = _largest(d)
-        base = [_largest(deps[b]) for b in full[(full.task == r.task) & (full.seed == r.seed)].run_id if b in deps]
-        base_layer, base_txt = base[0] if base else (None, "not shipped")
-        counted = not r.still_learning
-        if counted:
-            agree.setdefault((r.variant, r.task), []).append(
-                layer is not None and layer >= 1 and (base_layer is None or layer > base_layer))
-        notes.append(f"{r.variant} {task_label(r.task)} seed {r.seed} ("
-                     + (f"test acc {r.test_acc:.3f}" if counted else f"still learning: {r.why}, not counted")
-                     + "): largest "
-                     f"single-head deposit {txt}, layer 0 {'has one' if 0 in _single_layers(d) else 'has none'};"
-                     f" full RoPE {base_txt}")
-    notes += _uncounted_notes(all_sub[~all_sub.learned.astype(bool)],
-                              label=lambda r: f"{r.variant} {task_label(r.task)} ")
+        base = [_largest(deps[b])[1] for b in full[full.seed == r.seed].run_id if b in deps]
+        counted = r.run_id in set(sub.run_id)
+        notes.append(f"{r.variant} seed {_seed_label(r)} ("
+                     + (f"test acc {r.test_acc:.3f}" if counted else f"not settled: {r.why}, not counted")
+                     + f"): largest single-head deposit {_largest(d)[1]}"
+                     + (f" ({'agrees' if deeper(d) else 'does not'})" if counted else "")
+                     + f", layer 0 {'has one' if 0 in _single_layers(d) else 'has none'}; "
+                     f"full RoPE {base[0] if base else 'not shipped'}")
+    notes += _uncounted_notes(all_sub[~all_sub.learned.astype(bool)], label=lambda r: f"{r.variant} ")
+    judged = _deposit_agreement(store, all_sub, th, deeper)
+    agree, agree_also = [a for _, a, _ in judged], [b for _, _, b in judged]
+    ev = "; ".join(notes)
+    extra = {"claim_id": "partial-rope-deeper", "rests_on": seeds_text(sub)}
+    if judged:
+        two = _two_thresholds(agree, agree_also, th)
+        label, text = specificity([a for _, a, _ in _deposit_agreement(store, full, th, deeper)], th, "full RoPE Task 1")
+        ev += f". Decision: {two['text']}; {text}"
+        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"],
+                     specificity=label)
     if sub.empty:
         verdict = _unshown(all_sub)
-    elif not agree:
+    elif not judged:
         verdict = "pending"
-    elif max(sum(a) for a in agree.values()) >= th.min_seeds:
-        verdict = "reproduced"
-    elif any(map(any, agree.values())) or seeds.max() < th.min_seeds:
-        verdict = "inconclusive (one seed)"
     else:
-        verdict = "not reproduced"
-    return _row(claim, paper, "paper", verdict, "; ".join(notes), all_sub.run_id)
+        verdict = _verdict(agree, th)
+    return _row(claim, paper, "paper", verdict, ev, all_sub.run_id, **extra)
 
 
 def _causal_claims(store, runs, th) -> list[dict]:
@@ -810,11 +1052,12 @@ QUESTIONS = (
     ("Is there an indispensable head in MLA when heads are actually ablated?",
      "MLA has no indispensable single head", "no", "yes", None),
 )
-ANSWER_OF = {"mixed": "in some seeds only", "inconclusive (did not learn)": "cannot tell (the model did not learn)",
+ANSWER_OF = {"mixed": "mixed (the share of agreeing runs may lie on either side of 1/2)", "inconclusive (did not learn)": "cannot tell (the model did not learn)",
              "inconclusive (ceiling)": "cannot tell (both at the ceiling)",
              "inconclusive (within seed spread)": "cannot tell (within the seeds' spread)",
              "inconclusive (still learning)": "cannot tell (still learning at its last epoch)",
              "inconclusive (one seed)": "cannot tell (one seed)",
+             "inconclusive (few pairs)": "cannot tell (fewer than 3 paired runs)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
 
 
@@ -948,7 +1191,7 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
     pad tokens (`pad_free`) and the change touches pad fields only (`pad_only`). This traces a gap between the
     paper's numbers and PE-Lab's `paper` arch to one setting."""
     cols = ["setting", "variant", "base", "change", "task", "n_seeds", "base_acc", "acc", "delta", "delta_lo",
-            "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "identical", "pad_free",
+            "delta_hi", "seed_spread", "beyond_spread", "base_learned", "learned", "settled", "identical", "pad_free",
             "pad_only", "base_deposit", "deposit", "runs"]
     auth = runs[runs.setting.isin(("authors", "authors-mla"))]
     pairs = []
@@ -965,6 +1208,7 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                                           for k, (v0, v1) in change.items()),
                       "base_acc": b.test_acc, "acc": r.test_acc, "runs": [b.run_id, r.run_id],
                       "base_learned": bool(b.learned), "learned": bool(r.learned),
+                      "settled": _row_settled(b) and _row_settled(r),
                       "identical": _same_training(store, b.run_id, r.run_id),
                       "pad_free": not _has_pads(cfg["task"]), "pad_only": set(change) <= set(PAD_FIELDS),
                       "base_deposit": _deposit_heads(store, b.run_id, r.seed),
@@ -982,6 +1226,7 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "delta": mean, "delta_lo": lo, "delta_hi": hi, "seed_spread": spread,
                      "beyond_spread": bool(abs(mean) > spread) if np.isfinite(spread) else None,
                      "base_learned": bool(g["base_learned"].all()), "learned": bool(g["learned"].all()),
+                     "settled": bool(g["settled"].all()),
                      "identical": bool(g["identical"].all()), "pad_free": bool(g["pad_free"].all()),
                      "pad_only": bool(g["pad_only"].all()),
                      "base_deposit": "; ".join(g["base_deposit"]), "deposit": "; ".join(g["deposit"]),
@@ -1015,6 +1260,9 @@ def one_setting_effect(r) -> str:
         return f"identical losses and accuracies in every epoch: no effect on this data{why}"
     if not r.base_learned and not r.learned:
         return "neither run learned the task: no effect to read"
+    if not getattr(r, "settled", True):
+        return ("a run of the pair had not settled (its test accuracy moved >= 1 point over its last half of "
+                "training): a difference between runs still learning is no effect to read")
     if r.beyond_spread is None or (isinstance(r.beyond_spread, float) and np.isnan(r.beyond_spread)):
         return "no seed spread measured"
     return (f"{'beyond' if r.beyond_spread else 'within'} the baseline's seed spread ({100 * r.seed_spread:.2f} "
@@ -1177,11 +1425,12 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: p
         if b.empty or others.empty:
             out.append("not run at other rungs yet")
             continue
-        v0 = b.verdict.iloc[0]
-        changed = [f"changes at {o.rung}: {seed_verdict(v0, seed)} -> {seed_verdict(o.verdict, seed)}"
+        col = "result" if "result" in rows else "verdict"  # what the seed shows: a "beyond the paper" row too
+        v0 = b[col].iloc[0]
+        changed = [f"changes at {o.rung}: {seed_verdict(v0, seed)} -> {seed_verdict(getattr(o, col), seed)}"
                    + (f"; on every seed run there: {on_all[(o.rung, r.claim, r.setting)]}"
                       if (o.rung, r.claim, r.setting) in on_all else "")
-                   for o in others.itertuples() if o.verdict != v0]
+                   for o in others.itertuples() if getattr(o, col) != v0]
         out.append("; ".join(changed) if changed else
                    f"unchanged at every rung run ({', '.join(others.rung)}): {seed_verdict(v0, seed)}")
     return pd.Series(out, index=cl.index, dtype=object)
@@ -1207,15 +1456,27 @@ class BaseClaims(NamedTuple):
 def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()) -> BaseClaims:
     """The base preset's claims and the scale ladder around them (BaseClaims), each rung's claims judged once on
     every seed (`every_seed_claims`) and read by `rung_claims` and `ladder_answers`."""
-    base = base_preset(runs_all)
-    runs = runs_all[runs_all.preset == base]
+    pre = runs_all[~is_study(runs_all)]  # the seed study's runs are judged by the study alone, never pooled
+    base = base_preset(pre if len(pre) else runs_all)
+    runs = pre[pre.preset == base]
     rungs = ladder_rungs(base, ladder_presets)
     cl = claims(store, runs, th)
-    lad = ladder(store, runs_all, rungs, th)
-    every = every_seed_claims(store, runs_all, rungs, th)
-    seeded = rung_claims(store, runs_all, rungs, th, every=every)
+    lad = ladder(store, pre, rungs, th)
+    every = every_seed_claims(store, pre, rungs, th)
+    seeded = rung_claims(store, pre, rungs, th, every=every)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
-    return BaseClaims(runs_all, base, runs, cl, lad, rungs, seeded, ladder_answers(store, runs_all, rungs, th, every=every))
+    return BaseClaims(runs_all, base, runs, cl, lad, rungs, seeded, ladder_answers(store, pre, rungs, th, every=every))
+
+
+def is_study(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run belongs to the registered seed study (`[study]`: its training seeds or data seeds), whose
+    runs are judged by the study's readouts alone and never pooled with the runs trained before the registration
+    (seeds 42-44, data seed 42)."""
+    study = load_registry().study
+    seeds = set(study.get("train_seeds", []))  # tier 2 (phase2) trains seeds 45-51 of these
+    data = set(study.get("data_seeds", []))
+    ds = runs["data_seed"] if "data_seed" in runs else pd.Series(DEFAULT_DATA_SEED, index=runs.index)
+    return runs["seed"].isin(seeds) | ds.isin(data)
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
@@ -1239,14 +1500,23 @@ def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PASSES_STATUS = ("learned", "ceiling")  # run_status's statuses of a run that learned and settled
+
+
+def _status_settled(status: str) -> bool:
+    """Whether a run_status `status` is of a settled run (did not learn, or learned and settled; diverged too)."""
+    return str(status) in ("learned", "ceiling", "did not learn", "diverged")
+
+
 GAP_CLOSER = 0.05  # a rung "explains" a gap to the paper when it brings the cell this much closer (5 points)
 
 
 def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
     """Per Table-1 cell and rung other than the base (`t`: `ladder_table1`): does the rung explain the cell's gap
     to the paper? `no gap` when the base is already within GAP_CLOSER of the paper (nothing to explain);
-    `explains` when |base - paper| - |acc - paper| >= GAP_CLOSER; `cannot tell yet` when it does not and the run
-    at the rung was still learning at its last epoch; `does not explain` otherwise. Columns: setting, scheme,
+    the status checks first (registered `[decision.ladder]`): `explains` when |base - paper| - |acc - paper| >=
+    GAP_CLOSER and the run at the rung learned and settled, `cannot tell yet` when it is closer but its run did
+    not pass them, or not closer and its run did not settle; `does not explain` otherwise. Columns: setting, scheme,
     task, rung, base, acc, paper, status, closer, gap."""
     cols = ["setting", "scheme", "task", "rung", "base", "acc", "paper", "status", "closer", "gap"]
     out = []
@@ -1258,8 +1528,10 @@ def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
                 continue
             closer = abs(base - paper) - abs(acc - paper)
             status = d[rung + " status"]
-            gap = ("no gap" if abs(base - paper) < GAP_CLOSER else "explains" if closer >= GAP_CLOSER else
-                   "cannot tell yet" if "still learning" in str(status) else "does not explain")
+            passes = str(status) in PASSES_STATUS  # learned and settled (registered: status checks come first)
+            gap = ("no gap" if abs(base - paper) < GAP_CLOSER else
+                   ("explains" if passes else "cannot tell yet") if closer >= GAP_CLOSER else
+                   "cannot tell yet" if not _status_settled(status) else "does not explain")
             out.append({"setting": d["setting"], "scheme": d["scheme"], "task": d["task"], "rung": rung,
                         "base": base, "acc": acc, "paper": paper, "status": status, "closer": closer, "gap": gap})
     return pd.DataFrame(out, columns=cols)
