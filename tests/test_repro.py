@@ -680,3 +680,59 @@ def test_scheme_overview_has_one_row_per_scheme_and_task_with_the_seed_interval(
     r = d.iloc[0]
     assert r.n_seeds == 3 and r["mean"] == pytest.approx(0.95) and r.hi == 1.0 and r.lo == 0.9
     assert r.deposit == "seed 42: L0.H3 0.40; seed 43: not computed yet; seed 44: not computed yet"
+
+
+def _study_store():
+    """Made-up seed-study runs: RoPE with its largest deposit in layer 0 in 15 of 20 runs (else layer 1), MLA with
+    a largest drop of 0.03 in 12 of 20 runs and 0.07 in the others; beside them the pre-registration seeds 42-44
+    (data seed 42), RoPE in layer 1 and MLA at 0.20, which must not be pooled into the study's shares."""
+    def atlas(top):
+        return pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy", "delta": top if (l, h) == (2, 3) else 0.001,
+                              "ci_lo": 0.0, "ci_hi": 0.1} for l in range(6) for h in range(4)])
+
+    rows, runs, i = [], [], 0
+    for seed, data in [(s, d) for d in (43, 44) for s in range(45, 55)] + [(s, 42) for s in (42, 43, 44)]:
+        pre = data == 42
+        rid = f"t1-rope-repro-long-s{seed}-d{data}"
+        layer = 1 if pre or i % 4 == 3 else 0
+        rows.append({"run_id": rid, "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": seed,
+                     "data_seed": data, "preset": "repro-long", "test_acc": 0.99, "test_acc_auc": 0.9})
+        runs.append(FakeRun(rid, {"deposit": _deposit([layer], n_layers=6)}))
+        rid = f"t1-mla-repro-long-s{seed}-d{data}"
+        rows.append({"run_id": rid, "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": seed,
+                     "data_seed": data, "preset": "repro-long", "test_acc": 0.95, "test_acc_auc": 0.9,
+                     **({"settled": False, "still_learning": True} if seed == 54 else {})})
+        runs.append(FakeRun(rid, {"ablation": atlas(0.20 if pre else 0.03 if i % 5 < 3 else 0.07)}))
+        i += 1
+    return FakeStore(runs), _runs_frame(rows)
+
+
+def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_ones():
+    from workbench.analysis.claims import study_readouts, study_table
+    from workbench.figures.study import study_map
+    from workbench.report.comparison import _study_section
+
+    store, frame = _study_store()
+    st = study_table(store, frame)
+    assert len(st) == 46 and set(st.group) == {"study", "pre-registration"}
+    assert list(st.columns[:6]) == ["group", "scheme", "train_seed", "data_seed", "status", "counted"]
+    rope = st[(st.scheme == "rope") & (st.group == "study")]
+    assert len(rope) == 20 and (rope.layer_005 == 0).sum() == 15 and rope.counted.all()
+    assert st[(st.scheme == "mla") & (st.train_seed == 54)].counted.sum() == 0  # not settled: not counted
+    reads = study_readouts(st).set_index(["group", "scheme", "readout"])
+    layer0 = reads.loc[("study", "rope", "largest deposit in layer 0")]
+    assert layer0.at_005.startswith("15 of 20 counted runs agree, Wilson 95 % [0.53, 0.89]")
+    assert layer0.decision == "reproduced" and layer0.rests_on == "10 training seeds x 2 data seeds (43, 44)"
+    assert reads.loc[("study", "rope", "largest deposit in layer <= 1 (second reading)")].at_005.startswith("20 of 20")
+    pre = reads.loc[("pre-registration", "rope", "largest deposit in layer 0")]
+    assert pre.at_005.startswith("0 of 3") and pre.decision == "mixed (few runs)"  # beside, not pooled
+    mla = reads.loc[("study", "mla", "largest drop of any head < threshold")]
+    assert mla.at_005.startswith("12 of 18") and mla.at_010.startswith("18 of 18")  # 0.07: below 0.10 only
+    assert mla.decision == "mixed" and mla.decision_010 == "reproduced"
+    assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
+    text = _study_section(st, study_readouts(st))
+    assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
+    fig = study_map(st)
+    assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
+    empty = study_table(store, frame[frame.data_seed == 42])
+    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty))

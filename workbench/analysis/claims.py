@@ -144,6 +144,13 @@ def seeds_text(sub: pd.DataFrame) -> str:
             f"({', '.join(str(d) for d in ds)})")
 
 
+def _rests(counted: pd.DataFrame, sub: pd.DataFrame) -> str:
+    """What a row rests on: its counted runs' seeds, or none counted of the runs it read."""
+    if len(counted):
+        return seeds_text(counted)
+    return f"no counted run (of {seeds_text(sub)})" if len(sub) else "no run"
+
+
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     """(mean, lo, hi, n): Student-t interval of the mean over seeds (lo = hi = NaN for n < 2)."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
@@ -350,7 +357,8 @@ def _two_thresholds(agree: list[bool], agree_also: list[bool], th: Thresholds) -
     s5, s10 = share(agree, th), share(agree_also, th)
     text = (f"at {th.indispensable:g}: {s5['text']}; at {th.also:g}: {s10['text']} ({v2})"
             + ("; threshold-sensitive" if v != v2 else "")) if agree else ""
-    return {"verdict": v, "verdict_also": v2, "threshold_sensitive": bool(agree) and v != v2, "text": text}
+    return {"verdict": v, "verdict_also": v2, "threshold_sensitive": bool(agree) and v != v2, "text": text,
+            "few": bool(agree) and s5["few"]}
 
 
 def _at(dep: pd.DataFrame, threshold: float) -> pd.DataFrame:
@@ -392,7 +400,7 @@ def _dep_shows(dep: pd.DataFrame) -> str:
 
 
 ROW_COLUMNS = ["claim", "paper_says", "setting", "verdict", "evidence", "runs", "result", "claim_id", "verdict_also",
-               "threshold_sensitive", "specificity", "rests_on"]
+               "threshold_sensitive", "specificity", "rests_on", "few_runs"]
 
 
 def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_ids,
@@ -403,9 +411,10 @@ def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_
     specificity and rests_on (training x data seeds)."""
     return {"claim": claim, "paper_says": paper, "setting": setting, "verdict": verdict, "evidence": evidence,
             "runs": list(run_ids), "result": result or verdict, "claim_id": extra.get("claim_id", ""),
-            "verdict_also": extra.get("verdict_also", verdict if verdict not in TESTS else verdict),
+            "verdict_also": extra.get("verdict_also", verdict),
             "threshold_sensitive": bool(extra.get("threshold_sensitive", False)),
-            "specificity": extra.get("specificity", ""), "rests_on": extra.get("rests_on", "")}
+            "specificity": extra.get("specificity", ""), "rests_on": extra.get("rests_on", ""),
+            "few_runs": bool(extra.get("few_runs", False))}
 
 
 def _largest(dep: pd.DataFrame) -> tuple[int | None, str]:
@@ -460,10 +469,10 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
                  for r, a, _ in judged] + _uncounted_notes(sub, shows)
         ev = "; ".join(notes) + _waiting(good, deps, "deposit") if notes else "no finished run with a deposit table yet"
         two = _two_thresholds(agree, agree_also, th)
-        extra = {"claim_id": claim_id, "rests_on": seeds_text(good)}
+        extra = {"claim_id": claim_id, "rests_on": _rests(good, sub)}
         if judged:
             ev += f". Decision: {two['text']}"
-            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"])
+            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
             if second is not None:
                 sec = share([bool(second(_at(deps[r.run_id], th.indispensable))) for r, _, _ in judged], th)
                 ev += f"; second reading ({second_label}, never deciding): {sec['text']} ({sec['verdict']})"
@@ -644,13 +653,13 @@ def _absolute_heads_claim(store, runs, th) -> dict:
     notes = [f"seed {_seed_label(r)}: {a[1]} ({'agrees' if a[0] else 'does not'})" for r, a, _ in rows]
     notes += _uncounted_notes(sub)
     ev = ("; ".join(notes) + _waiting(good, abl, "ablation")) if notes else "no finished run with an ablation table yet"
-    extra = {"claim_id": "absolute-shallow-heads", "rests_on": seeds_text(good)}
+    extra = {"claim_id": "absolute-shallow-heads", "rests_on": _rests(good, sub)}
     if rows:
         two = _two_thresholds(agree, agree_also, th)
         c, _, _ = judged(_runs(runs, "paper", "alibi", "trigger-distance"))
         label, text = specificity([a[0] for _, a, _ in c], th, "ALiBi Task 1")
         ev += f". Decision: {two['text']}; {text}"
-        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"],
+        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"],
                      specificity=label)
     verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
@@ -686,7 +695,7 @@ def _rope_absolute_claim(store, runs, th) -> dict:
                      f" -> RoPE+absolute {', '.join(f'L{l}' for l in _single_layers(d)) or 'no deposit'}")
     notes += _uncounted_notes(sub) + [f"full RoPE {n}" for n in _uncounted_notes(full)]
     ev = "; ".join(notes) if notes else "no seed with both deposit tables yet"
-    extra = {"claim_id": "rope-absolute-first-layer", "rests_on": seeds_text(good)}
+    extra = {"claim_id": "rope-absolute-first-layer", "rests_on": _rests(good, sub)}
     a5, a10 = agree[th.indispensable], agree[th.also]
     if len(sub) and good.empty:
         verdict = _unshown(sub)
@@ -698,7 +707,7 @@ def _rope_absolute_claim(store, runs, th) -> dict:
         if a5:
             two = _two_thresholds(a5, a10, th)
             ev += f". Decision: {two['text']}"
-            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"])
+            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
     return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id), **extra)
 
 
@@ -792,13 +801,13 @@ def _no_generalise_claim(runs, th, scheme) -> dict:
     settled = sub[_is_settled(sub) | sub.diverged.astype(bool)]
     agree = list(~settled.learned.astype(bool))
     ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why})" for r in sub.itertuples())
-    extra = {"claim_id": "nope-no-generalise-t1", "rests_on": seeds_text(settled)}
+    extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
     if agree:
         rope = _runs(runs, "paper", "rope", "trigger-distance")
         rope = rope[_is_settled(rope)]
         label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
         ev += f". Decision: {share(agree, th)['text']}; {text}"
-        extra["specificity"] = label
+        extra.update(specificity=label, few_runs=share(agree, th)["few"])
     verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
 
@@ -839,11 +848,11 @@ def _mla_claims(store, runs, th) -> list[dict]:
             ev = "; ".join(parts) + _waiting(good, ablations, "ablation") if parts \
                 else "no finished run with an ablation table yet"
             extra = {"claim_id": "mla-no-indispensable-head" if task == "trigger-distance" else "",
-                     "rests_on": seeds_text(good)}
+                     "rests_on": _rests(good, sub)}
             if rows:
                 two = _two_thresholds(agree, agree_also, th)
                 ev += f". Decision: {two['text']}"
-                extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"])
+                extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
                 rope = _contrast_runs(runs, "authors" if setting == "authors-mla" else setting, "rope", task)
                 c = judged(rope)[3]
                 label, text = specificity([a for _, a, _ in c], th, f"RoPE {task_label(task)}")
@@ -949,12 +958,12 @@ def _partial_rope_claim(store, runs, th) -> dict:
     judged = _deposit_agreement(store, all_sub, th, deeper)
     agree, agree_also = [a for _, a, _ in judged], [b for _, _, b in judged]
     ev = "; ".join(notes)
-    extra = {"claim_id": "partial-rope-deeper", "rests_on": seeds_text(sub)}
+    extra = {"claim_id": "partial-rope-deeper", "rests_on": _rests(sub, all_sub)}
     if judged:
         two = _two_thresholds(agree, agree_also, th)
         label, text = specificity([a for _, a, _ in _deposit_agreement(store, full, th, deeper)], th, "full RoPE Task 1")
         ev += f". Decision: {two['text']}; {text}"
-        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"],
+        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"],
                      specificity=label)
     if sub.empty:
         verdict = _unshown(all_sub)
@@ -1547,3 +1556,85 @@ def rung_seed_cells(runs: pd.DataFrame, rungs) -> pd.DataFrame:
     n = sub.groupby(["preset", "setting", "variant", "task"]).seed.transform("nunique")
     return (sub[n > 1].rename(columns={"preset": "rung"})[cols]
             .sort_values(["rung", "setting", "variant", "task", "seed"]).reset_index(drop=True))
+
+
+# ---- the seed study (registry `[study]`, grids/study.toml) -----------------------------------------------------
+STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counted", "layer_005", "head_005",
+                 "drop_005", "layer_010", "head_010", "drop_010", "largest_drop", "largest_drop_layer",
+                 "largest_drop_head", "test_acc", "run_id"]
+
+
+def study_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the registered seed study reads: its preset, the `paper` arch, its task and schemes (full, not
+    partial), with a `group` column: "study" for its registered training x data seeds, "pre-registration" for the
+    runs trained before the registration (shown beside, never pooled into the study's decision)."""
+    st = load_registry().study
+    sub = runs[(runs.preset == st["preset"]) & (runs.setting == st["arch"]) & (runs.task == st["task"])
+               & runs.variant.isin(st["schemes"]) & (runs.variant == runs.scheme) & ~runs.partial.astype(bool)]
+    ds = sub["data_seed"] if "data_seed" in sub else pd.Series(DEFAULT_DATA_SEED, index=sub.index)
+    study = sub.seed.isin(st["train_seeds"]) & ds.isin(st["data_seeds"])
+    return sub.assign(group=np.where(study, "study", "pre-registration"))[study | ~is_study(sub)]
+
+
+def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """The seed study, tidy: one row per run of `study_runs` with its group, scheme, training and data seed, what
+    it can show (status; counted = learned and settled, the registered rule), its largest single-head deposit at
+    each registered threshold (layer, head, drop; NaN: none) and the largest zero-ablation drop of any head (its
+    layer and head), from the run's deposit and ablation tables (lean ships carry both)."""
+    sub = study_runs(runs)
+    th = Thresholds()
+    deps = _deposits(store, sub.run_id)
+    abl = _stored(store, sub.run_id, "ablation")
+    counted = set(_settled(sub).run_id)
+    rows = []
+    for r in sub.itertuples():
+        row = {"group": r.group, "scheme": r.scheme, "train_seed": int(r.seed),
+               "data_seed": int(getattr(r, "data_seed", DEFAULT_DATA_SEED)), "status": r.status,
+               "counted": r.run_id in counted, "test_acc": r.test_acc, "run_id": r.run_id}
+        for t, tag in ((th.indispensable, "005"), (th.also, "010")):
+            d = _at(deps[r.run_id], t) if r.run_id in deps else None
+            s = d[d["single_head_deposit"]] if d is not None else pd.DataFrame()
+            top = s.loc[s["top_delta"].idxmax()] if len(s) else None
+            row[f"layer_{tag}"] = int(top.layer) if top is not None else np.nan
+            row[f"head_{tag}"] = int(top.top_head) if top is not None else np.nan
+            row[f"drop_{tag}"] = float(top.top_delta) if top is not None else np.nan
+        top = largest_drop(abl[r.run_id]) if r.run_id in abl else None
+        row["largest_drop"] = float(top.delta) if top is not None else np.nan
+        row["largest_drop_layer"] = int(top.layer) if top is not None else np.nan
+        row["largest_drop_head"] = int(top["head"]) if top is not None else np.nan
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=STUDY_COLUMNS)
+    return out.sort_values(["group", "scheme", "data_seed", "train_seed"], ascending=[False, False, True, True],
+                           ignore_index=True)
+
+
+def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
+    """The study's registered readouts per (group, scheme), from `study_table`: counted runs of how many; for RoPE
+    the share with the largest deposit in layer 0 (deciding) and in layer <= 1, each with its Wilson interval and
+    the share decision, at 0.05 (and 0.10 beside); for MLA the largest drop's distribution and the share below
+    0.05 and below 0.10. The two groups are never pooled."""
+    th = Thresholds()
+    cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
+            "decision_010"]
+    rows = []
+    for (group, scheme), g in st.groupby(["group", "scheme"], sort=False):
+        c = g[g.counted]
+        base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
+                "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
+        if scheme == "mla":
+            reads = [("largest drop of any head < threshold", c.largest_drop < th.indispensable,
+                      c.largest_drop < th.also)]
+        else:
+            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0),
+                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1)]
+        for name, a5, a10 in reads:
+            s5, s10 = share(list(a5), th), share(list(a10), th)
+            rows.append({**base, "readout": name, "at_005": s5["text"], "at_010": s10["text"],
+                         "decision": s5["verdict"] + (" (few runs)" if s5["few"] and s5["n"] else ""),
+                         "decision_010": s10["verdict"] + (" (few runs)" if s10["few"] and s10["n"] else "")})
+        if scheme == "mla" and len(c):
+            d = c.largest_drop.dropna()
+            rows.append({**base, "readout": "largest drop of any head: min / median / max",
+                         "at_005": (f"{d.min():.3f} / {d.median():.3f} / {d.max():.3f}" if len(d) else "no table"),
+                         "at_010": "", "decision": "", "decision_010": ""})
+    return pd.DataFrame(rows, columns=cols)
