@@ -930,7 +930,8 @@ def _partial_rope_claim(store, runs, th) -> dict:
     paper = "the most significant deposit is not necessarily in the first layer, but may be in the second or third"
     t1 = "trigger-distance"
     all_sub, full = _partial_and_full_rope(runs)
-    all_sub, full = all_sub[all_sub.task == t1], full[full.task == t1]
+    if not all_sub.empty:
+        all_sub, full = all_sub[all_sub.task == t1], full[full.task == t1]
     if all_sub.empty:
         return _row(claim, paper, "paper", "pending", "no partial-RoPE run on Task 1 yet (tier 2 of grids/repro.toml)",
                     [], claim_id="partial-rope-deeper")
