@@ -9,8 +9,8 @@ import pytest
 
 from workbench.analysis.claims import (Thresholds, claims, concentrated, holds_across_scale, ladder, ladder_gaps,
                                        one_setting_effect, seeds_text, share, table1)
-from workbench.analysis.registry import load_registry
-from workbench.analysis.run_status import StatusRules, run_status
+from workbench.analysis.claims.registry import load_registry
+from workbench.analysis.claims.status import StatusRules, run_status
 from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
 
 REG = load_registry()

@@ -420,8 +420,8 @@ def test_each_rungs_claims_are_judged_once_on_every_seed(monkeypatch):
     the ladder's questions read them: the base once by the claims' rules, each rung (the base too) once for seed 42
     alone (`ladder`, one seed's rules) and each other rung once on all its seeds; the answers equal those judged
     on their own."""
-    from workbench.analysis import claims as claims_mod
     from workbench.analysis.claims import base_claims, ladder_answers
+    from workbench.analysis.claims import scale_ladder as claims_mod  # where base_claims looks `claims` up
 
     rows = [{"run_id": f"{p}-{v}{s}", "variant": v, "scheme": v, "task": "trigger-count", "seed": s,
              "test_acc": a, "test_acc_auc": a, "preset": p}

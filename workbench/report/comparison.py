@@ -20,7 +20,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        rung_seed_cells, run_table, scheme_overview, seed_verdict, study_readouts,
                                        study_table, table1, thresholds_table, verdict_summary)
-from workbench.analysis.registry import REGISTRY, load_registry
+from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
