@@ -287,12 +287,12 @@ def registration_commits(path: str | Path = REGISTRY) -> list[tuple[str, str]]:
     import subprocess
 
     path = Path(path)
-    try:
-        out = subprocess.run(["git", "log", "--follow", "--reverse", "--format=%h %cs", "--", path.name],
-                             cwd=path.parent, capture_output=True, text=True, timeout=30, check=True).stdout
+    try:  # newest first, reversed below: `--follow` stops at a rename under `--reverse`
+        out = subprocess.run(["git", "log", "--follow", "--format=%h %cs", "--", path.name], cwd=path.parent,
+                             capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line]
+    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line][::-1]
 
 
 def rule_commit(claim: dict, commits: list[tuple[str, str]], registered: str) -> str:
