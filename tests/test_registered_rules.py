@@ -1,4 +1,4 @@
-"""The registered rules (workbench/analysis/registry.toml, docs/preregistration.md) on made-up runs. Each test
+"""The registered rules (workbench/analysis/claims/registry.toml, docs/preregistration.md) on made-up runs. Each test
 fails under the rules before the registration (issue 40): learned as an absolute +0.10 on the point estimate, a
 last-epoch "still learning" with a ceiling exemption, "shallow" = layer <= 1, "every seed agrees" as reproduced,
 partial RoPE carried by one cell, no specificity check, one threshold, a rung explaining a gap before its status

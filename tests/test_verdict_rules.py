@@ -9,7 +9,7 @@ import pytest
 
 from workbench.analysis.claims import (ROPE_SHALLOW, Thresholds, answers, claims, holds_across_scale, ladder, one_setting,
                                        rung_claims, table1, verdict_summary, wilson)
-from workbench.analysis.run_status import StatusRules, run_status
+from workbench.analysis.claims.status import StatusRules, run_status
 from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
 
 

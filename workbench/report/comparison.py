@@ -459,7 +459,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _claims_section(cl),
         "## The registration",
         "",
-        "Every rule above is the registered one (docs/preregistration.md; `workbench/analysis/registry.toml`), "
+        "Every rule above is the registered one (docs/preregistration.md; `workbench/analysis/claims/registry.toml`), "
         "named here with the commit that registered it. The registration was committed on "
         f"{load_registry().registered}, before the seed study trained any run and after the runs at `{base}` and the "
         "scale ladder were trained: for those runs the rules are a stricter re-reading, not a prediction; only the "
@@ -516,7 +516,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "column is computed from the two runs' config.json.",
         "",
         _one_setting_section(one_setting(store, runs)),
-        "Thresholds used above (claims, and the run rules of `workbench/analysis/run_status.py`):",
+        "Thresholds used above (claims, and the run rules of `workbench/analysis/claims/status.py`):",
         "",
         _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in thresholds_table(th).itertuples()]),
         "",
