@@ -230,3 +230,33 @@ def test_table1_and_claims_say_how_many_training_and_data_seeds_they_rest_on():
     frame = _runs_frame(rows)
     assert table1(frame).rests_on.iloc[0] == "3 training seeds x 2 data seeds (43, 44)"
     assert seeds_text(frame.iloc[:1]) == "1 training seed x 1 data seed (43)"
+
+
+# ---- COMPARISON.md: the registration and provenance --------------------------------------------------------------
+def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_runs(monkeypatch):
+    from workbench.report.comparison import _provenance_section, _registration_section, rule_commit
+
+    commits = [("aaaaaaa", "2026-11-26"), ("bbbbbbb", "2026-11-28"), ("ccccccc", "2026-12-01")]
+    assert rule_commit({"version": 1}, commits, "2026-11-26") == "`aaaaaaa` (2026-11-26)"
+    assert rule_commit({"version": 2, "changed": "2026-11-27"}, commits, "2026-11-26") == "`bbbbbbb` (2026-11-28)"
+    assert rule_commit({"version": 1}, [], "2026-11-26") == "registered 2026-11-26 (no git history here)"
+    rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+             "test_acc": 1.0, "test_acc_auc": 0.9, "started": "2026-11-25T10:00:00+00:00",
+             "code_version": "abc1234-dirty" if s == 43 else "abc1234"} for s in (42, 43, 44)]
+    frame = _runs_frame(rows)
+    cl = claims(FakeStore([FakeRun(r["run_id"], {"deposit": _deposit([0])}) for r in rows]), frame)
+    text = _registration_section(cl, frame, commits)
+    assert "| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | unchanged | 3 |" in text
+    reg = load_registry()
+    changed = [dict(c, version=2, changed="2026-11-27") if c["id"] == "rope-deposit-first-layer" else c
+               for c in reg.claims]
+    import workbench.report.comparison as comparison
+
+    class Changed:
+        registered, claims = reg.registered, tuple(changed)
+
+    monkeypatch.setattr(comparison, "load_registry", lambda: Changed)
+    flagged = _registration_section(cl, frame, commits)
+    assert "**changed 2026-11-27, after its runs were trained (latest 2026-11-25)**" in flagged
+    prov = _provenance_section(frame.assign(wall_time_s=1.0, cpu_time_s=1.0))
+    assert "trained from a dirty tree" in prov and "1 of 3: `rope-43` (`abc1234-dirty`)" in prov
