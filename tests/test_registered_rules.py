@@ -260,3 +260,19 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
     assert "**changed 2026-11-27, after its runs were trained (latest 2026-11-25)**" in flagged
     prov = _provenance_section(frame.assign(wall_time_s=1.0, cpu_time_s=1.0))
     assert "trained from a dirty tree" in prov and "1 of 3: `rope-43` (`abc1234-dirty`)" in prov
+
+
+def test_random_overfits_is_decided_by_the_share_rule_once_the_train_accuracy_is_measured():
+    def row(gap, contrast_gap=0.0, eval_=True):
+        rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+                 "test_acc": 0.90, "test_acc_auc": 0.8,
+                 "train_acc_eval": (0.90 + (gap if v == "learned" else contrast_gap)) if eval_ else np.nan}
+                for v in ("learned", "sinusoidal") for s in range(42, 52)]
+        return row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)),
+                      "learned / random")
+
+    yes = row(0.08)
+    assert yes.verdict == "reproduced" and yes.specificity == "specific" and "10 of 10" in yes.evidence
+    assert row(0.08, contrast_gap=0.08).specificity == "not specific"
+    assert row(0.01).verdict == "not reproduced"
+    assert row(0.08, eval_=False).verdict == "not testable at this preset"  # a running mean is not the statistic

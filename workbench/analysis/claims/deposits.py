@@ -166,7 +166,13 @@ def _rope_absolute_claim(store, runs, th) -> dict:
         verdict = _verdict(a5, th)
         if a5:
             two = _two_thresholds(a5, a10, th)
-            ev += f". Decision: {two['text']}"
+            # the contrast (registered: rope): the moved pattern read on full RoPE itself, no layer-0 deposit and
+            # one deeper; full RoPE passing it means the rule cannot tell RoPE+absolute from RoPE
+            moved = [0 not in _single_layers(deps[b]) and any(l >= 1 for l in _single_layers(deps[b]))
+                     for b in good_full.run_id if b in deps]
+            label, text = specificity(moved, th, "full RoPE Task 1")
+            ev += f". Decision: {two['text']}; {text}"
+            extra["specificity"] = label
             extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
     return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id), **extra)
 
