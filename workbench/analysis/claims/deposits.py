@@ -11,7 +11,7 @@ import pandas as pd
 from .._common import scheme_label, task_label
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
                     _deposit_text, _deposits, _largest, _learned, _row, _runs, _seed_label, _settled, _single_layers,
-                    _stored, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
+                    _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
 from .runs import DEFAULT_DATA_SEED, TASKS, accuracy_ci, _n_test, _rests, _statuses
 
 
@@ -42,7 +42,7 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
         extra = {"claim_id": claim_id, "rests_on": _rests(good, sub)}
         if judged:
             ev += f". Decision: {two['text']}"
-            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
+            extra.update(_two_extra(two))
             if second is not None:
                 sec = share([bool(second(_at(deps[r.run_id], th.indispensable))) for r, _, _ in judged], th)
                 ev += f"; second reading ({second_label}, never deciding): {sec['text']} ({sec['verdict']})"
@@ -119,8 +119,7 @@ def _absolute_heads_claim(store, runs, th) -> dict:
         c, _, _ = judged(_runs(runs, "paper", "alibi", "trigger-distance"))
         label, text = specificity([a[0] for _, a, _ in c], th, "ALiBi Task 1")
         ev += f". Decision: {two['text']}; {text}"
-        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"],
-                     specificity=label)
+        extra.update(_two_extra(two), specificity=label)
     verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
     return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
 
@@ -173,7 +172,7 @@ def _rope_absolute_claim(store, runs, th) -> dict:
             label, text = specificity(moved, th, "full RoPE Task 1")
             ev += f". Decision: {two['text']}; {text}"
             extra["specificity"] = label
-            extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
+            extra.update(_two_extra(two))
     return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id), **extra)
 
 
@@ -230,7 +229,8 @@ def _causal_claims(store, runs, th) -> list[dict]:
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
                             _beyond(agree, all_sub, sub),
                             "; ".join(parts) + _waiting(sub, hs, "head_summary") if parts
-                            else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
+                            else "no finished run with a head_summary table yet", all_sub["run_id"],
+                            _verdict(agree, th)))
     return out
 
 

@@ -5,7 +5,7 @@ import pandas as pd
 
 from .._common import task_label
 from .rules import (TESTS, specificity, _contrast_runs, _learned, _row, _runs, _seed_label, _settled, _stored,
-                    _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
+                    _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
 from .runs import TASKS, _rests
 
 
@@ -49,7 +49,7 @@ def _mla_claims(store, runs, th) -> list[dict]:
             if rows:
                 two = _two_thresholds(agree, agree_also, th)
                 ev += f". Decision: {two['text']}"
-                extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"])
+                extra.update(_two_extra(two))
                 rope = _contrast_runs(runs, "authors" if setting == "authors-mla" else setting, "rope", task)
                 c = judged(rope)[3]
                 label, text = specificity([a for _, a, _ in c], th, f"RoPE {task_label(task)}")

@@ -39,7 +39,8 @@ def _ranking_claim(runs, claim, paper, scheme, rank, task="trigger-distance", cl
     means = sub.groupby("scheme")["test_acc_auc"].mean().sort_values(ascending=False)
     mean_rank = list(means.index).index(scheme) + 1
     order = ", ".join(f"{scheme_label(k)} {v:.3f}" for k, v in means.items())
-    ev = (f"{load_registry().claim('rope-converges-fastest')['why']}. Among the paper's six schemes, mean test accuracy over epochs (area under the "
+    ev = (f"{load_registry().claim('rope-converges-fastest')['why']}. Among the paper's six schemes, mean test "
+          "accuracy over epochs (area under the "
           f"curve), seed mean: {order}; {scheme_label(scheme)} ranks {mean_rank}; " + "; ".join(notes))
     return _row(claim, paper, "paper", "not testable at this preset", ev, sub[sub.scheme == scheme]["run_id"],
                 claim_id=claim_id, rests_on=seeds_text(sub[sub.scheme == scheme]))

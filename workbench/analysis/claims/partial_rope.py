@@ -7,8 +7,8 @@ import pandas as pd
 
 from ..experiments import _kwargs
 from .rules import (largest_layer, specificity, _deposit_agreement, _deposit_text, _deposits, _largest, _learned,
-                    _row, _seed_label, _settled, _single_layers, _two_thresholds, _uncounted_notes, _unshown,
-                    _verdict)
+                    _row, _seed_label, _settled, _single_layers, _two_extra, _two_thresholds, _uncounted_notes,
+                    _unshown, _verdict)
 from .runs import _rests
 
 
@@ -64,10 +64,10 @@ def _partial_rope_claim(store, runs, th) -> dict:
     extra = {"claim_id": "partial-rope-deeper", "rests_on": _rests(sub, all_sub)}
     if judged:
         two = _two_thresholds(agree, agree_also, th)
-        label, text = specificity([a for _, a, _ in _deposit_agreement(store, full, th, deeper)], th, "full RoPE Task 1")
+        contrast = [a for _, a, _ in _deposit_agreement(store, full, th, deeper)]
+        label, text = specificity(contrast, th, "full RoPE Task 1")
         ev += f". Decision: {two['text']}; {text}"
-        extra.update(verdict_also=two["verdict_also"], threshold_sensitive=two["threshold_sensitive"], few_runs=two["few"],
-                     specificity=label)
+        extra.update(_two_extra(two), specificity=label)
     if sub.empty:
         verdict = _unshown(all_sub)
     elif not judged:

@@ -188,6 +188,12 @@ def _two_thresholds(agree: list[bool], agree_also: list[bool], th: Thresholds) -
             "few": bool(agree) and s5["few"]}
 
 
+def _two_extra(two: dict[str, Any]) -> dict[str, Any]:
+    """The row fields of `_two_thresholds`: verdict_also, threshold_sensitive, few_runs."""
+    return {"verdict_also": two["verdict_also"], "threshold_sensitive": two["threshold_sensitive"],
+            "few_runs": two["few"]}
+
+
 def _at(dep: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """A deposit table judged at another threshold: a single-head deposit at `threshold` is one at the spec's 0.05
     whose drop is also >= `threshold` (the ratio and interval conditions do not depend on it)."""

@@ -98,7 +98,8 @@ def run_status(metrics: pd.DataFrame, n_classes: int, length_only: float = np.na
     still = bool(not settled and not ceiling and not diverged)
     lo_txt = f"Wilson lower bound {lower:.3f}" if n_test else f"test acc {final:.3f} (test set size unknown)"
     if diverged:
-        status, why = "diverged", f"loss {losses[-1].max():.3g} > {rules.diverged_factor:g} ln({n_classes}) = {bound:.2f}"
+        status = "diverged"
+        why = f"loss {losses[-1].max():.3g} > {rules.diverged_factor:g} ln({n_classes}) = {bound:.2f}"
     elif not learned:
         status = "did not learn, still learning" if still else "did not learn"
         why = (f"test acc {final:.3f}: {lo_txt} < reference {reference:.3f} + {rules.learned_share:g} x "
