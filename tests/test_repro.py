@@ -736,3 +736,16 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
     empty = study_table(store, frame[frame.data_seed == 42])
     assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty))
+
+
+def test_the_seed_study_does_not_read_a_run_without_its_table_as_a_disagreement():
+    from workbench.analysis.claims import study_readouts, study_table
+
+    store, frame = _study_store()
+    for rid in [r for r in store._runs if r.startswith("t1-rope") and "-d43" in r]:
+        store._runs[rid]._tables = {}  # shipped without its deposit table
+    st = study_table(store, frame)
+    assert not st[(st.scheme == "rope") & (st.data_seed == 43)].has_deposit.any()
+    reads = study_readouts(st).set_index(["group", "scheme", "readout"])
+    row = reads.loc[("study", "rope", "largest deposit in layer 0")]
+    assert row.counted == 10 and row.at_005.startswith("7 of 10")  # the ten runs of data seed 44 only

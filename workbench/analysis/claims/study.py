@@ -13,7 +13,7 @@ from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
 
 STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counted", "layer_005", "head_005",
                  "drop_005", "layer_010", "head_010", "drop_010", "largest_drop", "largest_drop_layer",
-                 "largest_drop_head", "test_acc", "run_id"]
+                 "largest_drop_head", "has_deposit", "has_ablation", "test_acc", "run_id"]
 
 
 def study_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +32,8 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
     """The seed study, tidy: one row per run of `study_runs` with its group, scheme, training and data seed, what
     it can show (status; counted = learned and settled, the registered rule), its largest single-head deposit at
     each registered threshold (layer, head, drop; NaN: none) and the largest zero-ablation drop of any head (its
-    layer and head), from the run's deposit and ablation tables (lean ships carry both)."""
+    layer and head), from the run's deposit and ablation tables (lean ships carry both; `has_deposit`,
+    `has_ablation` say whether it has them: a run without is not read)."""
     sub = study_runs(runs)
     th = Thresholds()
     deps = _deposits(store, sub.run_id)
@@ -54,6 +55,7 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
         row["largest_drop"] = float(top.delta) if top is not None else np.nan
         row["largest_drop_layer"] = int(top.layer) if top is not None else np.nan
         row["largest_drop_head"] = int(top["head"]) if top is not None else np.nan
+        row["has_deposit"], row["has_ablation"] = r.run_id in deps, r.run_id in abl
         rows.append(row)
     out = pd.DataFrame(rows, columns=STUDY_COLUMNS)
     return out.sort_values(["group", "scheme", "data_seed", "train_seed"], ascending=[False, False, True, True],
@@ -61,16 +63,16 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
-    """The study's registered readouts per (group, scheme), from `study_table`: counted runs of how many; for RoPE
-    the share with the largest deposit in layer 0 (deciding) and in layer <= 1, each with its Wilson interval and
-    the share decision, at 0.05 (and 0.10 beside); for MLA the largest drop's distribution and the share below
-    0.05 and below 0.10. The two groups are never pooled."""
+    """The study's registered readouts per (group, scheme), from `study_table`: counted runs (with the table the
+    readout reads) of how many; for RoPE the share with the largest deposit in layer 0 (deciding) and in layer
+    <= 1, each with its Wilson interval and the share decision, at 0.05 (and 0.10 beside); for MLA the largest
+    drop's distribution and the share below 0.05 and below 0.10. The two groups are never pooled."""
     th = Thresholds()
     cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
             "decision_010"]
     rows = []
     for (group, scheme), g in st.groupby(["group", "scheme"], sort=False):
-        c = g[g.counted]
+        c = g[g.counted & g["has_ablation" if scheme == "mla" else "has_deposit"]]  # a table not shipped: not read
         base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
                 "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
         if scheme == "mla":
