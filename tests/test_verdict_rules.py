@@ -46,7 +46,7 @@ def test_settled_reads_the_test_accuracy_over_the_last_half_of_training():
     assert run_status(m, 26, 0.18, n_test=6000)["status"] == "did not learn, still learning"
     m["test_acc"] = [0.155, 0.155, 0.16]
     assert run_status(m, 26, 0.18, n_test=6000)["status"] == "did not learn"
-    assert not run_status(curve([0.9]), 26, 0.18)["settled"]  # one epoch: no window to read
+    assert run_status(curve([0.9]), 26, 0.18)["settled"]  # one epoch: e0 = E (the registered rule as written)
 
 
 def test_diverged_is_a_non_finite_or_exploding_loss():

@@ -12,7 +12,7 @@ the registration's (`registry.toml`, `[status]`; docs/preregistration.md), never
     settled        |test acc(E) - test acc(e0)| < settle_points (1 point), e0 = max(1, floor(E / 2)): the last half
                    of training, which holds about 18 % of a cosine schedule's learning-rate budget, so the
                    annealing cannot make the window quiet by itself (the last epoch alone runs at 0.4-10 % of the
-                   peak rate). A one-epoch run has no window: not settled
+                   peak rate). A one-epoch run has e0 = E: settled, as the rule reads
     diverged       a non-finite loss in any epoch, or the last epoch's train or test loss above
                    diverged_factor (3) x ln(n_classes), three times the loss of a uniform guess
     ceiling        final test accuracy >= ceiling (0.98): two such runs cannot be ranked
@@ -66,10 +66,11 @@ def settle_window(epochs: int) -> int:
 
 
 def _window_change(m: pd.DataFrame) -> tuple[float, int]:
-    """(test acc(E) - test acc(e0), e0); NaN with one epoch or a non-finite accuracy at either end."""
+    """(test acc(E) - test acc(e0), e0); NaN with a non-finite accuracy at either end. One epoch: e0 = E, a change
+    of 0 (the registered rule read as written: such a run is settled; only smoke runs have one epoch)."""
     v = m["test_acc"].to_numpy(dtype=float)
     e0 = settle_window(len(v))
-    if len(v) < 2 or e0 >= len(v) or not np.isfinite([v[e0 - 1], v[-1]]).all():
+    if not np.isfinite([v[e0 - 1], v[-1]]).all():
         return np.nan, e0
     return float(v[-1] - v[e0 - 1]), e0
 
@@ -110,6 +111,6 @@ def run_status(metrics: pd.DataFrame, n_classes: int, length_only: float = np.na
         why = f"test acc {final:.3f}"
     if not settled and not diverged:
         why += (f"; epoch {e0} -> {len(m)}: {change:+.3f}" if np.isfinite(change)
-                else "; one epoch: no window to judge settling")
+                else "; a non-finite test accuracy: cannot judge settling")
     return {"learned": learned, "settled": settled, "still_learning": still, "diverged": diverged,
             "ceiling": ceiling, "reference": reference, "lower": lower, "status": status, "why": why}
