@@ -1,10 +1,10 @@
-"""The registration (workbench/analysis/registry.toml, docs/preregistration.md): every rule quotes the paper
+"""The registration (workbench/analysis/claims/registry.toml, docs/preregistration.md): every rule quotes the paper
 verbatim, the file is complete, and the seed study's grid trains exactly the registered seeds."""
 from pathlib import Path
 
 import pytest
 
-from workbench.analysis.registry import REGISTRY, load_registry, parse_registry
+from workbench.analysis.claims.registry import REGISTRY, load_registry, parse_registry
 from workbench.store.runstore import run_id_for
 from workbench.train.presets import resolve_config
 from workbench.train.sweep import grid_points, load_grid

@@ -205,9 +205,10 @@ def _deposit(single_layers, n_layers=4):
 
 
 def _runs_frame(rows):
-    """A run table by hand; what a run can show defaults to the run rules on its final accuracy alone (learned:
-    >= the 0.18 reference + 0.10; ceiling: >= 0.98; not still learning unless a row says so)."""
-    base = {"setting": "paper", "partial": False, "preset": "repro", "train_acc": 1.0, "test_acc_epoch1": 0.5,
+    """A run table by hand; what a run can show defaults to its final accuracy alone (learned: >= 0.28; ceiling:
+    >= 0.98; settled and not still learning unless a row says so; data seed 42)."""
+    base = {"setting": "paper", "partial": False, "preset": "repro", "data_seed": 42, "train_acc": 1.0,
+            "test_acc_epoch1": 0.5,
             "epochs": 3, "wall_time_s": 1.0, "cpu_time_s": 1.0, "threads": 1, "code_version": "x", "cpu": "y",
             "train_acc_eval": np.nan, "n_test": 6000, "chance": 1 / 26, "length_only": 0.18, "reference": 0.18,
             "still_learning": False, "diverged": False}
@@ -216,6 +217,7 @@ def _runs_frame(rows):
         r = base | r
         r.setdefault("learned", r["test_acc"] >= 0.28)
         r.setdefault("ceiling", r["test_acc"] >= 0.98)
+        r.setdefault("settled", not r["still_learning"])
         r.setdefault("status", ("ceiling" if r["ceiling"] else "still learning" if r["still_learning"] else "learned")
                      if r["learned"] else "did not learn")
         r.setdefault("why", f"test acc {r['test_acc']:.3f}")
@@ -224,7 +226,7 @@ def _runs_frame(rows):
 
 
 def test_claim_verdicts_follow_the_seeds():
-    """RoPE deposit in layer 0 in seeds 42 and 43 but in layer 3 in seed 44: mixed; NoPE never: reproduced."""
+    """RoPE's largest deposit in layer 0 in seed 42, layers 1 and 3 in seeds 43 and 44: 1 of 3, mixed (few runs)."""
     rows, runs = [], []
     for seed, layers in ((42, [0]), (43, [1]), (44, [3])):
         rid = f"rope-{seed}"
@@ -238,11 +240,11 @@ def test_claim_verdicts_follow_the_seeds():
     frame = _runs_frame(rows)
     cl = claims(FakeStore(runs), frame, Thresholds())
     verdict = dict(zip(cl.claim + "|" + cl.setting, cl.verdict))
-    assert verdict["RoPE's largest single-head deposit is in a shallow layer on Task 1|paper"] == "mixed"
+    assert verdict["RoPE's largest single-head deposit is in the first layer (layer 0) on Task 1|paper"] == "mixed"
     # NoPE at 0.15 did not learn: nothing to deposit, so its "no deposit" is not evidence
     assert verdict["no deposit for NoPE on Task 1|paper"] == "inconclusive (did not learn)"
     assert verdict["RoPE converges fastest on Task 1|paper"] == "pending"  # a ranking needs the paper's six schemes
-    assert verdict["NoPE does not generalise on Task 1|paper"] == "reproduced"
+    assert verdict["NoPE does not generalise on Task 1|paper"] == "mixed"  # 3 of 3 agree: [0.44, 1.00], few runs
     assert verdict["no deposit for ALiBi on Task 1|paper"] == "pending"
     t1 = table1(frame)
     r = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
@@ -262,10 +264,10 @@ def test_claim_verdicts_follow_the_seeds():
     assert "seed 42: rank 1 of 6 (agrees)" in row.evidence and "seed 43" not in row.evidence
     second = ranked[ranked.claim.str.startswith("absolute (sinusoidal) converges second")].iloc[0]
     assert "seed 42: rank 5 of 6 (does not)" in second.evidence  # only NoPE (0.1) is below sinusoidal (0.3)
-    # a stricter shallow-layer threshold turns seed 43 (layer 1) into a disagreement too, still mixed (seed 42)
-    strict = claims(FakeStore(runs), frame, Thresholds(shallow_layer=0))
-    ev = strict[strict.claim.str.startswith("RoPE's largest")].evidence.iloc[0]
+    # the paper's first layer decides: seed 43 (layer 1) disagrees; layer <= 1 is only the second reading
+    ev = cl[cl.claim.str.startswith("RoPE's largest")].evidence.iloc[0]
     assert "seed 43: single-head deposit L1.H3 0.40 [0.30, 0.50] (does not)" in ev
+    assert "second reading (largest deposit in layer <= 1, never deciding): 2 of 3" in ev
 
 
 def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
@@ -281,18 +283,19 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
     runs.append(FakeRun("mla-42", {}))
     cl = claims(FakeStore(runs), _runs_frame(rows))
     dep = cl[cl.claim.str.startswith("RoPE's largest single-head") & (cl.setting == "paper")].iloc[0]
-    # one seed analysed, one paired: a single seed cannot tell (Thresholds.min_seeds), whatever it shows
-    assert dep.verdict == "inconclusive (one seed)" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
+    # one seed analysed, one paired: 1 of 1 is mixed (few runs), whatever it shows; one pair cannot decide an order
+    assert dep.verdict == "mixed" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
     order = cl[cl.claim.str.startswith("RoPE beats MLA") & (cl.setting == "paper")].iloc[0]
-    assert order.verdict == "inconclusive (one seed)" and "nan" not in order.evidence
+    assert order.verdict == "inconclusive (few pairs)" and "nan" not in order.evidence
     assert ("1 paired seed(s) RoPE 0.990 vs MLA 0.900; per seed (RoPE vs MLA) 42: 0.990 (ceiling) vs 0.900 "
             "(learned)") in order.evidence  # each side named: which number is RoPE's
 
 
 def test_partial_rope_claim_reads_the_layer_of_the_largest_deposit():
-    """Appendix C.3: partial RoPE's *most significant* deposit may leave the first layer for a deeper one. A run
-    whose largest single-head deposit is deeper than full RoPE's (same task and seed) agrees, even with a smaller
-    one in layer 0; a run whose largest is in layer 0, or no deeper than full RoPE's, does not."""
+    """Appendix C.3 (registered `partial-rope-deeper`): partial RoPE's *most significant* deposit "may be in the
+    second or third layer": a run agrees when its largest single-head deposit is in layer 1 or 2 (0-based), even
+    with a smaller one in layer 0; a run whose largest is in layer 0 or deeper than 2 does not. Full RoPE's of the
+    same seed is shown beside."""
     def dep(deltas):  # layer -> top drop of its single-head deposit
         return pd.DataFrame([{"layer": l, "metric": "accuracy", "single_head_deposit": l in deltas,
                               "average_deposit": False, "top_head": 5, "top_delta": deltas.get(l, 0.01),
@@ -306,19 +309,19 @@ def test_partial_rope_claim_reads_the_layer_of_the_largest_deposit():
         return _runs_frame(rows)
 
     tables = {"rope-42": dep({1: 0.5}), "rope-43": dep({3: 0.5}), "k1-l0": dep({0: 0.1, 2: 0.3}),
-              "k4-all": dep({0: 0.4, 2: 0.2}), "k1-l1": dep({1: 0.3})}
+              "k4-all": dep({0: 0.4, 2: 0.2}), "k1-l1": dep({1: 0.3}), "k1-l3": dep({3: 0.3})}
     store = FakeStore([FakeRun(rid, {"deposit": t}) for rid, t in tables.items()])
 
-    def row(partials, seed=42):  # the layer rule on one seed (two seeds are needed for a verdict by default)
+    def row(partials, seed=42):  # the layer rule on one seed's runs (the ladder's one-seed reading)
         cl = claims(store, frame(partials, seed), Thresholds(min_seeds=1))
         return cl[cl.claim.str.startswith("partial RoPE")].iloc[0]
 
-    yes = row(["k1-l0", "k4-all"])
+    yes = row(["k1-l0", "k1-l1"])
     assert yes.verdict == "reproduced"
-    assert "k1-l0 Task 1 seed 42 (test acc 0.900): largest single-head deposit L2.H5 0.30, layer 0 has one; " \
+    assert "k1-l0 seed 42 (test acc 0.900): largest single-head deposit L2.H5 0.30 (agrees), layer 0 has one; " \
            "full RoPE L1.H5 0.50" in yes.evidence
-    assert row(["k4-all", "k1-l1"]).verdict == "not reproduced"  # largest in layer 0; in layer 1 = full RoPE's
-    assert row(["k1-l0"], seed=43).verdict == "not reproduced"  # layer 2, but full RoPE of seed 43 is at layer 3
+    assert row(["k4-all"]).verdict == "not reproduced"  # largest in layer 0
+    assert row(["k1-l3"], seed=43).verdict == "not reproduced"  # layer 3 is deeper than the paper's third layer
     assert row([]).verdict == "pending"
 
 
@@ -352,24 +355,24 @@ def test_a_model_that_did_not_learn_makes_the_mla_head_claims_inconclusive():
     assert set(heads.verdict) == {"reproduced"}
 
 
-def test_absolute_pe_needs_several_significant_and_some_insignificant_shallow_heads():
-    """Appendix C.2: absolute PE has 'some significant heads and some insignificant heads in the shallow layer'.
-    Two significant heads of four in layers 0-1 agree; one (a single-head deposit) or all four do not."""
+def test_absolute_pe_needs_a_few_significant_heads_among_many_insignificant_shallow_ones():
+    """Appendix C.2 (registered `absolute-shallow-heads`): "some significant heads and some insignificant heads in
+    the shallow layer": in layers 0-1, a head drops >= 0.05, at least half drop < 0.01, and the three largest carry
+    >= 50 % of the summed drop. Two significant heads of 32 agree; every head significant does not."""
     def atlas(significant):
         return pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy",
-                              "delta": 0.3 if (l, h) in significant else 0.01,
+                              "delta": 0.3 if (l, h) in significant else 0.002,
                               "ci_lo": 0.2 if (l, h) in significant else -0.01, "ci_hi": 0.4}
-                             for l in range(3) for h in range(2)])
-    every = {(l, h) for l in range(2) for h in range(2)}
-    for significant, verdict in (({(0, 1), (1, 0)}, "reproduced"), ({(0, 1)}, "not reproduced"),
-                                 (every, "not reproduced")):
+                             for l in range(3) for h in range(16)])
+    every = {(l, h) for l in range(2) for h in range(16)}
+    for significant, verdict in (({(0, 1), (1, 0)}, "reproduced"), (every, "not reproduced")):
         rows = [{"run_id": "abs-42", "variant": "sinusoidal", "scheme": "sinusoidal", "task": "trigger-distance",
                  "seed": 42, "test_acc": 0.99, "test_acc_auc": 0.9}]
         cl = claims(FakeStore([FakeRun("abs-42", {"ablation": atlas(significant)})]), _runs_frame(rows),
                     Thresholds(min_seeds=1))  # one seed, to show the rule
-        row = cl[cl.claim.str.startswith("absolute (sinusoidal) has both")].iloc[0]
+        row = cl[cl.claim.str.startswith("absolute (sinusoidal) has")].iloc[0]
         assert row.verdict == verdict, (significant, row.evidence)
-        assert f"seed 42: {len(significant)} of 4 heads in layers 0-1 significant" in row.evidence
+        assert f"seed 42: {len(significant)} of 32 heads in layers 0-1 drop >= 0.05" in row.evidence
 
 
 def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
@@ -675,3 +678,72 @@ def test_scheme_overview_has_one_row_per_scheme_and_task_with_the_seed_interval(
     r = d.iloc[0]
     assert r.n_seeds == 3 and r["mean"] == pytest.approx(0.95) and r.hi == 1.0 and r.lo == 0.9
     assert r.deposit == "seed 42: L0.H3 0.40; seed 43: not computed yet; seed 44: not computed yet"
+
+
+def _study_store():
+    """Made-up seed-study runs: RoPE with its largest deposit in layer 0 in 15 of 20 runs (else layer 1), MLA with
+    a largest drop of 0.03 in 12 of 20 runs and 0.07 in the others; beside them the pre-registration seeds 42-44
+    (data seed 42), RoPE in layer 1 and MLA at 0.20, which must not be pooled into the study's shares."""
+    def atlas(top):
+        return pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy", "delta": top if (l, h) == (2, 3) else 0.001,
+                              "ci_lo": 0.0, "ci_hi": 0.1} for l in range(6) for h in range(4)])
+
+    rows, runs, i = [], [], 0
+    for seed, data in [(s, d) for d in (43, 44) for s in range(45, 55)] + [(s, 42) for s in (42, 43, 44)]:
+        pre = data == 42
+        rid = f"t1-rope-repro-long-s{seed}-d{data}"
+        layer = 1 if pre or i % 4 == 3 else 0
+        rows.append({"run_id": rid, "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": seed,
+                     "data_seed": data, "preset": "repro-long", "test_acc": 0.99, "test_acc_auc": 0.9})
+        runs.append(FakeRun(rid, {"deposit": _deposit([layer], n_layers=6)}))
+        rid = f"t1-mla-repro-long-s{seed}-d{data}"
+        rows.append({"run_id": rid, "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": seed,
+                     "data_seed": data, "preset": "repro-long", "test_acc": 0.95, "test_acc_auc": 0.9,
+                     **({"settled": False, "still_learning": True} if seed == 54 else {})})
+        runs.append(FakeRun(rid, {"ablation": atlas(0.20 if pre else 0.03 if i % 5 < 3 else 0.07)}))
+        i += 1
+    return FakeStore(runs), _runs_frame(rows)
+
+
+def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_ones():
+    from workbench.analysis.claims import study_readouts, study_table
+    from workbench.figures.study import study_map
+    from workbench.report.comparison import _study_section
+
+    store, frame = _study_store()
+    st = study_table(store, frame)
+    assert len(st) == 46 and set(st.group) == {"study", "pre-registration"}
+    assert list(st.columns[:6]) == ["group", "scheme", "train_seed", "data_seed", "status", "counted"]
+    rope = st[(st.scheme == "rope") & (st.group == "study")]
+    assert len(rope) == 20 and (rope.layer_005 == 0).sum() == 15 and rope.counted.all()
+    assert st[(st.scheme == "mla") & (st.train_seed == 54)].counted.sum() == 0  # not settled: not counted
+    reads = study_readouts(st).set_index(["group", "scheme", "readout"])
+    layer0 = reads.loc[("study", "rope", "largest deposit in layer 0")]
+    assert layer0.at_005.startswith("15 of 20 counted runs agree, Wilson 95 % [0.53, 0.89]")
+    assert layer0.decision == "reproduced" and layer0.rests_on == "10 training seeds x 2 data seeds (43, 44)"
+    assert reads.loc[("study", "rope", "largest deposit in layer <= 1 (second reading)")].at_005.startswith("20 of 20")
+    pre = reads.loc[("pre-registration", "rope", "largest deposit in layer 0")]
+    assert pre.at_005.startswith("0 of 3") and pre.decision == "mixed (few runs)"  # beside, not pooled
+    mla = reads.loc[("study", "mla", "largest drop of any head < threshold")]
+    assert mla.at_005.startswith("12 of 18") and mla.at_010.startswith("18 of 18")  # 0.07: below 0.10 only
+    assert mla.decision == "mixed" and mla.decision_010 == "reproduced"
+    assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
+    text = _study_section(st, study_readouts(st))
+    assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
+    fig = study_map(st)
+    assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
+    empty = study_table(store, frame[frame.data_seed == 42])
+    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty))
+
+
+def test_the_seed_study_does_not_read_a_run_without_its_table_as_a_disagreement():
+    from workbench.analysis.claims import study_readouts, study_table
+
+    store, frame = _study_store()
+    for rid in [r for r in store._runs if r.startswith("t1-rope") and "-d43" in r]:
+        store._runs[rid]._tables = {}  # shipped without its deposit table
+    st = study_table(store, frame)
+    assert not st[(st.scheme == "rope") & (st.data_seed == 43)].has_deposit.any()
+    reads = study_readouts(st).set_index(["group", "scheme", "readout"])
+    row = reads.loc[("study", "rope", "largest deposit in layer 0")]
+    assert row.counted == 10 and row.at_005.startswith("7 of 10")  # the ten runs of data seed 44 only

@@ -18,8 +18,9 @@ import pandas as pd
 from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, BaseClaims, Thresholds,
                                        all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
-                                       rung_seed_cells, run_table, scheme_overview, seed_verdict, table1,
-                                       thresholds_table, verdict_summary)
+                                       rung_seed_cells, run_table, scheme_overview, seed_verdict, study_readouts,
+                                       study_table, table1, thresholds_table, verdict_summary)
+from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -77,8 +78,8 @@ def _table1_section(t1: pd.DataFrame) -> str:
         header += [f"{task} paper", f"{task} PE-Lab: mean (seed range)"] + ([f"{task} PE-Lab at paper scale"]
                                                                               if scale else [])
     return _md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + _md_table(
-        ["setting", "scheme", "task", "seeds (test accuracy)", "runs"],
-        [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.seeds, r.status]
+        ["setting", "scheme", "task", "rests on", "seeds (test accuracy)", "runs"],
+        [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.rests_on, r.seeds, r.status]
          for r in t1.itertuples()]) + "\n"
 
 
@@ -95,14 +96,27 @@ def _questions_section(cl: pd.DataFrame, scale: pd.DataFrame | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
+def _verdict_cell(r) -> str:
+    """The verdict at the deciding threshold, "(few runs)" under the registered minimum, and the flags: the verdict
+    at the second threshold where it differs (threshold-sensitive) and the specificity check."""
+    few = " (few runs)" if getattr(r, "few_runs", False) and r.verdict in VERDICT_MARK else ""
+    cell = _mark(r.verdict) + few + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else "")
+    if getattr(r, "threshold_sensitive", False):
+        cell += f"; *threshold-sensitive*: at 0.10 {r.verdict_also}"
+    if getattr(r, "specificity", "") == "not specific":
+        cell += "; *not specific*"
+    return cell
+
+
 def _claims_section(cl: pd.DataFrame) -> str:
     scale, paper = "holds_across_scale" in cl, "paper_scale" in cl
-    rows = [[r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict)
-             + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else ""), r.evidence]
+    rows = [[r.claim, f"`{r.claim_id}`" if getattr(r, "claim_id", "") else "PE-Lab's own",
+             SETTINGS.get(r.setting, r.setting), _verdict_cell(r), getattr(r, "rests_on", "") or "–",
+             getattr(r, "specificity", "") or "–", r.evidence]
             + ([r.holds_across_scale] if scale else []) + ([r.paper_scale] if paper else [])
             + [_links(r.runs, 3) if len(r.runs) else ""] for r in cl.itertuples()]
-    header = ["claim", "setting", "verdict", "evidence"] + (["holds across scale"] if scale else []) \
-        + (["at paper scale"] if paper else []) + ["runs"]
+    header = ["claim", "registered rule", "setting", "verdict", "rests on", "specificity", "evidence"] \
+        + (["holds across scale"] if scale else []) + (["at paper scale"] if paper else []) + ["runs"]
     return f"Verdicts: {verdict_summary(cl)}.\n\n" + _md_table(header, rows) + "\n"
 
 
@@ -146,19 +160,21 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
-    base_v = {(r.claim, r.setting): r.verdict for r in lad[lad.rung == rungs[0]].itertuples()}
+    base_v = {(r.claim, r.setting): r.result for r in lad[lad.rung == rungs[0]].itertuples()}
     moves = [f"- {r.claim} ({SETTINGS.get(r.setting, r.setting)}): `{rungs[0]}` "
-             f"{seed_verdict(base_v.get((r.claim, r.setting), '–'))} -> `{r.rung}` {seed_verdict(r.verdict)}"
-             for r in changed.itertuples() if base_v.get((r.claim, r.setting)) != r.verdict]
-    out += ["Claims whose seed-42 verdict changes at a rung:", ""] + (moves or ["- none so far"]) + [""]
+             f"{seed_verdict(base_v.get((r.claim, r.setting), '–'))} -> `{r.rung}` {seed_verdict(r.result)}"
+             + (" (beyond the paper)" if r.verdict == "beyond the paper" else "")
+             for r in changed.itertuples() if base_v.get((r.claim, r.setting)) != r.result]
+    out += ["Claims whose seed-42 outcome changes at a rung (every row, \"beyond the paper\" rows included):", ""] \
+        + (moves or ["- none so far"]) + [""]
     pts = f"{100 * GAP_CLOSER:g} points"
     out += [f"Differences from the paper the ladder explains (a rung brings the cell >= {pts} closer to the "
-            "paper's number):", ""] + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
+            "paper's number, and its run learned and settled: the status checks come first):", ""] + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
     out += [f"Differences it does not explain (no rung run so far moves the cell >= {pts} closer):", ""] \
         + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
     if undecided:
-        out += ["Cannot tell yet (the run at the rung was still learning at its last epoch: more epochs may move "
-                "it):", ""] + [f"- {x}" for x in undecided] + [""]
+        out += ["Cannot tell yet (the run at the rung did not pass the status checks: not settled, or closer but "
+                "not learned: more epochs may move it):", ""] + [f"- {x}" for x in undecided] + [""]
     if what["no gap"]:
         out += [f"No difference to explain (at `{rungs[0]}` the cell is already within {pts} of the paper's "
                 "number):", ""] + [f"- {x}" for x in what["no gap"]] + [""]
@@ -257,7 +273,91 @@ def _provenance_section(runs: pd.DataFrame) -> str:
              "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items()),
              "- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
                                                     runs.threads.astype(str).value_counts().items())]
+    dirty = runs[runs.code_version.astype(str).str.endswith("-dirty")]
+    lines.append(f"- trained from a dirty tree (run.json `code_version` ending `-dirty`: uncommitted changes, not "
+                 f"recorded with the run, so `workbench recreate` may not re-create it bit for bit): {len(dirty)} of "
+                 f"{len(runs)}" + (": " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in dirty.itertuples())
+                                   if len(dirty) else ""))
     return "\n".join(lines) + "\n"
+
+
+def registration_commits(path: str | Path = REGISTRY) -> list[tuple[str, str]]:
+    """[(short commit, date)] of the commits that changed the registration file, oldest first (`git log --follow`);
+    [] where git or the history is not available (a shipped copy): the registry's own dates are said instead."""
+    import subprocess
+
+    path = Path(path)
+    try:  # newest first, reversed below: `--follow` stops at a rename under `--reverse`
+        out = subprocess.run(["git", "log", "--follow", "--format=%h %cs", "--", path.name], cwd=path.parent,
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line][::-1]
+
+
+def rule_commit(claim: dict, commits: list[tuple[str, str]], registered: str) -> str:
+    """The commit that registered `claim`'s current rule: version 1, the first commit of the registration file;
+    a later version, the first commit on or after its `changed` date; without git, the registry's date."""
+    when = str(claim.get("changed") or registered)
+    if not commits:
+        return f"registered {when} (no git history here)"
+    if int(claim.get("version", 1)) <= 1:
+        return f"`{commits[0][0]}` ({commits[0][1]})"
+    later = [c for c in commits if c[1] >= when]
+    c = later[0] if later else commits[-1]
+    return f"`{c[0]}` ({c[1]})"
+
+
+def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: list[tuple[str, str]]) -> str:
+    """Every registered rule with the commit that registered it, its version, and whether it changed after the
+    runs it judges were trained (a rule's `changed` date after their latest `started`)."""
+    reg = load_registry()
+    started = dict(zip(runs_all.run_id, runs_all["started"].astype(str) if "started" in runs_all else []))
+    rows = []
+    for c in reg.claims:
+        judged = cl[cl.claim_id == c["id"]] if "claim_id" in cl else cl.iloc[:0]
+        ids = [x for rs in judged.runs for x in rs]
+        last = max((started.get(x, "") for x in ids), default="")
+        changed = str(c.get("changed") or "")
+        flag = (f"**changed {changed}, after its runs were trained (latest {last[:10]})**" if changed and last
+                and changed > last[:10] else ("changed " + changed if changed else "unchanged"))
+        rows.append([f"`{c['id']}`", f"{c['section']}", c["decision"], str(c.get("version", 1)),
+                     rule_commit(c, commits, reg.registered), flag, str(len(ids))])
+    return _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"],
+                     rows) + "\n"
+
+
+def _study_section(st: pd.DataFrame, reads: pd.DataFrame) -> str:
+    """The seed study: per scheme the counted runs and the registered readouts (the study's runs, and the runs
+    trained before the registration beside them, never pooled), then every run of it."""
+    study = load_registry().study
+    lead = (f"The registered seed study (`[study]` of the registry, `{study['grid']}`): the `{study['arch']}` arch's "
+            f"{', '.join(scheme_label(s) for s in study['schemes'])} on {task_label(study['task'])} at "
+            f"`{study['preset']}`, training seeds {study['train_seeds'][0]}-{study['train_seeds'][-1]} x data seeds "
+            f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
+            "trained before the registration (seeds 42-44, data seed 42) are shown beside it, never pooled.")
+    n = int((st.group == "study").sum()) if len(st) else 0
+    want = len(study["schemes"]) * len(study["train_seeds"]) * len(study["data_seeds"])
+    out = [lead, "", f"Study runs shipped: {n} of {want}" + (" (none has finished yet: `make study` continues it; "
+                                                                "nothing below decides the headline questions)"
+                                                                if n == 0 else "") + ".", ""]
+    if len(reads):
+        out += [_md_table(["group", "scheme", "runs", "counted", "rests on", "readout", "at 0.05", "at 0.10",
+                           "decision (0.05)", "decision (0.10)"],
+                          [[r.group, scheme_label(r.scheme), str(r.runs), str(r.counted), r.rests_on, r.readout,
+                            r.at_005, r.at_010, r.decision, r.decision_010] for r in reads.itertuples()]), ""]
+    if len(st):
+        def cell(r, tag):
+            layer = getattr(r, f"layer_{tag}")
+            return "none" if pd.isna(layer) else (f"L{int(layer)}.H{int(getattr(r, f'head_{tag}'))} "
+                                                   f"{getattr(r, f'drop_{tag}'):.3f}")
+        out += [_md_table(["group", "scheme", "training seed", "data seed", "run", "counted",
+                           "largest deposit (0.05)", "largest deposit (0.10)", "largest drop of any head", "run id"],
+                          [[r.group, scheme_label(r.scheme), str(r.train_seed), str(r.data_seed), r.status,
+                            "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
+                            "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
+                           for r in st.itertuples()]), ""]
+    return "\n".join(out)
 
 
 def _runs_section(runs: pd.DataFrame) -> str:
@@ -293,6 +393,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     runs_all, base, runs, cl = judged.runs_all, judged.base, judged.runs, judged.claims
     lad, rungs, seeded = judged.ladder, judged.rungs, judged.seeded
     t1 = with_paper_scale_table1(table1(runs), paper_root)
+    study = study_table(store, runs_all)
     cl = with_paper_scale_claims(cl, paper_root)
     parts = [
         f"# The core paper at the `{base}` preset (CPU): comparison",
@@ -323,8 +424,10 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         f"The paper's numbers (one run each) next to PE-Lab's at `{base}`: the mean over seeds with the seeds' "
         "range (smallest-largest; with one seed, the Wilson 95 % interval of its test set), and what each run can "
-        "show (*ceiling*: >= 98 %; *still learning*: its test accuracy rose >= 1 point in its last epoch; *did not "
-        "learn*: not clearly above chance and the length-only predictor). The authors ran MLA in a different "
+        "show, by the registered run rules (*ceiling*: >= 98 %; *not settled*: its test accuracy moved >= 1 point "
+        "between epoch max(1, floor(E/2)) and its last epoch E; *still learning*: not settled and below the ceiling; "
+        "*did not learn*: the Wilson lower bound of its test accuracy below the reference + 0.20 x the room above "
+        "it), and how many training and data seeds each cell rests on. The authors ran MLA in a different "
         "script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture compare "
         "all three in one architecture with one set of settings.",
         "",
@@ -345,12 +448,28 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _outcomes_section(),
         "Deposits use the spec's definition (a single-head deposit at layer l: top accuracy drop >= 0.05, >= 3x "
         "the layer's second, bootstrap interval of the gap above 0) on zero-ablation of each head's `hook_z`; "
-        "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task count. *Holds across scale*: the "
+        "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task and settled count (a ceiling run is not exempt); the decision reads 0.05, "
+        "the verdict at 0.10 is in the evidence and flagged *threshold-sensitive* where it differs; *specificity*: "
+        "the same rule applied to the scheme the paper contrasts the claim with (*not specific* when it passes too). "
+        "*Holds across scale*: the "
         f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict, said "
         "as one seed's (\"seed 42 agrees with the paper\": one seed cannot reproduce a claim), then the verdict on "
         "every seed run at that rung where it was run with more.",
         "",
         _claims_section(cl),
+        "## The registration",
+        "",
+        "Every rule above is the registered one (docs/preregistration.md; `workbench/analysis/claims/registry.toml`), "
+        "named here with the commit that registered it. The registration was committed on "
+        f"{load_registry().registered}, before the seed study trained any run and after the runs at `{base}` and the "
+        "scale ladder were trained: for those runs the rules are a stricter re-reading, not a prediction; only the "
+        "seed study is judged by rules fixed before its runs. A rule changed later keeps its id, bumps its version "
+        "and is flagged where it changed after the runs it judges were trained.",
+        "",
+        _registration_section(cl, runs_all, registration_commits()),
+        "## The seed study",
+        "",
+        _study_section(study, study_readouts(study)),
         "## The scale ladder",
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
@@ -397,7 +516,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "column is computed from the two runs' config.json.",
         "",
         _one_setting_section(one_setting(store, runs)),
-        "Thresholds used above (claims, and the run rules of `workbench/analysis/run_status.py`):",
+        "Thresholds used above (claims, and the run rules of `workbench/analysis/claims/status.py`):",
         "",
         _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in thresholds_table(th).itertuples()]),
         "",
@@ -475,11 +594,22 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
               for q, g in judged.answers.groupby("question", sort=False)]
+    st = study_table(store, runs_all)
+    n_study, want = int((st.group == "study").sum()) if len(st) else 0, _study_size()
+    lines += ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`, "
+                  f"{want} runs): {n_study} of {want} shipped"
+                  + (" so far; the headline questions wait for it (COMPARISON.md, \"The seed study\")."
+                     if n_study < want else "; its readouts are in COMPARISON.md, \"The seed study\".")]
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
               README_END]
     return "\n".join(lines)
+
+
+def _study_size() -> int:
+    st = load_registry().study
+    return len(st["schemes"]) * len(st["train_seeds"]) * len(st["data_seeds"])
 
 
 def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:

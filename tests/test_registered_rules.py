@@ -1,0 +1,278 @@
+"""The registered rules (workbench/analysis/claims/registry.toml, docs/preregistration.md) on made-up runs. Each test
+fails under the rules before the registration (issue 40): learned as an absolute +0.10 on the point estimate, a
+last-epoch "still learning" with a ceiling exemption, "shallow" = layer <= 1, "every seed agrees" as reproduced,
+partial RoPE carried by one cell, no specificity check, one threshold, a rung explaining a gap before its status
+checks, "ALiBi converges poorly" tested."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.analysis.claims import (Thresholds, claims, concentrated, holds_across_scale, ladder, ladder_gaps,
+                                       one_setting_effect, seeds_text, share, table1)
+from workbench.analysis.claims.registry import load_registry
+from workbench.analysis.claims.status import StatusRules, run_status
+from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
+
+REG = load_registry()
+
+
+def curve(test, loss=1.0):
+    return pd.DataFrame({"epoch": range(1, len(test) + 1), "test_acc": test, "train_acc": test,
+                         "train_loss": [loss] * len(test), "test_loss": [loss] * len(test)})
+
+
+def row_of(cl, prefix, setting="paper"):
+    return cl[cl.claim.str.startswith(prefix) & (cl.setting == setting)].iloc[0]
+
+
+# ---- run status ------------------------------------------------------------------------------------------------
+def test_the_run_rules_read_the_registry():
+    r = StatusRules()
+    assert (r.learned_share, r.settle_points, r.ceiling, r.diverged_factor) == tuple(
+        REG.status[k] for k in ("learned_share", "settle_points", "ceiling", "diverged_factor"))
+    th = Thresholds()
+    assert (th.indispensable, th.also) == tuple(REG.deposit["thresholds"][:2])
+    assert th.min_runs == REG.decision["share"]["min_runs"] and th.min_pairs == REG.decision["ordering"]["min_pairs"]
+    assert th.shallow_layer == 0  # the paper's first layer decides
+
+
+def test_learned_is_the_wilson_lower_bound_against_the_room_above_the_reference():
+    # 475 of 4,200 on 101 labels (t2-mla-repro-paperdata-s42): 0.113 >= chance + 0.10 was "learned"
+    st = run_status(curve([0.05, 0.1, 0.1131, 0.1131]), 101, n_test=4200)
+    assert not st["learned"] and "0.208" in st["why"]  # 0.0099 + 0.20 x 0.9901
+    # 0.29 over a 0.18 length-only level was learned by +0.10; the room rule needs 0.18 + 0.2 x 0.82 = 0.344
+    assert not run_status(curve([0.2, 0.29, 0.29]), 26, 0.18, n_test=6000)["learned"]
+    assert run_status(curve([0.2, 0.36, 0.36]), 26, 0.18, n_test=6000)["learned"]
+    # on the lower bound: 0.36 on 50 examples is not clearly above 0.344
+    assert not run_status(curve([0.2, 0.36, 0.36]), 26, 0.18, n_test=50)["learned"]
+
+
+def test_settled_reads_the_last_half_of_training_and_the_ceiling_does_not_exempt():
+    # the last epoch is flat (+0.002) but epoch 2 -> 4 moved 5.2 points: not settled (old: not still learning)
+    late = run_status(curve([0.5, 0.8, 0.85, 0.852]), 26, 0.18, n_test=6000)
+    assert not late["settled"] and late["still_learning"] and "epoch 2 -> 4: +0.052" in late["why"]
+    # sinusoidal Task 1 seed 43: 65.6 -> 99.98 % in its last epoch is at the ceiling, and NOT settled
+    top = run_status(curve([0.3, 0.656, 0.9998]), 26, 0.18, n_test=6000)
+    assert top["ceiling"] and not top["settled"] and top["status"] == "ceiling, not settled"
+    assert not top["still_learning"]  # an ordering may still read it as at the ceiling
+    flat = run_status(curve([0.3, 0.99, 0.995, 0.996]), 26, 0.18, n_test=6000)
+    assert flat["settled"] and flat["status"] == "ceiling"
+    assert run_status(curve([0.9]), 26, 0.18, n_test=6000)["settled"]  # one epoch: e0 = E, as registered
+
+
+def test_a_ceiling_run_that_rose_late_does_not_count_for_a_mechanism_claim():
+    rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+             "test_acc": 0.999, "test_acc_auc": 0.9, "settled": False, "still_learning": False,
+             "status": "ceiling, not settled"} for s in (42, 43, 44)]
+    store = FakeStore([FakeRun(f"rope-{s}", {"deposit": _deposit([0])}) for s in (42, 43, 44)])
+    row = row_of(claims(store, _runs_frame(rows)), "RoPE's largest single-head deposit")
+    assert row.verdict == "inconclusive (still learning)" and "not counted" in row.evidence
+
+
+# ---- shallow = layer 0 ------------------------------------------------------------------------------------------
+def _rope_frame(layers, **kw):
+    seeds = range(42, 42 + len(layers))
+    rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+             "test_acc": 1.0, "test_acc_auc": 0.9, **kw} for s in seeds]
+    return rows, [FakeRun(f"rope-{s}", {"deposit": _deposit(l)}) for s, l in zip(seeds, layers)]
+
+
+def test_shallow_is_the_first_layer_and_layer_one_is_only_a_second_reading():
+    rows, runs = _rope_frame([[1]] * 12)
+    row = row_of(claims(FakeStore(runs), _runs_frame(rows)), "RoPE's largest single-head deposit")
+    assert row.verdict == "not reproduced"  # 0 of 12 in layer 0; layer <= 1 would have said reproduced
+    assert "second reading (largest deposit in layer <= 1, never deciding): 12 of 12" in row.evidence
+    assert row.claim_id == "rope-deposit-first-layer" and row.rests_on == "12 training seeds x 1 data seed (42)"
+
+
+# ---- the share decision -----------------------------------------------------------------------------------------
+def test_the_share_decision_is_the_wilson_interval_against_one_half():
+    three = share([True] * 3)
+    assert three["verdict"] == "mixed" and three["few"] and "[0.44, 1.00]" in three["text"]
+    assert share([True] * 10)["verdict"] == "reproduced" and not share([True] * 10)["few"]
+    assert share([True] * 2 + [False] * 10)["verdict"] == "not reproduced"
+    assert share([True] * 6 + [False] * 4)["verdict"] == "mixed"
+    rows, runs = _rope_frame([[0]] * 3)
+    row = row_of(claims(FakeStore(runs), _runs_frame(rows)), "RoPE's largest single-head deposit")
+    assert row.verdict == "mixed" and "3 of 3 counted runs agree" in row.evidence and "(few runs)" in row.evidence
+
+
+def test_an_ordering_reads_the_paired_t_interval_over_training_and_data_seeds():
+    def order(mla, rope, data=(42, 42, 42)):
+        rows = [{"run_id": f"mla-{s}", "variant": "mla", "scheme": "mla", "task": "trigger-count", "seed": s,
+                 "data_seed": d, "test_acc": a, "test_acc_auc": a} for s, d, a in zip((42, 43, 44), data, mla)]
+        rows += [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-count", "seed": s,
+                  "test_acc": a, "test_acc_auc": a} for s, a in zip((42, 43, 44), rope)]
+        cl = claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows))
+        return row_of(cl, "MLA beats RoPE on Task 2")
+
+    assert order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87]).verdict == "reproduced"
+    # two seeds 10-12 points ahead, one 0.5 behind: the old rule said "mixed"; the interval contains 0
+    r = order([0.95, 0.98 - 0.005, 0.85], [0.85, 0.86, 0.855])
+    assert r.verdict == "inconclusive (within seed spread)" and "t 95 %" in r.evidence
+    # runs on another data seed are no pair: two pairs are too few to decide
+    few = order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87], data=(42, 42, 43))
+    assert few.verdict == "inconclusive (few pairs)" and few.claim_id == "mla-beats-rope-t2"
+
+
+# ---- partial RoPE -------------------------------------------------------------------------------------------------
+def test_partial_rope_is_the_share_of_counted_task1_runs_with_the_largest_deposit_in_layers_1_2():
+    rows, runs = [], []
+    for s in (42, 43):
+        rows.append({"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance",
+                     "seed": s, "test_acc": 1.0, "test_acc_auc": 0.9})
+        runs.append(FakeRun(f"rope-{s}", {"deposit": _deposit([0])}))
+        for v, layer, task in (("k1-all", 3, "trigger-distance"), ("k4-all", 0, "trigger-distance"),
+                               ("k1-t2", 1, "trigger-count")):
+            rows.append({"run_id": f"{v}-{s}", "variant": v, "scheme": "rope", "partial": True, "task": task,
+                         "seed": s, "test_acc": 0.9, "test_acc_auc": 0.8})
+            runs.append(FakeRun(f"{v}-{s}", {"deposit": _deposit([layer])}))
+    row = row_of(claims(FakeStore(runs), _runs_frame(rows)), "partial RoPE")
+    # one variant moved it deeper in two seeds (layer 3): "reproduced" before; layer 3 is not the second or third
+    assert row.verdict == "not reproduced" and "0 of 4 counted runs agree" in row.evidence
+    assert "k1-t2" not in row.evidence  # Task 2 runs are not read (the paper ran these on Task 1)
+
+
+# ---- specificity --------------------------------------------------------------------------------------------------
+def _atlas(deltas, n_layers=2, n_heads=16):
+    return pd.DataFrame([{"layer": l, "head": h, "metric": "accuracy", "delta": deltas(l, h), "ci_lo": 0.0,
+                          "ci_hi": 0.1} for l in range(n_layers) for h in range(n_heads)])
+
+
+def test_the_absolute_heads_rule_fails_on_a_scattered_pattern_and_passes_a_concentrated_one():
+    scattered = _atlas(lambda l, h: 0.06 if h % 2 else 0.03)  # ALiBi-like: many heads matter a little
+    assert not concentrated(scattered, 0.05)[0]
+    some = _atlas(lambda l, h: {(0, 1): 0.3, (0, 5): 0.2, (1, 2): 0.1}.get((l, h), 0.002))
+    assert concentrated(some, 0.05)[0]
+
+    def verdict(alibi):
+        seeds = range(42, 52)
+        rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+                 "test_acc": 0.99, "test_acc_auc": 0.9} for v in ("sinusoidal", "alibi") for s in seeds]
+        store = FakeStore([FakeRun(f"sinusoidal-{s}", {"ablation": some}) for s in seeds]
+                          + [FakeRun(f"alibi-{s}", {"ablation": alibi}) for s in seeds])
+        return row_of(claims(store, _runs_frame(rows)), "absolute (sinusoidal) has")
+
+    ok = verdict(scattered)
+    assert ok.verdict == "reproduced" and ok.specificity == "specific" and "contrast ALiBi" in ok.evidence
+    assert verdict(some).specificity == "not specific"  # the contrast passes: the rule cannot tell them apart
+
+
+def test_the_rope_layer0_rule_fails_on_alibis_pattern():
+    rows, runs = _rope_frame([[0]] * 10)
+    rows += [{"run_id": f"alibi-{s}", "variant": "alibi", "scheme": "alibi", "task": "trigger-distance", "seed": s,
+              "test_acc": 0.99, "test_acc_auc": 0.9} for s in range(42, 52)]
+    scattered = FakeStore(runs + [FakeRun(f"alibi-{s}", {"deposit": _deposit([])}) for s in range(42, 52)])
+    row = row_of(claims(scattered, _runs_frame(rows)), "RoPE's largest single-head deposit")
+    assert row.verdict == "reproduced" and row.specificity == "specific"
+    layer0 = FakeStore(runs + [FakeRun(f"alibi-{s}", {"deposit": _deposit([0])}) for s in range(42, 52)])
+    assert row_of(claims(layer0, _runs_frame(rows)), "RoPE's largest single-head").specificity == "not specific"
+
+
+# ---- both thresholds ----------------------------------------------------------------------------------------------
+def test_every_threshold_verdict_is_shown_at_005_and_010_and_marked_when_they_differ():
+    near = _atlas(lambda l, h: 0.052 if (l, h) == (1, 3) else 0.01)  # MLA seed 42 at repro: 0.052
+    seeds = range(42, 52)
+    rows = [{"run_id": f"mla-{s}", "variant": "mla", "scheme": "mla", "task": "trigger-distance", "seed": s,
+             "test_acc": 0.95, "test_acc_auc": 0.9} for s in seeds]
+    row = row_of(claims(FakeStore([FakeRun(f"mla-{s}", {"ablation": near}) for s in seeds]), _runs_frame(rows)),
+                 "MLA has no indispensable single head (heads ablated), Task 1")
+    assert row.verdict == "not reproduced" and row.verdict_also == "reproduced" and row.threshold_sensitive
+    assert "threshold-sensitive" in row.evidence and row.claim_id == "mla-no-indispensable-head"
+
+
+# ---- the ladder, convergence, one setting -------------------------------------------------------------------------
+def test_a_rung_explains_a_gap_only_after_its_runs_pass_the_status_checks():
+    rungs = ("repro", "repro-long")
+    t = pd.DataFrame([{"setting": "authors-mla", "scheme": "mla", "task": "trigger-distance", "paper": 0.8834,
+                       "repro": 0.14, "repro status": "did not learn", "repro-long": 0.80,
+                       "repro-long status": st} for st in ("still learning", "ceiling, not settled", "learned")])
+    assert list(ladder_gaps(t, rungs).gap) == ["cannot tell yet", "cannot tell yet", "explains"]
+
+
+def test_a_beyond_the_paper_row_shows_its_change_across_rungs():
+    rows = [{"run_id": f"{p}-mla", "variant": "mla", "scheme": "mla", "task": "trigger-count", "seed": 42,
+             "test_acc": 0.95, "test_acc_auc": 0.9, "preset": p} for p in ("repro", "repro-long")]
+    frame = _runs_frame(rows)
+    flat = _atlas(lambda l, h: 0.01)
+    deep = _atlas(lambda l, h: 0.63 if (l, h) == (1, 1) else 0.01)
+    store = FakeStore([FakeRun("repro-mla", {"ablation": flat}), FakeRun("repro-long-mla", {"ablation": deep})])
+    base = claims(store, frame[frame.preset == "repro"])
+    lad = ladder(store, frame, ("repro", "repro-long"))
+    col = holds_across_scale(base, lad, "repro")
+    i = base.index[base.claim.str.endswith("Task 2") & base.claim.str.startswith("MLA has no indispensable")
+                   & (base.setting == "paper")][0]
+    assert base.verdict[i] == "beyond the paper"
+    assert col[i] == "changes at repro-long: seed 42 agrees with the paper -> seed 42 does not agree with the paper"
+
+
+def test_alibi_converges_poorly_is_not_testable_for_the_registered_reason():
+    rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+             "test_acc": a, "test_acc_auc": a} for v, a in (("alibi", 0.5), ("rope", 0.95)) for s in (42, 43, 44)]
+    row = row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)),
+                 "ALiBi converges poorly")
+    assert row.verdict == "not testable at this preset"
+    assert REG.claim("alibi-converges-poorly")["why"] in row.evidence
+
+
+def test_a_difference_between_runs_still_learning_is_not_an_effect():
+    r = pd.Series({"identical": False, "base_learned": True, "learned": True, "settled": False,
+                   "beyond_spread": True, "seed_spread": 0.02})
+    assert "no effect to read" in one_setting_effect(r)
+    r["settled"] = True
+    assert one_setting_effect(r).startswith("beyond")
+
+
+# ---- data seeds -------------------------------------------------------------------------------------------------
+def test_table1_and_claims_say_how_many_training_and_data_seeds_they_rest_on():
+    rows = [{"run_id": f"r{s}-{d}", "variant": "rope", "scheme": "rope", "task": "trigger-count", "seed": s,
+             "data_seed": d, "test_acc": 0.9, "test_acc_auc": 0.9} for s in (45, 46, 47) for d in (43, 44)]
+    frame = _runs_frame(rows)
+    assert table1(frame).rests_on.iloc[0] == "3 training seeds x 2 data seeds (43, 44)"
+    assert seeds_text(frame.iloc[:1]) == "1 training seed x 1 data seed (43)"
+
+
+# ---- COMPARISON.md: the registration and provenance --------------------------------------------------------------
+def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_runs(monkeypatch):
+    from workbench.report.comparison import _provenance_section, _registration_section, rule_commit
+
+    commits = [("aaaaaaa", "2026-11-26"), ("bbbbbbb", "2026-11-28"), ("ccccccc", "2026-12-01")]
+    assert rule_commit({"version": 1}, commits, "2026-11-26") == "`aaaaaaa` (2026-11-26)"
+    assert rule_commit({"version": 2, "changed": "2026-11-27"}, commits, "2026-11-26") == "`bbbbbbb` (2026-11-28)"
+    assert rule_commit({"version": 1}, [], "2026-11-26") == "registered 2026-11-26 (no git history here)"
+    rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
+             "test_acc": 1.0, "test_acc_auc": 0.9, "started": "2026-11-25T10:00:00+00:00",
+             "code_version": "abc1234-dirty" if s == 43 else "abc1234"} for s in (42, 43, 44)]
+    frame = _runs_frame(rows)
+    cl = claims(FakeStore([FakeRun(r["run_id"], {"deposit": _deposit([0])}) for r in rows]), frame)
+    text = _registration_section(cl, frame, commits)
+    assert "| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | unchanged | 3 |" in text
+    reg = load_registry()
+    changed = [dict(c, version=2, changed="2026-11-27") if c["id"] == "rope-deposit-first-layer" else c
+               for c in reg.claims]
+    import workbench.report.comparison as comparison
+
+    class Changed:
+        registered, claims = reg.registered, tuple(changed)
+
+    monkeypatch.setattr(comparison, "load_registry", lambda: Changed)
+    flagged = _registration_section(cl, frame, commits)
+    assert "**changed 2026-11-27, after its runs were trained (latest 2026-11-25)**" in flagged
+    prov = _provenance_section(frame.assign(wall_time_s=1.0, cpu_time_s=1.0))
+    assert "trained from a dirty tree" in prov and "1 of 3: `rope-43` (`abc1234-dirty`)" in prov
+
+
+def test_random_overfits_is_decided_by_the_share_rule_once_the_train_accuracy_is_measured():
+    def row(gap, contrast_gap=0.0, eval_=True):
+        rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+                 "test_acc": 0.90, "test_acc_auc": 0.8,
+                 "train_acc_eval": (0.90 + (gap if v == "learned" else contrast_gap)) if eval_ else np.nan}
+                for v in ("learned", "sinusoidal") for s in range(42, 52)]
+        return row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)),
+                      "learned / random")
+
+    yes = row(0.08)
+    assert yes.verdict == "reproduced" and yes.specificity == "specific" and "10 of 10" in yes.evidence
+    assert row(0.08, contrast_gap=0.08).specificity == "not specific"
+    assert row(0.01).verdict == "not reproduced"
+    assert row(0.08, eval_=False).verdict == "not testable at this preset"  # a running mean is not the statistic

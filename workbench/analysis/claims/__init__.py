@@ -1,0 +1,42 @@
+"""The core paper's claims (seed 003, docs/paper.md §6) checked against a set of runs, by the rules registered
+before the seed study (docs/preregistration.md): one module per family of claims, the registry of claim records
+and the run status beside them. Tidy tables, no I/O but reads.
+
+    registry       registry.toml, loaded and checked: each claim's quote, statistic, thresholds and decision
+    status         what a run can show: learned, settled, diverged, at the ceiling (registry `[status]`)
+    runs           the run table (training and data seed, status) and Table 1
+    rules          the registered decisions: the share rule (Wilson interval vs 1/2), both thresholds,
+                   specificity, which runs count, the outcomes
+    orderings      Table 1's orderings (paired t interval) and the other accuracy claims
+    deposits       RoPE's first-layer deposit, "no deposit" claims, absolute PE's heads, RoPE+absolute
+    mla            MLA's "no indispensable single head"
+    partial_rope   appendix C.3: the largest deposit in layer 1 or 2 on Task 1
+    one_field      one setting at a time
+    questions      the questions asked of the reproduction
+    judge          `claims(store, runs)`: every claim row at one preset
+    scale_ladder   every claim at each rung of the scale ladder; `base_claims`, what COMPARISON.md shows
+    study          the registered seed study: `study_table`, `study_readouts`
+
+    runs = run_table(store)            one row per finished run
+    t1 = table1(runs)                  Table 1: the paper's numbers next to the mean and range over seeds
+    cl = claims(store, runs)           one row per (claim, setting): verdict, evidence, the registered rule it reads
+    st = study_table(store, runs)      the seed study, one row per run
+"""
+from ..settings import SETTINGS, setting_of  # noqa: F401 (the one definition of a run's setting)
+from .registry import REGISTRY, Registry, load_registry, parse_registry
+from .status import STATUSES, StatusRules, run_status, settle_window, wilson
+from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, DEFAULT_DATA_SEED,
+                   seeds_text, mean_ci, accuracy_ci, table1, is_study)
+from .rules import (Thresholds, TESTS, UNRANKED, OUTCOMES, OUTCOME_RULES, verdict_summary, share, specificity,
+                    ROW_COLUMNS, largest_layer, thresholds_table, json_value)
+from .orderings import PAPER_SIX, paired, ORDER_IDS
+from .deposits import ROPE_SHALLOW, concentrated, CAUSAL_METHODS, decodable_layers, scheme_overview, all_deposits
+from .mla import largest_drop
+from .partial_rope import DEEPER_LAYERS, partial_rope_pairs
+from .one_field import BASE_VARIANTS, PAD_FIELDS, config_changes, one_setting, one_setting_effect
+from .questions import QUESTIONS, ANSWER_OF, answer_of, answers
+from .judge import claims
+from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUMNS, every_seed_claims, rung_claims,
+                           ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
+                           ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells)
+from .study import STUDY_COLUMNS, study_runs, study_table, study_readouts

@@ -1,0 +1,70 @@
+"""The registration of the verdicts (docs/preregistration.md): `registry.toml` beside this file, loaded and checked.
+
+    reg = load_registry()
+    reg.claim("rope-deposit-first-layer")["quote"]   # the paper's sentence the rule reads
+    reg.status["settle_points"]                      # the numbers every rule uses
+
+The file is the contract: a rule that reads a claim takes its thresholds from here, so a change to a rule is a
+change to this file, visible in git (its commit registers it; `version` and `changed` say that it moved).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+REGISTRY = Path(__file__).with_name("registry.toml")
+CLAIM_KEYS = {"id", "version", "quote", "section", "scheme", "task", "settings", "statistic", "decision"}
+DECISIONS = ("share", "ordering", "not testable")
+
+
+@dataclass(frozen=True)
+class Registry:
+    registered: str
+    status: dict[str, Any]
+    deposit: dict[str, Any]
+    decision: dict[str, dict[str, Any]]
+    claims: tuple[dict[str, Any], ...]
+    study: dict[str, Any]
+
+    def claim(self, claim_id: str) -> dict[str, Any]:
+        for c in self.claims:
+            if c["id"] == claim_id:
+                return c
+        raise KeyError(f"no registered claim {claim_id!r}; registered: {', '.join(c['id'] for c in self.claims)}")
+
+
+def parse_registry(data: dict[str, Any]) -> Registry:
+    """A Registry from the TOML's tables; ValueError naming the claim and field when one is missing or wrong."""
+    claims = data.get("claim", [])
+    seen: set[str] = set()
+    for c in claims:
+        missing = CLAIM_KEYS - set(c)
+        if missing:
+            raise ValueError(f"registry claim {c.get('id', '?')!r}: missing {sorted(missing)}")
+        if c["decision"] not in DECISIONS:
+            raise ValueError(f"registry claim {c['id']!r}: decision {c['decision']!r} is not one of {DECISIONS}")
+        if c["decision"] == "share" and "agree" not in c:
+            raise ValueError(f"registry claim {c['id']!r}: a share decision needs `agree` (what one run must show)")
+        if c["decision"] == "not testable" and "why" not in c:
+            raise ValueError(f"registry claim {c['id']!r}: `not testable` needs `why`")
+        if c["id"] in seen:
+            raise ValueError(f"registry claim {c['id']!r} is registered twice")
+        seen.add(c["id"])
+    for cid in data.get("study", {}).get("claims", []):
+        if cid not in seen:
+            raise ValueError(f"registry study names claim {cid!r}, which is not registered")
+    return Registry(registered=data["registered"], status=data["status"], deposit=data["deposit"],
+                    decision=data["decision"], claims=tuple(claims), study=data.get("study", {}))
+
+
+@lru_cache(maxsize=1)
+def load_registry(path: str | Path = REGISTRY) -> Registry:
+    with open(path, "rb") as f:
+        return parse_registry(tomllib.load(f))

@@ -1,0 +1,191 @@
+"""The run table and Table 1: one row per finished run (setting, variant, training and data seed, accuracies, what
+the run can show by the registered status rules), Table 1 beside the paper's numbers, and which runs are the seed
+study's."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..baselines import run_baselines
+from ..experiments import PAPER_TABLE1, _kwargs, final_metrics
+from ..settings import SETTINGS, setting_of
+from .registry import load_registry
+from .status import run_status, wilson
+
+
+STATUS_COLUMNS = ("learned", "settled", "still_learning", "diverged", "ceiling", "reference", "status", "why")
+
+
+TASKS = ("trigger-distance", "trigger-count")
+
+
+BASE = "repro"  # the preset of the reproduction's main tables; the scale ladder's other rungs are compared to it
+
+
+def base_preset(runs: pd.DataFrame) -> str:
+    """The preset whose runs make the main tables (Table 1, the claims): `repro` when the runs have any, else
+    their most common preset (a store of `smoke` or `cpu` runs gets a comparison of those)."""
+    presets = runs.preset.dropna() if "preset" in runs else pd.Series([], dtype=object)
+    if (presets == BASE).any() or presets.empty:
+        return BASE
+    return str(presets.value_counts().index[0])
+
+
+def cpu_time_share(info: dict) -> float:
+    """A run's training CPU time in seconds. A run trained in a pack of K (`train/packed.py`) records its share, the
+    pack process's CPU time / K; runs packed before that rule (no `pack_cpu_time_s` in run.json) recorded the whole
+    process's time, so theirs is divided by K here: a total over runs counts each process once."""
+    cpu = float(info.get("cpu_time_s") or np.nan)
+    packed = int(info.get("packed") or 1)
+    return cpu / packed if packed > 1 and "pack_cpu_time_s" not in info else cpu
+
+
+def run_table(store=None, runs=None) -> pd.DataFrame:
+    """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
+    epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
+    (running mean; `train_acc_eval` measured after the epoch where recorded), epochs, wall and CPU time (a packed
+    run's share: `cpu_time_share`), threads, code version, the test set's size, chance and length-only levels, and
+    what the run can show (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status,
+    why).
+    From a store: its finished runs that read; `.attrs["corrupt"]` holds {run id: why} for those that cannot be
+    read (`workbench.store.finished_runs`)."""
+    corrupt: dict[str, str] = {}
+    if runs is None:
+        from workbench.store import finished_runs
+
+        runs, corrupt = finished_runs(store)
+    rows = []
+    for run in runs:
+        cfg, info = run.config, run.info
+        m = run.metrics()
+        fm = final_metrics(run)
+        kw = _kwargs(run)
+        bl = run_baselines(run)
+        test_bl = bl[bl["split"] == "test"].iloc[0] if bl is not None else {}
+        n_classes = int(cfg["model"].get("n_classes") or 2)
+        n_test = int(test_bl.get("n", 0)) or None
+        st = run_status(m, n_classes, float(test_bl.get("length_only", np.nan)), n_test=n_test) if len(m) else {}
+        rows.append({
+            "run_id": run.id, "setting": setting_of(cfg), "variant": cfg.get("tag") or cfg["model"]["scheme"],
+            "scheme": cfg["model"]["scheme"], "partial": bool(kw.get("rope_heads") is not None
+                                                              or kw.get("rope_layers") is not None),
+            "task": cfg["task"]["task"], "seed": int(cfg["train"]["seed"]), "data_seed": _data_seed(cfg),
+            "preset": cfg.get("preset"), "started": info.get("started") or info.get("created"),
+            "test_acc": fm["test_acc"], "train_acc": fm["train_acc"],
+            "test_acc_epoch1": float(m["test_acc"].iloc[0]) if len(m) else np.nan,
+            "test_acc_auc": float(m["test_acc"].mean()) if len(m) else np.nan,
+            "epochs": int(len(m)), "wall_time_s": float(info.get("wall_time_s") or np.nan),
+            "cpu_time_s": cpu_time_share(info), "threads": info.get("threads"),
+            "code_version": info.get("code_version"), "cpu": (info.get("machine") or {}).get("cpu"),
+            "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
+            "n_test": n_test, "chance": 1.0 / n_classes,
+            "length_only": float(test_bl.get("length_only", np.nan)),
+            **{k: st.get(k, np.nan if k == "reference" else False) for k in STATUS_COLUMNS},
+        })
+    cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
+            "test_acc", "train_acc",
+            "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
+            "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
+    df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
+    df.attrs["corrupt"] = corrupt
+    return df
+
+
+DEFAULT_DATA_SEED = 42  # task.seed of every run before the seed study (the task presets' default)
+
+
+def _data_seed(cfg: dict) -> int:
+    """The run's data seed: config task.seed (the draw of its whole dataset), the presets' 42 where absent."""
+    v = (cfg.get("task") or {}).get("seed")
+    return int(v) if v is not None else DEFAULT_DATA_SEED
+
+
+def seeds_text(sub: pd.DataFrame) -> str:
+    """'3 training seeds x 1 data seed (42)': what a row rests on (a data seed is a new draw of the dataset)."""
+    if sub is None or len(sub) == 0:
+        return "no run"
+    ds = sorted(set(sub["data_seed"])) if "data_seed" in sub else [DEFAULT_DATA_SEED]
+    nt = sub["seed"].nunique()
+    return (f"{nt} training seed{'s' if nt != 1 else ''} x {len(ds)} data seed{'s' if len(ds) != 1 else ''} "
+            f"({', '.join(str(d) for d in ds)})")
+
+
+def _rests(counted: pd.DataFrame, sub: pd.DataFrame) -> str:
+    """What a row rests on: its counted runs' seeds, or none counted of the runs it read."""
+    if len(counted):
+        return seeds_text(counted)
+    return f"no counted run (of {seeds_text(sub)})" if len(sub) else "no run"
+
+
+def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
+    """(mean, lo, hi, n): Student-t interval of the mean over seeds (lo = hi = NaN for n < 2)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return np.nan, np.nan, np.nan, 0
+    if len(v) == 1:
+        return float(v[0]), np.nan, np.nan, 1
+    half = stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return float(v.mean()), float(v.mean() - half), float(v.mean() + half), len(v)
+
+
+def accuracy_ci(values, n_test: int | None = None) -> tuple[float, float, float, int]:
+    """(mean, lo, hi, n seeds) of test accuracies: with >= 2 seeds, lo and hi are the smallest and largest seed
+    (a t interval from 2-3 seeds is wider than the range an accuracy can take, or collapses at 100 %); with one
+    seed, the Wilson interval on its `n_test` test examples (NaN when unknown)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return np.nan, np.nan, np.nan, 0
+    if len(v) == 1:
+        return (float(v[0]), *wilson(float(v[0]), n_test or 0), 1)
+    return float(v.mean()), float(v.min()), float(v.max()), len(v)
+
+
+def _n_test(sub: pd.DataFrame) -> int | None:
+    n = sub["n_test"].dropna() if "n_test" in sub else []
+    return int(n.iloc[0]) if len(n) else None
+
+
+def _statuses(sub: pd.DataFrame) -> str:
+    """'3 ceiling' / '2 still learning, 1 learned': what the runs can show (run_status)."""
+    return ", ".join(f"{n} {k}" for k, n in sub["status"].value_counts().items()) if "status" in sub else ""
+
+
+def table1(runs: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 1 (MLA, RoPE, NoPE; test accuracy) next to ours: one row per (setting, scheme, task):
+    mean over seeds, lo-hi (`accuracy_ci`: the seeds' range, or a single run's Wilson interval), the per-seed
+    values, what the runs can show (`status`), and the runs' mean chance and length-only levels (the reference
+    marks of the Table 1 figure)."""
+    rows = []
+    for setting in SETTINGS:
+        for scheme in ("mla", "rope", "nope"):
+            for task in TASKS:
+                sub = runs[(runs.setting == setting) & (runs.variant == scheme) & (runs.task == task)]
+                mean, lo, hi, n = accuracy_ci(sub["test_acc"], _n_test(sub))
+                if n == 0:
+                    continue
+                rows.append({"setting": setting, "scheme": scheme, "task": task,
+                             "paper": PAPER_TABLE1.get((scheme, task), np.nan), "mean": mean, "lo": lo, "hi": hi,
+                             "n_seeds": n, "rests_on": seeds_text(sub),
+                             "seeds": ", ".join(f"{a:.3f}" for a in sub["test_acc"]),
+                             "status": _statuses(sub), "chance": _mean(sub, "chance"),
+                             "length_only": _mean(sub, "length_only"), "runs": list(sub["run_id"])})
+    return pd.DataFrame(rows, columns=["setting", "scheme", "task", "paper", "mean", "lo", "hi", "n_seeds", "rests_on",
+                                       "seeds",
+                                       "status", "chance", "length_only", "runs"])
+
+
+def _mean(sub: pd.DataFrame, col: str) -> float:
+    v = sub[col].dropna() if col in sub else []
+    return float(np.mean(v)) if len(v) else np.nan
+
+
+def is_study(runs: pd.DataFrame) -> pd.Series:
+    """Whether each run belongs to the registered seed study (`[study]`: its training seeds or data seeds), whose
+    runs are judged by the study's readouts alone and never pooled with the runs trained before the registration
+    (seeds 42-44, data seed 42)."""
+    study = load_registry().study
+    seeds = set(study.get("train_seeds", []))  # tier 2 (phase2) trains seeds 45-51 of these
+    data = set(study.get("data_seeds", []))
+    ds = runs["data_seed"] if "data_seed" in runs else pd.Series(DEFAULT_DATA_SEED, index=runs.index)
+    return runs["seed"].isin(seeds) | ds.isin(data)

@@ -1,0 +1,94 @@
+"""The registered seed study (`[study]`, grids/study.toml): its runs, tidy, and its readouts, with the runs trained
+before the registration beside them, never pooled."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .registry import load_registry
+from .mla import largest_drop
+from .rules import Thresholds, share, _at, _deposits, _settled, _stored
+from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
+
+
+STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counted", "layer_005", "head_005",
+                 "drop_005", "layer_010", "head_010", "drop_010", "largest_drop", "largest_drop_layer",
+                 "largest_drop_head", "has_deposit", "has_ablation", "test_acc", "run_id"]
+
+
+def study_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs the registered seed study reads: its preset, the `paper` arch, its task and schemes (full, not
+    partial), with a `group` column: "study" for its registered training x data seeds, "pre-registration" for the
+    runs trained before the registration (shown beside, never pooled into the study's decision)."""
+    st = load_registry().study
+    sub = runs[(runs.preset == st["preset"]) & (runs.setting == st["arch"]) & (runs.task == st["task"])
+               & runs.variant.isin(st["schemes"]) & (runs.variant == runs.scheme) & ~runs.partial.astype(bool)]
+    ds = sub["data_seed"] if "data_seed" in sub else pd.Series(DEFAULT_DATA_SEED, index=sub.index)
+    study = sub.seed.isin(st["train_seeds"]) & ds.isin(st["data_seeds"])
+    return sub.assign(group=np.where(study, "study", "pre-registration"))[study | ~is_study(sub)]
+
+
+def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """The seed study, tidy: one row per run of `study_runs` with its group, scheme, training and data seed, what
+    it can show (status; counted = learned and settled, the registered rule), its largest single-head deposit at
+    each registered threshold (layer, head, drop; NaN: none) and the largest zero-ablation drop of any head (its
+    layer and head), from the run's deposit and ablation tables (lean ships carry both; `has_deposit`,
+    `has_ablation` say whether it has them: a run without is not read)."""
+    sub = study_runs(runs)
+    th = Thresholds()
+    deps = _deposits(store, sub.run_id)
+    abl = _stored(store, sub.run_id, "ablation")
+    counted = set(_settled(sub).run_id)
+    rows = []
+    for r in sub.itertuples():
+        row = {"group": r.group, "scheme": r.scheme, "train_seed": int(r.seed),
+               "data_seed": int(getattr(r, "data_seed", DEFAULT_DATA_SEED)), "status": r.status,
+               "counted": r.run_id in counted, "test_acc": r.test_acc, "run_id": r.run_id}
+        for t, tag in ((th.indispensable, "005"), (th.also, "010")):
+            d = _at(deps[r.run_id], t) if r.run_id in deps else None
+            s = d[d["single_head_deposit"]] if d is not None else pd.DataFrame()
+            top = s.loc[s["top_delta"].idxmax()] if len(s) else None
+            row[f"layer_{tag}"] = int(top.layer) if top is not None else np.nan
+            row[f"head_{tag}"] = int(top.top_head) if top is not None else np.nan
+            row[f"drop_{tag}"] = float(top.top_delta) if top is not None else np.nan
+        top = largest_drop(abl[r.run_id]) if r.run_id in abl else None
+        row["largest_drop"] = float(top.delta) if top is not None else np.nan
+        row["largest_drop_layer"] = int(top.layer) if top is not None else np.nan
+        row["largest_drop_head"] = int(top["head"]) if top is not None else np.nan
+        row["has_deposit"], row["has_ablation"] = r.run_id in deps, r.run_id in abl
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=STUDY_COLUMNS)
+    return out.sort_values(["group", "scheme", "data_seed", "train_seed"], ascending=[False, False, True, True],
+                           ignore_index=True)
+
+
+def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
+    """The study's registered readouts per (group, scheme), from `study_table`: counted runs (with the table the
+    readout reads) of how many; for RoPE the share with the largest deposit in layer 0 (deciding) and in layer
+    <= 1, each with its Wilson interval and the share decision, at 0.05 (and 0.10 beside); for MLA the largest
+    drop's distribution and the share below 0.05 and below 0.10. The two groups are never pooled."""
+    th = Thresholds()
+    cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
+            "decision_010"]
+    rows = []
+    for (group, scheme), g in st.groupby(["group", "scheme"], sort=False):
+        c = g[g.counted & g["has_ablation" if scheme == "mla" else "has_deposit"]]  # a table not shipped: not read
+        base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
+                "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
+        if scheme == "mla":
+            reads = [("largest drop of any head < threshold", c.largest_drop < th.indispensable,
+                      c.largest_drop < th.also)]
+        else:
+            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0),
+                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1)]
+        for name, a5, a10 in reads:
+            s5, s10 = share(list(a5), th), share(list(a10), th)
+            rows.append({**base, "readout": name, "at_005": s5["text"], "at_010": s10["text"],
+                         "decision": s5["verdict"] + (" (few runs)" if s5["few"] and s5["n"] else ""),
+                         "decision_010": s10["verdict"] + (" (few runs)" if s10["few"] and s10["n"] else "")})
+        if scheme == "mla" and len(c):
+            d = c.largest_drop.dropna()
+            rows.append({**base, "readout": "largest drop of any head: min / median / max",
+                         "at_005": (f"{d.min():.3f} / {d.median():.3f} / {d.max():.3f}" if len(d) else "no table"),
+                         "at_010": "", "decision": "", "decision_010": ""})
+    return pd.DataFrame(rows, columns=cols)
