@@ -39,8 +39,7 @@ def rerun_verdict(shipped_store, shipped_run, rerun) -> dict[str, Any]:
     from workbench.store import finished_runs
 
     from .baselines import run_baselines
-    from .claims import wilson
-    from .run_status import run_status
+    from .claims import run_status, wilson
 
     key = _setting_key(shipped_run.config)
     runs, _ = finished_runs(shipped_store)
@@ -56,8 +55,8 @@ def rerun_verdict(shipped_store, shipped_run, rerun) -> dict[str, Any]:
     lo = min([*seeds, acc_shipped] + ([w_lo] if np.isfinite(w_lo) else []))
     hi = max([*seeds, acc_shipped] + ([w_hi] if np.isfinite(w_hi) else []))
     n_classes = int(shipped_run.config["model"].get("n_classes") or 2)
-    learned_shipped = run_status(shipped_run.metrics(), n_classes, length_only)["learned"]
-    learned_rerun = run_status(rerun.metrics(), n_classes, length_only)["learned"]
+    learned_shipped = run_status(shipped_run.metrics(), n_classes, length_only, n_test=n_test)["learned"]
+    learned_rerun = run_status(rerun.metrics(), n_classes, length_only, n_test=n_test)["learned"]
     inside = lo <= acc <= hi
     ok = bool(inside and learned_shipped == learned_rerun)
     status = {True: "learned", False: "did not learn"}
