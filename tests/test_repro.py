@@ -452,6 +452,7 @@ def test_the_shipped_comparison_is_what_its_tables_give():
     """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""
     from pathlib import Path
 
+    from workbench.cli.repro import PENDING_GRIDS
     from workbench.report.comparison import comparison_markdown, pending_points
 
     repo = Path(__file__).resolve().parents[1]
@@ -459,7 +460,7 @@ def test_the_shipped_comparison_is_what_its_tables_give():
     if not (shipped / "COMPARISON.md").exists():
         pytest.skip("no shipped results in this checkout")
     store = RunStore(shipped, readonly=True)
-    pending = [line for g in ("repro.toml", "ladder.toml") for line in pending_points(store, repo / "grids" / g)]
+    pending = [line for g in PENDING_GRIDS for line in pending_points(store, repo / g)]
     text = comparison_markdown(store, pending=pending or None)
     assert text == (shipped / "COMPARISON.md").read_text()
 

@@ -19,6 +19,8 @@ import typer
 
 from .options import parse_tiers, say_created
 
+PENDING_GRIDS = ("grids/repro.toml", "grids/ladder.toml", "grids/study.toml")  # `compare` lists their unfinished runs
+
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
 
@@ -208,7 +210,7 @@ def bundle_cmd(
 def compare_cmd(
     results: Path = typer.Argument(..., exists=True, file_okay=False, help="a results store, e.g. results/repro"),
     out: Optional[Path] = typer.Option(None, "--out", help="default: RESULTS/COMPARISON.md"),
-    grid: List[Path] = typer.Option([Path("grids/repro.toml"), Path("grids/ladder.toml")], "--grid",
+    grid: List[Path] = typer.Option([Path(g) for g in PENDING_GRIDS], "--grid",
                                     help="the grids whose unfinished points are listed as pending (repeatable)"),
     readme: Optional[Path] = typer.Option(None, "--readme", exists=True, dir_okay=False,
                                           help="also fill this file's <!-- findings:start/end --> block"),

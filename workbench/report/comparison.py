@@ -24,6 +24,7 @@ from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
+from workbench.store.runstore import DEFAULT_DATA_SEED
 
 VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**"}
 
@@ -549,7 +550,7 @@ def pending_points(store, grid_path) -> list[str]:
 
     grid = load_grid(grid_path)
     runs = run_table(store)
-    have = set(zip(runs.preset, runs.setting, runs.variant, runs.task, runs.seed))
+    have = set(zip(runs.preset, runs.setting, runs.variant, runs.task, runs.seed, runs.data_seed))
     tiers = sorted({grid.get("tier", 1)} | {v.get("tier", grid.get("tier", 1)) for v in grid.get("variants", [])})
     out = []
     for tier in tiers:
@@ -559,9 +560,11 @@ def pending_points(store, grid_path) -> list[str]:
             fidelity = p.get("fidelity") or "pelab"
             arch = p["arch"] or PRESETS[p["preset"]]["model"]["arch"]  # None: the preset's
             setting = fidelity if fidelity in ("authors", "authors-mla") else arch
-            if (p["preset"], setting, p["tag"] or p["scheme"], p["task"], p["seed"]) not in have:
+            data_seed = dict(p["sets"]).get("task.seed", DEFAULT_DATA_SEED)
+            if (p["preset"], setting, p["tag"] or p["scheme"], p["task"], p["seed"], data_seed) not in have:
                 missing.append(f"{p['tag'] or p['scheme']} ({SETTINGS.get(setting, setting)}, "
                                f"{task_label(p['task'])}, seed {p['seed']}"
+                               + (f", data seed {data_seed}" if data_seed != DEFAULT_DATA_SEED else "")
                                + (f", `{p['preset']}`" if p["preset"] != BASE else "") + ")")
         if missing:
             shown = "; ".join(missing[:12]) + (f"; and {len(missing) - 12} more" if len(missing) > 12 else "")
