@@ -149,11 +149,34 @@ Markdown(scale_disclaimer(preset))  # read this first: how the preset differs fr
 t1 = table1(runs)
 display(t1.drop(columns=["runs"]))
 FIGURES["table1"](t1)'''),
+    new_markdown_cell("""\
+## The registered rules
+Every verdict follows a rule registered before the runs it judges (docs/preregistration.md): the paper's own
+sentence, the statistic, and the decision (a share of agreeing runs with its Wilson 95 % interval against 1/2, or a
+paired ordering)."""),
+    new_code_cell('''\
+from workbench.analysis.claims import load_registry
+
+reg = load_registry()
+with pd.option_context("display.max_colwidth", 120):
+    display(pd.DataFrame(reg.claims)[["id", "section", "quote", "decision", "agree"]])'''),
     new_markdown_cell("## The paper's claims, one verdict per setting"),
     new_code_cell('''\
 cl = claims(store, runs)
 with pd.option_context("display.max_colwidth", 200):
-    display(cl[["claim", "setting", "verdict", "evidence"]])'''),
+    display(cl[["claim", "claim_id", "setting", "verdict", "rests_on", "evidence"]])'''),
+    new_markdown_cell("""\
+## The seed study of the headline claims
+RoPE and MLA on Task 1 at `repro-long`, 10 training seeds x 2 data seeds each (grids/study.toml): where the
+largest single-head deposit falls, run by run, and the registered readouts. The runs trained before the
+registration are shown beside the study, never pooled into it."""),
+    new_code_cell('''\
+from workbench.analysis.claims import study_readouts, study_table
+from workbench.figures.study import study_map
+
+st = study_table(store, every)
+display(study_readouts(st))
+study_map(st)'''),
     new_markdown_cell("""\
 ## The central claim: RoPE's single-head deposit on Task 1
 The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over seeds: mean delta per
