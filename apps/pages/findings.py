@@ -138,7 +138,9 @@ def layout(claim: str | None = None, **query):
     options = [{"label": f"{r.claim} ({r.setting}, {r.rung}): {r.verdict}", "value": _key(i, r)}
                for i, r in m.iterrows()]
     values = {o["value"] for o in options}
-    chosen = claim if claim in values else (options[0]["value"] if options else None)
+    shallow = [o["value"] for o, r in zip(options, m.itertuples()) if r.claim.startswith("RoPE's largest single-head")
+               and r.setting == "paper" and r.claim_no >= 0]  # the headline question: where RoPE puts position
+    chosen = claim if claim in values else (shallow or [o["value"] for o in options] or [None])[0]
     t1_fig, t1_missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
     t1_view = t1.assign(**{c: (100 * t1[c]).round(2) for c in ("paper", "mean", "lo", "hi")}).drop(columns=["runs"])
     return html.Div([
@@ -163,20 +165,31 @@ def layout(claim: str | None = None, **query):
                                              "each rung explains"), _scale_view(t)])], className="card"),
         html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(t1_fig) if t1_fig is not None else t1_missing,
                   html.Details([html.Summary("the numbers"),
-                                C.table_component(t1_view, id=f"{P}-table1", page_size=20)])], className="card"),
+                                _table(t1_view, id=f"{P}-table1", page_size=20)])], className="card"),
         html.Div([html.H3("Tables"),
                   _fold("The questions, answered so far",
-                        C.table_component(answers(cl).drop(columns=["evidence"]), id=f"{P}-answers", page_size=20,
+                        _table(answers(cl).drop(columns=["evidence"]), id=f"{P}-answers", page_size=20,
                                           style_data_conditional=verdict_styles(cl["verdict"]))),
                   _fold(f"The paper's claims ({verdict_summary(cl)})",
                         verdict_legend(cl["verdict"]),
                         html.P("Click a claim to see its evidence (above).", className="job-note"),
-                        C.table_component(claims_view(cl), id=f"{P}-claims", page_size=40,
+                        _table(claims_view(cl), id=f"{P}-claims", page_size=40,
                                           style_data_conditional=verdict_styles(cl["verdict"]))),
                   _fold("Every scheme at a glance (PE-Lab `paper` arch)", _overview_view(store, runs, t)),
                   _fold("Partial RoPE", _partial_rope_view(store, runs, t)),
                   _fold("One setting at a time", _one_setting_view(store, runs, t))], className="card"),
     ])
+
+
+def _table(df, id: str, **kw):
+    """`C.table_component` whose cells all wrap (run ids aside) and whose long-text columns are narrower, so that
+    every table fits its card."""
+    wrap = [{"if": {"column_id": c}, "whiteSpace": "normal", "minWidth": "48px"} for c in df.columns
+            if c not in ("id", "run_id")]
+    narrow = [{"if": {"column_id": c}, "minWidth": "200px", "width": "240px"} for c in df.columns
+              if df[c].astype(str).str.len().max() > 80]  # prose columns: narrower than the house 380 px, taller
+    return C.table_component(df, id=id, style_data_conditional=wrap + list(kw.pop("style_data_conditional", [])),
+                             style_cell_conditional=narrow, **kw)
 
 
 def _key(i, r) -> str:
@@ -209,15 +222,15 @@ def _scale_view(t: dict):
     gaps = t["gaps"]
     gaps = gaps.assign(setting=[SETTINGS.get(s, s) for s in gaps["setting"]],
                        **{c: (100 * gaps[c]).round(2) for c in ("base", "acc", "paper", "closer")})
-    out = [C.table_component(t["answers"], id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
+    out = [_table(t["answers"].drop(columns=["evidence"]), id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
     out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
                   f"paper when it brings the cell >= {100 * GAP_CLOSER:g} points closer; a run still learning at its "
                   f"last epoch cannot tell yet; a cell already within {100 * GAP_CLOSER:g} points of the paper at "
                   f"{rungs[0]} has no gap to explain."),
-           C.table_component(cells, id=f"{P}-ladder", page_size=20),
+           _table(cells, id=f"{P}-ladder", page_size=20),
            html.H4("Which differences from the paper the ladder explains"),
-           C.table_component(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",
+           _table(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",
                              page_size=30)]
     seeded = t["seeded"]
     if len(seeded):
@@ -225,8 +238,8 @@ def _scale_view(t: dict):
                                   test_acc=lambda d: (100 * d["test_acc"]).round(2))
         view = seeded.assign(setting=[SETTINGS.get(s, s) for s in seeded["setting"]])
         out += [html.H4("Rungs run with more seeds (where seed 42's verdict changed): the claims on every seed"),
-                C.table_component(seeds, id=f"{P}-rung-seeds", page_size=20),
-                C.table_component(view, id=f"{P}-rung-claims", page_size=20,
+                _table(seeds, id=f"{P}-rung-seeds", page_size=20),
+                _table(view.drop(columns=["evidence"]), id=f"{P}-rung-claims", page_size=20,
                                   style_data_conditional=verdict_styles(view["verdict"]))]
     return html.Div(out)
 
@@ -247,7 +260,7 @@ def _one_setting_view(store, runs, t: dict | None = None):
                             "difference in points (and what it can show: within or beyond the baseline's seed "
                             "spread, or nothing where neither run learned), and both runs' single-head deposits "
                             "(layer, head, drop)."),
-                     C.table_component(view, id=f"{P}-one-setting", page_size=30)])
+                     _table(view, id=f"{P}-one-setting", page_size=30)])
 
 
 def _overview_view(store, runs, t: dict | None = None):
@@ -256,7 +269,7 @@ def _overview_view(store, runs, t: dict | None = None):
     if d.empty:
         return C.hint("No run of the `paper` arch shipped yet.", kind="missing")
     view = d.assign(**{c: (100 * d[c]).round(2) for c in ("mean", "lo", "hi")}).drop(columns=["runs"])
-    return C.table_component(view, id=f"{P}-overview", page_size=40)
+    return _table(view, id=f"{P}-overview", page_size=40)
 
 
 def _partial_rope_view(store, runs, t: dict | None = None):
@@ -270,7 +283,7 @@ def _partial_rope_view(store, runs, t: dict | None = None):
     return html.Div([html.P("RoPE on the first k heads of every layer (the authors' script) or of one layer (the "
                             "paper's appendix C.3), NoPE elsewhere, next to full RoPE of the same task and seeds: "
                             "test accuracy (%) and single-head deposits (layer, head, drop; layers from 0)."),
-                     C.table_component(view, id=f"{P}-partial-rope", page_size=30)])
+                     _table(view, id=f"{P}-partial-rope", page_size=30)])
 
 
 def claims_view(cl):

@@ -122,19 +122,18 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
     base = df.loc[df["claim_no"] >= 0, "rung"].iloc[0] if (df["claim_no"] >= 0).any() else None
     if by == "setting":
         d = df[df["rung"] == base]
-        d = d.assign(y=[_wrap(c, 58) for c in d["claim"]], x=[SHORT.get(s, s) for s in d["setting"]])
-        xs = [SHORT.get(s, s) for s in dict.fromkeys(k for k in ("paper", "authors", "authors-mla", "encoder",
+        d = d.assign(y=[_wrap(c, 58) for c in d["claim"]], x=[_wrap(SHORT.get(s, s), 8) for s in d["setting"]])
+        xs = [_wrap(SHORT.get(s, s), 8) for s in dict.fromkeys(k for k in ("paper", "authors", "authors-mla", "encoder",
                                                                     "decoder") if k in set(d["setting"]))]
         xs += [x for x in dict.fromkeys(d["x"]) if x not in xs]
-        title, xtitle = f"Claims x settings ({base}; number: seeds behind the verdict)", "setting"
+        title = f"Each claim per setting ({base}; number: seeds behind the verdict)"
     else:
         keys = set(zip(df.loc[df["rung"] != base, "claim"], df.loc[df["rung"] != base, "setting"]))
         d = df[[k in keys for k in zip(df["claim"], df["setting"])]]
         d = d.assign(y=[_wrap(f"{c} · {SHORT.get(s, s)}", 64) for c, s in zip(d["claim"], d["setting"])],
-                     x=d["rung"])
-        xs = list(dict.fromkeys([base] + list(d["rung"]))) if len(d) else []
-        title, xtitle = ("Across scale: claims x rungs of the ladder (number: seeds; other rungs: seed 42 unless "
-                         "run with more)"), "rung (preset)"
+                     x=[r.replace("-", "-<br>", 1) for r in d["rung"]])
+        xs = list(dict.fromkeys([base.replace("-", "-<br>", 1)] + list(d["x"]))) if len(d) else []
+        title = "Each claim per rung of the scale ladder (number: seeds; other rungs: seed 42 unless run with more)"
     ys = list(dict.fromkeys(d["y"]))
     verdicts = [v for v in dict.fromkeys(list(style.VERDICT_COLORS) + list(d["verdict"])) if v in set(d["verdict"])]
     code = {v: i for i, v in enumerate(verdicts)}
@@ -159,12 +158,12 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=v,
                                  marker=dict(symbol="square", size=12, color=style.verdict_color(v),
                                              line=dict(color="#888888", width=1))))
-    fig.update_xaxes(title_text=xtitle, side="top", type="category", categoryorder="array", categoryarray=xs)
+    fig.update_xaxes(side="top", type="category", categoryorder="array", categoryarray=xs, tickangle=0)
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=ys,
                      tickfont=dict(size=11))
-    height = 140 + 34 * max(len(ys), 1)
-    style.layout(fig, title, height=height, margin=dict(l=20, r=20, t=110, b=20))
-    return fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.02, x=0, font=dict(size=11)))
+    height = 110 + 28 * max(len(ys), 1)
+    style.layout(fig, title, height=height, margin=dict(l=10, r=10, t=95, b=10))
+    return fig.update_layout(legend=dict(x=1.01, y=1, yanchor="top", font=dict(size=11)), title_font_size=15)
 
 
 NO_DEPOSIT = -1  # the x position of "no single-head deposit" in the deposit map
@@ -212,7 +211,7 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
                          title_text="layer of the largest single-head deposit", row=1, col=c)
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows if c == 1 else [""] * len(rows),
                          range=[len(rows) - 0.5, -0.5], showgrid=True, row=1, col=c)
-    style.layout(fig, "Where the largest single-head deposit falls (a marker per seed; size, number: its drop)", height=150 + 26 * max(len(rows), 1),
+    style.layout(fig, "Where the largest single-head deposit falls (a marker per seed; size, number: its drop)", height=150 + 24 * max(len(rows), 1),
                  margin=dict(l=20, r=20, t=90, b=60))
     return fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
 
