@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
-from workbench.analysis.claims import base_claims, every_seed_claims
+from workbench.analysis.claims import base_claims
 from workbench.analysis.findings import MemoStore, deposit_map, verdict_matrix
 from workbench.figures import FIGURES
 from workbench.analysis.settings import SHORT
@@ -31,7 +31,7 @@ def ladder_runs():
 def matrix():
     frame, store = ladder_runs()
     bc = base_claims(store, frame, RUNGS)
-    return bc, verdict_matrix(bc, every_seed_claims(store, frame, RUNGS))
+    return bc, verdict_matrix(bc, store)
 
 
 def test_the_verdict_matrix_has_every_base_claim_and_counts_its_seeds(matrix):

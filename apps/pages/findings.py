@@ -76,8 +76,7 @@ def _computed(store) -> dict:
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
-    from workbench.analysis.claims import (base_claims, every_seed_claims, ladder_gaps, ladder_table1,
-                                           rung_seed_cells, run_table, table1)
+    from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
     from workbench.analysis.findings import MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
@@ -88,12 +87,11 @@ def _computed(store) -> dict:
         judged = base_claims(store, runs_all, LADDER)
         runs, cl, rungs = judged.runs, judged.claims, judged.rungs
         lad_t1 = ladder_table1(runs_all, rungs)
-        every = every_seed_claims(store, runs_all, rungs) if len(judged.seeded) else None
         _TABLES.clear()
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
                         "seeded": judged.seeded, "answers": judged.answers,
-                        "matrix": verdict_matrix(judged, every), "deposits": deposit_map(store, runs),
+                        "matrix": verdict_matrix(judged, store), "deposits": deposit_map(store, runs),
                         "overview": scheme_overview(store, runs), "partial": partial_rope_pairs(store, runs),
                         "one_setting": one_setting(store, runs)}
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is

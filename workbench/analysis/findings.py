@@ -1,7 +1,7 @@
 """The reproduction's answers as tidy tables for pictures (Findings page, report, notebooks), from the claims'
 public tables (`workbench.analysis.claims`) and the runs' stored deposit tables; no I/O but reads.
 
-    m = verdict_matrix(bc, every)      one row per (claim, setting, rung): verdict, seeds, evidence, runs
+    m = verdict_matrix(bc, store)      one row per (claim, setting, rung): verdict, seeds, evidence, runs
     d = deposit_map(store, runs)       one row per run: where its largest single-head deposit falls, its drop
 """
 from __future__ import annotations
@@ -18,13 +18,17 @@ def _seeds(runs_all: pd.DataFrame, run_ids) -> int:
     return len({seed_of[r] for r in run_ids if r in seed_of})
 
 
-def verdict_matrix(bc, every: pd.DataFrame | None = None) -> pd.DataFrame:
+def verdict_matrix(bc, store) -> pd.DataFrame:
     """Every claim's verdict per (setting, rung): at the base preset (`bc.base`, `claims.BaseClaims`) on every seed,
     at the ladder's other rungs seed 42's verdict (`bc.ladder`, one seed) or, where the rung was run with more seeds,
-    the verdict on all of them (`every`: `claims.every_seed_claims`, read only for the rows `bc.seeded` names).
-    Columns: claim, setting, rung, verdict, n_seeds (the seeds of the runs behind it), evidence, runs, claim_no (the
-    base row's index in `bc.claims`; -1 at other rungs)."""
+    the verdict on all of them (`claims.every_seed_claims` on `store`, judged at those rungs only: the rows
+    `bc.seeded` names). Columns: claim, setting, rung, verdict, n_seeds (the seeds of the runs behind it), evidence,
+    runs, claim_no (the base row's index in `bc.claims`; -1 at other rungs)."""
+    from .claims import every_seed_claims
+
     runs_all = bc.runs_all
+    rungs = [r for r in bc.rungs[1:] if r in set(bc.seeded.rung)]
+    every = every_seed_claims(store, runs_all, (bc.base, *rungs)) if rungs else None
     rows = [{"claim": r.claim, "setting": r.setting, "rung": bc.base, "verdict": r.verdict,
              "n_seeds": _seeds(runs_all, r.runs), "evidence": r.evidence, "runs": list(r.runs), "claim_no": i}
             for i, r in bc.claims.iterrows()]
