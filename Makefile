@@ -29,7 +29,7 @@ browser:
 	   || echo "warning: could not install chromium; browser tests will be skipped" )
 
 test: $(STAMP) browser
-	$(PY) -m pytest tests
+	@t=$$(mktemp -d /tmp/pelab-test.XXXXXX); RAY_TMPDIR=$$t $(PY) -m pytest tests -rs --basetemp=$$t/pytest; rc=$$?; rm -rf $$t; exit $$rc
 
 demo: $(STAMP)
 	$(PY) -m workbench.demo
