@@ -84,8 +84,27 @@ def test_findings_answers_at_a_glance_and_every_table_fits_its_card(drv, shipped
     B.screenshot(drv, "dashboard_findings", width=B.SHOT_WIDTH)
 
 
+def test_findings_click_a_matrix_cell_shows_its_evidence(drv, shipped_app):
+    """A click on a verdict-matrix cell (a plotly click on its heatmap point) picks that claim for the Evidence
+    card: its verdict, evidence text and runs."""
+    _open(drv, shipped_app.url + "/")
+    i = drv.execute_script(
+        "const g = document.getElementById('find-matrix').querySelector('.js-plotly-plot');"
+        "const t = g.data[0]; for (let a = 0; a < t.customdata.length; a++) for (let b = 0; b < t.customdata[a]"
+        ".length; b++) if (t.customdata[a][b] >= 0 && String(t.y[a]).startsWith('no deposit for NoPE')) {"
+        "g.emit('plotly_click', {points: [{curveNumber: 0, pointNumber: [a, b], customdata: t.customdata[a][b],"
+        "x: t.x[b], y: t.y[a]}]}); return t.customdata[a][b];} return null;")
+    assert i is not None, "the matrix has a cell of the NoPE claim"
+    B.wait_until(lambda: "no deposit for NoPE" in drv.find_element("id", "find-claim").text, 30,
+                 what="the clicked claim in the Evidence card")
+    B.wait_until(lambda: drv.find_elements("css selector", "#find-evidence li a"), 60, what="its runs")
+
+
 def test_findings_click_a_claim_shows_its_evidence_by_kind(drv, shipped_app):
     _open(drv, shipped_app.url + "/")
+    fold = next(s for s in drv.find_elements("css selector", "summary") if s.text.startswith("The paper's claims"))
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'})", fold)
+    fold.click()  # the claims table is folded under the verdict matrix
     assert drv.find_elements("css selector", ".verdict-legend .verdict-chip"), "the verdict legend is shown"
     rows = drv.find_elements("css selector", "#find-claims td[data-dash-column=claim]")
     target = next(td for td in rows if "overfit" in td.text)

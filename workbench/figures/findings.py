@@ -150,7 +150,7 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
     n = max(len(verdicts), 1)
     scale = [[(k + e) / n, style.verdict_color(v)] for k, v in enumerate(verdicts) for e in (0, 1)] or \
         [[0, "#ffffff"], [1, "#ffffff"]]
-    fig = go.Figure(go.Heatmap(z=z, x=xs, y=ys, text=text, texttemplate="%{text}", customdata=idx,
+    fig = go.Figure(go.Heatmap(z=z, x=xs, y=ys, text=text, texttemplate="%{text}", customdata=idx.tolist(),
                                hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", colorscale=scale,
                                zmin=-0.5, zmax=n - 0.5, showscale=False, xgap=2, ygap=2, name="verdicts",
                                showlegend=False))
