@@ -1,0 +1,31 @@
+"""The details of issue 42 on the figure objects: layer numbers are never averaged, accuracy reads in percent."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from workbench.figures import FIGURES
+
+
+def partial_table(layers, accs):
+    return pd.DataFrame({"run_id": [f"r{i}" for i in range(len(layers))], "variant": "partial", "k": 1, "layer": 0,
+                         "scheme": "rope", "task": "trigger-distance", "test_acc": accs,
+                         "deepest_deposit_layer": layers, "seed": range(len(layers))})
+
+
+def test_partial_rope_shows_the_layer_most_seeds_have_and_accuracy_in_percent():
+    fig = FIGURES["partial_rope"](partial_table([1.0, 5.0, 1.0], [0.9, 0.8, 1.0]))
+    acc, layer = fig.data
+    assert np.asarray(layer.z).ravel().tolist() == [1.0], "the layer of two seeds of three, not their mean 2.33"
+    assert np.asarray(acc.z).ravel().tolist() == [90.0] and acc.zmax == 100
+    assert "%" in acc.colorbar.title.text
+    tie = FIGURES["partial_rope"](partial_table([2.0, 4.0, np.nan], [0.5, 0.5, 0.5]))
+    assert np.asarray(tie.data[1].z).ravel().tolist() == [2.0], "a tie: the shallower layer, still a layer"
+
+
+def test_mla_rope_nope_bars_are_in_percent():
+    df = pd.DataFrame({"run_id": ["a", "b"], "scheme": ["mla", "rope"], "task": "trigger-count", "test_acc": [1.0, 0.5],
+                       "paper_test_acc": [0.9741, 0.6943], "n_single_deposits": [0, 1]})
+    fig = FIGURES["mla_rope_nope"](df)
+    assert list(fig.data[0].y) == [100.0, 50.0] and fig.layout.yaxis.range[1] > 100
+    assert abs(fig.data[1].y[0] - 97.41) < 1e-9 and "%" in fig.layout.yaxis.title.text
