@@ -29,3 +29,12 @@ def test_mla_rope_nope_bars_are_in_percent():
     fig = FIGURES["mla_rope_nope"](df)
     assert list(fig.data[0].y) == [100.0, 50.0] and fig.layout.yaxis.range[1] > 100
     assert abs(fig.data[1].y[0] - 97.41) < 1e-9 and "%" in fig.layout.yaxis.title.text
+
+
+def test_rotary_frequencies_keep_three_significant_digits():
+    from workbench.figures.style import round_table
+
+    t = round_table(pd.DataFrame({"plane": [0, 1, 2, 3], "theta": [1.0, 0.031622776, 0.001, 0.0000316227766],
+                                  "share_a": [0.12345, 0.5, 0.25, 0.0]}))
+    assert t["theta"].tolist() == [1.0, 0.0316, 0.001, 3.16e-05], "no rotating plane shows as 0"
+    assert t["share_a"].tolist() == [0.123, 0.5, 0.25, 0.0]
