@@ -129,8 +129,13 @@ def main(argv: list[str] | None = None) -> None:
           f"  log        {log}\n  report     {store.root / 'report.html'} (a first one after training and the fast "
           f"analyses, the full one when all analyses are done)\n",
           flush=True)
-    from apps import create_app
+    import threading
 
+    from apps import create_app
+    from apps.pages.findings import warm
+
+    if shipped:  # the Findings page's tables, computed before the first visit
+        threading.Thread(target=warm, args=(shipped,), daemon=True).start()
     try:
         create_app(store.root).run(host="127.0.0.1", port=8050, debug=False)
     finally:

@@ -101,10 +101,12 @@ def _computed(store) -> dict:
 def warm(shipped_root) -> None:
     """Compute the page's tables for the shipped store at `shipped_root` (the server calls it in a thread at start,
     so the first visitor does not wait for them); a failure is left for the page to show."""
+    from pathlib import Path
+
     from workbench.store import RunStore
 
-    try:
-        _computed(RunStore(shipped_root, readonly=True))
+    try:  # the root as the app holds it (`AppContext.shipped_root`, resolved): one cache key
+        _computed(RunStore(Path(shipped_root).resolve(), readonly=True))
     except Exception:
         pass
 
