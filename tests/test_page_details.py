@@ -38,3 +38,13 @@ def test_rotary_frequencies_keep_three_significant_digits():
                                   "share_a": [0.12345, 0.5, 0.25, 0.0]}))
     assert t["theta"].tolist() == [1.0, 0.0316, 0.001, 3.16e-05], "no rotating plane shows as 0"
     assert t["share_a"].tolist() == [0.123, 0.5, 0.25, 0.0]
+
+
+def test_extrapolation_legend_names_the_dotted_loss_lines():
+    df = pd.DataFrame({"run_id": "r", "scheme": "rope", "task": "trigger-distance", "split": ["test", "len2x"],
+                       "max_len": [48, 96], "accuracy": [0.9, 0.5], "loss": [0.3, 1.2]})
+    fig = FIGURES["extrapolation"](df)
+    loss = [t for t in fig.data if t.y is not None and list(t.y) == [0.3, 1.2]]
+    assert loss and loss[0].line.dash == "dot" and loss[0].showlegend is False
+    key = [t for t in fig.data if t.showlegend is not False and "loss" in (t.name or "")]
+    assert len(key) == 1 and key[0].line.dash == "dot"
