@@ -48,3 +48,15 @@ def test_extrapolation_legend_names_the_dotted_loss_lines():
     assert loss and loss[0].line.dash == "dot" and loss[0].showlegend is False
     key = [t for t in fig.data if t.showlegend is not False and "loss" in (t.name or "")]
     assert len(key) == 1 and key[0].line.dash == "dot"
+
+
+def test_distance_preference_per_head_reads_whatever_the_logit_scale():
+    """One head with logit differences in the thousands stretches the histogram's shared bins; the share of pairs
+    with the nearer key ahead is unit-free: each head's own cell, 0 = no preference."""
+    rows = [{"run_id": "r", "scheme": "rope", "task": "trigger-distance", "layer": l, "head": h, "bin_lo": -7000.0,
+             "bin_hi": 7000.0, "count": 10, "mean_diff": 5000.0 if (l, h) == (1, 0) else 0.1,
+             "share_positive": sp} for (l, h), sp in {(0, 0): 0.9, (0, 1): 0.5, (1, 0): 0.2, (1, 1): 0.6}.items()]
+    fig = FIGURES["distance_bias_share"](pd.DataFrame(rows))
+    hm = fig.data[0]
+    np.testing.assert_allclose(np.asarray(hm.z, float), [[0.4, 0.0], [-0.3, 0.1]], atol=1e-12)
+    assert hm.zmid == 0 and hm.zmin == -0.5 and hm.zmax == 0.5

@@ -38,7 +38,7 @@ ANALYSIS_SECTIONS: list[tuple[str, str, list[tuple[str, dict]]]] = [
     ("angles", "Initial angles (share of anomalous pairs against uniform random angles)",
      [("angles", {"value": "share_anomalous"}), ("angles_profile", {"value": "share_anomalous"})]),
     ("spectral", "Spectral / Toeplitz", [("spectral", {}), ("spectral_eigen", {})]),
-    ("distance_bias", "Distance bias", [("distance_bias", {})]),
+    ("distance_bias", "Distance bias", [("distance_bias", {}), ("distance_bias_share", {})]),
     ("extrapolation", "Length extrapolation", [("extrapolation", {})]),
 ]
 ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"metric": "accuracy"}),
