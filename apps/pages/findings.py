@@ -77,7 +77,7 @@ def _computed(store) -> dict:
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
     from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
-    from workbench.analysis.findings import MemoStore, deposit_map, verdict_matrix
+    from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
     key = (str(store.root), store.contents_stamp())
@@ -90,10 +90,14 @@ def _computed(store) -> dict:
         _TABLES.clear()
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
-                        "seeded": judged.seeded, "answers": judged.answers,
-                        "matrix": verdict_matrix(judged, store), "deposits": deposit_map(store, runs),
-                        "overview": scheme_overview(store, runs), "partial": partial_rope_pairs(store, runs),
-                        "one_setting": one_setting(store, runs)}
+                        "seeded": judged.seeded, "answers": judged.answers}
+        empty = runs.empty  # no finished run to judge: the page says so; these tables need some
+        _TABLES[key].update({
+            "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
+            "deposits": pd.DataFrame() if empty else deposit_map(store, runs),
+            "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
+            "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
+            "one_setting": pd.DataFrame() if empty else one_setting(store, runs)})
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 
