@@ -330,8 +330,8 @@ def decimals(column: str, values: pd.Series) -> int | None:
     finite = values[np.isfinite(values)]
     if len(finite) and finite.abs().max() < 0.01 and finite.abs().max() > 0:
         return None
-    if c in ("theta", "frequency", "freq"):  # rotary frequencies span decades (1 ... 1e-4): 3 significant digits
-        return None
+    if c in ("theta", "frequency", "freq") and len(finite) and finite.abs().max() <= 1:  # rotary frequencies span
+        return None  # decades (1 ... 1e-4): 3 significant digits, so no rotating plane shows as 0
     return 3
 
 
