@@ -47,6 +47,9 @@ def test_the_runs_page_opens_on_the_users_runs_and_on_what_its_filters_keep():
     assert opening_setting(shipped, None, {}) == "repro/paper"
     mine = pd.DataFrame(SHIPPED + [row("demo-rope", preset="cpu", source="own")])
     assert opening_setting(mine, None, {}) == "cpu/paper"  # the demo's runs while it trains
+    more = pd.DataFrame(SHIPPED + [row(f"s{i}", preset="smoke", source="own") for i in range(3)]
+                        + [row("newest-cpu", preset="cpu", source="own", created="2026-12-01T00:00:00+00:00")])
+    assert opening_setting(more, None, {}) == "smoke/paper"  # most of the user's runs, not the one just started
     assert opening_setting(mine, "repro/authors", {}) == "repro/authors"  # asked for
     assert opening_setting(shipped, None, {"preset": "repro-long"}) == "repro-long/paper"
     assert opening_setting(shipped, None, {"preset": "cpu"}) is None  # no run kept: every setting, not a contradiction

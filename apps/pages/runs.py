@@ -35,9 +35,9 @@ def _as_list(v) -> list | None:
 
 
 def opening_setting(df: pd.DataFrame, setting: str | None, query: dict) -> str | None:
-    """The `preset/setting` the page opens on: the one the URL asks for; else that of the user's newest run among
-    those the URL's filters keep (the demo's while it trains); else the shipped default (`default_setting`); None
-    (every setting) when the filters keep no run."""
+    """The `preset/setting` the page opens on: the one the URL asks for; else, among the runs the URL's filters keep,
+    the user's own runs' (the demo's while it trains), else the shipped ones' (`default_setting`: the most common
+    preset's `paper` setting); None (every setting) when the filters keep no run."""
     from workbench.analysis.settings import default_setting, setting_options
 
     if setting in {o["value"] for o in setting_options(df)}:
@@ -48,10 +48,7 @@ def opening_setting(df: pd.DataFrame, setting: str | None, query: dict) -> str |
     if df.empty:
         return None
     own = df[df["source"] == "own"] if "source" in df.columns else df.iloc[:0]
-    if len(own):
-        newest = own.sort_values("created", kind="stable").iloc[-1]
-        return f"{newest['preset']}/{newest['setting']}"
-    return default_setting(df)
+    return default_setting(own if len(own) else df)
 
 
 def layout(setting: str | None = None, **query):
