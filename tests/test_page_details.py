@@ -60,3 +60,13 @@ def test_distance_preference_per_head_reads_whatever_the_logit_scale():
     hm = fig.data[0]
     np.testing.assert_allclose(np.asarray(hm.z, float), [[0.4, 0.0], [-0.3, 0.1]], atol=1e-12)
     assert hm.zmid == 0 and hm.zmin == -0.5 and hm.zmax == 0.5
+
+
+def test_spectral_bars_end_inside_the_axis_and_the_tall_ones_carry_their_value():
+    rows = [{"layer": l, "head": h, "eig_range": 5e4 if (l, h) == (1, 0) else 30.0 + h, "eig_min": 0.1, "eig_max": 1.0,
+             "cond": 10.0, "mean_logit": 1.0} for l in range(2) for h in range(4)]
+    fig = FIGURES["spectral_eigen"](pd.DataFrame(rows))
+    lo, hi = fig.layout.yaxis.range
+    assert 10 ** hi > 5e4 and 10 ** lo < 30, "every bar ends inside the log axis"
+    labelled = [(t.name, x, s) for t in fig.data for x, s in zip(t.x, t.text) if s]
+    assert labelled == [("layer 1", 0, "5e+04")], labelled
