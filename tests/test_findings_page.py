@@ -43,13 +43,17 @@ def test_the_verdict_matrix_has_every_base_claim_and_counts_its_seeds(matrix):
 
 
 def test_other_rungs_read_seed_42_alone_unless_run_with_more_seeds(matrix):
-    _, m = matrix
-    nope = m[m.claim == "NoPE does not generalise on Task 1"].set_index("rung")
-    # repro-long has seeds 42 and 43: judged on both (the claims' rules), with its runs for the links
-    assert nope.loc["repro-long", "n_seeds"] == 2 and nope.loc["repro-long", "verdict"] == "not reproduced"
+    bc, m = matrix
+    claim = "NoPE does not generalise on Task 1"
+    nope = m[m.claim == claim].set_index("rung")
+    # repro-long has seeds 42 and 43: the verdict the claims' rules give on both (`rung_claims`), with its runs
+    on_both = bc.seeded[(bc.seeded.rung == "repro-long") & (bc.seeded.claim == claim)].verdict.iloc[0]
+    assert nope.loc["repro-long", "n_seeds"] == 2 and nope.loc["repro-long", "verdict"] == on_both
     assert sorted(nope.loc["repro-long", "runs"]) == ["repro-long-n42", "repro-long-n43"]
     # repro-wide has seed 42 alone: the ladder's one-seed verdict, said as one seed's
-    assert nope.loc["repro-wide", "n_seeds"] == 1 and nope.loc["repro-wide", "evidence"].startswith("seed 42 alone")
+    alone = bc.ladder[(bc.ladder.rung == "repro-wide") & (bc.ladder.claim == claim)].verdict.iloc[0]
+    assert nope.loc["repro-wide", "n_seeds"] == 1 and nope.loc["repro-wide", "verdict"] == alone
+    assert nope.loc["repro-wide", "evidence"].startswith("seed 42 alone")
     assert (m.loc[m.rung != "repro", "claim_no"] == -1).all() and "pending" not in set(m.loc[m.rung != "repro",
                                                                                               "verdict"])
 
