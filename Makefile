@@ -30,7 +30,7 @@ browser:
 
 test: $(STAMP) browser
 	$(PY) -m workbench check results/repro
-	$(PY) -m pytest tests
+	@t=$$(mktemp -d /tmp/pelab-test.XXXXXX); RAY_TMPDIR=$$t $(PY) -m pytest tests -rs --basetemp=$$t/pytest; rc=$$?; rm -rf $$t; exit $$rc
 
 demo: $(STAMP)
 	$(PY) -m workbench.demo

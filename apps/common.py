@@ -173,12 +173,19 @@ def damaged_hints(stores) -> list:
             for rid, why in stores.damaged().items()]
 
 
+HEADLINE_PRESET = "repro"  # the shipped reproduction's main preset (its scale-ladder rungs are other presets)
+
+
 def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | None = None,
-                store=None, prefer: tuple[str, ...] = ("rope",), learned_first: bool = True) -> str | None:
-    """`want` if it is a run in df; else the run a page should open on: finished, learned the task, of the default
-    setting (`paper` arch, untagged: tier 1), of a scheme in `prefer` (in that order), on Task 1, the lowest seed,
-    with `need_table` when given -- each criterion dropped last-first when no run meets them all.
-    `learned_first=False` (a comparison run, e.g. NoPE beside RoPE) lets the scheme count before having learned."""
+                store=None, prefer: tuple[str, ...] = ("rope",), learned_first: bool = True,
+                need_weights: bool = False) -> str | None:
+    """`want` if it is a run in df; else the run a page should open on: finished, learned the task, the user's own
+    (the newest first) before the shipped ones, of a scheme in `prefer` (in that order), of the default setting
+    (`paper` arch, untagged: tier 1), of the headline preset (HEADLINE_PRESET, not a scale-ladder rung), on Task 1,
+    the lowest seed, with `need_table` when given -- each criterion dropped last-first when no run meets them all:
+    on the shipped results alone, `paper` arch RoPE, Task 1, `repro`, seed 42. `learned_first=False` (a comparison
+    run, e.g. NoPE beside RoPE) lets the scheme count before having learned; `need_weights` (a page that runs the
+    model) puts runs with weights (own runs) before the shipped ones whatever the scheme."""
     if df.empty:
         return None
     ids = list(df["id"])
@@ -193,10 +200,14 @@ def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | Non
 
     def score(r) -> tuple:
         scheme_rank = prefer.index(r["scheme"]) if r.get("scheme") in prefer else len(prefer)
-        return (r.get("status") != "finished", learned_first and learned(r.get("test_acc")) is not True,
-                r.get("setting") != DEFAULT_SETTING or r.get("variant") != r.get("scheme"), scheme_rank,
-                r.get("task") != "trigger-distance", r.get("seed") if isinstance(r.get("seed"), (int, float))
-                and r.get("seed") == r.get("seed") else float("inf"))
+        own = r.get("source", "own") == "own"
+        newest = -pd.Timestamp(r["created"]).value if own and isinstance(r.get("created"), str) else 0
+        return (r.get("status") != "finished", need_weights and not own,
+                learned_first and learned(r.get("test_acc")) is not True, not own, scheme_rank, newest,
+                r.get("setting") != DEFAULT_SETTING or r.get("variant") != r.get("scheme"),
+                r.get("preset") != HEADLINE_PRESET, r.get("task") != "trigger-distance",
+                r.get("seed") if isinstance(r.get("seed"), (int, float)) and r.get("seed") == r.get("seed")
+                else float("inf"))
 
     ranked = [r["id"] for r in sorted(df.to_dict("records"), key=score)]
     if need_table and store is not None:

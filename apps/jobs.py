@@ -251,7 +251,7 @@ def register_recreate(app, prefix: str, run_input: str, wanted: Callable[..., bo
                           f"epoch {epoch} done); this page uses it once that job ends.", kind="info")
             return {"display": "block"}, note, done, target
         secs = float(stores.shipped.get(target).info.get("wall_time_s") or 0)
-        note = C.hint(f"{target} is a shipped run: its results are here, its weights are not. Re-creating it "
-                      f"re-trains it deterministically ({secs:.0f} s when it was shipped); or run "
-                      f"`workbench recreate {target}`.", kind="info")
+        note = C.hint(f"{target} is a shipped run without weights: its results are here. Re-creating it "
+                      f"re-trains it deterministically into your store (about {max(1, round(secs / 60))} min of "
+                      f"training when it was shipped); or run `workbench recreate {target}`.", kind="info")
         return {"display": "block"}, note, done, target

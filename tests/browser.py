@@ -372,6 +372,43 @@ def shoot_pages(shipped: str = str(REPO / "results" / "repro"), store_root: str 
     return paths, problems
 
 
+FINDINGS_MAX_HEIGHT = 4000  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells)
+
+# per table of the page: its right edge beyond its card's, or a horizontal scroll bar (columns out of sight)
+_CUT_TABLES_JS = """return Array.from(document.querySelectorAll('.content .dash-spreadsheet-container')).map(t => {
+  const card = t.closest('.card') || document.querySelector('.content');
+  const inner = t.querySelector('.dash-spreadsheet-inner') || t;
+  return {id: (t.closest('[id]') || {}).id || '?', over: Math.round(t.getBoundingClientRect().right -
+          card.getBoundingClientRect().right), scroll: inner.scrollWidth - inner.clientWidth};
+}).filter(t => t.over > 2 || t.scroll > 2);"""
+
+
+def findings_look(drv, url: str, timeout: float = 180) -> dict:
+    """Open the Findings page at SHOT_WIDTH and measure what a reader meets: seconds until its verdict matrix and
+    deposit map are drawn and no callback is in flight (`render_s`; the page's tables are computed once per store
+    state, so a second load is the usual one), the page's height with its tables folded, where the two pictures
+    start (px from the top: within the first screen?), and, with every fold opened, the tables cut off at the
+    right (`cut`)."""
+    from selenium.webdriver.common.by import By
+
+    drv.set_window_size(SHOT_WIDTH, 1000)
+    t0 = time.time()
+    drv.get(url)
+    drawn = "#find-matrix .main-svg, #find-deposits .main-svg"
+    wait_until(lambda: len(drv.find_elements(By.CSS_SELECTOR, drawn)) >= 2 and dash_idle(drv), timeout,
+               what="the verdict matrix and the deposit map")
+    out = {"render_s": time.time() - t0,
+           "height": int(drv.execute_script("return document.documentElement.scrollHeight")),
+           "tops": drv.execute_script("return ['find-matrix', 'find-deposits'].map(i => Math.round("
+                                      "document.getElementById(i).getBoundingClientRect().top))")}
+    drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = true)")
+    time.sleep(1.0)
+    out["cut"] = drv.execute_script(_CUT_TABLES_JS)
+    out["tables"] = len(drv.find_elements(By.CSS_SELECTOR, ".content .dash-spreadsheet-container"))
+    drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = false)")
+    return out
+
+
 USAGE = """usage: python tests/browser.py screenshots [--shipped DIR] [--store DIR] [--pages findings,heads,...]
 
 Serves the dashboard on the shipped results (default results/repro; own store: an empty one, or --store), opens

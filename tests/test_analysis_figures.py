@@ -34,7 +34,7 @@ def tables():
 # name -> expected number of traces for the tiny rope model (2 layers); baselines (clean model, chance,
 # length-only, uniform angles, 1/H) count as traces
 EXPECTED = {"ablation": 1, "ablation_layers": 3, "ablation_violins": 3, "qk_means": 4, "angles": 2,
-            "angles_profile": 3, "spectral": 3, "spectral_eigen": 2, "distance_bias": 2, "extrapolation": 4,
+            "angles_profile": 3, "spectral": 3, "spectral_eigen": 2, "distance_bias": 2, "extrapolation": 5,
             "hadamard_check": 4, "rope_expected_score": 6}
 
 

@@ -77,6 +77,7 @@ def test_cli_app_binds_localhost_unless_public(monkeypatch, tmp_path):
 
     calls = []
     monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(kw))
+    quiet_app_cmd(monkeypatch)
     runner = CliRunner()
     (tmp_path / "runs").mkdir()  # `app` serves an existing store, never creates one (issue 43)
     r = runner.invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--port", "8123"])
@@ -85,6 +86,36 @@ def test_cli_app_binds_localhost_unless_public(monkeypatch, tmp_path):
     assert r2.exit_code == 0, r2.output
     assert calls[0]["host"] == "127.0.0.1" and calls[0]["port"] == 8123
     assert calls[1]["host"] == "0.0.0.0" and calls[1]["port"] == 8050
+
+
+def quiet_app_cmd(monkeypatch):
+    """`workbench app` without a server: every port free, no warm-up thread over the checkout's results."""
+    from apps.pages import findings
+    from workbench.cli import app_cmd
+
+    monkeypatch.setattr(app_cmd, "port_in_use", lambda host, port: None)
+    monkeypatch.setattr(findings, "warm", lambda root: None)
+
+
+def test_cli_app_on_a_busy_port_says_so_and_exits_1_before_running(monkeypatch, tmp_path):
+    import socket
+
+    import dash
+    from typer.testing import CliRunner
+
+    from workbench.cli import app as cli
+    from workbench.store import RunStore
+
+    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: pytest.fail("the server must not start"))
+    RunStore(tmp_path / "runs")  # `app` serves an existing store only
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = CliRunner().invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--port", str(port)])
+    assert r.exit_code == 1, r.output
+    assert f"port {port}" in r.output and "already in use" in r.output and "--port" in r.output
+    assert "dashboard on" not in r.output
 
 
 def test_every_page_is_routed_and_served(tmp_path):

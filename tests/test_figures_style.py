@@ -86,6 +86,20 @@ def tables(head_tables):  # noqa: F811
     out["table1"] = table1(pd.DataFrame([{"run_id": r.id, "setting": setting, "variant": meta[1], "scheme": meta[1],
                                           "task": meta[2], "seed": meta[3], "test_acc": r.final["test_acc"]}
                                          for r, meta in zip(runs, RUNS) for setting in ("paper", "authors")]))
+    out["findings_verdicts"] = pd.DataFrame(
+        [{"claim": c, "setting": st, "rung": rung, "verdict": v, "n_seeds": n, "evidence": "e", "runs": [],
+          "claim_no": i if rung == "repro" else -1}
+         for i, (c, st, rung, v, n) in enumerate([("RoPE shallow", "paper", "repro", "mixed", 3),
+                                                   ("RoPE shallow", "authors", "repro", "reproduced", 3),
+                                                   ("MLA beats RoPE", "paper", "repro", "inconclusive (ceiling)", 3),
+                                                   ("RoPE shallow", "paper", "repro-long", "reproduced", 1)])])
+    out["findings_deposits"] = pd.DataFrame(
+        [{"scheme": k, "setting": "paper", "task": t, "seed": sd, "layer": l, "head": h, "drop": d, "n_layers": 2,
+          "learned": ok, "status": "learned", "run_id": f"r-{k}-{sd}"}
+         for k, t, sd, l, h, d, ok in [("rope", "trigger-distance", 1, 1.0, 2.0, 0.5, True),
+                                       ("rope", "trigger-distance", 2, np.nan, np.nan, np.nan, True),
+                                       ("mla", "trigger-count", 1, 0.0, 1.0, 0.2, True),
+                                       ("nope", "trigger-distance", 1, np.nan, np.nan, np.nan, False)]])
     return out
 
 

@@ -78,10 +78,17 @@ def test_summary_matches_the_store(report, smoke):
 def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     from plotly.offline import get_plotlyjs
 
+    import base64
+    import gzip
+
+    from workbench.report.build import PLOTLY_PAYLOAD_ID
+
     _, html, summary = report
-    js = get_plotlyjs()
-    assert html.count(js[:2000]) == 1, "plotly.js must be inlined exactly once"
-    rest = html.replace(js, "")
+    payloads = re.findall(rf'<script type="application/octet-stream" id="{PLOTLY_PAYLOAD_ID}">([^<]*)</script>', html)
+    assert len(payloads) == 1, "plotly.js must be embedded exactly once"
+    assert gzip.decompress(base64.b64decode(payloads[0])).decode() == get_plotlyjs(), "and be plotly.js itself"
+    assert get_plotlyjs()[:2000] not in html, "not a second, uncompressed copy"
+    rest = html.replace(payloads[0], "")
     assert "<script src" not in rest and not re.search(r"""(src|href)\s*=\s*["']https?://""", rest), \
         "no external resources (offline)"
     figs = summary["figures"]
@@ -90,7 +97,9 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
         assert html.count(f'id="{f["id"]}"') == 1
         assert f["n_traces"] > 0
     sections = {f["section"] for f in figs}
-    assert {"convergence", "ablation"} <= sections
+    assert {"findings", "settings", "convergence", "ablation"} <= sections
+    assert [f["figure"] for f in figs if f["section"] == "findings"][:1] == ["verdict_matrix"]
+    assert summary["per_run_diagnostics"] and summary["findings"]
     assert any(s.startswith("diagnostics/") for s in sections)
     assert "no ablation table yet" in html  # the never-trained run is listed as missing, not skipped
     # the Heads section: the RoPE run's head summary and the four detail figures; a hint for the others
@@ -98,6 +107,25 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     assert heads == {"heads/head_summary", "heads/patching", "heads/probes", "heads/trigger_attention", "heads/dla"}
     assert "no head summary yet" in html and set(summary["heads"]) == {
         r["id"] for r in summary["runs"] if "head_summary" in r.get("tables", {}).get("present", [])}
+
+
+def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_how_to_narrow_it(smoke, tmp_path,
+                                                                                                 monkeypatch):
+    """Above MAX_DETAIL_RUNS runs the report has no per-run figures: the findings, one figure per setting and
+    analysis (seeds together), the runs table, and a note naming the limit and how to narrow the selection."""
+    from workbench.report import build_report, overview
+
+    monkeypatch.setattr(overview, "MAX_DETAIL_RUNS", 2)
+    lines = []
+    s = build_report(smoke.root, "all", tmp_path / "r.html", log=lines.append)
+    html = (tmp_path / "r.html").read_text()
+    assert not s["per_run_diagnostics"] and len(s["runs"]) > 2
+    assert {f["section"] for f in s["figures"]} == {"findings", "settings"}
+    assert 'id="abl-' not in html and "written for at most 2 runs" in html and "--runs preset=" in html
+    settings = {(r["preset"], r["config"]["model"]["arch"]) for r in s["runs"] if r["status"] == "finished"}
+    curves = [f for f in s["figures"] if f["section"] == "settings" and f["figure"] == "convergence"]
+    assert len(curves) == len(settings)  # one learning-curve figure per setting, its seeds together
+    assert any(l.startswith("findings:") for l in lines) and any(l.startswith("per setting") for l in lines)
 
 
 def test_report_with_no_matching_runs_says_so(smoke, tmp_path):

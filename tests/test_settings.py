@@ -59,8 +59,8 @@ def test_mla_rope_nope_draws_each_setting_and_variant_apart():
     df = two_settings_mla_table()
     fig = FIGURES["mla_rope_nope"](df)
     ours = fig.data[0]
-    assert len(ours.x) == 4, ours.x  # old builder: one MLA bar, the mean 0.436 of three settings' runs
-    assert sorted(np.round(ours.y, 3)) == [0.15, 0.16, 0.999, 1.0]
+    assert len(ours.x) == 4, ours.x  # old builder: one MLA bar, the mean 43.6 % of three settings' runs
+    assert sorted(np.round(ours.y, 1)) == [15.0, 16.0, 99.9, 100.0]  # in %
     assert any("authors' MLA script" in x for x in ours.x) and any("encoder" in x for x in ours.x)
     paper = dict(zip(fig.data[1].x, fig.data[1].y))
     assert all(np.isnan(v) for x, v in paper.items() if "no-input-pe" in x), "a diagnosis variant has no paper bar"
@@ -79,7 +79,7 @@ def test_partial_rope_panels_per_setting_and_k_as_categories():
     assert len(fig.data) == 4, "2 heatmaps per setting"
     z = {tr.name: tr for tr in fig.data}
     cells = [float(np.nanmax(np.asarray(tr.z, float))) for tr in fig.data if "accuracy" in tr.name]
-    assert sorted(cells) == [0.2, 1.0], "the encoder's full RoPE is not averaged into the paper arch's"
+    assert sorted(cells) == [20.0, 100.0], "the encoder's full RoPE is not averaged into the paper arch's (%)"
     assert list(fig.data[0].x) == ["k=1", "k=4", "k=16"], "k in order, as categories (one cell width each)"
     assert any("encoder" in a.text for a in fig.layout.annotations) and z
 

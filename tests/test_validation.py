@@ -8,6 +8,8 @@ from typer.testing import CliRunner
 
 from workbench.cli import app
 
+from test_app import quiet_app_cmd
+
 TRAIN = ["train", "-p", "smoke", "-q", "--threads", "1"]
 # (arguments after TRAIN, words the message must contain)
 BAD_TRAIN = [
@@ -159,6 +161,7 @@ def test_bad_input_to_every_command_is_a_clear_error(env, trained, args, words, 
         import dash
 
         monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: pytest.fail("the server must not start"))
+        quiet_app_cmd(monkeypatch)
     r = invoke(args)
     assert_clear_error(r, words, args)
     assert sorted(p.name for p in trained.store.root.iterdir() if not p.name.startswith(".")) == sorted(
@@ -173,6 +176,7 @@ def test_old_store_option_names_still_work(env, monkeypatch):
     calls = []
     monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(self.server.config["PELAB"].store_root))
     RunStore(env / "a"), RunStore(env / "b")  # `app` serves existing stores only (issue 43)
+    quiet_app_cmd(monkeypatch)
     assert invoke(["app", "--runs", str(env / "a")]).exit_code == 0
     assert invoke(["app", "--root", str(env / "b")]).exit_code == 0
     assert calls == [(env / "a").resolve(), (env / "b").resolve()]

@@ -1,12 +1,13 @@
-"""`make demo`: the findings first, then the whole loop at the CPU preset in the background.
+"""`make demo`: the findings first, then the whole loop at the CPU preset in the background, in minutes.
 
 1. serve the dashboard on http://127.0.0.1:8050 at once: its Findings page reads the shipped reproduction
    (results/repro, no training needed);
-2. meanwhile, in a background process (1 thread, `nice`): generate both datasets, train `grids/demo.toml`
-   (RoPE, NoPE, ALiBi, MLA on Task 1; RoPE, NoPE on Task 2), skipping finished runs; run the fast analyses
-   (`FIRST`) on every run and write a first `runs/report.html` + `runs/summary.json`; then the slower ones, and
-   write the full report over it. Its runs appear on the Runs page (which refreshes itself) as they finish; its
-   log `runs/demo.log` has a line per epoch and per analysis, and the elapsed time of each phase.
+2. meanwhile, in a background process (`nice`): generate both datasets, train `grids/demo.toml` (RoPE, NoPE and
+   MLA on Task 1, RoPE on Task 2: the deposit, its absence and MLA's) two runs at a time (`WORKERS` processes, one
+   thread each), skipping finished runs; run the fast analyses (`FIRST`) on every run, two runs at a time, and
+   write a first `runs/report.html` + `runs/summary.json`; then the slower ones, and write the full report over it.
+   Its runs appear on the Runs page (which opens on them) as they finish; its log `runs/demo.log` has a line per
+   epoch and per analysis, and the elapsed time of each phase.
 
 `--no-serve` (or CI set) runs step 2 in the foreground and stops. `--preset smoke` runs it in seconds (the test
 suite does, so the demo never rots). The store is $PELAB_RUNS or ./runs.
@@ -26,6 +27,35 @@ URL = "http://127.0.0.1:8050"
 # The first pass of analyses: the zero-ablation deposits and the cheap diagnostics, enough for a first report;
 # the second pass adds the other ablation modes, patching, probes, trigger attention, DLA and the head summary.
 FIRST = ("ablation", "deposit", "qk_means", "angles", "spectral", "distance_bias", "extrapolation")
+WORKERS = 2  # runs trained, and analysed, at once (one thread each): the 2 cores of the machine it was sized on
+
+
+def _suite(root: str, run_id: str, tables, threads: int) -> list[str]:
+    """One run's analyses (`run_suite`) in a worker process; returns its log lines."""
+    import torch
+
+    from workbench.analysis.suite import run_suite
+    from workbench.store import RunStore
+
+    torch.set_num_threads(threads)
+    lines: list[str] = []
+    run_suite(RunStore(root).get(run_id), tables=tables, log=lines.append)
+    return lines
+
+
+def analyse_all(store, runs: list, tables, log, workers: int = WORKERS) -> None:
+    """`run_suite` on every run, `workers` runs at a time in fresh processes (spawn: one torch thread each), each
+    run's log lines printed when it is done."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    threads = int(os.environ.get("PELAB_THREADS", "1"))
+    with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(runs))),
+                                mp_context=mp.get_context("spawn")) as pool:
+        jobs = [pool.submit(_suite, str(store.root), run.id, tables, threads) for run in runs]
+        for job in cf.as_completed(jobs):
+            for line in job.result():
+                log(line)
 
 
 def train_all(preset: str) -> None:
@@ -34,7 +64,6 @@ def train_all(preset: str) -> None:
 
     import synthetic_tasks as st
     from workbench.analysis import deposit_sentence
-    from workbench.analysis.suite import run_suite
     from workbench.cli.data import summary_table
     from workbench.report import build_report
     from workbench.store import RunStore
@@ -52,7 +81,7 @@ def train_all(preset: str) -> None:
         console.print(summary_table(st.load_or_generate(st.get_spec(task, preset=preset))))
     rule(f"training grids/demo.toml ({preset} preset)")
     runs = []
-    for rec in sweep(load_grid(GRID) | {"preset": preset}, store):
+    for rec in sweep(load_grid(GRID) | {"preset": preset}, store, workers=WORKERS, threads=1):
         run = store.get(rec["id"])
         if run.status == "finished":
             runs.append(run)
@@ -61,13 +90,14 @@ def train_all(preset: str) -> None:
     out = store.root / "report.html"
     for tables, what in ((FIRST, "first"), (None, "full")):
         rule(f"analyses for the {what} report")
-        for run in runs:
-            run_suite(run, tables=tables, log=lambda msg: console.print(f"  [dim]{msg}"))
-            if tables is not None:
+        analyse_all(store, runs, tables, lambda msg: console.print(f"  [dim]{msg}"))
+        if tables is not None:
+            for run in runs:
                 acc = run.final.get("test_acc", float("nan"))
                 console.print(f"{run.id}: test acc {acc:.3f}; {deposit_sentence(run.load_table('deposit'))}")
         rule(f"{what} report")
-        build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})")
+        build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})",
+                     log=lambda msg: console.print(f"  [dim]report: {msg}"))
         console.print(f"{what} report written: {out}  summary: {out.with_name('summary.json')}")
     rule("done")
 
@@ -99,8 +129,13 @@ def main(argv: list[str] | None = None) -> None:
           f"  log        {log}\n  report     {store.root / 'report.html'} (a first one after training and the fast "
           f"analyses, the full one when all analyses are done)\n",
           flush=True)
-    from apps import create_app
+    import threading
 
+    from apps import create_app
+    from apps.pages.findings import warm
+
+    if shipped:  # the Findings page's tables, computed before the first visit
+        threading.Thread(target=warm, args=(shipped,), daemon=True).start()
     try:
         create_app(store.root).run(host="127.0.0.1", port=8050, debug=False)
     finally:

@@ -57,7 +57,7 @@ def layout(run: str | None = None, example: str | None = None, layer: str | None
            ablate: str | None = None, **query):
     store = C.stores()
     df = C.index(store)
-    value = C.default_run(df, run)
+    value = C.default_run(df, run, need_weights=True)  # a run with weights when there is one
     return html.Div([
         C.page_header("Attention explorer", "One test example through one model: the tokens (trigger words "
                       "highlighted), every head's attention pattern in a layer, and the prediction with any heads "
@@ -189,6 +189,9 @@ def register_callbacks(app):
         run, err = C.get_run(store, run_id)
         if err is not None:
             return err, None, None, None
+        if C.needs_recreate(store, run_id):  # the Re-create panel above says why and how, once
+            return None, None, None, C.hint("The patterns show once the run has weights (Re-create above).",
+                                            kind="info")
         if not C.has_checkpoint(run):
             return C.no_weights_hint(run), None, None, None
         state_hint = C.run_state_hint(run)

@@ -1,14 +1,14 @@
-"""Findings: the core paper reproduced on CPU, from the shipped results (read-only): the scale disclaimer
-(`presets.scale_disclaimer`), the verdict colours' legend, Table 1 side by side, every
-claim with its verdict (and whether it holds across scale, when the table says), the questions they answer, the
-scale ladder (Table 1's cells per rung, the gaps it explains, the claims at rungs run with more seeds), every
-scheme at a glance, partial RoPE beside full RoPE, the one-setting-at-a-time runs, and for the claim picked (or
-clicked in the table) the evidence it rests on, by its kind (`evidence_kind`: accuracy bars, learning curves,
-ablation atlases or train vs test accuracy; one picture per setting and variant) and links to each of its runs."""
+"""Findings: the core paper reproduced on CPU, from the shipped results (read-only), answered at a glance: the
+verdict matrix (each claim x setting, coloured by outcome, the seeds behind each cell written in it), the deposit map
+(where each scheme's largest single-head deposit falls, per seed) and, behind a click on a cell, the evidence (text,
+the picture its kind calls for, the runs); then the verdicts across the scale ladder, Table 1, and the tables
+(questions, claims, ladder, every scheme, partial RoPE, one setting at a time) folded away below. Every table is
+computed once per state of the shipped store (`_computed`; `warm` fills it at server start).
+"""
 from __future__ import annotations
 
 import pandas as pd
-from dash import Input, Output, State, dcc, html
+from dash import Input, Output, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 
 from apps import common as C
@@ -20,7 +20,7 @@ from workbench.figures.style import VERDICT_COLORS, verdict_color
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
 EVIDENCE_KINDS = ("accuracy", "curves", "deposits", "overfit")
-CLAIM_COLUMNS = ["no", "claim", "paper", "setting", "verdict", "holds_across_scale", "evidence", "n_runs"]
+CLAIM_COLUMNS = ["no", "claim", "paper", "setting", "verdict", "holds_across_scale", "n_runs"]  # evidence: a click
 
 
 def verdict_styles(verdicts) -> list[dict]:
@@ -73,13 +73,16 @@ def _computed(store) -> dict:
     """The page's tables, computed once per state of the store (`RunStore.contents_stamp`: a run added, re-shipped
     or damaged makes a new one), not on every page load and evidence click (the claims at every ladder rung take
     seconds): the base preset's runs (`claims.base_preset`: repro; the ladder's rungs are compared with them, never
-    averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), and the scale ladder:
-    Table 1's cells per rung, the gaps each rung explains, the cells run with more seeds and their claims."""
+    averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
+    cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
+    matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
     from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
+    from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
     key = (str(store.root), store.contents_stamp())
     if key not in _TABLES:
+        store = MemoStore(store)  # each run's tables read once for all of the tables below
         runs_all = run_table(store)
         judged = base_claims(store, runs_all, LADDER)
         runs, cl, rungs = judged.runs, judged.claims, judged.rungs
@@ -88,8 +91,28 @@ def _computed(store) -> dict:
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
                         "seeded": judged.seeded, "answers": judged.answers}
+        empty = runs.empty  # no finished run to judge: the page says so; these tables need some
+        _TABLES[key].update({
+            "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
+            "deposits": pd.DataFrame() if empty else deposit_map(store, runs),
+            "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
+            "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
+            "one_setting": pd.DataFrame() if empty else one_setting(store, runs)})
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
+
+
+def warm(shipped_root) -> None:
+    """Compute the page's tables for the shipped store at `shipped_root` (the server calls it in a thread at start,
+    so the first visitor does not wait for them); a failure is left for the page to show."""
+    from pathlib import Path
+
+    from workbench.store import RunStore
+
+    try:  # the root as the app holds it (`AppContext.shipped_root`, resolved): one cache key
+        _computed(RunStore(Path(shipped_root).resolve(), readonly=True))
+    except Exception:
+        pass
 
 
 def _tables(store):
@@ -102,47 +125,91 @@ def layout(claim: str | None = None, **query):
     store = _shipped()
     header = C.page_header(
         "Findings: the core paper reproduced on CPU",
-        "Shipped results (results/repro, read-only; no weights, nothing to train): the paper's Table 1 next to "
-        "PE-Lab's mean and 95 % interval over seeds, in the authors' settings and in PE-Lab's, and each qualitative "
-        "claim of the paper with its verdict, and the questions they answer. The full text, with the scale disclaimer and provenance, is "
-        "results/repro/COMPARISON.md (`workbench compare results/repro`).")
+        "Shipped results (results/repro, read-only): each claim of the paper per setting, coloured by its verdict "
+        "(the number: seeds behind it), and where each scheme puts its largest single-head deposit. Click a cell "
+        "for its evidence. The full text: results/repro/COMPARISON.md (`workbench compare results/repro`).")
     if store is None:
         return html.Div([header, C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
                                         "checkout (it reads results/repro) or pass `workbench app --shipped DIR`. "
                                         "Your own runs (`workbench train ...`) are on the Runs page.",
                                         kind="missing")])
-    runs, t1, cl = _tables(store)
+    t = _computed(store)
+    runs, t1, cl, m = t["runs"], t["table1"], t["claims"], t["matrix"]
     if runs.empty:
         return html.Div([header, C.hint("No runs in the shipped results store yet (the reproduction grid fills it: "
                                         "docs/reproduction.md). Your own runs (`workbench train ...`) are on the "
                                         "Runs page.", kind="missing")])
-    fig, missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
-    t1_view = t1.assign(paper=100 * t1["paper"], mean=100 * t1["mean"], lo=100 * t1["lo"], hi=100 * t1["hi"]) \
-        .drop(columns=["runs"])
-    claim_view = claims_view(cl)
-    options = [{"label": f"{r.claim} ({r.setting}): {r.verdict}", "value": str(i)} for i, r in cl.iterrows()]
-    chosen = claim if claim in {o["value"] for o in options} else (options[0]["value"] if options else None)
-    summary = verdict_summary(cl)
+    options = [{"label": f"{r.claim} ({r.setting}, {r.rung}): {r.verdict}", "value": _key(i, r)}
+               for i, r in m.iterrows()]
+    values = {o["value"] for o in options}
+    shallow = [o["value"] for o, r in zip(options, m.itertuples()) if r.claim.startswith("RoPE's largest single-head")
+               and r.setting == "paper" and r.claim_no >= 0]  # the headline question: where RoPE puts position
+    chosen = claim if claim in values else (shallow or [o["value"] for o in options] or [None])[0]
+    t1_fig, t1_missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
+    t1_view = t1.assign(**{c: (100 * t1[c]).round(2) for c in ("paper", "mean", "lo", "hi")}).drop(columns=["runs"])
     return html.Div([
-        header, disclaimer(str(runs.preset.iloc[0])),
-        html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(fig) if fig is not None else missing,
-                  C.table_component(t1_view, id=f"{P}-table1", page_size=20)], className="card"),
-        html.Div([html.H3("The questions, answered so far"),
-                  C.table_component(answers(cl), id=f"{P}-answers", page_size=20,
-                                    style_data_conditional=verdict_styles(cl["verdict"]))], className="card"),
-        html.Div([html.H3(f"The paper's claims ({summary})"), verdict_legend(cl["verdict"]),
-                  html.P("Click a claim to see the evidence it rests on and its runs (below).", className="job-note"),
-                  C.table_component(claim_view, id=f"{P}-claims", page_size=40,
-                                    style_data_conditional=verdict_styles(cl["verdict"]))], className="card"),
-        html.Div([html.H3("Across scale: the scale ladder"), _scale_view(_computed(store))], className="card"),
-        html.Div([html.H3("Every scheme at a glance (PE-Lab `paper` arch)"), _overview_view(store, runs)],
-                 className="card"),
-        html.Div([html.H3("Partial RoPE"), _partial_rope_view(store, runs)], className="card"),
-        html.Div([html.H3("One setting at a time"), _one_setting_view(store, runs)], className="card"),
+        header,
+        html.Details([html.Summary("What these CPU runs can and cannot say (scale disclaimer)"),
+                      disclaimer(str(runs.preset.iloc[0]))], className="disclaimer-fold"),
+        html.Div([
+            html.Div([_figure("verdict_matrix", m, f"{P}-matrix")], className="glance-cell"),
+            html.Div([_figure("deposit_map", t["deposits"], f"{P}-deposits")], className="glance-cell"),
+        ], className="two-col glance"),
         html.Div([html.H3("Evidence", id=f"{P}-evidence-title"),
-                  C.labelled("claim", dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False)),
-                  html.Div(id=f"{P}-evidence")], className="card"),
+                  html.P("Click a cell of a verdict matrix (or a row of the claims table below), or pick a claim:",
+                         className="job-note"),
+                  dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
+                  html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
+        html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
+                  _figure("verdict_matrix", m, f"{P}-ladder-matrix", by="rung") if (m["claim_no"] < 0).any() else
+                  html.Div([C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make "
+                                   "ladder`).", kind="missing"), dcc.Graph(id=f"{P}-ladder-matrix",
+                                                                           style={"display": "none"})]),
+                  html.Details([html.Summary("the ladder's tables: questions, Table 1's cells per rung, the gaps "
+                                             "each rung explains"), _scale_view(t)])], className="card"),
+        html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(t1_fig) if t1_fig is not None else t1_missing,
+                  html.Details([html.Summary("the numbers"),
+                                _table(t1_view, id=f"{P}-table1", page_size=20)])], className="card"),
+        html.Div([html.H3("Tables"),
+                  _fold("The questions, answered so far",
+                        _table(answers(cl).drop(columns=["evidence"]), id=f"{P}-answers", page_size=20,
+                                          style_data_conditional=verdict_styles(cl["verdict"]))),
+                  _fold(f"The paper's claims ({verdict_summary(cl)})",
+                        verdict_legend(cl["verdict"]),
+                        html.P("Click a claim to see its evidence (above).", className="job-note"),
+                        _table(claims_view(cl), id=f"{P}-claims", page_size=40,
+                                          style_data_conditional=verdict_styles(cl["verdict"]))),
+                  _fold("Every scheme at a glance (PE-Lab `paper` arch)", _overview_view(store, runs, t)),
+                  _fold("Partial RoPE", _partial_rope_view(store, runs, t)),
+                  _fold("One setting at a time", _one_setting_view(store, runs, t))], className="card"),
     ])
+
+
+def _table(df, id: str, **kw):
+    """`C.table_component` whose cells all wrap (run ids aside) and whose long-text columns are narrower, so that
+    every table fits its card."""
+    wrap = [{"if": {"column_id": c}, "whiteSpace": "normal", "minWidth": "48px"} for c in df.columns
+            if c not in ("id", "run_id")]
+    narrow = [{"if": {"column_id": c}, "minWidth": "200px", "width": "240px"} for c in df.columns
+              if df[c].astype(str).str.len().max() > 80]  # prose columns: narrower than the house 380 px, taller
+    return C.table_component(df, id=id, style_data_conditional=wrap + list(kw.pop("style_data_conditional", [])),
+                             style_cell_conditional=narrow, **kw)
+
+
+def _key(i, r) -> str:
+    """A verdict-matrix row's dropdown value: the base claim's index in the claims table (the evidence by kind),
+    else `m<row>`."""
+    return str(r.claim_no) if r.claim_no >= 0 else f"m{i}"
+
+
+def _figure(name: str, df, id: str, **kw):
+    fig, missing = C.build_figure(name, df, **kw)
+    return C.graph(fig, id=id) if fig is not None else missing
+
+
+def _fold(title: str, *children) -> html.Details:
+    """A folded section of the Tables card: its title always shown, its table on a click."""
+    return html.Details([html.Summary(title), *children], className="fold")
 
 
 def _scale_view(t: dict):
@@ -159,15 +226,15 @@ def _scale_view(t: dict):
     gaps = t["gaps"]
     gaps = gaps.assign(setting=[SETTINGS.get(s, s) for s in gaps["setting"]],
                        **{c: (100 * gaps[c]).round(2) for c in ("base", "acc", "paper", "closer")})
-    out = [C.table_component(t["answers"], id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
+    out = [_table(t["answers"].drop(columns=["evidence"]), id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
     out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
                   f"paper when it brings the cell >= {100 * GAP_CLOSER:g} points closer; a run still learning at its "
                   f"last epoch cannot tell yet; a cell already within {100 * GAP_CLOSER:g} points of the paper at "
                   f"{rungs[0]} has no gap to explain."),
-           C.table_component(cells, id=f"{P}-ladder", page_size=20),
+           _table(cells, id=f"{P}-ladder", page_size=20),
            html.H4("Which differences from the paper the ladder explains"),
-           C.table_component(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",
+           _table(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",
                              page_size=30)]
     seeded = t["seeded"]
     if len(seeded):
@@ -175,52 +242,52 @@ def _scale_view(t: dict):
                                   test_acc=lambda d: (100 * d["test_acc"]).round(2))
         view = seeded.assign(setting=[SETTINGS.get(s, s) for s in seeded["setting"]])
         out += [html.H4("Rungs run with more seeds (where seed 42's verdict changed): the claims on every seed"),
-                C.table_component(seeds, id=f"{P}-rung-seeds", page_size=20),
-                C.table_component(view, id=f"{P}-rung-claims", page_size=20,
+                _table(seeds, id=f"{P}-rung-seeds", page_size=20),
+                _table(view.drop(columns=["evidence"]), id=f"{P}-rung-claims", page_size=20,
                                   style_data_conditional=verdict_styles(view["verdict"]))]
     return html.Div(out)
 
 
-def _one_setting_view(store, runs):
+def _one_setting_view(store, runs, t: dict | None = None):
     """The tier-4 pairs (`claims.one_setting`): accuracies in %, the change and both runs' deposits."""
-    pairs = one_setting(store, runs)
+    pairs = t["one_setting"] if t else one_setting(store, runs)
     if pairs.empty:
         return C.hint("No one-setting-at-a-time runs shipped yet (tier 4 of grids/repro.toml: the authors' settings "
                       "with one field set back to PE-Lab's value).", kind="missing")
-    view = pairs.assign(**{c: (100 * pairs[c]).round(2) for c in ("base_acc", "acc", "delta", "delta_lo",
-                                                                   "delta_hi")}, runs=pairs["runs"].map(len),
+    interval = [c for c in ("delta_lo", "delta_hi") if pairs[c].notna().any()]  # one seed: no interval
+    view = pairs.assign(**{c: (100 * pairs[c]).round(2) for c in ("base_acc", "acc", "delta", *interval)},
                         shows=[one_setting_effect(r) for r in pairs.itertuples()])
+    view = view[["setting", "variant", "change", "task", "n_seeds", "base_acc", "acc", "delta", *interval, "shows",
+                 "base_deposit", "deposit"]]
     return html.Div([html.P("Each row: a run of the authors' settings with one field set back to PE-Lab's value, next "
                             "to the authors' setting itself (same task and seed); test accuracies and their "
                             "difference in points (and what it can show: within or beyond the baseline's seed "
                             "spread, or nothing where neither run learned), and both runs' single-head deposits "
                             "(layer, head, drop)."),
-                     C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-one-setting",
-                                       page_size=30)])
+                     _table(view, id=f"{P}-one-setting", page_size=30)])
 
 
-def _overview_view(store, runs):
+def _overview_view(store, runs, t: dict | None = None):
     """`claims.scheme_overview`: each scheme's test accuracy (%, mean and interval over seeds) and deposits."""
-    d = scheme_overview(store, runs)
+    d = t["overview"] if t else scheme_overview(store, runs)
     if d.empty:
         return C.hint("No run of the `paper` arch shipped yet.", kind="missing")
-    view = d.assign(**{c: (100 * d[c]).round(2) for c in ("mean", "lo", "hi")}, runs=d["runs"].map(len))
-    return C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-overview", page_size=40)
+    view = d.assign(**{c: (100 * d[c]).round(2) for c in ("mean", "lo", "hi")}).drop(columns=["runs"])
+    return _table(view, id=f"{P}-overview", page_size=40)
 
 
-def _partial_rope_view(store, runs):
+def _partial_rope_view(store, runs, t: dict | None = None):
     """Tier 2's partial-RoPE runs (`claims.partial_rope_pairs`) beside full RoPE of the same task and seeds."""
-    pairs = partial_rope_pairs(store, runs)
+    pairs = t["partial"] if t else partial_rope_pairs(store, runs)
     if pairs.empty:
         return C.hint("No partial-RoPE runs shipped yet (tier 2 of grids/repro.toml: RoPE on the first k heads of "
                       "every layer, or of one layer, NoPE on the rest).", kind="missing")
-    view = pairs.assign(acc=(100 * pairs["acc"]).round(2), full_acc=(100 * pairs["full_acc"]).round(2),
-                        runs=pairs["runs"].map(len))
+    view = pairs.assign(acc=(100 * pairs["acc"]).round(2), full_acc=(100 * pairs["full_acc"]).round(2)) \
+        .drop(columns=["runs"])
     return html.Div([html.P("RoPE on the first k heads of every layer (the authors' script) or of one layer (the "
                             "paper's appendix C.3), NoPE elsewhere, next to full RoPE of the same task and seeds: "
                             "test accuracy (%) and single-head deposits (layer, head, drop; layers from 0)."),
-                     C.table_component(view.rename(columns={"runs": "n_runs"}), id=f"{P}-partial-rope",
-                                       page_size=30)])
+                     _table(view, id=f"{P}-partial-rope", page_size=30)])
 
 
 def claims_view(cl):
@@ -302,9 +369,27 @@ def _deposit_evidence(store, run_ids) -> list:
     return out or [C.hint("These runs have no ablation table.", kind="missing")]
 
 
-def evidence(store, cl, key: str | None) -> list:
+def rung_evidence(store, m, key: str) -> list:
+    """For a verdict-matrix cell at a rung other than the base (`m<row>`): its verdict, the seeds behind it, the
+    evidence text and the runs (when judged on more seeds than 42)."""
+    row = m.loc[int(key[1:])]
+    out = [html.P([html.B(row.verdict, className="verdict-chip", style={"backgroundColor": verdict_color(row.verdict)}),
+                   f" {row.claim} ({SETTINGS.get(row.setting, row.setting)}) at {row.rung}, {int(row.n_seeds)} "
+                   f"seed(s): ", row.evidence])]
+    groups = _groups(store, list(row.runs))
+    if groups:
+        out.append(html.Details([html.Summary(f"the {len(row.runs)} run(s) behind this verdict"),
+                                 html.Ul([run_link(r) for rs in groups.values() for r in rs])], open=True))
+    return out
+
+
+def evidence(store, cl, key: str | None, matrix=None) -> list:
     """For one claim row: its verdict and evidence text, the picture its evidence kind calls for (accuracy bars,
-    learning curves, ablation atlases, or train vs test accuracy), and a link to each of its runs."""
+    learning curves, ablation atlases, or train vs test accuracy), and a link to each of its runs; for a cell of
+    the verdict matrix at another rung (`m<row>` of `matrix`), `rung_evidence`."""
+    if (matrix is not None and isinstance(key, str) and key[:1] == "m" and key[1:].isdigit()
+            and int(key[1:]) in matrix.index):
+        return rung_evidence(store, matrix, key)
     if not isinstance(key, str) or not key.isdigit() or int(key) not in cl.index:  # a browser value
         return [C.hint("Pick a claim.", kind="info")]
     row = cl.loc[int(key)]
@@ -332,9 +417,13 @@ def evidence(store, cl, key: str | None) -> list:
 
 def register_callbacks(app):
     @app.callback(Output(f"{P}-claim", "value"), Input(f"{P}-claims", "active_cell"),
+                  Input(f"{P}-matrix", "clickData"), Input(f"{P}-ladder-matrix", "clickData"),
                   State(f"{P}-claims", "derived_viewport_data"), prevent_initial_call=True)
-    def pick(cell, shown):
-        """A click on a row of the claims table picks that claim (its `no`) for the Evidence card."""
+    def pick(cell, click, ladder_click, shown):
+        """A click on a verdict-matrix cell (its row of the matrix table) or on a row of the claims table (its
+        `no`) picks that claim for the Evidence card."""
+        if ctx.triggered_id in (f"{P}-matrix", f"{P}-ladder-matrix"):
+            return matrix_key(click if ctx.triggered_id == f"{P}-matrix" else ladder_click)
         row = cell.get("row") if isinstance(cell, dict) else None
         if not isinstance(row, int) or not isinstance(shown, list) or not 0 <= row < len(shown):
             raise PreventUpdate
@@ -345,5 +434,21 @@ def register_callbacks(app):
         store = _shipped()
         if store is None:
             return []
-        _, _, cl = _tables(store)
-        return evidence(store, cl, key)
+        t = _computed(store)
+        return evidence(store, t["claims"], key, t["matrix"])
+
+
+def matrix_key(click) -> str:
+    """The dropdown value of a clicked verdict-matrix cell (its `customdata`: the row of the matrix table); a
+    browser value that is not one: no update."""
+    try:
+        i = click["points"][0]["customdata"]
+    except (TypeError, KeyError, IndexError):
+        raise PreventUpdate
+    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+        raise PreventUpdate
+    store = _shipped()
+    m = _computed(store)["matrix"] if store is not None else None
+    if m is None or i not in m.index:
+        raise PreventUpdate
+    return _key(i, m.loc[i])

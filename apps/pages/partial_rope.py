@@ -91,7 +91,9 @@ def render(store, task: str | None, setting: str | None = None) -> list:
     if not (table["variant"] == "partial").any():
         out.append(C.hint(f"Only full-RoPE runs so far. {TRAIN_HINT}", kind="info"))
     out.append(C.figure_or_hint("partial_rope", table, height=420))
-    out.append(C.table_component(table[[c for c in TABLE_COLUMNS if c in table.columns]], id=f"{P}-table"))
+    view = table.assign(**{c: (100 * table[c]).round(2) for c in ("test_acc", "train_acc") if c in table.columns})
+    out.append(html.P("Accuracies in %; layers from 0.", className="job-note"))
+    out.append(C.table_component(view[[c for c in TABLE_COLUMNS if c in view.columns]], id=f"{P}-table"))
     return out
 
 
@@ -113,8 +115,10 @@ def render_related(store, task: str | None, setting: str | None = None) -> list:
             continue
         cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "paper_test_acc",
                             "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
+        view = table.assign(**{c: (100 * table[c]).round(2) for c in ("test_acc", "paper_test_acc")
+                               if c in table.columns})  # accuracies in %
         cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
-                               C.table_component(table[cols], page_size=8)], className="card"))
+                               C.table_component(view[cols], page_size=8)], className="card"))
     return cards
 
 

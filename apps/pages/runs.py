@@ -34,13 +34,30 @@ def _as_list(v) -> list | None:
     return v if isinstance(v, list) else [s for s in str(v).split("|") if s]
 
 
-def layout(setting: str | None = None, **query):
+def opening_setting(df: pd.DataFrame, setting: str | None, query: dict) -> str | None:
+    """The `preset/setting` the page opens on: the one the URL asks for; else, among the runs the URL's filters keep,
+    the user's own runs' (the demo's while it trains), else the shipped ones' (`default_setting`: the most common
+    preset's `paper` setting); None (every setting) when the filters keep no run."""
     from workbench.analysis.settings import default_setting, setting_options
+
+    if setting in {o["value"] for o in setting_options(df)}:
+        return setting
+    for key in C.FILTER_KEYS:
+        if (vals := _as_list(query.get(key))) and key in df.columns:
+            df = df[df[key].astype(str).isin([str(v) for v in vals])]
+    if df.empty:
+        return None
+    own = df[df["source"] == "own"] if "source" in df.columns else df.iloc[:0]
+    return default_setting(own if len(own) else df)
+
+
+def layout(setting: str | None = None, **query):
+    from workbench.analysis.settings import setting_options
 
     store = C.stores()
     df = C.index(store)
     opts = setting_options(df)
-    chosen = setting if setting in {o["value"] for o in opts} else default_setting(df)
+    chosen = opening_setting(df, setting, query)
     filters = [C.labelled("setting", dcc.Dropdown(id=f"{P}-f-setting", options=opts, value=chosen,
                                                   placeholder="every setting"), width="340px")]
     for key in C.FILTER_KEYS:
@@ -129,6 +146,8 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     df["n_tables"] = [len(t) for t in tables]
     df["learned"] = ["" if (ok := C.learned(a)) is None else ("yes" if ok else "no") for a in df["test_acc"]]
     df = C.sort_index(df)
+    if "source" in df.columns:  # the user's own runs first, the shipped ones after
+        df = df.sort_values("source", key=lambda s: s != "own", kind="stable")
     df["setting"] = [setting_label(s, short=True) for s in df["setting"]]
     return df
 

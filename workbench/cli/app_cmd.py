@@ -25,13 +25,39 @@ def register(app: typer.Typer) -> None:
         The stores are fixed here, at start; nothing a browser sends selects another folder."""
         from apps import create_app
 
-        dash_app = create_app(existing_root(pick_root(root, runs, "--runs")), shipped=shipped)
+        store_root = existing_root(pick_root(root, runs, "--runs"))  # a mistyped root: exit 2, nothing created
         bind = "0.0.0.0" if public else host
+        busy = port_in_use(bind, port)
+        if busy:
+            typer.secho(f"error: port {port} on {bind} is already in use ({busy}); is the dashboard already running "
+                        f"(http://127.0.0.1:{port}/)? Stop it, or pick another port: `workbench app --port "
+                        f"{port + 10}`", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1)
+        dash_app = create_app(store_root, shipped=shipped)
         if bind not in ("127.0.0.1", "localhost", "::1"):
             typer.secho(f"warning: serving on {bind}: anyone who can reach this machine can read the runs and "
                         "start jobs", fg=typer.colors.YELLOW, err=True)
         ctx = dash_app.server.config["PELAB"]
         shipped_s = f", shipped results {ctx.shipped_root}" if ctx.shipped_root else ""
+        if ctx.shipped_root:  # the Findings page's tables, computed before the first visitor asks
+            import threading
+
+            from apps.pages.findings import warm
+
+            threading.Thread(target=warm, args=(ctx.shipped_root,), daemon=True).start()
         typer.echo(f"PE-Lab dashboard on http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}/ "
                    f"(store {ctx.store_root}{shipped_s})")
         dash_app.run(host=bind, port=port, debug=debug)
+
+
+def port_in_use(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be served (e.g. "Address already in use"), or None when a server can bind it."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.strerror or str(e)
+    return None

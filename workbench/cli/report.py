@@ -27,7 +27,8 @@ def register(app: typer.Typer) -> None:
                                           "or png"),
     ) -> None:
         """Write a self-contained HTML report (works offline) and summary.json for the selected runs (your
-        store and the shipped results, as on the dashboard)."""
+        store and the shipped results, as on the dashboard): the findings and a view per setting, seeds together;
+        per-run diagnostics too when the selection has at most 30 runs."""
         from workbench.report import build_report, parse_query
         from workbench.store import StoreSet
 
@@ -49,8 +50,15 @@ def register(app: typer.Typer) -> None:
                 raise ValueError(f"cannot write {opt} {path}: {path.parent} cannot be a folder "
                                  f"({e.strerror})") from None
         # no browser for --figures-dir: ExportError, a ValueError, becomes `error: ...`, exit 2
+        import time
+
+        t0 = time.perf_counter()
+
+        def progress(msg: str) -> None:  # long work says what it is doing (stderr: stdout stays the result line)
+            typer.echo(f"  [{time.perf_counter() - t0:5.1f} s] {msg}", err=True)
+
         s = build_report(StoreSet.open(root, shipped), runs_query, out, title=title,
-                         summary_path=summary, figures_dir=figures_dir, figure_format=figure_format)
+                         summary_path=summary, figures_dir=figures_dir, figure_format=figure_format, log=progress)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
                    f"and {Path(summary) if summary else out.with_name('summary.json')}"

@@ -30,7 +30,7 @@ def _values(d: pd.DataFrame, value: str) -> tuple[pd.Series, pd.Series, pd.Serie
         return d["delta"], d["ci_lo"], d["ci_hi"], f"Δ {metric} = clean − ablated"
     if value == "ablated":  # ablated = clean - delta, so its interval is [clean - hi, clean - lo]
         ablated = d["clean"] - d["delta"]
-        return ablated, d["clean"] - d["ci_hi"], d["clean"] - d["ci_lo"], f"{metric} with the head ablated"
+        return ablated, d["clean"] - d["ci_hi"], d["clean"] - d["ci_lo"], f"{metric}, head ablated"
     raise ValueError(f"value={value!r}: use 'ablated' (metric with the head off, clean level drawn) or 'delta'")
 
 

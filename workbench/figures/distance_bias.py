@@ -46,6 +46,25 @@ def distance_bias(df: pd.DataFrame) -> go.Figure:
     return S.layout(fig, S.title_for(df, "Distance bias (dashed: no preference)"), barmode="overlay")
 
 
+def distance_bias_share(df: pd.DataFrame) -> go.Figure:
+    """Per layer and head, the share of sampled pairs whose nearer key scores higher (`share_positive`), minus 0.5
+    (no preference), on a diverging scale centred at 0: unit-free, so it reads whatever the logits' scale, where the
+    histogram's shared bins cannot (one extreme head stretches them). One heatmap per run (panels side by side)."""
+    rids = list(dict.fromkeys(df["run_id"])) if "run_id" in df.columns else [None]
+    labels = S.run_labels(df) if len(rids) > 1 else {}
+    fig = make_subplots(rows=1, cols=len(rids), horizontal_spacing=0.12,
+                        subplot_titles=[labels.get(r, "") for r in rids] if len(rids) > 1 else None)
+    for c, rid in enumerate(rids, 1):
+        d = (df if rid is None else df[df["run_id"] == rid]).drop_duplicates(["layer", "head"])
+        z = d.pivot(index="layer", columns="head", values="share_positive") - 0.5
+        fig.add_trace(S.heatmap(z, colorbar_title="share near > far − 0.5", fig=fig, row=1, col=c, diverging=True,
+                                zmin=-0.5, zmax=0.5, fmt=".2f", showscale=c == len(rids), name=labels.get(rid, "share"),
+                                hover="layer %{y}, head %{x}: %{z:+.2f}<extra></extra>"), row=1, col=c)
+        S.category_axes(fig, z, "head", "layer" if c == 1 else "", row=1, col=c)
+    return S.layout(fig, S.title_for(df, "Distance preference per head: share of pairs with the nearer key scoring "
+                                         "higher, − 0.5 (red: nearer preferred)"), height=360)
+
+
 def rope_expected_score(df: pd.DataFrame) -> go.Figure:
     """Per q/k mean: analytic expectation (line) and Monte Carlo mean (markers): 2 traces per mean."""
     fig = go.Figure()
@@ -65,5 +84,7 @@ def rope_expected_score(df: pd.DataFrame) -> go.Figure:
 
 FIGURES = {
     "distance_bias": distance_bias,
+    "distance_bias_share": distance_bias_share,
     "rope_expected_score": rope_expected_score,
 }
+TABLES = {"distance_bias_share": "distance_bias"}

@@ -52,10 +52,17 @@ def _one_setting(df: pd.DataFrame) -> str:
     return " — " + setting_label(pairs[0][1], pairs[0][0])
 
 
+def most_common(layers: pd.Series) -> float:
+    """The layer most seeds put there (the shallower one on a tie); NaN when none: layer numbers are never averaged
+    (a mean of layers 1 and 5 is no layer)."""
+    v = layers.dropna()
+    return float(v.mode().min()) if len(v) else np.nan
+
+
 def partial_rope(df: pd.DataFrame) -> go.Figure:
-    """Per (setting, task): heatmaps of test accuracy and of the deepest deposit layer over (k heads x RoPE layer),
-    means over seeds, values in the cells and a labelled colour bar beside each panel: 2 traces per panel row.
-    k is a category axis (evenly spaced cells, whatever the k values)."""
+    """Per (setting, task): heatmaps of test accuracy (%, mean over seeds) and of the deepest deposit layer (the one
+    most seeds have: `most_common`) over (k heads x RoPE layer), values in the cells and a labelled colour bar beside
+    each panel: 2 traces per panel row. k is a category axis (evenly spaced cells, whatever the k values)."""
     settings = _settings(df)
     panels = [(pair, task) for pair in settings for task in S.tasks_of(_in(df, pair))]
     titles = []
@@ -68,10 +75,11 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
         sub = _in(df, pair)
         sub = sub[sub["task"] == task].copy()
         sub["layer_label"] = sub["layer"].map(_layer_label)
-        cells = (("test_acc", "test accuracy", ".3f", (0, 1)),
-                 ("deepest_deposit_layer", "layer (mean over seeds)", ".1f", (None, None)))
-        for c, (col, bar, fmt, lim) in enumerate(cells, 1):
-            z = sub.groupby(["layer_label", "k"])[col].mean().unstack("k")
+        sub["test_acc"] = 100 * sub["test_acc"]  # percent, as on every page
+        cells = (("test_acc", "test accuracy (%)", ".1f", (0, 100), "mean"),
+                 ("deepest_deposit_layer", "layer (most seeds)", "d", (None, None), most_common))
+        for c, (col, bar, fmt, lim, how) in enumerate(cells, 1):
+            z = sub.groupby(["layer_label", "k"])[col].agg(how).unstack("k")
             z = z[sorted(z.columns)]
             z.columns = [f"k={int(k)}" for k in z.columns]  # text labels: a category axis, one cell per k
             fig.add_trace(S.heatmap(z, colorbar_title=bar, fig=fig, row=r, col=c, zmin=lim[0], zmax=lim[1], fmt=fmt,
@@ -108,7 +116,7 @@ def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
 
 
 def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
-    """Grouped bars per (setting, variant, task): PE-Lab test accuracy (mean over seeds, the scheme's colour) and
+    """Grouped bars per (setting, variant, task): PE-Lab test accuracy (%, mean over seeds, the scheme's colour) and
     the paper's Table 1 (same colour, hatched; the paper's number of the plain scheme only): 2 traces. Runs of two
     settings or two variants (tier-4 diagnoses) are separate bars."""
     d = df.copy()
@@ -128,15 +136,16 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
     x = ["<br>".join(b for b in (f"{_pretty(v)}, {task_label(t)}", _setting_name((p, s), len(settings))) if b)
          for v, t, p, s in zip(g["variant"], g["task"], g["preset"], g["setting"])]
     colors = [S.scheme_color(s) for s in g["scheme"]]
-    fig = go.Figure([go.Bar(x=x, y=g["test_acc"], name="PE-Lab", marker_color=colors,
-                            text=[f"{a:.3f}" for a in g["test_acc"]], textposition="outside",
+    acc, paper = 100 * g["test_acc"], 100 * g["paper"]  # percent, as on every page
+    fig = go.Figure([go.Bar(x=x, y=acc, name="PE-Lab", marker_color=colors,
+                            text=[f"{a:.1f}" for a in acc], textposition="outside",
                             customdata=np.stack([g["single"], g["n"]], axis=-1),
-                            hovertemplate="%{x}: %{y:.3f} (mean of %{customdata[1]} run(s))<br>%{customdata[0]:.1f} "
+                            hovertemplate="%{x}: %{y:.2f} % (mean of %{customdata[1]} run(s))<br>%{customdata[0]:.1f} "
                                           "single deposits<extra>PE-Lab</extra>"),
-                     go.Bar(x=x, y=g["paper"], name="paper (Table 1)", marker=dict(color=colors, opacity=0.45,
-                                                                                    pattern_shape="/"),
-                            text=[f"{a:.3f}" if a == a else "" for a in g["paper"]], textposition="outside")])
-    fig.update_yaxes(title_text="test accuracy", range=[0, 1.1])
+                     go.Bar(x=x, y=paper, name="paper (Table 1)", marker=dict(color=colors, opacity=0.45,
+                                                                               pattern_shape="/"),
+                            text=[f"{a:.1f}" if a == a else "" for a in paper], textposition="outside")])
+    fig.update_yaxes(title_text="test accuracy (%)", range=[0, 110])
     fig.update_xaxes(type="category")
     return S.layout(fig, "MLA vs RoPE vs NoPE" + _one_setting(d), barmode="group")
 

@@ -35,7 +35,8 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
     vs the longest sequence of each split: per run a line through its length splits in the scheme's colour
     (runs of one scheme in a panel in lighter shades of it, each with its own legend entry) and its other
     splits (shifted) as open diamonds not joined to the line (2 traces per run, 4 with such splits), plus
-    chance and the length-only predictor per task; the dashed vertical line is the task's training length."""
+    chance and the length-only predictor per task, and a legend key for the dotted loss lines (1 trace); the dashed
+    vertical line is the task's training length."""
     d = df.copy()
     if "run_id" not in d.columns:
         d["run_id"] = "run"
@@ -79,6 +80,10 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(title_text="longest sequence of the split (tokens; ◇: shifted pair)", row=2, col=c)
         fig.update_yaxes(title_text="accuracy" if c == 1 else "", range=[0, 1.02], row=1, col=c)
         fig.update_yaxes(title_text="loss" if c == 1 else "", row=2, col=c)
+    if len(d):  # the legend says what the lower panels' dotted lines are
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dotted: loss (lower panels)",
+                                 legendgroup="loss key", meta={"baseline": "loss key"},
+                                 line=dict(color=S.BASELINE_COLOR, dash="dot")), row=2, col=1)
     return S.layout(fig, S.title_for(df, "Length extrapolation (dashed vertical line: training length)"), height=560)
 
 

@@ -111,4 +111,110 @@ def table1(df: pd.DataFrame) -> go.Figure:
                              "whiskers: the seeds' range)", height=480)
 
 
-FIGURES = {"table1": table1}
+def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
+    """The claims' verdicts as coloured cells (`analysis.findings.verdict_matrix`), the number of seeds behind each
+    written in it. `by="setting"`: claims x settings at the base preset (the rung of the rows with `claim_no` >= 0);
+    `by="rung"`: (claim, setting) x the ladder's rungs, for the rows run at a rung other than the base. A cell's
+    `customdata` is its row's index in `df` (the page shows that row's evidence on a click). Traces: one heatmap,
+    then one legend key per verdict shown (`style.VERDICT_COLORS`)."""
+    from workbench.analysis.settings import SHORT
+
+    base = df.loc[df["claim_no"] >= 0, "rung"].iloc[0] if (df["claim_no"] >= 0).any() else None
+    if by == "setting":
+        d = df[df["rung"] == base]
+        d = d.assign(y=[_wrap(c, 58) for c in d["claim"]], x=[_wrap(SHORT.get(s, s), 8) for s in d["setting"]])
+        xs = [_wrap(SHORT.get(s, s), 8) for s in dict.fromkeys(k for k in ("paper", "authors", "authors-mla", "encoder",
+                                                                    "decoder") if k in set(d["setting"]))]
+        xs += [x for x in dict.fromkeys(d["x"]) if x not in xs]
+        title = f"Each claim per setting ({base}; number: seeds behind the verdict)"
+    else:
+        keys = set(zip(df.loc[df["rung"] != base, "claim"], df.loc[df["rung"] != base, "setting"]))
+        d = df[[k in keys for k in zip(df["claim"], df["setting"])]]
+        d = d.assign(y=[_wrap(f"{c} · {SHORT.get(s, s)}", 64) for c, s in zip(d["claim"], d["setting"])],
+                     x=[r.replace("-", "-<br>", 1) for r in d["rung"]])
+        xs = list(dict.fromkeys([base.replace("-", "-<br>", 1)] + list(d["x"]))) if len(d) else []
+        title = "Each claim per rung of the scale ladder (number: seeds; other rungs: seed 42 unless run with more)"
+    ys = list(dict.fromkeys(d["y"]))
+    verdicts = [v for v in dict.fromkeys(list(style.VERDICT_COLORS) + list(d["verdict"])) if v in set(d["verdict"])]
+    code = {v: i for i, v in enumerate(verdicts)}
+    z = np.full((len(ys), len(xs)), np.nan)
+    text = np.full((len(ys), len(xs)), "", dtype=object)
+    hover = np.full((len(ys), len(xs)), "", dtype=object)
+    idx = np.full((len(ys), len(xs)), -1)
+    yi, xi = {y: i for i, y in enumerate(ys)}, {x: i for i, x in enumerate(xs)}
+    for i, r in zip(d.index, d.itertuples()):
+        a, b = yi[r.y], xi[r.x]
+        z[a, b], text[a, b], idx[a, b] = code[r.verdict], str(int(r.n_seeds)), i
+        hover[a, b] = (f"{_wrap(r.claim, 60)}<br>{r.setting} · {r.rung}<br><b>{r.verdict}</b> "
+                       f"({int(r.n_seeds)} seed{'s' if r.n_seeds != 1 else ''})<br>click for the evidence")
+    n = max(len(verdicts), 1)
+    scale = [[(k + e) / n, style.verdict_color(v)] for k, v in enumerate(verdicts) for e in (0, 1)] or \
+        [[0, "#ffffff"], [1, "#ffffff"]]
+    fig = go.Figure(go.Heatmap(z=z, x=xs, y=ys, text=text, texttemplate="%{text}", customdata=idx.tolist(),
+                               hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", colorscale=scale,
+                               zmin=-0.5, zmax=n - 0.5, showscale=False, xgap=2, ygap=2, name="verdicts",
+                               showlegend=False))
+    for v in verdicts:  # the legend: one square per verdict shown
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=v,
+                                 marker=dict(symbol="square", size=12, color=style.verdict_color(v),
+                                             line=dict(color="#888888", width=1))))
+    fig.update_xaxes(side="top", type="category", categoryorder="array", categoryarray=xs, tickangle=0)
+    fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=ys,
+                     tickfont=dict(size=11))
+    height = 110 + 28 * max(len(ys), 1)
+    style.layout(fig, title, height=height, margin=dict(l=10, r=10, t=95, b=10))
+    return fig.update_layout(legend=dict(x=1.01, y=1, yanchor="top", font=dict(size=11)), title_font_size=15)
+
+
+NO_DEPOSIT = -1  # the x position of "no single-head deposit" in the deposit map
+
+
+def deposit_map(df: pd.DataFrame) -> go.Figure:
+    """Where each scheme puts its largest single-head deposit (`analysis.findings.deposit_map`): one panel per
+    task, a row per (scheme, setting), x the layer (a column "none" for runs without a single-head deposit), one
+    marker per seed (side by side in the row), its size the zero-ablation drop, the drop written beside it. Traces
+    per panel: deposits (scheme colours), no single-head deposit (open), did not learn (grey x)."""
+    from workbench.analysis.settings import SHORT
+
+    tasks = [t for t in style.TASK_ORDER if t in set(df["task"])]
+    fig = make_subplots(rows=1, cols=max(1, len(tasks)), subplot_titles=[task_label(t) for t in tasks],
+                        horizontal_spacing=0.12)
+    rows = list(dict.fromkeys(f"{scheme_label(s)} · {SHORT.get(g, g)}" for s, g in zip(df["scheme"], df["setting"])))
+    pos = {r: i for i, r in enumerate(rows)}
+    n_layers = int(df["n_layers"].max()) if len(df) else 1
+    for c, task in enumerate(tasks, 1):
+        d = df[df["task"] == task].copy()
+        d["row"] = [pos[f"{scheme_label(s)} · {SHORT.get(g, g)}"] for s, g in zip(d["scheme"], d["setting"])]
+        d["k"] = d.groupby("row").cumcount()
+        d["n"] = d.groupby("row")["seed"].transform("size")
+        d["y"] = d["row"] + (d["k"] - (d["n"] - 1) / 2) * 0.22
+        has = d["drop"].notna()
+        kinds = [("deposit", has, dict(size=(7 + 26 * d.loc[has, "drop"].clip(0, 1)).tolist(),
+                                       color=[style.scheme_color(s) for s in d.loc[has, "scheme"]],
+                                       line=dict(color="#333333", width=0.5))),
+                 ("no single-head deposit", ~has & d["learned"], dict(size=9, symbol="circle-open", color="#333333")),
+                 ("did not learn", ~has & ~d["learned"], dict(size=8, symbol="x-thin-open", color="#999999"))]
+        for name, m, marker in kinds:
+            s = d[m]
+            x = s["layer"].fillna(NO_DEPOSIT)
+            text = [f"{v:.2f}" if v == v else "" for v in s["drop"]]
+            hover = [f"{scheme_label(r.scheme)} · {r.setting} · seed {r.seed}<br>"
+                     + (f"L{int(r.layer)}.H{int(r.head)}: drop {100 * r.drop:.1f} points" if r.drop == r.drop
+                        else name) + f"<br>{r.run_id}" for r in s.itertuples()]
+            fig.add_trace(go.Scatter(x=x, y=s["y"], mode="markers+text" if name == "deposit" else "markers",
+                                     text=text, textposition="middle right", textfont=dict(size=9),
+                                     marker=marker, name=name, legendgroup=name, showlegend=c == 1,
+                                     hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+                                     customdata=s["run_id"]), row=1, col=c)
+        fig.update_xaxes(tickmode="array", tickvals=[NO_DEPOSIT] + list(range(n_layers)),
+                         ticktext=["none"] + [str(i) for i in range(n_layers)], range=[-1.6, n_layers + 0.1],
+                         title_text="layer of the largest single-head deposit", row=1, col=c)
+        fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows if c == 1 else [""] * len(rows),
+                         range=[len(rows) - 0.5, -0.5], showgrid=True, row=1, col=c)
+    style.layout(fig, "Where the largest single-head deposit falls (a marker per seed; size, number: its drop)", height=150 + 24 * max(len(rows), 1),
+                 margin=dict(l=20, r=20, t=90, b=60))
+    return fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
+
+
+FIGURES = {"table1": table1, "verdict_matrix": verdict_matrix, "deposit_map": deposit_map}
+TABLES = {"verdict_matrix": "findings_verdicts", "deposit_map": "findings_deposits"}

@@ -60,10 +60,10 @@ def probes(df: pd.DataFrame) -> go.Figure:
     """Top left: position probe R² by layer with its shuffled control and length-only baseline (3 traces).
     Bottom left: the label probe's accuracy on the pooled stream by layer (1 trace): two quantities, two axes.
     Right: label-probe selectivity per head (1 trace)."""
-    fig = make_subplots(rows=2, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12, vertical_spacing=0.16,
-                        specs=[[{}, {"rowspan": 2}], [{}, None]],
-                        subplot_titles=["position from the stream (layer −1: embedded input)",
-                                        "label from each head's z: selectivity", "label from the pooled stream"])
+    fig = make_subplots(rows=2, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12, vertical_spacing=0.22,
+                        specs=[[{}, {"rowspan": 2}], [{}, None]],  # titles no wider than their panel, and clear
+                        subplot_titles=["position (layer −1: input)",  # of the row above's tick labels
+                                        "label from each head's z: selectivity", "label, pooled stream"])
     pos = df[df["probe"] == "position"].sort_values("layer")
     if len(pos):
         err = dict(type="data", symmetric=False, array=pos["score_hi"] - pos["score"],

@@ -48,19 +48,28 @@ def spectral(df: pd.DataFrame) -> go.Figure:
 
 def spectral_eigen(df: pd.DataFrame) -> go.Figure:
     """Eigenvalue range of the Toeplitz part per head, one bar trace per layer (sequential colours), on a log
-    axis (ranges span orders of magnitude across heads; a zero range is left out). A note says when the logits
-    are beyond style.SANE_LOGIT."""
+    axis (ranges span orders of magnitude across heads; a zero range is left out) whose range holds every bar; a bar
+    more than 10x the median is labelled with its value. A note says when the logits are beyond style.SANE_LOGIT."""
     per_head = df.drop_duplicates(["layer", "head"])
     n_layers = int(per_head["layer"].max()) + 1 if len(per_head) else 1
     fig = go.Figure()
+    vals = S.log_safe(per_head["eig_range"])
+    vals = vals[np.isfinite(vals)]
+    tall = 10 * float(np.median(vals)) if vals.size else np.inf  # a bar this far above the others gets its value
     for layer, sub in per_head.groupby("layer"):
-        fig.add_trace(go.Bar(x=sub["head"], y=S.log_safe(sub["eig_range"]), name=f"layer {layer}",
+        y = S.log_safe(sub["eig_range"])
+        fig.add_trace(go.Bar(x=sub["head"], y=y, name=f"layer {layer}",
+                             text=[S.num(v) if np.isfinite(v) and v > tall else "" for v in y],
+                             textposition="outside", cliponaxis=False, constraintext="none", textangle=0,
+                             textfont=dict(size=10),
                              marker_color=S.layer_color(layer, n_layers),
                              customdata=np.stack([sub["eig_min"], sub["eig_max"], sub["cond"]], -1),
                              hovertemplate="head %{x}: [%{customdata[0]:.3g}, %{customdata[1]:.3g}], "
                                            "cond %{customdata[2]:.3g}<extra></extra>"))
     S.integer_axis(fig, per_head["head"], "x", title_text="head")
     fig.update_yaxes(title_text="eigenvalue range of (T + Tᵀ)/2", type="log")
+    if vals.size:  # every bar ends inside the axis, with room above the tallest for its value
+        fig.update_yaxes(range=[np.log10(vals.min()) - 0.1, np.log10(vals.max()) + 0.35])
     if "mean_logit" in df.columns:
         S.range_note(fig, df["mean_logit"], S.SANE_LOGIT, "attention logits")
     return S.layout(fig, S.title_for(df, "Spectrum of the Toeplitz part"), barmode="group")

@@ -322,13 +322,16 @@ KEY_COLUMNS = ("id", "run_id", "label", "scheme", "task", "seed", "split", "laye
 
 def decimals(column: str, values: pd.Series) -> int | None:
     """Decimals a float column is shown with: times (wall, *_s, seconds) 1; accuracies, losses, deltas, shares
-    and their intervals 3; columns whose values are all below 0.01 in magnitude keep 3 significant digits (None)."""
+    and their intervals 3; columns whose values are all below 0.01 in magnitude, and rotary frequencies (`theta`),
+    keep 3 significant digits (None)."""
     c = column.lower()
     if c in ("wall", "seconds", "time", "wall_s", "build_s") or c.endswith(("_s", "_sec", "_seconds", "_time")):
         return 1
     finite = values[np.isfinite(values)]
     if len(finite) and finite.abs().max() < 0.01 and finite.abs().max() > 0:
         return None
+    if c in ("theta", "frequency", "freq") and len(finite) and finite.abs().max() <= 1:  # rotary frequencies span
+        return None  # decades (1 ... 1e-4): 3 significant digits, so no rotating plane shows as 0
     return 3
 
 

@@ -15,6 +15,7 @@ builder name, its keyword arguments and the tables it was drawn from, so the fig
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -37,7 +38,7 @@ ANALYSIS_SECTIONS: list[tuple[str, str, list[tuple[str, dict]]]] = [
     ("angles", "Initial angles (share of anomalous pairs against uniform random angles)",
      [("angles", {"value": "share_anomalous"}), ("angles_profile", {"value": "share_anomalous"})]),
     ("spectral", "Spectral / Toeplitz", [("spectral", {}), ("spectral_eigen", {})]),
-    ("distance_bias", "Distance bias", [("distance_bias", {})]),
+    ("distance_bias", "Distance bias", [("distance_bias", {}), ("distance_bias_share", {})]),
     ("extrapolation", "Length extrapolation", [("extrapolation", {})]),
 ]
 ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"metric": "accuracy"}),
@@ -431,21 +432,27 @@ def _diagnostics_section(doc: Doc, store, summaries: list[dict]) -> None:
 # ---- entry point -------------------------------------------------------------------------------------
 def build_report(store, query: str | None, out: str | Path, title: str | None = None,
                  summary_path: str | Path | None = None, figures_dir: str | Path | None = None,
-                 figure_format: str = "svg") -> dict:
+                 figure_format: str = "svg", log=None) -> dict:
     """Write the HTML report to `out` and summary.json next to it (or to `summary_path`); return the summary.
-    With `figures_dir`, every figure is also written there as `<fig-id>-<builder>.<figure_format>` (svg, pdf,
-    png; static export, `workbench.figures.export`) and its path recorded as `file` in summary.json."""
+    The report opens on the findings and a view per setting (`report.overview`); per-run diagnostics follow when
+    the selection has at most `overview.MAX_DETAIL_RUNS` runs (a larger one says so, and how to narrow it). `log`
+    gets a line per step of long work. With `figures_dir`, every figure is also written there as
+    `<fig-id>-<builder>.<figure_format>` (svg, pdf, png; static export, `workbench.figures.export`) and its path
+    recorded as `file` in summary.json."""
     if figures_dir is not None:
         from workbench.figures.export import check_export, export_format
 
         export_format(f"x.{figure_format}")
         check_export()  # fail before the work, with a clear message, when no browser is available
     import plotly
-    from plotly.offline import get_plotlyjs
 
+    from workbench.analysis.findings import MemoStore
+    from workbench.report.overview import MAX_DETAIL_RUNS, findings_section, finished_table, settings_section
     from workbench.store import StoreSet, code_version
 
+    log = log or (lambda msg: None)
     store = store if hasattr(store, "query") else StoreSet.open(store)
+    memo = MemoStore(store)  # the findings and the view per setting read each run's tables once
     out = Path(out)
     summary_path = Path(summary_path) if summary_path else out.with_name("summary.json")
     runs = select_runs(store, query)
@@ -472,23 +479,38 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         doc.parts.append("</section>")
     else:
         ok = [s for s in summaries if s.get("status") != "corrupt"]
+        detail = len(runs) <= MAX_DETAIL_RUNS
+        summary["per_run_diagnostics"] = detail
+        try:
+            rt = finished_table(memo, runs)
+        except Exception as e:
+            doc.error(f"the run table could not be read: {type(e).__name__}: {e}")
+            rt = pd.DataFrame()
+        findings_section(doc, memo, rt, summary, log)
+        settings_section(doc, memo, rt, log)
         _runs_section(doc, runs, summaries)
-        _convergence_section(doc, store, runs)
-        stats = _ablation_section(doc, store, ok)
-        _deposits_section(doc, stats)
-        _experiments_section(doc, store, ok, summary)
-        _diagnostics_section(doc, store, ok)
-        heads_section(doc, store, ok, summary)
+        if detail:
+            log(f"per-run diagnostics of {len(ok)} runs")
+            _convergence_section(doc, store, runs)
+            stats = _ablation_section(doc, store, ok)
+            _deposits_section(doc, stats)
+            _experiments_section(doc, store, ok, summary)
+            _diagnostics_section(doc, store, ok)
+            heads_section(doc, store, ok, summary)
+        else:
+            doc.p(f"{len(runs)} runs selected: the per-run diagnostics (atlases, diagnostics and heads of each run) "
+                  f"are written for at most {MAX_DETAIL_RUNS} runs. Narrow the selection for them, e.g. "
+                  "`--runs preset=repro,scheme=rope,seed=42` or `--runs id=RUN_A|RUN_B`.", "note")
     title = title or f"PE-Lab report: {query or 'all'}"
-    toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in (("runs", "Runs"), ("convergence", "Convergence"),
-                                                           ("ablation", "Ablation atlas"), ("deposits", "Deposits"),
-                                                           ("experiments", "Experiments"),
-                                                           ("diagnostics", "Diagnostics"), ("heads", "Heads")))
+    sections = (("findings", "Findings"), ("settings", "Per setting"), ("runs", "Runs")) + (
+        (("convergence", "Convergence"), ("ablation", "Ablation atlas"), ("deposits", "Deposits"),
+         ("experiments", "Experiments"), ("diagnostics", "Diagnostics"), ("heads", "Heads"))
+        if summary.get("per_run_diagnostics") else ())
+    toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in sections)
     meta = (f"{len(runs)} run(s) · store {html.escape(summary['store'])} · code {html.escape(summary['code_version'])}"
             f" · generated {html.escape(summary['generated'])}")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{CSS}</style>"
-            f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head><body>"
+            f"<title>{html.escape(title)}</title><style>{CSS}</style>{plotly_loader()}</head><body>"
             f"<header><h1>{html.escape(title)}</h1><div class=\"meta\">{meta}</div></header><main>"
             f"<nav class=\"toc\">{toc}</nav>" + "\n".join(doc.parts) + "</main></body></html>\n")
     if figures_dir is not None and doc.objects:
@@ -498,12 +520,46 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         for f, p in zip(doc.figures, write_figures(doc.objects, paths)):
             f["file"] = str(p.resolve())
     summary["build_s"] = round(time.time() - t0, 2)
+    log(f"writing {out} ({len(doc.figures)} figures)")
     from workbench.store import atomic_write_text
 
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, page)
     atomic_write_text(summary_path, json.dumps(_clean(summary), indent=2, sort_keys=False, default=str) + "\n")
     return summary
+
+
+PLOTLY_PAYLOAD_ID = "pelab-plotly-gz"
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_payload() -> str:
+    """plotly.js, gzipped and base64-encoded: 2 MB in the report instead of 4.8 MB."""
+    import base64
+    import gzip
+
+    from plotly.offline import get_plotlyjs
+
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), 9, mtime=0)).decode()
+
+
+def plotly_loader() -> str:
+    """The report's one copy of plotly.js (`plotly_payload`) and the script that unpacks it in the browser
+    (DecompressionStream: Chrome 80, Firefox 113, Safari 16.4) and then draws the figures, which queue their
+    `Plotly.newPlot` calls until it is loaded. No network: the file opens offline."""
+    return (f'<script type="application/octet-stream" id="{PLOTLY_PAYLOAD_ID}">{plotly_payload()}</script>'
+            "<script>(function(){var q=[];window.PLOTLYENV=window.PLOTLYENV||{};"
+            "window.Plotly={newPlot:function(){q.push(arguments);return Promise.resolve();}};"
+            "function fail(e){document.body.insertAdjacentHTML('afterbegin','<p class=\"error\">This browser '"
+            "+'cannot unpack the embedded plotly.js (it needs DecompressionStream): '+e+'</p>');}"
+            "async function load(){var b=atob(document.getElementById('" + PLOTLY_PAYLOAD_ID + "').textContent);"
+            "var u=new Uint8Array(b.length);for(var i=0;i<b.length;i++)u[i]=b.charCodeAt(i);"
+            "var js=await new Response(new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip'))).text();"
+            "var s=document.createElement('script');s.text=js;document.head.appendChild(s);"
+            "q.forEach(function(a){window.Plotly.newPlot.apply(null,a);});}"
+            "var go=function(){load().catch(fail);};"
+            "if(document.readyState==='loading')document.addEventListener('DOMContentLoaded',go);else go();"
+            "})();</script>")
 
 
 def format_exc_short() -> str:  # pragma: no cover - debugging aid

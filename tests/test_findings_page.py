@@ -1,0 +1,141 @@
+"""The Findings page at a glance (issue 42): the verdict matrix (claims x settings, and x the ladder's rungs) with the
+seeds behind each cell, the deposit map, evidence behind a click; tables and figures from `analysis.findings` /
+`figures.findings`, on hand-made runs (no training)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.test_repro import FakeRun, FakeStore, _deposit, _runs_frame
+from workbench.analysis.claims import base_claims
+from workbench.analysis.findings import MemoStore, deposit_map, verdict_matrix
+from workbench.figures import FIGURES
+from workbench.analysis.settings import SHORT
+from workbench.figures.style import verdict_color
+
+RUNGS = ("repro", "repro-long", "repro-wide")
+
+
+def ladder_runs():
+    """NoPE Task 1: did not learn at repro (3 seeds), learned at repro-long (seeds 42, 43) and repro-wide (42)."""
+    rows = [{"run_id": f"{p}-n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": s,
+             "test_acc": a, "test_acc_auc": a, "preset": p}
+            for p, s, a in (("repro", 42, 0.15), ("repro", 43, 0.15), ("repro", 44, 0.16), ("repro-long", 42, 0.95),
+                            ("repro-long", 43, 0.90), ("repro-wide", 42, 0.95))]
+    frame = _runs_frame(rows)
+    return frame, FakeStore([FakeRun(r, {}) for r in frame.run_id])
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    frame, store = ladder_runs()
+    bc = base_claims(store, frame, RUNGS)
+    return bc, verdict_matrix(bc, store)
+
+
+def test_the_verdict_matrix_has_every_base_claim_and_counts_its_seeds(matrix):
+    bc, m = matrix
+    base = m[m.rung == "repro"]
+    assert len(base) == len(bc.claims) and list(base.claim_no) == list(bc.claims.index)
+    row = base[base.claim == "NoPE does not generalise on Task 1"].iloc[0]
+    assert row.verdict == bc.claims.loc[row.claim_no, "verdict"] and row.n_seeds == 3
+
+
+def test_other_rungs_read_seed_42_alone_unless_run_with_more_seeds(matrix):
+    bc, m = matrix
+    claim = "NoPE does not generalise on Task 1"
+    nope = m[m.claim == claim].set_index("rung")
+    # repro-long has seeds 42 and 43: the verdict the claims' rules give on both (`rung_claims`), with its runs
+    on_both = bc.seeded[(bc.seeded.rung == "repro-long") & (bc.seeded.claim == claim)].verdict.iloc[0]
+    assert nope.loc["repro-long", "n_seeds"] == 2 and nope.loc["repro-long", "verdict"] == on_both
+    assert sorted(nope.loc["repro-long", "runs"]) == ["repro-long-n42", "repro-long-n43"]
+    # repro-wide has seed 42 alone: the ladder's one-seed verdict, said as one seed's
+    alone = bc.ladder[(bc.ladder.rung == "repro-wide") & (bc.ladder.claim == claim)].verdict.iloc[0]
+    assert nope.loc["repro-wide", "n_seeds"] == 1 and nope.loc["repro-wide", "verdict"] == alone
+    assert nope.loc["repro-wide", "evidence"].startswith("seed 42 alone")
+    assert (m.loc[m.rung != "repro", "claim_no"] == -1).all() and "pending" not in set(m.loc[m.rung != "repro",
+                                                                                              "verdict"])
+
+
+def test_the_matrix_figure_colours_each_cell_by_its_verdict_and_writes_its_seeds(matrix):
+    _, m = matrix
+    for by in ("setting", "rung"):
+        fig = FIGURES["verdict_matrix"](m, by=by)
+        hm = fig.data[0]
+        z, text, idx = np.array(hm.z, float), np.array(hm.text), np.array(hm.customdata)
+        scale = hm.colorscale
+        n = int(round(hm.zmax + 0.5))
+        seen = 0
+        for a in range(z.shape[0]):
+            for b in range(z.shape[1]):
+                if idx[a, b] < 0:
+                    assert np.isnan(z[a, b]) and text[a, b] == ""
+                    continue
+                row = m.loc[idx[a, b]]
+                colour = next(c for pos, c in scale if pos >= (z[a, b] + 0.5) / n - 1e-9)  # the cell's band
+                assert colour == verdict_color(row.verdict), (row.claim, row.rung)
+                assert text[a, b] == str(row.n_seeds)
+                assert hm.x[b].replace("<br>", "" if by == "rung" else " ") == (row.rung if by == "rung" else
+                                                                                SHORT[row.setting])
+                seen += 1
+        assert seen == ((m.rung == "repro").sum() if by == "setting" else
+                        len(m[m.claim.isin(m.loc[m.rung != "repro", "claim"])]))
+        names = [t.name for t in fig.data[1:]]
+        assert set(names) == set(m.loc[m.rung == "repro", "verdict"]) if by == "setting" else set(names) <= set(
+            m.verdict)
+
+
+def test_the_deposit_map_takes_each_runs_largest_single_head_deposit():
+    dep = _deposit([0, 2])  # both layers hold a single-head deposit of 0.4 ...
+    dep.loc[dep.layer == 2, "top_delta"] = 0.6  # ... layer 2's is the largest
+    rows = [{"run_id": rid, "variant": v, "scheme": "rope+sinusoidal" if v == "rope" and s == "authors" else v,
+             "task": "trigger-distance", "seed": 42, "test_acc": a, "test_acc_auc": a, "setting": s}
+            for rid, v, s, a in (("a", "rope", "paper", 0.99), ("b", "mla", "paper", 0.99), ("c", "rope", "authors",
+                                                                                             0.99),
+                                 ("d", "nope", "paper", 0.1), ("e", "rope-k1-all", "paper", 0.99))]
+    runs = _runs_frame(rows)
+    cfg = {"model": {"n_layers": 4}}
+    fakes = [FakeRun("a", {"deposit": dep}), FakeRun("b", {"deposit": _deposit([])}),
+             FakeRun("c", {"deposit": _deposit([1])}), FakeRun("d", {"deposit": _deposit([])}), FakeRun("e", {})]
+    for f in fakes:
+        f.config = cfg
+    d = deposit_map(FakeStore(fakes), runs).set_index("run_id")
+    assert list(d.index) == ["a", "c", "b", "d"]  # RoPE (paper, then the authors' tagged one), MLA, NoPE; no partial
+    assert (d.loc["a", "layer"], d.loc["a", "head"], d.loc["a", "drop"]) == (2, 3, 0.6)
+    assert d.loc["c", "scheme"] == "rope" and d.loc["c", "layer"] == 1  # the authors' RoPE is Table 1's rope
+    assert np.isnan(d.loc["b", "layer"]) and d.loc["b", "learned"] and not d.loc["d", "learned"]
+    fig = FIGURES["deposit_map"](d.reset_index())
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["deposit"].x) == [2, 1] and list(by_name["deposit"].text) == ["0.60", "0.40"]
+    assert list(by_name["no single-head deposit"].x) == [-1] and list(by_name["did not learn"].x) == [-1]
+    assert fig.layout.xaxis.ticktext[0] == "none"
+
+
+def test_memo_store_reads_each_table_once_and_hands_out_copies():
+    reads = []
+    run = FakeRun("a", {"deposit": _deposit([1])})
+    real = run.load_table
+    run.load_table = lambda n: reads.append(n) or real(n)
+    memo = MemoStore(FakeStore([run]))
+    t = memo.get("a").load_table("deposit")
+    t["scratch"] = 1
+    assert "scratch" not in memo.get("a").load_table("deposit").columns and reads == ["deposit"]
+    assert memo.get("a").id == "a"
+
+
+def test_a_click_on_a_rung_cell_shows_its_evidence_and_runs(matrix):
+    from apps.pages import findings as F
+
+    bc, m = matrix
+    i = m[(m.rung == "repro-long") & (m.claim == "NoPE does not generalise on Task 1")].index[0]
+    store = ladder_runs()[1]
+    for r in store._runs.values():
+        r.config = {"model": {"scheme": "nope"}, "task": {"task": "trigger-distance"}, "train": {"seed": 42}}
+        r.final = {}
+    out = str(F.evidence(store, bc.claims, f"m{i}", m))
+    assert "repro-long" in out and "2 seed(s)" in out and "/ablation?run=repro-long-n43" in out
+    assert "Pick a claim" in str(F.evidence(store, bc.claims, "m99999", m))
+    assert F._key(i, m.loc[i]) == f"m{i}"
+    base = m[m.rung == "repro"].index[0]
+    assert F._key(base, m.loc[base]) == str(m.loc[base, "claim_no"])

@@ -1,0 +1,72 @@
+"""The details of issue 42 on the figure objects: layer numbers are never averaged, accuracy reads in percent."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from workbench.figures import FIGURES
+
+
+def partial_table(layers, accs):
+    return pd.DataFrame({"run_id": [f"r{i}" for i in range(len(layers))], "variant": "partial", "k": 1, "layer": 0,
+                         "scheme": "rope", "task": "trigger-distance", "test_acc": accs,
+                         "deepest_deposit_layer": layers, "seed": range(len(layers))})
+
+
+def test_partial_rope_shows_the_layer_most_seeds_have_and_accuracy_in_percent():
+    fig = FIGURES["partial_rope"](partial_table([1.0, 5.0, 1.0], [0.9, 0.8, 1.0]))
+    acc, layer = fig.data
+    assert np.asarray(layer.z).ravel().tolist() == [1.0], "the layer of two seeds of three, not their mean 2.33"
+    assert np.asarray(acc.z).ravel().tolist() == [90.0] and acc.zmax == 100
+    assert "%" in acc.colorbar.title.text
+    tie = FIGURES["partial_rope"](partial_table([2.0, 4.0, np.nan], [0.5, 0.5, 0.5]))
+    assert np.asarray(tie.data[1].z).ravel().tolist() == [2.0], "a tie: the shallower layer, still a layer"
+
+
+def test_mla_rope_nope_bars_are_in_percent():
+    df = pd.DataFrame({"run_id": ["a", "b"], "scheme": ["mla", "rope"], "task": "trigger-count", "test_acc": [1.0, 0.5],
+                       "paper_test_acc": [0.9741, 0.6943], "n_single_deposits": [0, 1]})
+    fig = FIGURES["mla_rope_nope"](df)
+    assert list(fig.data[0].y) == [100.0, 50.0] and fig.layout.yaxis.range[1] > 100
+    assert abs(fig.data[1].y[0] - 97.41) < 1e-9 and "%" in fig.layout.yaxis.title.text
+
+
+def test_rotary_frequencies_keep_three_significant_digits():
+    from workbench.figures.style import round_table
+
+    t = round_table(pd.DataFrame({"plane": [0, 1, 2, 3], "theta": [1.0, 0.031622776, 0.001, 0.0000316227766],
+                                  "share_a": [0.12345, 0.5, 0.25, 0.0]}))
+    assert t["theta"].tolist() == [1.0, 0.0316, 0.001, 3.16e-05], "no rotating plane shows as 0"
+    assert t["share_a"].tolist() == [0.123, 0.5, 0.25, 0.0]
+
+
+def test_extrapolation_legend_names_the_dotted_loss_lines():
+    df = pd.DataFrame({"run_id": "r", "scheme": "rope", "task": "trigger-distance", "split": ["test", "len2x"],
+                       "max_len": [48, 96], "accuracy": [0.9, 0.5], "loss": [0.3, 1.2]})
+    fig = FIGURES["extrapolation"](df)
+    loss = [t for t in fig.data if t.y is not None and list(t.y) == [0.3, 1.2]]
+    assert loss and loss[0].line.dash == "dot" and loss[0].showlegend is False
+    key = [t for t in fig.data if t.showlegend is not False and "loss" in (t.name or "")]
+    assert len(key) == 1 and key[0].line.dash == "dot"
+
+
+def test_distance_preference_per_head_reads_whatever_the_logit_scale():
+    """One head with logit differences in the thousands stretches the histogram's shared bins; the share of pairs
+    with the nearer key ahead is unit-free: each head's own cell, 0 = no preference."""
+    rows = [{"run_id": "r", "scheme": "rope", "task": "trigger-distance", "layer": l, "head": h, "bin_lo": -7000.0,
+             "bin_hi": 7000.0, "count": 10, "mean_diff": 5000.0 if (l, h) == (1, 0) else 0.1,
+             "share_positive": sp} for (l, h), sp in {(0, 0): 0.9, (0, 1): 0.5, (1, 0): 0.2, (1, 1): 0.6}.items()]
+    fig = FIGURES["distance_bias_share"](pd.DataFrame(rows))
+    hm = fig.data[0]
+    np.testing.assert_allclose(np.asarray(hm.z, float), [[0.4, 0.0], [-0.3, 0.1]], atol=1e-12)
+    assert hm.zmid == 0 and hm.zmin == -0.5 and hm.zmax == 0.5
+
+
+def test_spectral_bars_end_inside_the_axis_and_the_tall_ones_carry_their_value():
+    rows = [{"layer": l, "head": h, "eig_range": 5e4 if (l, h) == (1, 0) else 30.0 + h, "eig_min": 0.1, "eig_max": 1.0,
+             "cond": 10.0, "mean_logit": 1.0} for l in range(2) for h in range(4)]
+    fig = FIGURES["spectral_eigen"](pd.DataFrame(rows))
+    lo, hi = fig.layout.yaxis.range
+    assert 10 ** hi > 5e4 and 10 ** lo < 30, "every bar ends inside the log axis"
+    labelled = [(t.name, x, s) for t in fig.data for x, s in zip(t.x, t.text) if s]
+    assert labelled == [("layer 1", 0, "5e+04")], labelled

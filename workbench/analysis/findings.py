@@ -1,0 +1,132 @@
+"""The reproduction's answers as tidy tables for pictures (Findings page, report, notebooks), from the claims'
+public tables (`workbench.analysis.claims`) and the runs' stored deposit tables; no I/O but reads.
+
+    m = verdict_matrix(bc, store)      one row per (claim, setting, rung): verdict, seeds, evidence, runs
+    d = deposit_map(store, runs)       one row per run: where its largest single-head deposit falls, its drop
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+MATRIX_COLUMNS = ["claim", "setting", "rung", "verdict", "n_seeds", "evidence", "runs", "claim_no"]
+
+
+def _seeds(runs_all: pd.DataFrame, run_ids) -> int:
+    """How many seeds the runs behind a verdict span."""
+    seed_of = dict(zip(runs_all.run_id, runs_all.seed))
+    return len({seed_of[r] for r in run_ids if r in seed_of})
+
+
+def verdict_matrix(bc, store) -> pd.DataFrame:
+    """Every claim's verdict per (setting, rung): at the base preset (`bc.base`, `claims.BaseClaims`) on every seed,
+    at the ladder's other rungs seed 42's verdict (`bc.ladder`, one seed) or, where the rung was run with more seeds,
+    the verdict on all of them (`claims.every_seed_claims` on `store`, judged at those rungs only: the rows
+    `bc.seeded` names). Columns: claim, setting, rung, verdict, n_seeds (the seeds of the runs behind it), evidence,
+    runs, claim_no (the base row's index in `bc.claims`; -1 at other rungs)."""
+    from .claims import every_seed_claims
+
+    runs_all = bc.runs_all
+    rungs = [r for r in bc.rungs[1:] if r in set(bc.seeded.rung)]
+    every = every_seed_claims(store, runs_all, (bc.base, *rungs)) if rungs else None
+    rows = [{"claim": r.claim, "setting": r.setting, "rung": bc.base, "verdict": r.verdict,
+             "n_seeds": _seeds(runs_all, r.runs), "evidence": r.evidence, "runs": list(r.runs), "claim_no": i}
+            for i, r in bc.claims.iterrows()]
+    seeded = {(r.rung, r.claim, r.setting) for r in bc.seeded.itertuples()}
+    full = {} if every is None else {(r.rung, r.claim, r.setting): r for r in every.itertuples()}
+    for r in bc.ladder.itertuples():
+        if r.rung == bc.base or r.verdict == "pending":
+            continue
+        key = (r.rung, r.claim, r.setting)
+        if key in seeded and key in full:
+            e = full[key]
+            rows.append({"claim": r.claim, "setting": r.setting, "rung": r.rung, "verdict": e.verdict,
+                         "n_seeds": _seeds(runs_all, e.runs), "evidence": e.evidence, "runs": list(e.runs),
+                         "claim_no": -1})
+        else:
+            rows.append({"claim": r.claim, "setting": r.setting, "rung": r.rung, "verdict": r.verdict, "n_seeds": 1,
+                         "evidence": "seed 42 alone: " + r.evidence, "runs": [], "claim_no": -1})
+    return pd.DataFrame(rows, columns=MATRIX_COLUMNS)
+
+
+DEPOSIT_COLUMNS = ["scheme", "setting", "task", "seed", "layer", "head", "drop", "n_layers", "learned", "status",
+                   "run_id"]
+SCHEME_ORDER = ("rope", "mla", "nope")  # Table 1's schemes first, then the others by name
+
+
+def deposit_map(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """Where each run's largest single-head deposit falls (the accuracy rows of its stored `deposit` table: the
+    deposit head with the largest zero-ablation drop): one row per run of a plain scheme (untagged, or tagged as
+    Table 1's `claims.BASE_VARIANTS`; not partial RoPE; `scheme` is that variant) of `runs` (`claims.run_table`, one preset) with a deposit table. `layer` / `head` / `drop` are NaN when
+    the run has no single-head deposit. Ordered Table 1's schemes first, settings in `SETTINGS` order, Task 1 first."""
+    from .claims import BASE_VARIANTS
+    from .settings import SETTINGS
+
+    plain = runs[((runs.variant == runs.scheme) | runs.variant.isin(BASE_VARIANTS)) & ~runs.partial.astype(bool)]
+    rows = []
+    for r in plain.itertuples():
+        run = store.get(r.run_id)
+        if "deposit" not in run.tables():
+            continue
+        dep = run.load_table("deposit")
+        dep = dep[(dep["metric"] == "accuracy") & dep["single_head_deposit"].astype(bool)]
+        top = dep.loc[dep["top_delta"].idxmax()] if len(dep) else None
+        rows.append({"scheme": r.variant, "setting": r.setting, "task": r.task, "seed": int(r.seed),
+                     "layer": float(top["layer"]) if top is not None else np.nan,
+                     "head": float(top["top_head"]) if top is not None else np.nan,
+                     "drop": float(top["top_delta"]) if top is not None else np.nan,
+                     "n_layers": int(run.config["model"]["n_layers"]), "learned": bool(r.learned),
+                     "status": r.status, "run_id": r.run_id})
+    out = pd.DataFrame(rows, columns=DEPOSIT_COLUMNS)
+    if out.empty:
+        return out
+    rank = {s: i for i, s in enumerate(SCHEME_ORDER)}
+    order = {s: i for i, s in enumerate(SETTINGS)}
+    key = pd.DataFrame({"a": out.scheme.map(lambda s: rank.get(s, len(rank))), "b": out.scheme,
+                        "c": out.setting.map(lambda s: order.get(s, len(order))),
+                        "d": (out.task != "trigger-distance").astype(int), "e": out.seed})
+    return out.loc[key.sort_values(list("abcde")).index].reset_index(drop=True)
+
+
+class _MemoRun:
+    """A run whose tables, table list and metrics are read once (copies handed out: callers may add columns)."""
+
+    def __init__(self, run):
+        self._run, self._tables, self._list, self._metrics = run, {}, None, None
+
+    def __getattr__(self, name):
+        return getattr(self._run, name)
+
+    def tables(self):
+        if self._list is None:
+            self._list = list(self._run.tables())
+        return list(self._list)
+
+    def has_table(self, name: str) -> bool:
+        return name in self.tables()
+
+    def load_table(self, name: str):
+        if name not in self._tables:
+            self._tables[name] = self._run.load_table(name)
+        return self._tables[name].copy()
+
+    def metrics(self):
+        if self._metrics is None:
+            self._metrics = self._run.metrics()
+        return self._metrics.copy()
+
+
+class MemoStore:
+    """A read-only view of a store that reads each run's tables once: the Findings tables read the same deposit
+    tables many times over (every claim, every rung); use it for one computation, then drop it."""
+
+    def __init__(self, store):
+        self._store, self._runs = store, {}
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def get(self, run_id: str):
+        if run_id not in self._runs:
+            self._runs[run_id] = _MemoRun(self._store.get(run_id))
+        return self._runs[run_id]

@@ -1,0 +1,121 @@
+"""The report's answers and its view per setting (issue 42): the findings (verdict matrix, deposit map, Table 1,
+each claim with its evidence behind a click) and, per (preset, setting), the learning curves and the seed-averaged
+ablation atlases of Table 1's schemes: one figure per setting and analysis, seeds together, whatever the number of
+runs. Per-run diagnostics are `build.py`'s, for selections of at most `MAX_DETAIL_RUNS` runs."""
+from __future__ import annotations
+
+import html
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from workbench.report.build import Doc, records
+
+MAX_DETAIL_RUNS = 30  # per-run diagnostics (figures per run) only for a selection of at most this many runs
+ATLAS_VARIANTS = ("rope", "mla", "nope")  # Table 1's schemes: their seed-averaged atlas per setting and task
+
+
+def finished_table(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """`claims.run_table` of the selection's finished runs (each run's tables read once: `MemoStore`)."""
+    from workbench.analysis.claims import run_table
+
+    ids = [i for i, s in zip(runs["id"], runs["status"]) if s == "finished"]
+    return run_table(runs=[store.get(i) for i in ids])
+
+
+def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Callable[[str], None]) -> None:
+    """The claims judged on the selection (`claims.base_claims`: the base preset, the ladder's rungs beside it) as
+    the verdict matrix, the deposit map and Table 1; every claim's evidence folded under its row."""
+    from workbench.analysis.claims import base_claims, table1
+    from workbench.analysis.findings import deposit_map, verdict_matrix
+    from workbench.train.presets import LADDER
+
+    doc.parts.append('<section id="findings">')
+    doc.h(2, "Findings")
+    if rt.empty:
+        doc.missing("no finished run in the selection: nothing to judge yet")
+        doc.parts.append("</section>")
+        return
+    log(f"findings: judging the claims on {len(rt)} finished runs")
+    try:
+        bc = base_claims(store, rt, LADDER)
+        m = verdict_matrix(bc, store)
+        dep = deposit_map(store, bc.runs)
+    except Exception as e:  # one unreadable table never aborts the report
+        doc.error(f"the findings could not be computed: {type(e).__name__}: {e}")
+        doc.parts.append("</section>")
+        return
+    ids = list(rt["run_id"])
+    doc.p(f"Preset {bc.base}: each claim of the paper per setting, coloured by its verdict (the number: the seeds "
+          "behind it); where each scheme puts its largest single-head deposit; Table 1. The evidence of each claim "
+          "is under its row below.", "note")
+    doc.figure("verdict_matrix", m, "findings", ids, ["deposit", "metrics"])
+    if (m["claim_no"] < 0).any():
+        doc.figure("verdict_matrix", m, "findings", ids, ["deposit", "metrics"], {"by": "rung"})
+    if len(dep):
+        doc.figure("deposit_map", dep, "findings", list(dep["run_id"]), ["deposit"])
+    doc.figure("table1", table1(bc.runs), "findings", list(bc.runs["run_id"]), ["metrics"])
+    doc.h(3, "The claims and their evidence")
+    doc.parts.append(claims_html(m[m["rung"] == bc.base]))
+    summary["findings"] = records(m[["claim", "setting", "rung", "verdict", "n_seeds"]])
+    doc.parts.append("</section>")
+
+
+def claims_html(m: pd.DataFrame) -> str:
+    """One row per claim and setting: verdict (in its colour), seeds; the evidence in a <details> fold."""
+    from workbench.figures.style import verdict_color
+
+    rows = "".join(
+        f"<tr><td>{html.escape(r.claim)}</td><td>{html.escape(r.setting)}</td>"
+        f'<td style="background:{verdict_color(r.verdict)}">{html.escape(r.verdict)}</td><td>{int(r.n_seeds)}</td>'
+        f"<td><details><summary>evidence</summary>{html.escape(str(r.evidence))}</details></td></tr>"
+        for r in m.itertuples())
+    return ('<div class="tblwrap"><table class="tbl"><thead><tr><th>claim</th><th>setting</th><th>verdict</th>'
+            f"<th>seeds</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+
+def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], None]) -> None:
+    """Per (preset, setting) of the selection: the learning curves of its plain schemes (mean over seeds, band:
+    min-max), a table of each variant's seeds and accuracy (%), and at the base preset the seed-averaged zero-ablation
+    atlas of each of Table 1's schemes per task."""
+    from workbench.analysis import EXPERIMENTS, aggregate_seeds
+    from workbench.analysis.claims import BASE_VARIANTS, base_preset
+    from workbench.analysis.settings import SETTINGS
+
+    doc.parts.append('<section id="settings">')
+    doc.h(2, "Per setting (seeds together)")
+    if rt.empty:
+        doc.missing("no finished run in the selection")
+        doc.parts.append("</section>")
+        return
+    base = base_preset(rt)
+    order = {s: i for i, s in enumerate(SETTINGS)}
+    groups = sorted(rt.groupby(["preset", "setting"]), key=lambda kv: (kv[0][0] != base, str(kv[0][0]),
+                                                                       order.get(kv[0][1], len(order))))
+    for k, ((preset, setting), g) in enumerate(groups, 1):
+        log(f"per setting {k}/{len(groups)}: {preset} · {setting} ({len(g)} runs)")
+        doc.h(3, f"{preset} · {SETTINGS.get(setting, setting)} ({len(g)} runs)", id=f"setting-{preset}-{setting}")
+        plain = g[((g.variant == g.scheme) | g.variant.isin(BASE_VARIANTS)) & ~g.partial.astype(bool)]
+        try:
+            curves = EXPERIMENTS["convergence"](runs=[store.get(r) for r in plain["run_id"]])
+            doc.figure("convergence", curves, "settings", list(plain["run_id"]), ["metrics"], {"splits": ("test",)})
+        except Exception as e:
+            doc.error(f"learning curves of {preset} · {setting}: {type(e).__name__}: {e}")
+        summary = (g.groupby(["variant", "task"], sort=False)
+                   .agg(seeds=("seed", lambda s: ", ".join(str(x) for x in sorted(s))),
+                        test_acc=("test_acc", lambda a: round(100 * float(np.mean(a)), 2)),
+                        status=("status", lambda s: ", ".join(sorted(set(s)))))
+                   .reset_index().rename(columns={"test_acc": "test acc (%, mean)"}))
+        doc.table(summary, max_rows=100)
+        if preset != base:
+            continue
+        for (variant, task), vg in plain[plain.variant.isin(ATLAS_VARIANTS)].groupby(["variant", "task"]):
+            tables = [store.get(r).load_table("ablation") for r in vg["run_id"] if store.get(r).has_table("ablation")]
+            if not tables:
+                continue
+            atlas = aggregate_seeds(tables) if len(tables) > 1 else tables[0]
+            atlas = atlas[atlas["metric"] == "accuracy"] if "metric" in atlas.columns else atlas
+            doc.p(f"{variant}, {task}: zero-ablation atlas, mean over {len(tables)} seed(s)", "note")
+            doc.figure("ablation", atlas, "settings", list(vg["run_id"]), ["ablation"], {"metric": "accuracy"})
+    doc.parts.append("</section>")
