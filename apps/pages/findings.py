@@ -76,7 +76,8 @@ def _computed(store) -> dict:
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
-    from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
+    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table,
+                                           study_table, table1)
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
@@ -97,7 +98,8 @@ def _computed(store) -> dict:
             "deposits": pd.DataFrame() if empty else deposit_map(store, runs),
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
-            "one_setting": pd.DataFrame() if empty else one_setting(store, runs)})
+            "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
+            "study": study_table(store, runs_all)})
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 
@@ -149,6 +151,7 @@ def layout(claim: str | None = None, **query):
     t1_view = t1.assign(**{c: (100 * t1[c]).round(2) for c in ("paper", "mean", "lo", "hi")}).drop(columns=["runs"])
     return html.Div([
         header,
+        *C.damaged_hints(C.stores()),  # runs that do not read or changed since shipped: named, left out
         html.Details([html.Summary("What these CPU runs can and cannot say (scale disclaimer)"),
                       disclaimer(str(runs.preset.iloc[0]))], className="disclaimer-fold"),
         html.Div([
@@ -160,6 +163,7 @@ def layout(claim: str | None = None, **query):
                          className="job-note"),
                   dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
                   html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
+        _study_view(t["study"]),
         html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
                   _figure("verdict_matrix", m, f"{P}-ladder-matrix", by="rung") if (m["claim_no"] < 0).any() else
                   html.Div([C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make "
@@ -183,6 +187,27 @@ def layout(claim: str | None = None, **query):
                   _fold("Partial RoPE", _partial_rope_view(store, runs, t)),
                   _fold("One setting at a time", _one_setting_view(store, runs, t))], className="card"),
     ])
+
+
+def _study_view(st: pd.DataFrame) -> html.Div:
+    """The registered seed study (docs/preregistration.md): its readouts per scheme (a share with its Wilson
+    interval, deciding at 0.05, 0.10 beside) and the layer x run map (`figures.study.study_map`), the runs trained
+    before the registration beside it, never pooled."""
+    from workbench.analysis.claims import load_registry, study_readouts
+
+    study = load_registry().study
+    n_planned = len(study["schemes"]) * len(study["train_seeds"]) * len(study["data_seeds"])
+    n_done = int((st["group"] == "study").sum()) if not st.empty else 0
+    intro = html.P(f"RoPE and MLA on Task 1 at `{study['preset']}`, {len(study['train_seeds'])} training seeds x "
+                   f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
+                   f"was trained: {n_done} of {n_planned} runs shipped (`make study` continues it). A share decides "
+                   "when its Wilson 95 % interval lies on one side of 1/2.", className="job-note")
+    if st.empty:
+        return html.Div([html.H3("The seed study of the headline claims"), intro], className="card")
+    readouts = study_readouts(st)
+    return html.Div([html.H3("The seed study of the headline claims"), intro,
+                     _figure("study_map", st, f"{P}-study"),
+                     _table(readouts, id=f"{P}-study-readouts", page_size=10)], className="card")
 
 
 def _table(df, id: str, **kw):

@@ -65,7 +65,12 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
             fig.add_trace(go.Scatter(x=off, y=[-0.8] * len(off), mode="markers", marker=dict(symbol="x", size=8,
                                      color=style.BASELINE_COLOR), name="not counted (not learned or not settled)",
                                      showlegend=i == 1, meta={"baseline": "not counted"}), row=1, col=i)
-        fig.update_yaxes(autorange=False, title_text="layer" if i == 1 else None, dtick=1,
+        fig.update_yaxes(autorange=False, title_text="layer" if i == 1 else None, tickmode="array",
+                         tickvals=list(range(n_layers)),
                          range=[n_layers + 0.2, -1.2], row=1, col=i)
         fig.update_xaxes(title_text="run (training seed, data seed)", tickangle=-60, row=1, col=i)
     return style.layout(fig, title)
+
+
+FIGURES = {"study_map": study_map}
+TABLES = {"study_map": "findings_study"}  # not a run's table: `claims.study_table` over the shipped store
