@@ -445,3 +445,18 @@ def test_every_callback_answers_a_damaged_run_without_500(tmp_path):
             if r.status_code not in (200, 204) or str(tmp_path) in r.get_data(as_text=True):
                 failures.append((key[:60], slots[i]["id"], rid, r.status_code))
     assert n > 50 and not failures, failures[:10]
+
+
+def test_the_report_names_each_damaged_run_and_computes_from_the_rest(tmp_path):
+    """The report lists the damaged runs with why (summary.json too) and still writes its findings from the rest."""
+    from workbench.report import build_report
+
+    root = _copy(tmp_path, ROPE_T1)
+    damaged = _damage_three(root)
+    out = tmp_path / "report.html"
+    summary = build_report(StoreSet.open(tmp_path / "own", root, create=True), None, out)
+    assert set(summary["damaged"]) == set(damaged)
+    text = out.read_text()
+    for rid, name in damaged.items():
+        assert f"{rid} is damaged" in text
+    assert f"{ROPE_T1[3]}" in text  # the undamaged run is still reported

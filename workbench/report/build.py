@@ -268,7 +268,7 @@ def _status_cell(status: str) -> str:
 
 
 # ---- sections ----------------------------------------------------------------------------------------
-def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict]) -> None:
+def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict], damaged: dict | None = None) -> None:
     doc.parts.append('<section id="runs">')
     doc.h(2, f"Runs ({len(runs)})")
     rows = []
@@ -282,6 +282,8 @@ def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict]) -> None:
     if rows:
         doc.table(pd.DataFrame(rows), max_rows=500)
     for s in summaries:
+        if s["id"] in (damaged or {}):
+            continue  # named at the top with why
         if s.get("status") in ("failed", "corrupt"):
             doc.error(f"{s['id']} {s['status']}: {s.get('error') or 'no error recorded'} "
                       f"(resume with `workbench train --resume {s['id']}`)")
@@ -472,6 +474,10 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         "plotly_version": plotly.__version__, "report": str(out.resolve()), "runs": summaries,
         "experiments": {}, "figures": doc.figures, "problems": doc.problems,
     }
+    damaged = store.damaged() if hasattr(store, "damaged") else {}
+    summary["damaged"] = damaged
+    for rid, why in damaged.items():  # named first, never silently left out (`workbench check` says the same)
+        doc.error(f"{rid} is damaged: {' '.join(str(why).split())}; left out of what this report computes")
     if runs.empty:
         doc.parts.append('<section id="runs">')
         doc.missing(f"no runs match {query!r} in {store.root}: train some with `workbench train --scheme rope "
@@ -488,7 +494,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
             rt = pd.DataFrame()
         findings_section(doc, memo, rt, summary, log)
         settings_section(doc, memo, rt, log)
-        _runs_section(doc, runs, summaries)
+        _runs_section(doc, runs, summaries, damaged)
         if detail:
             log(f"per-run diagnostics of {len(ok)} runs")
             _convergence_section(doc, store, runs)
