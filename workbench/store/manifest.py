@@ -28,7 +28,8 @@ FORMAT = 1
 _CACHE: dict[str, tuple[tuple, list[str]]] = {}  # folder -> (stat key of its files, problems)
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -39,7 +40,7 @@ def _sha256(path: Path) -> str:
 def manifest_of(folder: str | os.PathLike) -> dict:
     """{"format", "files": {name: {"sha256", "bytes"}}} of the shipped files present in `folder`."""
     folder = Path(folder)
-    files = {name: {"sha256": _sha256(folder / name), "bytes": (folder / name).stat().st_size}
+    files = {name: {"sha256": sha256_file(folder / name), "bytes": (folder / name).stat().st_size}
              for name in SHIPPED_FILES if (folder / name).is_file()}
     return {"format": FORMAT, "algorithm": "sha256", "files": files}
 
@@ -97,7 +98,7 @@ def _problems(folder: Path) -> list[str]:
             problems.append(f"{MANIFEST} lists {name!r}, which is not a shipped file")
         elif not p.is_file():
             problems.append(f"{name} is missing (it was shipped)")
-        elif p.stat().st_size != want.get("bytes", p.stat().st_size) or _sha256(p) != want["sha256"]:
+        elif p.stat().st_size != want.get("bytes", p.stat().st_size) or sha256_file(p) != want["sha256"]:
             problems.append(f"{name} changed since it was shipped")
     for name in SHIPPED_FILES:
         if name not in files and (folder / name).is_file():

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .bundle import BUNDLE, bundle_names, read_bundle_table
 from .errors import StoreError
-from .manifest import CODE_DIFF, MANIFEST, verify_manifest
+from .manifest import CODE_DIFF, MANIFEST, sha256_file, verify_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -63,14 +63,6 @@ INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dic
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def process_identity() -> dict[str, Any]:
