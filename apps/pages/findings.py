@@ -205,9 +205,14 @@ def _study_view(st: pd.DataFrame) -> html.Div:
     if st.empty:
         return html.Div([html.H3("The seed study of the headline claims"), intro], className="card")
     readouts = study_readouts(st)
+    study_rows = readouts[(readouts.group == "study") & (readouts.decision != "")]
+    answer = "; ".join(f"{r.scheme}, {r.readout}: {r.decision} ({r.at_005})" for r in study_rows.itertuples())
     return html.Div([html.H3("The seed study of the headline claims"), intro,
+                     html.P(answer or "No study run has shipped yet.", className="job-note"),
                      _figure("study_map", st, f"{P}-study"),
-                     _table(readouts, id=f"{P}-study-readouts", page_size=10)], className="card")
+                     html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
+                                                "registration, never pooled)"),
+                                   _table(readouts, id=f"{P}-study-readouts", page_size=10)])], className="card")
 
 
 def _table(df, id: str, **kw):

@@ -69,7 +69,7 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
                          tickvals=list(range(n_layers)),
                          range=[n_layers + 0.2, -1.2], row=1, col=i)
         fig.update_xaxes(title_text="run (training seed, data seed)", tickangle=-60, row=1, col=i)
-    return style.layout(fig, title)
+    return style.layout(fig, title, height=380)
 
 
 FIGURES = {"study_map": study_map}
