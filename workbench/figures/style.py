@@ -308,9 +308,12 @@ def pct(v) -> str:
     return "n/a" if v is None or not np.isfinite(v) else f"{100 * v:{PCT}} %"
 
 
-def percent_table(df: pd.DataFrame, columns=ACCURACY_COLUMNS) -> pd.DataFrame:
-    """A table for display with its accuracy `columns` (those present) in percent, 2 decimals."""
-    return df.assign(**{c: (100 * df[c].astype("float64")).round(2) for c in columns if c in df.columns})
+def percent_table(df: pd.DataFrame, columns=ACCURACY_COLUMNS, headers: bool = False) -> pd.DataFrame:
+    """A table for display with its accuracy `columns` (those present) in percent, 2 decimals; `headers`: those
+    columns renamed `<name> (%)` (where no page style refers to the column by name, e.g. a report)."""
+    present = [c for c in columns if c in df.columns]
+    out = df.assign(**{c: (100 * df[c].astype("float64")).round(2) for c in present})
+    return out.rename(columns={c: f"{c} (%)" for c in present}) if headers else out
 
 
 # ---- baselines ---------------------------------------------------------------------------------
