@@ -171,8 +171,9 @@ def run_accuracy(df: pd.DataFrame, train: bool = False) -> go.Figure:
             hatched = dict(pattern_shape="/", opacity=0.5) if split == "train" else {}
             fig.add_trace(go.Bar(x=list(g.index), y=g[col], name=f"{split} accuracy (mean over seeds)",
                                  legendgroup=split, offsetgroup=split, marker=dict(color=colors, **hatched),
-                                 customdata=g["n"], hovertemplate="%{x}: %{y:" + S.PCT + "} % (mean of %{customdata} run(s))"
-                                                                  f"<extra>{split}</extra>"), row=1, col=c)
+                                 customdata=g["n"],
+                                 hovertemplate="%{x}: %{y:" + S.PCT + "} % (mean of %{customdata} run(s))"
+                                               f"<extra>{split}</extra>"), row=1, col=c)
             fig.add_trace(go.Scatter(x=dt["x"], y=dt[col], mode="markers", name=f"{split} accuracy, one seed",
                                      legendgroup=f"{split}-seed", offsetgroup=split,
                                      marker=dict(color="black", size=6, symbol="circle-open" if split == "train"
