@@ -111,10 +111,11 @@ def index(store, **filters) -> pd.DataFrame:
 
 
 def run_label(row: dict | pd.Series) -> str:
-    """`variant · Task n · seed s · setting · acc 0.983 learned · status — run id`: which run it is at a glance,
+    """`variant · Task n · seed s · setting · acc 98.3 % learned · status — run id`: which run it is at a glance,
     the full id last."""
     from workbench.analysis._common import task_label
     from workbench.analysis.settings import setting_label
+    from workbench.figures.style import pct
 
     acc = row.get("test_acc")
     ok = learned(acc)
@@ -125,7 +126,7 @@ def run_label(row: dict | pd.Series) -> str:
     if row.get("setting"):
         bits.append(setting_label(row["setting"], row.get("preset"), short=True))
     if ok is not None:
-        bits.append(f"acc {acc:.3f} {'learned' if ok else 'did not learn'}")
+        bits.append(f"acc {pct(acc)} {'learned' if ok else 'did not learn'}")
     status = row.get("status")
     if status and status != "finished":
         bits.append(str(status))

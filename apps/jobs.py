@@ -137,13 +137,17 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
 
 
 def _acc(run) -> str:
+    from workbench.figures.style import pct
+
     acc = run.final.get("test_acc")
-    return f", test accuracy {acc:.3f}" if isinstance(acc, (int, float)) else ""
+    return f", test accuracy {pct(acc)}" if isinstance(acc, (int, float)) else ""
 
 
 def _with_epoch_progress(progress: Progress, epochs: int, fit: Callable[[Callable], Any]):
     """Run `fit(on_epoch)` (a `train` call) with the bar at the epochs done and the last test accuracy, creeping
     inside an epoch so it moves; the bar ends at 1."""
+    from workbench.figures.style import pct
+
     start = time.time()
     state = {"done": 0, "t_epoch": start, "last": ""}
 
@@ -157,7 +161,7 @@ def _with_epoch_progress(progress: Progress, epochs: int, fit: Callable[[Callabl
     def on_epoch(run, row: dict) -> None:
         state["done"], state["t_epoch"] = int(row.get("epoch", state["done"] + 1)), time.time()
         acc = row.get("test_acc")
-        state["last"] = f", test acc {acc:.3f} after epoch {state['done']}" if isinstance(acc, float) else ""
+        state["last"] = f", test acc {pct(acc)} after epoch {state['done']}" if isinstance(acc, float) else ""
         progress(0.05 + 0.9 * state["done"] / epochs, f"epoch {state['done']}/{epochs} done{state['last']}")
 
     stop = threading.Event()

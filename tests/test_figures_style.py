@@ -266,9 +266,9 @@ def test_baselines_are_drawn(name, tables):
     if name == "extrapolation":
         ext = tables["extrapolation"]
         ch = [t for t in fig.data if S.is_baseline(t) and t.meta["baseline"] == "chance"]
-        assert ch and all(t.y[0] == pytest.approx(1 / 6) for t in ch)
+        assert ch and all(t.y[0] == pytest.approx(100 / 6) for t in ch)  # on the percent axis
         lo = [t for t in fig.data if S.is_baseline(t) and t.meta["baseline"] == "length-only"][0]
-        assert max(lo.y) <= 1 and min(lo.y) >= ext["length_only"].min() - 1e-12
+        assert max(lo.y) <= 100 and min(lo.y) >= 100 * ext["length_only"].min() - 1e-9
     if name == "ablation_layers":
         clean = [t for t in fig.data if S.is_baseline(t)][0]
         assert clean.y[0] == pytest.approx(tables["ablation"].query("metric == 'accuracy'")["clean"].mean())
@@ -438,3 +438,64 @@ def test_log_axes_show_no_values_that_are_zero_by_construction(name, tables):
             continue
         v = np.asarray([np.nan if a is None else a for a in y], float)
         assert not (v[np.isfinite(v)] < S.LOG_FLOOR).any(), f"{name}: {tr.name} below the floor on a log axis"
+
+
+# ---- one unit for accuracy: percent (issue 42) -----------------------------------------------------------------
+FRACTION_ACCURACY = {  # figures that still draw an accuracy as a 0-1 fraction, and why (reported, not changed here)
+    "ablation_layers": "the metric with a head ablated, drawn with its Δ drops (fractions, like the deposit "
+                       "thresholds 0.05 / 0.10) on the Ablation page",
+    "probes": "a probe's accuracy beside its selectivity (a Δ accuracy, a fraction) in one panel and hover",
+}
+
+
+def _is_accuracy(title) -> bool:
+    """A title that reads as an accuracy, not a Δ / drop of one (those stay fractions)."""
+    t = (title or "").lower()
+    return "accuracy" in t and "δ" not in t and "drop" not in t
+
+
+def _accuracy_axes(fig):
+    """(axis name, 'x' | 'y', title) of every titled axis that reads as an accuracy."""
+    return [(key, key[0], fig.layout[key].title.text) for key in fig.layout
+            if key.startswith(("xaxis", "yaxis")) and _is_accuracy(fig.layout[key].title.text)]
+
+
+@pytest.mark.parametrize("name", sorted(set(FIGURES) - set(FRACTION_ACCURACY)))
+def test_accuracy_axes_read_in_percent(name, tables):
+    """Every axis (and colour bar) titled accuracy says "%" and holds percent: values in [0, 100 + a little] with at
+    least one above 1 (a 0-1 fraction fails), and the hovers of its traces print a "%"."""
+    fig = build(name, tables)
+    for key, letter, title in _accuracy_axes(fig):
+        assert "%" in title, f"{name}: axis {key} {title!r} does not say %"
+        ref = letter + key[5:]
+        vals, hovers = [], []
+        for tr in fig.data:
+            if (getattr(tr, f"{letter}axis", None) or letter) != ref or tr.type not in ("scatter", "bar", "box"):
+                continue
+            v = getattr(tr, letter)
+            if v is not None:
+                vals += [np.nan if a is None else a for a in v]
+            if tr.hovertemplate and f"%{{{letter}" in tr.hovertemplate:
+                hovers.append(tr.hovertemplate)
+        v = np.asarray(vals, float)
+        v = v[np.isfinite(v)]
+        assert v.size, f"{name}: nothing drawn on the accuracy axis {key}"
+        assert v.min() >= 0 and v.max() <= 100 + 1e-9, f"{name}: {key} outside 0-100 %: {v.min()}..{v.max()}"
+        assert (v > 1).any(), f"{name}: {key} {title!r} holds 0-1 fractions ({v.max()}), not percent"
+        assert all(" %" in h for h in hovers), f"{name}: a hover on {key} prints no %: {hovers}"
+    for tr in fig.data:  # a heatmap's colour bar titled accuracy
+        bar = getattr(getattr(tr, "colorbar", None), "title", None)
+        if tr.type == "heatmap" and bar is not None and _is_accuracy(bar.text):
+            z = np.asarray(tr.z, float)
+            assert "%" in bar.text and np.nanmax(z) > 1 and np.nanmax(z) <= 100, f"{name}: {bar.text} not in %"
+
+
+def test_percent_helpers_scale_for_display_only():
+    df = pd.DataFrame({"test_acc": [0.99812, np.nan], "top_delta": [0.3, 0.1], "accuracy": np.array([0.5, 1.0],
+                                                                                                    "float32")})
+    shown = S.percent_table(df)
+    assert shown["test_acc"].iloc[0] == 99.81 and np.isnan(shown["test_acc"].iloc[1])
+    assert list(shown["accuracy"]) == [50.0, 100.0] and list(shown["top_delta"]) == [0.3, 0.1], "deltas stay"
+    assert df["test_acc"].iloc[0] == 0.99812, "the stored table is not touched"
+    assert list(S.percent_table(df, headers=True).columns) == ["test_acc (%)", "top_delta", "accuracy (%)"]
+    assert S.pct(0.998) == "99.8 %" and S.pct(float("nan")) == "n/a"

@@ -70,3 +70,56 @@ def test_spectral_bars_end_inside_the_axis_and_the_tall_ones_carry_their_value()
     assert 10 ** hi > 5e4 and 10 ** lo < 30, "every bar ends inside the log axis"
     labelled = [(t.name, x, s) for t in fig.data for x, s in zip(t.x, t.text) if s]
     assert labelled == [("layer 1", 0, "5e+04")], labelled
+
+
+# ---- one unit for accuracy on the pages: percent ----------------------------------------------------------------
+def _data_table(children):
+    """The first DataTable in a page body (a list of Dash components)."""
+    from dash import dash_table
+
+    stack = list(children)
+    while stack:
+        c = stack.pop(0)
+        if isinstance(c, dash_table.DataTable):
+            return c
+        kids = getattr(c, "children", None)
+        stack[:0] = kids if isinstance(kids, list) else [kids] if kids is not None else []
+    return None
+
+
+def test_extrapolation_page_table_and_run_labels_show_accuracy_in_percent():
+    from types import SimpleNamespace
+
+    from apps import common as C
+    from apps.pages import _diagnostic, extrapolation
+    from apps.pages.runs import _describe
+
+    table = pd.DataFrame({"run_id": "r", "scheme": "rope", "task": "trigger-distance", "split": ["test", "len2x"],
+                          "max_len": [48, 96], "n": 100, "accuracy": [0.99812, 0.5], "acc_lo": [0.99, 0.4],
+                          "acc_hi": [1.0, 0.6], "loss": [0.01, 1.2]})
+    run = SimpleNamespace(id="r", status="finished", info={}, config={"model": {"scheme": "rope"}},
+                          has_checkpoint=lambda: True, has_table=lambda n: True, load_table=lambda n: table,
+                          final={"test_acc": 0.98765, "train_acc": 1.0, "test_loss": 0.04321, "wall_time_s": 12.34},
+                          tables=lambda: ["extrapolation"])
+    store = SimpleNamespace(query=lambda **k: pd.DataFrame({"id": ["r"]}), get=lambda rid: run)
+    shown = _data_table(_diagnostic.render(extrapolation.SPEC, store, ["r"]))
+    rows = shown.data
+    assert rows[0]["accuracy"] == 99.81 and rows[1]["acc_lo"] == 40.0 and rows[0]["loss"] == 0.01, rows
+    assert table["accuracy"].iloc[0] == 0.99812, "the stored table stays a fraction"
+    assert "acc 98.8 % learned" in C.run_label({"id": "r", "variant": "rope", "task": "trigger-distance",
+                                                "test_acc": 0.98765})
+    d = _describe(run)
+    assert d["final.test_acc (%)"] == 98.77 and d["final.train_acc (%)"] == 100.0 and d["final.test_loss"] == 0.043
+
+
+def test_runs_index_shows_accuracy_in_percent_and_learned_from_the_fraction():
+    from types import SimpleNamespace
+
+    from apps.pages.runs import _with_tables
+
+    df = pd.DataFrame({"id": ["a", "b"], "setting": "paper", "preset": "repro", "task": "trigger-distance",
+                       "variant": "rope", "seed": [1, 2], "test_acc": [0.9876, 0.3], "train_acc": [1.0, 0.95]})
+    store = SimpleNamespace(get=lambda rid: SimpleNamespace(tables=lambda: ["ablation"]))
+    shown = _with_tables(store, df).set_index("id")
+    assert shown.loc["a", "test_acc"] == 98.76 and shown.loc["b", "train_acc"] == 95.0
+    assert list(shown["learned"]) == ["yes", "no"], "learned reads the stored fraction (>= 0.5)"

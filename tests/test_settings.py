@@ -101,7 +101,8 @@ def test_convergence_splits_settings_bands_seeds_and_merges_coinciding_baselines
     names = sorted(t.name for t in lines)
     assert len(names) == 3 and any("authors" in n for n in names), names  # paper RoPE, authors RoPE, NoPE
     paper = next(t for t in lines if t.name.startswith("RoPE") and "authors" not in t.name)
-    np.testing.assert_allclose(paper.y, [0.6, 0.95])  # the two paper seeds averaged, the authors' run not
+    np.testing.assert_allclose(paper.y, [60, 95])  # the two paper seeds averaged (in %), the authors' run not
+    assert fig.layout.yaxis.title.text == "accuracy (%)" and "%" in paper.hovertemplate
     bands = [t for t in fig.data if t.fill == "toself"]
     assert len(bands) == 1 and bands[0].mode == "lines", "a min-max band where a label has 2 seeds, no markers"
     task2 = [t for t in fig.data if S.is_baseline(t) and t.xaxis == "x2"]
@@ -120,7 +121,8 @@ def test_run_accuracy_bars_per_setting_and_variant_with_train_beside_test():
     fig = FIGURES["run_accuracy"](rt, train=True)
     bars = [t for t in fig.data if t.type == "bar"]
     assert len(bars) == 2 and len(bars[0].x) == 2, "one bar per setting, test and train"
-    np.testing.assert_allclose(sorted(bars[0].y), [0.3, 0.9])
+    np.testing.assert_allclose(sorted(bars[0].y), [30, 90])  # in %, as on every page
+    assert fig.layout.yaxis.title.text == "accuracy (%)" and "%" in bars[0].hovertemplate
 
 
 # ---- tables, verdicts --------------------------------------------------------------------------------------

@@ -133,7 +133,11 @@ def render(d: Diagnostic, store, run_ids: list[str], choice=None) -> list:
         out.append(C.figure_or_hint(name, table, **kw))
     cols = [c for c in d.summary_columns if c in table.columns]
     if cols:
-        out.append(C.table_component(table[cols], page_size=10))
+        from workbench.figures.style import ACCURACY_COLUMNS, percent_table
+
+        if any(c in ACCURACY_COLUMNS for c in cols):
+            out.append(html.P("Accuracies in %.", className="job-note"))
+        out.append(C.table_component(percent_table(table[cols]), page_size=10))
     return out
 
 

@@ -15,7 +15,7 @@ from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
                                        scheme_overview, verdict_summary)
 from workbench.analysis.settings import SETTINGS, describe
-from workbench.figures.style import VERDICT_COLORS, verdict_color
+from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
 PATH, NAME, ORDER = "/", "Findings", -1
 P = "find"
@@ -148,7 +148,7 @@ def layout(claim: str | None = None, **query):
                and r.setting == "paper" and r.claim_no >= 0]  # the headline question: where RoPE puts position
     chosen = claim if claim in values else (shallow or [o["value"] for o in options] or [None])[0]
     t1_fig, t1_missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
-    t1_view = t1.assign(**{c: (100 * t1[c]).round(2) for c in ("paper", "mean", "lo", "hi")}).drop(columns=["runs"])
+    t1_view = percent_table(t1, ("paper", "mean", "lo", "hi")).drop(columns=["runs"])
     return html.Div([
         header,
         *C.damaged_hints(C.stores()),  # runs that do not read or changed since shipped: named, left out
@@ -251,11 +251,11 @@ def _scale_view(t: dict):
     if lad.empty:
         return C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make ladder`).",
                       kind="missing")
-    cells = lad.assign(setting=[SETTINGS.get(s, s) for s in lad["setting"]],
-                       **{c: (100 * lad[c]).round(2) for c in ("paper",) + tuple(rungs)})
+    cells = percent_table(lad, ("paper",) + tuple(rungs)).assign(
+        setting=[SETTINGS.get(s, s) for s in lad["setting"]])
     gaps = t["gaps"]
-    gaps = gaps.assign(setting=[SETTINGS.get(s, s) for s in gaps["setting"]],
-                       **{c: (100 * gaps[c]).round(2) for c in ("base", "acc", "paper", "closer")})
+    gaps = percent_table(gaps, ("base", "acc", "paper", "closer")).assign(
+        setting=[SETTINGS.get(s, s) for s in gaps["setting"]])
     out = [_table(t["answers"].drop(columns=["evidence"]), id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
     out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
@@ -268,8 +268,8 @@ def _scale_view(t: dict):
                              page_size=30)]
     seeded = t["seeded"]
     if len(seeded):
-        seeds = t["seeds"].assign(setting=lambda d: [SETTINGS.get(s, s) for s in d["setting"]],
-                                  test_acc=lambda d: (100 * d["test_acc"]).round(2))
+        seeds = percent_table(t["seeds"], ("test_acc",)).assign(
+            setting=lambda d: [SETTINGS.get(s, s) for s in d["setting"]])
         view = seeded.assign(setting=[SETTINGS.get(s, s) for s in seeded["setting"]])
         out += [html.H4("Rungs run with more seeds (where seed 42's verdict changed): the claims on every seed"),
                 _table(seeds, id=f"{P}-rung-seeds", page_size=20),
@@ -285,8 +285,8 @@ def _one_setting_view(store, runs, t: dict | None = None):
         return C.hint("No one-setting-at-a-time runs shipped yet (tier 4 of grids/repro.toml: the authors' settings "
                       "with one field set back to PE-Lab's value).", kind="missing")
     interval = [c for c in ("delta_lo", "delta_hi") if pairs[c].notna().any()]  # one seed: no interval
-    view = pairs.assign(**{c: (100 * pairs[c]).round(2) for c in ("base_acc", "acc", "delta", *interval)},
-                        shows=[one_setting_effect(r) for r in pairs.itertuples()])
+    view = percent_table(pairs, ("base_acc", "acc", "delta", *interval)).assign(  # the delta in points
+        shows=[one_setting_effect(r) for r in pairs.itertuples()])
     view = view[["setting", "variant", "change", "task", "n_seeds", "base_acc", "acc", "delta", *interval, "shows",
                  "base_deposit", "deposit"]]
     return html.Div([html.P("Each row: a run of the authors' settings with one field set back to PE-Lab's value, next "
@@ -302,7 +302,7 @@ def _overview_view(store, runs, t: dict | None = None):
     d = t["overview"] if t else scheme_overview(store, runs)
     if d.empty:
         return C.hint("No run of the `paper` arch shipped yet.", kind="missing")
-    view = d.assign(**{c: (100 * d[c]).round(2) for c in ("mean", "lo", "hi")}).drop(columns=["runs"])
+    view = percent_table(d, ("mean", "lo", "hi")).drop(columns=["runs"])
     return _table(view, id=f"{P}-overview", page_size=40)
 
 
@@ -312,8 +312,7 @@ def _partial_rope_view(store, runs, t: dict | None = None):
     if pairs.empty:
         return C.hint("No partial-RoPE runs shipped yet (tier 2 of grids/repro.toml: RoPE on the first k heads of "
                       "every layer, or of one layer, NoPE on the rest).", kind="missing")
-    view = pairs.assign(acc=(100 * pairs["acc"]).round(2), full_acc=(100 * pairs["full_acc"]).round(2)) \
-        .drop(columns=["runs"])
+    view = percent_table(pairs, ("acc", "full_acc")).drop(columns=["runs"])
     return html.Div([html.P("RoPE on the first k heads of every layer (the authors' script) or of one layer (the "
                             "paper's appendix C.3), NoPE elsewhere, next to full RoPE of the same task and seeds: "
                             "test accuracy (%) and single-head deposits (layer, head, drop; layers from 0)."),

@@ -91,7 +91,9 @@ def render(store, task: str | None, setting: str | None = None) -> list:
     if not (table["variant"] == "partial").any():
         out.append(C.hint(f"Only full-RoPE runs so far. {TRAIN_HINT}", kind="info"))
     out.append(C.figure_or_hint("partial_rope", table, height=420))
-    view = table.assign(**{c: (100 * table[c]).round(2) for c in ("test_acc", "train_acc") if c in table.columns})
+    from workbench.figures.style import percent_table
+
+    view = percent_table(table)
     out.append(html.P("Accuracies in %; layers from 0.", className="job-note"))
     out.append(C.table_component(view[[c for c in TABLE_COLUMNS if c in view.columns]], id=f"{P}-table"))
     return out
@@ -99,6 +101,7 @@ def render(store, task: str | None, setting: str | None = None) -> list:
 
 def render_related(store, task: str | None, setting: str | None = None) -> list:
     from workbench.analysis import EXPERIMENTS
+    from workbench.figures.style import percent_table
 
     cards = []
     for name, title, schemes in RELATED:
@@ -115,8 +118,7 @@ def render_related(store, task: str | None, setting: str | None = None) -> list:
             continue
         cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "paper_test_acc",
                             "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
-        view = table.assign(**{c: (100 * table[c]).round(2) for c in ("test_acc", "paper_test_acc")
-                               if c in table.columns})  # accuracies in %
+        view = percent_table(table)  # accuracies in %
         cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
                                C.table_component(view[cols], page_size=8)], className="card"))
     return cards

@@ -132,8 +132,9 @@ def fidelity_choices(fidelity, arch, scheme) -> tuple:
 
 
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
-    """The index as shown: setting labels, whether each run learned, and how many tables it has."""
+    """The index as shown: setting labels, whether each run learned, how many tables it has, accuracies in %."""
     from workbench.analysis.settings import setting_label
+    from workbench.figures.style import percent_table
 
     df = df.copy()
     tables = []
@@ -149,7 +150,7 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
     if "source" in df.columns:  # the user's own runs first, the shipped ones after
         df = df.sort_values("source", key=lambda s: s != "own", kind="stable")
     df["setting"] = [setting_label(s, short=True) for s in df["setting"]]
-    return df
+    return percent_table(df)
 
 
 def curves_frame(store, run_ids: list[str]) -> pd.DataFrame:
@@ -225,7 +226,8 @@ def register_callbacks(app):
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
              "backgroundColor": "#fdf6e3"}])
         counts = df["status"].value_counts().to_dict()
-        notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items())), *damaged]
+        notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items())
+                           + "; accuracies in %"), *damaged]
         for r in df.to_dict("records"):
             if r["status"] in ("failed", "incomplete"):
                 err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
@@ -293,10 +295,15 @@ def _flatten(d, prefix=""):
 
 
 def _describe(run) -> dict:
-    """Status, final metrics, stored tables and the flattened config of one run."""
+    """Status, final metrics (accuracies in %), stored tables and the flattened config of one run."""
+    from workbench.figures.style import ACCURACY_COLUMNS
+
     d = {"status": run.status}
-    for k, v in (run.final or {}).items():  # house precision: times to 0.1 s, metrics to 3 decimals
-        d[f"final.{k}"] = round(v, 1 if k.endswith(("_s", "time")) else 3) if isinstance(v, float) else v
+    for k, v in (run.final or {}).items():  # house precision: times to 0.1 s, accuracies 2 decimals in %, else 3
+        if k in ACCURACY_COLUMNS and isinstance(v, (int, float)):
+            d[f"final.{k} (%)"] = round(100 * v, 2)
+        else:
+            d[f"final.{k}"] = round(v, 1 if k.endswith(("_s", "time")) else 3) if isinstance(v, float) else v
     d["tables"] = ", ".join(run.tables())
     d.update(_flatten(run.config))
     return d

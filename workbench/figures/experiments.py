@@ -75,7 +75,7 @@ def partial_rope(df: pd.DataFrame) -> go.Figure:
         sub = _in(df, pair)
         sub = sub[sub["task"] == task].copy()
         sub["layer_label"] = sub["layer"].map(_layer_label)
-        sub["test_acc"] = 100 * sub["test_acc"]  # percent, as on every page
+        sub["test_acc"] = S.percent(sub["test_acc"])
         cells = (("test_acc", "test accuracy (%)", ".1f", (0, 100), "mean"),
                  ("deepest_deposit_layer", "layer (most seeds)", "d", (None, None), most_common))
         for c, (col, bar, fmt, lim, how) in enumerate(cells, 1):
@@ -136,7 +136,7 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
     x = ["<br>".join(b for b in (f"{_pretty(v)}, {task_label(t)}", _setting_name((p, s), len(settings))) if b)
          for v, t, p, s in zip(g["variant"], g["task"], g["preset"], g["setting"])]
     colors = [S.scheme_color(s) for s in g["scheme"]]
-    acc, paper = 100 * g["test_acc"], 100 * g["paper"]  # percent, as on every page
+    acc, paper = S.percent(g["test_acc"]), S.percent(g["paper"])
     fig = go.Figure([go.Bar(x=x, y=acc, name="PE-Lab", marker_color=colors,
                             text=[f"{a:.1f}" for a in acc], textposition="outside",
                             customdata=np.stack([g["single"], g["n"]], axis=-1),
@@ -151,17 +151,17 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
 
 
 def run_accuracy(df: pd.DataFrame, train: bool = False) -> go.Figure:
-    """Final test accuracy of runs (a `claims.run_table`), one panel per task, one bar per (setting, variant): the
+    """Final test accuracy of runs (a `claims.run_table`, in %), one panel per task, one bar per (setting, variant): the
     mean over seeds in the scheme's colour with each seed as a dot; with `train`, the train accuracy beside it
     (hatched), so overfitting reads as the gap. Traces: 1 bar + 1 dot trace per split and task."""
-    d = df.copy()
+    splits = (("test_acc", "test"), ("train_acc", "train")) if train else (("test_acc", "test"),)
+    d = S.percent_table(df, [col for col, _ in splits])
     settings = _settings(d)
     d["x"] = [", ".join(b for b in (_pretty(v), _setting_name((p, s), len(settings))) if b)
               for v, p, s in zip(d["variant"], d.get("preset", [None] * len(d)), d["setting"])]
     tasks = S.tasks_of(d)
     fig = make_subplots(rows=1, cols=max(len(tasks), 1), subplot_titles=[task_label(t) for t in tasks],
                         shared_yaxes=True, horizontal_spacing=0.06)
-    splits = (("test_acc", "test"), ("train_acc", "train")) if train else (("test_acc", "test"),)
     for c, task in enumerate(tasks, 1):
         dt = d[d["task"] == task]
         g = dt.groupby("x", sort=False).agg(scheme=("scheme", "first"), n=("run_id", "size"),
@@ -171,15 +171,16 @@ def run_accuracy(df: pd.DataFrame, train: bool = False) -> go.Figure:
             hatched = dict(pattern_shape="/", opacity=0.5) if split == "train" else {}
             fig.add_trace(go.Bar(x=list(g.index), y=g[col], name=f"{split} accuracy (mean over seeds)",
                                  legendgroup=split, offsetgroup=split, marker=dict(color=colors, **hatched),
-                                 customdata=g["n"], hovertemplate="%{x}: %{y:.3f} (mean of %{customdata} run(s))"
-                                                                  f"<extra>{split}</extra>"), row=1, col=c)
+                                 customdata=g["n"],
+                                 hovertemplate="%{x}: %{y:" + S.PCT + "} % (mean of %{customdata} run(s))"
+                                               f"<extra>{split}</extra>"), row=1, col=c)
             fig.add_trace(go.Scatter(x=dt["x"], y=dt[col], mode="markers", name=f"{split} accuracy, one seed",
                                      legendgroup=f"{split}-seed", offsetgroup=split,
                                      marker=dict(color="black", size=6, symbol="circle-open" if split == "train"
                                                  else "circle"), text=dt["run_id"],
-                                     hovertemplate="%{text}: %{y:.3f}<extra></extra>"), row=1, col=c)
+                                     hovertemplate="%{text}: %{y:" + S.PCT + "} %<extra></extra>"), row=1, col=c)
         fig.update_xaxes(type="category", row=1, col=c)
-    fig.update_yaxes(title_text="accuracy", range=[0, 1.05], row=1, col=1)
+    fig.update_yaxes(title_text="accuracy (%)", range=[0, 105], row=1, col=1)
     return S.layout(fig, "Final accuracy of the runs behind the claim" + (" (train hatched beside test)" if train
                                                                          else ""), barmode="group")
 
@@ -198,18 +199,18 @@ def _label_colors(d: pd.DataFrame, key: str) -> dict:
 
 def _levels(dt: pd.DataFrame) -> list[tuple[str, float, str]]:
     """Chance and the best length-only predictor of the test rows `dt` as (kind, level, legend name), each one
-    level (mean over the runs); when the two are within 0.02 of each other one line stands for both (two
-    patterned lines on one level read as one blotchy line)."""
+    level (mean over the runs, a fraction; the legend name in %); when the two are within 0.02 of each other one
+    line stands for both (two patterned lines on one level read as one blotchy line)."""
     out = []
     chance = float(dt["chance"].mean()) if "chance" in dt.columns and dt["chance"].notna().any() else None
     length = float(dt["length_only"].mean()) if "length_only" in dt.columns and dt["length_only"].notna().any() \
         else None
     if chance is not None and length is not None and abs(chance - length) < 0.02:
-        return [("chance", max(chance, length), f"chance ≈ best length-only ({max(chance, length):.2f})")]
+        return [("chance", max(chance, length), f"chance ≈ best length-only ({S.pct(max(chance, length))})")]
     if chance is not None:
-        out.append(("chance", chance, f"chance ({chance:.2f})"))
+        out.append(("chance", chance, f"chance ({S.pct(chance)})"))
     if length is not None:
-        out.append(("length-only", length, f"best length-only predictor ({length:.2f})"))
+        out.append(("length-only", length, f"best length-only predictor ({S.pct(length)})"))
     return out
 
 
@@ -219,8 +220,12 @@ def convergence(df: pd.DataFrame, metric: str = "accuracy", splits: tuple[str, .
     and the train line (dashed, thinner, translucent) in the scheme's colour, mean over seeds with the min-max
     band over seeds shaded, one legend entry per label; `per_run` draws every run on its own (no band). Plus chance
     and the best length-only predictor (test split, one level each, one line when they coincide) when metric =
-    accuracy and the table carries them. Traces: per label and split a line (+ a band with 2+ seeds), + baselines."""
+    accuracy and the table carries them. Accuracy is drawn in %. Traces: per label and split a line (+ a band with 2+
+    seeds), + baselines."""
     d = df[(df["metric"] == metric) & df["split"].isin(splits)].copy()
+    accuracy = metric == "accuracy"
+    if accuracy:
+        d["value"] = S.percent(d["value"])
     tasks = S.tasks_of(d)
     key = "label" if "label" in d.columns else "scheme"
     settings = _settings(d)
@@ -255,15 +260,16 @@ def convergence(df: pd.DataFrame, metric: str = "accuracy", splits: tuple[str, .
                                      legendgroup=label, showlegend=None if test else False, marker=dict(size=4),
                                      line=dict(color=color, dash=S.SPLIT_DASH.get(split, "solid"),
                                                width=2 if test else 1.2),
-                                     hovertemplate=f"{name}, {split}: " + "epoch %{x}, %{y:.3f}<extra></extra>"),
+                                     hovertemplate=f"{name}, {split}: " + "epoch %{x}, %{y:"
+                                                   + (S.PCT + "} %" if accuracy else ".3f}") + "<extra></extra>"),
                           row=1, col=c)
-        if metric == "accuracy":
+        if accuracy:
             x0, x1 = float(dt["epoch"].min()), float(dt["epoch"].max())
             for kind, level, label in _levels(dt[dt["split"] == "test"]):
-                S.add_baseline(fig, level, kind, (x0, x1), label=label, row=1, col=c)
+                S.add_baseline(fig, level, kind, (x0, x1), label=label, row=1, col=c, percent=True)
         S.integer_axis(fig, dt["epoch"], "x", row=1, col=c, title_text="epoch")
-        fig.update_yaxes(title_text=metric if c == 1 else "", row=1, col=c,
-                         **({"range": [0, 1.02]} if metric == "accuracy" else {}))
+        fig.update_yaxes(title_text=("accuracy (%)" if accuracy else metric) if c == 1 else "", row=1, col=c,
+                         **({"range": S.ACCURACY_RANGE} if accuracy else {}))
     most = int(n_seeds.max()) if len(n_seeds) else 1
     how = "one run per line" if most <= 1 else (f"mean over up to {most} seeds, band: min-max over seeds"
                                                 if not per_run else "one run per line")

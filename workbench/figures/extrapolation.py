@@ -12,16 +12,19 @@ from workbench.figures import style as S
 
 def add_accuracy_baselines(fig: go.Figure, d: pd.DataFrame, x: str, row: int, col: int) -> None:
     """Chance (a horizontal line) and the length-only ceiling (per x value, mean over the runs that share it)
-    of the rows `d` in panel (row, col); columns `chance`, `length_only` when the table has them."""
+    of the rows `d` in panel (row, col), in percent; columns `chance`, `length_only` (fractions) when the table has
+    them."""
     lo, hi = float(d[x].min()), float(d[x].max())
     if "chance" in d.columns and d["chance"].notna().any():
         c = float(d["chance"].mean())
-        S.add_baseline(fig, c, "chance", (lo, hi), label=f"chance (1/{round(1 / c)})", row=row, col=col)
+        S.add_baseline(fig, c, "chance", (lo, hi), label=f"chance (1/{round(1 / c)})", row=row, col=col,
+                       percent=True)
     if "length_only" in d.columns and d["length_only"].notna().any():
         lengthonly = d.groupby(x)["length_only"].mean().dropna()
         y = float(lengthonly.iloc[0]) if lengthonly.nunique() == 1 else list(lengthonly.values)
         xs = (lo, hi) if lengthonly.nunique() == 1 else list(lengthonly.index)
-        S.add_baseline(fig, y, "length-only", xs, label="best length-only predictor", row=row, col=col)
+        S.add_baseline(fig, y, "length-only", xs, label="best length-only predictor", row=row, col=col,
+                       percent=True)
 
 
 def is_length_split(split: str) -> bool:
@@ -31,7 +34,7 @@ def is_length_split(split: str) -> bool:
 
 
 def extrapolation(df: pd.DataFrame) -> go.Figure:
-    """One column per task (tasks have different lengths), accuracy (top, with intervals) and loss (bottom)
+    """One column per task (tasks have different lengths), accuracy (top, in %, with intervals) and loss (bottom)
     vs the longest sequence of each split: per run a line through its length splits in the scheme's colour
     (runs of one scheme in a panel in lighter shades of it, each with its own legend entry) and its other
     splits (shifted) as open diamonds not joined to the line (2 traces per run, 4 with such splits), plus
@@ -61,24 +64,26 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
                                        (sub[~on_line], "markers", dict(symbol="diamond-open", size=10))):
                 if part.empty:
                     continue
+                acc = S.percent(part["accuracy"])
                 err = None
                 if "acc_lo" in part.columns:
-                    err = dict(type="data", symmetric=False, array=part["acc_hi"] - part["accuracy"],
-                               arrayminus=part["accuracy"] - part["acc_lo"], thickness=1)
+                    err = dict(type="data", symmetric=False, array=S.percent(part["acc_hi"]) - acc,
+                               arrayminus=acc - S.percent(part["acc_lo"]), thickness=1)
                 first = mode == "lines+markers"
-                for r, y, extra in ((1, "accuracy", dict(error_y=err)), (2, "loss", {})):
+                for r, y, values, hover, extra in ((1, "accuracy", acc, "%{y:" + S.PCT + "} %", dict(error_y=err)),
+                                                   (2, "loss", part["loss"], "%{y:.3f}", {})):
                     fig.add_trace(go.Scatter(
-                        x=part["max_len"], y=part[y], mode=mode, name=name, legendgroup=str(rid),
+                        x=part["max_len"], y=values, mode=mode, name=name, legendgroup=str(rid),
                         showlegend=first and r == 1, line=dict(color=color, dash="solid" if r == 1 else "dot"),
                         marker=dict(color=color, **marker), text=part["split"],
-                        hovertemplate="%{text}: longest %{x}<br>" + y + " %{y:.3f}<extra>" + name + "</extra>",
+                        hovertemplate="%{text}: longest %{x}<br>" + y + " " + hover + "<extra>" + name + "</extra>",
                         **extra), row=r, col=c)
         add_accuracy_baselines(fig, dt, "max_len", 1, c)
         if "train_len" in dt.columns and len(dt):
             for r in (1, 2):
                 fig.add_vline(x=float(dt["train_len"].iloc[0]), line_dash="dash", line_color="gray", row=r, col=c)
         fig.update_xaxes(title_text="longest sequence of the split (tokens; ◇: shifted pair)", row=2, col=c)
-        fig.update_yaxes(title_text="accuracy" if c == 1 else "", range=[0, 1.02], row=1, col=c)
+        fig.update_yaxes(title_text="accuracy (%)" if c == 1 else "", range=S.ACCURACY_RANGE, row=1, col=c)
         fig.update_yaxes(title_text="loss" if c == 1 else "", row=2, col=c)
     if len(d):  # the legend says what the lower panels' dotted lines are
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dotted: loss (lower panels)",

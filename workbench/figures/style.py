@@ -290,19 +290,49 @@ def log_safe(values, floor: float = LOG_FLOOR) -> np.ndarray:
     return v
 
 
+# ---- accuracy in percent -------------------------------------------------------------------------
+# Stored tables keep accuracies as fractions (0-1); every figure, page and report shows them in percent, one unit
+# everywhere. Accuracy *drops* (ablation deltas, deposit thresholds 0.05 / 0.10, probe selectivity) stay fractions.
+ACCURACY_COLUMNS = ("accuracy", "acc_lo", "acc_hi", "test_acc", "train_acc", "paper_test_acc")
+ACCURACY_RANGE = [0, 102]  # a percent accuracy axis: 100 % just below the top edge
+PCT = ".1f"                # hover precision of a percent accuracy: `%{y:.1f} %` reads 99.8 %
+
+
+def percent(values):
+    """Accuracies stored as fractions (a scalar, array or Series) in percent, for display."""
+    return 100 * (np.asarray(values, float) if isinstance(values, (list, tuple)) else values)
+
+
+def pct(v) -> str:
+    """An accuracy fraction as text in percent: 0.998 -> `99.8 %` (`n/a` when missing)."""
+    return "n/a" if v is None or not np.isfinite(v) else f"{100 * v:{PCT}} %"
+
+
+def percent_table(df: pd.DataFrame, columns=ACCURACY_COLUMNS, headers: bool = False) -> pd.DataFrame:
+    """A table for display with its accuracy `columns` (those present) in percent, 2 decimals; `headers`: those
+    columns renamed `<name> (%)` (where no page style refers to the column by name, e.g. a report)."""
+    present = [c for c in columns if c in df.columns]
+    out = df.assign(**{c: (100 * df[c].astype("float64")).round(2) for c in present})
+    return out.rename(columns={c: f"{c} (%)" for c in present}) if headers else out
+
+
 # ---- baselines ---------------------------------------------------------------------------------
 def add_baseline(fig: go.Figure, y, kind: str, x, *, label: str | None = None, row=None, col=None,
-                 secondary_y: bool | None = None) -> None:
+                 secondary_y: bool | None = None, percent: bool = False) -> None:
     """A reference level drawn as a legend trace flagged meta.baseline = kind (chance, length-only, uniform
     angles, clean model, shuffled labels): a horizontal line y over x = (x0, x1) for a scalar y, or the
-    curve (x, y) for lists. Nothing is drawn for a missing (None / NaN) level."""
+    curve (x, y) for lists. Nothing is drawn for a missing (None / NaN) level. `percent`: y is an accuracy
+    fraction drawn on a percent axis (y x 100, the hover in %)."""
     ys = [y] if np.isscalar(y) or y is None else list(y)
     if not ys or any(v is None or not np.isfinite(v) for v in ys):
         return
     xs, ys = (list(x), [y, y]) if len(ys) == 1 else (list(x), ys)
-    tr = go.Scatter(x=xs, y=ys, mode="lines", name=label or f"{kind} ({ys[0]:.3g})",
+    if percent:
+        ys = [100 * v for v in ys]
+    tr = go.Scatter(x=xs, y=ys, mode="lines", name=label or f"{kind} ({ys[0]:.3g}{' %' if percent else ''})",
                     line=dict(color=BASELINE_COLOR, dash=BASELINE_DASH.get(kind, "dot"), width=1.5),
-                    hovertemplate=f"{kind}: %{{y:.3f}}<extra></extra>", meta={"baseline": kind})
+                    hovertemplate=f"{kind}: %{{y:{PCT if percent else '.3f'}}}{' %' if percent else ''}"
+                                  "<extra></extra>", meta={"baseline": kind})
     if row is None:
         fig.add_trace(tr)
     elif secondary_y is None:

@@ -279,8 +279,10 @@ def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict], damaged: 
                      "epochs": f"{s.get('epochs_done', 0)}/{s.get('epochs')}", "test_acc": fin.get("test_acc"),
                      "train_acc": fin.get("train_acc"), "tables": ", ".join(s["tables"]["present"])
                      if "tables" in s else ""})
-    if rows:
-        doc.table(pd.DataFrame(rows), max_rows=500)
+    if rows:  # accuracies in %, as on every page and in every figure
+        from workbench.figures.style import percent_table
+
+        doc.table(percent_table(pd.DataFrame(rows), headers=True), max_rows=500)
     for s in summaries:
         if s["id"] in (damaged or {}):
             continue  # named at the top with why
@@ -362,6 +364,8 @@ def _deposits_section(doc: Doc, stats: pd.DataFrame) -> None:
 def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) -> None:
     """Cross-run experiment tables (partial RoPE, MLA vs RoPE vs NoPE, RoPE vs RoPE+sinusoidal) over the
     selected runs that have an ablation table, when there is something to compare."""
+    from workbench.figures.style import percent_table
+
     doc.parts.append('<section id="experiments">')
     doc.h(2, "Experiments (core paper, section 5)")
     try:
@@ -385,7 +389,7 @@ def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) 
             continue  # nothing to compare in this selection
         doc.h(3, title)
         doc.figure(name, table, f"experiments/{name}", list(dict.fromkeys(table["run_id"])), ["ablation"])
-        doc.table(table)
+        doc.table(percent_table(table, headers=True))  # accuracies in %; deltas stay fractions
         summary["experiments"][name] = records(table)
         shown = True
     if not shown:
