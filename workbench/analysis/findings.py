@@ -59,7 +59,7 @@ def deposit_map(store, runs: pd.DataFrame) -> pd.DataFrame:
     deposit head with the largest zero-ablation drop): one row per run of a plain scheme (untagged, or tagged as
     Table 1's `claims.BASE_VARIANTS`; not partial RoPE; `scheme` is that variant) of `runs` (`claims.run_table`, one preset) with a deposit table. `layer` / `head` / `drop` are NaN when
     the run has no single-head deposit. Ordered Table 1's schemes first, settings in `SETTINGS` order, Task 1 first."""
-    from .claims import BASE_VARIANTS
+    from .claims import BASE_VARIANTS, largest_deposit
     from .settings import SETTINGS
 
     plain = runs[((runs.variant == runs.scheme) | runs.variant.isin(BASE_VARIANTS)) & ~runs.partial.astype(bool)]
@@ -69,8 +69,7 @@ def deposit_map(store, runs: pd.DataFrame) -> pd.DataFrame:
         if "deposit" not in run.tables():
             continue
         dep = run.load_table("deposit")
-        dep = dep[(dep["metric"] == "accuracy") & dep["single_head_deposit"].astype(bool)]
-        top = dep.loc[dep["top_delta"].idxmax()] if len(dep) else None
+        top = largest_deposit(dep[dep["metric"] == "accuracy"])
         rows.append({"scheme": r.variant, "setting": r.setting, "task": r.task, "seed": int(r.seed),
                      "layer": float(top["layer"]) if top is not None else np.nan,
                      "head": float(top["top_head"]) if top is not None else np.nan,

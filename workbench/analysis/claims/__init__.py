@@ -28,7 +28,7 @@ from .status import STATUSES, StatusRules, run_status, settle_window, wilson
 from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, DEFAULT_DATA_SEED,
                    seeds_text, mean_ci, accuracy_ci, table1, is_study)
 from .rules import (Thresholds, TESTS, UNRANKED, OUTCOMES, OUTCOME_RULES, verdict_summary, share, specificity,
-                    ROW_COLUMNS, largest_layer, thresholds_table, json_value)
+                    ROW_COLUMNS, largest_deposit, largest_layer, thresholds_table, json_value)
 from .orderings import PAPER_SIX, paired, ORDER_IDS
 from .deposits import ROPE_SHALLOW, concentrated, CAUSAL_METHODS, decodable_layers, scheme_overview, all_deposits
 from .mla import largest_drop

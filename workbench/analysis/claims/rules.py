@@ -250,12 +250,18 @@ def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_
             "few_runs": bool(extra.get("few_runs", False))}
 
 
+def largest_deposit(dep: pd.DataFrame) -> pd.Series | None:
+    """The deposit-table row (layer, top_head, top_delta) of the run's largest single-head deposit (the largest
+    zero-ablation drop among the layers with one), or None when it has none."""
+    s = dep[dep["single_head_deposit"].astype(bool)]
+    return s.loc[s["top_delta"].idxmax()] if len(s) else None
+
+
 def _largest(dep: pd.DataFrame) -> tuple[int | None, str]:
-    """(layer, "Ll.Hh drop") of the largest single-head deposit (largest zero-ablation drop), or (None, "none")."""
-    s = dep[dep["single_head_deposit"]]
-    if s.empty:
+    """(layer, "Ll.Hh drop") of the largest single-head deposit, or (None, "none")."""
+    r = largest_deposit(dep)
+    if r is None:
         return None, "none"
-    r = s.loc[s["top_delta"].idxmax()]
     return int(r.layer), f"L{int(r.layer)}.H{int(r.top_head)} {r.top_delta:.2f}"
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from .registry import load_registry
 from .mla import largest_drop
-from .rules import Thresholds, share, _at, _deposits, _settled, _stored
+from .rules import Thresholds, largest_deposit, share, _at, _deposits, _settled, _stored
 from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
 
 
@@ -45,9 +45,7 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
                "data_seed": int(getattr(r, "data_seed", DEFAULT_DATA_SEED)), "status": r.status,
                "counted": r.run_id in counted, "test_acc": r.test_acc, "run_id": r.run_id}
         for t, tag in ((th.indispensable, "005"), (th.also, "010")):
-            d = _at(deps[r.run_id], t) if r.run_id in deps else None
-            s = d[d["single_head_deposit"]] if d is not None else pd.DataFrame()
-            top = s.loc[s["top_delta"].idxmax()] if len(s) else None
+            top = largest_deposit(_at(deps[r.run_id], t)) if r.run_id in deps else None
             row[f"layer_{tag}"] = int(top.layer) if top is not None else np.nan
             row[f"head_{tag}"] = int(top.top_head) if top is not None else np.nan
             row[f"drop_{tag}"] = float(top.top_delta) if top is not None else np.nan
