@@ -478,7 +478,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         "plotly_version": plotly.__version__, "report": str(out.resolve()), "runs": summaries,
         "experiments": {}, "figures": doc.figures, "problems": doc.problems,
     }
-    damaged = store.damaged() if hasattr(store, "damaged") else {}
+    damaged = store.damaged()
     summary["damaged"] = damaged
     for rid, why in damaged.items():  # named first, never silently left out (`workbench check` says the same)
         doc.error(f"{rid} is damaged: {' '.join(str(why).split())}; left out of what this report computes")

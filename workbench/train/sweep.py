@@ -33,6 +33,7 @@ deadline; not with partial=False); every run stops at the deadline with a checkp
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import statistics
@@ -117,22 +118,16 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
         return list(dict.fromkeys(default + [x for e in entries for x in own(e, key, default)]))
 
     points = []
+    axes = [("presets", presets), ("data_seeds", data_seeds), ("seeds", seeds), ("tasks", tasks), ("archs", archs)]
     for tier in sorted({e["tier"] for e in entries}):
-        for preset in union("presets", presets):
-            for data_seed in union("data_seeds", data_seeds):
-                for seed in union("seeds", seeds):
-                    for task in union("tasks", tasks):
-                        for arch in union("archs", archs):
-                            for e in entries:
-                                if (e["tier"] != tier or preset not in own(e, "presets", presets)
-                                        or data_seed not in own(e, "data_seeds", data_seeds)
-                                        or seed not in own(e, "seeds", seeds) or task not in own(e, "tasks", tasks)
-                                        or arch not in own(e, "archs", archs)):
-                                    continue
-                                data = [] if data_seed is None else [("task.seed", data_seed)]
-                                points.append({"preset": preset, "scheme": e["scheme"], "task": task, "arch": arch,
-                                               "seed": seed, "tag": e["tag"], "sets": common + e["sets"] + data,
-                                               "fidelity": e["fidelity"]})
+        for point in itertools.product(*(union(key, default) for key, default in axes)):
+            preset, data_seed, seed, task, arch = point
+            for e in entries:
+                if e["tier"] != tier or any(v not in own(e, key, default) for v, (key, default) in zip(point, axes)):
+                    continue
+                data = [] if data_seed is None else [("task.seed", data_seed)]
+                points.append({"preset": preset, "scheme": e["scheme"], "task": task, "arch": arch, "seed": seed,
+                               "tag": e["tag"], "sets": common + e["sets"] + data, "fidelity": e["fidelity"]})
     return points
 
 
