@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: demo test venv browser clean repro ladder study repro-gpu gpu-env
+.PHONY: demo test venv browser clean repro ladder study repro-gpu
 
 venv: $(STAMP)
 
@@ -74,35 +74,15 @@ study: $(STAMP)
 	    --to results/repro && exit $$rc
 	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
 
-# The paper-scale reproduction in a lent GPU window (docs/training.md, "One GPU window"). The GPU machine has no
-# network: it runs the image's Python ($(GPU_PY), with its CUDA torch), installs the wheels the image lacks from
-# .whl/ when present (git-ignored, carried; docs/training.md says how to fill it), trains what fits of tier $(TIER)
-# of grids/paper.toml (its variants $(TAGS): Table 1's runs, seed by seed) in $(WINDOW) seconds (`sweep --deadline`, one compiled run after another, no run started that
-# is not expected to finish: a checkpoint does not come back from the window), ships each finished run to
-# results/paper beside the sweep (`ship --follow`: analyses on the idle CPU cores) and once more after it, and
-# with $$OUT set packs results/paper into $$OUT/results-paper.tgz to bring back. The next window's same command
-# skips what results/paper holds (`--shipped`) and trains the rest. STEP_MS: a gpu_check.sh step_ms.json for the
-# planner (else it times the first run of each kind). On a CUDA machine with its own venv: GPU_PY=.venv/bin/python.
-PAPER_RUNS ?= runs-paper
-GPU_PY     ?= python3
-GPU_SITE   ?= /tmp/pelab-site
-WINDOW     ?= 420
-TAGS       ?= rope,nope,mla
-GPU_COMPILE ?= --compile
-STEP_MS    ?= benchmarks/measured/step_ms.json
-GPU_RUN := PYTHONPATH=$(CURDIR):$(GPU_SITE) OMP_WAIT_POLICY=PASSIVE $(GPU_PY) -m workbench
-gpu-env:
-	@if ls .whl/*.whl >/dev/null 2>&1; then $(GPU_PY) -m pip install -q --no-index --no-deps --no-compile \
-	    --no-cache-dir --upgrade --target $(GPU_SITE) .whl/*.whl; else echo "no .whl/: using the image's packages"; fi
-repro-gpu: gpu-env
-	mkdir -p results/paper
-	$(GPU_RUN) sweep grids/paper.toml --tier $(TIER) --tags $(TAGS) --device cuda $(GPU_COMPILE) \
-	    --deadline $(WINDOW) --no-partial --checkpoint-every 10 --quiet --root $(PAPER_RUNS) --shipped results/paper \
-	    $(if $(wildcard $(STEP_MS)),--step-ms $(STEP_MS)) & sweep=$$!; \
-	$(GPU_RUN) ship --grid grids/paper.toml --tier $(TIER) --root $(PAPER_RUNS) --to results/paper --follow 30; \
-	wait $$sweep; rc=$$?; \
-	$(GPU_RUN) ship --grid grids/paper.toml --tier $(TIER) --root $(PAPER_RUNS) --to results/paper; \
-	if [ -n "$${OUT:-}" ]; then tar czf "$$OUT/results-paper.tgz" results/paper; fi; exit $$rc
+# The paper-scale reproduction in a lent GPU window (docs/training.md, "One GPU window"): benchmarks/gpu_window.sh
+# installs the wheels the image lacks from .whl/ (git-ignored, carried), trains what fits of tier $(TIER) of
+# grids/paper.toml (Table 1's runs, seed by seed) in $(WINDOW) seconds (`sweep --deadline`, no run started that is not
+# expected to finish), ships each finished run to results/paper as the next trains, and packs results/paper into
+# $$OUT to bring back. The next window's same command trains the rest. The first window after a change to the GPU
+# path runs `bash benchmarks/gpu_window.sh --check 540` instead (the check first, then training).
+WINDOW     ?= 540
+repro-gpu:
+	TIER=$(TIER) bash benchmarks/gpu_window.sh $(WINDOW)
 
 clean:
 	rm -rf $(VENV) runs data_cache

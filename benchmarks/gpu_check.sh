@@ -7,7 +7,7 @@
 # own time limit (seconds: T_TESTS, T_STEP), so one slow step cannot take the other's time; OUT/gpu_step.json is
 # rewritten as each part ends and OUT/step_ms.json is what `workbench sweep --step-ms` reads.
 #
-#   benchmarks/gpu_check.sh OUT [gpu_step.py arguments]
+#   benchmarks/gpu_check.sh OUT [gpu_step.py arguments]          (EPOCH=0: without the full epochs)
 #   PYTHON=... T_TESTS=90 T_STEP=260 benchmarks/gpu_check.sh OUT --device cpu --preset smoke --steps 5   # dry run
 set -u
 out=${1:?usage: benchmarks/gpu_check.sh OUT [gpu_step.py arguments]}
@@ -20,7 +20,8 @@ py=${PYTHON:-python3}
   nproc; } 2>&1 | tee "$out/device.txt"
 timeout "${T_TESTS:-90}" "$py" -m pytest -m gpu -p no:cacheprovider -rs -q tests/test_gpu_path.py tests/test_packed.py \
     tests/test_fast_path.py 2>&1 | tee "$out/gpu_tests.log"
-timeout "${T_STEP:-260}" "$py" benchmarks/gpu_step.py --json "$out/gpu_step.json" --epoch "$@" 2>&1 \
+# EPOCH=0 leaves out the full epochs (gpu_window.sh: its training measures them)
+timeout "${T_STEP:-260}" "$py" benchmarks/gpu_step.py --json "$out/gpu_step.json" $([ "${EPOCH:-1}" = 1 ] && echo --epoch) "$@" 2>&1 \
     | tee "$out/gpu_step.log"
 "$py" -c "import json, sys; d = json.load(open(sys.argv[1])); json.dump(d['step_ms'], open(sys.argv[2], 'w'))" \
     "$out/gpu_step.json" "$out/step_ms.json" 2>/dev/null || echo "no step_ms.json (gpu_step.py did not time a step)"

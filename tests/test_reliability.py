@@ -195,6 +195,38 @@ def test_ship_follow_stops_when_nothing_is_being_trained(tmp_path):
     assert "0 shipped, 0 unchanged, 1 skipped" in res.output and not (tmp_path / "out" / rid).exists()
 
 
+def test_ship_follow_while_pid_stops_at_the_first_look_after_the_sweep_ended(tmp_path):
+    """`--while-pid` (a GPU window's follower): a run held by a trainer keeps --follow waiting only while the sweep
+    process lives; once it has ended, one last look, then stop at once (no 10-minute idle looks, no wasted window)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time as _time
+
+    from workbench.cli import app
+    from workbench.store.lock import RunLock
+
+    root, rid = _own_finished_run(tmp_path)
+    RunStore(root).get(rid).update_info(status="running", pid=os.getpid(), host=socket.gethostname())
+    lock = RunLock(root, rid, doing="trained").acquire()  # looks like a run being trained: plain --follow waits
+    sweep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    t0 = _time.monotonic()
+    try:
+        res = CliRunner().invoke(app, ["ship", rid, "--root", str(root), "--to", str(tmp_path / "out"),
+                                       "--no-analyze", "--follow", "600", "--while-pid", str(sweep.pid)])
+    finally:
+        lock.release()
+        sweep.wait()
+    assert res.exit_code == 0, (res.output, res.exception)
+    assert _time.monotonic() - t0 < 60  # woke within about a second of the sweep's end, not after 600 s
+    assert f"process {sweep.pid} has ended; stopped following: 1 run(s) not finished" in res.output
+    assert "0 shipped, 0 unchanged, 1 skipped" in res.output
+    bad = CliRunner().invoke(app, ["ship", rid, "--root", str(root), "--to", str(tmp_path / "out"),
+                                   "--no-analyze", "--while-pid", "1"])
+    assert bad.exit_code == 2 and "--while-pid needs --follow" in bad.output
+
+
 def test_ship_follow_does_not_wait_for_a_run_shipped_before(tmp_path):
     """A grid run absent from the store (runs-repro lost) but already in the results store is done, not waited for:
     `--follow` says so and stops at once; a `--to` that does not exist yet does not hide a missing run."""

@@ -61,13 +61,19 @@ def parse_tiers(tier: Optional[str]) -> Optional[list[int]]:
         raise ValueError(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2") from None
 
 
-def grid_points_of(grid: Path, tiers: Optional[list[int]]) -> list[dict]:
-    """The grid's points in `tiers`; ValueError (`error: ...`, exit 2) when there are none: a sweep or ship of
+def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:
+    """The grid's points in `tiers` (of the variants named `tags`, when given); ValueError (`error: ...`, exit 2) when there are none: a sweep or ship of
     nothing is a mistake (a typo in --tier), not "0 runs" and exit 0."""
     from workbench.train.sweep import grid_points, load_grid
 
     g = load_grid(grid)
     points = grid_points(g, tiers)
+    if tags is not None:
+        known = {p["tag"] for p in points if p["tag"]}
+        if set(tags) - known:
+            raise ValueError(f"{grid}: no variant(s) {', '.join(sorted(set(tags) - known))}"
+                             f"{f' in tier(s) {tiers}' if tiers else ''}; its variants: {', '.join(sorted(known))}")
+        points = [p for p in points if p["tag"] in tags]
     if not points:
         have = sorted({g.get("tier", 1)} | {v.get("tier", g.get("tier", 1)) for v in g.get("variants", [])})
         raise ValueError(f"{grid}: no grid points" + (f" in tier(s) {tiers}; the grid's tiers are {have}" if tiers

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -45,6 +46,8 @@ def ship_cmd(
     grid: Optional[Path] = typer.Option(None, "--grid", exists=True, dir_okay=False,
                                         help="ship every finished run of this grid"),
     tier: Optional[str] = typer.Option(None, "--tier", help="with --grid: only these tiers, e.g. 1 or 1,2"),
+    tags: Optional[str] = typer.Option(None, "--tags", help="with --grid: only these variants (by name), as "
+                                       "`sweep --tags` trains them, e.g. rope,nope,mla"),
     to: Path = typer.Option(..., "--to", help="the results folder, e.g. results/repro"),
     analyze: bool = typer.Option(True, "--analyze/--no-analyze", help="run every analysis first (skips tables "
                                  "that exist)"),
@@ -59,6 +62,9 @@ def ship_cmd(
                                            help="beside a running sweep: look again every SECONDS and ship each "
                                                 "run as it finishes; stops when every run is shipped or failed, "
                                                 "or two looks in a row find none of them being trained"),
+    while_pid: Optional[int] = typer.Option(None, "--while-pid", metavar="PID",
+                                            help="with --follow: stop following once process PID (the sweep it "
+                                                 "follows) has ended, after one last look (no idle looks)"),
     allow_dirty: Optional[str] = typer.Option(None, "--allow-dirty", metavar="REASON",
                                               help="ship runs trained from a tree with uncommitted changes that "
                                                    "recorded no code.diff; REASON is recorded in their run.json"),
@@ -84,7 +90,8 @@ def ship_cmd(
         from .options import grid_points_of
 
         try:
-            ids = [store.run_id(resolve_config(**p)) for p in grid_points_of(grid, tiers)]  # no data I/O
+            points = grid_points_of(grid, tiers, tags.split(",") if tags else None)
+            ids = [store.run_id(resolve_config(**p)) for p in points]  # no data I/O
         except ValueError as e:
             _fail(str(e))
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
@@ -96,15 +103,25 @@ def ship_cmd(
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
     opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty,
                 tables=_table_list(tables))
+    if tags is not None and grid is None:
+        _fail("--tags needs --grid GRID.toml")
+    if while_pid is not None and follow is None:
+        _fail("--while-pid needs --follow SECONDS")
     waiting = list(run_ids)
     idle = 0
     while True:
+        ended = while_pid is not None and not _alive(while_pid)  # before the look: it sees all the sweep finished
         outcomes = {rid: _ship_one(store, rid, to, quiet=follow is not None, **opts) for rid in waiting}
         waiting = [rid for rid, o in outcomes.items() if o == "waiting"]
         for o in outcomes.values():
             if follow is None or o != "waiting":
                 counts["skipped" if o == "waiting" else o] += 1
         if follow is None or not waiting:
+            break
+        if ended:
+            typer.echo(f"process {while_pid} has ended; stopped following: {len(waiting)} run(s) not finished",
+                       err=True)
+            counts["skipped"] += len(waiting)
             break
         doing = [h["doing"] for h in (lock_holder(store.root, rid) for rid in waiting) if h]
         idle = 0 if doing or any(o != "waiting" for o in outcomes.values()) else idle + 1
@@ -117,11 +134,33 @@ def ship_cmd(
         typer.echo(f"following: {len(waiting)} run(s) to ship, {doing.count('trained')} being trained, "
                    f"{doing.count('shipped')} being shipped by another process; next look in {follow:g} s",
                    err=True)
-        time.sleep(follow)
+        _sleep(follow, while_pid)
     failed = f", {counts['failed']} failed" if counts["failed"] else ""
     typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped{failed}")
     if counts["failed"]:
         raise typer.Exit(1)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (signal 0 checks without sending; an ended child not yet reaped, a zombie, has
+    ended: /proc says so where there is one)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _sleep(seconds: float, while_pid: Optional[int]) -> None:
+    """Sleep `seconds`, waking early (within a second) once process `while_pid` has ended."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and (while_pid is None or _alive(while_pid)):
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
 
 
 def _table_list(tables: Optional[str]) -> Optional[list[str]]:

@@ -151,11 +151,14 @@ def code_diff() -> str | None:
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """The source tree's `git_version`, else the package version; read once per process (the code a process runs
-    is what it imported: a sweep worker reads it when it starts, `train.workers._worker`)."""
+    """The source tree's `git_version`; where the tree has no git (a copy sent to a lent GPU, which carries no
+    .git), $PELAB_CODE_VERSION as the sender wrote it (benchmarks/gpu_window.sh: the commit it was sent from);
+    else the package version. Read once per process (the code a process runs is what it imported: a sweep worker
+    reads it when it starts, `train.workers._worker`)."""
     import workbench
 
-    return git_version(Path(workbench.__file__).resolve().parent.parent) or f"pe-lab {workbench.__version__}"
+    return (git_version(Path(workbench.__file__).resolve().parent.parent) or os.environ.get("PELAB_CODE_VERSION")
+            or f"pe-lab {workbench.__version__}")
 
 
 def damaged_of(df) -> dict[str, str]:

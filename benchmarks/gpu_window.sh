@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# One lent GPU window in one call (docs/training.md, "One GPU window"), ending within BUDGET seconds of its start:
+#   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked;
+#   2. with --check: benchmarks/gpu_check.sh into OUT/check (gpu tests, eager vs compiled steps, mask, agreement),
+#      whose step_ms.json then feeds the planner and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
+#   3. `workbench sweep grids/paper.toml --deadline` over the time left less RESERVE: Table 1's runs (TAGS) of tier
+#      TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come back), beside
+#      `workbench ship --follow --while-pid` (each finished run analysed, TABLES, and shipped to results/paper while
+#      the next trains; it stops as soon as the sweep has ended);
+#   4. results/paper packed into OUT/results-paper.tgz and every run's metrics (no weights) into
+#      OUT/runs-paper-meta.tgz, to bring back. The next window's same command trains the rest (--shipped).
+#
+#   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # OUT defaults to artifacts/gpu-window
+#   make repro-gpu WINDOW=BUDGET                            # the same without the check
+set -u -o pipefail
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
+budget=${1:-540}
+t0=$(date +%s)
+out=${OUT:-artifacts/gpu-window}
+py=${GPU_PY:-python3}
+site=${GPU_SITE:-/tmp/pelab-site}
+runs=${PAPER_RUNS:-runs-paper}
+grid=${GRID:-grids/paper.toml}
+tier=${TIER:-1}
+tags=${TAGS-rope,nope,mla}   # TAGS= : every variant of the tier
+tables=${TABLES:-ablation,deposit}
+step_ms=${STEP_MS:-benchmarks/measured/step_ms.json}
+compile=${COMPILE:-auto}
+device=${DEVICE:-cuda}   # DEVICE=cpu with CHECK_ARGS="--device cpu --preset smoke": a dry run of the flow
+mkdir -p "$out"
+say() { echo "[window $(( $(date +%s) - t0 )) s] $*" | tee -a "$out/window.log"; }
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl \
+    2>&1 | grep -v "^WARNING: Target directory" | tail -5
+else
+  say "no .whl/: using the image's packages"
+fi
+export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1
+"$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log" || exit 1
+say "environment ready"
+
+if [ "$check" = 1 ]; then
+  PYTHON="$py" EPOCH=${EPOCH:-0} bash benchmarks/gpu_check.sh "$out/check" ${CHECK_ARGS:---steps 50}
+  [ -f "$out/check/step_ms.json" ] && step_ms="$out/check/step_ms.json"
+  say "check done"
+fi
+if [ "$compile" = auto ]; then  # the compiled step where a measurement says it is faster than eager, else eager
+  compile=$("$py" - "$out/check/gpu_step.json" benchmarks/measured/gpu_step.json <<'EOF'
+import json, sys
+for path in sys.argv[1:]:
+    try:
+        row = json.load(open(path))["step"]["rope"]
+    except (OSError, KeyError, ValueError):
+        continue
+    print("yes" if row.get("compiled_ms", float("inf")) < row["eager_ms"] else "no")
+    break
+else:
+    print("yes")
+EOF
+)
+fi
+flag=$([ "$compile" = yes ] && echo --compile)
+window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-90} ))
+say "training for $window s (compile: $compile, step ms: $step_ms)"
+mkdir -p results/paper
+if [ "$window" -gt 30 ]; then
+  "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" $flag --deadline "$window" \
+      --no-partial --checkpoint-every 10 --quiet --root "$runs" --shipped results/paper \
+      $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee "$out/sweep.log" &
+  sweep=$!
+  OMP_NUM_THREADS=${SHIP_THREADS:-8} "$py" -m workbench ship --grid "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" \
+      --to results/paper --tables "$tables" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
+  wait "$sweep"; rc=$?
+else
+  say "too little time left to train"; rc=1
+fi
+say "sweep exit $rc; packing"
+tar czf "$out/results-paper.tgz" results/paper
+[ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" --exclude='*.safetensors' "$runs"
+say "done"
+exit "$rc"
