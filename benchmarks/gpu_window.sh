@@ -7,11 +7,16 @@
 #      TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come back), beside
 #      `workbench ship --follow --while-pid` (each finished run analysed, TABLES, and shipped to results/paper while
 #      the next trains; it stops as soon as the sweep has ended);
-#   4. results/paper packed into OUT/results-paper.tgz and every run's metrics (no weights) into
-#      OUT/runs-paper-meta.tgz, to bring back. The next window's same command trains the rest (--shipped).
+#   4. results/paper packed into OUT/results-paper.tgz, every run's metrics (no weights) into OUT/runs-paper-meta.tgz,
+#      the logs into OUT/logs.tgz (a call brings back 8 files), and the compile cache into OUT/inductor-cache.tgz:
+#      unpacked here into .inductor-cache (git-ignored) and carried, the next window's compilation reads it
+#      (RoPE's step: 109 s cold, 3 s warm on the H100). The next window's same command trains the rest (--shipped).
 #
 #   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # OUT defaults to artifacts/gpu-window
 #   make repro-gpu WINDOW=BUDGET                            # the same without the check
+# Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
+# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), RESERVE (90 s for the last ship and packing), GPU_PY,
+# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
 set -u -o pipefail
 check=0
 if [ "${1:-}" = --check ]; then check=1; shift; fi
@@ -21,6 +26,7 @@ out=${OUT:-artifacts/gpu-window}
 py=${GPU_PY:-python3}
 site=${GPU_SITE:-/tmp/pelab-site}
 runs=${PAPER_RUNS:-runs-paper}
+results=${RESULTS:-results/paper}
 grid=${GRID:-grids/paper.toml}
 tier=${TIER:-1}
 tags=${TAGS-rope,nope,mla}   # TAGS= : every variant of the tier
@@ -37,7 +43,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 else
   say "no .whl/: using the image's packages"
 fi
-export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
+  TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
 "$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', torch.version.cuda,
 torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log" || exit 1
 say "environment ready"
@@ -65,20 +72,24 @@ fi
 flag=$([ "$compile" = yes ] && echo --compile)
 window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-90} ))
 say "training for $window s (compile: $compile, step ms: $step_ms)"
-mkdir -p results/paper
+mkdir -p "$results"
 if [ "$window" -gt 30 ]; then
   "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" $flag --deadline "$window" \
-      --no-partial --checkpoint-every 10 --quiet --root "$runs" --shipped results/paper \
+      --no-partial --checkpoint-every 10 --quiet --root "$runs" --shipped "$results" \
       $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee "$out/sweep.log" &
   sweep=$!
   OMP_NUM_THREADS=${SHIP_THREADS:-8} "$py" -m workbench ship --grid "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" \
-      --to results/paper --tables "$tables" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
+      --to "$results" --tables "$tables" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
   wait "$sweep"; rc=$?
 else
   say "too little time left to train"; rc=1
 fi
 say "sweep exit $rc; packing"
-tar czf "$out/results-paper.tgz" results/paper
+tar czf "$out/results-paper.tgz" "$results"
 [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" --exclude='*.safetensors' "$runs"
+[ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$out/gpu_step.json"
+[ -n "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ] && \
+  tar czf "$out/inductor-cache.tgz" -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")"
 say "done"
+(cd "$out" && tar czf logs.tgz --remove-files $(ls -d check sweep.log ship.log 2>/dev/null))
 exit "$rc"

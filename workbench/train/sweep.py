@@ -201,7 +201,10 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     return rec
 
 
-EVAL_SHARE = 0.3  # an epoch's evaluation and checkpoint per second of its training (H200, paper preset: 1.47 / 5.15)
+EVAL_SHARE = 0.3  # an epoch's evaluation and checkpoint per second of its training (paper preset: H200 eager 1.47 /
+# 5.15 s; H100 compiled, NoPE Task 1, checkpoint every 10: 0.24 / 1.97 s)
+STARTUP_S = {True: 120.0, False: 30.0}  # a run's start-up (data, first epoch's compilation) not yet timed, by
+# `compile`; H100 2026-11-27: RoPE's step compiled cold in 109 s, a NoPE run's first epoch 26 s over the others
 
 
 def cost_key(cfg: dict[str, Any]) -> str:
@@ -223,28 +226,32 @@ def epoch_seconds(rows: list[dict[str, Any]]) -> float | None:
 
 class Window:
     """A training window of `seconds` from now (`clock()`): the time left, and each run's estimated seconds to
-    finish, = epochs left x seconds per epoch of a run of the same `cost_key`: as timed in this window (`timed`:
-    its start-up included), else as its metrics say (`learn`, a run of an earlier window), else from `step_ms` (a
-    benchmark's {scheme: ms per training step}) x steps per epoch x (1 + EVAL_SHARE); None when none is known."""
+    finish = start-up + epochs left x seconds per epoch. Both are those of a run of the same `cost_key`: as timed in
+    this window (`timed`), else as its metrics say (`learn`, a run of an earlier window); else the epoch from
+    `step_ms` (a benchmark's {scheme: ms per training step}) x steps per epoch x (1 + EVAL_SHARE) and the start-up
+    `startup_s` (data, compilation); None when the epoch is unknown."""
 
     def __init__(self, seconds: float, store: RunStore, *, clock: Callable[[], float] = time.monotonic,
-                 step_ms: dict[str, float] | None = None):
+                 step_ms: dict[str, float] | None = None, startup_s: float = 0.0):
         if not (isinstance(seconds, (int, float)) and seconds > 0):
             raise ValueError(f"--deadline {seconds!r}: seconds > 0 from now")
-        self.store, self.clock, self.step_ms = store, clock, step_ms or {}
+        self.store, self.clock, self.step_ms, self.startup_s = store, clock, step_ms or {}, startup_s
         self.end = clock() + seconds
-        self.measured: dict[str, float] = {}
+        self.measured: dict[str, float] = {}  # cost_key -> seconds per epoch
+        self.start: dict[str, float] = {}  # cost_key -> seconds of start-up (the first epoch's wall over the rest)
 
     def left(self) -> float:
         return self.end - self.clock()
 
     def learn(self, cfg: dict[str, Any]) -> None:
-        """The seconds per epoch of `cfg`'s run as its metrics record them, unless this window timed its kind."""
+        """The seconds per epoch and start-up of `cfg`'s run as its metrics record them, unless this window timed
+        its kind."""
         rid, key = self.store.run_id(cfg), cost_key(cfg)
         if key not in self.measured and self.store.exists(rid):
-            sec = epoch_seconds(self.store.get(rid).metric_rows())
-            if sec is not None:
-                self.measured[key] = sec
+            rows = self.store.get(rid).metric_rows()
+            sec = epoch_seconds(rows)
+            if sec is not None and len(rows) > 1:
+                self.measured[key], self.start[key] = sec, max(0.0, rows[0]["wall_s"] - sec)
 
     def epochs_done(self, cfg: dict[str, Any], checkpointed: bool = False) -> int:
         """The epochs `cfg`'s run has recorded, or (`checkpointed`) those a resume starts after."""
@@ -258,14 +265,26 @@ class Window:
         return run.info.get("epoch", 0)
 
     def timed(self, cfg: dict[str, Any], seconds: float, epochs: int) -> None:
-        """`epochs` of `cfg`'s run took `seconds` of this window's clock."""
-        if epochs > 0:
-            self.measured[cost_key(cfg)] = seconds / epochs
+        """`epochs` of `cfg`'s run took `seconds` of this window's clock; the run's metrics (`wall_s`, cumulative
+        over resumes) split them into start-up (the session's wall beyond `epochs` typical epochs) and seconds per
+        epoch, in the clock's units."""
+        if epochs <= 0:
+            return
+        key, rid = cost_key(cfg), self.store.run_id(cfg)
+        rows = self.store.get(rid).metric_rows() if self.store.exists(rid) else []
+        startup = 0.0
+        if len(rows) > epochs > 1:
+            prior = rows[-epochs - 1].get("wall_s", 0.0)
+        else:
+            prior = 0.0
+        new = rows[-epochs:] if len(rows) >= epochs else []
+        if len(new) > 1:
+            total, per_wall = new[-1]["wall_s"] - prior, epoch_seconds(new)
+            if total > 0 and per_wall is not None:
+                startup = seconds * min(1.0, max(0.0, total - epochs * per_wall) / total)
+        self.measured[key], self.start[key] = (seconds - startup) / epochs, startup
 
-    def per_epoch(self, cfg: dict[str, Any]) -> float | None:
-        key = cost_key(cfg)
-        if key in self.measured:
-            return self.measured[key]
+    def _from_step_ms(self, cfg: dict[str, Any]) -> float | None:
         ms = self.step_ms.get(cfg["model"]["scheme"])
         if ms is None:
             return None
@@ -275,6 +294,10 @@ class Window:
         steps = math.ceil(round(spec.train_frac * spec.n_examples) / cfg["train"]["batch_size"])
         return steps * ms / 1000 * (1 + EVAL_SHARE)
 
+    def per_epoch(self, cfg: dict[str, Any]) -> float | None:
+        key = cost_key(cfg)
+        return self.measured[key] if key in self.measured else self._from_step_ms(cfg)
+
     def epochs_left(self, cfg: dict[str, Any]) -> int:
         rid = self.store.run_id(cfg)
         if self.store.exists(rid) and self.store.get(rid).status == "finished":
@@ -282,10 +305,12 @@ class Window:
         return cfg["train"]["epochs"] - self.epochs_done(cfg, checkpointed=True)
 
     def estimate(self, cfg: dict[str, Any]) -> float | None:
-        """Seconds to finish `cfg`'s run (0 when finished), or None when unknown."""
+        """Seconds to finish `cfg`'s run (0 when finished), start-up included, or None when unknown."""
         left = self.epochs_left(cfg)
-        sec = self.per_epoch(cfg) if left else 0.0
-        return None if sec is None else left * sec
+        if not left:
+            return 0.0
+        sec = self.per_epoch(cfg)
+        return None if sec is None else self.start.get(cost_key(cfg), self.startup_s) + left * sec
 
 
 def load_step_ms(path: str | Path | None) -> dict[str, float] | None:
@@ -504,7 +529,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         if parallel or pack != 1:
             raise ValueError("--deadline plans one run after another in this process; use it without --workers, "
                              "--ray and --pack")
-        window = Window(deadline, store, clock=clock, step_ms=step_ms)
+        window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)])
         for _, cfg in jobs:
             window.learn(cfg)
         opts |= {"deadline": window.end, "clock": clock}
@@ -522,9 +547,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         head, cfg = jobs[k]
         if window is not None:
             est = window.estimate(cfg)
-            if (est is not None and est > window.left()) or (est is None and window.left() <= 0):
+            if (est is not None and est > window.left()) or (est is None and (window.left() <= 0 or not partial)):
                 log(f"{head}  does not fit the {_fmt_time(max(0, window.left()))} left"
-                    + (f" (about {_fmt_time(est)})" if est is not None else "") + "; after the runs that fit")
+                    + (f" (about {_fmt_time(est)})" if est is not None else
+                       f" (its time unknown: no --step-ms entry for {cfg['model']['scheme']!r})" if not partial
+                       else "") + "; after the runs that fit")
                 deferred.append(k)
                 continue
         finished = parallel and store.exists(store.run_id(cfg)) and store.get(store.run_id(cfg)).status == "finished"
