@@ -10,6 +10,8 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
     flash kernels possible); eager only, to spend no compile time on it;
   - agree: `--agree-steps` steps eager and compiled from the same weights on the same batches at dropout 0: the
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
+  - profile (`--profile`): 20 compiled steps of the first scheme under torch.profiler, the top kernels by self
+    device time a step (self CPU time on CPU);
   - epoch (`--epoch`): two full Task 1 epochs of RoPE through `train(compile=True)`, the data made first (its time
     reported too): the second epoch's training and wall time with its evaluation, the first's wall (compilation).
 
@@ -17,7 +19,7 @@ The compiles are what takes time (each model shape once; inductor's cache serves
 graph is the RoPE step's). Writes `step_ms` ({scheme: compiled ms per step}, what `workbench sweep --step-ms` reads) and every figure to
 `--json`, rewritten as each part ends, so a run cut short keeps its parts.
 
-    python benchmarks/gpu_step.py --json OUT/gpu_step.json [--steps 100] [--agree-steps 300] [--epoch]
+    python benchmarks/gpu_step.py --json OUT/gpu_step.json [--steps 100] [--agree-steps 300] [--profile] [--epoch]
     python benchmarks/gpu_step.py --device cpu --preset smoke --steps 5 --agree-steps 10 --epoch   # dry run
 """
 from __future__ import annotations
@@ -67,8 +69,9 @@ def build(cfg: dict, dev: torch.device, compile: bool):
     return model, (torch.compile(model) if compile else model), opt
 
 
-def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True):
-    """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps)."""
+def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None):
+    """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps); `prof`, a torch.profiler
+    profile not yet started, records the steps after the warm-up."""
     model, fwd, opt = build(cfg, dev, compile)
     params = list(model.parameters())
     tcfg = cfg["train"]
@@ -82,6 +85,8 @@ def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool
         if i == warm:
             sync()
             warm_s = time.perf_counter() - t0
+            if prof is not None:
+                prof.start()
         sums = tuple(torch.zeros_like(z) for z in zero)
         set_lr(opt, tcfg["lr"])
         if dev.type == "cuda":
@@ -98,6 +103,8 @@ def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool
             ms.append((time.perf_counter() - c0) * 1000)
         losses.append(sums[0] / sums[2].clamp(min=1))
     sync()
+    if prof is not None:
+        prof.stop()
     if warm == 0:
         warm_s = 0.0
     if dev.type == "cuda":
@@ -119,6 +126,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100, help="timed steps per measurement (median)")
     ap.add_argument("--agree-steps", type=int, default=300)
     ap.add_argument("--epoch", action="store_true", help="also one full Task 1 epoch with evaluation (makes data)")
+    ap.add_argument("--profile", action="store_true", help="also profile 20 compiled steps of the first scheme")
+    ap.add_argument("--profile-rows", type=int, default=25)
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -173,12 +182,33 @@ def main() -> None:
                         "first_loss": curves["eager"][0]}
         save(f"agree: {out['agree']}")
 
+    def profile_step() -> None:
+        """The first scheme's compiled step under torch.profiler: the top kernels by self device time a step
+        (what the step's time is spent on, for the next change to the GPU path)."""
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as torch_profile
+
+        cfg = tier1_config(schemes[0], preset, a.sets)
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        prof = torch_profile(activities=acts)
+        run_steps(cfg, dev, True, batches(cfg, 23, dev), amp, prof=prof)  # 3 warm-up steps compile, 20 recorded
+        key = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"
+        events = [e for e in prof.key_averages() if getattr(e, key, 0) > 0]
+        total = sum(getattr(e, key) for e in events) or 1.0
+        top = sorted(events, key=lambda e: -getattr(e, key))[:a.profile_rows]
+        out["profile"] = {"scheme": schemes[0], "steps": 20, "by": key, "total_ms_per_step": total / 1000 / 20,
+                          "top": [{"name": e.key[:120], "ms_per_step": getattr(e, key) / 1000 / 20,
+                                   "share": getattr(e, key) / total, "calls_per_step": e.count / 20} for e in top]}
+        save("profile: " + "; ".join(f"{r['name'][:40]} {r['share']:.0%}" for r in out["profile"]["top"][:8]))
+
     # the first scheme's step, then the checks that read RoPE, then the other schemes: a check cut short by its
     # time limit keeps the parts that matter most (the JSON is rewritten after each)
     schemes = a.schemes.split(",")
     step(schemes[0])
     agree()
     mask()
+    if a.profile:
+        profile_step()
     for scheme in schemes[1:]:
         step(scheme)
 
