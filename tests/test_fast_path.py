@@ -366,3 +366,20 @@ def test_cuda_fused_kv_and_no_mask_agree_with_the_plain_path_in_bf16(tiny_cfg):
         _old_mask(model)
         plain = model(x).float()
     assert (fast - plain).abs().max().item() < 0.05
+
+
+def test_window_start_up_until_timed_then_the_largest_timed_one(tmp_path):
+    """A run's estimate = start-up + epochs x seconds per epoch: `startup_s` until a run of this window is timed
+    (120 s compiled: a cold compile), then the largest start-up timed (a warm compile cache shows in the first)."""
+    from workbench.train.sweep import EVAL_SHARE, Window, cost_key
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=["task.n_examples=400", "train.batch_size=64",
+                                                      "train.epochs=3"], store=store)
+    w = Window(1000, store, clock=lambda: 0.0, step_ms={"rope": 100.0}, startup_s=120.0)
+    per = 5 * 0.1 * (1 + EVAL_SHARE)  # 5 steps of 100 ms, with the evaluation's share
+    assert w.estimate(cfg) == pytest.approx(120 + 3 * per)
+    w.start["another kind"] = 15.0
+    assert w.estimate(cfg) == pytest.approx(15 + 3 * per)
+    w.start[cost_key(cfg)], w.measured[cost_key(cfg)] = 2.0, 1.0
+    assert w.estimate(cfg) == pytest.approx(2 + 3 * 1.0)

@@ -229,7 +229,7 @@ class Window:
     finish = start-up + epochs left x seconds per epoch. Both are those of a run of the same `cost_key`: as timed in
     this window (`timed`), else as its metrics say (`learn`, a run of an earlier window); else the epoch from
     `step_ms` (a benchmark's {scheme: ms per training step}) x steps per epoch x (1 + EVAL_SHARE) and the start-up
-    `startup_s` (data, compilation); None when the epoch is unknown."""
+    of `startup`; None when the epoch is unknown."""
 
     def __init__(self, seconds: float, store: RunStore, *, clock: Callable[[], float] = time.monotonic,
                  step_ms: dict[str, float] | None = None, startup_s: float = 0.0):
@@ -310,7 +310,12 @@ class Window:
         if not left:
             return 0.0
         sec = self.per_epoch(cfg)
-        return None if sec is None else self.start.get(cost_key(cfg), self.startup_s) + left * sec
+        return None if sec is None else self.startup(cfg) + left * sec
+
+    def startup(self, cfg: dict[str, Any]) -> float:
+        """`cfg`'s kind's start-up as timed; for a kind not timed, the largest start-up timed in this window (a
+        compile cache warm or cold shows in the first run), else `startup_s`."""
+        return self.start.get(cost_key(cfg), max(self.start.values(), default=self.startup_s))
 
 
 def load_step_ms(path: str | Path | None) -> dict[str, float] | None:
