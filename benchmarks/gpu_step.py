@@ -10,6 +10,8 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
     flash kernels possible); eager only, to spend no compile time on it;
   - agree: `--agree-steps` steps eager and compiled from the same weights on the same batches at dropout 0: the
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
+  - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
+    reduce-overhead), last;
   - profile (`--profile`): 20 compiled steps of the first scheme under torch.profiler, the top kernels by self
     device time a step (self CPU time on CPU);
   - epoch (`--epoch`): two full Task 1 epochs of RoPE through `train(compile=True)`, the data made first (its time
@@ -60,19 +62,20 @@ def batches(cfg: dict, n: int, dev: torch.device, seed: int = 0) -> list[tuple[t
     return out
 
 
-def build(cfg: dict, dev: torch.device, compile: bool):
+def build(cfg: dict, dev: torch.device, compile: bool, mode: str | None = None):
     if compile:
         torch._dynamo.reset()  # each measurement compiles afresh (dynamo's recompile limit is per process)
     model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
     use_fused_dropout(model, cfg["train"].get("fused_attention", False))
     opt = make_optimizer(model, cfg["train"], dev, compile)
-    return model, (torch.compile(model) if compile else model), opt
+    return model, (torch.compile(model, mode=mode) if compile else model), opt
 
 
-def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None):
+def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None,
+              mode: str | None = None):
     """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps); `prof`, a torch.profiler
     profile not yet started, records the steps after the warm-up."""
-    model, fwd, opt = build(cfg, dev, compile)
+    model, fwd, opt = build(cfg, dev, compile, mode)
     params = list(model.parameters())
     tcfg = cfg["train"]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -128,6 +131,8 @@ def main() -> None:
     ap.add_argument("--epoch", action="store_true", help="also one full Task 1 epoch with evaluation (makes data)")
     ap.add_argument("--profile", action="store_true", help="also profile 20 compiled steps of the first scheme")
     ap.add_argument("--profile-rows", type=int, default=25)
+    ap.add_argument("--modes", default="", help="other torch.compile modes to time the first scheme's step in, "
+                                                 "e.g. reduce-overhead (CUDA graphs),max-autotune-no-cudagraphs")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -139,7 +144,7 @@ def main() -> None:
     preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     out: dict = {"device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
-                 "step_ms": {}, "mask": {}, "agree": {}, "epoch": None}
+                 "step_ms": {}, "mask": {}, "agree": {}, "modes": {}, "epoch": None}
 
     def save(what: str) -> None:
         print(what, flush=True)
@@ -211,6 +216,11 @@ def main() -> None:
         profile_step()
     for scheme in schemes[1:]:
         step(scheme)
+    for mode in [m for m in a.modes.split(",") if m]:  # other torch.compile modes of the first scheme's step
+        cfg = tier1_config(schemes[0], preset, a.sets)
+        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=mode)
+        out["modes"][mode] = {"scheme": schemes[0], "compiled_ms": statistics.median(ms), "warmup_s": warm_s}
+        save(f"mode {mode}: {out['modes'][mode]}")
 
     if a.epoch:
         with tempfile.TemporaryDirectory() as tmp:
