@@ -383,3 +383,20 @@ def test_window_start_up_until_timed_then_the_largest_timed_one(tmp_path):
     assert w.estimate(cfg) == pytest.approx(15 + 3 * per)
     w.start[cost_key(cfg)], w.measured[cost_key(cfg)] = 2.0, 1.0
     assert w.estimate(cfg) == pytest.approx(2 + 3 * 1.0)
+
+
+def test_window_splits_a_one_epoch_run_by_the_benchmark(tmp_path):
+    """A run stopped after one epoch (a compile in it) is not read as its epoch time: the benchmark's epoch where
+    shorter, the rest start-up (the H100 window read MLA's 43-s first epoch as 1h47m for 150 epochs)."""
+    from workbench.train.sweep import EVAL_SHARE, Window, cost_key
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=["task.n_examples=400", "train.batch_size=64",
+                                                      "train.epochs=150"], store=store)
+    w = Window(1000, store, clock=lambda: 0.0, step_ms={"rope": 100.0}, startup_s=120.0)
+    w.timed(cfg, 43.0, 1)
+    per = 5 * 0.1 * (1 + EVAL_SHARE)
+    assert w.measured[cost_key(cfg)] == pytest.approx(per) and w.start[cost_key(cfg)] == pytest.approx(43 - per)
+    bare = Window(1000, store, clock=lambda: 0.0)
+    bare.timed(cfg, 43.0, 1)  # no benchmark: the epoch is all it knows
+    assert bare.measured[cost_key(cfg)] == 43.0 and bare.start[cost_key(cfg)] == 0.0

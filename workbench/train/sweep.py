@@ -282,6 +282,10 @@ class Window:
             total, per_wall = new[-1]["wall_s"] - prior, epoch_seconds(new)
             if total > 0 and per_wall is not None:
                 startup = seconds * min(1.0, max(0.0, total - epochs * per_wall) / total)
+        else:  # one epoch cannot split itself: the benchmark's epoch where it is shorter, the rest start-up
+            bench = self._from_step_ms(cfg)
+            if bench is not None and bench < seconds:
+                startup = seconds - bench
         self.measured[key], self.start[key] = (seconds - startup) / epochs, startup
 
     def _from_step_ms(self, cfg: dict[str, Any]) -> float | None:
