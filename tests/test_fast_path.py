@@ -299,18 +299,18 @@ def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_
                 partial=False)
     assert [r["outcome"] for r in out] == ["deferred", "deferred"] and not store.exists(out[0]["id"])
     assert any("its time unknown: no --step-ms entry for 'rope'" in line for line in lines)
-    # with a benchmark's 1 s a step: 30 s start-up (eager, not timed yet) + 2 x 6.5 s = 43 s fits 45 s; once timed
+    # with a benchmark's 1 s a step: 30 s start-up (eager, not timed yet) + 2 x 6 s = 42 s fits 45 s; once timed
     # (10 s a run), the next three fit the 35, 25 and 15 s left, the fifth not the 5 s left
     out = sweep(more | {"seeds": [45, 46, 47, 48, 49]}, store, device="cpu", threads=1, progress=False,
                 deadline=45, clock=clock, log=lines.append, partial=False, step_ms={"rope": 1000.0})
     assert [r["outcome"] for r in out] == ["trained"] * 4 + ["deferred"] and not store.exists(out[4]["id"])
 
-    nope = grid | {"schemes": ["nope"], "seeds": [42]}  # 5 steps x 1 s x 1.3 = 6.5 s an epoch > 5 s
+    nope = grid | {"schemes": ["nope"], "seeds": [42]}  # 5 steps x 1 s x 1.2 = 6 s an epoch > 5 s
     before = clock.now
     out = sweep(nope, store, device="cpu", progress=False, deadline=5, clock=clock, step_ms={"nope": 1000.0},
                 log=lines.append)
     assert [r["outcome"] for r in out] == ["deferred"] and clock.now == before
-    assert "left for the next window (about 0m43s to finish, 0m05s left)" in lines[-2]  # 30 s start-up (eager)
+    assert "left for the next window (about 0m42s to finish, 0m05s left)" in lines[-2]  # 30 s start-up (eager)
     assert not store.exists(out[0]["id"])
     with pytest.raises(ValueError, match="one run after another"):
         sweep(grid, store, device="cpu", deadline=25, workers=2)

@@ -201,8 +201,8 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     return rec
 
 
-EVAL_SHARE = 0.3  # an epoch's evaluation and checkpoint per second of its training (paper preset: H200 eager 1.47 /
-# 5.15 s; H100 compiled, NoPE Task 1, checkpoint every 10: 0.24 / 1.97 s)
+EVAL_SHARE = 0.2  # an epoch's evaluation and checkpoint per second of its training, with a margin: measured 0.12
+# on an H100 (compiled, NoPE Task 1, checkpoint every 10: 0.24 / 1.97 s), 0.29 on an H200 before (eager, every epoch)
 STARTUP_S = {True: 120.0, False: 30.0}  # a run's start-up (data, first epoch's compilation) not yet timed, by
 # `compile`; H100 2026-11-27: RoPE's step compiled cold in 109 s, a NoPE run's first epoch 26 s over the others
 
