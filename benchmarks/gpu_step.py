@@ -10,6 +10,8 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
     flash kernels possible); eager only, to spend no compile time on it;
   - agree: `--agree-steps` steps eager and compiled from the same weights on the same batches at dropout 0: the
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
+  - sdpa (`--sdpa a,b`): RoPE's eager step with SDPA held to each backend in turn (flash, memory-efficient,
+    cuDNN, math), after the other schemes;
   - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
     reduce-overhead), last;
   - profile (`--profile`): 20 compiled steps of the first scheme under torch.profiler, the top kernels by self
@@ -131,6 +133,8 @@ def main() -> None:
     ap.add_argument("--epoch", action="store_true", help="also one full Task 1 epoch with evaluation (makes data)")
     ap.add_argument("--profile", action="store_true", help="also profile 20 compiled steps of the first scheme")
     ap.add_argument("--profile-rows", type=int, default=25)
+    ap.add_argument("--sdpa", default="", help="SDPA backends to time RoPE's eager step with, one at a time, e.g. "
+                                               "flash_attention,efficient_attention,cudnn_attention,math")
     ap.add_argument("--modes", default="", help="other torch.compile modes to time the first scheme's step in, "
                                                  "e.g. reduce-overhead (CUDA graphs),max-autotune-no-cudagraphs")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
@@ -144,7 +148,7 @@ def main() -> None:
     preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     out: dict = {"device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
-                 "step_ms": {}, "mask": {}, "agree": {}, "modes": {}, "epoch": None}
+                 "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {}, "epoch": None}
 
     def save(what: str) -> None:
         print(what, flush=True)
@@ -165,6 +169,21 @@ def main() -> None:
             out["mla_over_rope"] = out["step"]["mla"]["compiled_ms"] / out["step"]["rope"]["compiled_ms"]
         save(f"step {scheme}: eager {row['eager_ms']:.2f} ms, compiled {row['compiled_ms']:.2f} ms "
              f"({row['speedup']:.2f}x; compile {row['compiled_warmup_s']:.1f} s)")
+
+    def backends() -> None:
+        """RoPE's eager step with SDPA held to one backend at a time (flash, memory-efficient, cuDNN, math): which
+        attention kernel the step's time depends on; a backend that cannot run the step is recorded as such."""
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        cfg = tier1_config("rope", preset, a.sets)
+        data = batches(cfg, a.steps + 3, dev)
+        for name in [b for b in a.sdpa.split(",") if b]:
+            try:
+                with sdpa_kernel(getattr(SDPBackend, name.upper())):
+                    out["sdpa"][name] = {"eager": statistics.median(run_steps(cfg, dev, False, data, amp)[0])}
+            except (RuntimeError, AttributeError) as e:
+                out["sdpa"][name] = {"error": str(e).splitlines()[0][:200]}
+        save(f"sdpa: {out['sdpa']}")
 
     def mask() -> None:
         base = tier1_config("rope", preset, a.sets)
@@ -216,6 +235,8 @@ def main() -> None:
         profile_step()
     for scheme in schemes[1:]:
         step(scheme)
+    if a.sdpa:
+        backends()
     for mode in [m for m in a.modes.split(",") if m]:  # other torch.compile modes of the first scheme's step
         cfg = tier1_config(schemes[0], preset, a.sets)
         ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=mode)

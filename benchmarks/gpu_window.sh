@@ -50,7 +50,7 @@ torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 |
 say "environment ready"
 
 if [ "$check" = 1 ]; then
-  PYTHON="$py" EPOCH=${EPOCH:-0} T_TESTS=${T_TESTS:-45} T_STEP=${T_STEP:-200} bash benchmarks/gpu_check.sh "$out/check" ${CHECK_ARGS:---steps 50 --profile --modes reduce-overhead}
+  PYTHON="$py" EPOCH=${EPOCH:-0} T_TESTS=${T_TESTS:-45} T_STEP=${T_STEP:-200} bash benchmarks/gpu_check.sh "$out/check" ${CHECK_ARGS:---steps 50 --profile --sdpa flash_attention,efficient_attention,cudnn_attention --modes reduce-overhead}
   [ -f "$out/check/step_ms.json" ] && step_ms="$out/check/step_ms.json"
   say "check done"
 fi
