@@ -272,13 +272,9 @@ class Window:
             return
         key, rid = cost_key(cfg), self.store.run_id(cfg)
         rows = self.store.get(rid).metric_rows() if self.store.exists(rid) else []
-        startup = 0.0
-        if len(rows) > epochs > 1:
-            prior = rows[-epochs - 1].get("wall_s", 0.0)
-        else:
-            prior = 0.0
-        new = rows[-epochs:] if len(rows) >= epochs else []
+        startup, new = 0.0, rows[-epochs:] if len(rows) >= epochs else []
         if len(new) > 1:
+            prior = rows[-epochs - 1].get("wall_s", 0.0) if len(rows) > epochs else 0.0  # the session's start
             total, per_wall = new[-1]["wall_s"] - prior, epoch_seconds(new)
             if total > 0 and per_wall is not None:
                 startup = seconds * min(1.0, max(0.0, total - epochs * per_wall) / total)
