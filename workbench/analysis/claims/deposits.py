@@ -176,6 +176,13 @@ def _rope_absolute_claim(store, runs, th) -> dict:
     return _row(claim, paper, "paper", verdict, ev, list(sub.run_id) + list(full.run_id), **extra)
 
 
+def _summaries(store, runs, setting: str, scheme: str, task: str):
+    """(the runs of a cell, its settled runs, settled run id -> its `head_summary` table)."""
+    all_sub = _runs(runs, setting, scheme, task)
+    sub = _settled(all_sub)
+    return all_sub, sub, _stored(store, sub["run_id"], "head_summary")
+
+
 def _causal_claims(store, runs, th) -> list[dict]:
     """Beyond zero-ablation (issue 14), from each run's `head_summary` table (votes of ablation, patching, probe
     and direct logit attribution): does RoPE's ablation deposit head also carry the distance, and does MLA have a
@@ -184,9 +191,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
     out = []
     claim = "RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1"
     for setting in ("paper", "authors"):
-        all_sub = _runs(runs, setting, "rope", "trigger-distance")
-        sub = _settled(all_sub)
-        hs = _stored(store, sub["run_id"], "head_summary")
+        all_sub, sub, hs = _summaries(store, runs, setting, "rope", "trigger-distance")
         agree, notes = [], []
         for r in sub.itertuples():
             if r.run_id not in hs:
@@ -211,9 +216,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
     claim = "MLA has no head that a causal method and a second method mark as a deposit head"
     for setting in ("paper", "authors-mla"):
         for task in TASKS:
-            all_sub = _runs(runs, setting, "mla", task)
-            sub = _settled(all_sub)
-            hs = _stored(store, sub["run_id"], "head_summary")
+            all_sub, sub, hs = _summaries(store, runs, setting, "mla", task)
             agree, notes = [], []
             for r in sub.itertuples():
                 if r.run_id not in hs:
