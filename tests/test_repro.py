@@ -733,6 +733,12 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
     fig = study_map(st)
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
+    half = study_table(store, frame[frame.data_seed != 44])  # data seed 44 not shipped yet: an interim look
+    early = study_readouts(half).set_index(["group", "scheme", "readout"])
+    assert early.loc[("study", "rope", "largest deposit in layer 0")].decision == "mixed (interim: 10 of 20 runs)"
+    assert early.loc[("study", "mla", "largest drop of any head < threshold")].decision.endswith(
+        "(few runs; interim: 10 of 20 runs)")  # seed 54 not settled: 9 counted
+    assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == "mixed (few runs)"
     empty = study_table(store, frame[frame.data_seed == 42])
     assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty))
 

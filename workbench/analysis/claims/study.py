@@ -60,16 +60,28 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
                            ignore_index=True)
 
 
+def _decided(s: dict, interim: str) -> str:
+    """A share decision with its marks: "(few runs)" under the registered minimum, and the interim note."""
+    marks = ["few runs"] * bool(s["few"] and s["n"]) + [interim] * bool(interim and s["n"])
+    return s["verdict"] + (f" ({'; '.join(marks)})" if marks else "")
+
+
 def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     """The study's registered readouts per (group, scheme), from `study_table`: counted runs (with the table the
     readout reads) of how many; for RoPE the share with the largest deposit in layer 0 (deciding) and in layer
     <= 1, each with its Wilson interval and the share decision, at 0.05 (and 0.10 beside); for MLA the largest
-    drop's distribution and the share below 0.05 and below 0.10. The two groups are never pooled."""
+    drop's distribution and the share below 0.05 and below 0.10. The two groups are never pooled. A study decision
+    taken before all its registered runs (training x data seeds) are shipped says "interim: k of N runs": the
+    registered rule applied to what has finished, not the study's answer."""
     th = Thresholds()
+    reg = load_registry().study
+    planned = len(reg["train_seeds"]) * len(reg["data_seeds"])
     cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
             "decision_010"]
     rows = []
     for (group, scheme), g in st.groupby(["group", "scheme"], sort=False):
+        interim = f"interim: {len(g)} of {planned} runs" if group == "study" and len(g) < planned else ""
+
         c = g[g.counted & g["has_ablation" if scheme == "mla" else "has_deposit"]]  # a table not shipped: not read
         base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
                 "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
@@ -82,8 +94,7 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
         for name, a5, a10 in reads:
             s5, s10 = share(list(a5), th), share(list(a10), th)
             rows.append({**base, "readout": name, "at_005": s5["text"], "at_010": s10["text"],
-                         "decision": s5["verdict"] + (" (few runs)" if s5["few"] and s5["n"] else ""),
-                         "decision_010": s10["verdict"] + (" (few runs)" if s10["few"] and s10["n"] else "")})
+                         "decision": _decided(s5, interim), "decision_010": _decided(s10, interim)})
         if scheme == "mla" and len(c):
             d = c.largest_drop.dropna()
             rows.append({**base, "readout": "largest drop of any head: min / median / max",
