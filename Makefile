@@ -43,13 +43,15 @@ REPRO_RUNS ?= runs-repro
 CPU_RUN  := OMP_WAIT_POLICY=PASSIVE nice -n 10 $(VENV)/bin/workbench
 CPU_SHIP := OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 nice -n 10 $(VENV)/bin/workbench ship
 TIER ?= 1
+COMPARE  := $(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png \
+            --study-figure docs/img/findings_study.png
 repro: $(STAMP)
 	$(CPU_RUN) sweep grids/repro.toml --tier $(TIER) --workers 2 --threads 1 --quiet --root $(REPRO_RUNS) \
 	    --shipped results/repro & sweep=$$!; \
 	$(CPU_SHIP) --grid grids/repro.toml --tier $(TIER) --root $(REPRO_RUNS) --to results/repro --follow 60; \
 	wait $$sweep; rc=$$?; \
 	$(CPU_SHIP) --grid grids/repro.toml --tier $(TIER) --root $(REPRO_RUNS) --to results/repro && exit $$rc
-	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
+	$(COMPARE)
 
 # The scale ladder (docs/reproduction.md#the-scale-ladder): the deciding settings at repro-long, repro-paperdata,
 # repro-wide (and repro-paperdata-long), seed 42, into the same store; shipped beside the repro runs, compared with them in COMPARISON.md.
@@ -59,7 +61,7 @@ ladder: $(STAMP)
 	$(CPU_SHIP) --grid grids/ladder.toml --root $(REPRO_RUNS) --to results/repro --follow 60; \
 	wait $$sweep; rc=$$?; \
 	$(CPU_SHIP) --grid grids/ladder.toml --root $(REPRO_RUNS) --to results/repro && exit $$rc
-	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
+	$(COMPARE)
 
 # The registered seed study (docs/preregistration.md, grids/study.toml): tier $(TIER) (1: RoPE and MLA on Task 1 at
 # repro-long, 10 training x 2 data seeds each) into the same store, one niced worker packing 2 seeds (the other core
@@ -72,7 +74,7 @@ study: $(STAMP)
 	wait $$sweep; rc=$$?; \
 	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
 	    --to results/repro && exit $$rc
-	$(VENV)/bin/workbench compare results/repro --readme README.md --figure docs/img/findings_table1.png
+	$(COMPARE)
 
 # The paper-scale reproduction in a lent GPU window (docs/training.md, "One GPU window"): benchmarks/gpu_window.sh
 # installs the wheels the image lacks from .whl/ (git-ignored, carried), trains what fits of tier $(TIER) of

@@ -102,6 +102,13 @@ def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
     text = readme.read_text()
     assert "old" not in text and text.endswith("rest\n") and text.count("findings:start") == 1
     assert "Task 1 PE-Lab" in text and "(results/COMPARISON.md)" in text
+    from workbench.figures.export import find_browser
+    if find_browser():  # the study map exported and shown in the block (static export needs chromium)
+        res = CliRunner().invoke(app, ["compare", str(base / "results"), "--grid", "grids/repro.toml", "--readme",
+                                       str(readme), "--study-figure", str(base / "img" / "study.svg")])
+        assert res.exit_code == 0, res.output
+        assert (base / "img" / "study.svg").read_text().startswith("<svg")
+        assert "](img/study.svg)" in readme.read_text() and "- no study run has finished yet" in readme.read_text()
 
 
 def test_comparison_names_the_runs_shipped_without_a_deposit_table(shipped, tmp_path):
@@ -467,7 +474,8 @@ def test_the_shipped_comparison_is_what_its_tables_give():
 
 def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
     """The repository's results/repro: every run finished, no weights, under the issue's 30 MB; the README's findings
-    block is what `workbench compare --readme README.md --figure docs/img/findings_table1.png` writes from it."""
+    block is what `make study`'s `workbench compare --readme README.md --figure docs/img/findings_table1.png
+    --study-figure docs/img/findings_study.png` writes from it."""
     from pathlib import Path
 
     from workbench.report.comparison import README_END, README_START, readme_block
@@ -483,7 +491,8 @@ def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
     assert sum(p.stat().st_size for p in files) < 30e6
     readme = (repo / "README.md").read_text()
     block = readme[readme.index(README_START):readme.index(README_END) + len(README_END)]
-    assert block.strip() == readme_block(store, "docs/img/findings_table1.png", "results/repro").strip()
+    assert block.strip() == readme_block(store, "docs/img/findings_table1.png", "results/repro",
+                                         study_figure="docs/img/findings_study.png").strip()
 
 
 @pytest.mark.parametrize("task", ["trigger-distance", "trigger-count"])
@@ -709,7 +718,7 @@ def _study_store():
 def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_ones():
     from workbench.analysis.claims import study_readouts, study_table
     from workbench.figures.study import study_map
-    from workbench.report.comparison import _study_section
+    from workbench.report.comparison import _study_section, study_lines
 
     store, frame = _study_store()
     st = study_table(store, frame)
@@ -739,8 +748,16 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert early.loc[("study", "mla", "largest drop of any head < threshold")].decision.endswith(
         "(few runs; interim: 10 of 20 runs)")  # seed 54 not settled: 9 counted
     assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == "mixed (few runs)"
+    readme = "\n".join(study_lines(half, "docs/img/findings_study.png"))
+    assert "20 of 40 shipped so far" in readme
+    assert ("- RoPE, largest deposit in layer 0, at 0.05: 8 of 10 counted runs agree, Wilson 95 % [0.49, 0.94]: "
+            "**mixed (interim: 10 of 20 runs)**") in readme
+    assert "layer <= 1 (second reading), at 0.05: 10 of 10 counted runs agree, Wilson 95 % [0.72, 1.00]\n" in readme
+    assert readme.endswith("(docs/img/findings_study.png)")
+    assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st))
     empty = study_table(store, frame[frame.data_seed == 42])
     assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty))
+    assert study_lines(empty)[-1] == "- no study run has finished yet"
 
 
 def test_the_seed_study_does_not_read_a_run_without_its_table_as_a_disagreement():

@@ -255,6 +255,9 @@ def compare_cmd(
                                           help="also fill this file's <!-- findings:start/end --> block"),
     figure: Optional[Path] = typer.Option(None, "--figure", help="also export the Table 1 figure (png/svg/pdf; "
                                           "needs chromium) and show it in the --readme block"),
+    study_figure: Optional[Path] = typer.Option(None, "--study-figure", help="also export the seed study's map "
+                                                "(layer x run; png/svg/pdf; needs chromium) and show it in the "
+                                                "--readme block"),
     paper: Optional[Path] = typer.Option(None, "--paper", help="the paper-scale (GPU) results store for the "
                                          "'at paper scale' column (default: paper/ beside RESULTS, e.g. results/paper)"),
 ) -> None:
@@ -270,16 +273,22 @@ def compare_cmd(
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper,
                             judged=judged)
     typer.echo(f"wrote {path}")
-    if figure is not None:
+    if figure is not None or study_figure is not None:
+        from workbench.analysis.claims import study_table
         from workbench.figures import FIGURES
         from workbench.figures.export import write_figure
 
-        write_figure(FIGURES["table1"](table1(judged.runs)), figure, width=1100, height=480)
-        typer.echo(f"wrote {figure}")
+        for path, fig, height in ((figure, lambda: FIGURES["table1"](table1(judged.runs)), 480),
+                                  (study_figure, lambda: FIGURES["study_map"](study_table(store, judged.runs_all)), 420)):
+            if path is not None:
+                write_figure(fig(), path, width=1100, height=height)
+                typer.echo(f"wrote {path}")
     if readme is not None:
-        rel = None if figure is None else Path(figure).resolve().relative_to(readme.resolve().parent).as_posix()
-        results_rel = Path(results).resolve().relative_to(readme.resolve().parent).as_posix()
-        atomic_write_text(readme, replace_block(readme.read_text(), readme_block(store, rel, results_rel, judged)))
+        here = readme.resolve().parent
+        rel = [None if p is None else Path(p).resolve().relative_to(here).as_posix() for p in (figure, study_figure)]
+        results_rel = Path(results).resolve().relative_to(here).as_posix()
+        block = readme_block(store, rel[0], results_rel, judged, study_figure=rel[1])
+        atomic_write_text(readme, replace_block(readme.read_text(), block))
         typer.echo(f"updated the findings block of {readme}")
 
 

@@ -64,12 +64,15 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
         if off:
             fig.add_trace(go.Scatter(x=off, y=[-0.8] * len(off), mode="markers", marker=dict(symbol="x", size=8,
                                      color=style.BASELINE_COLOR), name="not counted (not learned or not settled)",
-                                     showlegend=i == 1, meta={"baseline": "not counted"}), row=1, col=i)
+                                     showlegend=False, meta={"baseline": "not counted"}), row=1, col=i)
         fig.update_yaxes(autorange=False, title_text="layer" if i == 1 else None, tickmode="array",
                          tickvals=list(range(n_layers)),
                          range=[n_layers + 0.2, -1.2], row=1, col=i)
         fig.update_xaxes(title_text="run (training seed, data seed)", tickangle=-60, row=1, col=i)
-    return style.layout(fig, title, height=380)
+    fig.add_annotation(text="x above a run: not counted (not learned or not settled); *: trained before the "
+                            "registration, shown beside, never pooled", xref="paper", yref="paper", x=0, y=1.0,
+                       yshift=26, showarrow=False, xanchor="left", yanchor="bottom", font=dict(size=11))
+    return style.layout(fig, title, height=420, margin=dict(l=70, r=30, t=110, b=60))
 
 
 FIGURES = {"study_map": study_map}

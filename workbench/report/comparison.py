@@ -18,8 +18,8 @@ import pandas as pd
 from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, BaseClaims, Thresholds,
                                        all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
-                                       rung_seed_cells, run_table, scheme_overview, seed_verdict, study_readouts,
-                                       study_table, table1, thresholds_table, verdict_summary)
+                                       planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
+                                       study_readouts, study_table, table1, thresholds_table, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -338,7 +338,7 @@ def _study_section(st: pd.DataFrame, reads: pd.DataFrame) -> str:
             f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
             "trained before the registration (seeds 42-44, data seed 42) are shown beside it, never pooled.")
     n = int((st.group == "study").sum()) if len(st) else 0
-    want = len(study["schemes"]) * len(study["train_seeds"]) * len(study["data_seeds"])
+    want = planned_runs(all_schemes=True)
     out = [lead, "", f"Study runs shipped: {n} of {want}" + (" (none has finished yet: `make study` continues it; "
                                                                 "nothing below decides the headline questions)"
                                                                 if n == 0 else "") + ".", ""]
@@ -577,10 +577,11 @@ README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
 def readme_block(store, figure: str | None = None, results: str = "results/repro",
-                 judged: BaseClaims | None = None) -> str:
-    """The README's findings: the scale disclaimer, Table 1 side by side and the verdict counts, linking
-    COMPARISON.md (generated); `judged`: the claims COMPARISON.md was written from (`base_claims`), judged
-    again when not given."""
+                 judged: BaseClaims | None = None, study_figure: str | None = None) -> str:
+    """The README's findings: the scale disclaimer, Table 1 side by side and the verdict counts, the seed study's
+    readouts so far (interim until all its registered runs are shipped), linking COMPARISON.md (generated);
+    `figure` / `study_figure`: the Table 1 and study-map images to show (paths relative to the README);
+    `judged`: the claims COMPARISON.md was written from (`base_claims`), judged again when not given."""
     from workbench.train.presets import LADDER, scale_disclaimer
 
     judged = base_claims(store, run_table(store), LADDER) if judged is None else judged
@@ -597,12 +598,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
               for q, g in judged.answers.groupby("question", sort=False)]
-    st = study_table(store, runs_all)
-    n_study, want = int((st.group == "study").sum()) if len(st) else 0, _study_size()
-    lines += ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`, "
-                  f"{want} runs): {n_study} of {want} shipped"
-                  + (" so far; the headline questions wait for it (COMPARISON.md, \"The seed study\")."
-                     if n_study < want else "; its readouts are in COMPARISON.md, \"The seed study\".")]
+    lines += study_lines(study_table(store, runs_all), study_figure)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
@@ -610,9 +606,26 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     return "\n".join(lines)
 
 
-def _study_size() -> int:
-    st = load_registry().study
-    return len(st["schemes"]) * len(st["train_seeds"]) * len(st["data_seeds"])
+def study_lines(st: pd.DataFrame, figure: str | None = None) -> list[str]:
+    """The README's seed-study paragraph: how many of its registered runs are shipped, then each deciding readout
+    of the study group (`study_readouts`) with its decision (the second reading, layer <= 1, without: it never
+    decides), and the study map (`figure`) when given."""
+    want = planned_runs(all_schemes=True)
+    n_study = int((st.group == "study").sum()) if len(st) else 0
+    lines = ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`, "
+                 f"{want} runs): {n_study} of {want} shipped"
+                 + (" so far" if n_study < want else "") + "; readouts under the registered rules "
+                 "(COMPARISON.md, \"The seed study\"):", ""]
+    reads = study_readouts(st) if len(st) else pd.DataFrame(columns=["group", "decision"])
+    reads = reads[(reads.group == "study") & (reads.decision != "")]
+    lines += [f"- {scheme_label(r.scheme)}, {r.readout}, at 0.05: {r.at_005}"
+              + ("" if "second reading" in r.readout else f": **{r.decision}**"
+                 + ("" if r.decision_010 == r.decision else f"; at 0.10: **{r.decision_010}**"))
+              for r in reads.itertuples()] or ["- no study run has finished yet"]
+    if figure:
+        lines += ["", f"![The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall]"
+                      f"({figure})"]
+    return lines
 
 
 def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:

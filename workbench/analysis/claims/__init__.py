@@ -39,4 +39,4 @@ from .judge import claims
 from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUMNS, every_seed_claims, rung_claims,
                            ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
                            ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells)
-from .study import STUDY_COLUMNS, study_runs, study_table, study_readouts
+from .study import STUDY_COLUMNS, planned_runs, study_runs, study_table, study_readouts

@@ -16,6 +16,13 @@ STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counte
                  "largest_drop_head", "has_deposit", "has_ablation", "test_acc", "run_id"]
 
 
+def planned_runs(all_schemes: bool = False) -> int:
+    """The registered study's runs a scheme, training seeds x data seeds (tier 1 of grids/study.toml); with
+    `all_schemes`, of all its schemes."""
+    st = load_registry().study
+    return len(st["train_seeds"]) * len(st["data_seeds"]) * (len(st["schemes"]) if all_schemes else 1)
+
+
 def study_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs the registered seed study reads: its preset, the `paper` arch, its task and schemes (full, not
     partial), with a `group` column: "study" for its registered training x data seeds, "pre-registration" for the
@@ -74,8 +81,7 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     taken before all its registered runs (training x data seeds) are shipped says "interim: k of N runs": the
     registered rule applied to what has finished, not the study's answer."""
     th = Thresholds()
-    reg = load_registry().study
-    planned = len(reg["train_seeds"]) * len(reg["data_seeds"])
+    planned = planned_runs()
     cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
             "decision_010"]
     rows = []
