@@ -64,14 +64,17 @@ ladder: $(STAMP)
 	$(COMPARE)
 
 # The registered seed study (docs/preregistration.md, grids/study.toml): tier $(TIER) (1: RoPE and MLA on Task 1 at
-# repro-long, 10 training x 2 data seeds each) into the same store, one niced worker packing 2 seeds (the other core
-# stays free); each run is shipped lean (metrics, zero-ablation and its deposit table) as it finishes.
+# repro-long, 10 training x 2 data seeds each) into the same store, $(SWEEPS) niced sweep(s) each packing 2 seeds
+# (run locks keep them apart: SWEEPS=2 uses both cores, about twice the rate; the default leaves one core free);
+# each run is shipped lean (metrics, zero-ablation and its deposit table) as it finishes.
+SWEEPS ?= 1
 study: $(STAMP)
-	$(CPU_RUN) sweep grids/study.toml --tier $(TIER) --workers 1 --threads 1 --pack 2 --quiet --root $(REPRO_RUNS) \
-	    --shipped results/repro & sweep=$$!; \
+	pids=; for i in $$(seq $(SWEEPS)); do \
+	    $(CPU_RUN) sweep grids/study.toml --tier $(TIER) --workers 1 --threads 1 --pack 2 --quiet \
+	        --root $(REPRO_RUNS) --shipped results/repro & pids="$$pids $$!"; sleep 20; done; \
 	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
 	    --to results/repro --follow 120; \
-	wait $$sweep; rc=$$?; \
+	rc=0; for p in $$pids; do wait $$p || rc=$$?; done; \
 	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
 	    --to results/repro && exit $$rc
 	$(COMPARE)
