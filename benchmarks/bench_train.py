@@ -162,6 +162,7 @@ def time_steps(step, n, device) -> tuple[float, int]:
 def bench(task: str, scheme: str, scale: str, s: dict, device: torch.device, steps: int, repeats: int,
           compile: bool, use_sdpa: bool = True) -> dict:
     from workbench.model import ModelConfig, PEClassifier
+    from workbench.train.loop import compiled
 
     cuda = device.type == "cuda"
     ours_b, vocab, n_classes = real_batches(task, scale, s["batch"], steps, "length", True, device)
@@ -177,7 +178,7 @@ def bench(task: str, scheme: str, scale: str, s: dict, device: torch.device, ste
     n_ref = sum(p.numel() for p in ref.parameters())
     opt_ours = torch.optim.AdamW(ours.parameters(), lr=1e-4, fused=cuda)
     opt_ref = torch.optim.AdamW(ref.parameters(), lr=1e-4)
-    fwd = torch.compile(ours) if compile else ours
+    fwd = compiled(ours, ours_b[0][0], cuda) if compile else ours
     steps_ours, steps_ref = step_fn(fwd, opt_ours, ours_b, amp=cuda), step_fn(ref, opt_ref, ref_b, amp=False)
     for step in (steps_ours, steps_ref):  # warm-up (and compilation)
         time_steps(step, 3, device)

@@ -45,7 +45,7 @@ from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model.attention import use_fused_dropout  # noqa: E402
 from workbench.store import RunStore  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
-from workbench.train.loop import make_optimizer, set_lr, train_step  # noqa: E402
+from workbench.train.loop import compiled, make_optimizer, set_lr, train_step  # noqa: E402
 from workbench.train.presets import task_spec  # noqa: E402
 
 TIER1 = {"rope": ("rope", "authors"), "nope": ("nope", "authors"), "mla": ("mla", "authors-mla")}
@@ -64,20 +64,21 @@ def batches(cfg: dict, n: int, dev: torch.device, seed: int = 0) -> list[tuple[t
     return out
 
 
-def build(cfg: dict, dev: torch.device, compile: bool, mode: str | None = None):
+def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None):
+    """(model, what the step calls: the model or `loop.compiled(model, ...)` as `train` compiles it, AdamW)."""
     if compile:
         torch._dynamo.reset()  # each measurement compiles afresh (dynamo's recompile limit is per process)
     model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
     use_fused_dropout(model, cfg["train"].get("fused_attention", False))
     opt = make_optimizer(model, cfg["train"], dev, compile)
-    return model, (torch.compile(model, mode=mode) if compile else model), opt
+    return model, (compiled(model, example, amp, mode) if compile else model), opt
 
 
 def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None,
               mode: str | None = None):
     """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps); `prof`, a torch.profiler
     profile not yet started, records the steps after the warm-up."""
-    model, fwd, opt = build(cfg, dev, compile, mode)
+    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode)
     params = list(model.parameters())
     tcfg = cfg["train"]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)

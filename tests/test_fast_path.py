@@ -113,7 +113,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from workbench.store import RunStore  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
 from workbench.train import loop  # noqa: E402
-from workbench.train.loop import (counted_loss, make_optimizer, pad_batch, set_lr, train_step,  # noqa: E402
+from workbench.train.loop import (compiled, counted_loss, make_optimizer, pad_batch, set_lr, train_step,  # noqa: E402
                                   trim)
 
 TINY = ["train.epochs=2", "task.n_examples=400"]
@@ -183,6 +183,30 @@ def test_the_training_step_reads_nothing_back_to_the_host(tiny_cfg):
                  lambda: torch.equal(t, t)):
         with pytest.raises(AssertionError, match="host synchronisation"), NoHostSync():
             read()
+
+
+def test_a_compiled_model_with_position_tables_compiles_once(tiny_cfg):
+    """`loop.compiled` fills the per-length position tables (RoPE's cos/sin, the sinusoidal input table) in one
+    eager eval-mode forward before compiling: left to the first compiled call, they were filled inside its trace,
+    the guards on the caches failed at the next call and the whole model compiled again. The forward draws no
+    random numbers, and the compiled steps then run without a recompile."""
+    import torch._dynamo
+
+    model = _model(tiny_cfg, "rope+sinusoidal", n_layers=1, dropout=0.1).train()
+    opt = make_optimizer(model, {"lr": 1e-3, "betas": [0.9, 0.99], "weight_decay": 1e-5}, torch.device("cpu"),
+                         compile=True)
+    xb, yb = _tokens(n=8), torch.arange(8) % 6
+    torch._dynamo.reset()
+    rng = torch.get_rng_state()
+    fwd = compiled(model, xb, amp=False)
+    assert torch.equal(torch.get_rng_state(), rng) and model.training
+    assert model.pos_embed._cache and all(b.attn._cache for b in model.blocks)
+    sums = (torch.zeros(()), torch.zeros((), dtype=torch.long), torch.zeros((), dtype=torch.long))
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for _ in range(3):
+            train_step(fwd, opt, list(model.parameters()), xb, yb, None, sums, ignore=None, amp=False,
+                       grad_clip=1.0)
+    assert sums[2].item() == 24 and torch.isfinite(sums[0])
 
 
 def test_compiled_training_agrees_with_eager_and_pads_its_last_batch(tmp_path):

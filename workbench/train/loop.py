@@ -223,6 +223,20 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
             group["lr"] = lr
 
 
+def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None):
+    """torch.compile(model, mode=mode), after one eager forward of `example[:1]` in eval mode without gradients
+    under the step's autocast. That forward fills the position tables a scheme caches per length (RoPE's cos/sin,
+    a fixed input PE's table) with the eager path's values; left to the first compiled call, they are filled
+    inside its trace, its guards fail on the next call and the whole model compiles a second time (the paper
+    model on CPU: 45 s, then 12-14 s more; docs/training.md). Eval mode: no dropout, so no RNG is drawn."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad(), torch.autocast(example.device.type, dtype=torch.bfloat16, enabled=amp):
+        model(example[:1])
+    model.train(was_training)
+    return torch.compile(model, mode=mode)
+
+
 def train_step(fwd, opt: torch.optim.Optimizer, params: list, xb: torch.Tensor, yb: torch.Tensor,
                valid: torch.Tensor | None, sums: tuple, *, ignore: int | None, amp: bool,
                grad_clip: float | None) -> None:
@@ -455,7 +469,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                       f"{started_threads})", stacklevel=2)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
-    fwd = torch.compile(model) if compile else model
+    fwd = compiled(model, x_train[:1], amp) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
