@@ -278,11 +278,12 @@ def compare_cmd(
         from workbench.figures import FIGURES
         from workbench.figures.export import write_figure
 
-        for path, fig, height in ((figure, lambda: FIGURES["table1"](table1(judged.runs)), 480),
-                                  (study_figure, lambda: FIGURES["study_map"](study_table(store, judged.runs_all)), 420)):
-            if path is not None:
-                write_figure(fig(), path, width=1100, height=height)
-                typer.echo(f"wrote {path}")
+        if figure is not None:
+            write_figure(FIGURES["table1"](table1(judged.runs)), figure, width=1100, height=480)
+            typer.echo(f"wrote {figure}")
+        if study_figure is not None:
+            write_figure(FIGURES["study_map"](study_table(store, judged.runs_all)), study_figure, width=1100, height=420)
+            typer.echo(f"wrote {study_figure}")
     if readme is not None:
         here = readme.resolve().parent
         rel = [None if p is None else Path(p).resolve().relative_to(here).as_posix() for p in (figure, study_figure)]

@@ -87,7 +87,6 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (group, scheme), g in st.groupby(["group", "scheme"], sort=False):
         interim = f"interim: {len(g)} of {planned} runs" if group == "study" and len(g) < planned else ""
-
         c = g[g.counted & g["has_ablation" if scheme == "mla" else "has_deposit"]]  # a table not shipped: not read
         base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
                 "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
