@@ -76,8 +76,7 @@ def _computed(store) -> dict:
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
-    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table,
-                                           study_table, table1)
+    from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
@@ -99,7 +98,7 @@ def _computed(store) -> dict:
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": study_table(store, runs_all)})
+            "study": judged.study})
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 

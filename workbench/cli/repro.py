@@ -274,7 +274,6 @@ def compare_cmd(
                             judged=judged)
     typer.echo(f"wrote {path}")
     if figure is not None or study_figure is not None:
-        from workbench.analysis.claims import study_table
         from workbench.figures import FIGURES
         from workbench.figures.export import write_figure
 
@@ -282,7 +281,7 @@ def compare_cmd(
             write_figure(FIGURES["table1"](table1(judged.runs)), figure, width=1100, height=480)
             typer.echo(f"wrote {figure}")
         if study_figure is not None:
-            write_figure(FIGURES["study_map"](study_table(store, judged.runs_all)), study_figure, width=1100, height=420)
+            write_figure(FIGURES["study_map"](judged.study), study_figure, width=1100, height=420)
             typer.echo(f"wrote {study_figure}")
     if readme is not None:
         here = readme.resolve().parent

@@ -19,7 +19,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
-                                       study_readouts, study_table, table1, thresholds_table, verdict_summary)
+                                       study_readouts, table1, thresholds_table, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -394,7 +394,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     runs_all, base, runs, cl = judged.runs_all, judged.base, judged.runs, judged.claims
     lad, rungs, seeded = judged.ladder, judged.rungs, judged.seeded
     t1 = with_paper_scale_table1(table1(runs), paper_root)
-    study = study_table(store, runs_all)
+    study = judged.study
     cl = with_paper_scale_claims(cl, paper_root)
     parts = [
         f"# The core paper at the `{base}` preset (CPU): comparison",
@@ -598,7 +598,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
               for q, g in judged.answers.groupby("question", sort=False)]
-    lines += study_lines(study_table(store, runs_all), study_figure)
+    lines += study_lines(judged.study, study_figure)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
