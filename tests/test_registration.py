@@ -46,6 +46,7 @@ def test_registry_is_complete_and_its_numbers_are_the_registered_ones():
     (lambda d: d["claim"][0].update(decision="vote"), "is not one of"),
     (lambda d: d["claim"][1].update(id=d["claim"][0]["id"]), "twice"),
     (lambda d: d["study"]["claims"].append("no-such-claim"), "not registered"),
+    (lambda d: d["study"]["tier2"]["claims"].append("no-such-claim"), "not registered"),
     (lambda d: d["claim"][0].pop("agree"), "needs `agree`"),
 ])
 def test_a_broken_registry_names_the_claim_and_field(mutate, message):
@@ -63,6 +64,12 @@ def test_the_study_grid_trains_exactly_the_registered_seeds():
     want = {(s, t, d, study["preset"], study["task"]) for s in study["schemes"] for t in study["train_seeds"]
             for d in study["data_seeds"]}
     assert got == want and len(points) == len(want) == 40
+    t2 = study["tier2"]  # tier 2 likewise: its grid tier trains exactly the seeds registered in [study.tier2]
+    points = grid_points(load_grid(ROOT / study["grid"]), tiers=[t2["grid_tier"]])
+    got = {(p["scheme"], p["seed"], dict(p["sets"]).get("task.seed"), p["preset"], p["task"]) for p in points}
+    want = {(s, t, d, t2["preset"], t2["task"]) for s in t2["schemes"] for t in t2["train_seeds"]
+            for d in t2["data_seeds"]}
+    assert got == want and len(points) == 28
 
 
 def test_data_seeds_are_a_grid_axis_and_name_the_run():

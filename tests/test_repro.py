@@ -738,7 +738,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert mla.at_005.startswith("12 of 18") and mla.at_010.startswith("18 of 18")  # 0.07: below 0.10 only
     assert mla.decision == "mixed" and mla.decision_010 == "reproduced"
     assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
-    text = _study_section(st, study_readouts(st))
+    text = _study_section(st, study_readouts(st), frame)
     assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
     fig = study_map(st)
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
@@ -748,16 +748,65 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert early.loc[("study", "mla", "largest drop of any head < threshold")].decision.endswith(
         "(few runs; interim: 10 of 20 runs)")  # seed 54 not settled: 9 counted
     assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == "mixed (few runs)"
-    readme = "\n".join(study_lines(half, "docs/img/findings_study.png"))
+    readme = "\n".join(study_lines(half, frame, "docs/img/findings_study.png"))
     assert "20 of 40 shipped so far" in readme
     assert ("- RoPE, largest deposit in layer 0, at 0.05: 8 of 10 counted runs agree, Wilson 95 % [0.49, 0.94]: "
             "**mixed (interim: 10 of 20 runs)**") in readme
     assert "layer <= 1 (second reading), at 0.05: 10 of 10 counted runs agree, Wilson 95 % [0.72, 1.00]\n" in readme
-    assert readme.endswith("(docs/img/findings_study.png)")
-    assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st))
+    assert "(docs/img/findings_study.png)\n\nTier 2 (NoPE vs RoPE" in readme
+    assert readme.endswith("- no pair has finished yet")  # no tier-2 run in this store
+    assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st, frame))
     empty = study_table(store, frame[frame.data_seed == 42])
-    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty))
-    assert study_lines(empty)[-1] == "- no study run has finished yet"
+    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty), frame)
+    assert "- no study run has finished yet" in study_lines(empty, frame)
+
+
+def _tier2_frame(nope_minus_rope, still_learning=()):
+    """Tier 2's runs by hand: NoPE and RoPE on Task 2 at repro-paperdata-long, training seeds 45-51 x data seeds
+    43-44 (the study) and seeds 42-44 of data seed 42 (before the registration, still learning); RoPE at 0.70 and
+    NoPE at 0.70 + `nope_minus_rope(i)` on the i-th study pair; `still_learning`: study pairs whose NoPE run is."""
+    rows, i = [], 0
+    for seed, data in [(s, d) for d in (43, 44) for s in range(45, 52)] + [(s, 42) for s in (42, 43, 44)]:
+        pre = data == 42
+        for scheme, acc in (("rope", 0.70), ("nope", 0.70 + (0.0 if pre else nope_minus_rope(i)))):
+            still = pre or (scheme == "nope" and i in still_learning)
+            rows.append({"run_id": f"t2-{scheme}-repro-paperdata-long-s{seed}-d{data}", "variant": scheme,
+                         "scheme": scheme, "task": "trigger-count", "seed": seed, "data_seed": data,
+                         "preset": "repro-paperdata-long", "test_acc": acc, "test_acc_auc": 0.5,
+                         "still_learning": still, "chance": 1 / 101, "reference": 0.05})
+        i += 0 if pre else 1
+    return _runs_frame(rows)
+
+
+def test_tier2_judges_nope_vs_rope_by_the_ordering_rule_on_its_own_pairs():
+    """Tier 2 pairs NoPE and RoPE by training x data seed and reads the registered ordering: NoPE ahead on every
+    pair by 3-5 points is reproduced; the contrast (RoPE ahead by as much) is not reproduced; a difference that
+    flips sign within the seeds' spread is neither; one NoPE run still learning makes the whole readout cannot
+    tell; a missing data seed is interim; the runs trained before the registration are read apart, never pooled."""
+    from workbench.analysis.claims import tier2_pairs, tier2_readouts
+    from workbench.report.comparison import _tier2_section, study_lines
+
+    ahead = _tier2_frame(lambda i: 0.03 + 0.02 * (i % 2))
+    pairs = tier2_pairs(ahead)
+    assert len(pairs) == 17 and (pairs.group == "study").sum() == 14
+    reads = tier2_readouts(ahead).set_index("group")
+    assert reads.loc["study", "pairs"] == 14 and reads.loc["study", "decision"] == "reproduced"
+    assert reads.loc["study", "rests_on"] == "7 training seeds x 2 data seeds (43, 44)"
+    assert reads.loc["study", "evidence"].startswith("paired difference +0.040, t 95 % [+0.034, +0.046] over 14")
+    assert reads.loc["pre-registration", "decision"] == "inconclusive (still learning)"  # beside, never pooled
+    assert tier2_readouts(_tier2_frame(lambda i: -0.03 - 0.02 * (i % 2))).set_index("group").loc[
+        "study", "decision"] == "not reproduced"
+    assert tier2_readouts(_tier2_frame(lambda i: 0.05 * (-1) ** i)).set_index("group").loc[
+        "study", "decision"] == "inconclusive (within seed spread)"
+    assert tier2_readouts(_tier2_frame(lambda i: 0.04, still_learning={3})).set_index("group").loc[
+        "study", "decision"] == "inconclusive (still learning)"
+    half = ahead[ahead.data_seed != 44]
+    assert tier2_readouts(half).set_index("group").loc["study", "decision"] == "reproduced (interim: 7 of 14 pairs)"
+    text = _tier2_section(ahead)
+    assert "Study pairs shipped: 14 of 14" in text and "| study | 45 | 43 | 73.00 (learned) | 70.00 (learned) | +3.00 points |" in text
+    lines = study_lines(pd.DataFrame(columns=["group"]), ahead)
+    assert "- study: 14 pairs, paired difference +0.040" in "\n".join(lines) and lines[-1].endswith(
+        "**inconclusive (still learning)**")
 
 
 def test_the_seed_study_does_not_read_a_run_without_its_table_as_a_disagreement():

@@ -76,7 +76,8 @@ def _computed(store) -> dict:
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
-    from workbench.analysis.claims import base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1
+    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1,
+                                           tier2_readouts)
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
@@ -98,7 +99,7 @@ def _computed(store) -> dict:
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": judged.study})
+            "study": judged.study, "tier2": tier2_readouts(runs_all)})
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 
@@ -162,7 +163,7 @@ def layout(claim: str | None = None, **query):
                          className="job-note"),
                   dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
                   html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
-        _study_view(t["study"]),
+        _study_view(t["study"], t["tier2"]),
         html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
                   _figure("verdict_matrix", m, f"{P}-ladder-matrix", by="rung") if (m["claim_no"] < 0).any() else
                   html.Div([C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make "
@@ -188,27 +189,32 @@ def layout(claim: str | None = None, **query):
     ])
 
 
-def _study_view(st: pd.DataFrame) -> html.Div:
+def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
     """The registered seed study (docs/preregistration.md): its readouts per scheme (a share with its Wilson
     interval, deciding at 0.05, 0.10 beside) and the layer x run map (`figures.study.study_map`), the runs trained
-    before the registration beside it, never pooled."""
-    from workbench.analysis.claims import load_registry, study_readouts
+    before the registration beside it, never pooled; tier 2's ordering readout per group (`tier2`,
+    `claims.tier2_readouts`)."""
+    from workbench.analysis.claims import load_registry, planned_runs, study_readouts
 
     study = load_registry().study
-    n_planned = len(study["schemes"]) * len(study["train_seeds"]) * len(study["data_seeds"])
     n_done = int((st["group"] == "study").sum()) if not st.empty else 0
     intro = html.P(f"RoPE and MLA on Task 1 at `{study['preset']}`, {len(study['train_seeds'])} training seeds x "
                    f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
-                   f"was trained: {n_done} of {n_planned} runs shipped (`make study` continues it). A share decides "
-                   "when its Wilson 95 % interval lies on one side of 1/2.", className="job-note")
+                   f"was trained: {n_done} of {planned_runs(all_schemes=True)} runs shipped (`make study` continues "
+                   "it). A share decides when its Wilson 95 % interval lies on one side of 1/2.", className="job-note")
+    t2 = study["tier2"]
+    tier2_view = html.Details([html.Summary(f"tier 2: NoPE vs RoPE on Task 2 at `{t2['preset']}` (the ordering rule "
+                                            f"of `{t2['claims'][0]}`, {planned_runs(tier=2)} pairs registered; "
+                                            "`make study TIER=2`)"),
+                               _table(tier2, id=f"{P}-study-tier2", page_size=5)])
     if st.empty:
-        return html.Div([html.H3("The seed study of the headline claims"), intro], className="card")
+        return html.Div([html.H3("The seed study of the headline claims"), intro, tier2_view], className="card")
     readouts = study_readouts(st)
     study_rows = readouts[(readouts.group == "study") & (readouts.decision != "")]
     answer = "; ".join(f"{r.scheme}, {r.readout}: {r.decision} ({r.at_005})" for r in study_rows.itertuples())
     return html.Div([html.H3("The seed study of the headline claims"), intro,
                      html.P(answer or "No study run has shipped yet.", className="job-note"),
-                     _figure("study_map", st, f"{P}-study"),
+                     _figure("study_map", st, f"{P}-study"), tier2_view,
                      html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
                                                 "registration, never pooled)"),
                                    _table(readouts, id=f"{P}-study-readouts", page_size=10)])], className="card")

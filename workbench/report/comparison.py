@@ -19,7 +19,8 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
-                                       study_readouts, table1, thresholds_table, verdict_summary)
+                                       study_readouts, table1, thresholds_table, tier2_pairs,
+                                       tier2_readouts, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -328,11 +329,12 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
                      rows) + "\n"
 
 
-def _study_section(st: pd.DataFrame, reads: pd.DataFrame) -> str:
+def _study_section(st: pd.DataFrame, reads: pd.DataFrame, runs_all: pd.DataFrame) -> str:
     """The seed study: per scheme the counted runs and the registered readouts (the study's runs, and the runs
-    trained before the registration beside them, never pooled), then every run of it."""
+    trained before the registration beside them, never pooled), then every run of it; then tier 2
+    (`_tier2_section`)."""
     study = load_registry().study
-    lead = (f"The registered seed study (`[study]` of the registry, `{study['grid']}`): the `{study['arch']}` arch's "
+    lead = (_not_the_papers(study["preset"]) + f"The registered seed study (`[study]` of the registry, `{study['grid']}`): the `{study['arch']}` arch's "
             f"{', '.join(scheme_label(s) for s in study['schemes'])} on {task_label(study['task'])} at "
             f"`{study['preset']}`, training seeds {study['train_seeds'][0]}-{study['train_seeds'][-1]} x data seeds "
             f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
@@ -358,6 +360,40 @@ def _study_section(st: pd.DataFrame, reads: pd.DataFrame) -> str:
                             "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
                             "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
                            for r in st.itertuples()]), ""]
+    return "\n".join(out + [_tier2_section(runs_all)])
+
+
+def _not_the_papers(preset: str) -> str:
+    """What differs from the paper's setup at a study's `preset`, said before its results: the preset's own line,
+    pointing at the box that opens the document for the rest."""
+    from workbench.train.presets import PRESETS
+
+    return (f"**Not the paper's setup:** `{preset}` is {PRESETS[preset]['doc'].removeprefix('scale ladder: ')} "
+            "(how `repro` differs from the paper: the box at the top, and *What differs from the paper's setup*). ")
+
+
+def _tier2_section(runs_all: pd.DataFrame) -> str:
+    """Tier 2 of the seed study (`[study.tier2]`): the ordering's readout per group (`tier2_readouts`), then every
+    pair with both sides' test accuracy and status (`tier2_pairs`)."""
+    t2 = load_registry().study["tier2"]
+    win, lose = (scheme_label(s) for s in t2["schemes"])
+    n = int(((pairs := tier2_pairs(runs_all)).group == "study").sum())
+    want = planned_runs(tier=2)
+    out = [f"### Tier 2: {win} vs {lose} on {task_label(t2['task'])} at `{t2['preset']}`", "",
+           _not_the_papers(t2["preset"]) + f"Registered in `[study.tier2]`: training seeds {t2['train_seeds'][0]}-{t2['train_seeds'][-1]} x data "
+           f"seeds {', '.join(str(d) for d in t2['data_seeds'])}, judged by `{t2['claims'][0]}`'s own rule (the "
+           "ordering decision: its status checks first, then the Student-t 95 % interval of the mean paired "
+           f"difference). Study pairs shipped: {n} of {want} (`make study TIER=2`).", ""]
+    reads = tier2_readouts(runs_all)
+    if len(reads):
+        out += [_md_table(["group", "pairs", "rests on", "readout", "evidence", "decision"],
+                          [[r.group, str(r.pairs), r.rests_on, r.readout, r.evidence, r.decision]
+                           for r in reads.itertuples()]), ""]
+    if len(pairs):
+        out += [_md_table(["group", "training seed", "data seed", win, lose, f"{win} - {lose}", "runs"],
+                          [[r.group, str(r.train_seed), str(r.data_seed), f"{100 * r.win_acc:.2f} ({r.win_status})",
+                            f"{100 * r.lose_acc:.2f} ({r.lose_status})", f"{100 * r.diff:+.2f} points",
+                            _links([r.win_run, r.lose_run], 2)] for r in pairs.itertuples()]), ""]
     return "\n".join(out)
 
 
@@ -470,7 +506,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _registration_section(cl, runs_all, registration_commits()),
         "## The seed study",
         "",
-        _study_section(study, study_readouts(study)),
+        _study_section(study, study_readouts(study), runs_all),
         "## The scale ladder",
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
@@ -598,7 +634,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
               for q, g in judged.answers.groupby("question", sort=False)]
-    lines += study_lines(judged.study, study_figure)
+    lines += study_lines(judged.study, runs_all, study_figure)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
@@ -606,10 +642,10 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     return "\n".join(lines)
 
 
-def study_lines(st: pd.DataFrame, figure: str | None = None) -> list[str]:
+def study_lines(st: pd.DataFrame, runs_all: pd.DataFrame, figure: str | None = None) -> list[str]:
     """The README's seed-study paragraph: how many of its registered runs are shipped, then each deciding readout
     of the study group (`study_readouts`) with its decision (the second reading, layer <= 1, without: it never
-    decides), and the study map (`figure`) when given."""
+    decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2_readouts`)."""
     want = planned_runs(all_schemes=True)
     n_study = int((st.group == "study").sum()) if len(st) else 0
     lines = ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`, "
@@ -625,6 +661,12 @@ def study_lines(st: pd.DataFrame, figure: str | None = None) -> list[str]:
     if figure:
         lines += ["", f"![The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall]"
                       f"({figure})"]
+    t2 = load_registry().study["tier2"]
+    lines += ["", f"Tier 2 ({' vs '.join(scheme_label(s) for s in t2['schemes'])} on {task_label(t2['task'])} at "
+                  f"`{t2['preset']}`, {planned_runs(tier=2, all_schemes=True)} runs in {planned_runs(tier=2)} pairs; "
+                  "`make study TIER=2`):", ""]
+    lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
+              for r in tier2_readouts(runs_all).itertuples()] or ["- no pair has finished yet"]
     return lines
 
 

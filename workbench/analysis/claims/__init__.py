@@ -15,7 +15,8 @@ and the run status beside them. Tidy tables, no I/O but reads.
     questions      the questions asked of the reproduction
     judge          `claims(store, runs)`: every claim row at one preset
     scale_ladder   every claim at each rung of the scale ladder; `base_claims`, what COMPARISON.md shows
-    study          the registered seed study: `study_table`, `study_readouts`
+    study          the registered seed study: tier 1's `study_table`, `study_readouts`; tier 2's `tier2_pairs`,
+                   `tier2_readouts` (NoPE vs RoPE on Task 2, the ordering rule)
 
     runs = run_table(store)            one row per finished run
     t1 = table1(runs)                  Table 1: the paper's numbers next to the mean and range over seeds
@@ -39,4 +40,5 @@ from .judge import claims
 from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUMNS, every_seed_claims, rung_claims,
                            ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
                            ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells)
-from .study import STUDY_COLUMNS, planned_runs, study_runs, study_table, study_readouts
+from .study import (STUDY_COLUMNS, TIER2_COLUMNS, planned_runs, study_runs, study_table, study_readouts, tier2_pairs,
+                    tier2_readouts)

@@ -57,7 +57,8 @@ def parse_registry(data: dict[str, Any]) -> Registry:
         if c["id"] in seen:
             raise ValueError(f"registry claim {c['id']!r} is registered twice")
         seen.add(c["id"])
-    for cid in data.get("study", {}).get("claims", []):
+    study = data.get("study", {})
+    for cid in study.get("claims", []) + study.get("tier2", {}).get("claims", []):
         if cid not in seen:
             raise ValueError(f"registry study names claim {cid!r}, which is not registered")
     return Registry(registered=data["registered"], status=data["status"], deposit=data["deposit"],

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._common import scheme_label
 from .registry import load_registry
 from .mla import largest_drop
+from .orderings import paired, _order_verdict
 from .rules import Thresholds, largest_deposit, share, _at, _deposits, _settled, _stored
 from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
 
@@ -16,23 +18,32 @@ STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counte
                  "largest_drop_head", "has_deposit", "has_ablation", "test_acc", "run_id"]
 
 
-def planned_runs(all_schemes: bool = False) -> int:
-    """The registered study's runs a scheme, training seeds x data seeds (tier 1 of grids/study.toml); with
+def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
+    """The registered study's runs a scheme, training seeds x data seeds (tier `tier` of grids/study.toml); with
     `all_schemes`, of all its schemes."""
-    st = load_registry().study
+    st = _tier(tier)
     return len(st["train_seeds"]) * len(st["data_seeds"]) * (len(st["schemes"]) if all_schemes else 1)
 
 
-def study_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs the registered seed study reads: its preset, the `paper` arch, its task and schemes (full, not
-    partial), with a `group` column: "study" for its registered training x data seeds, "pre-registration" for the
-    runs trained before the registration (shown beside, never pooled into the study's decision)."""
-    st = load_registry().study
+def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
+    """The runs the registered seed study reads (tier 1: `[study]`; tier 2: `[study.tier2]`): its preset, the
+    `paper` arch, its task and schemes (full, not partial), with a `group` column: "study" for its registered
+    training x data seeds, "pre-registration" for the runs trained before the registration (shown beside, never
+    pooled into the study's decision)."""
+    st = _tier(tier)
     sub = runs[(runs.preset == st["preset"]) & (runs.setting == st["arch"]) & (runs.task == st["task"])
                & runs.variant.isin(st["schemes"]) & (runs.variant == runs.scheme) & ~runs.partial.astype(bool)]
     ds = sub["data_seed"] if "data_seed" in sub else pd.Series(DEFAULT_DATA_SEED, index=sub.index)
     study = sub.seed.isin(st["train_seeds"]) & ds.isin(st["data_seeds"])
     return sub.assign(group=np.where(study, "study", "pre-registration"))[study | ~is_study(sub)]
+
+
+def _tier(tier: int) -> dict:
+    """The registration of the study's tier `tier` (1: `[study]`, 2: `[study.tier2]`)."""
+    st = load_registry().study
+    if tier not in (1, 2):
+        raise ValueError(f"the seed study has tiers 1 and 2, not {tier!r}")
+    return st if tier == 1 else st["tier2"]
 
 
 def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
@@ -106,3 +117,46 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
                          "at_005": (f"{d.min():.3f} / {d.median():.3f} / {d.max():.3f}" if len(d) else "no table"),
                          "at_010": "", "decision": "", "decision_010": ""})
     return pd.DataFrame(rows, columns=cols)
+
+
+TIER2_COLUMNS = ["group", "pairs", "rests_on", "readout", "evidence", "decision"]
+
+
+def tier2_pairs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Tier 2's runs (`study_runs(runs, tier=2)`), paired by training x data seed, one row per pair: the
+    ordering's two sides (`[study.tier2]` schemes, winner first) with each side's test accuracy and status."""
+    st = _tier(2)
+    sub = study_runs(runs, tier=2)
+    rows = []
+    for group, g in sub.groupby("group", sort=False):
+        win, lose = paired(*(g[g.variant == s].sort_values(["data_seed", "seed"]) for s in st["schemes"]))
+        for a, b in zip(win.itertuples(), lose.itertuples()):
+            rows.append({"group": group, "train_seed": int(a.seed), "data_seed": int(a.data_seed),
+                         "win_acc": a.test_acc, "win_status": a.status, "lose_acc": b.test_acc,
+                         "lose_status": b.status, "diff": a.test_acc - b.test_acc,
+                         "win_run": a.run_id, "lose_run": b.run_id})
+    return pd.DataFrame(rows, columns=["group", "train_seed", "data_seed", "win_acc", "win_status", "lose_acc",
+                                       "lose_status", "diff", "win_run", "lose_run"])
+
+
+def tier2_readouts(runs: pd.DataFrame) -> pd.DataFrame:
+    """Tier 2's registered readout per group: the claim's own decision (`nope-beats-rope-t2`, the ordering rule:
+    the status checks first, then the Student-t 95 % interval of the mean paired difference winner - loser), with
+    "interim: k of N pairs" while the study group's registered pairs are not all shipped. The groups are never
+    pooled."""
+    st, th = _tier(2), Thresholds()
+    planned = planned_runs(tier=2)
+    sub = study_runs(runs, tier=2)
+    win_label, lose_label = (scheme_label(s) for s in st["schemes"])
+    rows = []
+    for group, g in sub.groupby("group", sort=False):
+        win, lose = paired(*(g[g.variant == s].sort_values(["data_seed", "seed"]) for s in st["schemes"]))
+        if len(win):
+            verdict, text = _order_verdict(win, lose, th)
+        else:
+            verdict, text = "pending", f"no pair finished yet ({len(g)} unpaired run{'s' if len(g) != 1 else ''})"
+        interim = f"interim: {len(win)} of {planned} pairs" if group == "study" and len(win) < planned else ""
+        rows.append({"group": group, "pairs": len(win), "rests_on": seeds_text(win),
+                     "readout": f"paired test accuracy {win_label} - {lose_label} ({st['claims'][0]})",
+                     "evidence": text, "decision": verdict + (f" ({interim})" if interim and len(win) else "")})
+    return pd.DataFrame(rows, columns=TIER2_COLUMNS)
