@@ -396,6 +396,8 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "Partial RoPE" in page and "No partial-RoPE runs shipped yet" in page
         assert "Every scheme at a glance" in page and "find-overview" in page
         assert "Across scale" in page and "No run of the ladder's other rungs shipped yet" in page  # smoke runs only
+        assert "The seed study of the headline claims" in page and "0 of 40 runs shipped" in page
+        assert "tier 2: NoPE vs RoPE on Task 2 at `repro-paperdata-long`" in page and "find-study-tier2" in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE's largest single-head deposit")].index[0]

@@ -14,6 +14,7 @@ from dash.exceptions import PreventUpdate
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
                                        scheme_overview, verdict_summary)
+from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
@@ -203,9 +204,10 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
                    f"was trained: {n_done} of {planned_runs(all_schemes=True)} runs shipped (`make study` continues "
                    "it). A share decides when its Wilson 95 % interval lies on one side of 1/2.", className="job-note")
     t2 = study["tier2"]
-    tier2_view = html.Details([html.Summary(f"tier 2: NoPE vs RoPE on Task 2 at `{t2['preset']}` (the ordering rule "
-                                            f"of `{t2['claims'][0]}`, {planned_runs(tier=2)} pairs registered; "
-                                            "`make study TIER=2`)"),
+    sides = " vs ".join(scheme_label(s) for s in t2["schemes"])
+    tier2_view = html.Details([html.Summary(f"tier 2: {sides} on {task_label(t2['task'])} at `{t2['preset']}` (the "
+                                            f"ordering rule of `{t2['claims'][0]}`, {planned_runs(tier=2)} pairs "
+                                            "registered; `make study TIER=2`)"),
                                _table(tier2, id=f"{P}-study-tier2", page_size=5)])
     if st.empty:
         return html.Div([html.H3("The seed study of the headline claims"), intro, tier2_view], className="card")
@@ -346,8 +348,6 @@ def _groups(store, run_ids) -> dict:
 
 def run_link(run) -> html.Li:
     """A run's link (its ablation page) labelled by what it is, the id after it."""
-    from workbench.analysis._common import task_label
-
     s = describe(run.config)
     acc = (run.final or {}).get("test_acc")
     what = (f"{s.variant} · {task_label(run.config['task']['task'])} · seed {run.config['train']['seed']} · "
