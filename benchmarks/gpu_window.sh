@@ -13,13 +13,18 @@
 #      (RoPE's step: 109 s cold, 3 s warm on the H100). The next window's same command trains the rest (--shipped).
 #
 #   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # OUT defaults to artifacts/gpu-window
+#   bash benchmarks/gpu_window.sh --check-only [BUDGET]   # 1, 2 and 4 without training: a second, short call on the
+#                                                         # warm machine (T_TESTS=0 leaves out the gpu tests)
 #   make repro-gpu WINDOW=BUDGET                            # the same without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
 # PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), RESERVE (90 s for the last ship and packing), GPU_PY,
 # GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
 set -u -o pipefail
-check=0
-if [ "${1:-}" = --check ]; then check=1; shift; fi
+check=0 only=0
+case "${1:-}" in
+  --check) check=1; shift ;;
+  --check-only) check=1; only=1; shift ;;
+esac
 budget=${1:-540}
 t0=$(date +%s)
 out=${OUT:-artifacts/gpu-window}
@@ -71,9 +76,11 @@ EOF
 fi
 flag=$([ "$compile" = yes ] && echo --compile)
 window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-90} ))
-say "training for $window s (compile: $compile, step ms: $step_ms)"
+[ "$only" = 1 ] || say "training for $window s (compile: $compile, step ms: $step_ms)"
 mkdir -p "$results"
-if [ "$window" -gt 30 ]; then
+if [ "$only" = 1 ]; then
+  say "check only: no training"; rc=0
+elif [ "$window" -gt 30 ]; then
   "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" $flag --deadline "$window" \
       --no-partial --checkpoint-every 10 --quiet --root "$runs" --shipped "$results" \
       $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee "$out/sweep.log" &
@@ -85,8 +92,8 @@ else
   say "too little time left to train"; rc=1
 fi
 say "sweep exit $rc; packing"
-tar czf "$out/results-paper.tgz" "$results"
-[ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" --exclude='*.safetensors' "$runs"
+[ "$only" = 1 ] || tar czf "$out/results-paper.tgz" "$results"
+[ "$only" = 0 ] && [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" --exclude='*.safetensors' "$runs"
 [ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$out/gpu_step.json"
 [ -n "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ] && \
   tar czf "$out/inductor-cache.tgz" -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")"
