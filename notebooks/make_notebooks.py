@@ -178,6 +178,14 @@ st = study_table(store, every)
 display(study_readouts(st))
 study_map(st)'''),
     new_markdown_cell("""\
+Tier 2: NoPE vs RoPE on Task 2 at `repro-paperdata-long` (`[study.tier2]`), paired by training x data seed and
+judged by the ordering rule of `nope-beats-rope-t2` (its status checks first)."""),
+    new_code_cell('''\
+from workbench.analysis.claims import tier2_pairs, tier2_readouts
+
+display(tier2_readouts(every))
+tier2_pairs(every)'''),
+    new_markdown_cell("""\
 ## The central claim: RoPE's single-head deposit on Task 1
 The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over seeds: mean delta per
 head with a Student-t interval over seeds."""),
