@@ -122,14 +122,19 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
 TIER2_COLUMNS = ["group", "pairs", "rests_on", "readout", "evidence", "decision"]
 
 
+def _tier2_sides(runs: pd.DataFrame):
+    """(group, the winner's runs, the loser's runs) of tier 2 per group, paired by training x data seed
+    (`orderings.paired`; the `[study.tier2]` schemes, winner first)."""
+    schemes = _tier(2)["schemes"]
+    for group, g in study_runs(runs, tier=2).groupby("group", sort=False):
+        yield (group, *paired(*(g[g.variant == s].sort_values(["data_seed", "seed"]) for s in schemes)))
+
+
 def tier2_pairs(runs: pd.DataFrame) -> pd.DataFrame:
     """Tier 2's runs (`study_runs(runs, tier=2)`), paired by training x data seed, one row per pair: the
     ordering's two sides (`[study.tier2]` schemes, winner first) with each side's test accuracy and status."""
-    st = _tier(2)
-    sub = study_runs(runs, tier=2)
     rows = []
-    for group, g in sub.groupby("group", sort=False):
-        win, lose = paired(*(g[g.variant == s].sort_values(["data_seed", "seed"]) for s in st["schemes"]))
+    for group, win, lose in _tier2_sides(runs):
         for a, b in zip(win.itertuples(), lose.itertuples()):
             rows.append({"group": group, "train_seed": int(a.seed), "data_seed": int(a.data_seed),
                          "win_acc": a.test_acc, "win_status": a.status, "lose_acc": b.test_acc,
@@ -146,15 +151,10 @@ def tier2_readouts(runs: pd.DataFrame) -> pd.DataFrame:
     pooled."""
     st, th = _tier(2), Thresholds()
     planned = planned_runs(tier=2)
-    sub = study_runs(runs, tier=2)
     win_label, lose_label = (scheme_label(s) for s in st["schemes"])
     rows = []
-    for group, g in sub.groupby("group", sort=False):
-        win, lose = paired(*(g[g.variant == s].sort_values(["data_seed", "seed"]) for s in st["schemes"]))
-        if len(win):
-            verdict, text = _order_verdict(win, lose, th)
-        else:
-            verdict, text = "pending", f"no pair finished yet ({len(g)} unpaired run{'s' if len(g) != 1 else ''})"
+    for group, win, lose in _tier2_sides(runs):
+        verdict, text = _order_verdict(win, lose, th) if len(win) else ("pending", "no pair finished yet")
         interim = f"interim: {len(win)} of {planned} pairs" if group == "study" and len(win) < planned else ""
         rows.append({"group": group, "pairs": len(win), "rests_on": seeds_text(win),
                      "readout": f"paired test accuracy {win_label} - {lose_label} ({st['claims'][0]})",
