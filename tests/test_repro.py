@@ -718,7 +718,7 @@ def _study_store():
 
 
 def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_ones():
-    from workbench.analysis.claims import study_readouts, study_table
+    from workbench.analysis.claims import study_readouts, study_table, tier2_readouts
     from workbench.figures.study import study_map
     from workbench.report.comparison import _study_section, study_lines
 
@@ -740,7 +740,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert mla.at_005.startswith("12 of 18") and mla.at_010.startswith("18 of 18")  # 0.07: below 0.10 only
     assert mla.decision == "mixed" and mla.decision_010 == "reproduced"
     assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
-    text = _study_section(st, study_readouts(st), frame)
+    text = _study_section(st, frame, tier2_readouts(frame))
     assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
     fig = study_map(st)
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
@@ -750,17 +750,17 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert early.loc[("study", "mla", "largest drop of any head < threshold")].decision.endswith(
         "(few runs; interim: 10 of 20 runs)")  # seed 54 not settled: 9 counted
     assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == "mixed (few runs)"
-    readme = "\n".join(study_lines(half, frame, "docs/img/findings_study.png"))
+    readme = "\n".join(study_lines(half, tier2_readouts(frame), "docs/img/findings_study.png"))
     assert "20 of 40 shipped so far" in readme
     assert ("- RoPE, largest deposit in layer 0, at 0.05: 8 of 10 counted runs agree, Wilson 95 % [0.49, 0.94]: "
             "**mixed (interim: 10 of 20 runs)**") in readme
     assert "layer <= 1 (second reading), at 0.05: 10 of 10 counted runs agree, Wilson 95 % [0.72, 1.00]\n" in readme
     assert "(docs/img/findings_study.png)\n\nTier 2 (NoPE vs RoPE" in readme
     assert readme.endswith("- no pair has finished yet")  # no tier-2 run in this store
-    assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st, frame))
+    assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st, tier2_readouts(frame)))
     empty = study_table(store, frame[frame.data_seed == 42])
-    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, study_readouts(empty), frame)
-    assert "- no study run has finished yet" in study_lines(empty, frame)
+    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, frame, tier2_readouts(frame))
+    assert "- no study run has finished yet" in study_lines(empty, tier2_readouts(frame))
 
 
 def _tier2_frame(nope_minus_rope, still_learning=()):
@@ -804,9 +804,9 @@ def test_tier2_judges_nope_vs_rope_by_the_ordering_rule_on_its_own_pairs():
         "study", "decision"] == "inconclusive (still learning)"
     half = ahead[ahead.data_seed != 44]
     assert tier2_readouts(half).set_index("group").loc["study", "decision"] == "reproduced (interim: 7 of 14 pairs)"
-    text = _tier2_section(ahead)
+    text = _tier2_section(ahead, tier2_readouts(ahead))
     assert "Study pairs shipped: 14 of 14" in text and "| study | 45 | 43 | 73.00 (learned) | 70.00 (learned) | +3.00 points |" in text
-    lines = study_lines(pd.DataFrame(columns=["group"]), ahead)
+    lines = study_lines(pd.DataFrame(columns=["group"]), tier2_readouts(ahead))
     assert "- study: 14 pairs, paired difference +0.040" in "\n".join(lines) and lines[-1].endswith(
         "**inconclusive (still learning)**")
 

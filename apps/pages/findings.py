@@ -14,7 +14,7 @@ from dash.exceptions import PreventUpdate
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
                                        scheme_overview, verdict_summary)
-from workbench.analysis._common import scheme_label, task_label
+from workbench.analysis._common import task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
@@ -77,8 +77,7 @@ def _computed(store) -> dict:
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
-    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1,
-                                           tier2_readouts)
+    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1)
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.train.presets import LADDER
 
@@ -100,7 +99,7 @@ def _computed(store) -> dict:
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": judged.study, "tier2": tier2_readouts(runs_all)})
+            "study": judged.study, "tier2": judged.tier2})
     return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
             for k, v in _TABLES[key].items()}
 
@@ -195,7 +194,7 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
     interval, deciding at 0.05, 0.10 beside) and the layer x run map (`figures.study.study_map`), the runs trained
     before the registration beside it, never pooled; tier 2's ordering readout per group (`tier2`,
     `claims.tier2_readouts`)."""
-    from workbench.analysis.claims import load_registry, planned_runs, study_readouts
+    from workbench.analysis.claims import load_registry, planned_runs, study_readouts, tier2_title
 
     study = load_registry().study
     n_done = int((st["group"] == "study").sum()) if not st.empty else 0
@@ -203,10 +202,8 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
                    f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
                    f"was trained: {n_done} of {planned_runs(all_schemes=True)} runs shipped (`make study` continues "
                    "it). A share decides when its Wilson 95 % interval lies on one side of 1/2.", className="job-note")
-    t2 = study["tier2"]
-    sides = " vs ".join(scheme_label(s) for s in t2["schemes"])
-    tier2_view = html.Details([html.Summary(f"tier 2: {sides} on {task_label(t2['task'])} at `{t2['preset']}` (the "
-                                            f"ordering rule of `{t2['claims'][0]}`, {planned_runs(tier=2)} pairs "
+    tier2_view = html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "
+                                            f"`{study['tier2']['claims'][0]}`, {planned_runs(tier=2)} pairs "
                                             "registered; `make study TIER=2`)"),
                                _table(tier2, id=f"{P}-study-tier2", page_size=5)])
     if st.empty:

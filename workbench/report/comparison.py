@@ -20,7 +20,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
                                        study_readouts, table1, thresholds_table, tier2_pairs,
-                                       tier2_readouts, verdict_summary)
+                                       tier2_title, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -329,12 +329,13 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
                      rows) + "\n"
 
 
-def _study_section(st: pd.DataFrame, reads: pd.DataFrame, runs_all: pd.DataFrame) -> str:
-    """The seed study: per scheme the counted runs and the registered readouts (the study's runs, and the runs
-    trained before the registration beside them, never pooled), then every run of it; then tier 2
-    (`_tier2_section`)."""
-    study = load_registry().study
-    lead = (_not_the_papers(study["preset"]) + f"The registered seed study (`[study]` of the registry, `{study['grid']}`): the `{study['arch']}` arch's "
+def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame) -> str:
+    """The seed study: per scheme the counted runs and the registered readouts (`study_readouts`: the study's runs,
+    and the runs trained before the registration beside them, never pooled), then every run of it; then tier 2
+    (`_tier2_section`, its readouts `tier2`)."""
+    study, reads = load_registry().study, study_readouts(st)
+    lead = (_not_the_papers(study["preset"])
+            + f"The registered seed study (`[study]` of the registry, `{study['grid']}`): the `{study['arch']}` arch's "
             f"{', '.join(scheme_label(s) for s in study['schemes'])} on {task_label(study['task'])} at "
             f"`{study['preset']}`, training seeds {study['train_seeds'][0]}-{study['train_seeds'][-1]} x data seeds "
             f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
@@ -360,7 +361,7 @@ def _study_section(st: pd.DataFrame, reads: pd.DataFrame, runs_all: pd.DataFrame
                             "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
                             "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
                            for r in st.itertuples()]), ""]
-    return "\n".join(out + [_tier2_section(runs_all)])
+    return "\n".join(out + [_tier2_section(runs_all, tier2)])
 
 
 def _not_the_papers(preset: str) -> str:
@@ -372,19 +373,19 @@ def _not_the_papers(preset: str) -> str:
             "(how `repro` differs from the paper: the box at the top, and *What differs from the paper's setup*). ")
 
 
-def _tier2_section(runs_all: pd.DataFrame) -> str:
-    """Tier 2 of the seed study (`[study.tier2]`): the ordering's readout per group (`tier2_readouts`), then every
-    pair with both sides' test accuracy and status (`tier2_pairs`)."""
+def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
+    """Tier 2 of the seed study (`[study.tier2]`): the ordering's readout per group (`reads`, `tier2_readouts`),
+    then every pair of `runs_all` with both sides' test accuracy and status (`tier2_pairs`)."""
     t2 = load_registry().study["tier2"]
     win, lose = (scheme_label(s) for s in t2["schemes"])
     n = int(((pairs := tier2_pairs(runs_all)).group == "study").sum())
     want = planned_runs(tier=2)
-    out = [f"### Tier 2: {win} vs {lose} on {task_label(t2['task'])} at `{t2['preset']}`", "",
-           _not_the_papers(t2["preset"]) + f"Registered in `[study.tier2]`: training seeds {t2['train_seeds'][0]}-{t2['train_seeds'][-1]} x data "
+    out = [f"### Tier 2: {tier2_title()}", "",
+           _not_the_papers(t2["preset"])
+           + f"Registered in `[study.tier2]`: training seeds {t2['train_seeds'][0]}-{t2['train_seeds'][-1]} x data "
            f"seeds {', '.join(str(d) for d in t2['data_seeds'])}, judged by `{t2['claims'][0]}`'s own rule (the "
            "ordering decision: its status checks first, then the Student-t 95 % interval of the mean paired "
            f"difference). Study pairs shipped: {n} of {want} (`make study TIER=2`).", ""]
-    reads = tier2_readouts(runs_all)
     if len(reads):
         out += [_md_table(["group", "pairs", "rests on", "readout", "evidence", "decision"],
                           [[r.group, str(r.pairs), r.rests_on, r.readout, r.evidence, r.decision]
@@ -430,7 +431,6 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     runs_all, base, runs, cl = judged.runs_all, judged.base, judged.runs, judged.claims
     lad, rungs, seeded = judged.ladder, judged.rungs, judged.seeded
     t1 = with_paper_scale_table1(table1(runs), paper_root)
-    study = judged.study
     cl = with_paper_scale_claims(cl, paper_root)
     parts = [
         f"# The core paper at the `{base}` preset (CPU): comparison",
@@ -506,7 +506,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _registration_section(cl, runs_all, registration_commits()),
         "## The seed study",
         "",
-        _study_section(study, study_readouts(study), runs_all),
+        _study_section(judged.study, runs_all, judged.tier2),
         "## The scale ladder",
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
@@ -634,7 +634,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
               for q, g in judged.answers.groupby("question", sort=False)]
-    lines += study_lines(judged.study, runs_all, study_figure)
+    lines += study_lines(judged.study, judged.tier2, study_figure)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
@@ -642,10 +642,10 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     return "\n".join(lines)
 
 
-def study_lines(st: pd.DataFrame, runs_all: pd.DataFrame, figure: str | None = None) -> list[str]:
+def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None) -> list[str]:
     """The README's seed-study paragraph: how many of its registered runs are shipped, then each deciding readout
     of the study group (`study_readouts`) with its decision (the second reading, layer <= 1, without: it never
-    decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2_readouts`)."""
+    decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2`, `tier2_readouts`)."""
     want = planned_runs(all_schemes=True)
     n_study = int((st.group == "study").sum()) if len(st) else 0
     lines = ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`, "
@@ -661,12 +661,10 @@ def study_lines(st: pd.DataFrame, runs_all: pd.DataFrame, figure: str | None = N
     if figure:
         lines += ["", f"![The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall]"
                       f"({figure})"]
-    t2 = load_registry().study["tier2"]
-    lines += ["", f"Tier 2 ({' vs '.join(scheme_label(s) for s in t2['schemes'])} on {task_label(t2['task'])} at "
-                  f"`{t2['preset']}`, {planned_runs(tier=2, all_schemes=True)} runs in {planned_runs(tier=2)} pairs; "
-                  "`make study TIER=2`):", ""]
+    lines += ["", f"Tier 2 ({tier2_title()}, {planned_runs(tier=2, all_schemes=True)} runs in "
+                  f"{planned_runs(tier=2)} pairs; `make study TIER=2`):", ""]
     lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
-              for r in tier2_readouts(runs_all).itertuples()] or ["- no pair has finished yet"]
+              for r in tier2.itertuples()] or ["- no pair has finished yet"]
     return lines
 
 

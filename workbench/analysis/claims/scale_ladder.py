@@ -16,7 +16,7 @@ from .judge import claims
 from .questions import ANSWER_OF, answer_of, answers
 from .rules import Thresholds, _runs
 from .runs import TASKS, base_preset, is_study
-from .study import study_table
+from .study import study_table, tier2_readouts
 
 
 LADDER_QUESTIONS = (  # (question, kind, spec): "learns": a cell (setting, variant, task); "claim": a Table 1 order
@@ -168,11 +168,13 @@ class BaseClaims(NamedTuple):
     seeded: pd.DataFrame  # the claims at rungs run with more seeds, on all of them (`rung_claims`)
     answers: pd.DataFrame  # the ladder's questions at each rung (`ladder_answers`)
     study: pd.DataFrame  # the registered seed study, one row per run (`study_table`), judged apart from the rest
+    tier2: pd.DataFrame  # its tier 2's ordering readout per group (`tier2_readouts`)
 
 
 def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()) -> BaseClaims:
     """The base preset's claims and the scale ladder around them (BaseClaims), each rung's claims judged once on
-    every seed (`every_seed_claims`) and read by `rung_claims` and `ladder_answers`; the seed study's table beside."""
+    every seed (`every_seed_claims`) and read by `rung_claims` and `ladder_answers`; the seed study's table and its
+    tier 2's readouts beside."""
     pre = runs_all[~is_study(runs_all)]  # the seed study's runs are judged by the study alone, never pooled
     base = base_preset(pre if len(pre) else runs_all)
     runs = pre[pre.preset == base]
@@ -183,7 +185,7 @@ def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = 
     seeded = rung_claims(store, pre, rungs, th, every=every)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
     return BaseClaims(runs_all, base, runs, cl, lad, rungs, seeded, ladder_answers(store, pre, rungs, th, every=every),
-                      study_table(store, runs_all))
+                      study_table(store, runs_all), tier2_readouts(runs_all))
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label
+from .._common import scheme_label, task_label
 from .registry import load_registry
 from .mla import largest_drop
 from .orderings import paired, _order_verdict
@@ -128,6 +128,12 @@ def _tier2_sides(runs: pd.DataFrame):
     schemes = _tier(2)["schemes"]
     for group, g in study_runs(runs, tier=2).groupby("group", sort=False):
         yield (group, *paired(*(g[g.variant == s].sort_values(["data_seed", "seed"]) for s in schemes)))
+
+
+def tier2_title() -> str:
+    """Tier 2's one-line name from `[study.tier2]`: "NoPE vs RoPE on Task 2 at `repro-paperdata-long`"."""
+    t2 = _tier(2)
+    return f"{' vs '.join(scheme_label(s) for s in t2['schemes'])} on {task_label(t2['task'])} at `{t2['preset']}`"
 
 
 def tier2_pairs(runs: pd.DataFrame) -> pd.DataFrame:
