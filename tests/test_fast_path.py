@@ -101,6 +101,50 @@ def test_paper_arch_keys_and_values_of_all_layers_in_one_matmul(tiny_cfg, scheme
     assert calls == []
 
 
+@pytest.mark.parametrize("scheme", ["rope", "mla"])
+def test_under_bf16_autocast_projections_and_rotations_stay_bf16(tiny_cfg, scheme):
+    """Under bf16 autocast (the GPU path) q, k, v, the rotated q / k and the attention's output are bf16: the
+    biases are added in the product's dtype and the rotation is rounded back to its input's, so no fp32 copy
+    (twice the bytes) is written and read again (benchmarks/step_traffic.py). An fp32 bias (or an fp32 cos / sin
+    table applied without the cast back) makes them fp32, which this fails on. The values stay within bf16
+    rounding of the fp32 forward."""
+    x = _tokens()
+    model = _model(tiny_cfg, scheme, attn_pad_mask=False)
+    names = ("hook_q", "hook_k", "hook_v", "hook_rot_q", "hook_rot_k", "hook_attn_out")
+    for fused in ((False, True) if model.kv_fusable else (False,)):
+        model.fused_kv = fused
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            logits, cache = model.run_with_cache(x, names_filter=lambda n: n.endswith(names))
+        assert len(cache) == len(names) * model.cfg.n_layers
+        assert {k: v.dtype for k, v in cache.items() if v.dtype != torch.bfloat16} == {}
+        with torch.no_grad():
+            exact = model(x)
+        assert (logits.float() - exact).abs().max().item() < 0.05
+
+
+def test_fp32_projections_and_rotations_compute_what_they_did_bit_for_bit():
+    """In fp32 (every CPU run) the bias cast and the rotation's cast back are no-ops: q = x @ W + b and
+    x cos + x_perp sin, the same ops on the same values as before they were added, so shipped runs re-train
+    bit-identically. In bf16 the rotation is computed in fp32 and rounded once."""
+    from workbench.model.attention import add_bias, heads
+    from workbench.model.pe.rope import rotate_pairs, table_dtype
+
+    g = torch.Generator().manual_seed(0)
+    x, W, b = torch.randn(3, 5, 8, generator=g), torch.randn(2, 8, 4, generator=g), torch.randn(2, 4, generator=g)
+    assert torch.equal(heads(x, W, b), (x @ W.transpose(0, 1).reshape(8, 8) + b.flatten()).unflatten(-1, (2, 4)))
+    y = torch.randn(4, 6, generator=g)
+    assert torch.equal(add_bias(y, b.flatten()[:6]), y + b.flatten()[:6])
+    q, cos, sin = torch.randn(3, 5, 2, 4, generator=g), torch.rand(5, 2, 4, generator=g), torch.rand(5, 2, 4, generator=g)
+    perp = torch.stack((-q[..., 1::2], q[..., 0::2]), dim=-1).flatten(-2)
+    assert torch.equal(rotate_pairs(q, cos, sin), q * cos + perp * sin)
+    assert table_dtype(torch.bfloat16) == table_dtype(torch.float32) == torch.float32
+    qb = q.to(torch.bfloat16)
+    assert rotate_pairs(qb, cos, sin).dtype == torch.bfloat16
+    assert torch.equal(rotate_pairs(qb, cos, sin), rotate_pairs(qb.float(), cos, sin).to(torch.bfloat16))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert add_bias(x @ W.transpose(0, 1).reshape(8, 8), b.flatten()).dtype == torch.bfloat16
+
+
 def test_kv_fusion_only_where_every_layer_projects_as_plain_attention(tiny_cfg):
     assert not _model(tiny_cfg, "mla").kv_fusable  # latent projections
     assert not _model(tiny_cfg, "coca").kv_fusable  # keys from the queries

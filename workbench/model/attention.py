@@ -64,9 +64,17 @@ def make_bias(module: nn.Module, name: str, *shape: int) -> None:
 
 
 def heads(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """x [batch, pos, d_model] @ W [head, d_model, d_head] + b -> [batch, pos, head, d_head], as one matmul."""
+    """x [batch, pos, d_model] @ W [head, d_model, d_head] + b -> [batch, pos, head, d_head], as one matmul; the
+    bias added in the product's dtype (`add_bias`)."""
     h, d, e = W.shape
-    return (x @ W.transpose(0, 1).reshape(d, h * e) + b.flatten()).unflatten(-1, (h, e))
+    return add_bias(x @ W.transpose(0, 1).reshape(d, h * e), b.flatten()).unflatten(-1, (h, e))
+
+
+def add_bias(y: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """y + b in y's dtype: under bf16 autocast the product y is bf16 and an fp32 bias would promote the sum (and
+    its gradient) to fp32, twice the bytes for every later read; nn.Linear casts its bias the same way. In fp32
+    the cast is a no-op: the same op on the same values."""
+    return y + b.to(y.dtype)
 
 
 def compute_dtype(t: torch.Tensor) -> torch.dtype:
@@ -156,7 +164,7 @@ class Attention(nn.Module):
             pattern = self.hook_pattern(torch.softmax(s, dim=-1))
             z = torch.einsum("bhqk,bkhe->bqhe", self.attn_dropout(pattern), v)
         z = self.hook_z(z)
-        return z.flatten(-2) @ self.W_O.flatten(0, 1) + self.b_O
+        return add_bias(z.flatten(-2) @ self.W_O.flatten(0, 1), self.b_O)
 
     def fast_path_ok(self, n_k: int | None = None, device: torch.device | None = None) -> bool:
         """SDPA may compute this layer (nothing observes scores or pattern; no attention dropout due in training

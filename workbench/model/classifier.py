@@ -105,7 +105,8 @@ class PEClassifier(HookedRootModule):
         attns = [b.attn for b in self.blocks]
         W = torch.cat([w.transpose(0, 1).flatten(1) for a in attns for w in (a.W_K, a.W_V)], 1)
         b = torch.cat([t.flatten() for a in attns for t in (a.b_K, a.b_V)])
-        kv = (memory @ W + b).unflatten(-1, (len(attns), 2, self.cfg.n_heads, self.cfg.d_head))
+        kv = torch.addmm(b, memory.flatten(0, -2), W).unflatten(0, memory.shape[:-1])  # bias in the GEMM's epilogue
+        kv = kv.unflatten(-1, (len(attns), 2, self.cfg.n_heads, self.cfg.d_head))
         return [(kv[..., layer, 0, :, :], kv[..., layer, 1, :, :]) for layer in range(len(attns))]
 
     def embed_input(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -46,7 +46,7 @@ from transformer_lens.hook_points import HookPoint
 from ..attention import Attention, _init_uniform, heads
 from .base import Scheme, need
 from .registry import register
-from .rope import inv_frequencies, rotate_pairs
+from .rope import inv_frequencies, rotate_pairs, table_dtype
 
 
 def plane_mean_dup(x: torch.Tensor) -> torch.Tensor:
@@ -98,7 +98,7 @@ class CoCAAttention(Attention):
         out = []
         for x in (q, k):
             ang = self.angles(x.shape[1]).repeat_interleave(2, dim=-1)
-            out.append(rotate_pairs(x, ang.cos().to(x.dtype), ang.sin().to(x.dtype)))
+            out.append(rotate_pairs(x, ang.cos().to(table_dtype(x.dtype)), ang.sin().to(table_dtype(x.dtype))))
         return tuple(out)
 
     def score_features(self, rq: torch.Tensor, rk: torch.Tensor):
@@ -111,7 +111,7 @@ class CoCAAttention(Attention):
         f_q = torch.stack((sq * ang.cos().to(rq.dtype), sq * ang.sin().to(rq.dtype)), -1).flatten(-2)
         if self.released:  # (R(m) q_m) o q_m with q_m = R(-m) R(m) q_m, against R(n) c_n
             full = ang.repeat_interleave(2, dim=-1)
-            q = rotate_pairs(rq, full.cos().to(rq.dtype), -full.sin().to(rq.dtype))
+            q = rotate_pairs(rq, full.cos().to(table_dtype(rq.dtype)), -full.sin().to(table_dtype(rq.dtype)))
             return rq * q, rk
         r0, r1 = rk[..., 0::2], rk[..., 1::2]
         f_k = torch.stack(((r0 + r1) / 2, (r1 - r0) / 2), -1).flatten(-2)

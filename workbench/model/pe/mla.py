@@ -41,7 +41,7 @@ from ..attention import Attention, _init_uniform
 from .base import Scheme, need
 from .learned import LearnedPE
 from .registry import register
-from .rope import inv_frequencies, rotate_pairs
+from .rope import inv_frequencies, rotate_pairs, table_dtype
 
 DEFAULT_D_C = 128
 ROPE_READS = ("rotation", "authors")
@@ -102,8 +102,8 @@ class MLAAttention(Attention):
 
     def rotate(self, q, k):
         o = self.rot_offset
-        cq, sq = self.cos_sin(q.shape[1], q.dtype)
-        ck, sk = self.cos_sin(k.shape[1], k.dtype)
+        cq, sq = self.cos_sin(q.shape[1], table_dtype(q.dtype))
+        ck, sk = self.cos_sin(k.shape[1], table_dtype(k.dtype))
         return (torch.cat((q[..., :o], rotate_pairs(q[..., o:], cq, sq)), -1),
                 torch.cat((k[..., :o], rotate_pairs(k[..., o:], ck, sk)), -1))
 

@@ -20,9 +20,16 @@ def inv_frequencies(n_planes: int, d_rot: int, base: float) -> torch.Tensor:
 
 
 def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate interleaved pairs: (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos); cos/sin repeat per pair."""
+    """Rotate interleaved pairs: (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos); cos/sin repeat per pair. Computed
+    in cos/sin's dtype (`table_dtype`: fp32 at least), returned in x's."""
     x_perp = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
-    return x * cos + x_perp * sin
+    return (x * cos + x_perp * sin).to(x.dtype)
+
+
+def table_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype rotary tables are built and applied in for inputs of `dtype`: fp32 at least (a bf16 cos / sin
+    keeps 3 significant digits), so a bf16 q under autocast rotates as an fp32 one and is rounded once."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 def head_mask(cfg, layer: int, rope_heads, rope_layers) -> torch.Tensor:
@@ -68,8 +75,8 @@ class RotaryAttention(Attention):
         return self._cache[key]
 
     def rotate(self, q, k):
-        cos_q, sin_q = self.cos_sin(q.shape[1], q.dtype)
-        cos_k, sin_k = self.cos_sin(k.shape[1], k.dtype)
+        cos_q, sin_q = self.cos_sin(q.shape[1], table_dtype(q.dtype))
+        cos_k, sin_k = self.cos_sin(k.shape[1], table_dtype(k.dtype))
         return rotate_pairs(q, cos_q, sin_q), rotate_pairs(k, cos_k, sin_k)
 
 
