@@ -1,6 +1,8 @@
 """The fast GPU training path (issue 41), on CPU: no mask when nothing is masked and one mask per batch in the
 compute dtype, the paper arch's keys / values of all layers in one matmul, the static-shape training step without
 host synchronisation, the deadline. Each equals the path it replaces within 1e-6 (fp32)."""
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -277,6 +279,37 @@ def test_compiled_training_agrees_with_eager_and_pads_its_last_batch(tmp_path):
         for key in ("train_loss", "test_loss", "train_loss_eval"):
             assert abs(a[key] - b[key]) <= 1e-4, (key, a[key], b[key])
         assert a["test_acc"] == b["test_acc"]
+
+
+def test_a_compile_mode_reaches_torch_compile_and_run_json_and_a_wrong_one_fails_first(tmp_path, monkeypatch):
+    """`compile="reduce-overhead"` (CUDA graphs; `--compile-mode` on the CLI) is the mode torch.compile gets and
+    run.json's `compiled`; True is the default mode (recorded as True); an unknown mode fails before the run
+    exists, in `train`, `sweep` and the CLI, naming the modes to use."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+    from workbench.train import sweep
+
+    seen = []
+    monkeypatch.setattr(loop.torch, "compile", lambda model, mode=None: (seen.append(mode), model)[1])
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "nope", "t1", sets=TINY[1:] + ["train.epochs=1", "model.n_layers=1"], store=store)
+    run = train(cfg, store, progress=False, device="cpu", threads=1, compile="reduce-overhead")
+    assert seen == ["reduce-overhead"] and run.info["compiled"] == "reduce-overhead"
+    run = train(cfg, store, progress=False, device="cpu", threads=1, compile=True, force=True)
+    assert seen[-1] == "default" and run.info["compiled"] is True
+    store.delete(run.id)
+    with pytest.raises(ValueError, match="compile mode 'graphs': use one of default, reduce-overhead"):
+        train(cfg, store, progress=False, device="cpu", compile="graphs")
+    assert not store.exists(run.id)
+    with pytest.raises(ValueError, match="compile mode 'graphs'"):
+        sweep(Path(__file__).resolve().parent.parent / "grids" / "demo.toml", RunStore(tmp_path / "never"),
+              compile="graphs")
+    assert not (tmp_path / "never" / "runs").exists() or not any((tmp_path / "never").rglob("run.json"))
+    r = CliRunner().invoke(app, ["train", "--preset", "smoke", "--scheme", "nope", "--task", "t1", "--device", "cpu",
+                                 "--compile-mode", "graphs", "--root", str(tmp_path / "cli")])
+    assert r.exit_code == 2 and "use one of default, reduce-overhead" in r.output
+    assert not (tmp_path / "cli").exists()
 
 
 def test_train_eval_last_evaluates_the_training_subset_after_the_last_epoch_only(tmp_path):

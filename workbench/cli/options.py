@@ -61,6 +61,20 @@ def parse_tiers(tier: Optional[str]) -> Optional[list[int]]:
         raise ValueError(f"--tier {tier!r}: expected tier numbers, e.g. 1 or 1,2") from None
 
 
+COMPILE_MODE_HELP = ("torch.compile's mode (implies --compile): default, reduce-overhead (CUDA graphs), max-autotune, "
+                     "max-autotune-no-cudagraphs; run.json `compiled` records it")
+
+
+def compile_arg(compile: bool, mode: Optional[str]) -> bool | str:
+    """--compile / --compile-mode as `train`'s `compile`: the mode when given (ValueError on an unknown one), else
+    the flag."""
+    if mode is None:
+        return compile
+    from workbench.train.loop import compile_mode
+
+    return compile_mode(mode)
+
+
 def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:
     """The grid's points in `tiers` (of the variants named `tags`, when given); ValueError (`error: ...`, exit 2) when there are none: a sweep or ship of
     nothing is a mistake (a typo in --tier), not "0 runs" and exit 0."""

@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP, SHIPPED_HELP, existing_root, grid_points_of, parse_tiers, say_created
+from .options import (COMPILE_MODE_HELP, ROOT_HELP, SHIPPED_HELP, compile_arg, existing_root, grid_points_of,
+                      parse_tiers, say_created)
 
 
 def _store(root: Optional[Path], create: bool = True):
@@ -53,6 +54,7 @@ def train_cmd(
     force: bool = typer.Option(False, "--force", help="delete a run with the same config and start over"),
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda if available)"),
     compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
+    compile_mode: Optional[str] = typer.Option(None, "--compile-mode", help=COMPILE_MODE_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
                                           "$PELAB_THREADS or torch's); results are bit-identical only for "
                                           "equal counts"),
@@ -69,6 +71,10 @@ def train_cmd(
 
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
+    try:
+        compile = compile_arg(compile, compile_mode)
+    except ValueError as e:
+        _fail(str(e))
     seeds = _seeds(seed)
     if run_id is not None:
         if scheme or seed or set_ or tag:
@@ -194,6 +200,7 @@ def sweep_cmd(
                                        "rope,nope,mla: Table 1's runs of grids/paper.toml"),
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
+    compile_mode: Optional[str] = typer.Option(None, "--compile-mode", help=COMPILE_MODE_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
                                           "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
     workers: int = typer.Option(1, "--workers", "-w", help="runs trained at once, each in its own process"),
@@ -243,6 +250,10 @@ def sweep_cmd(
     pick_device(device)
     check_threads(threads)
     check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
+    try:
+        compile = compile_arg(compile, compile_mode)
+    except ValueError as e:
+        _fail(str(e))
     if ray_gpus < 0:
         _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
     if checkpoint_every < 1:

@@ -223,6 +223,21 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
             group["lr"] = lr
 
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile_mode(compile: bool | str | None) -> str | None:
+    """`train`'s `compile` as torch.compile's mode: None (eager) for False / None, "default" for True, else one of
+    COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches)."""
+    if compile is None or compile is False:
+        return None
+    if compile is True:
+        return "default"
+    if compile not in COMPILE_MODES:
+        raise ValueError(f"compile mode {compile!r}: use one of {', '.join(COMPILE_MODES)}")
+    return compile
+
+
 def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None):
     """torch.compile(model, mode=mode), after one eager forward of `example[:1]` in eval mode without gradients
     under the step's autocast. That forward fills the position tables a scheme caches per length (RoPE's cos/sin,
@@ -353,7 +368,7 @@ def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, w
 
 
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
-          force: bool = False, device: str | None = None, compile: bool = False, amp: bool | None = None,
+          force: bool = False, device: str | None = None, compile: bool | str = False, amp: bool | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
           on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1,
           deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
@@ -369,7 +384,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     (judged by the epoch just done, evaluation included), commit a checkpoint and stop (status `interrupted`,
     resumable; run.json `stopped_at_deadline`).
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
-    (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager.
+    (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
+    torch.compile's default mode; a mode name of COMPILE_MODES (`compile_mode`): that mode (run.json `compiled`).
     A finished run is returned as is.
     """
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
@@ -378,6 +394,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     from .presets import validate_config
 
     validate_config(config)  # bad configs and arguments fail before anything is written
+    compile = compile_mode(compile)
     dev = pick_device(device)
     check_threads(threads)
     if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
@@ -409,8 +426,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         lock.release()
 
 
-def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: bool, amp: bool | None,
-                  threads: int | None, progress: bool, stop_after_epochs: int | None,
+def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: str | None,
+                  amp: bool | None, threads: int | None, progress: bool, stop_after_epochs: int | None,
                   on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1,
                   deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
     """`train` once the run's lock is held and its folder exists."""
@@ -469,13 +486,13 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                       f"{started_threads})", stacklevel=2)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
-    fwd = compiled(model, x_train[:1], amp) if compile else model
+    fwd = compiled(model, x_train[:1], amp, compile) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
-                    compiled=compile, dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
+                    compiled=True if compile == "default" else (compile or False), dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
                     numerics=numerics_identity(), checkpoint_every=checkpoint_every, stopped_at_deadline=None,
@@ -519,7 +536,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             train_time = time.perf_counter() - t0
             row = epoch_row(fwd, evals, tcfg, amp, epoch=epoch, step=step, lr=lr, sums=(loss_sum, correct, counted),
                             n=n, useful=int(lengths.sum()), computed=computed, train_time=train_time,
-                            clock=lambda: wall_before + time.perf_counter() - t_session, static=compile)
+                            clock=lambda: wall_before + time.perf_counter() - t_session, static=bool(compile))
             wall = row["wall_s"]
             now = clock()  # the next epoch is judged to take as long as this one, its evaluation included
             at_deadline = deadline is not None and epoch + 1 < epochs and now + (now - c0) > deadline
