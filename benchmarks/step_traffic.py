@@ -242,13 +242,30 @@ def summarise(rows: list[dict], cards: dict = CARDS) -> dict:
     return out
 
 
-def one_step(cfg: dict, dev: torch.device) -> None:
+def _padded_sdpa(q, k, v, mask, p):
+    """SDPA with v zero-padded to q's width and the output cut back: the same values, in a graph that keeps SDPA
+    one kernel on CPU, whose flash kernel needs q, k and v of one width (MLA's q / k are d_head + d_rope wide, its v
+    d_head). Its count then overstates the attention kernels' bytes by v's and the output's padding."""
+    import torch.nn.functional as F
+
+    width = v.shape[-1]
+    if q.shape[-1] == width:
+        return F.scaled_dot_product_attention(q, k, v, mask, p)
+    v = F.pad(v, (0, q.shape[-1] - width))
+    return F.scaled_dot_product_attention(q, k, v, mask, p)[..., :width]
+
+
+def one_step(cfg: dict, dev: torch.device, pad_values: bool = False) -> None:
     """One compiled training step of `cfg` as `train` runs it on a GPU: bf16 autocast; the paper arch's keys and
     values of every layer in one matmul (`PEClassifier.fused_kv`, which CUDA turns on by itself); SDPA wherever
     the model may use it (on CPU the model keeps short keys on its explicit path, `SDPA_CPU_MIN_WORK`; CUDA never
     does)."""
     attention.SDPA_CPU_MIN_WORK = 0
     model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
+    if dev.type == "cpu" and pad_values:
+        for m in model.modules():
+            if isinstance(m, attention.Attention):
+                m.sdpa = _padded_sdpa
     model.fused_kv = True
     use_fused_dropout(model, cfg["train"].get("fused_attention", False))
     tcfg = cfg["train"]
@@ -266,6 +283,8 @@ def main() -> None:
     ap.add_argument("--preset", default="paper")
     ap.add_argument("--scheme", default="rope", help="rope, nope or mla (grids/paper.toml tier 1)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override, e.g. model.dropout=0")
+    ap.add_argument("--pad-values", action="store_true",
+                    help="on CPU, pad v to q's width inside SDPA (MLA), so that it stays one kernel to count")
     ap.add_argument("--top", type=int, default=12, help="the largest kernels by bytes to list")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -280,12 +299,14 @@ def main() -> None:
         left_out = ["attn_weights dropout (inside the GPU's attention kernel; on CPU it would decompose SDPA)"]
     t0 = time.perf_counter()
     with Recorder() as rec:
-        one_step(cfg, dev)
+        one_step(cfg, dev, pad_values=a.pad_values)
     wall = time.perf_counter() - t0
     rows = [r for r in rec.rows if r["graph"] != "inference"]
     if not rows:
         raise SystemExit("no graph was compiled: nothing to count (is torch.compile available here?)")
     decomposed = not any(r["kind"] == "attention" for r in rows)
+    if a.pad_values:
+        left_out.append("v padded to q's width inside SDPA (the attention kernels' bytes overstated by the padding)")
     if decomposed:
         # the model called SDPA, but the graph holds no attention kernel: inductor decomposed it (on CPU: q / k and
         # v of different widths, MLA's, which the CPU flash kernel cannot take), so the T x T scores sit in the

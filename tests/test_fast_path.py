@@ -139,6 +139,11 @@ def test_fp32_projections_and_rotations_compute_what_they_did_bit_for_bit():
     q, cos, sin = torch.randn(3, 5, 2, 4, generator=g), torch.rand(5, 2, 4, generator=g), torch.rand(5, 2, 4, generator=g)
     perp = torch.stack((-q[..., 1::2], q[..., 0::2]), dim=-1).flatten(-2)
     assert torch.equal(rotate_pairs(q, cos, sin), q * cos + perp * sin)
+    q[0, 0, 0, :2] = torch.tensor([-0.0, float("inf")])
+    with pytest.MonkeyPatch.context() as mp:  # the compiled form (a flip times (-1, 1)): the same values
+        mp.setattr(torch.compiler, "is_compiling", lambda: True)
+        compiled_form = rotate_pairs(q, cos, sin)
+    assert torch.equal(compiled_form.nan_to_num(), rotate_pairs(q, cos, sin).nan_to_num())
     assert table_dtype(torch.bfloat16) == table_dtype(torch.float32) == torch.float32
     qb = q.to(torch.bfloat16)
     assert rotate_pairs(qb, cos, sin).dtype == torch.bfloat16

@@ -21,8 +21,14 @@ def inv_frequencies(n_planes: int, d_rot: int, base: float) -> torch.Tensor:
 
 def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate interleaved pairs: (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos); cos/sin repeat per pair. Computed
-    in cos/sin's dtype (`table_dtype`: fp32 at least), returned in x's."""
-    x_perp = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+    in cos/sin's dtype (`table_dtype`: fp32 at least), returned in x's. x_perp = (-x1, x0) exactly either way: under
+    torch.compile as a flip times (-1, 1), which inductor fuses into fewer kernels (benchmarks/step_traffic.py: 4 %
+    fewer bytes a paper-preset RoPE step), in eager as a stack of the two slices (1.4x faster on CPU)."""
+    if torch.compiler.is_compiling():
+        sign = torch.arange(2, device=x.device, dtype=x.dtype) * 2 - 1
+        x_perp = (x.unflatten(-1, (-1, 2)).flip(-1) * sign).flatten(-2)
+    else:
+        x_perp = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
     return (x * cos + x_perp * sin).to(x.dtype)
 
 
