@@ -16,9 +16,12 @@ graph not counted), beside the step measured there (benchmarks/measured/step_ms.
 On a CPU the graphs are inductor's C++ ones: the same AOTAutograd partition (which activations the forward saves
 for the backward, the bulk of the traffic) and mostly the same fusion rules as the Triton kernels a GPU gets, but
 not identical (SDPA lowers to the CPU flash kernel; its FLOPs are counted from the formula when the counter has
-none). So the CPU figure is an estimate of the GPU graph's traffic, and is labelled as such in the JSON.
+none). So the CPU figure is an estimate of the GPU graph's traffic, and is labelled as such in the JSON. Where the
+CPU cannot keep SDPA one kernel (MLA: q / k wider than v) the graph holds the T x T scores and is flagged
+(`attention_decomposed`); `--pad-values` pads v to q's width inside SDPA instead (an upper estimate).
 
     python benchmarks/step_traffic.py --preset paper --scheme rope --json OUT.json   # CPU: about 1-2 minutes
+    python benchmarks/step_traffic.py --preset paper --scheme mla --pad-values        # about 70 s
     python benchmarks/step_traffic.py --preset smoke --scheme rope                    # seconds
 """
 from __future__ import annotations
