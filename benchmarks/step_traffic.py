@@ -10,8 +10,9 @@ graph and per kernel kind:
     floor(card) = sum over kernels of max(bytes / bandwidth, FLOPs / bf16 peak)
 
 the roofline time the compiled step cannot beat on that card (launch gaps, the optimizer and the loss outside the
-graph not counted), beside the step measured there (benchmarks/measured/step_ms.json). Cards: the H100 SXM (HBM3,
-3.35 TB/s) and H200 (4.8 TB/s), both 989 dense bf16 TFLOP/s (NVIDIA's data sheets).
+graph not counted), beside the step last measured there (benchmarks/measured/step_ms.json, which may be of
+older code than the graph counted). Cards: the H100 SXM (HBM3, 3.35 TB/s) and H200 (4.8 TB/s), both 989 dense
+bf16 TFLOP/s (NVIDIA's data sheets).
 
 On a CPU the graphs are inductor's C++ ones: the same AOTAutograd partition (which activations the forward saves
 for the backward, the bulk of the traffic) and mostly the same fusion rules as the Triton kernels a GPU gets, but
@@ -325,7 +326,8 @@ def main() -> None:
                                             "close but not identical fusion)"),
            "torch": torch.__version__, "preset": a.preset, "scheme": a.scheme, "config_scheme": m["scheme"],
            "batch_size": cfg["train"]["batch_size"], "d_model": m["d_model"], "n_layers": m["n_layers"],
-           "left_out": left_out, "cards": CARDS, "measured_step_ms": measured, "measured_on": MEASURED_ON if measured else None, **s,
+           "left_out": left_out, "cards": CARDS, "measured_step_ms": measured,
+           "measured_on": MEASURED_ON if measured else None, **s,
            "top": sorted(rows, key=lambda r: -r["bytes"])[:a.top]}
     if a.json:
         a.json.write_text(json.dumps(out, indent=1))
@@ -340,7 +342,8 @@ def main() -> None:
         b = s["bound_by"][card]
         print(f"floor on {card}: {s['floor_ms'][card]:.2f} ms ({b['memory_ms']:.2f} memory-bound, "
               f"{b['compute_ms']:.2f} compute-bound)"
-              + (f"; measured there: {measured:.2f} ms" if measured and card == MEASURED_ON else ""))
+              + (f"; last measured there (step_ms.json, maybe older code): {measured:.2f} ms"
+                 if measured and card == MEASURED_ON else ""))
     print("by module (forward and backward):")
     for r in s["by_module"]:
         print(f"  {r['module'][:20]:20} {r['kind'][:12]:12} {r['kernels']:5d} kernels {r['bytes'] / 1e9:7.3f} GB "
