@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import math
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,14 +41,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import torch  # noqa: E402
 
-from gpu_step import batches, tier1_config  # noqa: E402
+from gpu_step import batches, build, tier1_config  # noqa: E402
 
-from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model import attention  # noqa: E402
-from workbench.model.attention import use_fused_dropout  # noqa: E402
 from workbench.store import code_version  # noqa: E402
 from workbench.store.run import machine_identity  # noqa: E402
-from workbench.train.loop import compiled, make_optimizer, train_step  # noqa: E402
+from workbench.train.loop import train_step  # noqa: E402
 
 CARDS = {"H100 SXM": {"bytes_per_s": 3.35e12, "flops_per_s": 989e12},
          "H200": {"bytes_per_s": 4.8e12, "flops_per_s": 989e12}}
@@ -65,33 +63,39 @@ def _kind(node) -> str:
     name = str(getattr(ir, "op_overload", None) or getattr(ir, "python_kernel_name", None) or type(ir).__name__)
     if "scaled_dot_product" in name or "attention" in name:
         return "attention"
-    if re.search(r"\b(extern_kernels\.)?(mm|addmm|bmm|baddbmm)\b", name) or ".mm" in name or "addmm" in name:
+    if {"mm", "addmm", "bmm", "baddbmm"} & set(name.split(".")):  # extern_kernels.mm, aten.addmm.out, ...
         return "matmul"
     return "extern: " + name.split(".")[-2 if name.endswith(".default") else -1][:40]
 
 
+def _origin_ops(node):
+    """The fx nodes a kernel was made from (each part's `origins`)."""
+    for n in node.get_nodes():
+        yield from getattr(n.node, "origins", ()) or ()
+
+
+def _op_name(o) -> str:
+    name = str(getattr(o, "target", o))
+    return name.split(".")[-2 if name.endswith(".default") else -1]
+
+
 def _origins(node) -> str:
     """The aten ops a kernel was fused from, most frequent first (a generated kernel's recipe)."""
-    counts: dict[str, int] = defaultdict(int)
-    for n in node.get_nodes():
-        for o in getattr(n.node, "origins", ()) or ():
-            counts[str(getattr(o, "target", o)).split(".")[-2 if str(o.target).endswith(".default") else -1]] += 1
-    return ", ".join(k for k, _ in sorted(counts.items(), key=lambda kv: -kv[1])[:4])
+    return ", ".join(k for k, _ in Counter(_op_name(o) for o in _origin_ops(node)).most_common(4))
 
 
 def _module(node) -> str:
     """The innermost module a kernel was fused from, the most frequent among its ops' `nn_module_stack` (class
     name and the path's last part, e.g. "LayerNorm ln1"); "-" when the graph kept none."""
-    counts: dict[str, int] = defaultdict(int)
-    for n in node.get_nodes():
-        for o in getattr(n.node, "origins", ()) or ():
-            meta = getattr(o, "meta", {}) or {}
-            stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
-            if stack:
-                path, cls = list(stack.values())[-1]
-                cls = getattr(cls, "__name__", str(cls)).split(".")[-1].strip("'>")
-                counts[f"{cls} {str(path).split('.')[-1]}"] += 1
-    return max(counts, key=counts.get) if counts else "-"
+    counts: Counter = Counter()
+    for o in _origin_ops(node):
+        meta = getattr(o, "meta", {}) or {}
+        stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
+        if stack:
+            path, cls = list(stack.values())[-1]
+            cls = getattr(cls, "__name__", str(cls)).split(".")[-1].strip("'>")
+            counts[f"{cls} {str(path).split('.')[-1]}"] += 1
+    return counts.most_common(1)[0][0] if counts else "-"
 
 
 def _attention_flops(node) -> int:
@@ -109,8 +113,8 @@ def _attention_flops(node) -> int:
 
 
 def _bytes(node) -> int:
-    """Bytes a kernel reads and writes, each buffer once (a library call: `_extern_bytes`). Inductor's own count (`get_read_write_buffers_sizes`)
-    takes every buffer a fused kernel reads as read whole, so a layer's slice of the paper arch's fused key/value
+    """Bytes a kernel reads and writes, each buffer once (a library call: `_extern_bytes`). Inductor's own count
+    (`get_read_write_buffers_sizes`) takes every buffer a fused kernel reads as read whole, so a layer's slice of the paper arch's fused key/value
     projection counts as all six layers'. For a fused kernel this takes, per buffer, the most any of its parts
     accesses (each part's count is bounded by its own iteration range), leaving out buffers only its parts use."""
     if node.is_extern():
@@ -138,10 +142,7 @@ def _extern_bytes(node) -> int:
     reads = 0
     for inp in getattr(node.node, "inputs", []) or []:
         try:
-            numel = 1
-            for v in inp.get_size():
-                numel *= int(v)
-            reads += numel * get_dtype_size(inp.get_dtype())
+            reads += math.prod(int(v) for v in inp.get_size()) * get_dtype_size(inp.get_dtype())
         except (AttributeError, TypeError, NotImplementedError):
             continue
     return reads + int(node.get_write_buffer_sizes())
@@ -172,10 +173,9 @@ class Recorder:
     def __enter__(self):
         import logging
 
+        from torch._functorch import config as aot_config
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
-
-        from torch._functorch import config as aot_config
 
         self._saved = (GraphLowering.count_bytes, config.fx_graph_cache, aot_config.enable_autograd_cache)
         recorder = self
@@ -201,49 +201,48 @@ class Recorder:
         return self
 
     def __exit__(self, *exc):
+        from torch._functorch import config as aot_config
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
-
-        from torch._functorch import config as aot_config
 
         GraphLowering.count_bytes, config.fx_graph_cache, aot_config.enable_autograd_cache = self._saved
         torch._logging.set_logs()
         self._log.removeFilter(_silent)
 
 
+def _roofline_ms(rows: list[dict], card: dict) -> tuple[float, float]:
+    """(floor, its memory-bound part) in ms: sum over kernels of max(bytes / bandwidth, FLOPs / peak)."""
+    mem = [r["bytes"] / card["bytes_per_s"] for r in rows]
+    comp = [r["flops"] / card["flops_per_s"] for r in rows]
+    return 1e3 * sum(map(max, mem, comp)), 1e3 * sum(m for m, c in zip(mem, comp) if m >= c)
+
+
+def _grouped(rows: list[dict], key) -> list[tuple[tuple, list[dict]]]:
+    """(key, its rows) per value of `key(row)`, the most bytes first."""
+    groups: dict = defaultdict(list)
+    for r in rows:
+        groups[key(r)].append(r)
+    return sorted(groups.items(), key=lambda kv: -sum(r["bytes"] for r in kv[1]))
+
+
+def _totals(rows: list[dict]) -> dict:
+    return {"kernels": len(rows), "bytes": sum(r["bytes"] for r in rows), "flops": sum(r["flops"] for r in rows)}
+
+
 def summarise(rows: list[dict], cards: dict = CARDS) -> dict:
-    """Per graph and kind: kernels, bytes, FLOPs; per card the roofline floor (ms) of each and in all."""
+    """Per graph and kind: kernels, bytes, FLOPs; per card the roofline floor (ms) of each and in all; per module
+    (class) and kind the same totals."""
     out: dict = {"by_graph_kind": [], "floor_ms": {}, "bound_by": {}}
-    groups: dict = defaultdict(lambda: {"kernels": 0, "bytes": 0, "flops": 0})
-    for r in rows:
-        g = groups[(r["graph"], r["kind"])]
-        g["kernels"] += 1
-        g["bytes"] += r["bytes"]
-        g["flops"] += r["flops"]
-    for (graph, kind), g in sorted(groups.items(), key=lambda kv: -kv[1]["bytes"]):
-        row = {"graph": graph, "kind": kind, **g}
-        for card, c in cards.items():
-            row[f"floor_ms {card}"] = 1e3 * sum(max(r["bytes"] / c["bytes_per_s"], r["flops"] / c["flops_per_s"])
-                                                for r in rows if (r["graph"], r["kind"]) == (graph, kind))
-        out["by_graph_kind"].append(row)
-    for card, c in cards.items():
-        mem = sum(r["bytes"] / c["bytes_per_s"] for r in rows if r["bytes"] / c["bytes_per_s"]
-                  >= r["flops"] / c["flops_per_s"])
-        out["floor_ms"][card] = 1e3 * sum(max(r["bytes"] / c["bytes_per_s"], r["flops"] / c["flops_per_s"])
-                                          for r in rows)
-        out["bound_by"][card] = {"memory_ms": 1e3 * mem, "compute_ms": out["floor_ms"][card] - 1e3 * mem}
-    by_module: dict = defaultdict(lambda: {"kernels": 0, "bytes": 0, "flops": 0})
-    for r in rows:
-        g = by_module[(r["module"].split(" ")[0], r["kind"] if r["kind"] != "generated" else "generated")]
-        g["kernels"] += 1
-        g["bytes"] += r["bytes"]
-        g["flops"] += r["flops"]
-    out["by_module"] = [{"module": m, "kind": k, **g} for (m, k), g in
-                        sorted(by_module.items(), key=lambda kv: -kv[1]["bytes"])]
-    out["kernels"] = len(rows)
-    out["bytes"] = sum(r["bytes"] for r in rows)
-    out["flops"] = sum(r["flops"] for r in rows)
-    return out
+    for (graph, kind), g in _grouped(rows, lambda r: (r["graph"], r["kind"])):
+        out["by_graph_kind"].append({"graph": graph, "kind": kind, **_totals(g),
+                                     **{f"floor_ms {c}": _roofline_ms(g, card)[0] for c, card in cards.items()}})
+    for c, card in cards.items():
+        floor, mem = _roofline_ms(rows, card)
+        out["floor_ms"][c] = floor
+        out["bound_by"][c] = {"memory_ms": mem, "compute_ms": floor - mem}
+    out["by_module"] = [{"module": m, "kind": k, **_totals(g)}
+                        for (m, k), g in _grouped(rows, lambda r: (r["module"].split(" ")[0], r["kind"]))]
+    return out | _totals(rows)
 
 
 def _padded_sdpa(q, k, v, mask, p):
@@ -260,25 +259,23 @@ def _padded_sdpa(q, k, v, mask, p):
 
 
 def one_step(cfg: dict, dev: torch.device, pad_values: bool = False) -> None:
-    """One compiled training step of `cfg` as `train` runs it on a GPU: bf16 autocast; the paper arch's keys and
-    values of every layer in one matmul (`PEClassifier.fused_kv`, which CUDA turns on by itself); SDPA wherever
-    the model may use it (on CPU the model keeps short keys on its explicit path, `SDPA_CPU_MIN_WORK`; CUDA never
-    does)."""
+    """One compiled training step of `cfg` as `train` runs it on a GPU (`gpu_step.build`, bf16 autocast): the
+    paper arch's keys and values of every layer in one matmul (`PEClassifier.fused_kv`, which CUDA turns on by
+    itself); SDPA wherever the model may use it (on CPU the model keeps short keys on its explicit path,
+    `SDPA_CPU_MIN_WORK`; CUDA never does). torch.compile traces at the first step, after these are set."""
     attention.SDPA_CPU_MIN_WORK = 0
-    model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
+    (xb, yb), = batches(cfg, 1, dev)
+    model, fwd, opt = build(cfg, dev, True, xb, True)
+    model.fused_kv = True
     if dev.type == "cpu" and pad_values:
         for m in model.modules():
             if isinstance(m, attention.Attention):
                 m.sdpa = _padded_sdpa
-    model.fused_kv = True
-    use_fused_dropout(model, cfg["train"].get("fused_attention", False))
-    tcfg = cfg["train"]
-    opt = make_optimizer(model, tcfg, dev, True)
-    (xb, yb), = batches(cfg, 1, dev)
     sums = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
             torch.zeros((), device=dev, dtype=torch.long))
-    train_step(compiled(model, xb, True), opt, list(model.parameters()), xb, yb, None, sums,
-               ignore=tcfg.get("ignore_label"), amp=True, grad_clip=tcfg.get("grad_clip"))
+    tcfg = cfg["train"]
+    train_step(fwd, opt, list(model.parameters()), xb, yb, None, sums, ignore=tcfg.get("ignore_label"), amp=True,
+               grad_clip=tcfg.get("grad_clip"))
 
 
 def main() -> None:
@@ -321,9 +318,10 @@ def main() -> None:
     m = cfg["model"]
     out = {"code_version": code_version(), "machine": machine_identity(), "threads": torch.get_num_threads(),
            "wall_s": round(wall, 1), "command": "python benchmarks/step_traffic.py " + " ".join(sys.argv[1:]),
-           "attention_decomposed": decomposed, "device": a.device, "graphs_of": ("this GPU's Triton graphs" if dev.type == "cuda" else
-                                            "inductor's CPU graphs (an estimate of the GPU's: same partition, "
-                                            "close but not identical fusion)"),
+           "attention_decomposed": decomposed, "device": a.device,
+           "graphs_of": ("this GPU's Triton graphs" if dev.type == "cuda" else
+                         "inductor's CPU graphs (an estimate of the GPU's: same partition, close but not identical "
+                         "fusion)"),
            "torch": torch.__version__, "preset": a.preset, "scheme": a.scheme, "config_scheme": m["scheme"],
            "batch_size": cfg["train"]["batch_size"], "d_model": m["d_model"], "n_layers": m["n_layers"],
            "left_out": left_out, "cards": CARDS, "measured_step_ms": measured,

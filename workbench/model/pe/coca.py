@@ -97,8 +97,8 @@ class CoCAAttention(Attention):
     def rotate(self, q, k):
         out = []
         for x in (q, k):
-            ang = self.angles(x.shape[1]).repeat_interleave(2, dim=-1)
-            out.append(rotate_pairs(x, ang.cos().to(table_dtype(x.dtype)), ang.sin().to(table_dtype(x.dtype))))
+            ang, dt = self.angles(x.shape[1]).repeat_interleave(2, dim=-1), table_dtype(x.dtype)
+            out.append(rotate_pairs(x, ang.cos().to(dt), ang.sin().to(dt)))
         return tuple(out)
 
     def score_features(self, rq: torch.Tensor, rk: torch.Tensor):
@@ -110,8 +110,8 @@ class CoCAAttention(Attention):
         sq = rq[..., 0::2] ** 2 + rq[..., 1::2] ** 2  # |q_{m,j}|^2 (a rotation keeps it)
         f_q = torch.stack((sq * ang.cos().to(rq.dtype), sq * ang.sin().to(rq.dtype)), -1).flatten(-2)
         if self.released:  # (R(m) q_m) o q_m with q_m = R(-m) R(m) q_m, against R(n) c_n
-            full = ang.repeat_interleave(2, dim=-1)
-            q = rotate_pairs(rq, full.cos().to(table_dtype(rq.dtype)), -full.sin().to(table_dtype(rq.dtype)))
+            full, dt = ang.repeat_interleave(2, dim=-1), table_dtype(rq.dtype)
+            q = rotate_pairs(rq, full.cos().to(dt), -full.sin().to(dt))
             return rq * q, rk
         r0, r1 = rk[..., 0::2], rk[..., 1::2]
         f_k = torch.stack(((r0 + r1) / 2, (r1 - r0) / 2), -1).flatten(-2)
