@@ -17,7 +17,8 @@ bf16 TFLOP/s (NVIDIA's data sheets).
 On a CPU the graphs are inductor's C++ ones: the same AOTAutograd partition (which activations the forward saves
 for the backward, the bulk of the traffic) and mostly the same fusion rules as the Triton kernels a GPU gets, but
 not identical (SDPA lowers to the CPU flash kernel; its FLOPs are counted from the formula when the counter has
-none). So the CPU figure is an estimate of the GPU graph's traffic, and is labelled as such in the JSON. Where the
+none). One CPU-only lowering rule that would change the count is lifted: a cat feeding pointwise users is fused
+into them, as on a GPU, not written out first (`_gpu_cat_lowering`). So the CPU figure is an estimate of the GPU graph's traffic, and is labelled as such in the JSON. Where the
 CPU cannot keep SDPA one kernel (MLA: q / k wider than v) the graph holds the T x T scores and is flagged
 (`attention_decomposed`); `--pad-values` pads v to q's width inside SDPA instead (an upper estimate).
 
@@ -163,12 +164,36 @@ def _matmul_flops(node) -> int:
     return 2 * batch * a[-2] * a[-1] * b[-1]
 
 
+_CPU_CAT = "    if cpu_device:\n        return TensorBox(ir.ConcatKernel.create(inputs, dim))\n"
+
+
+def _gpu_cat_lowering():
+    """Inductor's `cat` lowering without its CPU shortcut: on a CPU every cat becomes a ConcatKernel (its inputs
+    written into slices of a buffer that the next kernel reads again); on a GPU a cat whose users are pointwise is
+    lowered as a pointwise cat and fused into them (torch/_inductor/lowering.py `cat`). Counting a GPU's graph on a
+    CPU needs the GPU's choice: MLA's [content ; rotary] q and k are such cats (5.6 GB a paper step). Built from
+    the installed torch's own source with that one branch removed; fails loudly if the branch is not there."""
+    import inspect
+
+    import torch._inductor.lowering as lowering
+
+    src = inspect.getsource(lowering.cat.__wrapped__)
+    if src.count(_CPU_CAT) != 1:
+        raise SystemExit(f"torch {torch.__version__}: inductor's cat lowering has no CPU shortcut to lift as "
+                         "step_traffic expects; update `_gpu_cat_lowering` for this torch")
+    namespace = dict(vars(lowering))
+    exec(compile(src.replace(_CPU_CAT, ""), lowering.__file__, "exec"), namespace)  # registers it in `lowerings`
+    return namespace["cat"]
+
+
 class Recorder:
     """Patches inductor's per-graph byte count (`GraphLowering.count_bytes`, which compile_fx calls for each graph
-    when its `inductor_metrics` log is on) to record one row per kernel of every graph compiled meanwhile."""
+    when its `inductor_metrics` log is on) to record one row per kernel of every graph compiled meanwhile; with
+    `gpu_cat`, cats are lowered as on a GPU (`_gpu_cat_lowering`)."""
 
-    def __init__(self):
+    def __init__(self, gpu_cat: bool = False):
         self.rows: list[dict] = []
+        self.gpu_cat = gpu_cat
 
     def __enter__(self):
         import logging
@@ -177,7 +202,13 @@ class Recorder:
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
 
+        import torch._inductor.lowering as lowering
+
         self._saved = (GraphLowering.count_bytes, config.fx_graph_cache, aot_config.enable_autograd_cache)
+        cat = lowering.lowerings[torch.ops.aten.cat.default]
+        self._cat = {op: fn for op, fn in lowering.lowerings.items() if fn is cat}
+        if self.gpu_cat:
+            lowering.lowerings.update(dict.fromkeys(self._cat, _gpu_cat_lowering()))
         recorder = self
 
         def count_bytes(graph):
@@ -205,7 +236,10 @@ class Recorder:
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
 
+        import torch._inductor.lowering as lowering
+
         GraphLowering.count_bytes, config.fx_graph_cache, aot_config.enable_autograd_cache = self._saved
+        lowering.lowerings.update(self._cat)
         torch._logging.set_logs()
         self._log.removeFilter(_silent)
 
@@ -299,7 +333,7 @@ def main() -> None:
         cfg["model"]["dropout_sites"] = [x for x in sites if x != "attn_weights"]
         left_out = ["attn_weights dropout (inside the GPU's attention kernel; on CPU it would decompose SDPA)"]
     t0 = time.perf_counter()
-    with Recorder() as rec:
+    with Recorder(gpu_cat=dev.type != "cuda") as rec:
         one_step(cfg, dev, pad_values=a.pad_values)
     wall = time.perf_counter() - t0
     rows = [r for r in rec.rows if r["graph"] != "inference"]
@@ -320,8 +354,8 @@ def main() -> None:
            "wall_s": round(wall, 1), "command": "python benchmarks/step_traffic.py " + " ".join(sys.argv[1:]),
            "attention_decomposed": decomposed, "device": a.device,
            "graphs_of": ("this GPU's Triton graphs" if dev.type == "cuda" else
-                         "inductor's CPU graphs (an estimate of the GPU's: same partition, close but not identical "
-                         "fusion)"),
+                         "inductor's CPU graphs with the GPU's cat lowering (an estimate of the GPU's: same "
+                         "partition, close but not identical fusion)"),
            "torch": torch.__version__, "preset": a.preset, "scheme": a.scheme, "config_scheme": m["scheme"],
            "batch_size": cfg["train"]["batch_size"], "d_model": m["d_model"], "n_layers": m["n_layers"],
            "left_out": left_out, "cards": CARDS, "measured_step_ms": measured,

@@ -72,3 +72,26 @@ def test_the_script_counts_a_compiled_training_step_with_its_provenance(tmp_path
         assert d["bytes"] / c["bytes_per_s"] * 1e3 <= d["floor_ms"][card] + 1e-9
     assert d["code_version"] and d["machine"]["cpu"] and d["wall_s"] > 0 and d["threads"] == 1
     assert "floor on H100 SXM" in p.stdout
+
+
+def test_a_cat_is_counted_as_a_gpu_lowers_it():
+    """On a CPU inductor writes every cat's inputs into a buffer the next kernel reads again (here 4 kernels,
+    2 x 64 KiB into the buffer, 128 KiB read and 128 KiB written by the sine); a GPU fuses a cat feeding pointwise
+    users into them: one kernel reading the two inputs and writing the result. `gpu_cat` counts the GPU's choice,
+    and leaves inductor's own lowering in place after it."""
+    a, b = torch.randn(256, 64), torch.randn(256, 64)
+
+    def fn(a, b):
+        return torch.cat((a * 2, b + 1), -1).sin()
+
+    def rows(gpu_cat):
+        torch._dynamo.reset()
+        with step_traffic.Recorder(gpu_cat=gpu_cat) as rec:
+            torch.compile(fn)(a, b)
+        torch._dynamo.reset()
+        return [r["bytes"] for r in rec.rows if r["bytes"]]
+
+    n = 256 * 64 * 4
+    assert rows(gpu_cat=True) == [4 * n]
+    cpu = rows(gpu_cat=False)
+    assert len(cpu) > 1 and sum(cpu) == 8 * n
