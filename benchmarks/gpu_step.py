@@ -13,7 +13,8 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
   - sdpa (`--sdpa a,b`): RoPE's eager step with SDPA held to each backend in turn (flash, memory-efficient,
     cuDNN, math), after the other schemes;
   - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
-    reduce-overhead), last;
+    reduce-overhead) or scopes (`MODE+blocks`: each block compiled alone, `loop.compiled`), last, each with its
+    compile time (`warmup_s`);
   - profile (`--profile`): 20 compiled steps of the first scheme under torch.profiler, the top kernels by self
     device time a step (self CPU time on CPU);
   - epoch (`--epoch`): two full Task 1 epochs of RoPE through `train(compile=True)`, the data made first (its time
@@ -45,7 +46,7 @@ from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model.attention import use_fused_dropout  # noqa: E402
 from workbench.store import RunStore  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
-from workbench.train.loop import compiled, make_optimizer, set_lr, train_step  # noqa: E402
+from workbench.train.loop import Compile, compiled, make_optimizer, set_lr, train_step  # noqa: E402
 from workbench.train.presets import task_spec  # noqa: E402
 
 TIER1 = {"rope": ("rope", "authors"), "nope": ("nope", "authors"), "mla": ("mla", "authors-mla")}
@@ -64,21 +65,22 @@ def batches(cfg: dict, n: int, dev: torch.device, seed: int = 0) -> list[tuple[t
     return out
 
 
-def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None):
+def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None,
+          scope: str = "model"):
     """(model, what the step calls: the model or `loop.compiled(model, ...)` as `train` compiles it, AdamW)."""
     if compile:
         torch._dynamo.reset()  # each measurement compiles afresh (dynamo's recompile limit is per process)
     model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
     use_fused_dropout(model, cfg["train"].get("fused_attention", False))
     opt = make_optimizer(model, cfg["train"], dev, compile)
-    return model, (compiled(model, example, amp, mode) if compile else model), opt
+    return model, (compiled(model, example, amp, mode, scope) if compile else model), opt
 
 
 def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None,
-              mode: str | None = None):
+              mode: str | None = None, scope: str = "model"):
     """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps); `prof`, a torch.profiler
     profile not yet started, records the steps after the warm-up."""
-    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode)
+    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode, scope)
     params = list(model.parameters())
     tcfg = cfg["train"]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -136,11 +138,16 @@ def main() -> None:
     ap.add_argument("--profile-rows", type=int, default=25)
     ap.add_argument("--sdpa", default="", help="SDPA backends to time RoPE's eager step with, one at a time, e.g. "
                                                "flash_attention,efficient_attention,cudnn_attention,math")
-    ap.add_argument("--modes", default="", help="other torch.compile modes to time the first scheme's step in, "
-                                                 "e.g. reduce-overhead (CUDA graphs),max-autotune-no-cudagraphs")
+    ap.add_argument("--modes", default="", help="other torch.compile modes or scopes to time the first scheme's "
+                                                 "step in, e.g. reduce-overhead (CUDA graphs),default+blocks "
+                                                 "(each block compiled alone)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
+    try:  # a wrong mode or scope fails before anything is compiled
+        modes = {m: Compile(*m.split("+", 1)) for m in a.modes.split(",") if m}
+    except ValueError as e:
+        raise SystemExit(f"--modes {a.modes!r}: {e} (a scope after '+', e.g. default+blocks)") from None
     dev = torch.device(a.device)
     amp = dev.type == "cuda"
     if dev.type == "cuda":
@@ -238,9 +245,10 @@ def main() -> None:
         step(scheme)
     if a.sdpa:
         backends()
-    for mode in [m for m in a.modes.split(",") if m]:  # other torch.compile modes of the first scheme's step
+    for mode in modes:  # other torch.compile modes or scopes of the first scheme's step
         cfg = tier1_config(schemes[0], preset, a.sets)
-        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=mode)
+        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=modes[mode].mode,
+                                  scope=modes[mode].scope)
         out["modes"][mode] = {"scheme": schemes[0], "compiled_ms": statistics.median(ms), "warmup_s": warm_s}
         save(f"mode {mode}: {out['modes'][mode]}")
 

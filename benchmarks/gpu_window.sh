@@ -17,7 +17,8 @@
 #                                                         # warm machine (T_TESTS=0 leaves out the gpu tests)
 #   make repro-gpu WINDOW=BUDGET                            # the same without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
-# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), COMPILE_MODE (torch.compile's; default), RESERVE (90 s for the last ship and packing), GPU_PY,
+# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), COMPILE_MODE (torch.compile's; default), COMPILE_SCOPE
+# (model|blocks; model), RESERVE (90 s for the last ship and packing), GPU_PY,
 # GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
 set -u -o pipefail
 check=0 only=0
@@ -76,9 +77,11 @@ EOF
 fi
 flag=$([ "$compile" = yes ] && echo --compile)
 # COMPILE_MODE=reduce-overhead (CUDA graphs) where a check measured it the faster (gpu_step.json "modes")
-[ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flag="--compile-mode $COMPILE_MODE"
+[ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flag="$flag --compile-mode $COMPILE_MODE"
+# COMPILE_SCOPE=blocks (each block compiled alone: a shorter cold compile) where a check measured its step as fast
+[ "$compile" = yes ] && [ -n "${COMPILE_SCOPE:-}" ] && flag="$flag --compile-scope $COMPILE_SCOPE"
 window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-90} ))
-[ "$only" = 1 ] || say "training for $window s (compile: $compile ${COMPILE_MODE:-}, step ms: $step_ms)"
+[ "$only" = 1 ] || say "training for $window s (compile: $compile ${COMPILE_MODE:-} ${COMPILE_SCOPE:-}, step ms: $step_ms)"
 mkdir -p "$results"
 if [ "$only" = 1 ]; then
   say "check only: no training"; rc=0

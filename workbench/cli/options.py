@@ -63,16 +63,18 @@ def parse_tiers(tier: Optional[str]) -> Optional[list[int]]:
 
 COMPILE_MODE_HELP = ("torch.compile's mode (implies --compile): default, reduce-overhead (CUDA graphs), max-autotune, "
                      "max-autotune-no-cudagraphs; run.json `compiled` records it")
+COMPILE_SCOPE_HELP = ("what torch.compile compiles (implies --compile): model (default) or blocks (each block alone, "
+                      "one graph built once for all layers: a shorter cold compile); run.json `compile_scope`")
 
 
-def compile_arg(compile: bool, mode: Optional[str]) -> bool | str:
-    """--compile / --compile-mode as `train`'s `compile`: the mode when given (ValueError on an unknown one), else
-    the flag."""
-    if mode is None:
+def compile_arg(compile: bool, mode: Optional[str], scope: Optional[str] = None):
+    """--compile / --compile-mode / --compile-scope as `train`'s `compile`: a `loop.Compile` when a mode or scope is
+    given (ValueError on an unknown one), else the flag."""
+    if mode is None and scope is None:
         return compile
-    from workbench.train.loop import compile_mode
+    from workbench.train.loop import Compile
 
-    return compile_mode(mode)
+    return Compile(mode or "default", scope or "model")
 
 
 def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:

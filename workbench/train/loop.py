@@ -28,6 +28,7 @@ import os
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -224,32 +225,61 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
 
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+COMPILE_SCOPES = ("model", "blocks")
 
 
-def compile_mode(compile: bool | str | None) -> str | None:
-    """`train`'s `compile` as torch.compile's mode: None (eager) for False / None, "default" for True, else one of
-    COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches)."""
+@dataclass(frozen=True)
+class Compile:
+    """How `train` compiles: torch.compile's `mode` (COMPILE_MODES) over the whole model, or over each block alone
+    (`scope` "blocks": `compiled`)."""
+    mode: str = "default"
+    scope: str = "model"
+
+    def __post_init__(self):
+        if self.mode not in COMPILE_MODES:
+            raise ValueError(f"compile mode {self.mode!r}: use one of {', '.join(COMPILE_MODES)}")
+        if self.scope not in COMPILE_SCOPES:
+            raise ValueError(f"compile scope {self.scope!r}: use one of {', '.join(COMPILE_SCOPES)}")
+
+    def record(self) -> dict[str, Any]:
+        """run.json's fields: `compiled` True for the default mode (as runs before modes existed), else the mode;
+        `compile_scope`."""
+        return {"compiled": True if self.mode == "default" else self.mode, "compile_scope": self.scope}
+
+
+def compile_spec(compile: bool | str | Compile | None) -> Compile | None:
+    """`train`'s `compile` as a `Compile`: None (eager) for False / None, the default mode for True, a mode name of
+    COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches) over the whole
+    model; ValueError for an unknown mode or scope."""
     if compile is None or compile is False:
         return None
     if compile is True:
-        return "default"
-    if compile not in COMPILE_MODES:
-        raise ValueError(f"compile mode {compile!r}: use one of {', '.join(COMPILE_MODES)}")
-    return compile
+        return Compile()
+    return compile if isinstance(compile, Compile) else Compile(compile)
 
 
-def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None):
+def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None,
+             scope: str = "model"):
     """torch.compile(model, mode=mode), after one eager forward of `example[:1]` in eval mode without gradients
     under the step's autocast. That forward fills the position tables a scheme caches per length (RoPE's cos/sin,
     a fixed input PE's table) with the eager path's values; left to the first compiled call, they are filled
     inside its trace, its guards fail on the next call and the whole model compiles a second time (the paper
-    model on CPU: 45 s, then 12-14 s more; docs/training.md). Eval mode: no dropout, so no RNG is drawn."""
+    model on CPU: 45 s, then 12-14 s more; docs/training.md). Eval mode: no dropout, so no RNG is drawn.
+    scope "blocks" (regional compilation): each block compiled alone (`nn.Module.compile`, in place; the blocks
+    share one graph, so its kernels are built once, not once per layer, and a run whose blocks have the shapes of
+    an earlier one finds them in inductor's cache) and `memory_kv` (the paper arch's fused key/value projection)
+    as another graph; the embedding, readout and head run eager. Returns what the step calls."""
     was_training = model.training
     model.eval()
     with torch.no_grad(), torch.autocast(example.device.type, dtype=torch.bfloat16, enabled=amp):
         model(example[:1])
     model.train(was_training)
-    return torch.compile(model, mode=mode)
+    if scope == "model":
+        return torch.compile(model, mode=mode)
+    for block in model.blocks:
+        block.compile(mode=mode)
+    model.memory_kv = torch.compile(model.memory_kv, mode=mode)
+    return model
 
 
 def train_step(fwd, opt: torch.optim.Optimizer, params: list, xb: torch.Tensor, yb: torch.Tensor,
@@ -368,7 +398,8 @@ def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, w
 
 
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
-          force: bool = False, device: str | None = None, compile: bool | str = False, amp: bool | None = None,
+          force: bool = False, device: str | None = None, compile: bool | str | Compile = False,
+          amp: bool | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
           on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1,
           deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
@@ -385,7 +416,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     resumable; run.json `stopped_at_deadline`).
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
-    torch.compile's default mode; a mode name of COMPILE_MODES (`compile_mode`): that mode (run.json `compiled`).
+    torch.compile's default mode; a mode name of COMPILE_MODES: that mode; a `Compile`: its mode and scope
+    (`compile_spec`; run.json `compiled`, `compile_scope`).
     A finished run is returned as is.
     """
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
@@ -394,7 +426,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     from .presets import validate_config
 
     validate_config(config)  # bad configs and arguments fail before anything is written
-    compile = compile_mode(compile)
+    compile = compile_spec(compile)
     dev = pick_device(device)
     check_threads(threads)
     if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
@@ -426,7 +458,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         lock.release()
 
 
-def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: str | None,
+def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: Compile | None,
                   amp: bool | None, threads: int | None, progress: bool, stop_after_epochs: int | None,
                   on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1,
                   deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
@@ -486,13 +518,14 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                       f"{started_threads})", stacklevel=2)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
-    fwd = compiled(model, x_train[:1], amp, compile) if compile else model
+    fwd = compiled(model, x_train[:1], amp, compile.mode, compile.scope) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
-                    compiled=True if compile == "default" else (compile or False), dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
+                    **(compile.record() if compile else {"compiled": False, "compile_scope": None}),
+                    dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
                     numerics=numerics_identity(), checkpoint_every=checkpoint_every, stopped_at_deadline=None,
