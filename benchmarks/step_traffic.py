@@ -18,9 +18,11 @@ On a CPU the graphs are inductor's C++ ones: the same AOTAutograd partition (whi
 for the backward, the bulk of the traffic) and mostly the same fusion rules as the Triton kernels a GPU gets, but
 not identical (SDPA lowers to the CPU flash kernel; its FLOPs are counted from the formula when the counter has
 none). One CPU-only lowering rule that would change the count is lifted: a cat feeding pointwise users is fused
-into them, as on a GPU, not written out first (`_gpu_cat_lowering`). So the CPU figure is an estimate of the GPU graph's traffic, and is labelled as such in the JSON. Where the
-CPU cannot keep SDPA one kernel (MLA: q / k wider than v) the graph holds the T x T scores and is flagged
-(`attention_decomposed`); `--pad-values` pads v to q's width inside SDPA instead (an upper estimate).
+into them, as on a GPU, not written out first (`_gpu_cat_lowering`). So the CPU figure is an estimate of the GPU
+graph's traffic, and is labelled as such in the JSON. Where the CPU cannot keep SDPA one kernel (MLA: q / k wider
+than v) the graph holds the T x T scores and is flagged (`attention_decomposed`); `--pad-values` pads v to q's
+width inside SDPA instead (an upper estimate). `--scope blocks` counts the step with each block compiled alone
+(`train --compile-scope blocks`): the blocks' one graph once per layer (`per_step`).
 
     python benchmarks/step_traffic.py --preset paper --scheme rope --json OUT.json   # CPU: about 1-2 minutes
     python benchmarks/step_traffic.py --preset paper --scheme mla --pad-values        # about 70 s
@@ -199,10 +201,9 @@ class Recorder:
         import logging
 
         from torch._functorch import config as aot_config
+        import torch._inductor.lowering as lowering
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
-
-        import torch._inductor.lowering as lowering
 
         self._saved = (GraphLowering.count_bytes, config.fx_graph_cache, aot_config.enable_autograd_cache)
         cat = lowering.lowerings[torch.ops.aten.cat.default]
@@ -234,10 +235,9 @@ class Recorder:
 
     def __exit__(self, *exc):
         from torch._functorch import config as aot_config
+        import torch._inductor.lowering as lowering
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
-
-        import torch._inductor.lowering as lowering
 
         GraphLowering.count_bytes, config.fx_graph_cache, aot_config.enable_autograd_cache = self._saved
         lowering.lowerings.update(self._cat)

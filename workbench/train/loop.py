@@ -269,6 +269,7 @@ def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str
     share one graph, so its kernels are built once, not once per layer, and a run whose blocks have the shapes of
     an earlier one finds them in inductor's cache) and `memory_kv` (the paper arch's fused key/value projection)
     as another graph; the embedding, readout and head run eager. Returns what the step calls."""
+    Compile(mode or "default", scope)  # ValueError for an unknown mode or scope, before any work
     was_training = model.training
     model.eval()
     with torch.no_grad(), torch.autocast(example.device.type, dtype=torch.bfloat16, enabled=amp):
