@@ -116,6 +116,42 @@ def test_ship_writes_a_manifest_of_every_shipped_file(tmp_path):
         RunStore(tmp_path / "out", readonly=True).get(rid)
 
 
+def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless_asked(tmp_path, monkeypatch):
+    """A run re-trained on a machine of other numerics is another trajectory with the same id: shipping it over the
+    shipped copy would replace the shipped results, not add tables to them. ship_run and `workbench ship` refuse,
+    naming both runs' code and CPU, before any analysis; `--replace` overwrites; the same run ships again (its
+    tables added) as before."""
+    from workbench.store.ship import ship_run
+
+    src = _copy(tmp_path, ROPE_T1)
+    rid = ROPE_T1[3]
+    own = tmp_path / "own"
+    shutil.copytree(src / rid, own / rid)
+    (own / rid / "code.diff").write_text("diff --git a/x b/x\n")
+    dest = tmp_path / "out"
+    ship_run(RunStore(own).get(rid), dest)
+    ship_run(RunStore(own).get(rid), dest)  # the same metrics: shipped again
+    metrics = (own / rid / "metrics.jsonl").read_text().splitlines()
+    first = json.loads(metrics[0])
+    metrics[0] = json.dumps(dict(first, train_loss=first["train_loss"] + 1e-6))
+    (own / rid / "metrics.jsonl").write_text("\n".join(metrics) + "\n")
+    shipped_before = (dest / rid / "metrics.jsonl").read_bytes()
+    with pytest.raises(StoreError, match="shipped with other metrics .*a re-training, not the shipped run"):
+        ship_run(RunStore(own).get(rid), dest)
+    assert (dest / rid / "metrics.jsonl").read_bytes() == shipped_before
+    from workbench.analysis import suite
+
+    monkeypatch.setattr(suite, "run_suite", lambda *a, **k: pytest.fail("analysed a run it then refused to ship"))
+    res = CliRunner().invoke(_app(), ["ship", rid, "--root", str(own), "--to", str(dest)])
+    assert res.exit_code == 1 and "pass --replace" in res.output and "1 failed" in res.output
+    assert (dest / rid / "metrics.jsonl").read_bytes() == shipped_before
+    res = CliRunner().invoke(_app(), ["ship", rid, "--root", str(own), "--to", str(dest), "--replace",
+                                      "--no-analyze"])
+    assert res.exit_code == 0, res.output
+    assert (dest / rid / "metrics.jsonl").read_bytes() == (own / rid / "metrics.jsonl").read_bytes()
+    assert check_store(dest)[0] == {}
+
+
 # ---- damage named on every surface -----------------------------------------------------------------------------
 def _post(app, client, output_key: str, values: dict, state: dict | None = None):
     """POST one callback as the browser would; the JSON response (asserting no HTTP 500)."""

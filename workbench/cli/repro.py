@@ -68,6 +68,8 @@ def ship_cmd(
     allow_dirty: Optional[str] = typer.Option(None, "--allow-dirty", metavar="REASON",
                                               help="ship runs trained from a tree with uncommitted changes that "
                                                    "recorded no code.diff; REASON is recorded in their run.json"),
+    replace: bool = typer.Option(False, "--replace", help="overwrite a run shipped with other metrics (a "
+                                 "re-training of it, e.g. on a machine of other numerics: `workbench verify`)"),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.store import RunStore, StoreError
@@ -102,7 +104,7 @@ def ship_cmd(
     counts = {"shipped": 0, "unchanged": 0, "skipped": 0, "failed": 0}
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
     opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty,
-                tables=_table_list(tables))
+                tables=_table_list(tables), replace=replace)
     if tags is not None and grid is None:
         _fail("--tags needs --grid GRID.toml")
     if while_pid is not None and follow is None:
@@ -181,15 +183,16 @@ def _table_list(tables: Optional[str]) -> Optional[list[str]]:
 
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
               shipped=None, quiet: bool = False, allow_dirty: Optional[str] = None,
-              tables: Optional[list[str]] = None) -> str:
+              tables: Optional[list[str]] = None, replace: bool = False) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
     or absent from the store but in `shipped`, the read-only store at `to`), "failed" (its folder does not read, or
     shipping it was refused: a dirty tree without code.diff) or "waiting" (absent, created, running
-    or interrupted: it may still finish; or held by another process that trains or ships it). `quiet` leaves out
+    or interrupted: it may still finish; or held by another process that trains or ships it). A run shipped before
+    with other metrics is refused before its analyses unless `replace` (`check_replacement`). `quiet` leaves out
     the per-look message of a waiting run."""
     from workbench.analysis.suite import run_suite
     from workbench.store import RunLocked, StoreError
-    from workbench.store.ship import is_shipped, ship_run
+    from workbench.store.ship import check_replacement, is_shipped, ship_run
 
     try:
         run = store.get(rid)
@@ -214,14 +217,15 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
             typer.echo(f"{e}; skipped", err=True)
         return "waiting"
     with lock:
-        if analyze:
-            run_suite(run, n_boot=n_boot, max_examples=max_examples, tables=tables,
-                      log=lambda msg: typer.echo(msg, err=True))
-        if is_shipped(run, to):
-            typer.echo(f"{rid}: shipped already, unchanged")
-            return "unchanged"
         try:
-            ship_run(run, to, allow_dirty=allow_dirty)
+            check_replacement(run, to, replace)  # before the analyses: a refused run is not analysed for nothing
+            if analyze:
+                run_suite(run, n_boot=n_boot, max_examples=max_examples, tables=tables,
+                          log=lambda msg: typer.echo(msg, err=True))
+            if is_shipped(run, to):
+                typer.echo(f"{rid}: shipped already, unchanged")
+                return "unchanged"
+            ship_run(run, to, allow_dirty=allow_dirty, replace=replace)
         except StoreError as e:
             typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
             return "failed"

@@ -14,11 +14,13 @@ run.json as `dirty_allowed`.
 
 Training is deterministic, so a shipped run is re-created from its config.json (`workbench recreate RUN_ID`)
 and checked against the shipped metrics (`workbench verify RUN_ID`). A shipped folder replaces an older copy of
-the same run: the new folder is written beside it and renamed into place. The destination may not be, or lie
+the same run (the new folder is written beside it and renamed into place), but not one shipped with other
+metrics, a re-training, unless asked to (`replace`). The destination may not be, or lie
 inside, the run's own store (shipping replaces the destination's folder of the run: it would delete the run).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -45,13 +47,37 @@ def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLi
                          "would be deleted); pass --to a separate results folder, e.g. results/repro")
 
 
-def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = None) -> Path:
+def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = False) -> None:
+    """StoreError when `dest_root` holds `run` shipped with other metrics (unless `replace`): then the run is a
+    re-training of the shipped one (on a machine of other numerics the trajectory differs from the first step),
+    and shipping it would replace the shipped results, not add tables to them."""
+    copy = Path(dest_root) / run.id / METRICS
+    if replace or not copy.is_file() or copy.read_bytes() == (run.path / METRICS).read_bytes():
+        return
+    try:
+        old = json.loads((copy.parent / INFO).read_text())
+    except (OSError, ValueError):
+        old = {}
+
+    def where(info):
+        machine = info.get("machine") or {}
+        return " ".join(str(v) for v in (info.get("code_version", "?"), "on", machine.get("cpu", "?"),
+                                         machine.get("cpu_capability")) if v)
+
+    raise StoreError(f"{dest_root} holds this run shipped with other metrics (trained at {where(old)}; this one at "
+                     f"{where(run.info)}): a re-training, not the shipped run. `workbench verify` judges it; pass "
+                     "--replace to overwrite the shipped results with it, or ship it to another folder", run.id)
+
+
+def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = None, replace: bool = False) -> Path:
     """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`, its
     tables as one bundle, and a manifest of what was shipped. A run trained from a dirty tree needs its
-    `code.diff`, or `allow_dirty` (the reason, recorded)."""
+    `code.diff`, or `allow_dirty` (the reason, recorded); a copy shipped with other metrics is replaced only with
+    `replace` (`check_replacement`)."""
     if run.status != "finished":
         raise StoreError(f"is {run.status!r}; only finished runs are shipped", run.id)
     check_destination(run.store.root, dest_root)
+    check_replacement(run, dest_root, replace)
     info = run.info
     has_diff = (run.path / CODE_DIFF).is_file()
     if is_dirty(info) and not has_diff and not allow_dirty:
