@@ -302,6 +302,24 @@ def test_verify_judges_a_rerun_by_the_stated_rule_when_the_numerics_differ(tiny,
     assert "re-training it" not in res.output  # the own copy checked out: re-used
 
 
+def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_runs():
+    """`workbench recreate` names, before it trains, what of the shipped run's recorded numerics differs here (a
+    run shipped from an AVX2 machine re-trained on another SIMD level follows another trajectory); nothing when
+    the recorded numerics are this machine's."""
+    import torch
+
+    from workbench.cli.repro import numerics_note
+    from workbench.store.run import numerics_identity
+
+    here = numerics_identity()
+    assert numerics_note({"numerics": here, "threads": here["threads"]}) is None
+    other = "AVX2" if here["cpu_capability"] != "AVX2" else "AVX512"
+    note = numerics_note({"torch_version": torch.__version__, "threads": 1,
+                          "machine": {"cpu_capability": other, "cpu_vendor": here["cpu_vendor"]}}, threads=1)
+    assert f"cpu_capability {other} there, {here['cpu_capability']} here" in note
+    assert "another trajectory" in note and "blas" not in note  # what the old record does not say is not named
+
+
 def test_verify_retrains_a_copy_whose_weights_do_not_match_their_hash(tiny, tmp_path):
     """A copy of the shipped folder with `shipped` removed and a 2-byte model.safetensors was "verified" without
     any training; now the recorded weights hash is checked and the copy re-trained."""
