@@ -514,3 +514,16 @@ def test_the_report_names_each_damaged_run_and_computes_from_the_rest(tmp_path):
     for rid, name in damaged.items():
         assert f"{rid} is damaged" in text
     assert f"{ROPE_T1[3]}" in text  # the undamaged run is still reported
+
+
+def test_the_rerun_rule_reads_every_seed_of_the_setting():
+    """The shipped seeds of a setting are the runs whose configs differ only in their seeds: the model's init seed,
+    the training seed and the data seed, and the `tag` a grid names its runs with (seeds 42-44 of the ladder's NoPE
+    on Task 2 differ in model.seed and train.seed, and seed 42 has no tag: before, each was a setting of its own,
+    and a re-run was judged against one seed). Another setting stays apart."""
+    from workbench.analysis.reproduce import _setting_key
+
+    ids = ("t2-nope-repro-paperdata-long-s42-e0f3e4", "t2-nope-repro-paperdata-long-s43-7387c0",
+           "t2-nope-repro-paperdata-long-s44-1cf581", "t2-rope-repro-paperdata-long-s43-c2cb94")
+    keys = [_setting_key(json.loads((REPO / "results" / "repro" / r / "config.json").read_text())) for r in ids]
+    assert keys[0] == keys[1] == keys[2] != keys[3]

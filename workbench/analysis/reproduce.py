@@ -23,12 +23,14 @@ RULE = ("final test accuracy within the shipped seeds' range of the same setting
 
 
 def _setting_key(config: dict[str, Any]) -> str:
-    """The config without its seeds: runs with the same key are seeds of one setting."""
+    """The config without its seeds (model init, training order and dropout, data) and its `tag` (a name for
+    run ids, not a setting): runs with the same key are seeds of one setting."""
     from workbench.store import canonical_json, with_later_defaults
 
     cfg = json.loads(json.dumps(with_later_defaults(config)))
-    for section in ("train", "task"):
+    for section in ("model", "train", "task"):
         (cfg.get(section) or {}).pop("seed", None)
+    cfg.pop("tag", None)
     return canonical_json(cfg)
 
 
