@@ -120,6 +120,15 @@ def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool
     return ms[warm:], [float(v) for v in torch.stack(losses).tolist()], warm_s
 
 
+def parse_modes(text: str) -> dict[str, Compile]:
+    """--modes "a,b": each a torch.compile mode, or MODE+SCOPE (e.g. default+blocks), as a `loop.Compile`;
+    SystemExit naming the modes and scopes on a wrong one."""
+    try:
+        return {m: Compile(*m.split("+", 1)) for m in text.split(",") if m}
+    except ValueError as e:
+        raise SystemExit(f"--modes {text!r}: {e} (a scope after '+', e.g. default+blocks)") from None
+
+
 def tier1_config(scheme: str, preset: str, sets: list[str]) -> dict:
     name, fidelity = TIER1[scheme]
     return resolve_config(preset, name, "trigger-distance", fidelity=fidelity, sets=sets)
@@ -144,10 +153,7 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
-    try:  # a wrong mode or scope fails before anything is compiled
-        modes = {m: Compile(*m.split("+", 1)) for m in a.modes.split(",") if m}
-    except ValueError as e:
-        raise SystemExit(f"--modes {a.modes!r}: {e} (a scope after '+', e.g. default+blocks)") from None
+    modes = parse_modes(a.modes)  # a wrong mode or scope fails before anything is compiled
     dev = torch.device(a.device)
     amp = dev.type == "cuda"
     if dev.type == "cuda":

@@ -9,6 +9,8 @@ import tarfile
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -47,15 +49,14 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
 def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_path):
     """`--check-only` (a second, short call of a window): the wheels, benchmarks/gpu_check.sh without the gpu tests
     (T_TESTS=0) and without the epochs, i.e. benchmarks/gpu_step.py on CPU at the smoke preset (eager and compiled
-    step, the agreement, the mask, the profile of the compiled step, the step with each block compiled alone), and
-    no training: gpu_step.json and the logs come back, no results."""
+    step, the agreement, the mask, the profile of the compiled step), and no training: gpu_step.json and the logs
+    come back, no results."""
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "GPU_PY": sys.executable, "GPU_SITE": str(tmp_path / "site"),
            "DEVICE": "cpu", "T_TESTS": "0", "EPOCH": "0", "RESULTS": str(tmp_path / "results"),
            "PAPER_RUNS": str(tmp_path / "runs"), "INDUCTOR_CACHE": str(tmp_path / "cache"),
            "CHECK_ARGS": "--device cpu --preset smoke --schemes rope --steps 2 --agree-steps 2 --profile "
-                         "--profile-rows 5 --modes default+blocks", "OMP_NUM_THREADS": "1",
-           "OMP_WAIT_POLICY": "PASSIVE"}
+                         "--profile-rows 5", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--check-only", "200"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -65,7 +66,21 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     assert row["eager_ms"] > 0 and row["compiled_ms"] > 0 and got["step_ms"]
     assert got["agree"]["max_abs_diff"] < 1e-4  # fp32 on CPU: eager and compiled agree
     assert got["profile"]["top"] and got["profile"]["scheme"] == "rope"
-    assert got["modes"]["default+blocks"]["compiled_ms"] > 0 and got["modes"]["default+blocks"]["warmup_s"] > 0
     assert {"window.log", "gpu_step.json", "logs.tgz"} <= {p.name for p in out.iterdir()}
     assert "results-paper.tgz" not in {p.name for p in out.iterdir()}
     assert "check only: no training" in (out / "window.log").read_text()
+
+
+def test_the_step_benchmark_reads_modes_and_scopes_and_refuses_a_wrong_one_first():
+    """gpu_step.py --modes: torch.compile modes, or MODE+SCOPE (default+blocks: each block compiled alone), each a
+    `loop.Compile`; a wrong one stops the benchmark before anything is compiled, naming the ones to use."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gpu_step import parse_modes
+
+    from workbench.train.loop import Compile
+
+    assert parse_modes("reduce-overhead,default+blocks,") == {"reduce-overhead": Compile("reduce-overhead"),
+                                                              "default+blocks": Compile("default", "blocks")}
+    for bad, why in (("foo+blocks", "compile mode 'foo'"), ("default+layers", "compile scope 'layers'")):
+        with pytest.raises(SystemExit, match=why):
+            parse_modes(bad)
