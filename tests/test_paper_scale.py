@@ -35,5 +35,7 @@ def test_with_paper_runs_the_column_holds_their_accuracy(trained):
     row = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
     assert row["paper_scale"].startswith(f"{100 * run.final['test_acc']:.2f} [") and row["paper_scale"].endswith("(1 seed)")
     cl = with_paper_scale_claims(claims(store), store.root)
-    assert (cl["paper_scale"] == cl["verdict"]).all()  # the same store on both sides: the same verdicts
+    for r in cl.itertuples():  # the same store on both sides: each row's own verdict and evidence
+        few = " (few runs)" if r.few_runs else ""
+        assert r.paper_scale == f"{r.verdict}{few}: {r.evidence}"
     assert "1 finished `paper`-preset run in" in paper_scale_note(store.root)

@@ -54,9 +54,17 @@ def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     return out
 
 
+def paper_scale_cell(r) -> str:
+    """One claim row at paper scale as a cell: its verdict, "(few runs)" under the registered minimum, and its
+    evidence (a verdict alone, e.g. "mixed" from one seed, would not say how little it rests on)."""
+    few = " (few runs)" if getattr(r, "few_runs", False) else ""
+    return f"{r.verdict}{few}: {r.evidence}" if r.evidence else f"{r.verdict}{few}"
+
+
 def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
-    """`cl` (claims.claims of the CPU store) with a `paper_scale` column: the verdict of the same claim in the
-    same setting at paper scale ("–" where the paper store has no such claim row), NOT_RUN when there are no runs."""
+    """`cl` (claims.claims of the CPU store) with a `paper_scale` column: the same claim in the same setting at
+    paper scale (`paper_scale_cell`; "–" where the paper store has no such claim row), NOT_RUN when there are no
+    runs."""
     from workbench.analysis.claims import claims
 
     out = cl.copy()
@@ -64,9 +72,8 @@ def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     if store is None:
         out["paper_scale"] = NOT_RUN
         return out
-    paper = claims(store)
-    verdict = {(r.claim, r.setting): r.verdict for r in paper.itertuples()}
-    out["paper_scale"] = [verdict.get(k, "–") for k in zip(out.claim, out.setting)]
+    cells = {(r.claim, r.setting): paper_scale_cell(r) for r in claims(store).itertuples()}
+    out["paper_scale"] = [cells.get(k, "–") for k in zip(out.claim, out.setting)]
     return out
 
 
