@@ -44,7 +44,7 @@ import torch  # noqa: E402
 
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model.attention import use_fused_dropout  # noqa: E402
-from workbench.store import RunStore  # noqa: E402
+from workbench.store import RunStore, code_version  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
 from workbench.train.loop import Compile, compiled, make_optimizer, set_lr, train_step  # noqa: E402
 from workbench.train.presets import task_spec  # noqa: E402
@@ -120,6 +120,20 @@ def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool
     return ms[warm:], [float(v) for v in torch.stack(losses).tolist()], warm_s
 
 
+def profile_rows(averages, cuda: bool) -> tuple[str, list]:
+    """(the time attribute, the rows to rank): on CUDA the device's kernels only (`self_device_time_total` of
+    events whose device is the GPU). An operator's row also carries its kernels' device time, and a Triton
+    kernel's launch is a CPU row named as its kernel, so ranking every row counted each kernel twice (the H100
+    check of 2026-11-27: 29.2 ms "a step" for a 15.9-ms step). On CPU every operator by its own CPU time."""
+    from torch.autograd import DeviceType
+
+    if cuda:
+        key = "self_device_time_total"
+        return key, [e for e in averages if e.device_type == DeviceType.CUDA and getattr(e, key, 0) > 0]
+    key = "self_cpu_time_total"
+    return key, [e for e in averages if getattr(e, key, 0) > 0]
+
+
 def parse_modes(text: str) -> dict[str, Compile]:
     """--modes "a,b": each a torch.compile mode, or MODE+SCOPE (e.g. default+blocks), as a `loop.Compile`;
     SystemExit naming the modes and scopes on a wrong one."""
@@ -161,7 +175,7 @@ def main() -> None:
         torch.backends.cudnn.allow_tf32 = True
     preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    out: dict = {"device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
+    out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
                  "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {}, "epoch": None}
 
     def save(what: str) -> None:
@@ -230,13 +244,14 @@ def main() -> None:
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
         prof = torch_profile(activities=acts)
         run_steps(cfg, dev, True, batches(cfg, 23, dev), amp, prof=prof)  # 3 warm-up steps compile, 20 recorded
-        key = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"
-        events = [e for e in prof.key_averages() if getattr(e, key, 0) > 0]
+        key, events = profile_rows(prof.key_averages(), dev.type == "cuda")
         total = sum(getattr(e, key) for e in events) or 1.0
         top = sorted(events, key=lambda e: -getattr(e, key))[:a.profile_rows]
         out["profile"] = {"scheme": schemes[0], "steps": 20, "by": key, "total_ms_per_step": total / 1000 / 20,
                           "top": [{"name": e.key[:120], "ms_per_step": getattr(e, key) / 1000 / 20,
                                    "share": getattr(e, key) / total, "calls_per_step": e.count / 20} for e in top]}
+        if schemes[0] in out["step"]:  # the kernels' time against the step's (CUDA events): how busy the GPU is
+            out["profile"]["busy"] = out["profile"]["total_ms_per_step"] / out["step"][schemes[0]]["compiled_ms"]
         save("profile: " + "; ".join(f"{r['name'][:40]} {r['share']:.0%}" for r in out["profile"]["top"][:8]))
 
     # the first scheme's step, then the checks that read RoPE, then the other schemes: a check cut short by its

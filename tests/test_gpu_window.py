@@ -84,3 +84,26 @@ def test_the_step_benchmark_reads_modes_and_scopes_and_refuses_a_wrong_one_first
     for bad, why in (("foo+blocks", "compile mode 'foo'"), ("default+layers", "compile scope 'layers'")):
         with pytest.raises(SystemExit, match=why):
             parse_modes(bad)
+
+
+def test_the_step_profile_ranks_gpu_kernels_once_not_operators_and_launches_too():
+    """On CUDA an operator's row (aten::mm) carries its kernels' device time and a Triton kernel's launch is a CPU
+    row named as the kernel: the profile ranks the GPU's kernel rows only, so each kernel counts once (the H100
+    check of 2026-11-27 summed 29.2 ms for a 15.9-ms step). On CPU it ranks the operators by their CPU time."""
+    from types import SimpleNamespace as Row
+
+    from torch.autograd import DeviceType
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gpu_step import profile_rows
+
+    rows = [Row(key="aten::mm", device_type=DeviceType.CPU, self_device_time_total=30, self_cpu_time_total=5),
+            Row(key="nvjet_gemm", device_type=DeviceType.CUDA, self_device_time_total=30, self_cpu_time_total=0),
+            Row(key="triton_poi_k", device_type=DeviceType.CPU, self_device_time_total=15, self_cpu_time_total=2),
+            Row(key="triton_poi_k", device_type=DeviceType.CUDA, self_device_time_total=15, self_cpu_time_total=0),
+            Row(key="cudaLaunchKernel", device_type=DeviceType.CPU, self_device_time_total=0, self_cpu_time_total=9)]
+    key, kept = profile_rows(rows, cuda=True)
+    assert key == "self_device_time_total" and [r.key for r in kept] == ["nvjet_gemm", "triton_poi_k"]
+    assert sum(getattr(r, key) for r in kept) == 45
+    key, kept = profile_rows(rows, cuda=False)
+    assert key == "self_cpu_time_total" and [r.key for r in kept] == ["aten::mm", "triton_poi_k", "cudaLaunchKernel"]
