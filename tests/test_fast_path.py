@@ -103,6 +103,30 @@ def test_paper_arch_keys_and_values_of_all_layers_in_one_matmul(tiny_cfg, scheme
     assert calls == []
 
 
+def test_the_fused_key_value_split_backpropagates_as_one_cat_not_a_sum_of_selects(tiny_cfg):
+    """`memory_kv` splits the fused projection along its last dim: the views are those of indexing a
+    [..., layer, k|v, head, d_head] view (same strides, same values), and the backward graph assembles the
+    projection's gradient with one `cat`. A sum of `select_backward`s (the indexing) fused on the GPU into one
+    kernel loading every layer's k and v gradient for each element (1.5 ms of a 15.9-ms H100 step)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    model = _model(tiny_cfg, "rope", attn_pad_mask=False)
+    cfg = model.cfg
+    memory = torch.randn(2, 5, cfg.d_model)
+    kvs = model.memory_kv(memory)
+    flat = torch.cat([t.flatten(-2) for kv in kvs for t in kv], -1)
+    view = flat.unflatten(-1, (cfg.n_layers, 2, cfg.n_heads, cfg.d_head))
+    for layer, (k, v) in enumerate(kvs):
+        assert torch.equal(k, view[..., layer, 0, :, :]) and torch.equal(v, view[..., layer, 1, :, :])
+        assert k.stride() == v.stride() == view[..., layer, 0, :, :].stride()
+
+    def grad(m):
+        return torch.autograd.grad(sum((k * v).sum() for k, v in model.memory_kv(m)), m)
+
+    ops = {str(n.target) for n in make_fx(grad)(memory.requires_grad_()).graph.nodes if n.op == "call_function"}
+    assert "aten.cat.default" in ops and not any("select_backward" in o for o in ops), sorted(ops)
+
+
 @pytest.mark.parametrize("scheme", ["rope", "mla"])
 def test_under_bf16_autocast_projections_and_rotations_stay_bf16(tiny_cfg, scheme):
     """Under bf16 autocast (the GPU path) q, k, v, the rotated q / k and the attention's output are bf16: the
