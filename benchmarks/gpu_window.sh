@@ -5,8 +5,9 @@
 #      whose step_ms.json then feeds the planner and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
 #   3. `workbench sweep grids/paper.toml --deadline` over the time left less RESERVE: Table 1's runs (TAGS) of tier
 #      TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come back), beside
-#      `workbench ship --follow --while-pid` (each finished run analysed, TABLES, and shipped to results/paper while
-#      the next trains; it stops as soon as the sweep has ended);
+#      `workbench ship --follow --while-pid` (each finished run analysed, TABLES, its head ablations on the GPU
+#      too: 153 s on 8 CPU threads a paper-scale run, and shipped to results/paper while the next trains; it stops
+#      as soon as the sweep has ended);
 #   4. results/paper packed into OUT/results-paper.tgz, every run's metrics (no weights) into OUT/runs-paper-meta.tgz,
 #      the logs into OUT/logs.tgz (a call brings back 8 files), and the compile cache into OUT/inductor-cache.tgz:
 #      unpacked here into .inductor-cache (git-ignored) and carried, the next window's compilation reads it
@@ -91,7 +92,7 @@ elif [ "$window" -gt 30 ]; then
       $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee "$out/sweep.log" &
   sweep=$!
   OMP_NUM_THREADS=${SHIP_THREADS:-8} "$py" -m workbench ship --grid "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" \
-      --to "$results" --tables "$tables" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
+      --to "$results" --tables "$tables" --device "$device" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
   wait "$sweep"; rc=$?
 else
   say "too little time left to train"; rc=1

@@ -407,11 +407,12 @@ def test_run_wrapper_saves_tagged_table():
     model = make_model("rope")
     run = SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"},
                                            "train": {"seed": 1}},
-                          load_model=lambda: model, load_dataset=lambda: make_data(12),
+                          load_model=lambda device="cpu": model, load_dataset=lambda: make_data(12),
                           save_table=lambda name, df: saved.__setitem__(name, df), tables=lambda: list(saved),
                           load_table=lambda name: saved[name])
     df = ANALYSES["ablation"](run, n_boot=20)
     assert saved["ablation"] is df and (df["run_id"] == "r1").all() and (df["task"] == "trigger-distance").all()
+    assert (df["analysed_on"] == "cpu").all()
     dep = ANALYSES["deposit"](run)
     assert "deposit" in saved and deposit_sentence(dep).startswith("RoPE, Task 1: ")
 

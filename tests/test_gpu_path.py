@@ -236,3 +236,23 @@ def test_gpu_memory_limits_are_enforced_without_a_gpu(monkeypatch, tmp_path):
         check_gpu_memory(cfg, cuda)
     with pytest.raises(ValueError, match="more than cuda has free"):
         fit_workers(2, [cfg], "cuda", notes.append)
+
+
+@pytest.mark.gpu
+def test_cuda_head_ablation_matches_the_cpu_one(tmp_path):
+    """`ship --device cuda` runs the head ablations on the GPU beside a sweep (153 s on 8 CPU threads for a
+    paper-scale run): the same table as the CPU's within fp32 summation order (an example whose prediction flips
+    on a near-tie moves an accuracy by 1 / n), its device in `analysed_on`."""
+    from workbench.analysis import ablation
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    run = train(resolve_config("smoke", "rope", "t1", sets=TINY, store=store), store, progress=False,
+                device="cpu", threads=1)
+    tables = {}
+    for dev in ("cpu", "cuda"):
+        tables[dev] = ablation.run(run, device=dev, n_boot=50, max_examples=200)
+        assert set(tables[dev]["analysed_on"]) == {dev}
+    a, b = tables["cpu"], tables["cuda"]
+    assert list(a.columns) == list(b.columns) and len(a) == len(b)
+    num = [c for c in a.columns if a[c].dtype.kind == "f"]
+    assert num and all(float((a[c] - b[c]).abs().max()) <= 0.011 for c in num), num

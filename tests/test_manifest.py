@@ -152,6 +152,45 @@ def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless
     assert check_store(dest)[0] == {}
 
 
+def test_ship_analyses_on_the_device_it_is_given_and_on_the_cpu_when_that_fails(tmp_path, monkeypatch):
+    """`ship --device`: the head ablations on that device (the GPU window's: 153 s on its CPU for one paper-scale
+    run), recorded in the table's `analysed_on`; an error there (e.g. the GPU out of memory beside the sweep)
+    analyses again on the CPU and still ships; a device this machine lacks, or none torch knows, is refused before
+    anything is analysed or written."""
+    import torch
+
+    from workbench.analysis import suite
+    from workbench.cli.repro import _ship_one
+    from workbench.train import resolve_config, train
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    run = train(resolve_config("smoke", "rope", "t1", sets=TINY, store=store), store, progress=False, device="cpu",
+                threads=1)
+    real, calls = suite.run_suite, []
+
+    def run_suite(run, device="cpu", **kw):
+        calls.append(device)
+        if device != "cpu":
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(run, device=device, **kw)
+
+    monkeypatch.setattr(suite, "run_suite", run_suite)
+    dest = tmp_path / "out"
+    assert _ship_one(store, run.id, dest, analyze=True, n_boot=20, max_examples=100, tables=["ablation"],
+                     device="cuda") == "shipped"
+    assert calls == ["cuda", "cpu"]
+    table = RunStore(dest, readonly=True).get(run.id).load_table("ablation")
+    assert set(table["analysed_on"]) == {"cpu"}
+    if not torch.cuda.is_available():
+        res = CliRunner().invoke(_app(), ["ship", run.id, "--root", str(store.root), "--to", str(tmp_path / "o2"),
+                                          "--device", "cuda"])
+        assert res.exit_code == 2 and "has no CUDA GPU" in res.output and not (tmp_path / "o2").exists()
+    res = CliRunner().invoke(_app(), ["ship", run.id, "--root", str(store.root), "--to", str(tmp_path / "o3"),
+                                      "--device", "tpu"])
+    assert res.exit_code == 2 and "use cpu or cuda" in res.output and not (tmp_path / "o3").exists()
+    assert calls == ["cuda", "cpu"]
+
+
 # ---- damage named on every surface -----------------------------------------------------------------------------
 def _post(app, client, output_key: str, values: dict, state: dict | None = None):
     """POST one callback as the browser would; the JSON response (asserting no HTTP 500)."""

@@ -158,8 +158,9 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
     if method not in ("fast", "naive"):
         raise ValueError(f"method={method!r} is unknown; use 'fast' or 'naive'")
     cfg = model.cfg
-    if batch_size is None:  # fast: H copies of each example; ~64 sequences per forward keeps them in cache
-        batch_size = max(1, 64 // cfg.n_heads) if method == "fast" else 128
+    if batch_size is None:  # fast: H copies of each example; ~64 sequences a forward keep them in a CPU's cache,
+        per_forward = 64 if cfg.device == "cpu" else 1024  # a GPU wants wide forwards (launches, not cache)
+        batch_size = max(1, per_forward // cfg.n_heads) if method == "fast" else 128
     trim = trim and cfg.pads_are_inert
     z_fill = head_means(model, x) if mode == "mean" else None
     kept = np.arange(len(x))
@@ -261,11 +262,13 @@ def table_name(mode: str) -> str:
     return "ablation" if mode == "zero" else f"ablation_{mode}"
 
 
-def run(run, mode: str = "zero", **params) -> pd.DataFrame:
-    """Load the run's model and dataset, sweep, save as table `ablation` (`ablation_mean`, `ablation_resample`
-    for the other modes)."""
-    model = run.load_model()
+def run(run, mode: str = "zero", device: str = "cpu", **params) -> pd.DataFrame:
+    """Load the run's model on `device` and its dataset, sweep, save as table `ablation` (`ablation_mean`,
+    `ablation_resample` for the other modes), with the device in column `analysed_on` (fp32 on either; a GPU's
+    sums round differently)."""
+    model = run.load_model(device)
     df = tag(compute(model, run_data(run), mode=mode, **params), run)
+    df.insert(len(df.columns), "analysed_on", torch.device(device).type)
     run.save_table(table_name(mode), df)
     return df
 

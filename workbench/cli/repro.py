@@ -70,6 +70,9 @@ def ship_cmd(
                                                    "recorded no code.diff; REASON is recorded in their run.json"),
     replace: bool = typer.Option(False, "--replace", help="overwrite a run shipped with other metrics (a "
                                  "re-training of it, e.g. on a machine of other numerics: `workbench verify`)"),
+    device: str = typer.Option("cpu", "--device", help="run the head ablations here, e.g. cuda beside a GPU sweep "
+                               "(seconds instead of minutes at paper scale; recorded in the table's analysed_on); "
+                               "every other analysis runs on the CPU"),
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.store import RunStore, StoreError
@@ -104,7 +107,7 @@ def ship_cmd(
     counts = {"shipped": 0, "unchanged": 0, "skipped": 0, "failed": 0}
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
     opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty,
-                tables=_table_list(tables), replace=replace)
+                tables=_table_list(tables), replace=replace, device=_analysis_device(device))
     if tags is not None and grid is None:
         _fail("--tags needs --grid GRID.toml")
     if while_pid is not None and follow is None:
@@ -181,9 +184,24 @@ def _table_list(tables: Optional[str]) -> Optional[list[str]]:
     return names
 
 
+def _analysis_device(device: str) -> str:
+    """`ship --device`, checked before anything is analysed: a device torch knows and this machine has."""
+    import torch
+
+    try:
+        kind = torch.device(device).type
+    except RuntimeError as e:
+        _fail(f"--device {device!r}: {e}; use cpu or cuda")
+    if kind == "cuda" and not torch.cuda.is_available():
+        _fail(f"--device {device}: this machine has no CUDA GPU; leave --device out to analyse on the CPU")
+    if kind not in ("cpu", "cuda"):
+        _fail(f"--device {device!r}: use cpu or cuda")
+    return device
+
+
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
               shipped=None, quiet: bool = False, allow_dirty: Optional[str] = None,
-              tables: Optional[list[str]] = None, replace: bool = False) -> str:
+              tables: Optional[list[str]] = None, replace: bool = False, device: str = "cpu") -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
     or absent from the store but in `shipped`, the read-only store at `to`), "failed" (its folder does not read, or
     shipping it was refused: a dirty tree without code.diff) or "waiting" (absent, created, running
@@ -220,8 +238,16 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
         try:
             check_replacement(run, to, replace)  # before the analyses: a refused run is not analysed for nothing
             if analyze:
-                run_suite(run, n_boot=n_boot, max_examples=max_examples, tables=tables,
-                          log=lambda msg: typer.echo(msg, err=True))
+                suite = dict(n_boot=n_boot, max_examples=max_examples, tables=tables,
+                             log=lambda msg: typer.echo(msg, err=True))
+                try:
+                    run_suite(run, device=device, **suite)
+                except RuntimeError as e:  # e.g. out of GPU memory beside the sweep: the CPU still ships the run
+                    if device == "cpu":
+                        raise
+                    typer.secho(f"{rid}: the analysis on {device} failed ({str(e).splitlines()[0][:200]}); "
+                                "again on the CPU", fg=typer.colors.YELLOW, err=True)
+                    run_suite(run, **suite)
             if is_shipped(run, to):
                 typer.echo(f"{rid}: shipped already, unchanged")
                 return "unchanged"
