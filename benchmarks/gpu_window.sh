@@ -9,9 +9,10 @@
 #      too: 153 s on 8 CPU threads a paper-scale run, and shipped to results/paper while the next trains; it stops
 #      as soon as the sweep has ended);
 #   4. results/paper packed into OUT/results-paper.tgz, every run's metrics (no weights) into OUT/runs-paper-meta.tgz,
-#      the logs into OUT/logs.tgz (a call brings back 8 files), and the compile cache into OUT/inductor-cache.tgz:
-#      unpacked here into .inductor-cache (git-ignored) and carried, the next window's compilation reads it
-#      (RoPE's step: 109 s cold, 3 s warm on the H100). The next window's same command trains the rest (--shipped).
+#      the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's compiled kernels into OUT/inductor-cache.tgz:
+#      copied here to .inductor-cache.tgz (git-ignored) and carried packed, the next window unpacks it and its
+#      compilation reads it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and .whl, 23 MB,
+#      would not both fit the 64 MiB a call carries). The next window's same command trains the rest (--shipped).
 #
 #   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # OUT defaults to artifacts/gpu-window
 #   bash benchmarks/gpu_window.sh --check-only [BUDGET]   # 1, 2 and 4 without training: a second, short call on the
@@ -19,8 +20,8 @@
 #   make repro-gpu WINDOW=BUDGET                            # the same without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
 # PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), COMPILE_MODE (torch.compile's; default), COMPILE_SCOPE
-# (model|blocks; model), RESERVE (90 s for the last ship and packing), GPU_PY,
-# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
+# (model|blocks; model), RESERVE (45 s for the last ship, its ablation on the GPU, and packing), GPU_PY,
+# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (.inductor-cache.tgz), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
 set -u -o pipefail
 check=0 only=0
 case "${1:-}" in
@@ -52,6 +53,13 @@ else
 fi
 export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
   TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
+# an earlier window's compile cache travels packed (6 MB, where the folder is 42 MB and the checkout may carry
+# 64 MiB in all): unpacked where the folder is not already (a warm machine keeps its own)
+cache_tgz=${INDUCTOR_TGZ:-.inductor-cache.tgz}
+if [ -f "$cache_tgz" ] && [ -z "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ]; then
+  mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
+    && say "compile cache unpacked from $cache_tgz"
+fi
 "$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', torch.version.cuda,
 torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log" || exit 1
 say "environment ready"
@@ -81,7 +89,7 @@ flag=$([ "$compile" = yes ] && echo --compile)
 [ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flag="$flag --compile-mode $COMPILE_MODE"
 # COMPILE_SCOPE=blocks (each block compiled alone: a shorter cold compile) where a check measured its step as fast
 [ "$compile" = yes ] && [ -n "${COMPILE_SCOPE:-}" ] && flag="$flag --compile-scope $COMPILE_SCOPE"
-window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-90} ))
+window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-45} ))
 [ "$only" = 1 ] || say "training for $window s (compile: $compile ${COMPILE_MODE:-} ${COMPILE_SCOPE:-}, step ms: $step_ms)"
 mkdir -p "$results"
 if [ "$only" = 1 ]; then
@@ -91,7 +99,9 @@ elif [ "$window" -gt 30 ]; then
       --no-partial --checkpoint-every 10 --quiet --root "$runs" --shipped "$results" \
       $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee "$out/sweep.log" &
   sweep=$!
-  OMP_NUM_THREADS=${SHIP_THREADS:-8} "$py" -m workbench ship --grid "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" \
+  # the follower is stopped 20 s before the budget whatever it is doing (a run being shipped is left unshipped,
+  # never half-written: ship_run renames a finished copy into place), so the packing below always runs
+  OMP_NUM_THREADS=${SHIP_THREADS:-8} timeout $(( budget - ($(date +%s) - t0) - 20 )) "$py" -m workbench ship --grid "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" \
       --to "$results" --tables "$tables" --device "$device" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
   wait "$sweep"; rc=$?
 else
@@ -101,8 +111,11 @@ say "sweep exit $rc; packing"
 [ "$only" = 1 ] || tar czf "$out/results-paper.tgz" "$results"
 [ "$only" = 0 ] && [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" --exclude='*.safetensors' "$runs"
 [ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$out/gpu_step.json"
-[ -n "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ] && \
-  tar czf "$out/inductor-cache.tgz" -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")"
+# Triton's compiled kernels only (keyed by their source, so shared by every model with the same kernel: 2.9 MB
+# packed for RoPE's training); inductor's graph cache (3.1 MB more a model, a hit only for the same model and code)
+# would outgrow the 16 MiB a file may bring back (the whole cache after the check's extra modes did)
+[ -d "$TORCHINDUCTOR_CACHE_DIR/triton" ] && \
+  tar czf "$out/inductor-cache.tgz" -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")/triton"
 say "done"
 (cd "$out" && tar czf logs.tgz --remove-files $(ls -d check sweep.log ship.log 2>/dev/null))
 exit "$rc"

@@ -25,6 +25,7 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     env = {**os.environ, "OUT": str(out), "GRID": str(grid), "TAGS": "rope,nope", "GPU_PY": sys.executable,
            "GPU_SITE": str(tmp_path / "site"), "DEVICE": "cpu", "COMPILE": "no", "RESERVE": "5",
            "STEP_MS": str(step_ms), "RESULTS": str(results), "INDUCTOR_CACHE": str(tmp_path / "cache"), "PAPER_RUNS": str(tmp_path / "runs"),
+           "INDUCTOR_TGZ": str(tmp_path / "none.tgz"),
            "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     t0 = time.monotonic()
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "120"], cwd=REPO, env=env, capture_output=True,
@@ -52,9 +53,15 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     step, the agreement, the mask, the profile of the compiled step), and no training: gpu_step.json and the logs
     come back, no results."""
     out = tmp_path / "out"
+    packed = tmp_path / "packed" / ".inductor-cache" / "triton" / "K"  # an earlier window's kernels, as it packs them
+    packed.mkdir(parents=True)
+    (packed / "k.cubin").write_bytes(b"\x7fELF")
+    with tarfile.open(tmp_path / "cache.tgz", "w:gz") as t:
+        t.add(tmp_path / "packed" / ".inductor-cache", arcname=".inductor-cache")
     env = {**os.environ, "OUT": str(out), "GPU_PY": sys.executable, "GPU_SITE": str(tmp_path / "site"),
            "DEVICE": "cpu", "T_TESTS": "0", "EPOCH": "0", "RESULTS": str(tmp_path / "results"),
            "PAPER_RUNS": str(tmp_path / "runs"), "INDUCTOR_CACHE": str(tmp_path / "cache"),
+           "INDUCTOR_TGZ": str(tmp_path / "cache.tgz"),
            "CHECK_ARGS": "--device cpu --preset smoke --schemes rope --steps 2 --agree-steps 2 --profile "
                          "--profile-rows 5", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--check-only", "200"], cwd=REPO, env=env,
@@ -69,6 +76,12 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     assert {"window.log", "gpu_step.json", "logs.tgz"} <= {p.name for p in out.iterdir()}
     assert "results-paper.tgz" not in {p.name for p in out.iterdir()}
     assert "check only: no training" in (out / "window.log").read_text()
+    # the carried kernels were unpacked into the cache before anything compiled, and Triton's folder goes back
+    assert "compile cache unpacked" in (out / "window.log").read_text()
+    assert (tmp_path / "cache" / "triton" / "K" / "k.cubin").read_bytes() == b"\x7fELF"
+    with tarfile.open(out / "inductor-cache.tgz") as t:
+        names = t.getnames()
+    assert "cache/triton/K/k.cubin" in names and not any(n.startswith("cache/fxgraph") for n in names)
 
 
 def test_the_step_benchmark_reads_modes_and_scopes_and_refuses_a_wrong_one_first():
