@@ -175,6 +175,40 @@ def test_sweep_workers_are_not_shrunk_on_cpu():
     assert fit_workers(3, [resolve_config("smoke", "rope", "t1")], "cpu", print) == 3
 
 
+def test_a_run_can_hold_sdpa_to_one_backend_for_all_its_training_recorded_and_checked_first(tmp_path):
+    """`train(sdpa_backend=...)` / `--sdpa-backend`: the whole run (compilation included) trains in
+    `sdpa_kernel(that backend)`, so PyTorch's flags say only that backend while it trains and are restored after;
+    run.json records it (None: PyTorch's choice). An unknown backend, or one with --workers / --pack, is refused
+    before anything is made."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=1"], store=store)
+    seen = []
+
+    def flags(run, row):
+        seen.append((torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()))
+
+    before = (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled())
+    run = train(cfg, store, progress=False, device="cpu", threads=1, sdpa_backend="math", on_epoch=flags)
+    assert seen == [(False, True)] and run.info["sdpa_backend"] == "math"
+    assert (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()) == before
+    other = resolve_config("smoke", "nope", "t1", sets=TINY[1:] + ["train.epochs=1"], store=store)
+    with pytest.raises(ValueError, match="SDPA backend 'flashy': use one of flash_attention, "):
+        train(other, store, progress=False, device="cpu", sdpa_backend="flashy")
+    assert not store.exists(store.run_id(other))
+    res = CliRunner().invoke(app, ["train", "--preset", "smoke", "--root", str(tmp_path / "r2"),
+                                   "--sdpa-backend", "flashy"])
+    assert res.exit_code == 2 and "use one of" in res.output and not (tmp_path / "r2").exists()
+    grid = tmp_path / "g.toml"
+    grid.write_text('name = "g"\npreset = "smoke"\ntasks = ["trigger-distance"]\nseeds = [42]\nschemes = ["rope"]\n')
+    res = CliRunner().invoke(app, ["sweep", str(grid), "--root", str(tmp_path / "r3"), "--sdpa-backend", "math",
+                                   "--workers", "2"])
+    assert res.exit_code == 2 and "one run after another" in res.output and not (tmp_path / "r3").exists()
+
+
 # ---- CUDA only ---------------------------------------------------------------------------------------------------
 @pytest.mark.gpu
 def test_cuda_bf16_training_and_its_eval_match_fp32(tmp_path):

@@ -67,6 +67,19 @@ COMPILE_SCOPE_HELP = ("what torch.compile compiles (implies --compile): model (d
                       "one graph built once for all layers: a shorter cold compile); run.json `compile_scope`")
 
 
+SDPA_BACKEND_HELP = ("hold SDPA to one backend for the whole run: flash_attention, efficient_attention, "
+                     "cudnn_attention or math (default: PyTorch's choice); the same attention with other kernels and "
+                     "rounding; run.json `sdpa_backend`")
+
+
+def sdpa_backend_arg(name: Optional[str]) -> Optional[str]:
+    """--sdpa-backend, checked (ValueError naming the backends) before anything is made."""
+    from workbench.train.loop import sdpa_backend_context
+
+    sdpa_backend_context(name)
+    return name
+
+
 def compile_arg(compile: bool, mode: Optional[str], scope: Optional[str] = None):
     """--compile / --compile-mode / --compile-scope as `train`'s `compile`: a `loop.Compile` when a mode or scope is
     given (ValueError on an unknown one), else the flag."""

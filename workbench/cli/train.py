@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from .options import (COMPILE_MODE_HELP, COMPILE_SCOPE_HELP, ROOT_HELP, SHIPPED_HELP, compile_arg, existing_root,
-                      grid_points_of, parse_tiers, say_created)
+from .options import (COMPILE_MODE_HELP, COMPILE_SCOPE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, compile_arg,
+                      existing_root, grid_points_of, parse_tiers, say_created, sdpa_backend_arg)
 
 
 def _store(root: Optional[Path], create: bool = True):
@@ -56,6 +56,7 @@ def train_cmd(
     compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode", help=COMPILE_MODE_HELP),
     compile_scope: Optional[str] = typer.Option(None, "--compile-scope", help=COMPILE_SCOPE_HELP),
+    sdpa_backend: Optional[str] = typer.Option(None, "--sdpa-backend", help=SDPA_BACKEND_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
                                           "$PELAB_THREADS or torch's); results are bit-identical only for "
                                           "equal counts"),
@@ -74,6 +75,7 @@ def train_cmd(
     check_threads(threads)
     try:
         compile = compile_arg(compile, compile_mode, compile_scope)
+        sdpa_backend = sdpa_backend_arg(sdpa_backend)
     except ValueError as e:
         _fail(str(e))
     seeds = _seeds(seed)
@@ -97,7 +99,8 @@ def train_cmd(
         return
     from workbench.train.packed import pack_key, train_packed
 
-    packable = len(cfgs) > 1 and not force and not compile and all(pack_key(c) is not None for c in cfgs)
+    packable = len(cfgs) > 1 and not force and not compile and sdpa_backend is None and \
+        all(pack_key(c) is not None for c in cfgs)
     if len(cfgs) > 1 and not packable:
         typer.secho(f"training the {len(cfgs)} seeds one after another (packing needs model.dropout=0 and no "
                     "--force / --compile)", err=True)
@@ -107,7 +110,8 @@ def train_cmd(
                                 checkpoint_every=checkpoint_every)
         else:
             runs = [train(cfg, store, resume=resume, force=force, device=device, compile=compile, threads=threads,
-                          progress=not quiet, checkpoint_every=checkpoint_every) for cfg in cfgs]
+                          progress=not quiet, checkpoint_every=checkpoint_every, sdpa_backend=sdpa_backend)
+                    for cfg in cfgs]
     except KeyboardInterrupt:
         typer.secho(f"interrupted; continue with the same command and --resume ({', '.join(run_ids)})", err=True)
         raise typer.Exit(130)
@@ -203,6 +207,7 @@ def sweep_cmd(
     compile: bool = typer.Option(False, "--compile"),
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode", help=COMPILE_MODE_HELP),
     compile_scope: Optional[str] = typer.Option(None, "--compile-scope", help=COMPILE_SCOPE_HELP),
+    sdpa_backend: Optional[str] = typer.Option(None, "--sdpa-backend", help=SDPA_BACKEND_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
                                           "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
     workers: int = typer.Option(1, "--workers", "-w", help="runs trained at once, each in its own process"),
@@ -254,6 +259,7 @@ def sweep_cmd(
     check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
     try:
         compile = compile_arg(compile, compile_mode, compile_scope)
+        sdpa_backend = sdpa_backend_arg(sdpa_backend)
     except ValueError as e:
         _fail(str(e))
     if ray_gpus < 0:
@@ -269,6 +275,9 @@ def sweep_cmd(
     ray_arg = ray_address or ray or None
     if deadline is not None and (deadline <= 0 or workers > 1 or ray_arg or pack_n not in (None, 1)):
         _fail(f"--deadline {deadline}: seconds > 0, one run after another (without --workers, --ray, --pack)")
+    if sdpa_backend is not None and (workers > 1 or ray_arg or pack_n not in (None, 1)):
+        _fail(f"--sdpa-backend {sdpa_backend}: one run after another in this process (without --workers, --ray, "
+              "--pack)")
     try:
         from workbench.train.sweep import load_step_ms
 
@@ -285,7 +294,7 @@ def sweep_cmd(
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
                         shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps,
-                        partial=partial, tags=tags.split(",") if tags else None)
+                        partial=partial, tags=tags.split(",") if tags else None, sdpa_backend=sdpa_backend)
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed

@@ -247,6 +247,23 @@ class Compile:
         return {"compiled": True if self.mode == "default" else self.mode, "compile_scope": self.scope}
 
 
+SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
+
+
+def sdpa_backend_context(name: str | None):
+    """The context a run trains in: SDPA held to one backend (`torch.nn.attention.sdpa_kernel`) for the whole
+    run, compilation included (a backend chosen inside a compiled region would bypass AOTAutograd's cache), or
+    PyTorch's own choice for None. Another backend is the same attention with other kernels (other rounding), as
+    `compile` is: a process option recorded in run.json `sdpa_backend`. ValueError for an unknown name."""
+    if name is None:
+        return contextlib.nullcontext()
+    if name not in SDPA_BACKENDS:
+        raise ValueError(f"SDPA backend {name!r}: use one of {', '.join(SDPA_BACKENDS)}")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel(getattr(SDPBackend, name.upper()))
+
+
 def compile_spec(compile: bool | str | Compile | None) -> Compile | None:
     """`train`'s `compile` as a `Compile`: None (eager) for False / None, the default mode for True, a mode name of
     COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches) over the whole
@@ -400,7 +417,7 @@ def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, w
 
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool | str | Compile = False,
-          amp: bool | None = None,
+          amp: bool | None = None, sdpa_backend: str | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
           on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1,
           deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
@@ -419,6 +436,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
     torch.compile's default mode; a mode name of COMPILE_MODES: that mode; a `Compile`: its mode and scope
     (`compile_spec`; run.json `compiled`, `compile_scope`).
+    sdpa_backend: train with SDPA held to this backend of SDPA_BACKENDS (`sdpa_backend_context`; None: PyTorch's
+    choice, e.g. cuDNN's on an H100); run.json `sdpa_backend`.
     A finished run is returned as is.
     """
     store = store if store is not None else (config.store if isinstance(config, Run) else RunStore())
@@ -428,6 +447,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
 
     validate_config(config)  # bad configs and arguments fail before anything is written
     compile = compile_spec(compile)
+    backend = sdpa_backend_context(sdpa_backend)  # ValueError for an unknown backend, before anything is written
     dev = pick_device(device)
     check_threads(threads)
     if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
@@ -442,10 +462,11 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
             store.delete(run_id, lock=lock)
         fresh = not store.exists(run_id)
         try:
-            return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
-                                 threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
-                                 on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline,
-                                 clock=clock)
+            with backend:
+                return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
+                                     threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
+                                     on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline,
+                                     clock=clock, sdpa_backend=sdpa_backend)
         except BaseException as e:  # failed before its first epoch: leave no half-made run behind
             run = Run(store, run_id)
             if fresh and not run.has_checkpoint():
@@ -462,8 +483,9 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
 def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: Compile | None,
                   amp: bool | None, threads: int | None, progress: bool, stop_after_epochs: int | None,
                   on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1,
-                  deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
-    """`train` once the run's lock is held and its folder exists."""
+                  deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
+                  sdpa_backend: str | None = None) -> Run:
+    """`train` once the run's lock is held and its folder exists (in `sdpa_backend`'s context)."""
     info = run.info
     if run.status == "finished":
         return run
@@ -526,6 +548,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
                     **(compile.record() if compile else {"compiled": False, "compile_scope": None}),
+                    sdpa_backend=sdpa_backend,
                     dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),

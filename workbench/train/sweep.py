@@ -148,10 +148,11 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
             threads: int | None = None, compile: bool | str | Compile = False, progress: bool = False,
             dry_run: bool = False, fail_fast: bool = False, retry_failed: bool = True, log=None,
             on_epoch: Callable | None = None, checkpoint_every: int = 1, deadline: float | None = None,
-            clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+            clock: Callable[[], float] = time.monotonic, sdpa_backend: str | None = None) -> dict[str, Any]:
     """Train one grid point unless it is finished, busy (a live process trains it) or failed with
     retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
     deadline: a time of `clock()` by which the run checkpoints and stops (outcome `interrupted`).
+    sdpa_backend: `train`'s (SDPA held to one backend).
     Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned | interrupted, "test_acc",
     "error"}."""
     from .loop import train
@@ -183,7 +184,8 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     t0 = time.perf_counter()
     try:
         run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress,
-                    on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline, clock=clock)
+                    on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline, clock=clock,
+                    sdpa_backend=sdpa_backend)
     except KeyboardInterrupt:
         log(f"{head}  interrupted; run the sweep again to resume")
         raise
@@ -468,7 +470,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
           log=None, checkpoint_every: int = 1, pack: int | str | None = None,
           shipped: RunStore | None = None, deadline: float | None = None,
           clock: Callable[[], float] = time.monotonic, step_ms: dict[str, float] | None = None,
-          partial: bool = True, tags: list[str] | None = None) -> list[dict[str, Any]]:
+          partial: bool = True, tags: list[str] | None = None,
+          sdpa_backend: str | None = None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | shipped | trained | resumed | failed | busy | planned, "test_acc",
     "error"}.
@@ -492,13 +495,16 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     them that fits one epoch is started; each run checkpoints and stops at the deadline (outcome "interrupted").
     step_ms: a benchmark's {scheme: ms per step}, for runs of configs not measured yet; clock: for tests.
     partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window).
+    sdpa_backend: every run trains with SDPA held to this backend (`loop.sdpa_backend_context`; one run after
+    another in this process).
     Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
     """
-    from .loop import compile_spec
+    from .loop import compile_spec, sdpa_backend_context
 
     if int(workers) < 1:
         raise ValueError(f"workers={workers}: must be >= 1 (1 = one run after another in this process)")
     compile_spec(compile)  # a wrong mode or scope fails before any file is written
+    sdpa_backend_context(sdpa_backend)  # and a wrong SDPA backend
     if ray and workers > 1:
         raise ValueError("workers and ray exclude each other: Ray schedules runs by the cluster's CPUs")
     if ray:
@@ -537,6 +543,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                 checkpoint_every=checkpoint_every)
     parallel = not dry_run and (workers > 1 or bool(ray))
     pack = check_pack(pack, parallel, compile)
+    if sdpa_backend is not None:
+        if parallel or pack != 1:
+            raise ValueError("--sdpa-backend trains one run after another in this process; use it without "
+                             "--workers, --ray and --pack")
+        opts["sdpa_backend"] = sdpa_backend
     window = None
     if deadline is not None:
         if parallel or pack != 1:
