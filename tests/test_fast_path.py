@@ -561,6 +561,36 @@ def test_window_start_up_until_timed_then_the_largest_timed_one(tmp_path):
     assert w.estimate(cfg) == pytest.approx(2 + 3 * 1.0)
 
 
+def test_window_learns_a_kind_from_a_shipped_seed_on_the_same_hardware_only(tmp_path):
+    """A window's store starts empty (runs-paper does not outlive a lent machine), but results/paper holds the
+    kinds shipped before: a seed of a kind trained on this hardware (run.json's GPU name, or CPU model) gives the
+    other seeds their epoch time and start-up, in place of `step_ms` x 1.2 + 120 s (RoPE Task 1 on the H100:
+    estimated 6m21s, took 4m52s). A run from other hardware, or from before run.json named the GPU, is not used."""
+    from workbench.store.ship import ship_run
+    from workbench.train.sweep import Window, cost_key, epoch_seconds, this_hardware
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    sets = ["task.n_examples=400", "train.batch_size=64", "train.epochs=3"]
+    run = train(resolve_config("smoke", "rope", "t1", sets=sets, seed=42, store=store), store, progress=False,
+                device="cpu", threads=1)
+    assert run.info["gpu"] is None  # a CPU run: its hardware is the CPU model
+    ship_run(run, tmp_path / "shipped", allow_dirty="a test")
+    shipped = RunStore(tmp_path / "shipped", readonly=True)
+    fresh = RunStore(tmp_path / "window", data_dir=tmp_path / "data")
+    other = resolve_config("smoke", "rope", "t1", sets=sets, seed=43, store=fresh)
+    rows = run.metric_rows()
+    w = Window(1000, fresh, clock=lambda: 0.0, step_ms={"rope": 100.0}, startup_s=120.0, shipped=shipped,
+               hardware=this_hardware("cpu"))
+    w.learn(other)
+    sec, startup = epoch_seconds(rows), max(0.0, rows[0]["wall_s"] - epoch_seconds(rows))
+    assert w.measured[cost_key(other)] == sec and w.start[cost_key(other)] == pytest.approx(startup)
+    assert w.estimate(other) == pytest.approx(startup + 3 * sec)
+    elsewhere = Window(1000, fresh, clock=lambda: 0.0, step_ms={"rope": 100.0}, startup_s=120.0, shipped=shipped,
+                       hardware="NVIDIA H200")
+    elsewhere.learn(other)
+    assert cost_key(other) not in elsewhere.measured
+
+
 def test_window_splits_a_one_epoch_run_by_the_benchmark(tmp_path):
     """A run stopped after one epoch (a compile in it) is not read as its epoch time: the benchmark's epoch where
     shorter, the rest start-up (the H100 window read MLA's 43-s first epoch as 1h47m for 150 epochs)."""

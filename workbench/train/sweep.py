@@ -229,34 +229,73 @@ def epoch_seconds(rows: list[dict[str, Any]]) -> float | None:
     return statistics.median(steps) if steps else (walls[0] if walls else None)
 
 
+def hardware(info: dict[str, Any]) -> str | None:
+    """What a run's speed was measured on, from its run.json: the GPU's name for a CUDA run (None for runs from
+    before run.json recorded it), else the CPU model."""
+    if str(info.get("device", "")).startswith("cuda"):
+        return info.get("gpu")
+    return (info.get("machine") or {}).get("cpu")
+
+
+def this_hardware(device: str | None) -> str | None:
+    """`hardware` of a run this process would train on `device`."""
+    import torch
+
+    from .loop import pick_device
+
+    dev = pick_device(device)
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    from workbench.store.run import machine_identity
+
+    return machine_identity()["cpu"]
+
+
 class Window:
     """A training window of `seconds` from now (`clock()`): the time left, and each run's estimated seconds to
     finish = start-up + epochs left x seconds per epoch. Both are those of a run of the same `cost_key`: as timed in
-    this window (`timed`), else as its metrics say (`learn`, a run of an earlier window); else the epoch from
-    `step_ms` (a benchmark's {scheme: ms per training step}) x steps per epoch x (1 + EVAL_SHARE) and the start-up
-    of `startup`; None when the epoch is unknown."""
+    this window (`timed`), else as its metrics say (`learn`: the run itself from an earlier window, else a run of
+    another seed shipped to `shipped` from the same `hardware`); else the epoch from `step_ms` (a benchmark's
+    {scheme: ms per training step}) x steps per epoch x (1 + EVAL_SHARE) and the start-up of `startup`; None when
+    the epoch is unknown."""
 
     def __init__(self, seconds: float, store: RunStore, *, clock: Callable[[], float] = time.monotonic,
-                 step_ms: dict[str, float] | None = None, startup_s: float = 0.0):
+                 step_ms: dict[str, float] | None = None, startup_s: float = 0.0, shipped: RunStore | None = None,
+                 hardware: str | None = None):
         if not (isinstance(seconds, (int, float)) and seconds > 0):
             raise ValueError(f"--deadline {seconds!r}: seconds > 0 from now")
         self.store, self.clock, self.step_ms, self.startup_s = store, clock, step_ms or {}, startup_s
         self.end = clock() + seconds
         self.measured: dict[str, float] = {}  # cost_key -> seconds per epoch
         self.start: dict[str, float] = {}  # cost_key -> seconds of start-up (the first epoch's wall over the rest)
+        self.shipped, self.hardware = shipped, hardware
+        self._shipped_rows: dict[str, list[dict[str, Any]]] | None = None
 
     def left(self) -> float:
         return self.end - self.clock()
 
     def learn(self, cfg: dict[str, Any]) -> None:
-        """The seconds per epoch and start-up of `cfg`'s run as its metrics record them, unless this window timed
-        its kind."""
+        """The seconds per epoch and start-up of `cfg`'s run as its metrics record them, else those of a shipped
+        run of its kind from this hardware (`shipped_rows`), unless this window timed its kind."""
         rid, key = self.store.run_id(cfg), cost_key(cfg)
-        if key not in self.measured and self.store.exists(rid):
-            rows = self.store.get(rid).metric_rows()
-            sec = epoch_seconds(rows)
-            if sec is not None and len(rows) > 1:
-                self.measured[key], self.start[key] = sec, max(0.0, rows[0]["wall_s"] - sec)
+        if key in self.measured:
+            return
+        rows = self.store.get(rid).metric_rows() if self.store.exists(rid) else self.shipped_rows().get(key, [])
+        sec = epoch_seconds(rows)
+        if sec is not None and len(rows) > 1:
+            self.measured[key], self.start[key] = sec, max(0.0, rows[0]["wall_s"] - sec)
+
+    def shipped_rows(self) -> dict[str, list[dict[str, Any]]]:
+        """{cost_key: metrics rows} of the finished runs in `shipped` trained on `hardware` (one per kind: a
+        seed's timing is its kind's), read once."""
+        if self._shipped_rows is None:
+            self._shipped_rows = {}
+            runs = self.shipped.query(status="finished") if self.shipped is not None and self.hardware else []
+            for rid in (runs["id"] if len(runs) else []):
+                run = self.shipped.get(rid)
+                if hardware(run.info) == self.hardware:
+                    self._shipped_rows.setdefault(cost_key(run.config), run.metric_rows())
+        return self._shipped_rows
 
     def epochs_done(self, cfg: dict[str, Any], checkpointed: bool = False) -> int:
         """The epochs `cfg`'s run has recorded, or (`checkpointed`) those a resume starts after."""
@@ -553,7 +592,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         if parallel or pack != 1:
             raise ValueError("--deadline plans one run after another in this process; use it without --workers, "
                              "--ray and --pack")
-        window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)])
+        window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
+                        shipped=shipped, hardware=this_hardware(device))
         for _, cfg in jobs:
             window.learn(cfg)
         opts |= {"deadline": window.end, "clock": clock}
