@@ -13,8 +13,7 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
   - sdpa (`--sdpa a,b`): RoPE's eager step with SDPA held to each backend in turn (flash, memory-efficient,
     cuDNN, math), after the other schemes;
   - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
-    reduce-overhead) or scopes (`MODE+blocks`: each block compiled alone, `loop.compiled`), last, each with its
-    compile time (`warmup_s`);
+    reduce-overhead), last, each with its compile time (`warmup_s`);
   - profile (`--profile`): 20 compiled steps of the first scheme under torch.profiler, the top kernels by self
     device time a step (self CPU time on CPU);
   - epoch (`--epoch`): two full Task 1 epochs of RoPE through `train(compile=True)`, the data made first (its time
@@ -65,22 +64,21 @@ def batches(cfg: dict, n: int, dev: torch.device, seed: int = 0) -> list[tuple[t
     return out
 
 
-def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None,
-          scope: str = "model"):
+def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None):
     """(model, what the step calls: the model or `loop.compiled(model, ...)` as `train` compiles it, AdamW)."""
     if compile:
         torch._dynamo.reset()  # each measurement compiles afresh (dynamo's recompile limit is per process)
     model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
     use_fused_dropout(model, cfg["train"].get("fused_attention", False))
     opt = make_optimizer(model, cfg["train"], dev, compile)
-    return model, (compiled(model, example, amp, mode, scope) if compile else model), opt
+    return model, (compiled(model, example, amp, mode) if compile else model), opt
 
 
 def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None,
-              mode: str | None = None, scope: str = "model"):
+              mode: str | None = None):
     """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps); `prof`, a torch.profiler
     profile not yet started, records the steps after the warm-up."""
-    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode, scope)
+    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode)
     params = list(model.parameters())
     tcfg = cfg["train"]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -135,12 +133,11 @@ def profile_rows(averages, cuda: bool) -> tuple[str, list]:
 
 
 def parse_modes(text: str) -> dict[str, Compile]:
-    """--modes "a,b": each a torch.compile mode, or MODE+SCOPE (e.g. default+blocks), as a `loop.Compile`;
-    SystemExit naming the modes and scopes on a wrong one."""
+    """--modes "a,b": each a torch.compile mode, as a `loop.Compile`; SystemExit naming the modes on a wrong one."""
     try:
-        return {m: Compile(*m.split("+", 1)) for m in text.split(",") if m}
+        return {m: Compile(m) for m in text.split(",") if m}
     except ValueError as e:
-        raise SystemExit(f"--modes {text!r}: {e} (a scope after '+', e.g. default+blocks)") from None
+        raise SystemExit(f"--modes {text!r}: {e}") from None
 
 
 def tier1_config(scheme: str, preset: str, sets: list[str]) -> dict:
@@ -161,13 +158,12 @@ def main() -> None:
     ap.add_argument("--profile-rows", type=int, default=25)
     ap.add_argument("--sdpa", default="", help="SDPA backends to time RoPE's eager step with, one at a time, e.g. "
                                                "flash_attention,efficient_attention,cudnn_attention,math")
-    ap.add_argument("--modes", default="", help="other torch.compile modes or scopes to time the first scheme's "
-                                                 "step in, e.g. reduce-overhead (CUDA graphs),default+blocks "
-                                                 "(each block compiled alone)")
+    ap.add_argument("--modes", default="", help="other torch.compile modes to time the first scheme's step in, "
+                                                 "e.g. reduce-overhead (CUDA graphs)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
-    modes = parse_modes(a.modes)  # a wrong mode or scope fails before anything is compiled
+    modes = parse_modes(a.modes)  # a wrong mode fails before anything is compiled
     dev = torch.device(a.device)
     amp = dev.type == "cuda"
     if dev.type == "cuda":
@@ -266,10 +262,9 @@ def main() -> None:
         step(scheme)
     if a.sdpa:
         backends()
-    for mode in modes:  # other torch.compile modes or scopes of the first scheme's step
+    for mode in modes:  # other torch.compile modes of the first scheme's step
         cfg = tier1_config(schemes[0], preset, a.sets)
-        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=modes[mode].mode,
-                                  scope=modes[mode].scope)
+        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=modes[mode].mode)
         out["modes"][mode] = {"scheme": schemes[0], "compiled_ms": statistics.median(ms), "warmup_s": warm_s}
         save(f"mode {mode}: {out['modes'][mode]}")
 

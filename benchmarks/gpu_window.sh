@@ -19,8 +19,8 @@
 #                                                         # warm machine (T_TESTS=0 leaves out the gpu tests)
 #   make repro-gpu WINDOW=BUDGET                            # the same without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
-# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), COMPILE_MODE (torch.compile's; default), COMPILE_SCOPE
-# (model|blocks; model), SDPA_BACKEND (PyTorch's choice), RESERVE (45 s for the last ship, its ablation on the GPU, and packing), GPU_PY,
+# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), COMPILE_MODE (torch.compile's; default),
+# SDPA_BACKEND (PyTorch's choice), RESERVE (45 s for the last ship, its ablation on the GPU, and packing), GPU_PY,
 # GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (.inductor-cache.tgz), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
 set -u -o pipefail
 check=0 only=0
@@ -87,12 +87,10 @@ fi
 flag=$([ "$compile" = yes ] && echo --compile)
 # COMPILE_MODE=reduce-overhead (CUDA graphs) where a check measured it the faster (gpu_step.json "modes")
 [ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flag="$flag --compile-mode $COMPILE_MODE"
-# COMPILE_SCOPE=blocks (each block compiled alone: a shorter cold compile) where a check measured its step as fast
-[ "$compile" = yes ] && [ -n "${COMPILE_SCOPE:-}" ] && flag="$flag --compile-scope $COMPILE_SCOPE"
 # SDPA_BACKEND=flash_attention (or another) where a check measured that backend's step the faster (gpu_step.json "sdpa")
 [ -n "${SDPA_BACKEND:-}" ] && flag="$flag --sdpa-backend $SDPA_BACKEND"
 window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-45} ))
-[ "$only" = 1 ] || say "training for $window s (compile: $compile ${COMPILE_MODE:-} ${COMPILE_SCOPE:-}, sdpa: ${SDPA_BACKEND:-default}, step ms: $step_ms)"
+[ "$only" = 1 ] || say "training for $window s (compile: $compile ${COMPILE_MODE:-}, sdpa: ${SDPA_BACKEND:-default}, step ms: $step_ms)"
 mkdir -p "$results"
 if [ "$only" = 1 ]; then
   say "check only: no training"; rc=0

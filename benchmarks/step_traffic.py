@@ -21,8 +21,7 @@ none). One CPU-only lowering rule that would change the count is lifted: a cat f
 into them, as on a GPU, not written out first (`_gpu_cat_lowering`). So the CPU figure is an estimate of the GPU
 graph's traffic, and is labelled as such in the JSON. Where the CPU cannot keep SDPA one kernel (MLA: q / k wider
 than v) the graph holds the T x T scores and is flagged (`attention_decomposed`); `--pad-values` pads v to q's
-width inside SDPA instead (an upper estimate). `--scope blocks` counts the step with each block compiled alone
-(`train --compile-scope blocks`): the blocks' one graph once per layer (`per_step`).
+width inside SDPA instead (an upper estimate).
 
     python benchmarks/step_traffic.py --preset paper --scheme rope --json OUT.json   # CPU: about 1-2 minutes
     python benchmarks/step_traffic.py --preset paper --scheme mla --pad-values        # about 70 s
@@ -49,7 +48,7 @@ from gpu_step import batches, build, tier1_config  # noqa: E402
 from workbench.model import attention  # noqa: E402
 from workbench.store import code_version  # noqa: E402
 from workbench.store.run import machine_identity  # noqa: E402
-from workbench.train.loop import COMPILE_SCOPES, train_step  # noqa: E402
+from workbench.train.loop import train_step  # noqa: E402
 
 CARDS = {"H100 SXM": {"bytes_per_s": 3.35e12, "flops_per_s": 989e12},
          "H200": {"bytes_per_s": 4.8e12, "flops_per_s": 989e12}}
@@ -214,7 +213,6 @@ class Recorder:
 
         def count_bytes(graph):
             which = "backward" if graph.is_backward else ("inference" if graph.is_inference else "forward")
-            frame = str(torch._guards.CompileContext.current_compile_id()).split("/")[0]  # the compiled function
             for node in graph.scheduler.nodes:
                 kind = _kind(node)
                 flops = (node.estimate_flops() or 0) if node.is_extern() else 0
@@ -222,7 +220,7 @@ class Recorder:
                     flops = _attention_flops(node) if kind == "attention" else _matmul_flops(node)
                 recorder.rows.append({"graph": which, "kind": kind, "bytes": _bytes(node),
                                       "flops": int(flops), "ops": _origins(node),
-                                      "module": _module(node), "frame": frame})
+                                      "module": _module(node)})
             return 0, [], []
 
         GraphLowering.count_bytes = count_bytes
@@ -293,26 +291,14 @@ def _padded_sdpa(q, k, v, mask, p):
     return F.scaled_dot_product_attention(q, k, v, mask, p)[..., :width]
 
 
-def per_step(rows: list[dict], n_layers: int) -> list[dict]:
-    """The rows a step runs when each block is compiled alone: the blocks' one graph (forward and backward) serves
-    every layer, so its kernels count once per layer; memory_kv's (kernels of no module of its own) once. The
-    blocks' graph is the compiled function whose kernels name a module; SystemExit unless exactly one does."""
-    frames = {r["frame"] for r in rows if r["module"] != "-"}
-    if len(frames) != 1:
-        raise SystemExit(f"--scope blocks: expected one compiled graph of the blocks, found {len(frames)} with "
-                         "modules; cannot tell how often each ran")
-    return [r for r in rows for _ in range(n_layers if r["frame"] in frames else 1)]
-
-
-def one_step(cfg: dict, dev: torch.device, pad_values: bool = False, scope: str = "model") -> None:
+def one_step(cfg: dict, dev: torch.device, pad_values: bool = False) -> None:
     """One compiled training step of `cfg` as `train` runs it on a GPU (`gpu_step.build`, bf16 autocast): the
     paper arch's keys and values of every layer in one matmul (`PEClassifier.fused_kv`, which CUDA turns on by
     itself); SDPA wherever the model may use it (on CPU the model keeps short keys on its explicit path,
-    `SDPA_CPU_MIN_WORK`; CUDA never does). torch.compile traces at the first step, after these are set.
-    scope "blocks": each block compiled alone (`loop.compiled`), and `memory_kv`."""
+    `SDPA_CPU_MIN_WORK`; CUDA never does). torch.compile traces at the first step, after these are set."""
     attention.SDPA_CPU_MIN_WORK = 0
     (xb, yb), = batches(cfg, 1, dev)
-    model, fwd, opt = build(cfg, dev, True, xb, True, scope=scope)
+    model, fwd, opt = build(cfg, dev, True, xb, True)
     model.fused_kv = True
     if dev.type == "cpu" and pad_values:
         for m in model.modules():
@@ -333,9 +319,6 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override, e.g. model.dropout=0")
     ap.add_argument("--pad-values", action="store_true",
                     help="on CPU, pad v to q's width inside SDPA (MLA), so that it stays one kernel to count")
-    ap.add_argument("--scope", default="model", choices=COMPILE_SCOPES,
-                    help="compile the whole model, or each block alone (`loop.compiled`; its graph counted once "
-                         "per layer) and memory_kv")
     ap.add_argument("--top", type=int, default=12, help="the largest kernels by bytes to list")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -350,15 +333,11 @@ def main() -> None:
         left_out = ["attn_weights dropout (inside the GPU's attention kernel; on CPU it would decompose SDPA)"]
     t0 = time.perf_counter()
     with Recorder(gpu_cat=dev.type != "cuda") as rec:
-        one_step(cfg, dev, pad_values=a.pad_values, scope=a.scope)
+        one_step(cfg, dev, pad_values=a.pad_values)
     wall = time.perf_counter() - t0
     rows = [r for r in rec.rows if r["graph"] != "inference"]
     if not rows:
         raise SystemExit("no graph was compiled: nothing to count (is torch.compile available here?)")
-    compiled_kernels = len(rows)  # what inductor built (the compile's work), whatever the scope
-    if a.scope == "blocks":
-        rows = per_step(rows, cfg["model"]["n_layers"])
-        left_out.append("the embedding, readout and head (eager with --scope blocks)")
     decomposed = not any(r["kind"] == "attention" for r in rows)
     if a.pad_values:
         left_out.append("v padded to q's width inside SDPA (the attention kernels' bytes overstated by the padding)")
@@ -377,7 +356,6 @@ def main() -> None:
                          "inductor's CPU graphs with the GPU's cat lowering (an estimate of the GPU's: same "
                          "partition, close but not identical fusion)"),
            "torch": torch.__version__, "preset": a.preset, "scheme": a.scheme, "config_scheme": m["scheme"],
-           "scope": a.scope, "kernels_compiled": compiled_kernels,
            "batch_size": cfg["train"]["batch_size"], "d_model": m["d_model"], "n_layers": m["n_layers"],
            "left_out": left_out, "cards": CARDS, "measured_step_ms": measured,
            "measured_on": MEASURED_ON if measured else None, **s,

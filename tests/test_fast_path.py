@@ -284,37 +284,6 @@ def test_a_compiled_model_with_position_tables_compiles_once(tiny_cfg):
     assert sums[2].item() == 24 and torch.isfinite(sums[0])
 
 
-def test_blocks_scope_compiles_one_graph_for_every_block_and_steps_as_eager(tiny_cfg):
-    """scope "blocks" (regional compilation): each block compiled alone, the paper arch's fused key/value
-    projection as another graph. The blocks share one graph: three training steps of a 2-layer model need no
-    recompile (block 1 reuses block 0's), and its losses and updated weights equal the eager steps' within rounding
-    (inductor fuses; dropout 0)."""
-    import torch._dynamo
-
-    xb, yb = _tokens(n=8), torch.arange(8) % 6
-    runs = []
-    for scope in (None, "blocks"):
-        model = _model(tiny_cfg, "rope", n_layers=2).train()
-        model.fused_kv = True  # CUDA's path on CPU: memory_kv is compiled too
-        opt = make_optimizer(model, {"lr": 1e-3, "betas": [0.9, 0.99], "weight_decay": 1e-5}, torch.device("cpu"),
-                             compile=scope is not None)
-        torch._dynamo.reset()
-        fwd = compiled(model, xb, amp=False, scope=scope) if scope else model
-        if scope:
-            assert fwd is model and all(b._compiled_call_impl is not None for b in model.blocks)
-        losses = []
-        with torch._dynamo.config.patch(error_on_recompile=True):
-            for _ in range(3):
-                sums = (torch.zeros(()), torch.zeros((), dtype=torch.long), torch.zeros((), dtype=torch.long))
-                train_step(fwd, opt, list(model.parameters()), xb, yb, None, sums, ignore=None, amp=False,
-                           grad_clip=1.0)
-                losses.append(sums[0].item())
-        runs.append((losses, [p.detach().clone() for p in model.parameters()]))
-    (eager, w_eager), (blocks, w_blocks) = runs
-    assert blocks == pytest.approx(eager, abs=1e-5)
-    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(w_eager, w_blocks))
-
-
 def test_compiled_training_agrees_with_eager_and_pads_its_last_batch(tmp_path):
     """torch.compile (inductor) on a 1-layer smoke run: every batch of one shape (the last padded), the losses
     of eager and compiled training within 1e-4 at dropout 0 over 2 epochs (inductor fuses, so not bit-equal)."""
@@ -343,9 +312,8 @@ def test_compiled_training_agrees_with_eager_and_pads_its_last_batch(tmp_path):
 
 def test_a_compile_mode_reaches_torch_compile_and_run_json_and_a_wrong_one_fails_first(tmp_path, monkeypatch):
     """`compile="reduce-overhead"` (CUDA graphs; `--compile-mode` on the CLI) is the mode torch.compile gets and
-    run.json's `compiled`; True is the default mode (recorded as True); `--compile-scope blocks` reaches run.json's
-    `compile_scope`; an unknown mode or scope fails before the run exists, in `train`, `sweep` and the CLI, naming
-    the ones to use."""
+    run.json's `compiled`; True is the default mode (recorded as True); an unknown mode fails before the run
+    exists, in `train`, `sweep` and the CLI, naming the ones to use."""
     from typer.testing import CliRunner
 
     from workbench.cli import app
@@ -358,14 +326,10 @@ def test_a_compile_mode_reaches_torch_compile_and_run_json_and_a_wrong_one_fails
     run = train(cfg, store, progress=False, device="cpu", threads=1, compile="reduce-overhead")
     assert seen == ["reduce-overhead"] and run.info["compiled"] == "reduce-overhead"
     run = train(cfg, store, progress=False, device="cpu", threads=1, compile=True, force=True)
-    assert seen[-1] == "default" and run.info["compiled"] is True and run.info["compile_scope"] == "model"
-    run = train(cfg, store, progress=False, device="cpu", threads=1, compile=loop.Compile(scope="blocks"), force=True)
-    assert seen[-1] == "default" and run.info["compile_scope"] == "blocks" and run.status == "finished"
+    assert seen[-1] == "default" and run.info["compiled"] is True and run.status == "finished"
     store.delete(run.id)
     with pytest.raises(ValueError, match="compile mode 'graphs': use one of default, reduce-overhead"):
         train(cfg, store, progress=False, device="cpu", compile="graphs")
-    with pytest.raises(ValueError, match="compile scope 'layers': use one of model, blocks"):
-        train(cfg, store, progress=False, device="cpu", compile=loop.Compile(scope="layers"))
     assert not store.exists(run.id)
     with pytest.raises(ValueError, match="compile mode 'graphs'"):
         sweep(Path(__file__).resolve().parent.parent / "grids" / "demo.toml", RunStore(tmp_path / "never"),
@@ -375,16 +339,9 @@ def test_a_compile_mode_reaches_torch_compile_and_run_json_and_a_wrong_one_fails
                                  "--compile-mode", "graphs", "--root", str(tmp_path / "cli")])
     assert r.exit_code == 2 and "use one of default, reduce-overhead" in r.output
     r = CliRunner().invoke(app, ["sweep", str(Path(__file__).resolve().parent.parent / "grids" / "demo.toml"),
-                                 "--compile-scope", "layers", "--root",
-                                 str(tmp_path / "cli")])
-    assert r.exit_code == 2 and "compile scope 'layers': use one of model, blocks" in r.output
+                                 "--compile-mode", "graphs", "--root", str(tmp_path / "cli")])
+    assert r.exit_code == 2 and "use one of default, reduce-overhead" in r.output
     assert not (tmp_path / "cli").exists()
-    r = CliRunner().invoke(app, ["train", "--preset", "smoke", "--scheme", "nope", "--task", "t1", "--device", "cpu",
-                                 "--compile-scope", "blocks", "--set", "train.epochs=1", "--set", "model.n_layers=1",
-                                 "--set", "task.n_examples=400", "--root", str(tmp_path / "cli"), "-q"])
-    assert r.exit_code == 0, r.output
-    run_id = r.output.strip().splitlines()[-1]
-    assert RunStore(tmp_path / "cli").get(run_id).info["compile_scope"] == "blocks"
 
 
 def test_train_eval_last_evaluates_the_training_subset_after_the_last_epoch_only(tmp_path):

@@ -84,19 +84,18 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     assert "cache/triton/K/k.cubin" in names and not any(n.startswith("cache/fxgraph") for n in names)
 
 
-def test_the_step_benchmark_reads_modes_and_scopes_and_refuses_a_wrong_one_first():
-    """gpu_step.py --modes: torch.compile modes, or MODE+SCOPE (default+blocks: each block compiled alone), each a
-    `loop.Compile`; a wrong one stops the benchmark before anything is compiled, naming the ones to use."""
+def test_the_step_benchmark_reads_modes_and_refuses_a_wrong_one_first():
+    """gpu_step.py --modes: torch.compile modes, each a `loop.Compile`; a wrong one stops the benchmark before
+    anything is compiled, naming the ones to use."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from gpu_step import parse_modes
 
     from workbench.train.loop import Compile
 
-    assert parse_modes("reduce-overhead,default+blocks,") == {"reduce-overhead": Compile("reduce-overhead"),
-                                                              "default+blocks": Compile("default", "blocks")}
-    for bad, why in (("foo+blocks", "compile mode 'foo'"), ("default+layers", "compile scope 'layers'")):
-        with pytest.raises(SystemExit, match=why):
-            parse_modes(bad)
+    assert parse_modes("reduce-overhead,default,") == {"reduce-overhead": Compile("reduce-overhead"),
+                                                      "default": Compile("default")}
+    with pytest.raises(SystemExit, match="compile mode 'foo'"):
+        parse_modes("reduce-overhead,foo")
 
 
 def test_the_step_profile_ranks_gpu_kernels_once_not_operators_and_launches_too():

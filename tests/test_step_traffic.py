@@ -95,16 +95,3 @@ def test_a_cat_is_counted_as_a_gpu_lowers_it():
     assert rows(gpu_cat=True) == [4 * n]
     cpu = rows(gpu_cat=False)
     assert len(cpu) > 1 and sum(cpu) == 8 * n
-
-
-def test_with_each_block_compiled_alone_the_blocks_graph_counts_once_per_layer():
-    """--scope blocks: one compiled graph serves every block, so a step runs its kernels n_layers times; a graph
-    of no module of its own (memory_kv) runs once. Which graph is the blocks' is read from the modules its kernels
-    name; when that is not one graph, the script stops rather than guess."""
-    rows = [{"frame": "0", "module": "-", "bytes": 5}, {"frame": "1", "module": "LayerNorm ln1", "bytes": 7},
-            {"frame": "1", "module": "-", "bytes": 3}]
-    step = step_traffic.per_step(rows, 6)
-    assert sum(r["bytes"] for r in step) == 5 + 6 * (7 + 3) and len(step) == 13
-    for bad in ([r for r in rows if r["frame"] == "0"], rows + [{"frame": "2", "module": "Linear fc", "bytes": 1}]):
-        with pytest.raises(SystemExit, match="cannot tell how often each ran"):
-            step_traffic.per_step(bad, 6)

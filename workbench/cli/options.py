@@ -63,8 +63,6 @@ def parse_tiers(tier: Optional[str]) -> Optional[list[int]]:
 
 COMPILE_MODE_HELP = ("torch.compile's mode (implies --compile): default, reduce-overhead (CUDA graphs), max-autotune, "
                      "max-autotune-no-cudagraphs; run.json `compiled` records it")
-COMPILE_SCOPE_HELP = ("what torch.compile compiles (implies --compile): model (default) or blocks (each block alone, "
-                      "one graph built once for all layers: a shorter cold compile); run.json `compile_scope`")
 
 
 SDPA_BACKEND_HELP = ("hold SDPA to one backend for the whole run: flash_attention, efficient_attention, "
@@ -80,14 +78,14 @@ def sdpa_backend_arg(name: Optional[str]) -> Optional[str]:
     return name
 
 
-def compile_arg(compile: bool, mode: Optional[str], scope: Optional[str] = None):
-    """--compile / --compile-mode / --compile-scope as `train`'s `compile`: a `loop.Compile` when a mode or scope is
-    given (ValueError on an unknown one), else the flag."""
-    if mode is None and scope is None:
+def compile_arg(compile: bool, mode: Optional[str]):
+    """--compile / --compile-mode as `train`'s `compile`: a `loop.Compile` when a mode is given (ValueError on an
+    unknown one), else the flag."""
+    if mode is None:
         return compile
     from workbench.train.loop import Compile
 
-    return Compile(mode or "default", scope or "model")
+    return Compile(mode)
 
 
 def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:

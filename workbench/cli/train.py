@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from .options import (COMPILE_MODE_HELP, COMPILE_SCOPE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, compile_arg,
-                      existing_root, grid_points_of, parse_tiers, say_created, sdpa_backend_arg)
+from .options import (COMPILE_MODE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, compile_arg, existing_root,
+                      grid_points_of, parse_tiers, say_created, sdpa_backend_arg)
 
 
 def _store(root: Optional[Path], create: bool = True):
@@ -55,7 +55,6 @@ def train_cmd(
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda if available)"),
     compile: bool = typer.Option(False, "--compile", help="torch.compile the model (pays off on GPU)"),
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode", help=COMPILE_MODE_HELP),
-    compile_scope: Optional[str] = typer.Option(None, "--compile-scope", help=COMPILE_SCOPE_HELP),
     sdpa_backend: Optional[str] = typer.Option(None, "--sdpa-backend", help=SDPA_BACKEND_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads, 1 to 4 x CPUs (default: "
                                           "$PELAB_THREADS or torch's); results are bit-identical only for "
@@ -74,7 +73,7 @@ def train_cmd(
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
     try:
-        compile = compile_arg(compile, compile_mode, compile_scope)
+        compile = compile_arg(compile, compile_mode)
         sdpa_backend = sdpa_backend_arg(sdpa_backend)
     except ValueError as e:
         _fail(str(e))
@@ -206,7 +205,6 @@ def sweep_cmd(
     device: Optional[str] = typer.Option(None, "--device"),
     compile: bool = typer.Option(False, "--compile"),
     compile_mode: Optional[str] = typer.Option(None, "--compile-mode", help=COMPILE_MODE_HELP),
-    compile_scope: Optional[str] = typer.Option(None, "--compile-scope", help=COMPILE_SCOPE_HELP),
     sdpa_backend: Optional[str] = typer.Option(None, "--sdpa-backend", help=SDPA_BACKEND_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch threads per run (default with "
                                           "--workers / --ray: 1, else $PELAB_THREADS or torch's)"),
@@ -258,7 +256,7 @@ def sweep_cmd(
     check_threads(threads)
     check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
     try:
-        compile = compile_arg(compile, compile_mode, compile_scope)
+        compile = compile_arg(compile, compile_mode)
         sdpa_backend = sdpa_backend_arg(sdpa_backend)
     except ValueError as e:
         _fail(str(e))

@@ -225,26 +225,21 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
 
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-COMPILE_SCOPES = ("model", "blocks")
 
 
 @dataclass(frozen=True)
 class Compile:
-    """How `train` compiles: torch.compile's `mode` (COMPILE_MODES) over the whole model, or over each block alone
-    (`scope` "blocks": `compiled`)."""
+    """How `train` compiles the whole model: torch.compile's `mode` (COMPILE_MODES). (Each block compiled alone,
+    `--compile-scope blocks`, was removed on 2026-11-27: a 1.9x slower step on an H100, docs/training.md.)"""
     mode: str = "default"
-    scope: str = "model"
 
     def __post_init__(self):
         if self.mode not in COMPILE_MODES:
             raise ValueError(f"compile mode {self.mode!r}: use one of {', '.join(COMPILE_MODES)}")
-        if self.scope not in COMPILE_SCOPES:
-            raise ValueError(f"compile scope {self.scope!r}: use one of {', '.join(COMPILE_SCOPES)}")
 
     def record(self) -> dict[str, Any]:
-        """run.json's fields: `compiled` True for the default mode (as runs before modes existed), else the mode;
-        `compile_scope`."""
-        return {"compiled": True if self.mode == "default" else self.mode, "compile_scope": self.scope}
+        """run.json's field `compiled`: True for the default mode (as runs before modes existed), else the mode."""
+        return {"compiled": True if self.mode == "default" else self.mode}
 
 
 SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
@@ -267,7 +262,7 @@ def sdpa_backend_context(name: str | None):
 def compile_spec(compile: bool | str | Compile | None) -> Compile | None:
     """`train`'s `compile` as a `Compile`: None (eager) for False / None, the default mode for True, a mode name of
     COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches) over the whole
-    model; ValueError for an unknown mode or scope."""
+    model; ValueError for an unknown mode."""
     if compile is None or compile is False:
         return None
     if compile is True:
@@ -275,29 +270,19 @@ def compile_spec(compile: bool | str | Compile | None) -> Compile | None:
     return compile if isinstance(compile, Compile) else Compile(compile)
 
 
-def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None,
-             scope: str = "model"):
+def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None):
     """torch.compile(model, mode=mode), after one eager forward of `example[:1]` in eval mode without gradients
     under the step's autocast. That forward fills the position tables a scheme caches per length (RoPE's cos/sin,
     a fixed input PE's table) with the eager path's values; left to the first compiled call, they are filled
     inside its trace, its guards fail on the next call and the whole model compiles a second time (the paper
-    model on CPU: 45 s, then 12-14 s more; docs/training.md). Eval mode: no dropout, so no RNG is drawn.
-    scope "blocks" (regional compilation): each block compiled alone (`nn.Module.compile`, in place; the blocks
-    share one graph, so its kernels are built once, not once per layer, and a run whose blocks have the shapes of
-    an earlier one finds them in inductor's cache) and `memory_kv` (the paper arch's fused key/value projection)
-    as another graph; the embedding, readout and head run eager. Returns what the step calls."""
-    Compile(mode or "default", scope)  # ValueError for an unknown mode or scope, before any work
+    model on CPU: 45 s, then 12-14 s more; docs/training.md). Eval mode: no dropout, so no RNG is drawn."""
+    Compile(mode or "default")  # ValueError for an unknown mode, before any work
     was_training = model.training
     model.eval()
     with torch.no_grad(), torch.autocast(example.device.type, dtype=torch.bfloat16, enabled=amp):
         model(example[:1])
     model.train(was_training)
-    if scope == "model":
-        return torch.compile(model, mode=mode)
-    for block in model.blocks:
-        block.compile(mode=mode)
-    model.memory_kv = torch.compile(model.memory_kv, mode=mode)
-    return model
+    return torch.compile(model, mode=mode)
 
 
 def train_step(fwd, opt: torch.optim.Optimizer, params: list, xb: torch.Tensor, yb: torch.Tensor,
@@ -434,8 +419,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     resumable; run.json `stopped_at_deadline`).
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
-    torch.compile's default mode; a mode name of COMPILE_MODES: that mode; a `Compile`: its mode and scope
-    (`compile_spec`; run.json `compiled`, `compile_scope`).
+    torch.compile's default mode; a mode name of COMPILE_MODES or a `Compile`: that mode (`compile_spec`; run.json
+    `compiled`).
     sdpa_backend: train with SDPA held to this backend of SDPA_BACKENDS (`sdpa_backend_context`; None: PyTorch's
     choice, e.g. cuDNN's on an H100); run.json `sdpa_backend`.
     A finished run is returned as is.
@@ -541,13 +526,13 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                       f"{started_threads})", stacklevel=2)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
-    fwd = compiled(model, x_train[:1], amp, compile.mode, compile.scope) if compile else model
+    fwd = compiled(model, x_train[:1], amp, compile.mode) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
-                    **(compile.record() if compile else {"compiled": False, "compile_scope": None}),
+                    **(compile.record() if compile else {"compiled": False}),
                     sdpa_backend=sdpa_backend, gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
                     dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,

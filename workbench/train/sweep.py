@@ -542,7 +542,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
 
     if int(workers) < 1:
         raise ValueError(f"workers={workers}: must be >= 1 (1 = one run after another in this process)")
-    compile_spec(compile)  # a wrong mode or scope fails before any file is written
+    compile_spec(compile)  # a wrong mode fails before any file is written
     sdpa_backend_context(sdpa_backend)  # and a wrong SDPA backend
     if ray and workers > 1:
         raise ValueError("workers and ray exclude each other: Ray schedules runs by the cluster's CPUs")
