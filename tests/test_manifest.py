@@ -61,6 +61,10 @@ def test_the_checked_in_shipped_results_match_their_manifests():
     bad, ids = check_store(SHIPPED)
     assert bad == {} and len(ids) >= 200
     assert all((SHIPPED / rid / "manifest.json").is_file() for rid in ids)
+    paper = SHIPPED.parent / "paper"  # the paper-scale runs the GPU windows shipped
+    if paper.is_dir():
+        bad, ids = check_store(paper)
+        assert bad == {} and ids and all((paper / rid / "manifest.json").is_file() for rid in ids)
 
 
 def test_a_flipped_byte_mid_tables_is_named_damage_and_never_read(tmp_path):
