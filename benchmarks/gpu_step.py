@@ -12,6 +12,8 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
   - sdpa (`--sdpa a,b`): RoPE's eager step with SDPA held to each backend in turn (flash, memory-efficient,
     cuDNN, math), after the other schemes;
+  - kv_ab (`--kv-ab`): RoPE's compiled step with the fused key/value projection split (the model's) and indexed
+    as before 2026-11-27 (`indexed_memory_kv`), one after the other on the same batches;
   - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
     reduce-overhead), last, each with its compile time (`warmup_s`);
   - profile (`--profile`): 20 compiled steps of the first scheme under torch.profiler, the top kernels by self
@@ -64,21 +66,25 @@ def batches(cfg: dict, n: int, dev: torch.device, seed: int = 0) -> list[tuple[t
     return out
 
 
-def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None):
-    """(model, what the step calls: the model or `loop.compiled(model, ...)` as `train` compiles it, AdamW)."""
+def build(cfg: dict, dev: torch.device, compile: bool, example: torch.Tensor, amp: bool, mode: str | None = None,
+          patch=None):
+    """(model, what the step calls: the model or `loop.compiled(model, ...)` as `train` compiles it, AdamW);
+    `patch(model)`, before compiling: a reference variant to time side by side."""
     if compile:
         torch._dynamo.reset()  # each measurement compiles afresh (dynamo's recompile limit is per process)
     model = PEClassifier(ModelConfig.from_dict(cfg["model"])).to(dev).train()
+    if patch is not None:
+        patch(model)
     use_fused_dropout(model, cfg["train"].get("fused_attention", False))
     opt = make_optimizer(model, cfg["train"], dev, compile)
     return model, (compiled(model, example, amp, mode) if compile else model), opt
 
 
 def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool, timed: bool = True, prof=None,
-              mode: str | None = None):
+              mode: str | None = None, patch=None):
     """(per-step ms after warm-up, per-step losses, seconds of the warm-up steps); `prof`, a torch.profiler
-    profile not yet started, records the steps after the warm-up."""
-    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode)
+    profile not yet started, records the steps after the warm-up; `patch`: `build`'s."""
+    model, fwd, opt = build(cfg, dev, compile, data[0][0], amp, mode, patch)
     params = list(model.parameters())
     tcfg = cfg["train"]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -132,6 +138,26 @@ def profile_rows(averages, cuda: bool) -> tuple[str, list]:
     return key, [e for e in averages if getattr(e, key, 0) > 0]
 
 
+def indexed_memory_kv(model) -> None:
+    """The reference for `--kv-ab`: `memory_kv` as it was before 2026-11-27, each layer's k and v indexed out of a
+    [..., layer, k|v, head, d_head] view (its gradient a sum of select_backwards: one H100 kernel of 1.5 ms that
+    loaded every layer's gradient for each element). Same values as the split it was replaced by."""
+    def memory_kv(memory):
+        attns = [b.attn for b in model.blocks]
+        W = torch.cat([w.transpose(0, 1).flatten(1) for a in attns for w in (a.W_K, a.W_V)], 1)
+        b = torch.cat([t.flatten() for a in attns for t in (a.b_K, a.b_V)])
+        kv = torch.addmm(b, memory.flatten(0, -2), W).unflatten(0, memory.shape[:-1])
+        kv = kv.unflatten(-1, (len(attns), 2, model.cfg.n_heads, model.cfg.d_head))
+        return [(kv[..., layer, 0, :, :], kv[..., layer, 1, :, :]) for layer in range(len(attns))]
+
+    model.memory_kv, model.fused_kv = memory_kv, True
+
+
+def fused_memory_kv(model) -> None:
+    """The model's own `memory_kv`, taken on any device (CUDA takes it by itself): `--kv-ab`'s other side."""
+    model.fused_kv = True
+
+
 def parse_modes(text: str) -> dict[str, Compile]:
     """--modes "a,b": each a torch.compile mode, as a `loop.Compile`; SystemExit naming the modes on a wrong one."""
     try:
@@ -160,6 +186,8 @@ def main() -> None:
                                                "flash_attention,efficient_attention,cudnn_attention,math")
     ap.add_argument("--modes", default="", help="other torch.compile modes to time the first scheme's step in, "
                                                  "e.g. reduce-overhead (CUDA graphs)")
+    ap.add_argument("--kv-ab", action="store_true", help="also RoPE's compiled step with the fused key/value "
+                                                          "projection indexed as before its split (side by side)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -172,7 +200,7 @@ def main() -> None:
     preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
-                 "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {}, "epoch": None}
+                 "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {}, "kv_ab": None, "epoch": None}
 
     def save(what: str) -> None:
         print(what, flush=True)
@@ -250,18 +278,31 @@ def main() -> None:
             out["profile"]["busy"] = out["profile"]["total_ms_per_step"] / out["step"][schemes[0]]["compiled_ms"]
         save("profile: " + "; ".join(f"{r['name'][:40]} {r['share']:.0%}" for r in out["profile"]["top"][:8]))
 
-    # the first scheme's step, then the checks that read RoPE, then the other schemes: a check cut short by its
-    # time limit keeps the parts that matter most (the JSON is rewritten after each)
+    def kv_ab() -> None:
+        """The split against the indexing it replaced, in this process, on the same batches."""
+        cfg = tier1_config("rope", preset, a.sets)
+        data = batches(cfg, a.steps + 3, dev)
+        row = {}
+        for name, patch in (("split_ms", fused_memory_kv), ("indexed_ms", indexed_memory_kv)):
+            row[name] = statistics.median(run_steps(cfg, dev, True, data, amp, patch=patch)[0])
+        out["kv_ab"] = dict(row, indexed_over_split=row["indexed_ms"] / row["split_ms"])
+        save(f"kv_ab: {out['kv_ab']}")
+
+    # the first scheme's step, then the A/B and the profile of the step, the SDPA backends, the checks that read
+    # RoPE, then the other schemes: a check cut short by its time limit keeps the parts that matter most (the JSON
+    # is rewritten after each)
     schemes = a.schemes.split(",")
     step(schemes[0])
-    agree()
-    mask()
+    if a.kv_ab:
+        kv_ab()
     if a.profile:
         profile_step()
-    for scheme in schemes[1:]:
-        step(scheme)
     if a.sdpa:
         backends()
+    agree()
+    mask()
+    for scheme in schemes[1:]:
+        step(scheme)
     for mode in modes:  # other torch.compile modes of the first scheme's step
         cfg = tier1_config(schemes[0], preset, a.sets)
         ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=modes[mode].mode)

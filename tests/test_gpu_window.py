@@ -119,3 +119,27 @@ def test_the_step_profile_ranks_gpu_kernels_once_not_operators_and_launches_too(
     assert sum(getattr(r, key) for r in kept) == 45
     key, kept = profile_rows(rows, cuda=False)
     assert key == "self_cpu_time_total" and [r.key for r in kept] == ["aten::mm", "triton_poi_k", "cudaLaunchKernel"]
+
+
+def test_the_step_benchmarks_indexed_reference_computes_what_the_split_does(tiny_cfg):
+    """gpu_step.py --kv-ab times the fused key/value projection as the model splits it against the indexing it
+    replaced (`indexed_memory_kv`): a fair A/B needs the two to compute the same keys, values and gradients."""
+    import torch
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gpu_step import fused_memory_kv, indexed_memory_kv
+
+    from workbench.model import PEClassifier
+
+    grads, outs = [], []
+    for patch in (fused_memory_kv, indexed_memory_kv):
+        torch.manual_seed(0)
+        model = PEClassifier(tiny_cfg(scheme="rope", arch="paper"))
+        patch(model)
+        x = torch.randint(1, model.cfg.vocab_size, (3, 10))
+        logits = model(x)
+        logits.square().sum().backward()
+        outs.append(logits.detach())
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert torch.equal(outs[0], outs[1])
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
