@@ -143,12 +143,9 @@ def indexed_memory_kv(model) -> None:
     [..., layer, k|v, head, d_head] view (its gradient a sum of select_backwards: one H100 kernel of 1.5 ms that
     loaded every layer's gradient for each element). Same values as the split it was replaced by."""
     def memory_kv(memory):
-        attns = [b.attn for b in model.blocks]
-        W = torch.cat([w.transpose(0, 1).flatten(1) for a in attns for w in (a.W_K, a.W_V)], 1)
-        b = torch.cat([t.flatten() for a in attns for t in (a.b_K, a.b_V)])
-        kv = torch.addmm(b, memory.flatten(0, -2), W).unflatten(0, memory.shape[:-1])
-        kv = kv.unflatten(-1, (len(attns), 2, model.cfg.n_heads, model.cfg.d_head))
-        return [(kv[..., layer, 0, :, :], kv[..., layer, 1, :, :]) for layer in range(len(attns))]
+        n = model.cfg.n_layers
+        kv = model.kv_projection(memory).unflatten(-1, (n, 2, model.cfg.n_heads, model.cfg.d_head))
+        return [(kv[..., layer, 0, :, :], kv[..., layer, 1, :, :]) for layer in range(n)]
 
     model.memory_kv, model.fused_kv = memory_kv, True
 

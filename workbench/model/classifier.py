@@ -107,13 +107,17 @@ class PEClassifier(HookedRootModule):
         Indexing a [..., layer, k|v, head, d_head] view instead gives a sum of 2L `select_backward`s, which inductor
         fused into one kernel that loads all 2L gradients for every element: 1.5 ms of a 15.9-ms RoPE step on an
         H100 (2026-11-27 profile, at about a sixth of the memory bandwidth). Same views, same values."""
+        heads = (self.cfg.n_heads, self.cfg.d_head)
+        parts = [p.unflatten(-1, heads) for p in self.kv_projection(memory).split(heads[0] * heads[1], dim=-1)]
+        return list(zip(parts[0::2], parts[1::2]))
+
+    def kv_projection(self, memory: torch.Tensor) -> torch.Tensor:
+        """[..., 2 n_layers n_heads d_head]: M @ [W_K^0 | W_V^0 | ... | W_V^(L-1)] + [b_K^0 | ...], one GEMM with the
+        bias in its epilogue (`memory_kv` splits it per layer)."""
         attns = [b.attn for b in self.blocks]
         W = torch.cat([w.transpose(0, 1).flatten(1) for a in attns for w in (a.W_K, a.W_V)], 1)
         b = torch.cat([t.flatten() for a in attns for t in (a.b_K, a.b_V)])
-        kv = torch.addmm(b, memory.flatten(0, -2), W).unflatten(0, memory.shape[:-1])  # bias in the GEMM's epilogue
-        heads = (self.cfg.n_heads, self.cfg.d_head)
-        parts = [p.unflatten(-1, heads) for p in kv.split(self.cfg.n_heads * self.cfg.d_head, dim=-1)]
-        return list(zip(parts[0::2], parts[1::2]))
+        return torch.addmm(b, memory.flatten(0, -2), W).unflatten(0, memory.shape[:-1])
 
     def embed_input(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.hook_embed(self.embed(tokens))
