@@ -11,7 +11,7 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
   - agree: `--agree-steps` steps eager and compiled from the same weights on the same batches at dropout 0: the
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality);
   - sdpa (`--sdpa a,b`): RoPE's eager step with SDPA held to each backend in turn (flash, memory-efficient,
-    cuDNN, math), after the other schemes;
+    cuDNN, math), after the first step's A/B and profile;
   - kv_ab (`--kv-ab`): RoPE's compiled step with the fused key/value projection split (the model's) and indexed
     as before 2026-11-27 (`indexed_memory_kv`), one after the other on the same batches;
   - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
@@ -47,7 +47,7 @@ from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model.attention import use_fused_dropout  # noqa: E402
 from workbench.store import RunStore, code_version  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
-from workbench.train.loop import Compile, compiled, make_optimizer, set_lr, train_step  # noqa: E402
+from workbench.train.loop import compile_mode, compiled, make_optimizer, set_lr, train_step  # noqa: E402
 from workbench.train.presets import task_spec  # noqa: E402
 
 TIER1 = {"rope": ("rope", "authors"), "nope": ("nope", "authors"), "mla": ("mla", "authors-mla")}
@@ -155,10 +155,10 @@ def fused_memory_kv(model) -> None:
     model.fused_kv = True
 
 
-def parse_modes(text: str) -> dict[str, Compile]:
-    """--modes "a,b": each a torch.compile mode, as a `loop.Compile`; SystemExit naming the modes on a wrong one."""
+def parse_modes(text: str) -> list[str]:
+    """--modes "a,b": torch.compile modes (`loop.compile_mode`); SystemExit naming the modes on a wrong one."""
     try:
-        return {m: Compile(m) for m in text.split(",") if m}
+        return [compile_mode(m) for m in text.split(",") if m]
     except ValueError as e:
         raise SystemExit(f"--modes {text!r}: {e}") from None
 
@@ -196,8 +196,9 @@ def main() -> None:
         torch.backends.cudnn.allow_tf32 = True
     preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__, "preset": preset, "steps": a.steps, "step": {},
-                 "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {}, "kv_ab": None, "epoch": None}
+    out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__, "preset": preset,
+                 "steps": a.steps, "step": {}, "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {},
+                 "kv_ab": None, "epoch": None}
 
     def save(what: str) -> None:
         print(what, flush=True)
@@ -302,7 +303,7 @@ def main() -> None:
         step(scheme)
     for mode in modes:  # other torch.compile modes of the first scheme's step
         cfg = tier1_config(schemes[0], preset, a.sets)
-        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=modes[mode].mode)
+        ms, _, warm_s = run_steps(cfg, dev, True, batches(cfg, a.steps + 3, dev), amp, mode=mode)
         out["modes"][mode] = {"scheme": schemes[0], "compiled_ms": statistics.median(ms), "warmup_s": warm_s}
         save(f"mode {mode}: {out['modes'][mode]}")
 

@@ -53,8 +53,8 @@ else
 fi
 export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
   TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
-# an earlier window's compile cache travels packed (6 MB, where the folder is 42 MB and the checkout may carry
-# 64 MiB in all): unpacked where the folder is not already (a warm machine keeps its own)
+# an earlier window's compiled kernels travel packed (Triton's, 2.9 MB, where the cache folder is 42 MB and the
+# checkout may carry 64 MiB in all): unpacked where the folder is not already (a warm machine keeps its own)
 cache_tgz=${INDUCTOR_TGZ:-.inductor-cache.tgz}
 if [ -f "$cache_tgz" ] && [ -z "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ]; then
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \

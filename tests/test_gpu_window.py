@@ -85,15 +85,12 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
 
 
 def test_the_step_benchmark_reads_modes_and_refuses_a_wrong_one_first():
-    """gpu_step.py --modes: torch.compile modes, each a `loop.Compile`; a wrong one stops the benchmark before
+    """gpu_step.py --modes: torch.compile modes (`loop.compile_mode`); a wrong one stops the benchmark before
     anything is compiled, naming the ones to use."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from gpu_step import parse_modes
 
-    from workbench.train.loop import Compile
-
-    assert parse_modes("reduce-overhead,default,") == {"reduce-overhead": Compile("reduce-overhead"),
-                                                      "default": Compile("default")}
+    assert parse_modes("reduce-overhead,default,") == ["reduce-overhead", "default"]
     with pytest.raises(SystemExit, match="compile mode 'foo'"):
         parse_modes("reduce-overhead,foo")
 

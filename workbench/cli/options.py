@@ -78,14 +78,14 @@ def sdpa_backend_arg(name: Optional[str]) -> Optional[str]:
     return name
 
 
-def compile_arg(compile: bool, mode: Optional[str]):
-    """--compile / --compile-mode as `train`'s `compile`: a `loop.Compile` when a mode is given (ValueError on an
-    unknown one), else the flag."""
+def compile_arg(compile: bool, mode: Optional[str]) -> bool | str:
+    """--compile / --compile-mode as `train`'s `compile`: the mode when given (ValueError on an unknown one), else
+    the flag."""
     if mode is None:
         return compile
-    from workbench.train.loop import Compile
+    from workbench.train.loop import compile_mode
 
-    return Compile(mode)
+    return compile_mode(mode)
 
 
 def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:

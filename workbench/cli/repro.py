@@ -185,17 +185,14 @@ def _table_list(tables: Optional[str]) -> Optional[list[str]]:
 
 
 def _analysis_device(device: str) -> str:
-    """`ship --device`, checked before anything is analysed: a device torch knows and this machine has."""
-    import torch
+    """`ship --device`, checked before anything is analysed (`loop.pick_device`: a device torch knows and this
+    machine has)."""
+    from workbench.train.loop import pick_device
 
     try:
-        kind = torch.device(device).type
-    except RuntimeError as e:
-        _fail(f"--device {device!r}: {e}; use cpu or cuda")
-    if kind == "cuda" and not torch.cuda.is_available():
-        _fail(f"--device {device}: this machine has no CUDA GPU; leave --device out to analyse on the CPU")
-    if kind not in ("cpu", "cuda"):
-        _fail(f"--device {device!r}: use cpu or cuda")
+        pick_device(device)
+    except ValueError as e:
+        _fail(str(e))
     return device
 
 

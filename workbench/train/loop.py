@@ -28,7 +28,6 @@ import os
 import sys
 import time
 import warnings
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -146,7 +145,8 @@ def pick_device(device: str | None = None) -> torch.device:
     except (RuntimeError, TypeError):
         raise ValueError(f"--device {device!r} is not a device; use cpu or cuda (cuda:N)") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {device!r}: CUDA is not available on this machine; use --device cpu")
+        raise ValueError(f"--device {device!r}: CUDA is not available on this machine (it has no CUDA GPU); use "
+                         "--device cpu")
     if dev.type not in ("cpu", "cuda"):
         raise ValueError(f"--device {device!r}: PE-Lab trains on cpu or cuda")
     return dev
@@ -227,21 +227,6 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-@dataclass(frozen=True)
-class Compile:
-    """How `train` compiles the whole model: torch.compile's `mode` (COMPILE_MODES). (Each block compiled alone,
-    `--compile-scope blocks`, was removed on 2026-11-27: a 1.9x slower step on an H100, docs/training.md.)"""
-    mode: str = "default"
-
-    def __post_init__(self):
-        if self.mode not in COMPILE_MODES:
-            raise ValueError(f"compile mode {self.mode!r}: use one of {', '.join(COMPILE_MODES)}")
-
-    def record(self) -> dict[str, Any]:
-        """run.json's field `compiled`: True for the default mode (as runs before modes existed), else the mode."""
-        return {"compiled": True if self.mode == "default" else self.mode}
-
-
 SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
 
 
@@ -259,15 +244,18 @@ def sdpa_backend_context(name: str | None):
     return sdpa_kernel(getattr(SDPBackend, name.upper()))
 
 
-def compile_spec(compile: bool | str | Compile | None) -> Compile | None:
-    """`train`'s `compile` as a `Compile`: None (eager) for False / None, the default mode for True, a mode name of
-    COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches) over the whole
-    model; ValueError for an unknown mode."""
+def compile_mode(compile: bool | str | None) -> str | None:
+    """`train`'s `compile` as torch.compile's mode: None (eager) for False / None, "default" for True, else one of
+    COMPILE_MODES ("reduce-overhead": CUDA graphs, where a GPU step is bound by kernel launches). (Each block
+    compiled alone, `--compile-scope blocks`, was removed on 2026-11-27: a 1.9x slower step on an H100,
+    docs/training.md.)"""
     if compile is None or compile is False:
         return None
     if compile is True:
-        return Compile()
-    return compile if isinstance(compile, Compile) else Compile(compile)
+        return "default"
+    if compile not in COMPILE_MODES:
+        raise ValueError(f"compile mode {compile!r}: use one of {', '.join(COMPILE_MODES)}")
+    return compile
 
 
 def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str | None = None):
@@ -276,7 +264,7 @@ def compiled(model: torch.nn.Module, example: torch.Tensor, amp: bool, mode: str
     a fixed input PE's table) with the eager path's values; left to the first compiled call, they are filled
     inside its trace, its guards fail on the next call and the whole model compiles a second time (the paper
     model on CPU: 45 s, then 12-14 s more; docs/training.md). Eval mode: no dropout, so no RNG is drawn."""
-    Compile(mode or "default")  # ValueError for an unknown mode, before any work
+    compile_mode(mode or True)  # ValueError for an unknown mode, before any work
     was_training = model.training
     model.eval()
     with torch.no_grad(), torch.autocast(example.device.type, dtype=torch.bfloat16, enabled=amp):
@@ -401,7 +389,7 @@ def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, w
 
 
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
-          force: bool = False, device: str | None = None, compile: bool | str | Compile = False,
+          force: bool = False, device: str | None = None, compile: bool | str = False,
           amp: bool | None = None, sdpa_backend: str | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
           on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1,
@@ -419,8 +407,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     resumable; run.json `stopped_at_deadline`).
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
-    torch.compile's default mode; a mode name of COMPILE_MODES or a `Compile`: that mode (`compile_spec`; run.json
-    `compiled`).
+    torch.compile's default mode; a mode name of COMPILE_MODES (`compile_mode`): that mode (run.json `compiled`).
     sdpa_backend: train with SDPA held to this backend of SDPA_BACKENDS (`sdpa_backend_context`; None: PyTorch's
     choice, e.g. cuDNN's on an H100); run.json `sdpa_backend`.
     A finished run is returned as is.
@@ -431,7 +418,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     from .presets import validate_config
 
     validate_config(config)  # bad configs and arguments fail before anything is written
-    compile = compile_spec(compile)
+    compile = compile_mode(compile)
     backend = sdpa_backend_context(sdpa_backend)  # ValueError for an unknown backend, before anything is written
     dev = pick_device(device)
     check_threads(threads)
@@ -465,7 +452,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
         lock.release()
 
 
-def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: Compile | None,
+def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device, compile: str | None,
                   amp: bool | None, threads: int | None, progress: bool, stop_after_epochs: int | None,
                   on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1,
                   deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
@@ -526,13 +513,13 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                       f"{started_threads})", stacklevel=2)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
-    fwd = compiled(model, x_train[:1], amp, compile.mode) if compile else model
+    fwd = compiled(model, x_train[:1], amp, compile) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
     run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
                     resumed_threads=n_threads if ckpt is not None else None, amp=amp,
-                    **(compile.record() if compile else {"compiled": False}),
+                    compiled=True if compile == "default" else (compile or False),
                     sdpa_backend=sdpa_backend, gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
                     dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,

@@ -40,15 +40,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from workbench.store import RunLocked, RunStore, StoreError
 from workbench.store.run import process_alive
 
 from .presets import FIDELITIES, flatten_sets, resolve_config
-
-if TYPE_CHECKING:
-    from .loop import Compile
 
 try:
     import tomllib
@@ -145,7 +142,7 @@ def _fmt_time(s: float) -> str:
 
 
 def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | None = None,
-            threads: int | None = None, compile: bool | str | Compile = False, progress: bool = False,
+            threads: int | None = None, compile: bool | str = False, progress: bool = False,
             dry_run: bool = False, fail_fast: bool = False, retry_failed: bool = True, log=None,
             on_epoch: Callable | None = None, checkpoint_every: int = 1, deadline: float | None = None,
             clock: Callable[[], float] = time.monotonic, sdpa_backend: str | None = None) -> dict[str, Any]:
@@ -443,7 +440,7 @@ def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, d
 
 
 def attempt_pack(members: list[tuple[str, dict]], store: RunStore, *, device: str | None = None,
-                 threads: int | None = None, compile: bool | str | Compile = False, progress: bool = False,
+                 threads: int | None = None, compile: bool | str = False, progress: bool = False,
                  fail_fast: bool = False, retry_failed: bool = True, log=None,
                  checkpoint_every: int = 1) -> list[dict[str, Any]]:
     """Train the runs of `members` ((head, config) pairs) as one pack; a record per run as `attempt` returns.
@@ -502,7 +499,7 @@ def shipped_records(ids: list[str], store: RunStore, shipped: RunStore | None) -
 
 
 def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
-          threads: int | None = None, compile: bool | str | Compile = False, progress: bool = True,
+          threads: int | None = None, compile: bool | str = False, progress: bool = True,
           dry_run: bool = False, shard: tuple[int, int] | None = None, fail_fast: bool = False,
           retry_failed: bool = True,
           tiers: list[int] | None = None, workers: int = 1, ray: str | bool | None = None, ray_gpus: float = 0.0,
@@ -538,11 +535,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     another in this process).
     Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
     """
-    from .loop import compile_spec, sdpa_backend_context
+    from .loop import compile_mode, sdpa_backend_context
 
     if int(workers) < 1:
         raise ValueError(f"workers={workers}: must be >= 1 (1 = one run after another in this process)")
-    compile_spec(compile)  # a wrong mode fails before any file is written
+    compile_mode(compile)  # a wrong mode fails before any file is written
     sdpa_backend_context(sdpa_backend)  # and a wrong SDPA backend
     if ray and workers > 1:
         raise ValueError("workers and ray exclude each other: Ray schedules runs by the cluster's CPUs")
