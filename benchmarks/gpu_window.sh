@@ -1,38 +1,61 @@
 #!/usr/bin/env bash
-# One lent GPU window in one call (docs/training.md, "One GPU window"), ending within BUDGET seconds of its start:
+# A lent GPU window (docs/training.md, "One GPU window"): train Table 1's paper-scale runs that fit, ship each one,
+# and pack what the window brings back.
 #   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked;
 #   2. with --check: benchmarks/gpu_check.sh into OUT/check (gpu tests, eager vs compiled steps, mask, agreement),
 #      whose step_ms.json then feeds the planner and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
-#   3. `workbench sweep grids/paper.toml --deadline` over the time left less RESERVE: Table 1's runs (TAGS) of tier
-#      TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come back), beside
-#      `workbench ship --follow --while-pid` (each finished run analysed, TABLES, its head ablations on the GPU
-#      too: 153 s on 8 CPU threads a paper-scale run, and shipped to results/paper while the next trains; it stops
-#      as soon as the sweep has ended);
-#   4. results/paper packed into OUT/results-paper.tgz, every run's metrics (no weights) into OUT/runs-paper-meta.tgz,
-#      the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's compiled kernels into OUT/inductor-cache.tgz:
-#      copied here to .inductor-cache.tgz (git-ignored) and carried packed, the next window unpacks it and its
-#      compilation reads it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and .whl, 23 MB,
-#      would not both fit the 64 MiB a call carries). The next window's same command trains the rest (--shipped).
+#   3. the training job: `workbench sweep grids/paper.toml --deadline` up to the window's end less RESERVE: Table 1's
+#      runs (TAGS) of tier TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come
+#      back), beside `workbench ship --follow --while-pid` (each finished run analysed, TABLES, its head ablations on
+#      the GPU, and shipped while the next trains; it stops as the sweep ends, and 20 s before the window's end
+#      whatever it is doing: a run being shipped is left unshipped, never half-written);
+#   4. the shipped runs packed into OUT/results-paper.tgz (members results/paper/RUN_ID/...), every run's metrics (no
+#      weights) into OUT/runs-paper-meta.tgz, the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's
+#      compiled kernels into OUT/inductor-cache.tgz: copied here to .inductor-cache.tgz (git-ignored) and carried
+#      packed, the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and
+#      .whl, 23 MB, would not both fit the 64 MiB a call carries). The next window's same command trains the rest.
 #
-#   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # OUT defaults to artifacts/gpu-window
-#   bash benchmarks/gpu_window.sh --check-only [BUDGET]   # 1, 2 and 4 without training: a second, short call on the
-#                                                         # warm machine (T_TESTS=0 leaves out the gpu tests)
-#   make repro-gpu WINDOW=BUDGET                            # the same without the check
+#   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # one call: the job ends BUDGET s after the start
+#   bash benchmarks/gpu_window.sh --check-only [BUDGET]   # 1, 2 and 4 without training (T_TESTS=0: no gpu tests)
+#   bash benchmarks/gpu_window.sh --detach [--check] WINDOW CALL   # two calls: the job runs detached (its own
+#        # process session, which outlives the call) until WINDOW s after the start; this call packs what is shipped
+#        # by CALL s and returns; the job goes on training while the reply travels and the next call starts
+#   bash benchmarks/gpu_window.sh --attach BUDGET          # the next call, on the same warm machine (within its 30-s
+#        # idle): waits for the job (at most BUDGET s less the packing) and packs everything; a job that did not
+#        # survive the first call's end is resumed from its checkpoints in this call, in the time left
+#   make repro-gpu WINDOW=BUDGET                            # the one-call form without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
-# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no), COMPILE_MODE (torch.compile's; default),
-# SDPA_BACKEND (PyTorch's choice), RESERVE (45 s for the last ship, its ablation on the GPU, and packing), GPU_PY,
-# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (.inductor-cache.tgz), CHECK_ARGS, T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs it on CPU.
+# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster), COMPILE_MODE (torch.compile's; default),
+# SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice), RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S
+# (15 s a detached call keeps for packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
+# and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
+# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (.inductor-cache.tgz), CHECK_ARGS,
+# T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs every form on CPU.
 set -u -o pipefail
-check=0 only=0
-case "${1:-}" in
-  --check) check=1; shift ;;
-  --check-only) check=1; only=1; shift ;;
+mode=run check=0 only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --check) check=1 ;;
+    --check-only) check=1; only=1 ;;
+    --detach) mode=detach ;;
+    --attach) mode=attach ;;
+    --job) mode=job ;;   # internal: the detached training job, END (epoch seconds) as its argument
+    *) break ;;
+  esac
+  shift
+done
+t0=${WINDOW_T0:-$(date +%s)}  # the job counts from the start of the call that detached it
+case "$mode" in
+  run) end=$(( t0 + ${1:-540} )); call_end=$end ;;
+  detach) end=$(( t0 + ${1:?usage: gpu_window.sh --detach WINDOW CALL} ));
+          call_end=$(( t0 + ${2:?usage: gpu_window.sh --detach WINDOW CALL} )) ;;
+  attach) call_end=$(( t0 + ${1:?usage: gpu_window.sh --attach BUDGET} )) ;;
+  job) end=${1:?--job END} ;;
 esac
-budget=${1:-540}
-t0=$(date +%s)
 out=${OUT:-artifacts/gpu-window}
 py=${GPU_PY:-python3}
 site=${GPU_SITE:-/tmp/pelab-site}
+state=${WINDOW_STATE:-artifacts/window-state}
 runs=${PAPER_RUNS:-runs-paper}
 results=${RESULTS:-results/paper}
 grid=${GRID:-grids/paper.toml}
@@ -42,80 +65,146 @@ tables=${TABLES:-ablation,deposit}
 step_ms=${STEP_MS:-benchmarks/measured/step_ms.json}
 compile=${COMPILE:-auto}
 device=${DEVICE:-cuda}   # DEVICE=cpu with CHECK_ARGS="--device cpu --preset smoke": a dry run of the flow
-mkdir -p "$out"
+# where the job ships: results/paper itself in one call; detached, a copy of it in the state folder, since the next
+# call's copy of the checkout brings results/paper (tracked) back to this checkout's version
+shipto=$results
+[ "$mode" = run ] || shipto=$state/results
+[ "$mode" = job ] && out=$state/logs   # the call's OUT is emptied before the next call
+mkdir -p "$out" "$state/logs"
 say() { echo "[window $(( $(date +%s) - t0 )) s] $*" | tee -a "$out/window.log"; }
 
-if ls .whl/*.whl >/dev/null 2>&1; then
-  "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl \
-    2>&1 | grep -v "^WARNING: Target directory" | tail -5
-else
-  say "no .whl/: using the image's packages"
-fi
-export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
-  TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
-# an earlier window's compiled kernels travel packed (Triton's, 2.9 MB, where the cache folder is 42 MB and the
-# checkout may carry 64 MiB in all): unpacked where the folder is not already (a warm machine keeps its own)
-cache_tgz=${INDUCTOR_TGZ:-.inductor-cache.tgz}
-if [ -f "$cache_tgz" ] && [ -z "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ]; then
-  mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
-    && say "compile cache unpacked from $cache_tgz"
-fi
-"$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+setup() {  # the wheels, the environment, the carried compile cache; the imports checked
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl \
+      2>&1 | grep -v "^WARNING: Target directory" | tail -5
+  else
+    say "no .whl/: using the image's packages"
+  fi
+  export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
+    TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
+  # an earlier window's compiled kernels travel packed (Triton's, 2.9 MB, where the cache folder is 42 MB and the
+  # checkout may carry 64 MiB in all): unpacked where the folder is not already (a warm machine keeps its own)
+  local cache_tgz=${INDUCTOR_TGZ:-.inductor-cache.tgz}
+  if [ -f "$cache_tgz" ] && [ -z "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ]; then
+    mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
+      && say "compile cache unpacked from $cache_tgz"
+  fi
+  "$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', torch.version.cuda,
 torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log" || exit 1
-say "environment ready"
+  say "environment ready"
+}
 
+train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESERVE before it); the exit status to state
+  local stop=$1 left=$(( $1 - $(date +%s) - ${RESERVE:-45} )) rc
+  say "training for $left s (flags:${WINDOW_FLAGS:- none}; step ms: $step_ms; shipping to $shipto)"
+  mkdir -p "$shipto"
+  if [ "$left" -gt 30 ]; then
+    "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" \
+        ${WINDOW_FLAGS:-} --deadline "$left" --no-partial --checkpoint-every 10 --quiet --root "$runs" \
+        --shipped "$shipto" $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee -a "$state/logs/sweep.log" &
+    local sweep=$!
+    OMP_NUM_THREADS=${SHIP_THREADS:-8} timeout $(( stop - $(date +%s) - 20 )) "$py" -m workbench ship --grid "$grid" \
+        --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" --to "$shipto" --tables "$tables" \
+        --device "$device" --follow 20 --while-pid "$sweep" 2>&1 | tee -a "$state/logs/ship.log"
+    wait "$sweep"; rc=$?
+  else
+    say "too little time left to train"; rc=1
+  fi
+  say "sweep exit $rc"
+  echo "$rc" > "$state/job.rc"
+}
+
+job_running() {  # its pid alive and not a zombie (a killed job waits for init to reap it), no exit status yet
+  local pid
+  pid=$(cat "$state/job.pid" 2>/dev/null) && [ ! -f "$state/job.rc" ] && [ -e "/proc/$pid" ] \
+    && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null
+}
+
+wait_job() {  # until the job has written its exit status or died, or epoch second $1
+  while job_running && [ "$(date +%s)" -lt "$1" ]; do sleep 2; done
+}
+
+pack() {  # what a call brings back; the shipped runs as results/paper/RUN_ID/..., never a half-shipped folder
+  # (a detached job may still be writing: its files may change or go while they are read)
+  local live="--warning=no-file-changed --warning=no-file-removed --ignore-failed-read"
+  [ -d "$shipto" ] && tar czf "$out/results-paper.tgz" $live -C "$shipto" --exclude='.*.shipping' \
+    --exclude='.*.old' --transform "s,^\.,${results#/}," .
+  [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" $live --exclude='*.safetensors' --exclude='*.tmp' "$runs"
+  [ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$out/gpu_step.json"
+  # Triton's compiled kernels only (keyed by their source, so shared by every model with the same kernel: 2.9 MB
+  # packed for RoPE's training); inductor's graph cache (3.1 MB more a model, a hit only for the same model and
+  # code) would outgrow the 16 MiB a file may bring back (the whole cache after the check's extra modes did)
+  [ -d "$TORCHINDUCTOR_CACHE_DIR/triton" ] && tar czf "$out/inductor-cache.tgz" \
+    -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")/triton"
+  say "packed"
+  tar czf "$out/logs.tgz" $live -C "$state/logs" . $([ -d "$out/check" ] && echo -C "$out" check) && rm -rf "$out/check"
+}
+
+if [ "$mode" = job ]; then  # the detached job: the environment and flags come from the call that started it
+  train_job "$end"
+  exit 0
+fi
+if [ "$mode" = attach ]; then
+  export TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
+  if job_running; then
+    say "the detached job is training (pid $(cat "$state/job.pid")); waiting"
+    wait_job $(( call_end - ${PACK_S:-15} ))
+  elif [ -f "$state/job.rc" ]; then
+    say "the detached job has ended (exit $(cat "$state/job.rc"))"
+  elif [ -f "$state/job.pid" ]; then  # the first call's end killed it: resume its runs from their checkpoints
+    say "the detached job did not outlive the first call: resuming its runs here"
+    . "$state/job.env"; step_ms=$STEP_MS
+    setup
+    train_job $(( call_end - ${PACK_S:-15} ))
+  else
+    say "no detached job on this machine (a fresh machine?): nothing to wait for"
+  fi
+  tail -n 20 "$state/logs/job.log" 2>/dev/null
+  job_running && say "the job is still training: packing what is shipped"
+  pack
+  [ "$(cat "$state/job.rc" 2>/dev/null)" = 0 ]; exit
+fi
+
+if job_running; then
+  say "a detached job is still training here (pid $(cat "$state/job.pid")): --attach to it, or wait for it"; exit 1
+fi
+rm -rf "$state/logs" "$state/job.pid" "$state/job.rc" && mkdir -p "$state/logs"
+setup
 if [ "$check" = 1 ]; then
   PYTHON="$py" EPOCH=${EPOCH:-0} T_TESTS=${T_TESTS:-45} T_STEP=${T_STEP:-200} bash benchmarks/gpu_check.sh "$out/check" ${CHECK_ARGS:---steps 50 --profile --sdpa flash_attention,efficient_attention,cudnn_attention --modes reduce-overhead}
-  [ -f "$out/check/step_ms.json" ] && step_ms="$out/check/step_ms.json"
+  [ -f "$out/check/step_ms.json" ] && cp "$out/check/step_ms.json" "$state/step_ms.json" && step_ms=$state/step_ms.json
   say "check done"
 fi
-if [ "$compile" = auto ]; then  # eager only where this window's check measured it faster (H100: compiled 3.35x)
-  compile=$("$py" - "$out/check/gpu_step.json" <<'EOF'
-import json, sys
-for path in sys.argv[1:]:
-    try:
-        row = json.load(open(path))["step"]["rope"]
-    except (OSError, KeyError, ValueError):
-        continue
-    print("yes" if row.get("compiled_ms", float("inf")) < row["eager_ms"] else "no")
-    break
-else:
-    print("yes")
-EOF
-)
-fi
-flag=$([ "$compile" = yes ] && echo --compile)
-# COMPILE_MODE=reduce-overhead (CUDA graphs) where a check measured it the faster (gpu_step.json "modes")
-[ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flag="$flag --compile-mode $COMPILE_MODE"
-# SDPA_BACKEND=flash_attention (or another) where a check measured that backend's step the faster (gpu_step.json "sdpa")
-[ -n "${SDPA_BACKEND:-}" ] && flag="$flag --sdpa-backend $SDPA_BACKEND"
-window=$(( budget - ($(date +%s) - t0) - ${RESERVE:-45} ))
-[ "$only" = 1 ] || say "training for $window s (compile: $compile ${COMPILE_MODE:-}, sdpa: ${SDPA_BACKEND:-default}, step ms: $step_ms)"
-mkdir -p "$results"
 if [ "$only" = 1 ]; then
-  say "check only: no training"; rc=0
-elif [ "$window" -gt 30 ]; then
-  "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" $flag --deadline "$window" \
-      --no-partial --checkpoint-every 10 --quiet --root "$runs" --shipped "$results" \
-      $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee "$out/sweep.log" &
-  sweep=$!
-  # the follower is stopped 20 s before the budget whatever it is doing (a run being shipped is left unshipped,
-  # never half-written: ship_run renames a finished copy into place), so the packing below always runs
-  OMP_NUM_THREADS=${SHIP_THREADS:-8} timeout $(( budget - ($(date +%s) - t0) - 20 )) "$py" -m workbench ship --grid "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" \
-      --to "$results" --tables "$tables" --device "$device" --follow 20 --while-pid "$sweep" 2>&1 | tee "$out/ship.log"
-  wait "$sweep"; rc=$?
-else
-  say "too little time left to train"; rc=1
+  say "check only: no training"
+  pack
+  exit 0
 fi
-say "sweep exit $rc; packing"
-[ "$only" = 1 ] || tar czf "$out/results-paper.tgz" "$results"
-[ "$only" = 0 ] && [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" --exclude='*.safetensors' "$runs"
-[ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$out/gpu_step.json"
-# Triton's compiled kernels only (keyed by their source, so shared by every model with the same kernel: 2.9 MB
-# packed for RoPE's training); inductor's graph cache (3.1 MB more a model, a hit only for the same model and code)
-# would outgrow the 16 MiB a file may bring back (the whole cache after the check's extra modes did)
-[ -d "$TORCHINDUCTOR_CACHE_DIR/triton" ] && \
-  tar czf "$out/inductor-cache.tgz" -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")/triton"
-say "done"
-(cd "$out" && tar czf logs.tgz --remove-files $(ls -d check sweep.log ship.log 2>/dev/null))
-exit "$rc"
+# COMPILE=auto: compiled unless this window's check measured RoPE's eager step faster (H100: compiled 2.7x);
+# SDPA_BACKEND=auto: the backend of the check's fastest eager RoPE step where it saves > 3 % (gpu_step.choose)
+read -r chosen_compile chosen_sdpa < <("$py" benchmarks/gpu_step.py --choose "$out/check/gpu_step.json" 2>/dev/null \
+  || echo "yes -")
+[ "$compile" = auto ] && compile=$chosen_compile
+sdpa=${SDPA_BACKEND:-}
+[ "$sdpa" = auto ] && { sdpa=$chosen_sdpa; [ "$sdpa" = - ] && sdpa=""; }
+flags=$([ "$compile" = yes ] && echo --compile)
+# COMPILE_MODE=reduce-overhead (CUDA graphs) where a check measured it the faster (gpu_step.json "modes")
+[ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flags="$flags --compile-mode $COMPILE_MODE"
+# SDPA_BACKEND=flash_attention (or another, or auto) tried first by SDPA (gpu_step.json "sdpa" times each)
+[ -n "$sdpa" ] && flags="$flags --sdpa-backend $sdpa"
+export WINDOW_FLAGS="$flags" STEP_MS="$step_ms" WINDOW_T0="$t0"
+printf 'WINDOW_FLAGS=%q\nSTEP_MS=%q\n' "$flags" "$step_ms" > "$state/job.env"   # for a resume by --attach
+if [ "$mode" = run ]; then
+  train_job "$end"
+else  # detached: seeded with what is shipped, so the sweep skips it; its own process session outlives this call
+  rm -rf "$shipto" && mkdir -p "$shipto" && { [ -d "$results" ] && cp -a "$results/." "$shipto/"; }
+  "$py" -c 'import os, sys; os.setsid(); os.execvp("bash", ["bash"] + sys.argv[1:])' "$0" --job "$end" \
+      </dev/null >"$state/logs/job.log" 2>&1 &
+  echo $! > "$state/job.pid"
+  say "training job detached (pid $!, ends $(( end - t0 )) s after this call's start); this call returns at $(( call_end - t0 )) s"
+  wait_job $(( call_end - ${PACK_S:-15} ))
+  tail -n 20 "$state/logs/job.log"
+  job_running && say "the job goes on training: packing what is shipped so far"
+fi
+pack
+[ "$(cat "$state/job.rc" 2>/dev/null || echo 0)" = 0 ]

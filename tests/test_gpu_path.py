@@ -175,11 +175,12 @@ def test_sweep_workers_are_not_shrunk_on_cpu():
     assert fit_workers(3, [resolve_config("smoke", "rope", "t1")], "cpu", print) == 3
 
 
-def test_a_run_can_hold_sdpa_to_one_backend_for_all_its_training_recorded_and_checked_first(tmp_path):
+def test_a_run_can_put_one_sdpa_backend_first_for_all_its_training_recorded_and_checked_first(tmp_path):
     """`train(sdpa_backend=...)` / `--sdpa-backend`: the whole run (compilation included) trains in
-    `sdpa_kernel(that backend)`, so PyTorch's flags say only that backend while it trains and are restored after;
-    run.json records it (None: PyTorch's choice). An unknown backend, or one with --workers / --pack, is refused
-    before anything is made."""
+    `sdpa_kernel([that backend, the others], set_priority=True)`, so PyTorch's priority order starts with it while
+    it trains, every backend stays enabled for the calls it cannot run, and both are restored after; run.json
+    records it (None: PyTorch's choice). An unknown backend, or one with --workers / --pack, is refused before
+    anything is made."""
     from typer.testing import CliRunner
 
     from workbench.cli import app
@@ -188,13 +189,19 @@ def test_a_run_can_hold_sdpa_to_one_backend_for_all_its_training_recorded_and_ch
     cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=1"], store=store)
     seen = []
 
-    def flags(run, row):
-        seen.append((torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()))
+    from torch.nn.attention import SDPBackend
 
-    before = (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled())
+    def state():
+        return (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled(),
+                torch.backends.cuda.mem_efficient_sdp_enabled(), torch._C._get_sdp_priority_order()[0])
+
+    def flags(run, row):
+        seen.append(state())
+
+    before = state()
     run = train(cfg, store, progress=False, device="cpu", threads=1, sdpa_backend="math", on_epoch=flags)
-    assert seen == [(False, True)] and run.info["sdpa_backend"] == "math"
-    assert (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled()) == before
+    assert seen == [(True, True, True, int(SDPBackend.MATH))] and run.info["sdpa_backend"] == "math"
+    assert state() == before and before[3] != int(SDPBackend.MATH)
     other = resolve_config("smoke", "nope", "t1", sets=TINY[1:] + ["train.epochs=1"], store=store)
     with pytest.raises(ValueError, match="SDPA backend 'flashy': use one of flash_attention, "):
         train(other, store, progress=False, device="cpu", sdpa_backend="flashy")

@@ -1,8 +1,11 @@
-"""benchmarks/gpu_window.sh, the one-call GPU window, run end to end on CPU (DEVICE=cpu, a tiny grid): it trains
+"""benchmarks/gpu_window.sh, a lent GPU window, run end to end on CPU (DEVICE=cpu, a tiny grid): in one call it trains
 what fits the deadline, ships each run beside the sweep (the follower stops when the sweep ends), and packs what a
-window brings back into OUT: results, metrics without weights, logs."""
+window brings back into OUT: results, metrics without weights, logs. In two calls (--detach, then --attach) the
+training job outlives the first call's process group, and the second call packs what it shipped, or resumes it
+when the first call's end killed it."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
@@ -12,39 +15,152 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+TINY = ('name = "tiny"\npreset = "smoke"\ntasks = ["trigger-distance"]\nseeds = [42]\nschemes = []\n'
+        'set = { "task.n_examples" = 400, "train.epochs" = 2 }\n'
+        '[[variants]]\nname = "rope"\nscheme = "rope"\n[[variants]]\nname = "nope"\nscheme = "nope"\n')
+
+
+def window_env(tmp_path, **extra) -> dict:
+    """The window's variables for a CPU dry run in `tmp_path`: the tiny grid, RoPE's step time known (NoPE's not, so
+    NoPE is never started: no checkpoint comes back), every folder the window writes under tmp_path."""
+    (tmp_path / "tiny.toml").write_text(TINY)
+    (tmp_path / "step_ms.json").write_text(json.dumps({"rope": 5.0}))
+    return {**os.environ, "OUT": str(tmp_path / "out"), "GRID": str(tmp_path / "tiny.toml"), "TAGS": "rope,nope",
+            "GPU_PY": sys.executable, "GPU_SITE": str(tmp_path / "site"), "DEVICE": "cpu", "COMPILE": "no",
+            "RESERVE": "5", "STEP_MS": str(tmp_path / "step_ms.json"), "RESULTS": str(tmp_path / "results"),
+            "INDUCTOR_CACHE": str(tmp_path / "cache"), "PAPER_RUNS": str(tmp_path / "runs"),
+            "INDUCTOR_TGZ": str(tmp_path / "none.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
+            "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", **extra}
+
+
+def window(env, *args, timeout=240, **kw) -> subprocess.CompletedProcess:
+    res = subprocess.run(["bash", "benchmarks/gpu_window.sh", *args], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=timeout, **kw)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+def shipped_in(tgz: Path) -> set[str]:
+    """The run ids a results-paper.tgz holds (members RESULTS/RUN_ID/...), none half-shipped."""
+    with tarfile.open(tgz) as t:
+        names = t.getnames()
+    assert not any("/." in n for n in names), names  # no .RUN_ID.shipping / .old folder
+    return {Path(n).parent.name for n in names if n.endswith("/manifest.json")}
 
 
 def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
-    grid = tmp_path / "tiny.toml"
-    grid.write_text('name = "tiny"\npreset = "smoke"\ntasks = ["trigger-distance"]\nseeds = [42]\nschemes = []\n'
-                    'set = { "task.n_examples" = 400, "train.epochs" = 2 }\n'
-                    '[[variants]]\nname = "rope"\nscheme = "rope"\n[[variants]]\nname = "nope"\nscheme = "nope"\n')
-    step_ms = tmp_path / "step_ms.json"
-    step_ms.write_text(json.dumps({"rope": 5.0}))  # NoPE's time unknown: not started (no checkpoint comes back)
+    """One call; SDPA_BACKEND=auto trains with the backend its check chose (here a check's JSON put in place)."""
+    env = window_env(tmp_path, SDPA_BACKEND="auto")
     out, results = tmp_path / "out", tmp_path / "results"
-    env = {**os.environ, "OUT": str(out), "GRID": str(grid), "TAGS": "rope,nope", "GPU_PY": sys.executable,
-           "GPU_SITE": str(tmp_path / "site"), "DEVICE": "cpu", "COMPILE": "no", "RESERVE": "5",
-           "STEP_MS": str(step_ms), "RESULTS": str(results), "INDUCTOR_CACHE": str(tmp_path / "cache"), "PAPER_RUNS": str(tmp_path / "runs"),
-           "INDUCTOR_TGZ": str(tmp_path / "none.tgz"),
-           "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    (out / "check").mkdir(parents=True)
+    (out / "check" / "gpu_step.json").write_text(json.dumps(
+        {"step": {"rope": {"eager_ms": 50.0, "compiled_ms": 20.0}}, "sdpa": {"math": {"eager": 40.0}}}))
     t0 = time.monotonic()
-    res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "120"], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=240)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    window(env, "120")
     assert time.monotonic() - t0 < 100  # the follower stopped with the sweep, not after idle looks
     shipped = [p.name for p in results.iterdir()]
     assert len(shipped) == 1 and shipped[0].startswith("t1-rope-smoke-s42")
     assert {"manifest.json", "tables.parquet", "metrics.jsonl"} <= {p.name for p in (results / shipped[0]).iterdir()}
-    assert {p.name for p in out.iterdir()} == {"window.log", "results-paper.tgz", "runs-paper-meta.tgz", "logs.tgz"}
-    with tarfile.open(out / "results-paper.tgz") as t:
-        assert any(n.endswith(f"{shipped[0]}/manifest.json") for n in t.getnames())
+    assert {p.name for p in out.iterdir()} == {"window.log", "results-paper.tgz", "runs-paper-meta.tgz", "logs.tgz",
+                                               "gpu_step.json"}
+    assert shipped_in(out / "results-paper.tgz") == set(shipped)
     with tarfile.open(out / "runs-paper-meta.tgz") as t:
         names = t.getnames()
         assert any(n.endswith("metrics.jsonl") for n in names) and not any(n.endswith(".safetensors") for n in names)
     with tarfile.open(out / "logs.tgz") as t:
-        sweep_log = t.extractfile("sweep.log").read().decode()
+        sweep_log = t.extractfile("./sweep.log").read().decode()
     assert "its time unknown: no --step-ms entry for 'nope'" in sweep_log
     assert "environment ready" in (out / "window.log").read_text()
+    assert "--sdpa-backend math" in (out / "window.log").read_text()
+    assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] == "math"
+
+
+def test_the_window_trains_with_what_its_check_measured_faster():
+    """`gpu_step.choose`: compiled unless the eager RoPE step was faster; the SDPA backend of the fastest eager step
+    where it saves more than 3 % of the step the window trains with (a backend that failed is not a candidate)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gpu_step import choose
+
+    check = {"step": {"rope": {"eager_ms": 42.7, "compiled_ms": 15.9}},
+             "sdpa": {"flash_attention": {"eager": 40.0}, "cudnn_attention": {"eager": 42.6},
+                      "efficient_attention": {"error": "No available kernel"}}}
+    assert choose(check) == (True, "flash_attention")  # 2.7 ms saved of a 15.9-ms step
+    check["sdpa"]["flash_attention"]["eager"] = 42.3  # 0.4 ms: under 3 % of 15.9 ms
+    assert choose(check) == (True, None)
+    check["step"]["rope"]["compiled_ms"] = 50.0  # eager faster: the threshold is 3 % of the eager step
+    assert choose(check) == (False, None)
+    check["sdpa"]["flash_attention"]["eager"] = 41.0
+    assert choose(check) == (False, "flash_attention")
+    assert choose({}) == (True, None)
+
+
+def _wait_for(path: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert path.exists(), f"{path} was not written within {seconds} s"
+
+
+def test_a_detached_window_outlives_its_call_and_the_next_call_packs_what_it_shipped(tmp_path):
+    """`--detach WINDOW CALL`: the job trains in its own process session, so killing the first call's process group
+    (what the device machine does to what a call leaves running) does not stop it; the call packs what is shipped by
+    CALL (here nothing yet) and returns. `--attach` packs the runs the job shipped, as results/paper/RUN_ID/...; a
+    second window is refused while a job trains."""
+    env = window_env(tmp_path, RESULTS=str(tmp_path / "results" / "paper"), PACK_S="1")
+    old = tmp_path / "results" / "paper" / "t0-old-run"  # shipped in an earlier window: seeded, so packed again
+    old.mkdir(parents=True)
+    (old / "manifest.json").write_text("{}")
+    out, state = tmp_path / "out", tmp_path / "state"
+    first = subprocess.Popen(["bash", "benchmarks/gpu_window.sh", "--detach", "120", "2"], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    assert first.wait(timeout=120) == 0, first.stdout.read()[-3000:]
+    try:
+        os.killpg(first.pid, signal.SIGKILL)  # what the call left running in its group
+    except ProcessLookupError:
+        pass
+    job = int((state / "job.pid").read_text())
+    time.sleep(0.5)
+    os.kill(job, 0)  # still training after its call ended
+    log = (out / "window.log").read_text()
+    assert "training job detached" in log and "the job goes on training" in log
+    assert shipped_in(out / "results-paper.tgz") == {"t0-old-run"}
+    refused = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--detach", "60", "2"], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "a detached job is still training" in refused.stdout
+    window(env, "--attach", "150")
+    assert f"the detached job is training (pid {job}); waiting" in (out / "window.log").read_text()
+    got = shipped_in(out / "results-paper.tgz")
+    assert "t0-old-run" in got and any(r.startswith("t1-rope-smoke-s42") for r in got) and len(got) == 2
+    with tarfile.open(out / "logs.tgz") as t:
+        assert {"./sweep.log", "./ship.log", "./job.log", "./window.log"} <= set(t.getnames())
+    assert not any((tmp_path / "results" / "paper").glob("t1-*"))  # results/paper itself is left as it was
+
+
+def _kill_session(pid: int) -> None:
+    """SIGKILL the process session `pid` leads, once it leads one (the job's setsid happens as it starts)."""
+    deadline = time.monotonic() + 10
+    while os.getpgid(pid) != pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(pid, signal.SIGKILL)
+    while True:  # until it is gone or a zombie (init reaps it when it does)
+        try:
+            if " Z " in Path(f"/proc/{pid}/stat").read_text():
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+
+
+def test_the_next_call_resumes_a_detached_job_that_did_not_outlive_the_first(tmp_path):
+    """A device machine that killed the detached job with its call: `--attach` trains its runs again in the time it
+    has (resuming from checkpoints where there are some) and packs them."""
+    env = window_env(tmp_path, PACK_S="1")
+    out, state = tmp_path / "out", tmp_path / "state"
+    window(env, "--detach", "120", "2")
+    _kill_session(int((state / "job.pid").read_text()))
+    window(env, "--attach", "120")
+    assert "did not outlive the first call: resuming" in (out / "window.log").read_text()
+    assert any(r.startswith("t1-rope-smoke-s42") for r in shipped_in(out / "results-paper.tgz"))
 
 
 def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_path):
@@ -61,13 +177,13 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     env = {**os.environ, "OUT": str(out), "GPU_PY": sys.executable, "GPU_SITE": str(tmp_path / "site"),
            "DEVICE": "cpu", "T_TESTS": "0", "EPOCH": "0", "RESULTS": str(tmp_path / "results"),
            "PAPER_RUNS": str(tmp_path / "runs"), "INDUCTOR_CACHE": str(tmp_path / "cache"),
-           "INDUCTOR_TGZ": str(tmp_path / "cache.tgz"),
+           "INDUCTOR_TGZ": str(tmp_path / "cache.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
            "CHECK_ARGS": "--device cpu --preset smoke --schemes rope --steps 2 --agree-steps 2 --profile "
                          "--profile-rows 5", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--check-only", "200"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert not (tmp_path / "runs").exists() and not any((tmp_path / "results").iterdir())
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
     got = json.loads((out / "gpu_step.json").read_text())
     row = got["step"]["rope"]
     assert row["eager_ms"] > 0 and row["compiled_ms"] > 0 and got["step_ms"]

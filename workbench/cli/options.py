@@ -65,9 +65,9 @@ COMPILE_MODE_HELP = ("torch.compile's mode (implies --compile): default, reduce-
                      "max-autotune-no-cudagraphs; run.json `compiled` records it")
 
 
-SDPA_BACKEND_HELP = ("hold SDPA to one backend for the whole run: flash_attention, efficient_attention, "
-                     "cudnn_attention or math (default: PyTorch's choice); the same attention with other kernels and "
-                     "rounding; run.json `sdpa_backend`")
+SDPA_BACKEND_HELP = ("the SDPA backend tried first for the whole run (the others only where it cannot run a "
+                     "call): flash_attention, efficient_attention, cudnn_attention or math (default: PyTorch's "
+                     "order); the same attention with other kernels and rounding; run.json `sdpa_backend`")
 
 
 def sdpa_backend_arg(name: Optional[str]) -> Optional[str]:

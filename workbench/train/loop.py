@@ -231,17 +231,20 @@ SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "m
 
 
 def sdpa_backend_context(name: str | None):
-    """The context a run trains in: SDPA held to one backend (`torch.nn.attention.sdpa_kernel`) for the whole
-    run, compilation included (a backend chosen inside a compiled region would bypass AOTAutograd's cache), or
-    PyTorch's own choice for None. Another backend is the same attention with other kernels (other rounding), as
-    `compile` is: a process option recorded in run.json `sdpa_backend`. ValueError for an unknown name."""
+    """The context a run trains in: SDPA tries backend `name` first (`torch.nn.attention.sdpa_kernel`, with
+    priority) and the other SDPA_BACKENDS, in that order, only for a call it cannot run (flash attention needs one
+    head size for queries, keys and values; MLA's queries and keys are wider than its values), for the whole run,
+    compilation included (a backend chosen inside a compiled region would bypass AOTAutograd's cache); PyTorch's own
+    order for None. Another backend is the same attention with other kernels (other rounding), as `compile` is: a
+    process option recorded in run.json `sdpa_backend`. ValueError for an unknown name."""
     if name is None:
         return contextlib.nullcontext()
     if name not in SDPA_BACKENDS:
         raise ValueError(f"SDPA backend {name!r}: use one of {', '.join(SDPA_BACKENDS)}")
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel(getattr(SDPBackend, name.upper()))
+    order = [name] + [b for b in SDPA_BACKENDS if b != name]
+    return sdpa_kernel([getattr(SDPBackend, b.upper()) for b in order], set_priority=True)
 
 
 def compile_mode(compile: bool | str | None) -> str | None:
@@ -408,7 +411,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
     torch.compile's default mode; a mode name of COMPILE_MODES (`compile_mode`): that mode (run.json `compiled`).
-    sdpa_backend: train with SDPA held to this backend of SDPA_BACKENDS (`sdpa_backend_context`; None: PyTorch's
+    sdpa_backend: train with SDPA trying this backend of SDPA_BACKENDS first (`sdpa_backend_context`; None: PyTorch's
     choice, e.g. cuDNN's on an H100); run.json `sdpa_backend`.
     A finished run is returned as is.
     """
