@@ -300,6 +300,11 @@ def significant_decimals(text: str) -> int:
     return max((len(m.group(1).lstrip("0")) for m in _NUMBER.finditer(text)), default=0)
 
 
+# the text of every table cell a reader sees (a cell in a folded table is not rendered: '' as WebElement.text says)
+_CELLS_JS = """return Array.from(document.querySelectorAll('.content .dash-spreadsheet td')).map(
+  td => td.getClientRects().length ? td.innerText : '');"""
+
+
 def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
     """What a person would call wrong on the page shown: an error box or traceback, console errors, an empty
     figure, a table cell with more than MAX_DECIMALS significant decimals, a legend of more than MAX_LEGEND entries,
@@ -318,8 +323,7 @@ def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
             out.append(f"{name}: empty figure {g['title'][:60]!r} ({g['traces']} traces, none with data)")
         if g["legend"] > MAX_LEGEND:
             out.append(f"{name}: figure {g['title'][:60]!r} has {g['legend']} legend entries (> {MAX_LEGEND})")
-    for td in drv.find_elements(By.CSS_SELECTOR, ".content .dash-spreadsheet td"):
-        t = td.text
+    for t in drv.execute_script(_CELLS_JS):  # one round trip, not one a cell (the Findings page has hundreds)
         if significant_decimals(t) > MAX_DECIMALS:
             out.append(f"{name}: table cell {t[:60]!r} shows more than {MAX_DECIMALS} significant decimals")
             break
@@ -339,7 +343,13 @@ def _settle(drv, path: str, timeout: float = 120) -> None:
     wait_until(lambda: drv.find_elements(By.CSS_SELECTOR, ".content h2"), timeout, what=f"{path} to render")
     time.sleep(1.0)
     wait_until(lambda: dash_idle(drv), timeout, what=f"{path} to settle")
-    time.sleep(1.5)  # graphs draw after the last callback returns
+    wait_until(lambda: drv.execute_script(_DRAWN_JS), timeout, what=f"{path}'s graphs to draw")
+    time.sleep(0.3)
+
+
+# every plotly graph of the page drawn: plotly has laid it out and put its SVG in place (after the last callback)
+_DRAWN_JS = """return Array.from(document.querySelectorAll('.content .js-plotly-plot')).every(
+  g => g._fullLayout && g.querySelector('.main-svg'));"""
 
 
 def shoot_pages(shipped: str = str(REPO / "results" / "repro"), store_root: str | None = None,

@@ -351,7 +351,7 @@ def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_
     the recorded numerics are this machine's."""
     import torch
 
-    from workbench.cli.repro import numerics_note
+    from workbench.train.recreate import numerics_note
     from workbench.store.run import numerics_identity
 
     here = numerics_identity()

@@ -329,6 +329,7 @@ def recreate_cmd(
     """Re-train a shipped run from its config.json into your store (weights included; same run id; the shipped
     analysis tables are copied to it when every metric agrees with the shipped ones)."""
     from workbench.store import RunStore, StoreError
+    from workbench.train.recreate import numerics_note
 
     own, src_store = RunStore(root), _shipped(shipped)
     say_created(own)
@@ -340,23 +341,6 @@ def recreate_cmd(
         typer.echo(note, err=True)
     run = _recreate(src_store, own, run_id, threads, quiet)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
-
-
-def numerics_note(info: dict, threads: Optional[int] = None) -> str | None:
-    """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
-    level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
-    follows another trajectory; None when nothing recorded differs."""
-    from workbench.store.run import numerics_differences, numerics_identity, recorded_numerics
-
-    here = numerics_identity() | {"threads": threads or info.get("threads")}
-    diff = {k: v for k, v in numerics_differences(recorded_numerics(info), here).items() if v[0] is not None}
-    if not diff:
-        return None
-    return ("note: this machine's numerics differ from the shipped run's (" +
-            ", ".join(f"{k} {a} there, {b} here" for k, (a, b) in diff.items()) + "): the re-training follows "
-            "another trajectory from the first step, so its metrics will not equal the shipped ones and no shipped "
-            "table is copied to it; `workbench verify` judges it by one rule, and `workbench ship` will not "
-            "replace the shipped run with it unless --replace")
 
 
 def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool):

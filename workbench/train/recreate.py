@@ -14,6 +14,7 @@ import math
 from typing import Any, Callable
 
 from workbench.store import Run, RunStore, StoreError
+from workbench.store.run import numerics_differences, numerics_identity, recorded_numerics
 
 from .loop import train
 
@@ -25,6 +26,21 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
     if [r["epoch"] for r in shipped_rows] != [r["epoch"] for r in rerun_rows]:
         return {"epochs": math.inf}
     return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
+
+
+def numerics_note(info: dict, threads: int | None = None) -> str | None:
+    """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
+    level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
+    follows another trajectory; None when nothing recorded differs."""
+    here = numerics_identity() | {"threads": threads or info.get("threads")}
+    diff = {k: v for k, v in numerics_differences(recorded_numerics(info), here).items() if v[0] is not None}
+    if not diff:
+        return None
+    return ("note: this machine's numerics differ from the shipped run's (" +
+            ", ".join(f"{k} {a} there, {b} here" for k, (a, b) in diff.items()) + "): the re-training follows "
+            "another trajectory from the first step, so its metrics will not equal the shipped ones and no shipped "
+            "table is copied to it; `workbench verify` judges it by one rule, and `workbench ship` will not "
+            "replace the shipped run with it unless --replace")
 
 
 def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | None = None, progress: bool = False,
