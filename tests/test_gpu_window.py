@@ -164,10 +164,10 @@ def test_the_next_call_resumes_a_detached_job_that_did_not_outlive_the_first(tmp
 
 
 def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_path):
-    """`--check-only` (a second, short call of a window): the wheels, benchmarks/gpu_check.sh without the gpu tests
-    (T_TESTS=0) and without the epochs, i.e. benchmarks/gpu_step.py on CPU at the smoke preset (eager and compiled
-    step, the agreement, the mask, the profile of the compiled step), and no training: gpu_step.json and the logs
-    come back, no results."""
+    """`--check-only`: the wheels, benchmarks/gpu_check.sh without the gpu tests (T_TESTS=0) and without the epochs,
+    i.e. benchmarks/gpu_step.py on CPU at the smoke preset with the next window's short check (eager and compiled
+    step, the profile of the compiled step, the SDPA backends; no agreement, no mask), and no training:
+    gpu_step.json and the logs come back, no results."""
     out = tmp_path / "out"
     packed = tmp_path / "packed" / ".inductor-cache" / "triton" / "K"  # an earlier window's kernels, as it packs them
     packed.mkdir(parents=True)
@@ -178,8 +178,9 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
            "DEVICE": "cpu", "T_TESTS": "0", "EPOCH": "0", "RESULTS": str(tmp_path / "results"),
            "PAPER_RUNS": str(tmp_path / "runs"), "INDUCTOR_CACHE": str(tmp_path / "cache"),
            "INDUCTOR_TGZ": str(tmp_path / "cache.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
-           "CHECK_ARGS": "--device cpu --preset smoke --schemes rope --steps 2 --agree-steps 2 --profile "
-                         "--profile-rows 5", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+           "CHECK_ARGS": "--device cpu --preset smoke --schemes rope --steps 2 --agree-steps 0 --no-mask --profile "
+                         "--profile-rows 5 --sdpa flash_attention,math", "OMP_NUM_THREADS": "1",
+           "OMP_WAIT_POLICY": "PASSIVE"}
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--check-only", "200"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -187,8 +188,9 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     got = json.loads((out / "gpu_step.json").read_text())
     row = got["step"]["rope"]
     assert row["eager_ms"] > 0 and row["compiled_ms"] > 0 and got["step_ms"]
-    assert got["agree"]["max_abs_diff"] < 1e-4  # fp32 on CPU: eager and compiled agree
     assert got["profile"]["top"] and got["profile"]["scheme"] == "rope"
+    assert set(got["sdpa"]) == {"flash_attention", "math"} and all(r["eager"] > 0 for r in got["sdpa"].values())
+    assert got["agree"] == {} and got["mask"] == {}  # left out, as asked
     assert {"window.log", "gpu_step.json", "logs.tgz"} <= {p.name for p in out.iterdir()}
     assert "results-paper.tgz" not in {p.name for p in out.iterdir()}
     assert "check only: no training" in (out / "window.log").read_text()
