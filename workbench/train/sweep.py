@@ -149,7 +149,7 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     """Train one grid point unless it is finished, busy (a live process trains it) or failed with
     retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
     deadline: a time of `clock()` by which the run checkpoints and stops (outcome `interrupted`).
-    sdpa_backend: `train`'s (SDPA held to one backend).
+    sdpa_backend: `train`'s (the SDPA backend tried first).
     Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned | interrupted, "test_acc",
     "error"}."""
     from .loop import train
@@ -531,7 +531,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     them that fits one epoch is started; each run checkpoints and stops at the deadline (outcome "interrupted").
     step_ms: a benchmark's {scheme: ms per step}, for runs of configs not measured yet; clock: for tests.
     partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window).
-    sdpa_backend: every run trains with SDPA held to this backend (`loop.sdpa_backend_context`; one run after
+    sdpa_backend: every run trains with SDPA trying this backend first (`loop.sdpa_backend_context`; one run after
     another in this process).
     Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
     """
