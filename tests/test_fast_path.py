@@ -449,6 +449,27 @@ def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_
         sweep(grid, store, device="cpu", deadline=25, workers=2)
 
 
+def test_a_dry_run_with_a_deadline_previews_the_window_from_the_estimates(tmp_path):
+    """`sweep --dry-run --deadline S`: which runs the planner would start in a window of S seconds, each taking its
+    estimate of the window (nothing timed: the start-up assumed before any run is timed, 30 s eager), and nothing is
+    made. With 1 s a step x 5 steps x 1.2, a 2-epoch run is 30 + 12 = 42 s: two fit 90 s, the third waits."""
+    from workbench.train.sweep import sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    grid = {"preset": "smoke", "schemes": ["rope"], "tasks": ["t1"], "seeds": [42, 43, 44],
+            "set": {"train.epochs": 2, "task.n_examples": 400, "train.batch_size": 64}}
+    cfg = resolve_config("smoke", "rope", "t1", sets=["task.n_examples=400"], store=store)
+    assert -(-len(store.load_task(cfg["task"]).train_y) // 64) == 5
+    clock, lines = FakeClock(1.0), []
+    out = sweep(grid, store, device="cpu", progress=False, deadline=90, clock=clock, dry_run=True, partial=False,
+                step_ms={"rope": 1000.0}, log=lines.append)
+    assert [r["outcome"] for r in out] == ["planned", "planned", "deferred"]
+    assert sum("planned in the window: about 0m42s" in line for line in lines) == 2
+    assert any("0m06s left after it" in line for line in lines)
+    assert any("left for the next window (about 0m42s to finish, 0m06s left)" in line for line in lines)
+    assert clock.now == 1000 and not any(store.exists(r["id"]) for r in out)  # the real clock did not move
+
+
 def test_sweep_tags_keep_only_the_named_variants(tmp_path):
     from workbench.train.sweep import sweep
 

@@ -196,7 +196,8 @@ def runs_cmd(
 
 def sweep_cmd(
     grid: Path = typer.Argument(..., exists=True, dir_okay=False, help="grid TOML (see grids/)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be trained"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="list what would be trained; with --deadline, which runs "
+                                 "a window of that many seconds would train by the planner's estimates"),
     shard: Optional[str] = typer.Option(None, "--shard", help="I/N: only every N-th run starting at I (0-based)"),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="stop at the first failing run"),
     tier: Optional[str] = typer.Option(None, "--tier", help="only these tiers of the grid, e.g. 1 or 1,2"),

@@ -589,6 +589,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         if parallel or pack != 1:
             raise ValueError("--deadline plans one run after another in this process; use it without --workers, "
                              "--ray and --pack")
+        if dry_run:  # a preview of the window: a clock that each planned run moves on by its estimate
+            preview = [clock()]
+
+            def clock() -> float:
+                return preview[0]
         window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
                         shipped=shipped, hardware=this_hardware(device))
         for _, cfg in jobs:
@@ -623,6 +628,11 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         t0, e0 = clock(), window.epochs_done(cfg, checkpointed=True)  # a resume replays from its checkpoint
         results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                              log=log, **opts)
+        if dry_run and results[k]["outcome"] == "planned":
+            preview[0] += est or 0.0
+            log(f"{head}  planned in the window: about {_fmt_time(est or 0.0)}, {_fmt_time(max(0, window.left()))} "
+                "left after it")
+            continue
         window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
     for k in deferred:  # what did not fit: the first that fits an epoch trains up to the deadline, the rest wait
         head, cfg = jobs[k]
