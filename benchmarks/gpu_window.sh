@@ -130,7 +130,7 @@ pack() {  # what a call brings back; the shipped runs as results/paper/RUN_ID/..
   [ -d "$shipto" ] && tar czf "$out/results-paper.tgz" $live -C "$shipto" --exclude='.*.shipping' \
     --exclude='.*.old' --transform "s,^\.,${results#/}," .
   [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" $live --exclude='*.safetensors' --exclude='*.tmp' "$runs"
-  [ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$out/gpu_step.json"
+  [ -f "$state/gpu_step.json" ] && cp "$state/gpu_step.json" "$out/gpu_step.json"
   # Triton's compiled kernels only (keyed by their source, so shared by every model with the same kernel: 2.9 MB
   # packed for RoPE's training); inductor's graph cache (3.1 MB more a model, a hit only for the same model and
   # code) would outgrow the 16 MiB a file may bring back (the whole cache after the check's extra modes did)
@@ -168,11 +168,13 @@ fi
 if job_running; then
   say "a detached job is still training here (pid $(cat "$state/job.pid")): --attach to it, or wait for it"; exit 1
 fi
-rm -rf "$state/logs" "$state/job.pid" "$state/job.rc" && mkdir -p "$state/logs"
+rm -rf "$state/logs" "$state/job.pid" "$state/job.rc" "$state/job.env" "$state/step_ms.json" "$state/gpu_step.json"
+mkdir -p "$state/logs"
 setup
 if [ "$check" = 1 ]; then
   PYTHON="$py" EPOCH=${EPOCH:-0} T_TESTS=${T_TESTS:-45} T_STEP=${T_STEP:-200} bash benchmarks/gpu_check.sh "$out/check" ${CHECK_ARGS:---steps 50 --profile --sdpa flash_attention,efficient_attention,cudnn_attention --modes reduce-overhead}
   [ -f "$out/check/step_ms.json" ] && cp "$out/check/step_ms.json" "$state/step_ms.json" && step_ms=$state/step_ms.json
+  [ -f "$out/check/gpu_step.json" ] && cp "$out/check/gpu_step.json" "$state/gpu_step.json"  # for each call to bring
   say "check done"
 fi
 if [ "$only" = 1 ]; then

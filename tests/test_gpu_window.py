@@ -49,7 +49,8 @@ def shipped_in(tgz: Path) -> set[str]:
 
 
 def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
-    """One call; SDPA_BACKEND=auto trains with the backend its check chose (here a check's JSON put in place)."""
+    """One call; SDPA_BACKEND=auto trains with the backend its check chose (here a check's JSON put in place; a
+    check that ran would also bring it back)."""
     env = window_env(tmp_path, SDPA_BACKEND="auto")
     out, results = tmp_path / "out", tmp_path / "results"
     (out / "check").mkdir(parents=True)
@@ -61,8 +62,7 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     shipped = [p.name for p in results.iterdir()]
     assert len(shipped) == 1 and shipped[0].startswith("t1-rope-smoke-s42")
     assert {"manifest.json", "tables.parquet", "metrics.jsonl"} <= {p.name for p in (results / shipped[0]).iterdir()}
-    assert {p.name for p in out.iterdir()} == {"window.log", "results-paper.tgz", "runs-paper-meta.tgz", "logs.tgz",
-                                               "gpu_step.json"}
+    assert {p.name for p in out.iterdir()} == {"window.log", "results-paper.tgz", "runs-paper-meta.tgz", "logs.tgz"}
     assert shipped_in(out / "results-paper.tgz") == set(shipped)
     with tarfile.open(out / "runs-paper-meta.tgz") as t:
         names = t.getnames()
@@ -101,11 +101,27 @@ def _wait_for(path: Path, seconds: float) -> None:
     assert path.exists(), f"{path} was not written within {seconds} s"
 
 
-def test_a_detached_window_outlives_its_call_and_the_next_call_packs_what_it_shipped(tmp_path):
+def _kill_session(pid: int) -> None:
+    """SIGKILL the process session `pid` leads, once it leads one (the job's setsid happens as it starts)."""
+    deadline = time.monotonic() + 10
+    while os.getpgid(pid) != pid and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(pid, signal.SIGKILL)
+    while True:  # until it is gone or a zombie (init reaps it when it does)
+        try:
+            if " Z " in Path(f"/proc/{pid}/stat").read_text():
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+
+
+def test_a_detached_job_outlives_its_call_and_the_next_call_resumes_one_that_did_not(tmp_path):
     """`--detach WINDOW CALL`: the job trains in its own process session, so killing the first call's process group
     (what the device machine does to what a call leaves running) does not stop it; the call packs what is shipped by
-    CALL (here nothing yet) and returns. `--attach` packs the runs the job shipped, as results/paper/RUN_ID/...; a
-    second window is refused while a job trains."""
+    CALL (here only what was shipped before) and returns, and a second window is refused while the job trains.
+    A machine that killed the job anyway: `--attach` trains its runs in the time it has and packs them beside the
+    earlier ones, as results/paper/RUN_ID/..., leaving results/paper itself as it was."""
     env = window_env(tmp_path, RESULTS=str(tmp_path / "results" / "paper"), PACK_S="1")
     old = tmp_path / "results" / "paper" / "t0-old-run"  # shipped in an earlier window: seeded, so packed again
     old.mkdir(parents=True)
@@ -127,8 +143,9 @@ def test_a_detached_window_outlives_its_call_and_the_next_call_packs_what_it_shi
     refused = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--detach", "60", "2"], cwd=REPO, env=env,
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "a detached job is still training" in refused.stdout
+    _kill_session(job)
     window(env, "--attach", "150")
-    assert f"the detached job is training (pid {job}); waiting" in (out / "window.log").read_text()
+    assert "did not outlive the first call: resuming" in (out / "window.log").read_text()
     got = shipped_in(out / "results-paper.tgz")
     assert "t0-old-run" in got and any(r.startswith("t1-rope-smoke-s42") for r in got) and len(got) == 2
     with tarfile.open(out / "logs.tgz") as t:
@@ -136,31 +153,24 @@ def test_a_detached_window_outlives_its_call_and_the_next_call_packs_what_it_shi
     assert not any((tmp_path / "results" / "paper").glob("t1-*"))  # results/paper itself is left as it was
 
 
-def _kill_session(pid: int) -> None:
-    """SIGKILL the process session `pid` leads, once it leads one (the job's setsid happens as it starts)."""
-    deadline = time.monotonic() + 10
-    while os.getpgid(pid) != pid and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(pid, signal.SIGKILL)
-    while True:  # until it is gone or a zombie (init reaps it when it does)
-        try:
-            if " Z " in Path(f"/proc/{pid}/stat").read_text():
-                return
-        except FileNotFoundError:
-            return
-        time.sleep(0.05)
-
-
-def test_the_next_call_resumes_a_detached_job_that_did_not_outlive_the_first(tmp_path):
-    """A device machine that killed the detached job with its call: `--attach` trains its runs again in the time it
-    has (resuming from checkpoints where there are some) and packs them."""
+def test_the_next_call_waits_for_a_detached_job_and_packs_what_it_shipped(tmp_path):
+    """`--attach` on a machine where the job still trains (here a stand-in that writes its exit status after 2 s):
+    it waits for the job's end, then packs the runs the job shipped; no training of its own."""
     env = window_env(tmp_path, PACK_S="1")
-    out, state = tmp_path / "out", tmp_path / "state"
-    window(env, "--detach", "120", "2")
-    _kill_session(int((state / "job.pid").read_text()))
-    window(env, "--attach", "120")
-    assert "did not outlive the first call: resuming" in (out / "window.log").read_text()
-    assert any(r.startswith("t1-rope-smoke-s42") for r in shipped_in(out / "results-paper.tgz"))
+    state, out = tmp_path / "state", tmp_path / "out"
+    run = state / "results" / "t1-rope-smoke-s42-abc123"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    (state / "logs").mkdir()
+    job = subprocess.Popen(["bash", "-c", f"sleep 2; echo 0 > {state / 'job.rc'}"], start_new_session=True)
+    (state / "job.pid").write_text(str(job.pid))
+    t0 = time.monotonic()
+    window(env, "--attach", "60")
+    job.wait()
+    assert time.monotonic() - t0 >= 1.5
+    log = (out / "window.log").read_text()
+    assert f"the detached job is training (pid {job.pid}); waiting" in log and "resuming" not in log
+    assert shipped_in(out / "results-paper.tgz") == {"t1-rope-smoke-s42-abc123"}
 
 
 def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_path):
