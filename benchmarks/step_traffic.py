@@ -52,8 +52,14 @@ from workbench.train.loop import train_step  # noqa: E402
 
 CARDS = {"H100 SXM": {"bytes_per_s": 3.35e12, "flops_per_s": 989e12},
          "H200": {"bytes_per_s": 4.8e12, "flops_per_s": 989e12}}
-MEASURED = REPO / "benchmarks" / "measured" / "step_ms.json"
-MEASURED_ON = "H100 SXM"  # benchmarks/measured/h100-2026-11-27: the figures step_ms.json holds
+MEASURED = REPO / "benchmarks" / "measured" / "step_ms.json"  # one card's compiled steps (window_back.py folds them)
+
+
+def measured_step(scheme: str) -> tuple[float | None, str | None]:
+    """(the compiled step last measured on a GPU for this config scheme, the card of CARDS it was measured on)."""
+    data = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
+    card = next((c for c in CARDS if c.split()[0] in data.get("device", "")), None)
+    return data.get("step_ms", {}).get(scheme), card
 
 
 def _kind(node) -> str:
@@ -347,7 +353,7 @@ def main() -> None:
         # graph, as they do in no GPU's: this floor is not an estimate of a GPU step
         left_out.append("no fused attention kernel: SDPA decomposed into the T x T scores (not a GPU's graph)")
     s = summarise(rows)
-    measured = json.loads(MEASURED.read_text()).get(cfg["model"]["scheme"]) if MEASURED.exists() else None
+    measured, measured_on = measured_step(cfg["model"]["scheme"])
     m = cfg["model"]
     out = {"code_version": code_version(), "machine": machine_identity(), "threads": torch.get_num_threads(),
            "wall_s": round(wall, 1), "command": "python benchmarks/step_traffic.py " + " ".join(sys.argv[1:]),
@@ -358,7 +364,7 @@ def main() -> None:
            "torch": torch.__version__, "preset": a.preset, "scheme": a.scheme, "config_scheme": m["scheme"],
            "batch_size": cfg["train"]["batch_size"], "d_model": m["d_model"], "n_layers": m["n_layers"],
            "left_out": left_out, "cards": CARDS, "measured_step_ms": measured,
-           "measured_on": MEASURED_ON if measured else None, **s,
+           "measured_on": measured_on if measured else None, **s,
            "top": sorted(rows, key=lambda r: -r["bytes"])[:a.top]}
     if a.json:
         a.json.write_text(json.dumps(out, indent=1))
@@ -374,7 +380,7 @@ def main() -> None:
         print(f"floor on {card}: {s['floor_ms'][card]:.2f} ms ({b['memory_ms']:.2f} memory-bound, "
               f"{b['compute_ms']:.2f} compute-bound)"
               + (f"; last measured there (step_ms.json, maybe older code): {measured:.2f} ms"
-                 if measured and card == MEASURED_ON else ""))
+                 if measured and card == measured_on else ""))
     print("by module (forward and backward):")
     for r in s["by_module"]:
         print(f"  {r['module'][:20]:20} {r['kind'][:12]:12} {r['kernels']:5d} kernels {r['bytes'] / 1e9:7.3f} GB "

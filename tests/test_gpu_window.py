@@ -268,3 +268,52 @@ def test_the_step_benchmarks_indexed_reference_computes_what_the_split_does(tiny
         grads.append([p.grad.clone() for p in model.parameters()])
     assert torch.equal(outs[0], outs[1])
     assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
+    """benchmarks/window_back.py on a window's files: a new run is copied into results/paper and checked; one held
+    here with another manifest is left alone and named (exit 1); the compile cache is kept for the next window; the
+    logs and the check go under benchmarks/measured/<card>-<date> (a letter added for a second window that day);
+    the check's step times are folded into step_ms.json, and another card's replace its table whole."""
+    import datetime
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from window_back import card_name, main
+
+    assert (card_name("NVIDIA H100 80GB HBM3"), card_name("NVIDIA H200"), card_name(None)) == ("h100", "h200", None)
+    shipped = REPO / "results" / "paper" / "t1-rope-paper-s42-82c372"  # a run a window shipped
+    src, results, measured = tmp_path / "files", tmp_path / "results", tmp_path / "measured"
+    src.mkdir()
+    with tarfile.open(src / "results-paper.tgz", "w:gz") as t:
+        t.add(shipped, arcname=f"results/paper/{shipped.name}")
+    (tmp_path / "sweep.log").write_text("sweep done\n")
+    with tarfile.open(src / "logs.tgz", "w:gz") as t:
+        t.add(tmp_path / "sweep.log", arcname="./sweep.log")
+    (src / "inductor-cache.tgz").write_bytes(b"kernels")
+    (src / "window.log").write_text("[window 0 s] environment ready\n")
+    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H100 80GB HBM3", "step_ms": {"nope": 13.0}}))
+    measured.mkdir()
+    (measured / "step_ms.json").write_text(json.dumps(
+        {"device": "NVIDIA H100 80GB HBM3", "step_ms": {"rope+sinusoidal": 15.9, "nope": 14.4}}))
+    args = [str(src), "--results", str(results), "--measured", str(measured), "--cache-tgz",
+            str(tmp_path / "cache.tgz"), "--no-compare"]
+    assert main(args) == 0
+    assert (results / shipped.name / "manifest.json").read_bytes() == (shipped / "manifest.json").read_bytes()
+    assert (tmp_path / "cache.tgz").read_bytes() == b"kernels"
+    day = f"h100-{datetime.date.today().isoformat()}"
+    assert {p.name for p in (measured / day).iterdir()} == {"window.log", "gpu_step.json", "sweep.log"}
+    assert json.loads((measured / "step_ms.json").read_text()) == {
+        "device": "NVIDIA H100 80GB HBM3", "measured": day, "step_ms": {"rope+sinusoidal": 15.9, "nope": 13.0}}
+
+    (results / shipped.name / "manifest.json").write_text("{}")  # shipped here with another manifest
+    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}))
+    assert main(args) == 1
+    assert (results / shipped.name / "manifest.json").read_text() == "{}"  # left as it was
+    assert json.loads((measured / "step_ms.json").read_text())["step_ms"] == {"mla": 30.0}  # another card's
+    assert (measured / day.replace("h100", "h200")).is_dir()
+    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H100 80GB HBM3", "step_ms": {"nope": 12.0}}))
+    main(args)
+    assert (measured / (day + "b") / "gpu_step.json").exists()  # a second H100 window that day
+    (src / "gpu_step.json").unlink()  # no check, and the runs do not name their GPU (trained before run.json had it)
+    main(args)
+    assert (measured / day.replace("h100", "gpu")).is_dir()
