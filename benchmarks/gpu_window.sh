@@ -11,8 +11,8 @@
 #      whatever it is doing: a run being shipped is left unshipped, never half-written);
 #   4. the shipped runs packed into OUT/results-paper.tgz (members results/paper/RUN_ID/...), every run's metrics (no
 #      weights) into OUT/runs-paper-meta.tgz, the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's
-#      compiled kernels into OUT/inductor-cache.tgz: copied here to .inductor-cache.tgz (git-ignored) and carried
-#      packed, the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and
+#      compiled kernels into OUT/inductor-cache.tgz: kept here as .inductor-cache.tgz (git-ignored; all of it lands
+#      here by `python benchmarks/window_back.py FILES_AT`) and carried packed, the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and
 #      .whl, 23 MB, would not both fit the 64 MiB a call carries). The next window's same command trains the rest.
 #
 #   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # one call: the job ends BUDGET s after the start
@@ -25,9 +25,10 @@
 #        # survive the first call's end is resumed from its checkpoints in this call, in the time left
 #   make repro-gpu WINDOW=BUDGET                            # the one-call form without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
-# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster), COMPILE_MODE (torch.compile's; default),
-# SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice), RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S
-# (15 s a detached call keeps for packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
+# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster),
+# COMPILE_MODE (torch.compile's; default), SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice),
+# RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S (15 s a detached call keeps for
+# packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
 # and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
 # GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (.inductor-cache.tgz), CHECK_ARGS,
 # T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs every form on CPU.
