@@ -96,21 +96,32 @@ torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 |
 }
 
 train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESERVE before it); the exit status to state
-  local stop=$1 left=$(( $1 - $(date +%s) - ${RESERVE:-45} )) rc
-  say "training for $left s (flags:${WINDOW_FLAGS:- none}; step ms: $step_ms; shipping to $shipto)"
-  mkdir -p "$shipto"
-  if [ "$left" -gt 30 ]; then
+  local stop=$1 flags=${WINDOW_FLAGS:-} left rc sweep
+  while :; do
+    left=$(( stop - $(date +%s) - ${RESERVE:-45} ))
+    say "training for $left s (flags:${flags:- none}; step ms: $step_ms; shipping to $shipto)"
+    mkdir -p "$shipto"
+    if [ "$left" -le 30 ]; then
+      say "too little time left to train"; rc=1; break
+    fi
+    # with an SDPA backend put first (chosen from the check's eager steps), the first failure stops the sweep and
+    # the runs go on in PyTorch's order, so a backend that breaks the compiled step cannot fail the whole window
     "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" \
-        ${WINDOW_FLAGS:-} --deadline "$left" --no-partial --checkpoint-every 10 --quiet --root "$runs" \
-        --shipped "$shipto" $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee -a "$state/logs/sweep.log" &
-    local sweep=$!
+        $flags $(case "$flags" in *--sdpa-backend*) echo --fail-fast ;; esac) --deadline "$left" --no-partial \
+        --checkpoint-every 10 --quiet --root "$runs" --shipped "$shipto" \
+        $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee -a "$state/logs/sweep.log" &
+    sweep=$!
     OMP_NUM_THREADS=${SHIP_THREADS:-8} timeout $(( stop - $(date +%s) - 20 )) "$py" -m workbench ship --grid "$grid" \
         --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" --to "$shipto" --tables "$tables" \
         --device "$device" --follow 20 --while-pid "$sweep" 2>&1 | tee -a "$state/logs/ship.log"
     wait "$sweep"; rc=$?
-  else
-    say "too little time left to train"; rc=1
-  fi
+    case "$flags" in
+      *--sdpa-backend*) [ "$rc" = 0 ] && break
+        say "the sweep failed with SDPA's ${flags##*--sdpa-backend } first: the runs again in PyTorch's order"
+        flags=$(echo "$flags" | sed 's/ *--sdpa-backend [a-z_]*//') ;;
+      *) break ;;
+    esac
+  done
   say "sweep exit $rc"
   echo "$rc" > "$state/job.rc"
 }

@@ -49,9 +49,15 @@ def shipped_in(tgz: Path) -> set[str]:
 
 
 def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
-    """One call; SDPA_BACKEND=auto trains with the backend its check chose (here a check's JSON put in place; a
-    check that ran would also bring it back)."""
-    env = window_env(tmp_path, SDPA_BACKEND="auto")
+    """One call; SDPA_BACKEND=auto puts first the backend its check chose (here a check's JSON put in place; a check
+    that ran would also bring it back), with --fail-fast: when that sweep fails (here a stand-in python that fails
+    every sweep given a backend), the runs go on in PyTorch's order."""
+    py = tmp_path / "python"
+    py.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path / "calls.log"}\n'
+                  'case " $* " in *" sweep "*--sdpa-backend*) echo "simulated: the backend broke the step"; exit 1;; esac\n'
+                  f'exec {sys.executable} "$@"\n')
+    py.chmod(0o755)
+    env = window_env(tmp_path, SDPA_BACKEND="auto", GPU_PY=str(py))
     out, results = tmp_path / "out", tmp_path / "results"
     (out / "check").mkdir(parents=True)
     (out / "check" / "gpu_step.json").write_text(json.dumps(
@@ -71,8 +77,11 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
         sweep_log = t.extractfile("./sweep.log").read().decode()
     assert "its time unknown: no --step-ms entry for 'nope'" in sweep_log
     assert "environment ready" in (out / "window.log").read_text()
-    assert "--sdpa-backend math" in (out / "window.log").read_text()
-    assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] == "math"
+    log = (out / "window.log").read_text()
+    assert "flags: --sdpa-backend math;" in log
+    assert "the sweep failed with SDPA's math first: the runs again in PyTorch's order" in log
+    assert any("--sdpa-backend math --fail-fast" in c for c in (tmp_path / "calls.log").read_text().splitlines())
+    assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] is None
 
 
 def test_the_window_trains_with_what_its_check_measured_faster():
