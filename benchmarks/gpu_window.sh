@@ -40,18 +40,18 @@ while [ $# -gt 0 ]; do
     --check-only) check=1; only=1 ;;
     --detach) mode=detach ;;
     --attach) mode=attach ;;
-    --job) mode=job ;;   # internal: the detached training job, END (epoch seconds) as its argument
+    --job) mode=job ;;   # internal: the detached training job; END and the call's start (epoch seconds)
     *) break ;;
   esac
   shift
 done
-t0=${WINDOW_T0:-$(date +%s)}  # the job counts from the start of the call that detached it
+t0=$(date +%s)
 case "$mode" in
   run) end=$(( t0 + ${1:-540} )); call_end=$end ;;
   detach) end=$(( t0 + ${1:?usage: gpu_window.sh --detach WINDOW CALL} ));
           call_end=$(( t0 + ${2:?usage: gpu_window.sh --detach WINDOW CALL} )) ;;
   attach) call_end=$(( t0 + ${1:?usage: gpu_window.sh --attach BUDGET} )) ;;
-  job) end=${1:?--job END} ;;
+  job) end=${1:?--job END T0}; t0=${2:?--job END T0} ;;  # the job counts from the start of the call that detached it
 esac
 out=${OUT:-artifacts/gpu-window}
 py=${GPU_PY:-python3}
@@ -96,7 +96,7 @@ torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 |
 }
 
 train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESERVE before it); the exit status to state
-  local stop=$1 flags=${WINDOW_FLAGS:-} left rc sweep
+  local stop=$1 flags=$flags left rc sweep  # flags: this window's, less a backend that failed
   while :; do
     left=$(( stop - $(date +%s) - ${RESERVE:-45} ))
     say "training for $left s (flags:${flags:- none}; step ms: $step_ms; shipping to $shipto)"
@@ -152,7 +152,8 @@ pack() {  # what a call brings back; the shipped runs as results/paper/RUN_ID/..
   tar czf "$out/logs.tgz" $live -C "$state/logs" . $([ -d "$out/check" ] && echo -C "$out" check) && rm -rf "$out/check"
 }
 
-if [ "$mode" = job ]; then  # the detached job: the environment and flags come from the call that started it
+if [ "$mode" = job ]; then  # the detached job: the environment from the call that started it, the flags from state
+  . "$state/job.env"
   train_job "$end"
   exit 0
 fi
@@ -165,7 +166,7 @@ if [ "$mode" = attach ]; then
     say "the detached job has ended (exit $(cat "$state/job.rc"))"
   elif [ -f "$state/job.pid" ]; then  # the first call's end killed it: resume its runs from their checkpoints
     say "the detached job did not outlive the first call: resuming its runs here"
-    . "$state/job.env"; step_ms=$STEP_MS
+    . "$state/job.env"
     setup
     train_job $(( call_end - ${PACK_S:-15} ))
   else
@@ -207,13 +208,12 @@ flags=$([ "$compile" = yes ] && echo --compile)
 [ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flags="$flags --compile-mode $COMPILE_MODE"
 # SDPA_BACKEND=flash_attention (or another, or auto) tried first by SDPA (gpu_step.json "sdpa" times each)
 [ -n "$sdpa" ] && flags="$flags --sdpa-backend $sdpa"
-export WINDOW_FLAGS="$flags" STEP_MS="$step_ms" WINDOW_T0="$t0"
-printf 'WINDOW_FLAGS=%q\nSTEP_MS=%q\n' "$flags" "$step_ms" > "$state/job.env"   # for a resume by --attach
+printf 'flags=%q\nstep_ms=%q\n' "$flags" "$step_ms" > "$state/job.env"   # for the detached job, or its resume
 if [ "$mode" = run ]; then
   train_job "$end"
 else  # detached: seeded with what is shipped, so the sweep skips it; its own process session outlives this call
   rm -rf "$shipto" && mkdir -p "$shipto" && { [ -d "$results" ] && cp -a "$results/." "$shipto/"; }
-  "$py" -c 'import os, sys; os.setsid(); os.execvp("bash", ["bash"] + sys.argv[1:])' "$0" --job "$end" \
+  "$py" -c 'import os, sys; os.setsid(); os.execvp("bash", ["bash"] + sys.argv[1:])' "$0" --job "$end" "$t0" \
       </dev/null >"$state/logs/job.log" 2>&1 &
   echo $! > "$state/job.pid"
   say "training job detached (pid $!, ends $(( end - t0 )) s after this call's start); this call returns at $(( call_end - t0 )) s"

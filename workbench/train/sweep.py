@@ -248,6 +248,16 @@ def this_hardware(device: str | None) -> str | None:
     return machine_identity()["cpu"]
 
 
+class PreviewClock:
+    """The clock of a window's preview (`sweep --dry-run --deadline`): time passes only as planned runs take it."""
+
+    def __init__(self, now: float):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class Window:
     """A training window of `seconds` from now (`clock()`): the time left, and each run's estimated seconds to
     finish = start-up + epochs left x seconds per epoch. Both are those of a run of the same `cost_key`: as timed in
@@ -590,10 +600,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             raise ValueError("--deadline plans one run after another in this process; use it without --workers, "
                              "--ray and --pack")
         if dry_run:  # a preview of the window: a clock that each planned run moves on by its estimate
-            preview = [clock()]
-
-            def clock() -> float:
-                return preview[0]
+            clock = PreviewClock(clock())
         window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
                         shipped=shipped, hardware=this_hardware(device))
         for _, cfg in jobs:
@@ -629,7 +636,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                              log=log, **opts)
         if dry_run and results[k]["outcome"] == "planned":
-            preview[0] += est or 0.0
+            clock.now += est or 0.0
             log(f"{head}  planned in the window: about {_fmt_time(est or 0.0)}, {_fmt_time(max(0, window.left()))} "
                 "left after it")
             continue
