@@ -28,7 +28,6 @@ graph is the RoPE step's). Writes `step_ms` ({scheme: compiled ms per step}, wha
 
     python benchmarks/gpu_step.py --json OUT/gpu_step.json [--steps 100] [--agree-steps 300] [--profile] [--epoch]
     python benchmarks/gpu_step.py --device cpu --preset smoke --steps 5 --agree-steps 10 --epoch   # dry run
-    python benchmarks/gpu_step.py --choose OUT/gpu_step.json   # "yes|no BACKEND|-": what a window trains with
 """
 from __future__ import annotations
 
@@ -165,22 +164,6 @@ def parse_modes(text: str) -> list[str]:
         raise SystemExit(f"--modes {text!r}: {e}") from None
 
 
-def choose(check: dict, min_saving: float = 0.03) -> tuple[bool, str | None]:
-    """What a window trains with after its check (`gpu_window.sh`'s COMPILE=auto, SDPA_BACKEND=auto): compiled
-    unless RoPE's eager step measured faster; the SDPA backend whose eager RoPE step (`sdpa`) is the shortest, if it
-    saves more than `min_saving` of the step the window trains with (the attention kernels are the same calls in
-    the compiled step, so the eager steps' difference is what the compiled step saves), else None (PyTorch's
-    order). A check without a RoPE step: compiled, PyTorch's order."""
-    row = check.get("step", {}).get("rope")
-    if not row:
-        return True, None
-    compiled = row.get("compiled_ms", float("inf")) < row["eager_ms"]
-    step = row["compiled_ms"] if compiled else row["eager_ms"]
-    timed = {name: r["eager"] for name, r in check.get("sdpa", {}).items() if "eager" in r}
-    best = min(timed, key=timed.get, default=None)
-    return compiled, best if best and row["eager_ms"] - timed[best] > min_saving * step else None
-
-
 def tier1_config(scheme: str, preset: str, sets: list[str]) -> dict:
     name, fidelity = TIER1[scheme]
     return resolve_config(preset, name, "trigger-distance", fidelity=fidelity, sets=sets)
@@ -195,9 +178,6 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100, help="timed steps per measurement (median)")
     ap.add_argument("--agree-steps", type=int, default=300, help="0: no agreement check")
     ap.add_argument("--no-mask", action="store_true", help="without the pad mask's step")
-    ap.add_argument("--choose", type=Path, metavar="GPU_STEP_JSON", default=None,
-                    help="only print what a window trains with after that check: compile (yes|no) and the SDPA "
-                         "backend (or -), `choose`")
     ap.add_argument("--epoch", action="store_true", help="also one full Task 1 epoch with evaluation (makes data)")
     ap.add_argument("--profile", action="store_true", help="also profile 20 compiled steps of the first scheme")
     ap.add_argument("--profile-rows", type=int, default=25)
@@ -210,10 +190,6 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
-    if a.choose:
-        compile_, backend = choose(json.loads(a.choose.read_text()))
-        print("yes" if compile_ else "no", backend or "-")
-        return
     modes = parse_modes(a.modes)  # a wrong mode fails before anything is compiled
     dev = torch.device(a.device)
     amp = dev.type == "cuda"

@@ -196,9 +196,9 @@ if [ "$only" = 1 ]; then
   exit 0
 fi
 # COMPILE=auto: compiled unless this window's check measured RoPE's eager step faster (H100: compiled 2.7x);
-# SDPA_BACKEND=auto: the backend of the check's fastest eager RoPE step where it saves > 3 % (gpu_step.choose)
+# SDPA_BACKEND=auto: the backend of the check's fastest eager RoPE step where it saves > 3 % (window_choice.py)
 chosen_compile=yes chosen_sdpa=-
-[ -f "$out/check/gpu_step.json" ] && read -r chosen_compile chosen_sdpa < <("$py" benchmarks/gpu_step.py --choose \
+[ -f "$out/check/gpu_step.json" ] && read -r chosen_compile chosen_sdpa < <("$py" benchmarks/window_choice.py \
   "$out/check/gpu_step.json" 2>/dev/null || echo "yes -")
 [ "$compile" = auto ] && compile=$chosen_compile
 sdpa=${SDPA_BACKEND:-}

@@ -84,11 +84,11 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] is None
 
 
-def test_the_window_trains_with_what_its_check_measured_faster():
-    """`gpu_step.choose`: compiled unless the eager RoPE step was faster; the SDPA backend of the fastest eager step
+def test_the_window_trains_with_what_its_check_measured_faster(tmp_path):
+    """`window_choice.choose`: compiled unless the eager RoPE step was faster; the SDPA backend of the fastest eager step
     where it saves more than 3 % of the step the window trains with (a backend that failed is not a candidate)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from gpu_step import choose
+    from window_choice import choose
 
     check = {"step": {"rope": {"eager_ms": 42.7, "compiled_ms": 15.9}},
              "sdpa": {"flash_attention": {"eager": 40.0}, "cudnn_attention": {"eager": 42.6},
@@ -101,6 +101,13 @@ def test_the_window_trains_with_what_its_check_measured_faster():
     check["sdpa"]["flash_attention"]["eager"] = 41.0
     assert choose(check) == (False, "flash_attention")
     assert choose({}) == (True, None)
+    (tmp_path / "gpu_step.json").write_text(json.dumps(check))  # what gpu_window.sh reads: "yes|no BACKEND|-"
+    got = subprocess.run([sys.executable, str(REPO / "benchmarks" / "window_choice.py"), str(tmp_path / "gpu_step.json")],
+                         capture_output=True, text=True, check=True)
+    assert got.stdout.split() == ["no", "flash_attention"]
+    assert "torch" not in subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'benchmarks'); "
+                                          "import window_choice; print(sorted(sys.modules))"], cwd=REPO,
+                                         capture_output=True, text=True, check=True).stdout
 
 
 def _kill_session(pid: int) -> None:
