@@ -272,14 +272,11 @@ def sweep_cmd(
         except ValueError:
             _fail(f"--pack {pack!r}: a number of runs (1: no packing) or auto")
     ray_arg = ray_address or ray or None
-    if deadline is not None and (deadline <= 0 or workers > 1 or ray_arg or pack_n not in (None, 1)):
-        _fail(f"--deadline {deadline}: seconds > 0, one run after another (without --workers, --ray, --pack)")
-    if sdpa_backend is not None and (workers > 1 or ray_arg or pack_n not in (None, 1)):
-        _fail(f"--sdpa-backend {sdpa_backend}: one run after another in this process (without --workers, --ray, "
-              "--pack)")
     try:
-        from workbench.train.sweep import load_step_ms
+        from workbench.train.sweep import check_options, load_step_ms
 
+        check_options(workers=workers, ray=ray_arg, pack=pack_n, compile=compile, sdpa_backend=sdpa_backend,
+                      deadline=deadline)  # before the store is made
         steps = load_step_ms(step_ms)
     except ValueError as e:
         _fail(str(e))

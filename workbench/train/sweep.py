@@ -399,18 +399,29 @@ def fit_workers(workers: int, configs: list[dict[str, Any]], device: str | None,
     return min(workers, fit)
 
 
-def check_pack(pack: int | str | None, parallel: bool, compile: bool) -> int | str:
-    """The validated `pack` option: an int >= 1 or "auto"; None is 1 (no packing). On an H200 at the paper preset
-    (dropout 0) a pack of 3 or 6 trained 0.78-0.81x as fast as its runs one after another (docs/training.md, "GPU
-    benchmark"), so packing is asked for, never the default."""
+def check_options(*, workers: int = 1, ray: bool | str | None = None, pack: int | str | None = None,
+                  compile: bool | str = False, sdpa_backend: str | None = None,
+                  deadline: float | None = None) -> int | str:
+    """The sweep's options that exclude each other, checked before anything is made (the CLI calls it before the
+    store); returns the validated `pack`: an int >= 1 or "auto", None being 1 (no packing). On an H200 at the paper
+    preset (dropout 0) a pack of 3 or 6 trained 0.78-0.81x as fast as its runs one after another
+    (docs/training.md, "GPU benchmark"), so packing is asked for, never the default. `--deadline` and
+    `--sdpa-backend` train one run after another in this process: without `--workers`, `--ray` and `--pack`."""
+    many = workers > 1 or bool(ray)
     if pack is None:
-        return 1
+        pack = 1
     if pack != "auto" and not (isinstance(pack, int) and not isinstance(pack, bool) and pack >= 1):
         raise ValueError(f"--pack {pack!r}: a number of runs >= 1 (1: no packing) or auto")
-    if pack != 1 and parallel:
+    if pack != 1 and many:
         raise ValueError("--pack trains its packs in this process; use it without --workers / --ray (or --pack 1)")
     if pack != 1 and compile:
         raise ValueError("--pack and --compile exclude each other (packed runs are not compiled); drop one")
+    for option, value in (("--deadline", deadline), ("--sdpa-backend", sdpa_backend)):
+        if value is not None and (many or pack != 1):
+            raise ValueError(f"{option} {value}: one run after another in this process; use it without --workers, "
+                             "--ray and --pack")
+    if deadline is not None and not (isinstance(deadline, (int, float)) and deadline > 0):
+        raise ValueError(f"--deadline {deadline!r}: seconds > 0 from now")
     return pack
 
 
@@ -532,7 +543,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     On CUDA, `workers` shrinks to the runs the free GPU memory holds at once (`fit_workers`).
     pack=K: train up to K runs that differ only in their seeds as one pack in this process (`packed.train_packed`;
     runs with dropout train alone); "auto": as many as the GPU's free memory holds on CUDA, all seeds of a grid
-    point on CPU; None (default): 1, no packing (packs measured slower on a GPU: `check_pack`).
+    point on CPU; None (default): 1, no packing (packs measured slower on a GPU: `check_options`).
     workers=N: N runs at once, each in its own process with `threads` (default 1) torch threads
     (`workbench.train.workers`). ray=ADDRESS (True: local or already initialised): every run is a Ray task
     with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
@@ -588,17 +599,12 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed,
                 checkpoint_every=checkpoint_every)
     parallel = not dry_run and (workers > 1 or bool(ray))
-    pack = check_pack(pack, parallel, compile)
+    pack = check_options(workers=workers, ray=ray, pack=pack, compile=compile, sdpa_backend=sdpa_backend,
+                         deadline=deadline)
     if sdpa_backend is not None:
-        if parallel or pack != 1:
-            raise ValueError("--sdpa-backend trains one run after another in this process; use it without "
-                             "--workers, --ray and --pack")
         opts["sdpa_backend"] = sdpa_backend
     window = None
     if deadline is not None:
-        if parallel or pack != 1:
-            raise ValueError("--deadline plans one run after another in this process; use it without --workers, "
-                             "--ray and --pack")
         if dry_run:  # a preview of the window: a clock that each planned run moves on by its estimate
             clock = PreviewClock(clock())
         window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
