@@ -363,6 +363,50 @@ def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_
     assert "another trajectory" in note and "blas" not in note  # what the old record does not say is not named
 
 
+def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verifies_bit_identically(tmp_path):
+    """A CPU run trained at a lower SIMD level than this machine's (here: ATen's DEFAULT kernels, as an AVX2 run
+    is on an AVX-512 machine) was re-trained at this machine's level, so its floats followed another trajectory
+    and `verify` could only judge it statistically. Now `recreate` / `verify` re-train it in a child process with
+    ATen held to the recorded level (ATEN_CPU_CAPABILITY): the re-run records that level, and its metrics are the
+    shipped ones bit for bit. Without the hold the re-run would record this machine's level."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    from workbench.store.ship import ship_run
+    from workbench.train.recreate import simd_hold
+
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("this machine's ATen runs its DEFAULT kernels: there is no lower level to hold a re-run to")
+    env = os.environ | {"PELAB_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+    args = ["train", "--preset", "smoke", "--scheme", "rope", "--task", "t1", "--threads", "1", "-q", "--root",
+            str(tmp_path / "there")] + [a for s in TINY for a in ("--set", s)]
+    subprocess.run([sys.executable, "-m", "workbench", *args], env=env | {"ATEN_CPU_CAPABILITY": "default"},
+                   check=True, capture_output=True)
+    there = RunStore(tmp_path / "there")
+    (rid,) = [r.id for r in finished_runs(there)[0]]
+    assert there.get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"
+    ship_run(there.get(rid), tmp_path / "results", allow_dirty="a test fixture")
+    shipped_info = json.loads((tmp_path / "results" / rid / "run.json").read_text())
+    assert simd_hold(shipped_info) == {"ATEN_CPU_CAPABILITY": "default"}
+    assert simd_hold(shipped_info | {"device": "cuda"}) == {} and simd_hold({"numerics": None}) == {}
+
+    mine, where = tmp_path / "mine", ["--shipped", str(tmp_path / "results"), "--root", str(tmp_path / "mine"), "-q"]
+    res = CliRunner().invoke(_app(), ["verify", rid, *where], env=env)  # its child: a `workbench recreate` process
+    assert res.exit_code == 0, res.output
+    assert "re-training it with ATen's CPU kernels held to it (ATEN_CPU_CAPABILITY=default)" in res.output
+    assert f"{rid}: verified (bit-identical; a re-training just now)" in res.output
+    assert "numerics differ: cpu_capability" not in res.output
+    assert RunStore(mine).get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"
+    first = RunStore(mine).get(rid).info["started"]
+    res = CliRunner().invoke(_app(), ["recreate", rid, "--retrain", *where], env=env)
+    assert res.exit_code == 0 and "held to it" in res.output, res.output
+    assert RunStore(mine).get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"
+    assert RunStore(mine).get(rid).info["started"] != first  # --retrain trained it again
+
+
 def test_verify_retrains_a_copy_whose_weights_do_not_match_their_hash(tiny, tmp_path):
     """A copy of the shipped folder with `shipped` removed and a 2-byte model.safetensors was "verified" without
     any training; now the recorded weights hash is checked and the copy re-trained."""

@@ -323,31 +323,62 @@ def recreate_cmd(
     run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md, or `workbench runs`: rows with source shipped)"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
+    retrain: bool = typer.Option(False, "--retrain", help="delete your copy of the run first and train it again"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Re-train a shipped run from its config.json into your store (weights included; same run id; the shipped
-    analysis tables are copied to it when every metric agrees with the shipped ones)."""
+    analysis tables are copied to it when every metric agrees with the shipped ones). A CPU run trained at a
+    lower SIMD level than this machine's (AVX2 here on AVX-512) is re-trained with ATen's kernels held to that
+    level (ATEN_CPU_CAPABILITY), as it was trained."""
     from workbench.store import RunStore, StoreError
     from workbench.train.recreate import numerics_note
 
     own, src_store = RunStore(root), _shipped(shipped)
     say_created(own)
     try:
-        note = numerics_note(src_store.get(run_id).info, threads)
+        info = src_store.get(run_id).info
     except StoreError as e:
         _fail(str(e))
+    if _held(src_store, own, run_id, info, threads, quiet, retrain):
+        return
+    note = numerics_note(info, threads)
     if note:
         typer.echo(note, err=True)
-    run = _recreate(src_store, own, run_id, threads, quiet)
+    run = _recreate(src_store, own, run_id, threads, quiet, retrain)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
 
-def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool):
+def _held(shipped_store, own, run_id: str, info: dict, threads: Optional[int], quiet: bool, retrain: bool) -> bool:
+    """Where the shipped run's SIMD level is below this machine's (`recreate.simd_hold`): re-create it in a child
+    `workbench recreate` started with ATen held to that level (ATen reads it once, at its first kernel, so this
+    process cannot change its own); True once that child has finished (its exit status, when not 0, ends this
+    command too). False where nothing is to be held."""
+    import subprocess
+    import sys
+
+    from workbench.train.recreate import simd_hold
+
+    hold = simd_hold(info)
+    if not hold:
+        return False
+    (name, level), = hold.items()
+    typer.echo(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
+               f"({name}={level}), as it was trained", err=True)
+    cmd = [sys.executable, "-m", "workbench", "recreate", run_id, "--shipped", str(shipped_store.root),
+           "--root", str(own.root)] + (["--threads", str(threads)] if threads else []) + \
+        (["--quiet"] if quiet else []) + (["--retrain"] if retrain else [])
+    rc = subprocess.run(cmd, env=os.environ | hold).returncode
+    if rc:
+        raise typer.Exit(rc)
+    return True
+
+
+def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool, retrain: bool = False):
     """`workbench.train.recreate.recreate` with the CLI's progress bar (its StoreError becomes `error: ...`)."""
     from workbench.train.recreate import recreate
 
-    return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet)
+    return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain)
 
 
 def verify_cmd(
@@ -367,7 +398,7 @@ def verify_cmd(
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store import RunStore
     from workbench.store.run import numerics_differences, recorded_numerics
-    from workbench.train.recreate import metric_differences, recreate
+    from workbench.train.recreate import metric_differences, recreate, simd_hold
 
     src_store, own = _shipped(shipped), RunStore(root)
     say_created(own)
@@ -383,6 +414,8 @@ def verify_cmd(
                 retrain = True
             else:
                 before = mine.info.get("finished")
+    if before is None and _held(src_store, own, run_id, src.info, threads, quiet, retrain):
+        retrain = False  # trained by the held child just now; `recreate` returns its finished copy
     run = recreate(src_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain)
     problems = run.trust_problems()
     if problems:  # cannot happen for a training just made; a safeguard, never "verified" unchecked
@@ -396,6 +429,9 @@ def verify_cmd(
     for key, (was, now) in differs.items():
         typer.echo(f"numerics differ: {key}: shipped {'not recorded' if was is None else repr(was)}, "
                    f"re-run {now!r}")
+    if before and "cpu_capability" in differs and simd_hold(src.info):
+        typer.echo(f"(your copy was trained at {differs['cpu_capability'][1]}: `workbench recreate {run_id} --retrain` "
+                   "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
     if worst <= tol:
         typer.echo(f"{run_id}: verified ({'bit-identical' if worst == 0 else f'within {tol}'}; {how})")
         return

@@ -19,6 +19,25 @@ from workbench.store.run import numerics_differences, numerics_identity, recorde
 from .loop import train
 
 METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
+SIMD_LEVELS = ("DEFAULT", "AVX2", "AVX512")  # ATen's x86 CPU capabilities, lowest first
+
+
+def simd_hold(info: dict) -> dict[str, str]:
+    """The environment that holds ATen's CPU kernels to the SIMD level a CPU run was trained with, where this
+    machine's is higher: {"ATEN_CPU_CAPABILITY": "avx2"} for a run trained at AVX2 re-trained on an AVX-512 machine;
+    {} where the levels agree, the recorded one is unknown or higher, or the run trained on a GPU. ATen reads the
+    variable once, at its first kernel, so the re-training runs in a process started with it (`workbench recreate`
+    / `verify`). The level is what changes the floats: one training step of a `repro-paperdata-long` model gives
+    other gradients at AVX2 than at AVX-512, and the same ones with MKL and oneDNN held to AVX2 or not; two runs
+    shipped from an AVX2 machine re-trained here held to AVX2 equal their shipped metrics (docs/reproduction.md)."""
+    import torch
+
+    if (info.get("device") or "cpu") != "cpu":
+        return {}
+    recorded, here = recorded_numerics(info).get("cpu_capability"), torch.backends.cpu.get_cpu_capability()
+    if recorded in SIMD_LEVELS and here in SIMD_LEVELS and SIMD_LEVELS.index(recorded) < SIMD_LEVELS.index(here):
+        return {"ATEN_CPU_CAPABILITY": recorded.lower()}
+    return {}
 
 
 def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict[str, float]:
