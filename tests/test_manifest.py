@@ -124,7 +124,7 @@ def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless
     """A run re-trained on a machine of other numerics is another trajectory with the same id: shipping it over the
     shipped copy would replace the shipped results, not add tables to them. ship_run and `workbench ship` refuse,
     naming both runs' code and CPU, before any analysis; `--replace` overwrites; the same run ships again (its
-    tables added) as before."""
+    tables added) as before, and so does a re-training whose metrics differ only in their timings."""
     from workbench.store.ship import ship_run
 
     src = _copy(tmp_path, ROPE_T1)
@@ -137,6 +137,10 @@ def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless
     ship_run(RunStore(own).get(rid), dest)  # the same metrics: shipped again
     metrics = (own / rid / "metrics.jsonl").read_text().splitlines()
     first = json.loads(metrics[0])
+    metrics[0] = json.dumps(dict(first, epoch_time_s=first["epoch_time_s"] * 2, time="2026-11-28T00:00:00+00:00"))
+    (own / rid / "metrics.jsonl").write_text("\n".join(metrics) + "\n")
+    ship_run(RunStore(own).get(rid), dest)  # a bit-identical re-training (its timings differ): ships over it
+    assert json.loads((dest / rid / "metrics.jsonl").read_text().splitlines()[0])["time"].startswith("2026-11-28")
     metrics[0] = json.dumps(dict(first, train_loss=first["train_loss"] + 1e-6))
     (own / rid / "metrics.jsonl").write_text("\n".join(metrics) + "\n")
     shipped_before = (dest / rid / "metrics.jsonl").read_bytes()

@@ -29,7 +29,7 @@ from .atomic import atomic_write_bytes, atomic_write_json
 from .bundle import BUNDLE, bundle_bytes, read_bundle_table
 from .errors import StoreError
 from .manifest import CODE_DIFF, write_manifest
-from .run import CONFIG, INFO, METRICS, TABLES, Run, now_iso
+from .run import CONFIG, INFO, METRICS, TABLES, Run, learned, now_iso
 
 
 def is_dirty(info: dict) -> bool:
@@ -50,9 +50,17 @@ def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLi
 def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = False) -> None:
     """StoreError when `dest_root` holds `run` shipped with other metrics (unless `replace`): then the run is a
     re-training of the shipped one (on a machine of other numerics the trajectory differs from the first step),
-    and shipping it would replace the shipped results, not add tables to them."""
+    and shipping it would replace the shipped results, not add tables to them. Metrics equal at every epoch but
+    for their timings (`learned`) are the same model: a re-training that was bit-identical ships over its copy,
+    with its own record (run.json: where and when it was re-trained)."""
     copy = Path(dest_root) / run.id / METRICS
     if replace or not copy.is_file() or copy.read_bytes() == (run.path / METRICS).read_bytes():
+        return
+    try:
+        shipped = [json.loads(line) for line in copy.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        shipped = None
+    if shipped is not None and learned(shipped) == learned(run.metric_rows()):
         return
     try:
         old = json.loads((copy.parent / INFO).read_text())
