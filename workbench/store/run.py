@@ -49,11 +49,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CONFIG, INFO, METRICS, STATE = "config.json", "run.json", "metrics.jsonl", "state.json"
 TIMING_KEYS = ("epoch_time_s", "wall_s", "seq_per_s", "tok_per_s", "time")  # a metrics row's machine-dependent part
-
-
-def learned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A run's metrics rows without their timings: what two trainings of the same model share bit for bit."""
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
 MODEL, OPTIM = "model.safetensors", "optim.safetensors"
 TABLES = "tables"
 STATUSES = ("created", "running", "finished", "failed", "interrupted")
@@ -65,6 +60,11 @@ _NUM = (int, float)
 INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dict,), "wall_time_s": _NUM,
                                 "created": (str,), "updated": (str,), "error": (str,), "pid": (int,),
                                 "host": (str,), "threads": (int,), "dataset_hash": (str,), "weights": (dict,)}
+
+
+def learned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's metrics rows without their timings: what two trainings of the same model share bit for bit."""
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
 
 
 def now_iso() -> str:
