@@ -372,7 +372,8 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     is on an AVX-512 machine) was re-trained at this machine's level, so its floats followed another trajectory
     and `verify` could only judge it statistically. Now `recreate` / `verify` re-train it in a child process with
     ATen held to the recorded level (ATEN_CPU_CAPABILITY): the re-run records that level, and its metrics are the
-    shipped ones bit for bit. Without the hold the re-run would record this machine's level."""
+    shipped ones bit for bit; an unfinished copy started at this machine's level is trained again from the start,
+    not resumed held. Without the hold the re-run would record this machine's level."""
     import os
     import subprocess
     import sys
@@ -380,6 +381,7 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     import torch
 
     from workbench.store.ship import ship_run
+    from workbench.train import train
     from workbench.train.recreate import simd_hold
 
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
@@ -398,9 +400,14 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     assert simd_hold(shipped_info | {"device": "cuda"}) == {} and simd_hold({"numerics": None}) == {}
 
     mine, where = tmp_path / "mine", ["--shipped", str(tmp_path / "results"), "--root", str(tmp_path / "mine"), "-q"]
+    train(there.get(rid).config, RunStore(mine, data_dir=tmp_path / "data"), threads=1, progress=False,
+          stop_after_epochs=1)  # an unfinished copy at this machine's level
+    assert RunStore(mine).get(rid).status == "interrupted"  # resumed held, its epochs would mix two levels
     res = CliRunner().invoke(_app(), ["verify", rid, *where], env=env)  # its child: a `workbench recreate` process
     assert res.exit_code == 0, res.output
     assert "re-training it with ATen's CPU kernels held to it (ATEN_CPU_CAPABILITY=default)" in res.output
+    assert f"your unfinished copy was started at {torch.backends.cpu.get_cpu_capability()}: training it again" \
+        in res.output and RunStore(mine).get(rid).info["resumed_from_epoch"] is None
     assert f"{rid}: verified (bit-identical; a re-training just now)" in res.output
     assert "numerics differ: cpu_capability" not in res.output
     assert RunStore(mine).get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"

@@ -362,9 +362,16 @@ def _held(shipped_store, own, run_id: str, info: dict, threads: Optional[int], q
     hold = simd_hold(info)
     if not hold:
         return False
+    from workbench.store.run import recorded_numerics
+
     (name, level), = hold.items()
     typer.echo(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
                f"({name}={level}), as it was trained", err=True)
+    mine = own.get(run_id) if own.exists(run_id) and not retrain else None
+    started = recorded_numerics(mine.info).get("cpu_capability") if mine and mine.status != "finished" else None
+    if started not in (None, level.upper()):  # resumed at another level, its epochs would mix two trajectories
+        typer.echo(f"your unfinished copy was started at {started}: training it again from the start", err=True)
+        retrain = True
     cmd = [sys.executable, "-m", "workbench", "recreate", run_id, "--shipped", str(shipped_store.root),
            "--root", str(own.root)] + (["--threads", str(threads)] if threads else []) + \
         (["--quiet"] if quiet else []) + (["--retrain"] if retrain else [])
