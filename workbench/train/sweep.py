@@ -268,9 +268,7 @@ class Window:
 
     def __init__(self, seconds: float, store: RunStore, *, clock: Callable[[], float] = time.monotonic,
                  step_ms: dict[str, float] | None = None, startup_s: float = 0.0, shipped: RunStore | None = None,
-                 hardware: str | None = None):
-        if not (isinstance(seconds, (int, float)) and seconds > 0):
-            raise ValueError(f"--deadline {seconds!r}: seconds > 0 from now")
+                 hardware: str | None = None):  # `seconds` > 0: `check_options`, before any Window is made
         self.store, self.clock, self.step_ms, self.startup_s = store, clock, step_ms or {}, startup_s
         self.end = clock() + seconds
         self.measured: dict[str, float] = {}  # cost_key -> seconds per epoch
