@@ -325,3 +325,28 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     (src / "gpu_step.json").unlink()  # no check, and the runs do not name their GPU (trained before run.json had it)
     main(args)
     assert (measured / day.replace("h100", "gpu")).is_dir()
+
+
+def test_gpu_wheel_list_is_pinned_and_matches_the_project():
+    """`make gpu-wheels` fetches benchmarks/gpu_wheels.txt with --no-deps, so each line must pin one version of one
+    package (two versions of one stop the whole install on the GPU), and transformer-lens, the one the model code
+    depends on, must lie in pyproject.toml's range: a GPU run must not use other hook code than the CPU runs."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+
+    lines = [ln.strip() for ln in (REPO / "benchmarks/gpu_wheels.txt").read_text().splitlines()]
+    reqs = [Requirement(ln) for ln in lines if ln and not ln.startswith("#")]
+    names = [canonicalize_name(r.name) for r in reqs]
+    assert len(names) == len(set(names)), "a package is named twice"
+    for r in reqs:
+        (spec,) = r.specifier  # exactly one specifier, ==
+        assert spec.operator == "==", f"{r}: pin an exact version"
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    tl = next(Requirement(d) for d in project if canonicalize_name(Requirement(d).name) == "transformer-lens")
+    pinned = next(r for r in reqs if canonicalize_name(r.name) == "transformer-lens")
+    assert tl.specifier.contains(next(iter(pinned.specifier)).version), (pinned, tl)
