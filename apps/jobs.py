@@ -131,7 +131,8 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
                    f"{float(src.info.get('wall_time_s') or 0):.0f} s to train)")
     start = time.time()
     run = _with_epoch_progress(progress, int(src.config["train"]["epochs"]),
-                               lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch))
+                               lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch,
+                                                         say=lambda line: progress(0.04, line)))
     return {"run_id": run.id, "message": f"re-created {run.id} in your store ({run.status}){_acc(run)} in "
                                          f"{time.time() - start:.0f} s"}
 

@@ -417,6 +417,18 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     assert RunStore(mine).get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"
     assert RunStore(mine).get(rid).info["started"] != first  # --retrain trained it again
 
+    # the library call the dashboard's "Re-create this run" makes: held too, each epoch reported as the child ends it
+    from workbench.train.recreate import recreate
+
+    seen, said = [], []
+    run = recreate(RunStore(tmp_path / "results", readonly=True), RunStore(mine), rid, retrain=True,
+                   on_epoch=lambda r, row: seen.append(row["epoch"]), say=said.append)
+    assert any("held to it" in line for line in said) and run.info["numerics"]["cpu_capability"] == "DEFAULT"
+    assert seen == [row["epoch"] for row in run.metric_rows()] == list(range(1, len(seen) + 1))
+    from workbench.store.run import learned
+
+    assert learned(run.metric_rows()) == learned(there.get(rid).metric_rows())  # bit for bit, timings aside
+
 
 def test_verify_retrains_a_copy_whose_weights_do_not_match_their_hash(tiny, tmp_path):
     """A copy of the shipped folder with `shipped` removed and a 2-byte model.safetensors was "verified" without

@@ -170,7 +170,8 @@ def test_machine_identity_records_the_cpu_vendor_and_simd_level():
     n = numerics_identity()
     assert n["cpu_capability"] == m["cpu_capability"] and n["torch"] == torch.__version__ and n["blas"]
     assert numerics_differences(n, dict(n)) == {}
-    assert numerics_differences(dict(n, cpu_capability="AVX2"), n) == {"cpu_capability": ("AVX2", n["cpu_capability"])}
+    other = "DEFAULT" if n["cpu_capability"] != "DEFAULT" else "AVX2"  # a level that is not this machine's
+    assert numerics_differences(dict(n, cpu_capability=other), n) == {"cpu_capability": (other, n["cpu_capability"])}
     # a run.json from before `numerics`: what it recorded elsewhere, the rest unknown (so never "the same")
     old = recorded_numerics({"torch_version": n["torch"], "threads": n["threads"], "machine": m})
     assert old["torch"] == n["torch"] and old["mkl"] is None and "mkl" in numerics_differences(old, n)

@@ -238,6 +238,38 @@ def test_resume_with_another_thread_count_warns(env):
         train(cfg2, store, progress=False, threads=1, resume=True, device="cpu")
 
 
+def test_resume_on_other_numerics_warns_and_records_both(env):
+    """A run resumed where its numerics differ (here: run.json says it started at another SIMD level) keeps the
+    numerics it started with, records the new ones in `resumed_numerics`, and is never held to either level nor
+    expected bit-identical by a re-training (`recorded_numerics` names both)."""
+    from workbench.store import RunStore
+    from workbench.store.run import recorded_numerics
+    from workbench.train import resolve_config, train
+    from workbench.train.recreate import numerics_note, simd_hold
+
+    store = RunStore(env / "runs")
+    cfg = resolve_config(preset="smoke", store=store)
+    run = train(cfg, store, progress=False, threads=1, stop_after_epochs=1, device="cpu")
+    here = run.info["numerics"]["cpu_capability"]
+    other = "DEFAULT" if here != "DEFAULT" else "AVX2"
+    run.update_info(numerics={**run.info["numerics"], "cpu_capability": other})
+    with pytest.warns(UserWarning, match=f"other numerics than it started on \\(cpu_capability {other} then, "
+                                         f"{here} now"):
+        run = train(cfg, store, progress=False, threads=1, resume=True, device="cpu")
+    info = run.info
+    assert run.status == "finished" and info["resumed_from_epoch"] == 1
+    assert info["numerics"]["cpu_capability"] == other and info["resumed_numerics"] == {"cpu_capability": here}
+    assert recorded_numerics(info)["cpu_capability"] == f"{other}, then {here} after a resume"
+    assert simd_hold(info) == {}  # no single level to hold a re-training to
+    assert "after a resume there" in numerics_note(info)
+    with warnings.catch_warnings():  # the same numerics: nothing recorded, no warning
+        warnings.simplefilter("error")
+        cfg2 = resolve_config(preset="smoke", seed=7, store=store)
+        train(cfg2, store, progress=False, threads=1, stop_after_epochs=1, device="cpu")
+        again = train(cfg2, store, progress=False, threads=1, resume=True, device="cpu")
+    assert again.info["resumed_numerics"] is None and again.info["resumed_threads"] == 1
+
+
 def test_validation_is_generic_over_config_fields():
     """A field added to ModelConfig is type-checked from its annotation without more code."""
     import dataclasses

@@ -332,7 +332,7 @@ def recreate_cmd(
     lower SIMD level than this machine's (AVX2 here on AVX-512) is re-trained with ATen's kernels held to that
     level (ATEN_CPU_CAPABILITY), as it was trained."""
     from workbench.store import RunStore, StoreError
-    from workbench.train.recreate import numerics_note
+    from workbench.train.recreate import numerics_note, simd_hold
 
     own, src_store = RunStore(root), _shipped(shipped)
     say_created(own)
@@ -340,52 +340,19 @@ def recreate_cmd(
         info = src_store.get(run_id).info
     except StoreError as e:
         _fail(str(e))
-    if _held(src_store, own, run_id, info, threads, quiet, retrain):
-        return
-    note = numerics_note(info, threads)
+    note = None if simd_hold(info) else numerics_note(info, threads)
     if note:
         typer.echo(note, err=True)
     run = _recreate(src_store, own, run_id, threads, quiet, retrain)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
 
-def _held(shipped_store, own, run_id: str, info: dict, threads: Optional[int], quiet: bool, retrain: bool) -> bool:
-    """Where the shipped run's SIMD level is below this machine's (`recreate.simd_hold`): re-create it in a child
-    `workbench recreate` started with ATen held to that level (ATen reads it once, at its first kernel, so this
-    process cannot change its own); True once that child has finished (its exit status, when not 0, ends this
-    command too). False where nothing is to be held."""
-    import subprocess
-    import sys
-
-    from workbench.train.recreate import simd_hold
-
-    hold = simd_hold(info)
-    if not hold:
-        return False
-    from workbench.store.run import recorded_numerics
-
-    (name, level), = hold.items()
-    typer.echo(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
-               f"({name}={level}), as it was trained", err=True)
-    mine = own.get(run_id) if own.exists(run_id) and not retrain else None
-    started = recorded_numerics(mine.info).get("cpu_capability") if mine and mine.status != "finished" else None
-    if started not in (None, level.upper()):  # resumed at another level, its epochs would mix two trajectories
-        typer.echo(f"your unfinished copy was started at {started}: training it again from the start", err=True)
-        retrain = True
-    cmd = [sys.executable, "-m", "workbench", "recreate", run_id, "--shipped", str(shipped_store.root),
-           "--root", str(own.root)] + (["--threads", str(threads)] if threads else []) + \
-        (["--quiet"] if quiet else []) + (["--retrain"] if retrain else [])
-    rc = subprocess.run(cmd, env=os.environ | hold).returncode
-    if rc:
-        raise typer.Exit(rc)
-    return True
-
-
 def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool, retrain: bool = False):
     """`workbench.train.recreate.recreate` with the CLI's progress bar (its StoreError becomes `error: ...`)."""
     from workbench.train.recreate import recreate
 
-    return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain)
+    return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain,
+                    say=lambda line: typer.echo(line, err=True))
 
 
 def verify_cmd(
@@ -405,7 +372,7 @@ def verify_cmd(
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store import RunStore
     from workbench.store.run import numerics_differences, recorded_numerics
-    from workbench.train.recreate import metric_differences, recreate, simd_hold
+    from workbench.train.recreate import metric_differences, simd_hold
 
     src_store, own = _shipped(shipped), RunStore(root)
     say_created(own)
@@ -421,9 +388,7 @@ def verify_cmd(
                 retrain = True
             else:
                 before = mine.info.get("finished")
-    if before is None and _held(src_store, own, run_id, src.info, threads, quiet, retrain):
-        retrain = False  # trained by the held child just now; `recreate` returns its finished copy
-    run = recreate(src_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain)
+    run = _recreate(src_store, own, run_id, threads, quiet, retrain)
     problems = run.trust_problems()
     if problems:  # cannot happen for a training just made; a safeguard, never "verified" unchecked
         _fail(f"{run_id}: the re-run's files do not check out: {'; '.join(problems)}")

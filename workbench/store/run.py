@@ -130,11 +130,29 @@ def numerics_identity() -> dict[str, Any]:
             "threads": torch.get_num_threads()}
 
 
+def numerics_record(info: dict[str, Any], resumed: bool) -> dict[str, Any]:
+    """run.json's numerics fields for a training that starts now (`resumed`: from a checkpoint of the run `info`
+    describes). A fresh start records this process's `numerics`. A resume keeps the numerics the run started with
+    and adds, in `resumed_numerics`, this process's value of each key that differs (merged with an earlier resume's):
+    the later epochs ran on those, so no one re-training follows the run bit for bit (`recorded_numerics`)."""
+    here = numerics_identity()
+    started = info.get("numerics")
+    if not resumed or not isinstance(started, dict):
+        return {"numerics": here, "resumed_numerics": None}
+    changed = {k: here.get(k) for k in NUMERICS_KEYS if started.get(k) != here.get(k)}
+    merged = {**(info.get("resumed_numerics") or {}), **changed}
+    return {"numerics": started, "resumed_numerics": merged or None}
+
+
 def recorded_numerics(info: dict[str, Any]) -> dict[str, Any]:
     """A run.json's `numerics`; for a run trained before that record existed, what its other fields say
-    (torch_version, threads, machine.cpu_capability / cpu_vendor), the rest unknown (None)."""
+    (torch_version, threads, machine.cpu_capability / cpu_vendor), the rest unknown (None). A key a resume changed
+    (`resumed_numerics`) reads "A, then B after a resume": no single machine has it, so nothing is held to it and
+    a re-training is judged as one on other numerics."""
     if isinstance(info.get("numerics"), dict):
-        return {k: info["numerics"].get(k) for k in NUMERICS_KEYS}
+        later = info.get("resumed_numerics") if isinstance(info.get("resumed_numerics"), dict) else {}
+        return {k: f"{info['numerics'].get(k)}, then {later[k]} after a resume" if k in later
+                else info["numerics"].get(k) for k in NUMERICS_KEYS}
     machine = info.get("machine") if isinstance(info.get("machine"), dict) else {}
     return {k: None for k in NUMERICS_KEYS} | {"torch": info.get("torch_version"), "threads": info.get("threads"),
                                                "cpu_capability": machine.get("cpu_capability"),

@@ -16,8 +16,8 @@ mode) on a fixed subset of the training set (`train_subset`: min(n_train, n_test
 generator, so no training RNG is consumed): metrics `train_loss_eval` / `train_acc_eval`, beside the running
 means `train_loss` / `train_acc` of the epoch.
 On CUDA, run.json records the peak GPU memory (`peak_gpu_mb`, torch.cuda.max_memory_allocated).
-Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`): a resume
-with another thread count warns. The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
+Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`) and numerics
+(`numerics`): a resume with another thread count or other numerics warns and records both (`resume_record`). The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import machine_identity, now_iso, numerics_identity, process_identity
+from workbench.store.run import machine_identity, now_iso, numerics_record, process_identity
 
 
 class StopTraining(Exception):
@@ -391,6 +391,30 @@ def epoch_state(epoch: int, step: int, total_steps: int, steps_per_epoch: int, w
             "shuffle": f"epoch_batches(lengths, batch_size, train.seed, epoch, {batching!r})"}
 
 
+def resume_record(run: Run, resumed: bool, n_threads: int, dev: torch.device) -> dict[str, Any]:
+    """run.json's thread and numerics fields for a training of `run` starting now (`resumed`: from its checkpoint):
+    a resume keeps the thread count and numerics the run started with and records what this process changes
+    (`resumed_threads`, `resumed_numerics`: `numerics_record`); on CPU each change warns, since the later epochs then
+    follow another trajectory than an uninterrupted run's."""
+    info = run.info
+    started = info.get("threads") if resumed else None
+    record = {"threads": started or n_threads, "resumed_threads": n_threads if resumed else None,
+              **numerics_record(info, resumed)}
+    if dev.type != "cpu":
+        return record
+    if started and started != n_threads:
+        warnings.warn(f"run {run.id}: resuming with {n_threads} CPU threads, but it started with {started}; the "
+                      f"result will not be bit-identical to an uninterrupted run (pass --threads {started})",
+                      stacklevel=3)
+    other = {k: v for k, v in (record["resumed_numerics"] or {}).items() if k != "threads"}
+    if other:
+        warnings.warn(f"run {run.id}: resuming on other numerics than it started on (" +
+                      ", ".join(f"{k} {record['numerics'].get(k)} then, {v} now" for k, v in other.items()) +
+                      "): its later epochs follow another trajectory than an uninterrupted run's; run.json records "
+                      "both (resumed_numerics), and no single re-training can follow it bit for bit", stacklevel=3)
+    return record
+
+
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool | str = False,
           amp: bool | None = None, sdpa_backend: str | None = None,
@@ -509,25 +533,20 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         if "rng.torch" in optim_t:
             torch.set_rng_state(optim_t["rng.torch"])
         rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
-    started_threads = info.get("threads") if ckpt is not None else None
-    if started_threads and started_threads != n_threads and dev.type == "cpu":
-        warnings.warn(f"run {run.id}: resuming with {n_threads} CPU threads, but it started with {started_threads}; "
-                      f"the result will not be bit-identical to an uninterrupted run (pass --threads "
-                      f"{started_threads})", stacklevel=2)
+    record = resume_record(run, ckpt is not None, n_threads, dev)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
     fwd = compiled(model, x_train[:1], amp, compile) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
-    run.update_info(status="running", started=now_iso(), device=str(dev), threads=started_threads or n_threads,
-                    resumed_threads=n_threads if ckpt is not None else None, amp=amp,
+    run.update_info(status="running", started=now_iso(), device=str(dev), **record, amp=amp,
                     compiled=True if compile == "default" else (compile or False),
                     sdpa_backend=sdpa_backend, gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
                     dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
                     torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                    numerics=numerics_identity(), checkpoint_every=checkpoint_every, stopped_at_deadline=None,
+                    checkpoint_every=checkpoint_every, stopped_at_deadline=None,
                     **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0

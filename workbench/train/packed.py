@@ -45,11 +45,11 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import machine_identity, now_iso, numerics_identity, process_identity
+from workbench.store.run import machine_identity, now_iso, process_identity
 
 from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
-                   epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, set_threads,
-                   train_subset, trim)
+                   epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, resume_record,
+                   set_threads, train_subset, trim)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -296,11 +296,12 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
     for r, ck in zip(runs, ckpts):
-        r.update_info(status="running", started=now_iso(), device=str(dev), threads=n_threads, amp=amp,
+        r.update_info(status="running", started=now_iso(), device=str(dev), amp=amp,
+                      **resume_record(r, ck is not None, n_threads, dev),
                       compiled=False, dataset_hash=ds.hash, **r.record_code(), epochs=epochs,
                       torch_version=torch.__version__, resumed_from_epoch=start_epoch if ck else None,
                       omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                      numerics=numerics_identity(), checkpoint_every=checkpoint_every, packed=K,
+                      checkpoint_every=checkpoint_every, packed=K,
                       packed_with=[q.id for q in runs if q is not r],
                       **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()

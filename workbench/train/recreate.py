@@ -7,10 +7,16 @@ run's thread count), and its metrics match the shipped ones epoch by epoch.
 Used by `workbench recreate` / `workbench verify` and by the dashboard's "Re-create this run" job. The own
 store is read first wherever both stores are, so the copy also receives the shipped analysis tables -- only when
 every epoch's metrics agree with the shipped ones (within `tol`), i.e. it is the model those tables describe.
+A CPU run trained at a lower SIMD level than this machine's is re-trained in a child process held to that level
+(`simd_hold`, `_train_held`), its epochs reported as the child writes them.
 """
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+import time
 from typing import Any, Callable
 
 from workbench.store import Run, RunStore, StoreError
@@ -64,29 +70,37 @@ def numerics_note(info: dict, threads: int | None = None) -> str | None:
 
 def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | None = None, progress: bool = False,
              on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, tables: bool = True,
-             tol: float = 1e-4, retrain: bool = False) -> Run:
+             tol: float = 1e-4, retrain: bool = False, hold: bool = True,
+             say: Callable[[str], None] | None = None) -> Run:
     """Train `run_id` of the `shipped` store from its config into `own` (resuming an interrupted re-creation;
     a finished copy is returned as is). threads: default the shipped run's recorded count (bit-identical metrics
     need the same one). tables: then copy the shipped analysis tables the copy lacks, if every metric of every
     epoch agrees within `tol`. StoreError for an id that is not a shipped run or whose config hashes to another
     id, when `own` is the shipped store, or when `own` holds a copy of the shipped folder instead of a re-training
     (nothing would be re-trained: its metrics are the shipped ones). retrain: delete the own copy and train it
-    again (`workbench verify`, when the copy's files do not check out: `Run.trust_problems`)."""
+    again (`workbench verify`, when the copy's files do not check out: `Run.trust_problems`). hold: where the
+    shipped CPU run was trained at a lower SIMD level than this machine's, train in a child process held to it
+    (`simd_hold`), as the run was trained; `say` receives a line saying so."""
     src = shipped.get(run_id)  # StoreError for a malformed id or one that is not a run folder of `shipped`
     if own.root.resolve() == shipped.root.resolve():
         raise StoreError(f"your store is the shipped store {shipped.root}: re-create into another one (--root)",
                          run_id)
-    if own.exists(run_id):
-        mine = own.get(run_id)
-        if mine.status == "finished" and (not mine.has_weights or "shipped" in mine.info):
-            raise StoreError(f"{own.root} holds a copy of the shipped run (no weights, or run.json says 'shipped'), "
+    mine = own.get(run_id) if own.exists(run_id) else None
+    if mine is not None and mine.status == "finished" and (not mine.has_weights or "shipped" in mine.info):
+        raise StoreError(f"{own.root} holds a copy of the shipped run (no weights, or run.json says 'shipped'), "
                              "not a re-training of it; delete that folder or pass another --root", run_id)
     if own.run_id(src.config) != run_id:
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)
     device = src.info.get("device") or "cpu"  # re-train where it was trained: a CPU run re-run on CUDA cannot match
-    run = train(src.config, own, resume=not retrain, force=retrain, threads=threads or src.info.get("threads"),
-                progress=progress, on_epoch=on_epoch, device=device)
+    threads = threads or src.info.get("threads")
+    env = simd_hold(src.info) if hold and not (mine and mine.status == "finished" and not retrain) else {}
+    if env:
+        run = _train_held(shipped, own, run_id, env, threads=threads, progress=progress, on_epoch=on_epoch,
+                          retrain=retrain, say=say or (lambda line: None))
+    else:
+        run = train(src.config, own, resume=not retrain, force=retrain, threads=threads, progress=progress,
+                    on_epoch=on_epoch, device=device)
     if tables and run.status == "finished":
         diff = metric_differences(src.metric_rows(), run.metric_rows())
         if diff and max(diff.values()) <= tol:
@@ -94,3 +108,70 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
                 if not run.has_table(name):
                     run.save_table(name, src.load_table(name))
     return run
+
+
+def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, str], *, threads: int | None,
+                progress: bool, on_epoch: Callable[[Run, dict[str, Any]], None] | None, retrain: bool,
+                say: Callable[[str], None]) -> Run:
+    """`recreate`'s training in a child process started with `env` (ATen reads its level once, at its first kernel,
+    so this process cannot change its own). The child ends with this one (Linux: PR_SET_PDEATHSIG; elsewhere on an
+    exception here); `on_epoch` is called for each epoch the child writes. An unfinished copy in `own` started at
+    another level is trained again from the start: resumed held, its epochs would mix two trajectories."""
+    (name, level), = env.items()
+    say(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
+        f"({name}={level}), as it was trained")
+    mine = own.get(run_id) if own.exists(run_id) and not retrain else None
+    started = recorded_numerics(mine.info).get("cpu_capability") if mine and mine.status != "finished" else None
+    if started not in (None, level.upper()):
+        say(f"your unfinished copy was started at {started}: training it again from the start")
+        retrain = True
+    cmd = [sys.executable, "-c", "from workbench.train.recreate import _held_child; _held_child()", run_id, str(shipped.root), str(own.root),
+           str(threads or 0), "retrain" if retrain else "resume", "progress" if progress else "quiet"]
+    child = subprocess.Popen(cmd, env=os.environ | env, preexec_fn=_die_with_parent,
+                             stderr=None if progress else subprocess.PIPE, text=True)
+    reported = 0
+    try:
+        while True:
+            done = child.poll() is not None
+            if on_epoch is not None and own.exists(run_id):
+                run = own.get(run_id)
+                if run.info.get("pid") == child.pid:  # the child's training, not a copy it is about to replace
+                    for row in run.metric_rows()[reported:]:
+                        on_epoch(run, row)
+                        reported += 1
+            if done:
+                break
+            time.sleep(0.5)
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            child.wait()
+    if child.returncode:
+        tail = "" if progress else "; " + " ".join((child.stderr.read() or "").strip().splitlines()[-3:])
+        raise StoreError(f"the re-training held to {level.upper()} failed (exit status {child.returncode}{tail})",
+                         run_id)
+    return own.get(run_id)
+
+
+def _die_with_parent() -> None:
+    """In a child before exec: be sent SIGTERM when the parent dies (Linux prctl PR_SET_PDEATHSIG; a no-op
+    elsewhere), so a cancelled dashboard job or a killed command leaves no training behind."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        pass
+
+
+def _held_child() -> None:
+    """The held child of `_train_held` (`python -c ... RUN_ID SHIPPED OWN THREADS retrain|resume progress|quiet`):
+    the training alone, unheld (its process is), without tables (the parent copies them)."""
+    run_id, shipped, own, threads, how, shown = sys.argv[1:7]
+    try:
+        recreate(RunStore(shipped, readonly=True), RunStore(own), run_id, threads=int(threads) or None,
+                 progress=shown == "progress", tables=False, retrain=how == "retrain", hold=False)
+    except StoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
