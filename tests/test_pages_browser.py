@@ -88,6 +88,9 @@ def test_findings_click_a_matrix_cell_shows_its_evidence(drv, shipped_app):
     """A click on a verdict-matrix cell (a plotly click on its heatmap point) picks that claim for the Evidence
     card: its verdict, evidence text and runs."""
     _open(drv, shipped_app.url + "/")
+    B.wait_until(lambda: drv.execute_script(  # drawn: `_open` cannot wait for a graph that is not in the page yet
+        "const m = document.getElementById('find-matrix'); const g = m && m.querySelector('.js-plotly-plot');"
+        "return !!(g && g.data && g.data[0] && g.data[0].customdata);"), 60, what="the verdict matrix to draw")
     i = drv.execute_script(
         "const g = document.getElementById('find-matrix').querySelector('.js-plotly-plot');"
         "const t = g.data[0]; for (let a = 0; a < t.customdata.length; a++) for (let b = 0; b < t.customdata[a]"

@@ -16,6 +16,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -125,10 +126,12 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
     if started not in (None, level.upper()):
         say(f"your unfinished copy was started at {started}: training it again from the start")
         retrain = True
-    cmd = [sys.executable, "-c", "from workbench.train.recreate import _held_child; _held_child()", run_id, str(shipped.root), str(own.root),
-           str(threads or 0), "retrain" if retrain else "resume", "progress" if progress else "quiet"]
+    cmd = [sys.executable, "-c", "from workbench.train.recreate import _held_child; _held_child()", run_id,
+           str(shipped.root), str(own.root), str(own.data_dir), str(threads or 0), "retrain" if retrain else "resume",
+           "progress" if progress else "quiet"]
+    errors = tempfile.TemporaryFile("w+")  # not a pipe: nothing reads it while the child runs
     child = subprocess.Popen(cmd, env=os.environ | env, preexec_fn=_die_with_parent,
-                             stderr=None if progress else subprocess.PIPE, text=True)
+                             stderr=None if progress else errors, text=True)
     reported = 0
     try:
         while True:
@@ -146,8 +149,11 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
         if child.poll() is None:
             child.terminate()
             child.wait()
+    errors.seek(0)
+    tail = " ".join(errors.read().strip().splitlines()[-3:])
+    errors.close()
     if child.returncode:
-        tail = "" if progress else "; " + " ".join((child.stderr.read() or "").strip().splitlines()[-3:])
+        tail = f"; {tail}" if tail else ""
         raise StoreError(f"the re-training held to {level.upper()} failed (exit status {child.returncode}{tail})",
                          run_id)
     return own.get(run_id)
@@ -166,11 +172,11 @@ def _die_with_parent() -> None:
 
 
 def _held_child() -> None:
-    """The held child of `_train_held` (`python -c ... RUN_ID SHIPPED OWN THREADS retrain|resume progress|quiet`):
-    the training alone, unheld (its process is), without tables (the parent copies them)."""
-    run_id, shipped, own, threads, how, shown = sys.argv[1:7]
+    """The held child of `_train_held` (`python -c ... RUN_ID SHIPPED OWN DATA THREADS retrain|resume
+    progress|quiet`): the training alone, unheld (its process is), without tables (the parent copies them)."""
+    run_id, shipped, own, data, threads, how, shown = sys.argv[1:8]
     try:
-        recreate(RunStore(shipped, readonly=True), RunStore(own), run_id, threads=int(threads) or None,
+        recreate(RunStore(shipped, readonly=True), RunStore(own, data_dir=data), run_id, threads=int(threads) or None,
                  progress=shown == "progress", tables=False, retrain=how == "retrain", hold=False)
     except StoreError as e:
         print(f"error: {e}", file=sys.stderr)
