@@ -382,7 +382,7 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
 
     from workbench.store.ship import ship_run
     from workbench.train import train
-    from workbench.train.recreate import simd_hold
+    from workbench.train.recreate import numerics_note, simd_hold
 
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
         pytest.skip("this machine's ATen runs its DEFAULT kernels: there is no lower level to hold a re-run to")
@@ -398,6 +398,7 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     shipped_info = json.loads((tmp_path / "results" / rid / "run.json").read_text())
     assert simd_hold(shipped_info) == {"ATEN_CPU_CAPABILITY": "default"}
     assert simd_hold(shipped_info | {"device": "cuda"}) == {} and simd_hold({"numerics": None}) == {}
+    assert numerics_note(shipped_info, threads=1) is None  # the held level is the one the re-training runs at
 
     mine, where = tmp_path / "mine", ["--shipped", str(tmp_path / "results"), "--root", str(tmp_path / "mine"), "-q"]
     train(there.get(rid).config, RunStore(mine, data_dir=tmp_path / "data"), threads=1, progress=False,

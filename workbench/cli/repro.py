@@ -332,7 +332,7 @@ def recreate_cmd(
     lower SIMD level than this machine's (AVX2 here on AVX-512) is re-trained with ATen's kernels held to that
     level (ATEN_CPU_CAPABILITY), as it was trained."""
     from workbench.store import RunStore, StoreError
-    from workbench.train.recreate import numerics_note, simd_hold
+    from workbench.train.recreate import numerics_note
 
     own, src_store = RunStore(root), _shipped(shipped)
     say_created(own)
@@ -340,7 +340,7 @@ def recreate_cmd(
         info = src_store.get(run_id).info
     except StoreError as e:
         _fail(str(e))
-    note = None if simd_hold(info) else numerics_note(info, threads)
+    note = numerics_note(info, threads)
     if note:
         typer.echo(note, err=True)
     run = _recreate(src_store, own, run_id, threads, quiet, retrain)

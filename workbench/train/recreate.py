@@ -57,8 +57,10 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
 def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
-    follows another trajectory; None when nothing recorded differs."""
-    here = numerics_identity() | {"threads": threads or info.get("threads")}
+    follows another trajectory; None when nothing recorded differs. A SIMD level `recreate` holds (`simd_hold`) is
+    the one the re-training runs at, so it is not named."""
+    held = {"cpu_capability": level.upper() for level in simd_hold(info).values()}
+    here = numerics_identity() | {"threads": threads or info.get("threads")} | held
     diff = {k: v for k, v in numerics_differences(recorded_numerics(info), here).items() if v[0] is not None}
     if not diff:
         return None
