@@ -584,3 +584,52 @@ def test_window_splits_a_one_epoch_run_by_the_benchmark(tmp_path):
     bare = Window(1000, store, clock=lambda: 0.0)
     bare.timed(cfg, 43.0, 1)  # no benchmark: the epoch is all it knows
     assert bare.measured[cost_key(cfg)] == 43.0 and bare.start[cost_key(cfg)] == 0.0
+
+
+def test_a_preview_for_other_hardware_plans_from_the_runs_shipped_from_it(tmp_path):
+    """`sweep --dry-run --deadline S --hardware NAME`: the window as the planner would make it on that GPU, its
+    kinds timed by the seeds shipped from it (here a run whose run.json says it trained on "FakeGPU 1"), where this
+    machine's own preview knows no time for them; a name no shipped run has, or --hardware outside a preview, is
+    refused naming what to change."""
+    import json
+
+    from workbench.store.manifest import write_manifest
+    from workbench.store.ship import ship_run
+    from workbench.train.sweep import epoch_seconds, sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    sets = {"task.n_examples": 400, "train.batch_size": 64, "train.epochs": 3}
+    run = train(resolve_config("smoke", "rope", "t1", sets=[f"{k}={v}" for k, v in sets.items()], seed=42,
+                               store=store), store, progress=False, device="cpu", threads=1)
+    ship_run(run, tmp_path / "shipped", allow_dirty="a test")
+    info_path = tmp_path / "shipped" / run.id / "run.json"  # as if trained on a GPU elsewhere
+    info_path.write_text(json.dumps(json.loads(info_path.read_text()) | {"device": "cuda", "gpu": "FakeGPU 1"}))
+    write_manifest(tmp_path / "shipped" / run.id)
+    shipped = RunStore(tmp_path / "shipped", readonly=True)
+    rows = run.metric_rows()
+    sec = epoch_seconds(rows)
+    est = max(0.0, rows[0]["wall_s"] - sec) + 3 * sec
+    grid = {"preset": "smoke", "schemes": ["rope"], "tasks": ["t1"], "seeds": [42, 43], "set": sets}
+    fresh = RunStore(tmp_path / "window", data_dir=tmp_path / "data")
+
+    lines = []
+    out = sweep(grid, fresh, device="cpu", progress=False, deadline=est + 30, clock=FakeClock(0.0), dry_run=True,
+                partial=False, shipped=shipped, hardware="FakeGPU 1", log=lines.append)
+    assert [r["outcome"] for r in out] == ["shipped", "planned"]
+    assert any(f"planned in the window: about {sweep_fmt(est)}" in line for line in lines), lines
+    lines = []
+    here = sweep(grid, fresh, device="cpu", progress=False, deadline=est + 30, clock=FakeClock(0.0), dry_run=True,
+                 partial=False, shipped=shipped, log=lines.append)  # this CPU: no run of the kind shipped from it
+    assert [r["outcome"] for r in here] == ["shipped", "deferred"] and any("time unknown" in x for x in lines)
+    with pytest.raises(ValueError, match="pick one of 'FakeGPU 1'"):
+        sweep(grid, fresh, device="cpu", progress=False, deadline=60, dry_run=True, shipped=shipped,
+              hardware="FakeGPU 2", log=lambda m: None)
+    with pytest.raises(ValueError, match="use it with --dry-run and --deadline"):
+        sweep(grid, fresh, device="cpu", progress=False, deadline=60, shipped=shipped, hardware="FakeGPU 1")
+    assert not fresh.root.exists() or not list(fresh.root.glob("t1-*"))  # a preview makes nothing
+
+
+def sweep_fmt(seconds: float) -> str:
+    from workbench.train.sweep import _fmt_time
+
+    return _fmt_time(seconds)

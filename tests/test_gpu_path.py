@@ -215,7 +215,10 @@ def test_a_run_can_put_one_sdpa_backend_first_for_all_its_training_recorded_and_
                                    "--workers", "2"])
     assert res.exit_code == 2 and "one run after another" in res.output and not (tmp_path / "r3").exists()
     for extra, says in ((["--deadline", "60", "--pack", "2"], "--deadline 60.0: one run after another"),
-                        (["--deadline", "0"], "seconds > 0")):  # `sweep.check_options`, before the store is made
+                        (["--deadline", "0"], "seconds > 0"),
+                        (["--deadline", "60", "--hardware", "NVIDIA H100 80GB HBM3"], "use it with --dry-run"),
+                        (["--deadline", "60", "--dry-run", "--hardware", "NVIDIA H100 80GB HBM3", "--shipped",
+                          str(tmp_path)], "no finished run in")):  # `sweep.check_options`, before the store is made
         res = CliRunner().invoke(app, ["sweep", str(grid), "--root", str(tmp_path / "r4")] + extra)
         assert res.exit_code == 2 and says in res.output and not (tmp_path / "r4").exists()
 

@@ -233,6 +233,9 @@ def sweep_cmd(
     shipped: Optional[Path] = typer.Option(None, "--shipped", exists=True, file_okay=False,
                                            help="a results store (e.g. results/repro): grid points finished there "
                                                 "are not trained again"),
+    hardware: Optional[str] = typer.Option(None, "--hardware", help="with --dry-run --deadline: preview the window "
+                                           "on this GPU (its name as run.json records it, e.g. 'NVIDIA H100 80GB "
+                                           "HBM3'), timed from the runs shipped from it to --shipped"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Train every run of a grid that is not finished; stop and restart any time."""
@@ -276,7 +279,7 @@ def sweep_cmd(
         from workbench.train.sweep import check_options, load_step_ms
 
         check_options(workers=workers, ray=ray_arg, pack=pack_n, compile=compile, sdpa_backend=sdpa_backend,
-                      deadline=deadline)  # before the store is made
+                      deadline=deadline, hardware=hardware, dry_run=dry_run)  # before the store is made
         steps = load_step_ms(step_ms)
     except ValueError as e:
         _fail(str(e))
@@ -290,8 +293,11 @@ def sweep_cmd(
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
                         shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps,
-                        partial=partial, tags=tags.split(",") if tags else None, sdpa_backend=sdpa_backend)
+                        partial=partial, tags=tags.split(",") if tags else None, sdpa_backend=sdpa_backend,
+                        hardware=hardware)
     except ImportError as e:  # --ray without Ray installed
+        _fail(str(e))
+    except ValueError as e:  # --hardware that no shipped run was trained on
         _fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)

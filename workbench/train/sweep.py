@@ -399,12 +399,13 @@ def fit_workers(workers: int, configs: list[dict[str, Any]], device: str | None,
 
 def check_options(*, workers: int = 1, ray: bool | str | None = None, pack: int | str | None = None,
                   compile: bool | str = False, sdpa_backend: str | None = None,
-                  deadline: float | None = None) -> int | str:
+                  deadline: float | None = None, hardware: str | None = None, dry_run: bool = False) -> int | str:
     """The sweep's options that exclude each other, checked before anything is made (the CLI calls it before the
     store); returns the validated `pack`: an int >= 1 or "auto", None being 1 (no packing). On an H200 at the paper
     preset (dropout 0) a pack of 3 or 6 trained 0.78-0.81x as fast as its runs one after another
     (docs/training.md, "GPU benchmark"), so packing is asked for, never the default. `--deadline` and
-    `--sdpa-backend` train one run after another in this process: without `--workers`, `--ray` and `--pack`."""
+    `--sdpa-backend` train one run after another in this process: without `--workers`, `--ray` and `--pack`.
+    `--hardware` plans a window on other hardware: a preview only (`--dry-run --deadline`)."""
     many = workers > 1 or bool(ray)
     if pack is None:
         pack = 1
@@ -420,7 +421,18 @@ def check_options(*, workers: int = 1, ray: bool | str | None = None, pack: int 
                              "--ray and --pack")
     if deadline is not None and not (isinstance(deadline, (int, float)) and deadline > 0):
         raise ValueError(f"--deadline {deadline!r}: seconds > 0 from now")
+    if hardware is not None and not (dry_run and deadline is not None):
+        raise ValueError(f"--hardware {hardware!r} previews a window on that hardware; use it with --dry-run and "
+                         "--deadline (a real window plans on the hardware it runs on)")
     return pack
+
+
+def shipped_hardware(shipped: RunStore | None) -> list[str]:
+    """The hardware (`hardware`) the finished runs of `shipped` were trained on, sorted."""
+    if shipped is None:
+        return []
+    runs = shipped.query(status="finished")
+    return sorted({h for h in (hardware(shipped.get(rid).info) for rid in (runs["id"] if len(runs) else [])) if h})
 
 
 def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, device: str | None,
@@ -526,7 +538,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
           shipped: RunStore | None = None, deadline: float | None = None,
           clock: Callable[[], float] = time.monotonic, step_ms: dict[str, float] | None = None,
           partial: bool = True, tags: list[str] | None = None,
-          sdpa_backend: str | None = None) -> list[dict[str, Any]]:
+          sdpa_backend: str | None = None, hardware: str | None = None) -> list[dict[str, Any]]:
     """Train every run of the grid that is not finished yet. Returns one record per run, in grid order:
     {"id", "outcome": finished (already) | shipped | trained | resumed | failed | busy | planned, "test_acc",
     "error"}.
@@ -548,6 +560,9 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     deadline=SECONDS: train only within that many seconds from now (`Window`; one run after another in this
     process): runs estimated not to fit are left for the next window (outcome "deferred") and then the first of
     them that fits one epoch is started; each run checkpoints and stops at the deadline (outcome "interrupted").
+    hardware: with `dry_run` and `deadline`, preview the window as the planner would make it on that hardware (a
+    GPU's name as run.json records it, e.g. "NVIDIA H100 80GB HBM3"), from the runs shipped from it to `shipped`;
+    default this machine's.
     step_ms: a benchmark's {scheme: ms per step}, for runs of configs not measured yet; clock: for tests.
     partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window).
     sdpa_backend: every run trains with SDPA trying this backend first (`loop.sdpa_backend_context`; one run after
@@ -598,7 +613,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                 checkpoint_every=checkpoint_every)
     parallel = not dry_run and (workers > 1 or bool(ray))
     pack = check_options(workers=workers, ray=ray, pack=pack, compile=compile, sdpa_backend=sdpa_backend,
-                         deadline=deadline)
+                         deadline=deadline, hardware=hardware, dry_run=dry_run)
     if sdpa_backend is not None:
         opts["sdpa_backend"] = sdpa_backend
     window = None
@@ -606,7 +621,13 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         if dry_run:  # a preview of the window: a clock that each planned run moves on by its estimate
             clock = PreviewClock(clock())
         window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
-                        shipped=shipped, hardware=this_hardware(device))
+                        shipped=shipped, hardware=hardware or this_hardware(device))
+        if hardware is not None and not window.shipped_rows():
+            known = shipped_hardware(shipped)
+            raise ValueError(f"--hardware {hardware!r}: no finished run in "
+                             f"{shipped.root if shipped is not None else '(no --shipped store)'} was trained on it; "
+                             + (f"pick one of {', '.join(map(repr, known))}" if known else "none of its runs names "
+                                "its hardware (GPU runs shipped before run.json recorded the GPU's name do not)"))
         for _, cfg in jobs:
             window.learn(cfg)
         opts |= {"deadline": window.end, "clock": clock}
