@@ -79,7 +79,7 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl \
       2>&1 | grep -v "^WARNING: Target directory" | tail -5
   else
-    say "no .whl/: using the image's packages"
+    say "no .whl/: using the image's packages (\`make gpu-wheels\` fetches those it lacks, before the window)"
   fi
   export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
     TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"

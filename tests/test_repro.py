@@ -823,3 +823,17 @@ def test_the_seed_study_does_not_read_a_run_without_its_table_as_a_disagreement(
     reads = study_readouts(st).set_index(["group", "scheme", "readout"])
     row = reads.loc[("study", "rope", "largest deposit in layer 0")]
     assert row.counted == 10 and row.at_005.startswith("7 of 10")  # the ten runs of data seed 44 only
+
+
+def test_provenance_names_the_vendor_and_simd_level_a_bit_identical_re_training_needs():
+    """COMPARISON.md's provenance groups the runs by what a bit-identical re-training needs: CPU vendor and the
+    SIMD level ATen dispatched to (run.json `numerics`, or `machine` before it); the CPU model where neither is
+    recorded, so a reader knows which machine can re-check which runs."""
+    from workbench.report.comparison import _vendor_level
+
+    runs = pd.DataFrame({"cpu_vendor": ["AuthenticAMD", "GenuineIntel", None, "AuthenticAMD"],
+                         "simd": ["AVX2", "AVX512", None, None], "cpu": ["AMD EPYC", "Intel Xeon", "AMD EPYC", "x"]})
+    assert list(_vendor_level(runs)) == ["AuthenticAMD at AVX2", "GenuineIntel at AVX512",
+                                         "AMD EPYC, level not recorded", "AuthenticAMD, level not recorded"]
+    shipped = (Path(__file__).resolve().parents[1] / "results" / "repro" / "COMPARISON.md").read_text()
+    assert "By vendor and level: " in shipped and " at AVX2 (" in shipped  # the rest: test_the_shipped_comparison_...

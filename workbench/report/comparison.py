@@ -264,6 +264,12 @@ def _scale_section(runs: pd.DataFrame, rungs: tuple[str, ...]) -> str:
     return _md_table(["setting", "paper (docs/paper.md)"] + [f"`{p}`" for p in presets], rows) + "\n"
 
 
+def _vendor_level(runs: pd.DataFrame) -> pd.Series:
+    """Each run's CPU vendor and SIMD level ("AuthenticAMD at AVX2"); the CPU model where the run predates both."""
+    who = runs.cpu_vendor.fillna(runs.cpu).fillna("unknown CPU")
+    return (who + " at " + runs.simd.astype(str)).where(runs.simd.notna(), who + ", level not recorded")
+
+
 def _provenance_section(runs: pd.DataFrame) -> str:
     lines = [f"- runs: {len(runs)} finished; total wall time {runs.wall_time_s.sum() / 3600:.2f} h, "
              f"CPU time {runs.cpu_time_s.sum() / 3600:.2f} h "
@@ -273,6 +279,10 @@ def _provenance_section(runs: pd.DataFrame) -> str:
              "pack of K seeds counts 1/K of its pack's process)",
              "- code versions: " + ", ".join(f"`{v}` ({n})" for v, n in runs.code_version.value_counts().items()),
              "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items()),
+             "- where a re-training can equal a run bit for bit (`workbench verify`; docs/reproduction.md): on a CPU "
+             "of the same vendor at the same SIMD level ATen dispatched to (with the same torch build and the run's thread "
+             "count); a lower level is held by `recreate`, a higher one no machine below it can run. By vendor and "
+             "level: " + ", ".join(f"{v} ({n})" for v, n in _vendor_level(runs).value_counts().items()),
              "- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
                                                     runs.threads.astype(str).value_counts().items())]
     dirty = runs[runs.code_version.astype(str).str.endswith("-dirty")]

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from workbench.store.run import recorded_numerics
+
 from ..baselines import run_baselines
 from ..experiments import PAPER_TABLE1, _kwargs, final_metrics
 from ..settings import SETTINGS, setting_of
@@ -66,6 +68,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
         n_classes = int(cfg["model"].get("n_classes") or 2)
         n_test = int(test_bl.get("n", 0)) or None
         st = run_status(m, n_classes, float(test_bl.get("length_only", np.nan)), n_test=n_test) if len(m) else {}
+        numerics = recorded_numerics(info) if (info.get("device") or "cpu") == "cpu" else {}
         rows.append({
             "run_id": run.id, "setting": setting_of(cfg), "variant": cfg.get("tag") or cfg["model"]["scheme"],
             "scheme": cfg["model"]["scheme"], "partial": bool(kw.get("rope_heads") is not None
@@ -78,6 +81,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "epochs": int(len(m)), "wall_time_s": float(info.get("wall_time_s") or np.nan),
             "cpu_time_s": cpu_time_share(info), "threads": info.get("threads"),
             "code_version": info.get("code_version"), "cpu": (info.get("machine") or {}).get("cpu"),
+            "simd": numerics.get("cpu_capability"), "cpu_vendor": numerics.get("cpu_vendor"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
             "n_test": n_test, "chance": 1.0 / n_classes,
             "length_only": float(test_bl.get("length_only", np.nan)),
@@ -86,7 +90,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
             "test_acc", "train_acc",
             "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
-            "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
+            "simd", "cpu_vendor", "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
     df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
     df.attrs["corrupt"] = corrupt
     return df
