@@ -1,6 +1,7 @@
 """The shipped reproduction: analyse + ship without weights, COMPARISON.md from the tables alone, verify by re-training,
 and the claim verdicts on tables whose answer is known."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
