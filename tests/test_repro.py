@@ -413,7 +413,6 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
 def test_findings_notebook_executes_on_shipped_results_without_training(shipped, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    from pathlib import Path
 
     base, ids = shipped
     monkeypatch.setenv("PELAB_SHIPPED", str(base / "results"))
@@ -461,7 +460,6 @@ def test_causal_claims_read_the_head_summaries():
 
 def test_the_shipped_comparison_is_what_its_tables_give():
     """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""
-    from pathlib import Path
 
     from workbench.cli.repro import PENDING_GRIDS
     from workbench.report.comparison import comparison_markdown, pending_points
@@ -480,7 +478,6 @@ def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
     """The repository's results/repro: every run finished, no weights, under the issue's 30 MB; the README's findings
     block is what `make study`'s `workbench compare --readme README.md --figure docs/img/findings_table1.png
     --study-figure docs/img/findings_study.png` writes from it."""
-    from pathlib import Path
 
     from workbench.report.comparison import README_END, README_START, readme_block
 
@@ -614,7 +611,6 @@ def test_shipping_again_leaves_an_unchanged_run_alone(shipped):
 def test_encoder_and_decoder_runs_of_the_grid_reach_table1():
     """Tier 2's encoder/decoder points are tagged with their scheme, so Table 1 has their rows (a run tagged
     'encoder-rope' would be left out: Table 1 reads variant == scheme)."""
-    from pathlib import Path
 
     from workbench.train.sweep import grid_points, load_grid
 
