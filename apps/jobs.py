@@ -116,7 +116,7 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
     """Re-train a shipped run (no weights shipped) into the user's store under the same id
     (`workbench.train.recreate`, as `workbench recreate RUN_ID`); the pages then read the own store's copy."""
     from apps.common import needs_recreate
-    from workbench.train.recreate import recreate
+    from workbench.train.recreate import numerics_note, recreate
 
     stores = ctx.stores()
     if stores.shipped is None:
@@ -129,12 +129,14 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
     _limit_threads()
     progress(0.02, f"re-creating {run_id} from its config (the shipped run took "
                    f"{float(src.info.get('wall_time_s') or 0):.0f} s to train)")
+    note = numerics_note(src.info)  # other numerics here: another trajectory, said with the result
     start = time.time()
     run = _with_epoch_progress(progress, int(src.config["train"]["epochs"]),
                                lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch,
                                                          say=lambda line: progress(0.04, line)))
     return {"run_id": run.id, "message": f"re-created {run.id} in your store ({run.status}){_acc(run)} in "
-                                         f"{time.time() - start:.0f} s"}
+                                         f"{time.time() - start:.0f} s" + (f". {note[0].upper()}{note[1:]}" if note
+                                                                           else "")}
 
 
 def _acc(run) -> str:

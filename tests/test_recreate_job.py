@@ -228,3 +228,26 @@ def test_index_of_an_empty_own_store_and_shipped_runs_stays_numeric(smoke, tmp_p
     df = StoreSet.open(tmp_path / "own", smoke.shipped).query()
     assert len(df) and set(df["source"]) == {"shipped"}
     assert df["test_acc"].dtype.kind == "f" and df["epoch"].dtype.kind == "i"
+
+
+def test_a_run_from_other_numerics_is_recreated_with_the_note_that_says_so(smoke, tmp_path):
+    """A shipped run whose recorded numerics differ from this machine's (here: another torch build) re-trains on
+    another trajectory; the job's result says so, as `workbench recreate` does, rather than leaving the reader to
+    wonder why the copy's metrics and tables differ from the shipped ones."""
+    import shutil
+
+    from apps import create_app
+    from apps.jobs import recreate_work
+    from workbench.store.manifest import write_manifest
+
+    shipped = tmp_path / "shipped"
+    shutil.copytree(smoke.shipped / smoke.count, shipped / smoke.count)
+    info_path = shipped / smoke.count / "run.json"
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps(info | {"numerics": info["numerics"] | {"torch": "0.0-other"}}))
+    write_manifest(shipped / smoke.count)
+    app = create_app(tmp_path / "runs", shipped=shipped, cache_dir=tmp_path / "cache")
+    with B.torch_threads(1):
+        result = recreate_work(lambda f, t: None, app.server.config["PELAB"], smoke.count)
+    assert result["run_id"] == smoke.count and "Note: this machine's numerics differ" in result["message"]
+    assert "torch 0.0-other there" in result["message"]
