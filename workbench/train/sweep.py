@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from workbench.store import RunLocked, RunStore, StoreError
+from workbench.store import RunLocked, RunStore, StoreError, finished_runs
 from workbench.store.run import process_alive
 
 from .presets import FIDELITIES, flatten_sets, resolve_config
@@ -429,10 +429,7 @@ def check_options(*, workers: int = 1, ray: bool | str | None = None, pack: int 
 
 def shipped_hardware(shipped: RunStore | None) -> list[str]:
     """The hardware (`hardware`) the finished runs of `shipped` were trained on, sorted."""
-    if shipped is None:
-        return []
-    runs = shipped.query(status="finished")
-    return sorted({h for h in (hardware(shipped.get(rid).info) for rid in (runs["id"] if len(runs) else [])) if h})
+    return sorted({h for h in (hardware(run.info) for run in finished_runs(shipped)[0]) if h}) if shipped else []
 
 
 def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, device: str | None,
