@@ -367,6 +367,64 @@ def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_
     assert "another trajectory" in note and "blas" not in note  # what the old record does not say is not named
 
 
+def _shipped_from_default_kernels(tmp_path, env: dict, sets: list[str] = ()) -> tuple[RunStore, str]:
+    """A tiny run trained in a child with ATen held to its DEFAULT kernels (as a run from a lower SIMD level than
+    this machine's), shipped to tmp_path/results: (its store, its id)."""
+    import subprocess
+    import sys
+
+    from workbench.store.ship import ship_run
+
+    args = ["train", "--preset", "smoke", "--scheme", "rope", "--task", "t1", "--threads", "1", "-q", "--root",
+            str(tmp_path / "there")] + [a for s in [*TINY, *sets] for a in ("--set", s)]
+    subprocess.run([sys.executable, "-m", "workbench", *args], env=env | {"ATEN_CPU_CAPABILITY": "default"},
+                   check=True, capture_output=True)
+    there = RunStore(tmp_path / "there")
+    (rid,) = [r.id for r in finished_runs(there)[0]]
+    assert there.get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"
+    ship_run(there.get(rid), tmp_path / "results", allow_dirty="a test fixture")
+    return there, rid
+
+
+def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
+    """The held child (`recreate._train_held`) is sent SIGTERM when its parent dies (a cancelled dashboard job, a
+    killed command): no training is left running behind it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+    import torch
+
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT" or not sys.platform.startswith("linux"):
+        pytest.skip("needs a machine above ATen's DEFAULT kernels, and Linux's PR_SET_PDEATHSIG")
+    env = os.environ | {"PELAB_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+    _, rid = _shipped_from_default_kernels(tmp_path, env, ["task.n_examples=2500"])  # epochs long enough to kill in
+    code = ("import sys; from workbench.store import RunStore; from workbench.train.recreate import recreate; "
+            "recreate(RunStore(sys.argv[1], readonly=True), RunStore(sys.argv[2]), sys.argv[3], threads=1)")
+    parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "results"), str(tmp_path / "mine"), rid],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        children, info = [], tmp_path / "mine" / rid / "run.json"
+        for _ in range(1200):  # a deadline, not a speed check: until the child trains (past its PR_SET_PDEATHSIG)
+            children = psutil.Process(parent.pid).children()
+            if children and info.exists() and json.loads(info.read_text()).get("status") == "running":
+                break
+            time.sleep(0.1)
+        assert children and children[0].is_running(), "the held child started and is training"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        gone, alive = psutil.wait_procs(children, timeout=60)
+        assert not alive, "the held child outlived its parent"
+        # ended by its parent's death, not by finishing its training (which it would, left alone)
+        assert json.loads(info.read_text())["status"] != "finished", "the held child trained on to the end"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
 def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verifies_bit_identically(tmp_path):
     """A CPU run trained at a lower SIMD level than this machine's (here: ATen's DEFAULT kernels, as an AVX2 run
     is on an AVX-512 machine) was re-trained at this machine's level, so its floats followed another trajectory
@@ -375,26 +433,16 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     shipped ones bit for bit; an unfinished copy started at this machine's level is trained again from the start,
     not resumed held. Without the hold the re-run would record this machine's level."""
     import os
-    import subprocess
-    import sys
 
     import torch
 
-    from workbench.store.ship import ship_run
     from workbench.train import train
     from workbench.train.recreate import numerics_note, simd_hold
 
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
         pytest.skip("this machine's ATen runs its DEFAULT kernels: there is no lower level to hold a re-run to")
     env = os.environ | {"PELAB_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
-    args = ["train", "--preset", "smoke", "--scheme", "rope", "--task", "t1", "--threads", "1", "-q", "--root",
-            str(tmp_path / "there")] + [a for s in TINY for a in ("--set", s)]
-    subprocess.run([sys.executable, "-m", "workbench", *args], env=env | {"ATEN_CPU_CAPABILITY": "default"},
-                   check=True, capture_output=True)
-    there = RunStore(tmp_path / "there")
-    (rid,) = [r.id for r in finished_runs(there)[0]]
-    assert there.get(rid).info["numerics"]["cpu_capability"] == "DEFAULT"
-    ship_run(there.get(rid), tmp_path / "results", allow_dirty="a test fixture")
+    there, rid = _shipped_from_default_kernels(tmp_path, env)
     shipped_info = json.loads((tmp_path / "results" / rid / "run.json").read_text())
     assert simd_hold(shipped_info) == {"ATEN_CPU_CAPABILITY": "default"}
     assert simd_hold(shipped_info | {"device": "cuda"}) == {} and simd_hold({"numerics": None}) == {}
@@ -404,7 +452,7 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     train(there.get(rid).config, RunStore(mine, data_dir=tmp_path / "data"), threads=1, progress=False,
           stop_after_epochs=1)  # an unfinished copy at this machine's level
     assert RunStore(mine).get(rid).status == "interrupted"  # resumed held, its epochs would mix two levels
-    res = CliRunner().invoke(_app(), ["verify", rid, *where], env=env)  # its child: a `workbench recreate` process
+    res = CliRunner().invoke(_app(), ["verify", rid, *where], env=env)  # its child: recreate._train_held
     assert res.exit_code == 0, res.output
     assert "re-training it with ATen's CPU kernels held to it (ATEN_CPU_CAPABILITY=default)" in res.output
     assert f"your unfinished copy was started at {torch.backends.cpu.get_cpu_capability()}: training it again" \

@@ -117,8 +117,8 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
                 progress: bool, on_epoch: Callable[[Run, dict[str, Any]], None] | None, retrain: bool,
                 say: Callable[[str], None]) -> Run:
     """`recreate`'s training in a child process started with `env` (ATen reads its level once, at its first kernel,
-    so this process cannot change its own). The child ends with this one (Linux: PR_SET_PDEATHSIG; elsewhere on an
-    exception here); `on_epoch` is called for each epoch the child writes. An unfinished copy in `own` started at
+    so this process cannot change its own). The child ends with this one (Linux: PR_SET_PDEATHSIG, `_die_with_parent`;
+    elsewhere on an exception here); `on_epoch` is called for each epoch the child writes. An unfinished copy in `own` started at
     another level is trained again from the start: resumed held, its epochs would mix two trajectories."""
     (name, level), = env.items()
     say(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
@@ -128,12 +128,11 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
     if started not in (None, level.upper()):
         say(f"your unfinished copy was started at {started}: training it again from the start")
         retrain = True
-    cmd = [sys.executable, "-c", "from workbench.train.recreate import _held_child; _held_child()", run_id,
-           str(shipped.root), str(own.root), str(own.data_dir), str(threads or 0), "retrain" if retrain else "resume",
-           "progress" if progress else "quiet"]
+    cmd = [sys.executable, "-c", "from workbench.train.recreate import _held_child; _held_child()", str(os.getpid()),
+           run_id, str(shipped.root), str(own.root), str(own.data_dir), str(threads or 0),
+           "retrain" if retrain else "resume", "progress" if progress else "quiet"]
     errors = tempfile.TemporaryFile("w+")  # not a pipe: nothing reads it while the child runs
-    child = subprocess.Popen(cmd, env=os.environ | env, preexec_fn=_die_with_parent,
-                             stderr=None if progress else errors, text=True)
+    child = subprocess.Popen(cmd, env=os.environ | env, stderr=None if progress else errors, text=True)
     reported = 0
     try:
         while True:
@@ -161,22 +160,26 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
     return own.get(run_id)
 
 
-def _die_with_parent() -> None:
-    """In a child before exec: be sent SIGTERM when the parent dies (Linux prctl PR_SET_PDEATHSIG; a no-op
-    elsewhere), so a cancelled dashboard job or a killed command leaves no training behind."""
+def _die_with_parent(parent: int) -> None:
+    """In the held child: be sent SIGTERM when `parent` dies (Linux prctl PR_SET_PDEATHSIG; a no-op elsewhere), so a
+    cancelled dashboard job or a killed command leaves no training behind; exit at once if it is gone already. Set
+    here, not in a `preexec_fn`, which is unsafe in a parent with threads (the dashboard's job has them)."""
     import ctypes
     import signal
 
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))
     except (OSError, AttributeError):
-        pass
+        return
+    if os.getppid() != parent:
+        sys.exit(1)
 
 
 def _held_child() -> None:
-    """The held child of `_train_held` (`python -c ... RUN_ID SHIPPED OWN DATA THREADS retrain|resume
+    """The held child of `_train_held` (`python -c ... PARENT_PID RUN_ID SHIPPED OWN DATA THREADS retrain|resume
     progress|quiet`): the training alone, unheld (its process is), without tables (the parent copies them)."""
-    run_id, shipped, own, data, threads, how, shown = sys.argv[1:8]
+    parent, run_id, shipped, own, data, threads, how, shown = sys.argv[1:9]
+    _die_with_parent(int(parent))
     try:
         recreate(RunStore(shipped, readonly=True), RunStore(own, data_dir=data), run_id, threads=int(threads) or None,
                  progress=shown == "progress", tables=False, retrain=how == "retrain", hold=False)
