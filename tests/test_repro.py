@@ -219,6 +219,7 @@ def _runs_frame(rows):
     base = {"setting": "paper", "partial": False, "preset": "repro", "data_seed": 42, "train_acc": 1.0,
             "test_acc_epoch1": 0.5,
             "epochs": 3, "wall_time_s": 1.0, "cpu_time_s": 1.0, "threads": 1, "code_version": "x", "cpu": "y",
+            "simd": None, "cpu_vendor": None,
             "train_acc_eval": np.nan, "n_test": 6000, "chance": 1 / 26, "length_only": 0.18, "reference": 0.18,
             "still_learning": False, "diverged": False}
     out = []
