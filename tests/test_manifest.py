@@ -387,8 +387,8 @@ def _shipped_from_default_kernels(tmp_path, env: dict, sets: list[str] = ()) -> 
 
 
 def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
-    """The held child (`recreate._train_held`) is sent SIGTERM when its parent dies (a cancelled dashboard job, a
-    killed command): no training is left running behind it."""
+    """The held child (`recreate._train_held`) exits when its parent dies (a cancelled dashboard job, a killed
+    command; `workers.exit_with_parent`): no training is left running behind it."""
     import os
     import signal
     import subprocess
@@ -399,7 +399,7 @@ def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
     import torch
 
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT" or not sys.platform.startswith("linux"):
-        pytest.skip("needs a machine above ATen's DEFAULT kernels, and Linux's PR_SET_PDEATHSIG")
+        pytest.skip("needs a machine above ATen's DEFAULT kernels, and Linux's process tools (psutil children)")
     env = os.environ | {"PELAB_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
     _, rid = _shipped_from_default_kernels(tmp_path, env, ["task.n_examples=2500"])  # epochs long enough to kill in
     code = ("import sys; from workbench.store import RunStore; from workbench.train.recreate import recreate; "
@@ -408,7 +408,7 @@ def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         children, info = [], tmp_path / "mine" / rid / "run.json"
-        for _ in range(1200):  # a deadline, not a speed check: until the child trains (past its PR_SET_PDEATHSIG)
+        for _ in range(1200):  # a deadline, not a speed check: until the child trains
             children = psutil.Process(parent.pid).children()
             if children and info.exists() and json.loads(info.read_text()).get("status") == "running":
                 break

@@ -178,7 +178,7 @@ def test_a_worker_reads_the_code_version_when_it_starts(tmp_path, monkeypatch):
     runstore.code_version.cache_clear()
     inbox, events = q.Queue(), q.Queue()
     inbox.put(None)  # no job: the worker starts and stops
-    monkeypatch.setattr(workers, "_exit_with_parent", lambda parent: None)
+    monkeypatch.setattr(workers, "exit_with_parent", lambda parent: None)
     try:
         workers._worker(0, str(tmp_path / "runs"), str(tmp_path / "data"), inbox, events, {}, os.getpid())
         assert events.get_nowait() == ("ready", 0)

@@ -280,9 +280,9 @@ def _provenance_section(runs: pd.DataFrame) -> str:
              "- code versions: " + ", ".join(f"`{v}` ({n})" for v, n in runs.code_version.value_counts().items()),
              "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items()),
              "- where a re-training can equal a run bit for bit (`workbench verify`; docs/reproduction.md): on a CPU "
-             "of the same vendor at the same SIMD level ATen dispatched to (with the same torch build and the run's thread "
-             "count); a lower level is held by `recreate`, a higher one no machine below it can run. By vendor and "
-             "level: " + ", ".join(f"{v} ({n})" for v, n in _vendor_level(runs).value_counts().items()),
+             "of the same vendor at the same SIMD level ATen dispatched to (with the same torch build and the run's "
+             "thread count); a lower level is held by `recreate`, a higher one no machine below it can run. By "
+             "vendor and level: " + ", ".join(f"{v} ({n})" for v, n in _vendor_level(runs).value_counts().items()),
              "- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
                                                     runs.threads.astype(str).value_counts().items())]
     dirty = runs[runs.code_version.astype(str).str.endswith("-dirty")]

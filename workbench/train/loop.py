@@ -17,7 +17,8 @@ generator, so no training RNG is consumed): metrics `train_loss_eval` / `train_a
 means `train_loss` / `train_acc` of the epoch.
 On CUDA, run.json records the peak GPU memory (`peak_gpu_mb`, torch.cuda.max_memory_allocated).
 Bit-identical results need the same seed *and* the same CPU thread count (run.json `threads`) and numerics
-(`numerics`): a resume with another thread count or other numerics warns and records both (`resume_record`). The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
+(`numerics`): a resume with another thread count or other numerics warns and records both (`resume_record`).
+The trainer holds the run's OS lock (`RunStore.lock`) for its whole life.
 """
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from workbench.store import Run, RunStore, StoreError
 from workbench.store.run import numerics_differences, numerics_identity, recorded_numerics
 
 from .loop import train
+from .workers import exit_with_parent
 
 METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
 SIMD_LEVELS = ("DEFAULT", "AVX2", "AVX512")  # ATen's x86 CPU capabilities, lowest first
@@ -91,7 +92,7 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     mine = own.get(run_id) if own.exists(run_id) else None
     if mine is not None and mine.status == "finished" and (not mine.has_weights or "shipped" in mine.info):
         raise StoreError(f"{own.root} holds a copy of the shipped run (no weights, or run.json says 'shipped'), "
-                             "not a re-training of it; delete that folder or pass another --root", run_id)
+                         "not a re-training of it; delete that folder or pass another --root", run_id)
     if own.run_id(src.config) != run_id:
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)
@@ -99,7 +100,7 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     threads = threads or src.info.get("threads")
     env = simd_hold(src.info) if hold and not (mine and mine.status == "finished" and not retrain) else {}
     if env:
-        run = _train_held(shipped, own, run_id, env, threads=threads, progress=progress, on_epoch=on_epoch,
+        run = _train_held(shipped, own, run_id, env, mine, threads=threads, progress=progress, on_epoch=on_epoch,
                           retrain=retrain, say=say or (lambda line: None))
     else:
         run = train(src.config, own, resume=not retrain, force=retrain, threads=threads, progress=progress,
@@ -113,18 +114,18 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     return run
 
 
-def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, str], *, threads: int | None,
+def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, str], mine: Run | None, *,
+                threads: int | None,
                 progress: bool, on_epoch: Callable[[Run, dict[str, Any]], None] | None, retrain: bool,
                 say: Callable[[str], None]) -> Run:
     """`recreate`'s training in a child process started with `env` (ATen reads its level once, at its first kernel,
-    so this process cannot change its own). The child ends with this one (Linux: PR_SET_PDEATHSIG, `_die_with_parent`;
-    elsewhere on an exception here); `on_epoch` is called for each epoch the child writes. An unfinished copy in `own` started at
+    so this process cannot change its own). The child exits when this process is gone (`workers.exit_with_parent`);
+    `on_epoch` is called for each epoch the child writes. `mine`: the own copy, if any. An unfinished copy started at
     another level is trained again from the start: resumed held, its epochs would mix two trajectories."""
     (name, level), = env.items()
     say(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
         f"({name}={level}), as it was trained")
-    mine = own.get(run_id) if own.exists(run_id) and not retrain else None
-    started = recorded_numerics(mine.info).get("cpu_capability") if mine and mine.status != "finished" else None
+    started = recorded_numerics(mine.info).get("cpu_capability") if mine and not retrain else None
     if started not in (None, level.upper()):
         say(f"your unfinished copy was started at {started}: training it again from the start")
         retrain = True
@@ -160,26 +161,11 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
     return own.get(run_id)
 
 
-def _die_with_parent(parent: int) -> None:
-    """In the held child: be sent SIGTERM when `parent` dies (Linux prctl PR_SET_PDEATHSIG; a no-op elsewhere), so a
-    cancelled dashboard job or a killed command leaves no training behind; exit at once if it is gone already. Set
-    here, not in a `preexec_fn`, which is unsafe in a parent with threads (the dashboard's job has them)."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:
-        sys.exit(1)
-
-
 def _held_child() -> None:
     """The held child of `_train_held` (`python -c ... PARENT_PID RUN_ID SHIPPED OWN DATA THREADS retrain|resume
     progress|quiet`): the training alone, unheld (its process is), without tables (the parent copies them)."""
     parent, run_id, shipped, own, data, threads, how, shown = sys.argv[1:9]
-    _die_with_parent(int(parent))
+    exit_with_parent(int(parent))  # a cancelled dashboard job or a killed command leaves no training behind
     try:
         recreate(RunStore(shipped, readonly=True), RunStore(own, data_dir=data), run_id, threads=int(threads) or None,
                  progress=shown == "progress", tables=False, retrain=how == "retrain", hold=False)

@@ -34,10 +34,11 @@ def warn_oversubscribed(workers: int, log) -> None:
             "cores and each will be slower (total throughput does not grow)")
 
 
-def _exit_with_parent(parent: int, period_s: float = 1.0) -> None:
+def exit_with_parent(parent: int, period_s: float = 1.0) -> None:
     """Exit this process as soon as `parent` is gone (killed with SIGKILL or SIGTERM, it cannot tell its workers):
     a daemon thread polls the parent pid (an orphan is re-parented). A run being trained is left `running` with
-    a dead pid, i.e. interrupted, and the next sweep resumes it from its last checkpoint."""
+    a dead pid, i.e. interrupted, and the next sweep resumes it from its last checkpoint. Used by the sweep's
+    workers and by `recreate`'s held child."""
     import threading
     import time
 
@@ -52,7 +53,7 @@ def _exit_with_parent(parent: int, period_s: float = 1.0) -> None:
 def _worker(wid: int, root: str, data_dir: str, inbox, events, opts: dict[str, Any], parent: int) -> None:
     """Worker process: train the jobs from `inbox` until None; report every step to `events`; exit when the
     sweep process `parent` dies."""
-    _exit_with_parent(parent)
+    exit_with_parent(parent)
     code_version(), code_diff()  # cached for the process: its runs record the code it imported now, not a later edit
     store = RunStore(root, data_dir=data_dir)
     events.put(("ready", wid))
