@@ -28,9 +28,13 @@ browser:
 	 ( (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	   || echo "warning: could not install chromium; browser tests will be skipped" )
 
+# TEST_WORKERS pytest processes (pytest-xdist), each given whole files, the slow ones first (tests/conftest.py);
+# TEST_WORKERS=0 runs them in this process, one at a time.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(PY) -m workbench check results/repro
-	@t=$$(mktemp -d /tmp/pelab-test.XXXXXX); RAY_TMPDIR=$$t $(PY) -m pytest tests -rs --basetemp=$$t/pytest; rc=$$?; rm -rf $$t; exit $$rc
+	@t=$$(mktemp -d /tmp/pelab-test.XXXXXX); RAY_TMPDIR=$$t OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest tests -rs \
+	    -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --basetemp=$$t/pytest; rc=$$?; rm -rf $$t; exit $$rc
 
 demo: $(STAMP)
 	$(PY) -m workbench.demo

@@ -133,6 +133,7 @@ def test_every_page_is_routed_and_served(tmp_path):
     assert "pelab-root" not in str(layout) and str(tmp_path) not in str(layout)  # no store path in the page
 
 
+@pytest.mark.slow
 def test_explorer_ablation_hook_matches_the_stored_sweep(smoke):
     """The explorer's live ablation (hook on hook_z) gives the accuracy the ablation table recorded."""
     from apps.pages.explorer import ablation_hooks
@@ -155,6 +156,7 @@ def test_explorer_ablation_hook_matches_the_stored_sweep(smoke):
 
 
 # ---- in the browser ------------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.browser
 def test_every_page_loads_with_data_and_no_console_errors(drv, server, smoke):
     for path, name in PAGES:
@@ -247,6 +249,7 @@ def test_missing_table_hint_then_background_job_computes_it(drv, server, smoke):
     assert_clean(drv, "spectral after the job")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_train_job_from_the_app_then_cancel_one(drv, server, smoke):
     from workbench.store import RunStore
@@ -297,6 +300,7 @@ def test_failed_and_unfinished_runs_are_shown_as_such(drv, server, smoke):
     assert_clean(drv, "pages of failed / unfinished runs")
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_empty_store_shows_hints_not_errors(drv, tmp_path):
     from apps import create_app
@@ -313,6 +317,7 @@ def test_empty_store_shows_hints_not_errors(drv, tmp_path):
         srv.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_hostile_urls_and_inputs_give_hints_in_the_page(drv, server, smoke):
     """Crafted query parameters (a path as run id, layer -1, unknown heads, a bad example) never reach the store

@@ -1,10 +1,13 @@
 """`make demo`'s loop (datasets, grid, analyses, report) at the smoke preset, so it never rots."""
 import json
 
+import pytest
+
 from workbench import demo
 from workbench.store import RunStore
 
 
+@pytest.mark.slow
 def test_demo_loop_at_smoke_preset(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PELAB_RUNS", str(tmp_path / "runs"))
     monkeypatch.setenv("PELAB_DATA", str(tmp_path / "data"))

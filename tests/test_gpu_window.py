@@ -48,6 +48,7 @@ def shipped_in(tgz: Path) -> set[str]:
     return {Path(n).parent.name for n in names if n.endswith("/manifest.json")}
 
 
+@pytest.mark.slow
 def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     """One call; SDPA_BACKEND=auto puts first the backend its check chose (here a check's JSON put in place; a check
     that ran would also bring it back), with --fail-fast: when that sweep fails (here a stand-in python that fails
@@ -125,6 +126,7 @@ def _kill_session(pid: int) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_detached_job_outlives_its_call_and_the_next_call_resumes_one_that_did_not(tmp_path):
     """`--detach WINDOW CALL`: the job trains in its own process session, so killing the first call's process group
     (what the device machine does to what a call leaves running) does not stop it; the call packs what is shipped by
@@ -181,6 +183,7 @@ def test_the_next_call_waits_for_a_detached_job_and_packs_what_it_shipped(tmp_pa
     assert shipped_in(out / "results-paper.tgz") == {"t1-rope-smoke-s42-abc123"}
 
 
+@pytest.mark.slow
 def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_path):
     """`--check-only`: the wheels, benchmarks/gpu_check.sh without the gpu tests (T_TESTS=0) and without the epochs,
     i.e. benchmarks/gpu_step.py on CPU at the smoke preset with the next window's short check (eager and compiled
@@ -196,8 +199,8 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
            "DEVICE": "cpu", "T_TESTS": "0", "EPOCH": "0", "RESULTS": str(tmp_path / "results"),
            "PAPER_RUNS": str(tmp_path / "runs"), "INDUCTOR_CACHE": str(tmp_path / "cache"),
            "INDUCTOR_TGZ": str(tmp_path / "cache.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
-           "CHECK_ARGS": "--device cpu --preset smoke --schemes rope --steps 2 --agree-steps 0 --no-mask --profile "
-                         "--profile-rows 5 --sdpa flash_attention,math", "OMP_NUM_THREADS": "1",
+           "CHECK_ARGS": "--device cpu --preset smoke --set model.n_layers=1 --schemes rope --steps 2 --agree-steps 0 "
+                         "--no-mask --profile --profile-rows 5 --sdpa flash_attention,math", "OMP_NUM_THREADS": "1",
            "OMP_WAIT_POLICY": "PASSIVE"}
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "--check-only", "200"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=400)

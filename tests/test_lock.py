@@ -41,6 +41,7 @@ def _env(tmp_path):
                 OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
 
 
+@pytest.mark.slow
 def test_two_trainers_of_one_config_in_parallel_processes(tmp_path):
     root, go = tmp_path / "runs", tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", TRAINER, str(root), str(go)], stdout=subprocess.PIPE,

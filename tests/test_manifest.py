@@ -386,6 +386,7 @@ def _shipped_from_default_kernels(tmp_path, env: dict, sets: list[str] = ()) -> 
     return there, rid
 
 
+@pytest.mark.slow
 def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
     """The held child (`recreate._train_held`) exits when its parent dies (a cancelled dashboard job, a killed
     command; `workers.exit_with_parent`): no training is left running behind it."""
@@ -425,6 +426,7 @@ def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
             parent.kill()
 
 
+@pytest.mark.slow
 def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verifies_bit_identically(tmp_path):
     """A CPU run trained at a lower SIMD level than this machine's (here: ATen's DEFAULT kernels, as an AVX2 run
     is on an AVX-512 machine) was re-trained at this machine's level, so its floats followed another trajectory
@@ -630,6 +632,7 @@ def test_training_from_a_dirty_tree_records_its_diff(tmp_path, monkeypatch):
     assert (run.path / "code.diff").read_text() == "diff --git a/y b/y\n+x\n"
 
 
+@pytest.mark.slow
 def test_every_callback_answers_a_damaged_run_without_500(tmp_path):
     """Each input and state of every (non-job) callback of every page set, one at a time, to a damaged run's id
     (the others' run pickers on the good run): no HTTP 500, no server path."""

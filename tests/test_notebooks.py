@@ -99,6 +99,7 @@ def env(tmp_path, monkeypatch):
     return monkeypatch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TUTORIALS)
 def test_notebook_trains_at_smoke_preset(name, tmp_path, env):
     smoke = B.smoke_store()
@@ -115,6 +116,7 @@ def test_notebook_trains_at_smoke_preset(name, tmp_path, env):
         assert "workbench recreate" not in text  # trained runs have their weights: every cell ran
 
 
+@pytest.mark.slow
 def test_notebooks_read_shipped_runs_without_training(shipped, tmp_path, env):
     dest, smoke, mla = shipped
     env.setenv("PELAB_SHIPPED", str(dest))
@@ -136,6 +138,7 @@ def test_notebooks_read_shipped_runs_without_training(shipped, tmp_path, env):
             assert n_figures(outputs) >= 3
 
 
+@pytest.mark.slow
 def test_notebooks_use_shipped_runs_recreated_into_the_own_store(shipped, tmp_path, env):
     """The own store holds the shipped runs with their weights (as `workbench recreate` leaves them): the cells
     that need the model run, on the shipped tables (NB1's hand-made check matches the sampled ablation table)."""
@@ -152,6 +155,7 @@ def test_notebooks_use_shipped_runs_recreated_into_the_own_store(shipped, tmp_pa
     assert sorted(p.name for p in (tmp_path / "own" / "runs").iterdir()) == runs_before  # no run trained
 
 
+@pytest.mark.slow
 def test_notebooks_on_an_empty_shipped_store_say_so(tmp_path, env):
     env.setenv("PELAB_SHIPPED", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()

@@ -37,6 +37,7 @@ def metrics_without_timing(run):
     return [{k: v for k, v in row.items() if not k.endswith(("_s", "time"))} for row in run.metric_rows()]
 
 
+@pytest.mark.slow
 def test_ray_sweep_matches_a_sequential_sweep(ray_cluster, tmp_path, data_dir):
     seq_store, ray_store = RunStore(tmp_path / "seq", data_dir=data_dir), RunStore(tmp_path / "ray", data_dir=data_dir)
     seq = sweep(GRID, seq_store, device="cpu", threads=1, progress=False, log=quiet)

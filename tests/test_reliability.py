@@ -389,6 +389,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
 def test_sweep_workers_exit_when_their_parent_is_killed(sig, tmp_path):
     import contextlib

@@ -76,6 +76,7 @@ def test_shipped_tables_are_compact_and_keep_every_value(shipped):
             0.8 * sum(p.stat().st_size for p in (src.path / "tables").glob("*.parquet"))
 
 
+@pytest.mark.slow
 def test_comparison_is_generated_from_the_tables_alone_and_is_stable(shipped):
     base, ids = shipped
     from workbench.cli import app
@@ -411,6 +412,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
     assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read
 
 
+@pytest.mark.slow
 def test_findings_notebook_executes_on_shipped_results_without_training(shipped, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -459,6 +461,7 @@ def test_causal_claims_read_the_head_summaries():
     assert "seed 42: 1 heads with >= 2 votes, 0 with a causal one (probe+dla 1)" in ev
 
 
+@pytest.mark.slow
 def test_the_shipped_comparison_is_what_its_tables_give():
     """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""
 
@@ -475,6 +478,7 @@ def test_the_shipped_comparison_is_what_its_tables_give():
     assert text == (shipped / "COMPARISON.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
     """The repository's results/repro: every run finished, no weights, under the issue's 30 MB; the README's findings
     block is what `make study`'s `workbench compare --readme README.md --figure docs/img/findings_table1.png

@@ -172,6 +172,7 @@ def test_sigterm_removes_the_job_cache_folder(tmp_path):
     assert not cache.exists()
 
 
+@pytest.mark.slow
 def test_every_callback_answers_hostile_values_without_500_traces_or_paths(site):
     """Each input and state of every (non-job) callback, one at a time, set to a hostile value."""
     app, client, run, tmp = site

@@ -54,13 +54,14 @@ def test_the_floor_is_each_kernels_roofline_summed():
     assert s["bytes"] == 10**9 + 10**6 and [r["module"] for r in s["by_module"]] == ["LayerNorm", "Linear"]
 
 
+@pytest.mark.slow
 def test_the_script_counts_a_compiled_training_step_with_its_provenance(tmp_path):
     """The smoke preset's RoPE step, compiled as on a GPU (bf16 autocast, fused keys / values, SDPA): both
     graphs, a fused attention kernel in each, the totals the table's rows add up to, provenance."""
     out = tmp_path / "traffic.json"
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS="1")
     p = subprocess.run([sys.executable, "benchmarks/step_traffic.py", "--preset", "smoke", "--scheme", "rope",
-                        "--json", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+                        "--set", "model.n_layers=1", "--json", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     d = json.loads(out.read_text())
     assert d["attention_decomposed"] is False and d["left_out"] == []

@@ -32,6 +32,7 @@ def metrics_without_timing(run):
     return [{k: v for k, v in row.items() if not k.endswith(("_s", "time"))} for row in run.metric_rows()]
 
 
+@pytest.mark.slow
 def test_workers_match_a_sequential_sweep_and_keep_skip_resume_semantics(tmp_path, data_dir, monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     seq_store, par_store = RunStore(tmp_path / "seq", data_dir=data_dir), RunStore(tmp_path / "par", data_dir=data_dir)
@@ -61,6 +62,7 @@ def test_workers_match_a_sequential_sweep_and_keep_skip_resume_semantics(tmp_pat
     assert {r["outcome"] for r in again} == {"finished"}
 
 
+@pytest.mark.slow
 def test_workers_skip_a_run_another_live_process_trains(tmp_path, data_dir):
     store = RunStore(tmp_path / "runs", data_dir=data_dir)
     grid = GRID | {"tasks": ["t1"]}
@@ -78,6 +80,7 @@ def test_workers_skip_a_run_another_live_process_trains(tmp_path, data_dir):
     assert [r["outcome"] for r in res] == ["busy", "trained"]
 
 
+@pytest.mark.slow
 def test_a_killed_worker_leaves_its_run_for_the_next_sweep(tmp_path, data_dir):
     store = RunStore(tmp_path / "runs", data_dir=data_dir)
     grid = GRID | {"tasks": ["t1"], "schemes": ["rope"], "set": TINY | {"train.epochs": 12}}

@@ -3,6 +3,7 @@ falling; with the presets' betas (0.98, 0.9) the same 240 steps diverged (loss 3
 0.09 -> 0.54, 2e4 by epoch 1: docs/schemes.md#tapa)."""
 import math
 
+import pytest
 import torch
 
 from workbench.model import ModelConfig, PEClassifier
@@ -25,6 +26,7 @@ def test_tapa_declares_its_papers_betas_and_only_tapa_gets_them():
     assert resolve_config("repro", "tapa", "t1", sets=["train.betas=[0.98,0.9]"])["train"]["betas"] == [0.98, 0.9]
 
 
+@pytest.mark.slow
 def test_tapa_keeps_a_finite_falling_loss_at_the_repro_optimiser_settings(tmp_path):
     # both cores (the suite's tests run one at a time): no bit-exact figure is asserted here, and the
     # thresholds' margins (max |W_Q| about 0.17 stable, 0.54 diverging) are far wider than a thread count's rounding
