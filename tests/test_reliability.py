@@ -339,6 +339,41 @@ def test_bundle_keeps_each_tables_columns_order_and_dtypes(tmp_path):
         pd.testing.assert_frame_equal(read_bundle_table(path, name), want, check_exact=True, obj=name)
 
 
+def test_a_bundle_is_decoded_once_while_unchanged_and_afresh_once_replaced_or_rewritten(tmp_path):
+    """`read_bundle_table` memoises a table per (path, inode, size, mtime) of a file changed over 2 s ago: a second
+    read decodes nothing, a caller that changes its frame does not change the next one's, a bundle replaced (a new
+    inode, as `ship` writes) reads its new rows, and one rewritten in place just now is read afresh."""
+    import os
+
+    import numpy as np
+    import pandas as pd
+
+    from workbench.store import bundle
+
+    path, tmp = tmp_path / "tables.parquet", tmp_path / "new.parquet"
+
+    def write(v: float, in_place: bool = False, age_s: float = 10):
+        (path if in_place else tmp).write_bytes(bundle.bundle_bytes({"a": pd.DataFrame({"v": [v, 2.0]})}))
+        if not in_place:
+            os.replace(tmp, path)
+        t = path.stat().st_mtime - age_s
+        os.utime(path, (t, t))
+
+    write(1.0)
+    before = bundle._cached_table.cache_info()
+    first = bundle.read_bundle_table(path, "a")
+    first.loc[0, "v"] = 99.0
+    again = bundle.read_bundle_table(path, "a")
+    after = bundle._cached_table.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+    assert again["v"].tolist() == [1.0, 2.0]
+    write(3.0)  # replaced, as ship replaces a run's files
+    assert bundle.read_bundle_table(path, "a")["v"].tolist() == [3.0, 2.0]
+    write(5.0, in_place=True, age_s=0)  # rewritten in place within the file system clock's tick: not memoised
+    assert bundle.read_bundle_table(path, "a")["v"].tolist() == [5.0, 2.0]
+    assert bundle.read_bundle_table(path, "a").dtypes["v"] == np.float32
+
+
 def test_bundle_leaves_a_run_whole_when_a_table_is_damaged(tmp_path):
     from workbench.cli import app
 
