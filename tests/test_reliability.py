@@ -340,7 +340,7 @@ def test_bundle_keeps_each_tables_columns_order_and_dtypes(tmp_path):
 
 
 def test_a_bundle_is_decoded_once_while_unchanged_and_afresh_once_replaced_or_rewritten(tmp_path):
-    """`read_bundle_table` memoises a table per (path, inode, size, mtime) of a file changed over 2 s ago: a second
+    """`read_bundle_table` memoises a table per path and `stat_key` (a file changed over 2 s ago): a second
     read decodes nothing, a caller that changes its frame does not change the next one's, a bundle replaced (a new
     inode, as `ship` writes) reads its new rows, and one rewritten in place just now is read afresh."""
     import os

@@ -464,7 +464,6 @@ def test_causal_claims_read_the_head_summaries():
 @pytest.mark.slow
 def test_the_shipped_comparison_is_what_its_tables_give():
     """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""
-
     from workbench.cli.repro import PENDING_GRIDS
     from workbench.report.comparison import comparison_markdown, pending_points
 
@@ -483,7 +482,6 @@ def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
     """The repository's results/repro: every run finished, no weights, under the issue's 30 MB; the README's findings
     block is what `make study`'s `workbench compare --readme README.md --figure docs/img/findings_table1.png
     --study-figure docs/img/findings_study.png` writes from it."""
-
     from workbench.report.comparison import README_END, README_START, readme_block
 
     repo = Path(__file__).resolve().parents[1]
@@ -616,7 +614,6 @@ def test_shipping_again_leaves_an_unchanged_run_alone(shipped):
 def test_encoder_and_decoder_runs_of_the_grid_reach_table1():
     """Tier 2's encoder/decoder points are tagged with their scheme, so Table 1 has their rows (a run tagged
     'encoder-rope' would be left out: Table 1 reads variant == scheme)."""
-
     from workbench.train.sweep import grid_points, load_grid
 
     grid = load_grid(Path(__file__).resolve().parents[1] / "grids" / "repro.toml")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -82,3 +83,13 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, (set, frozenset, tuple)):
         return list(o)
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+
+def stat_key(path: str | os.PathLike) -> tuple | None:
+    """(inode, size, mtime, ctime) of a file, to memoise what was read from it (OSError when it is missing). A file
+    replaced by an atomic write is a new inode. None while the file may still change unseen: changed in the last 2 s,
+    since a rewrite in place within one tick of the file system's clock keeps its mtime (git's "racily clean" rule)."""
+    st = os.stat(path)
+    if time.time_ns() - st.st_mtime_ns <= 2_000_000_000:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns

@@ -17,8 +17,9 @@ import functools
 import io
 import json
 import os
-import time
 from typing import TYPE_CHECKING
+
+from .atomic import stat_key
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -68,57 +69,46 @@ def bundle_bytes(tables: "dict[str, pd.DataFrame]") -> bytes:
     return buf.getvalue()
 
 
-def _file_key(path: str | os.PathLike) -> tuple:
-    """(path, inode, size, mtime): a replaced file (writes are atomic renames: a new inode) is a new key."""
-    st = os.stat(path)
-    return os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _settled(key: tuple) -> bool:
-    """Changed more than 2 s ago. A file rewritten in place within one tick of the file system's clock keeps its
-    mtime, so a younger one is read afresh (git's "racily clean" rule); bundles are written once when shipped."""
-    return time.time_ns() - key[3] > 2_000_000_000
-
-
-def _read_footer(key: tuple) -> tuple[tuple[str, ...], dict[str, list]]:
+def _read_footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list]]:
     import pyarrow.parquet as pq
 
-    md = pq.read_metadata(key[0])
+    md = pq.read_metadata(path)
     raw = (md.metadata or {}).get(META_KEY)
     if raw is None:
         raise ValueError(f"no {META_KEY.decode()} metadata: not a table bundle")
     return tuple(md.schema.names), json.loads(raw)
 
 
-def _read_table(key: tuple, name: str) -> "pd.DataFrame":
+def _read_table(path: str, stat: tuple | None, name: str) -> "pd.DataFrame":
     """Table `name` of the bundle. Its rows are taken (copied): a slice would keep the decoded columns of every
     table in the file alive while it is memoised (1.2 GB for the 465 tables a comparison reads)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    names, meta = _footer(key)
+    names, meta = _footer(path, stat)
     offset, rows, idx = meta[name]
     cols = [names[i] for i in idx]
-    t = pq.read_table(key[0], columns=cols).take(pa.array(range(offset, offset + rows), type=pa.int64()))
+    t = pq.read_table(path, columns=cols).take(pa.array(range(offset, offset + rows), type=pa.int64()))
     return t.rename_columns([c.split("/", 1)[1] if c.startswith(f"{name}/") else c for c in cols]).to_pandas()
 
 
-# Decoded once while a file is unchanged: a report reads a run's tables several times (`comparison_markdown` on
+# Decoded once per (path, `stat_key`): a report reads a run's tables several times (`comparison_markdown` on
 # results/repro: 778 reads of 245 runs' bundles, 465 of them different; 31 s -> 23 s here, the same memory).
+# A file without a key yet (changed in the last 2 s) is read afresh.
 _cached_footer = functools.lru_cache(maxsize=4096)(_read_footer)
 _cached_table = functools.lru_cache(maxsize=1024)(_read_table)
 
 
-def _footer(key: tuple) -> tuple[tuple[str, ...], dict[str, list]]:
-    return (_cached_footer if _settled(key) else _read_footer)(key)
+def _footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list]]:
+    return (_cached_footer if stat else _read_footer)(path, stat)
 
 
 def bundle_names(path: str | os.PathLike) -> list[str]:
     """Names of the tables in a bundle (reads the footer only)."""
-    return sorted(_footer(_file_key(path))[1])
+    return sorted(_footer(os.path.realpath(path), stat_key(path))[1])
 
 
 def read_bundle_table(path: str | os.PathLike, name: str) -> "pd.DataFrame":
     """Table `name` of a bundle, as it went in (KeyError if absent); a new DataFrame each call."""
-    key = _file_key(path)
-    return _cached_table(key, name).copy() if _settled(key) else _read_table(key, name)
+    path, stat = os.path.realpath(path), stat_key(path)
+    return _cached_table(path, stat, name).copy() if stat else _read_table(path, stat, name)

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from .atomic import atomic_write_json
+from .atomic import atomic_write_json, stat_key
 from .bundle import BUNDLE
 from .errors import StoreError
 
@@ -54,15 +54,18 @@ def has_manifest(folder: str | os.PathLike) -> bool:
     return (Path(folder) / MANIFEST).is_file()
 
 
-def _stat_key(folder: Path) -> tuple:
+def _stat_key(folder: Path) -> tuple | None:
+    """The `stat_key` of each shipped file (None for a missing one); None while any may still change unseen."""
     key = []
     for name in (MANIFEST, *SHIPPED_FILES):
         try:
-            st = (folder / name).stat()
+            k = stat_key(folder / name)
         except OSError:
             key.append((name, None))
             continue
-        key.append((name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if k is None:
+            return None
+        key.append((name, *k))
     return tuple(key)
 
 
@@ -72,10 +75,11 @@ def manifest_problems(folder: str | os.PathLike) -> list[str]:
     folder = Path(folder)
     key = _stat_key(folder)
     cached = _CACHE.get(str(folder))
-    if cached is not None and cached[0] == key:
+    if key is not None and cached is not None and cached[0] == key:
         return list(cached[1])
     problems = _problems(folder)
-    _CACHE[str(folder)] = (key, problems)
+    if key is not None:
+        _CACHE[str(folder)] = (key, problems)
     return list(problems)
 
 

@@ -115,9 +115,8 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
 
 
 def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, str], mine: Run | None, *,
-                threads: int | None,
-                progress: bool, on_epoch: Callable[[Run, dict[str, Any]], None] | None, retrain: bool,
-                say: Callable[[str], None]) -> Run:
+                threads: int | None, progress: bool, on_epoch: Callable[[Run, dict[str, Any]], None] | None,
+                retrain: bool, say: Callable[[str], None]) -> Run:
     """`recreate`'s training in a child process started with `env` (ATen reads its level once, at its first kernel,
     so this process cannot change its own). The child exits when this process is gone (`workers.exit_with_parent`);
     `on_epoch` is called for each epoch the child writes. `mine`: the own copy, if any. An unfinished copy started at
