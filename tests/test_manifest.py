@@ -349,22 +349,29 @@ def test_verify_judges_a_rerun_by_the_stated_rule_when_the_numerics_differ(tiny,
     assert "re-training it" not in res.output  # the own copy checked out: re-used
 
 
-def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_runs():
+def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_runs(monkeypatch):
     """`workbench recreate` names, before it trains, what of the shipped run's recorded numerics differs here (a
-    run shipped from an AVX2 machine re-trained on another SIMD level follows another trajectory); nothing when
-    the recorded numerics are this machine's."""
+    run shipped from an AVX-512 machine re-trained at AVX2 follows another trajectory); nothing when the recorded
+    numerics are this machine's, nor a lower SIMD level the re-training is held to (`simd_hold`). This machine is
+    made an AVX2 one, so both cases are tested whatever it is (an AVX-512 machine holds a run from AVX2)."""
     import torch
 
     from workbench.train.recreate import numerics_note
     from workbench.store.run import numerics_identity
 
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     here = numerics_identity()
+    assert here["cpu_capability"] == "AVX2"
     assert numerics_note({"numerics": here, "threads": here["threads"]}) is None
-    other = "AVX2" if here["cpu_capability"] != "AVX2" else "AVX512"
-    note = numerics_note({"torch_version": torch.__version__, "threads": 1,
-                          "machine": {"cpu_capability": other, "cpu_vendor": here["cpu_vendor"]}}, threads=1)
-    assert f"cpu_capability {other} there, {here['cpu_capability']} here" in note
-    assert "another trajectory" in note and "blas" not in note  # what the old record does not say is not named
+
+    def note(level):
+        return numerics_note({"torch_version": torch.__version__, "threads": 1,
+                              "machine": {"cpu_capability": level, "cpu_vendor": here["cpu_vendor"]}}, threads=1)
+
+    higher = note("AVX512")
+    assert "cpu_capability AVX512 there, AVX2 here" in higher
+    assert "another trajectory" in higher and "blas" not in higher  # what the old record does not say is not named
+    assert note("DEFAULT") is None  # held to DEFAULT, as it was trained: nothing differs
 
 
 def _shipped_from_default_kernels(tmp_path, env: dict, sets: list[str] = ()) -> tuple[RunStore, str]:
