@@ -133,7 +133,12 @@ def test_a_detached_job_outlives_its_call_and_the_next_call_resumes_one_that_did
     CALL (here only what was shipped before) and returns, and a second window is refused while the job trains.
     A machine that killed the job anyway: `--attach` trains its runs in the time it has and packs them beside the
     earlier ones, as results/paper/RUN_ID/..., leaving results/paper itself as it was."""
-    env = window_env(tmp_path, RESULTS=str(tmp_path / "results" / "paper"), PACK_S="1")
+    # the job's sweep waits before it trains (a stand-in python), so it is still training when the refusal is
+    # asked on any machine: a tiny run could end within the first call's 2 s on a fast one
+    slow = tmp_path / "python-slow"
+    slow.write_text(f'#!/bin/bash\ncase " $* " in *" sweep "*) sleep 60;; esac\nexec {sys.executable} "$@"\n')
+    slow.chmod(0o755)
+    env = window_env(tmp_path, RESULTS=str(tmp_path / "results" / "paper"), PACK_S="1", GPU_PY=str(slow))
     old = tmp_path / "results" / "paper" / "t0-old-run"  # shipped in an earlier window: seeded, so packed again
     old.mkdir(parents=True)
     (old / "manifest.json").write_text("{}")
@@ -155,7 +160,7 @@ def test_a_detached_job_outlives_its_call_and_the_next_call_resumes_one_that_did
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "a detached job is still training" in refused.stdout
     _kill_session(job)
-    window(env, "--attach", "150")
+    window(env | {"GPU_PY": sys.executable}, "--attach", "150")
     assert "did not outlive the first call: resuming" in (out / "window.log").read_text()
     got = shipped_in(out / "results-paper.tgz")
     assert "t0-old-run" in got and any(r.startswith("t1-rope-smoke-s42") for r in got) and len(got) == 2
