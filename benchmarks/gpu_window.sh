@@ -11,9 +11,10 @@
 #      whatever it is doing: a run being shipped is left unshipped, never half-written);
 #   4. the shipped runs packed into OUT/results-paper.tgz (members results/paper/RUN_ID/...), every run's metrics (no
 #      weights) into OUT/runs-paper-meta.tgz, the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's
-#      compiled kernels into OUT/inductor-cache.tgz: kept here as .inductor-cache.tgz (git-ignored; all of it lands
-#      here by `python benchmarks/window_back.py FILES_AT`) and carried packed, the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and
-#      .whl, 23 MB, would not both fit the 64 MiB a call carries). The next window's same command trains the rest.
+#      compiled kernels into OUT/inductor-cache.tgz: kept here, tracked, as benchmarks/kernels/triton.tgz (all of it
+#      lands here by `python benchmarks/window_back.py FILES_AT`), so it travels packed with every later checkout
+#      and the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and .whl,
+#      23 MB, would not both fit the 64 MiB a call carries). The next window's same command trains the rest.
 #
 #   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # one call: the job ends BUDGET s after the start
 #   bash benchmarks/gpu_window.sh --check-only [BUDGET]   # 1, 2 and 4 without training (T_TESTS=0: no gpu tests)
@@ -30,7 +31,7 @@
 # RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S (15 s a detached call keeps for
 # packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
 # and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
-# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (.inductor-cache.tgz), CHECK_ARGS,
+# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (benchmarks/kernels/triton.tgz), CHECK_ARGS,
 # T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs every form on CPU.
 set -u -o pipefail
 mode=run check=0 only=0
@@ -85,7 +86,7 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
     TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
   # an earlier window's compiled kernels travel packed (Triton's, 2.9 MB, where the cache folder is 42 MB and the
   # checkout may carry 64 MiB in all): unpacked where the folder is not already (a warm machine keeps its own)
-  local cache_tgz=${INDUCTOR_TGZ:-.inductor-cache.tgz}
+  local cache_tgz=${INDUCTOR_TGZ:-benchmarks/kernels/triton.tgz}
   if [ -f "$cache_tgz" ] && [ -z "$(ls -A "$TORCHINDUCTOR_CACHE_DIR" 2>/dev/null)" ]; then
     mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
       && say "compile cache unpacked from $cache_tgz"

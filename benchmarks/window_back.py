@@ -6,7 +6,10 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
 1. results-paper.tgz: each run folder (members results/paper/RUN_ID/...) that results/paper lacks is copied there;
    one it holds with another manifest is left as it is and named (`workbench ship` refuses such a replacement
    too); then `workbench check results/paper`;
-2. inductor-cache.tgz -> .inductor-cache.tgz (git-ignored; the next window carries it and unpacks it);
+2. inductor-cache.tgz (Triton's compiled kernels) -> benchmarks/kernels/triton.tgz, with triton.json beside it (the
+   window, card, torch, size, sha256): tracked, so every later checkout has it and each call carries it with the
+   tree (a new checkout used to lose it and compile cold); refused, naming the sizes, where the tracked files, .whl/
+   and it would pass what one call may carry (`TRAVEL_MIB`);
 3. window.log, gpu_step.json and the logs of logs.tgz (sweep, ship, the detached job's, the check's) into
    benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
    exists);
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import re
 import shutil
@@ -29,6 +33,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+KERNELS = REPO / "benchmarks" / "kernels" / "triton.tgz"
+TRAVEL_MIB = 64  # what one device call may carry: the tracked files, untracked ones not ignored, and `carry` (.whl/)
 COMPARE = ["compare", "results/repro", "--readme", "README.md", "--figure", "docs/img/findings_table1.png",
            "--study-figure", "docs/img/findings_study.png"]
 
@@ -67,6 +73,29 @@ def unpack_runs(tgz: Path, results: Path) -> tuple[list[str], list[str], list[st
     return added, same, differ
 
 
+def travel_bytes(leave_out: Path) -> int:
+    """What a device call carries, in bytes, without `leave_out`: the checkout's tracked files and .whl/ (carried)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    files = [REPO / f for f in listed.decode().split("\0") if f] + sorted((REPO / ".whl").glob("*"))
+    return sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != leave_out.resolve())
+
+
+def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = TRAVEL_MIB) -> str:
+    """A window's inductor-cache.tgz to `dest` (tracked: benchmarks/kernels/triton.tgz) and its provenance to
+    dest.with_suffix('.json'), unless the calls would then carry more than `limit_mib` (tracked files, .whl/ and the
+    kernels): then nothing is changed and the message says so. Returns what it did, in a line."""
+    size, rest = tgz.stat().st_size, travel_bytes(dest)
+    if rest + size > limit_mib * 2 ** 20:
+        return (f"compile cache NOT kept: {size / 2 ** 20:.1f} MiB beside the {rest / 2 ** 20:.1f} MiB a call carries "
+                f"already (tracked files and .whl/) passes the {limit_mib:g} MiB a call may carry; {dest} is left as "
+                "it was (the next window compiles what it lacks)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(tgz, dest)
+    info = provenance | {"bytes": size, "sha256": hashlib.sha256(dest.read_bytes()).hexdigest()}
+    dest.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
+    return f"compile cache: {dest} ({size / 1e6:.1f} MB; {(rest + size) / 2 ** 20:.1f} MiB a call carries now): commit it"
+
+
 def fold_step_ms(step_ms_path: Path, check: dict, name: str) -> dict:
     """The check's {scheme: compiled ms a step} into step_ms.json, which holds one card's table: {"device",
     "measured" (the benchmarks/measured folder of its latest figures), "step_ms"}."""
@@ -84,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compare", action="store_true", help="leave `workbench compare` for later")
     ap.add_argument("--results", type=Path, default=REPO / "results" / "paper")
     ap.add_argument("--measured", type=Path, default=REPO / "benchmarks" / "measured")
-    ap.add_argument("--cache-tgz", type=Path, default=REPO / ".inductor-cache.tgz")
+    ap.add_argument("--kernels", type=Path, default=KERNELS, help="where the compile cache is kept (tracked)")
     a = ap.parse_args(argv)
     src = a.files_at
     if not src.is_dir() or not any(src.iterdir()):
@@ -104,14 +133,14 @@ def main(argv: list[str] | None = None) -> int:
                   "(compare them; `workbench verify RUN_ID`)")
         if subprocess.run(workbench + ["check", str(a.results)], cwd=REPO).returncode:
             rc = 1
-    if (src / "inductor-cache.tgz").exists():
-        shutil.copyfile(src / "inductor-cache.tgz", a.cache_tgz)
-        print(f"compile cache: {a.cache_tgz} ({a.cache_tgz.stat().st_size / 1e6:.1f} MB) for the next window")
 
-    device = (check or {}).get("device")
+    device, torch = (check or {}).get("device"), (check or {}).get("torch")
     for rid in added + same + differ if device is None else []:  # no check: the card that trained the runs
-        device = json.loads((a.results / rid / "run.json").read_text()).get("gpu") or device
+        info = json.loads((a.results / rid / "run.json").read_text())
+        device, torch = info.get("gpu") or device, info.get("torch_version") or torch
     name = a.name or fresh_name(a.measured, f"{card_name(device) or 'gpu'}-{datetime.date.today().isoformat()}")
+    if (src / "inductor-cache.tgz").exists():
+        print(keep_kernels(src / "inductor-cache.tgz", a.kernels, {"window": name, "device": device, "torch": torch}))
     folder = a.measured / name
     folder.mkdir(parents=True, exist_ok=True)
     for f in ("window.log", "gpu_step.json"):

@@ -3,6 +3,7 @@ what fits the deadline, ships each run beside the sweep (the follower stops when
 window brings back into OUT: results, metrics without weights, logs. In two calls (--detach, then --attach) the
 training job outlives the first call's process group, and the second call packs what it shipped, or resumes it
 when the first call's end killed it."""
+import hashlib
 import json
 import os
 import signal
@@ -307,16 +308,21 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
         t.add(tmp_path / "sweep.log", arcname="./sweep.log")
     (src / "inductor-cache.tgz").write_bytes(b"kernels")
     (src / "window.log").write_text("[window 0 s] environment ready\n")
-    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H100 80GB HBM3", "step_ms": {"nope": 13.0}}))
+    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130",
+                                                   "step_ms": {"nope": 13.0}}))
     measured.mkdir()
     (measured / "step_ms.json").write_text(json.dumps(
         {"device": "NVIDIA H100 80GB HBM3", "step_ms": {"rope+sinusoidal": 15.9, "nope": 14.4}}))
-    args = [str(src), "--results", str(results), "--measured", str(measured), "--cache-tgz",
-            str(tmp_path / "cache.tgz"), "--no-compare"]
+    kernels = tmp_path / "kernels" / "triton.tgz"
+    args = [str(src), "--results", str(results), "--measured", str(measured), "--kernels", str(kernels),
+            "--no-compare"]
     assert main(args) == 0
     assert (results / shipped.name / "manifest.json").read_bytes() == (shipped / "manifest.json").read_bytes()
-    assert (tmp_path / "cache.tgz").read_bytes() == b"kernels"
     day = f"h100-{datetime.date.today().isoformat()}"
+    assert kernels.read_bytes() == b"kernels"  # kept for every later checkout, with where it came from
+    assert json.loads(kernels.with_suffix(".json").read_text()) == {
+        "window": day, "device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "bytes": 7,
+        "sha256": hashlib.sha256(b"kernels").hexdigest()}
     assert {p.name for p in (measured / day).iterdir()} == {"window.log", "gpu_step.json", "sweep.log"}
     assert json.loads((measured / "step_ms.json").read_text()) == {
         "device": "NVIDIA H100 80GB HBM3", "measured": day, "step_ms": {"rope+sinusoidal": 15.9, "nope": 13.0}}
@@ -333,6 +339,27 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     (src / "gpu_step.json").unlink()  # no check, and the runs do not name their GPU (trained before run.json had it)
     main(args)
     assert (measured / day.replace("h100", "gpu")).is_dir()
+
+
+def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path, capsys):
+    """window_back.keep_kernels: a cache that would take what one device call carries (the tracked files, .whl/ and
+    it) past the limit is refused with the sizes, and the kept one stays as it was; within the limit it replaces the
+    kept one, whose own size is not counted twice (it is a tracked file in the checkout)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from window_back import keep_kernels, travel_bytes
+
+    dest = tmp_path / "kernels" / "triton.tgz"
+    new = tmp_path / "new.tgz"
+    new.write_bytes(b"k" * 1000)
+    carried = travel_bytes(dest) / 2 ** 20
+    assert carried > 1  # the tracked files at least (results/repro alone is tens of MiB)
+    said = keep_kernels(new, dest, {"window": "w"}, limit_mib=carried)
+    assert "NOT kept" in said and "a call may carry" in said and not dest.exists()
+    said = keep_kernels(new, dest, {"window": "w"}, limit_mib=carried + 0.01)
+    assert "commit it" in said and dest.read_bytes() == b"k" * 1000
+    assert json.loads(dest.with_suffix(".json").read_text())["bytes"] == 1000
+    readme = REPO / "README.md"  # a tracked file left out is not counted (the kept cache, replaced in place)
+    assert travel_bytes(readme) == travel_bytes(tmp_path / "none") - readme.stat().st_size
 
 
 def test_gpu_wheel_list_is_pinned_and_matches_the_project():
