@@ -409,7 +409,9 @@ def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT" or not sys.platform.startswith("linux"):
         pytest.skip("needs a machine above ATen's DEFAULT kernels, and Linux's process tools (psutil children)")
     env = os.environ | {"PELAB_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
-    _, rid = _shipped_from_default_kernels(tmp_path, env, ["task.n_examples=2500"])  # epochs long enough to kill in
+    # 8 epochs of 2,500 examples: about 4 s of training on a fast machine, many times the child's 0.2-s look at its
+    # parent (2 epochs, 1 s in all, once finished before its 1-s look on an AVX-512 machine)
+    _, rid = _shipped_from_default_kernels(tmp_path, env, ["task.n_examples=2500", "train.epochs=8"])
     code = ("import sys; from workbench.store import RunStore; from workbench.train.recreate import recreate; "
             "recreate(RunStore(sys.argv[1], readonly=True), RunStore(sys.argv[2]), sys.argv[3], threads=1)")
     parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "results"), str(tmp_path / "mine"), rid],
