@@ -77,7 +77,8 @@ def travel_bytes(leave_out: Path) -> int:
     """What a device call carries, in bytes, without `leave_out`: the checkout's tracked files and .whl/ (carried)."""
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     files = [REPO / f for f in listed.decode().split("\0") if f] + sorted((REPO / ".whl").glob("*"))
-    return sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != leave_out.resolve())
+    leave_out = leave_out.resolve()
+    return sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != leave_out)
 
 
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = TRAVEL_MIB) -> str:
@@ -93,7 +94,8 @@ def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = TRA
     shutil.copyfile(tgz, dest)
     info = provenance | {"bytes": size, "sha256": hashlib.sha256(dest.read_bytes()).hexdigest()}
     dest.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
-    return f"compile cache: {dest} ({size / 1e6:.1f} MB; {(rest + size) / 2 ** 20:.1f} MiB a call carries now): commit it"
+    return (f"compile cache: {dest} ({size / 1e6:.1f} MB; {(rest + size) / 2 ** 20:.1f} MiB a call carries now): "
+            "commit it")
 
 
 def fold_step_ms(step_ms_path: Path, check: dict, name: str) -> dict:
@@ -134,13 +136,14 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(workbench + ["check", str(a.results)], cwd=REPO).returncode:
             rc = 1
 
-    device, torch = (check or {}).get("device"), (check or {}).get("torch")
+    device, torch_version = (check or {}).get("device"), (check or {}).get("torch")
     for rid in added + same + differ if device is None else []:  # no check: the card that trained the runs
         info = json.loads((a.results / rid / "run.json").read_text())
-        device, torch = info.get("gpu") or device, info.get("torch_version") or torch
+        device, torch_version = info.get("gpu") or device, info.get("torch_version") or torch_version
     name = a.name or fresh_name(a.measured, f"{card_name(device) or 'gpu'}-{datetime.date.today().isoformat()}")
     if (src / "inductor-cache.tgz").exists():
-        print(keep_kernels(src / "inductor-cache.tgz", a.kernels, {"window": name, "device": device, "torch": torch}))
+        where = {"window": name, "device": device, "torch": torch_version}
+        print(keep_kernels(src / "inductor-cache.tgz", a.kernels, where))
     folder = a.measured / name
     folder.mkdir(parents=True, exist_ok=True)
     for f in ("window.log", "gpu_step.json"):

@@ -34,6 +34,16 @@ def window_env(tmp_path, **extra) -> dict:
             "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", **extra}
 
 
+def stand_in_python(tmp_path, name: str, on_sweep: str) -> Path:
+    """A stand-in for the window's python (GPU_PY): it logs each call's arguments to calls.log, runs the bash case
+    branch `on_sweep` (`PATTERN) COMMANDS`) where they match, then the real python."""
+    py = tmp_path / name
+    py.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path / "calls.log"}\ncase " $* " in {on_sweep};; esac\n'
+                  f'exec {sys.executable} "$@"\n')
+    py.chmod(0o755)
+    return py
+
+
 def window(env, *args, timeout=240, **kw) -> subprocess.CompletedProcess:
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", *args], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=timeout, **kw)
@@ -54,11 +64,8 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     """One call; SDPA_BACKEND=auto puts first the backend its check chose (here a check's JSON put in place; a check
     that ran would also bring it back), with --fail-fast: when that sweep fails (here a stand-in python that fails
     every sweep given a backend), the runs go on in PyTorch's order."""
-    py = tmp_path / "python"
-    py.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path / "calls.log"}\n'
-                  'case " $* " in *" sweep "*--sdpa-backend*) echo "simulated: the backend broke the step"; exit 1;; esac\n'
-                  f'exec {sys.executable} "$@"\n')
-    py.chmod(0o755)
+    py = stand_in_python(tmp_path, "python",
+                         '*" sweep "*--sdpa-backend*) echo "simulated: the backend broke the step"; exit 1')
     env = window_env(tmp_path, SDPA_BACKEND="auto", GPU_PY=str(py))
     out, results = tmp_path / "out", tmp_path / "results"
     (out / "check").mkdir(parents=True)
@@ -136,9 +143,7 @@ def test_a_detached_job_outlives_its_call_and_the_next_call_resumes_one_that_did
     earlier ones, as results/paper/RUN_ID/..., leaving results/paper itself as it was."""
     # the job's sweep waits before it trains (a stand-in python), so it is still training when the refusal is
     # asked on any machine: a tiny run could end within the first call's 2 s on a fast one
-    slow = tmp_path / "python-slow"
-    slow.write_text(f'#!/bin/bash\ncase " $* " in *" sweep "*) sleep 60;; esac\nexec {sys.executable} "$@"\n')
-    slow.chmod(0o755)
+    slow = stand_in_python(tmp_path, "python-slow", '*" sweep "*) sleep 60')
     env = window_env(tmp_path, RESULTS=str(tmp_path / "results" / "paper"), PACK_S="1", GPU_PY=str(slow))
     old = tmp_path / "results" / "paper" / "t0-old-run"  # shipped in an earlier window: seeded, so packed again
     old.mkdir(parents=True)
@@ -341,7 +346,7 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     assert (measured / day.replace("h100", "gpu")).is_dir()
 
 
-def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path, capsys):
+def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
     """window_back.keep_kernels: a cache that would take what one device call carries (the tracked files, .whl/ and
     it) past the limit is refused with the sizes, and the kept one stays as it was; within the limit it replaces the
     kept one, whose own size is not counted twice (it is a tracked file in the checkout)."""

@@ -70,6 +70,7 @@ def bundle_bytes(tables: "dict[str, pd.DataFrame]") -> bytes:
 
 
 def _read_footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list]]:
+    """The bundle's column names and table index (`stat`: the file's `stat_key`, only a key of the memo below)."""
     import pyarrow.parquet as pq
 
     md = pq.read_metadata(path)

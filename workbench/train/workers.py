@@ -37,9 +37,9 @@ def warn_oversubscribed(workers: int, log) -> None:
 def exit_with_parent(parent: int, period_s: float = 0.2) -> None:
     """Exit this process as soon as `parent` is gone (killed with SIGKILL or SIGTERM, it cannot tell its workers):
     a daemon thread polls the parent pid every `period_s` (an orphan is re-parented), so a run does not go on
-    training for long behind a dead parent (a smoke run's epoch is under a second). A run being trained is left `running` with
-    a dead pid, i.e. interrupted, and the next sweep resumes it from its last checkpoint. Used by the sweep's
-    workers and by `recreate`'s held child."""
+    training for long behind a dead parent (a smoke run's epoch is under a second). A run being trained is left
+    `running` with a dead pid, i.e. interrupted, and the next sweep resumes it from its last checkpoint. Used by the
+    sweep's workers and by `recreate`'s held child."""
     import threading
     import time
 
