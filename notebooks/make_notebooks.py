@@ -425,7 +425,7 @@ of docs/paper.md §5:
 1. the paper's view: zero-ablation and the deposit test;
 2. resample ablation (z from a same-length test example: on-distribution);
 3. activation patching with counterfactual pairs (the second trigger moved, d -> d'), one patch written with
-   **nnsight** by hand (needs the model);
+   **nnsight** by hand (needs the model), and its gradient estimate, attribution patching, checked against it;
 4. linear probes with **scikit-learn** (position from the stream, the label from each head's z), with controls;
 5. trigger attention and direct logit attribution;
 6. the head summary: a "deposit head" verdict that needs two methods to agree.
@@ -510,6 +510,21 @@ if live(run):
     print(f"patching effect of L{L}.H{H}: by hand {by_hand:.4f}, sweep {cell.effect:.4f} "
           f"[{cell.ci_lo:.3f}, {cell.ci_hi:.3f}]")
     assert abs(by_hand - cell.effect) < 1e-3'''),
+    new_markdown_cell("""\
+### Attribution patching: every site from one backward pass
+AtP (Nanda 2023; Kramár et al. 2024) estimates each site's patching effect from the clean run's gradient,
+(z_cf − z_clean) · ∂LD/∂z summed over the site's positions: one forward and backward instead of a patched run per
+site. It is exact where the path to the logits is linear and a first-order screen elsewhere, so it is checked
+against the sweep above, on the same pairs."""),
+    new_code_cell('''\
+from workbench.analysis import attribution
+
+if live(run):
+    atp = attribution.check_against(attribution.compute(model, ds, n_pairs=64, n_boot=200, seed=0), sweep)
+    est = atp[(atp.site == "head") & (atp.layer == L) & (atp["head"] == H) & (atp.positions == "all")].iloc[0]
+    print(f"L{L}.H{H}: AtP estimate {est.effect:.4f}, patching {est.patching_effect:.4f}; rank correlation "
+          f"over heads {est.rank_corr:+.2f}")
+    display(FIGURES["attribution"](atp))'''),
     new_markdown_cell("The run's stored patching table (every head and every layer's stream; more pairs than above)."),
     new_code_cell('''\
 if run:

@@ -35,7 +35,7 @@ def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
     assert "RoPE, Task 1:" in res.output
     assert set(st.get(ids["rope"]).tables()) == {"ablation", "deposit", "qk_means", "angles", "spectral",
                                                  "distance_bias", "extrapolation", "ablation_resample", "patching",
-                                                 "probes", "trigger_attention", "dla", "head_summary"}
+                                                 "attribution", "probes", "trigger_attention", "dla", "head_summary"}
     assert "deposit heads (>= 2 methods agree)" in res.output
 
 

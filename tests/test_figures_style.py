@@ -159,7 +159,7 @@ def test_layer_and_head_axes_have_integer_ticks(name, tables):
         if tr.type == "heatmap" and tr.x is not None and tr.y is not None:
             assert all(isinstance(v, (int, np.integer, str)) for v in list(tr.x) + list(tr.y)), name
     if name in ("ablation", "ablation_layers", "ablation_violins", "deposit", "spectral", "spectral_eigen", "angles",
-                "angles_profile", "convergence", "rope_vs_rope_sinusoidal", "patching", "probes", "trigger_attention",
+                "angles_profile", "convergence", "rope_vs_rope_sinusoidal", "patching", "attribution", "probes", "trigger_attention",
                 "dla", "head_summary"):
         assert checked, f"{name}: no layer/head/epoch/plane axis found"
 

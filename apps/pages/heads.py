@@ -1,11 +1,11 @@
 """Heads: "does this head carry the distance?" -- every per-head method side by side (issue 14).
 
 Pick a run; the (layer x head) map shows any measure of its head summary (zero / mean / resample ablation,
-patching effect, label-probe selectivity, direct effect, trigger attention, methods agreeing) with the deposit
-heads (>= 2 methods) and the paper's ablation-only deposits marked. Click a head for its card: all measures with
-their intervals, and its attention pattern on a chosen test example with the triggers marked. Below, the full
-figures of patching, probes, trigger attention and direct logit attribution. Missing tables get a hint and a
-Compute button (a background job)."""
+patching effect and its gradient estimate (AtP), label-probe selectivity, direct effect, trigger attention, methods
+agreeing) with the deposit heads (>= 2 methods) and the paper's ablation-only deposits marked. Click a head for its
+card: all measures with their intervals, and its attention pattern on a chosen test example with the triggers
+marked. Below, the full figures of patching, attribution patching, probes, trigger attention and direct logit
+attribution. Missing tables get a hint and a Compute button (a background job)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,10 +17,12 @@ from apps.jobs import analysis_work, register_job, register_recreate
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
-DETAILS = [("patching", "Activation patching"), ("probes", "Linear probes"),
+DETAILS = [("patching", "Activation patching"), ("attribution", "Attribution patching (AtP, checked against patching)"),
+           ("probes", "Linear probes"),
            ("trigger_attention", "Trigger attention"), ("dla", "Direct logit attribution")]
 MAX_NAMED = 12  # deposit heads named under the map
-COMPUTABLE = ["head_summary", "ablation_resample", "patching", "probes", "trigger_attention", "dla", "ablation"]
+COMPUTABLE = ["head_summary", "ablation_resample", "patching", "attribution", "probes", "trigger_attention", "dla",
+              "ablation"]
 
 
 def _measures():
@@ -125,7 +127,7 @@ def render_card(store, run_id: str | None, click, example) -> list:
     r = df[(df["layer"] == layer) & (df["head"] == head)]
     if len(r):
         cols = [c for c in ("zero_delta", "mean_delta", "resample_delta", "patch_effect", "patch_lo", "patch_hi",
-                            "patch_trigger", "patch_non_trigger", "probe_acc", "probe_selectivity", "dla",
+                            "patch_trigger", "patch_non_trigger", "atp_effect", "probe_acc", "probe_selectivity", "dla",
                             "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
         # house precision; shipped tables are float32 (np.float32 is not a float)
         values = [f"{v:.3f}" if isinstance(v, (float, np.floating)) else str(v) for v in r[cols].iloc[0]]

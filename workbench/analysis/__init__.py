@@ -9,8 +9,8 @@ An analysis a run cannot support raises `NotApplicable` with a message naming wh
 """
 import functools
 
-from . import (ablation, angles, deposit, distance_bias, dla, experiments, extrapolation, head_summary, patching,
-               probes, qk_means, spectral, trigger_attention)
+from . import (ablation, angles, attribution, deposit, distance_bias, dla, experiments, extrapolation, head_summary,
+               patching, probes, qk_means, spectral, trigger_attention)
 from ._common import NotApplicable
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
@@ -19,7 +19,8 @@ from .experiments import EXPERIMENTS
 from .spectral import hadamard_check
 
 # name -> run(run, **params) -> DataFrame; the table is stored under the same name
-# (ablation in mean mode is stored as `ablation_mean`). head_summary joins the per-head tables stored before it.
+# (ablation in mean mode is stored as `ablation_mean`). head_summary joins the per-head tables stored before it;
+# attribution checks itself against the patching table stored before it.
 ANALYSES = {
     "ablation": ablation.run,
     "deposit": deposit.run,
@@ -30,6 +31,7 @@ ANALYSES = {
     "extrapolation": extrapolation.run,
     "ablation_resample": ablation.run_resample,
     "patching": patching.run,
+    "attribution": attribution.run,
     "probes": probes.run,
     "trigger_attention": trigger_attention.run,
     "dla": dla.run,
@@ -48,6 +50,7 @@ COMPUTE = {
     "extrapolation": extrapolation.compute,
     "ablation_resample": functools.partial(ablation.compute, mode="resample"),
     "patching": patching.compute,
+    "attribution": attribution.compute,
     "probes": probes.compute,
     "trigger_attention": trigger_attention.compute,
     "dla": dla.compute,

@@ -5,6 +5,8 @@ One row per (layer, head), joined from the run's stored tables (missing tables l
 
     zero_delta / mean_delta / resample_delta (+ _lo, _hi)   accuracy drop per ablation mode (ablation*)
     patch_effect (+ _lo, _hi), patch_trigger, patch_non_trigger   activation patching (patching)
+    atp_effect (+ _lo, _hi)                                  its gradient estimate (attribution; shown, no vote:
+                                                             it estimates what patching measures)
     probe_acc, probe_selectivity                             label probe on the head's z (probes)
     dla (+ _lo, _hi)                                         direct effect, correct class vs mean (dla)
     t2_to_t1, to_triggers                                    attention (trigger_attention)
@@ -28,7 +30,8 @@ import pandas as pd
 from ._common import NotApplicable, tag
 from .deposit import compute as deposit_stats
 
-SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "probes", "dla", "trigger_attention")
+SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "probes", "dla",
+           "trigger_attention")
 METHODS = ("ablation", "patching", "probe", "dla")
 
 
@@ -58,6 +61,9 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
                            positions="all"))
         parts.append(_pick(p, {"effect": "patch_trigger"}, site="head", positions="trigger"))
         parts.append(_pick(p, {"effect": "patch_non_trigger"}, site="head", positions="non_trigger"))
+    if "attribution" in have:
+        parts.append(_pick(have["attribution"], {"effect": "atp_effect", "ci_lo": "atp_lo", "ci_hi": "atp_hi"},
+                           site="head", positions="all"))
     if "probes" in have and (have["probes"]["probe"] == "label_head").any():
         parts.append(_pick(have["probes"], {"score": "probe_acc", "selectivity": "probe_selectivity"},
                            probe="label_head"))
@@ -71,8 +77,8 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
                 parts.append(_pick(ta, {"value": measure}, measure=measure))
     df = pd.concat(parts, axis=1).sort_index().reset_index()
     cols = ["zero_delta", "zero_lo", "mean_delta", "resample_delta", "resample_lo", "patch_effect", "patch_lo",
-            "patch_trigger", "patch_non_trigger", "probe_acc", "probe_selectivity", "dla", "dla_lo", "t2_to_t1",
-            "to_triggers"]
+            "patch_trigger", "patch_non_trigger", "atp_effect", "probe_acc", "probe_selectivity", "dla", "dla_lo",
+            "t2_to_t1", "to_triggers"]
     for c in cols:
         if c not in df.columns:
             df[c] = np.nan

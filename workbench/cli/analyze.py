@@ -9,10 +9,11 @@ import typer
 
 from .options import ROOT_HELP, existing_root
 # CLI name -> ANALYSES key, in the order they run (deposit right after ablation: it reads its table)
-# (head-summary last: it joins the per-head tables stored before it)
+# (attribution after patching: it checks itself against patching's table; head-summary last: it joins the
+# per-head tables stored before it)
 NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
          "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation",
-         "resample": "ablation_resample", "patching": "patching", "probes": "probes",
+         "resample": "ablation_resample", "patching": "patching", "attribution": "attribution", "probes": "probes",
          "trigger-attention": "trigger_attention", "dla": "dla", "head-summary": "head_summary"}
 
 
@@ -78,6 +79,15 @@ def summarize(name: str, df) -> str:
         where = f"stream effect > 0.5 from layer {int(first.layer.min())}" if len(first) else "no layer's stream > 0.5"
         return (f"largest head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f} "
                 f"[{r.ci_lo:.2f}, {r.ci_hi:.2f}] ({int(r.n_pairs)} pairs); {where}")
+    if name == "attribution":
+        h = df[(df.site == "head") & (df.positions == "all")]
+        if h["effect"].isna().all():
+            return f"undefined: {df['note'].iloc[0]}"
+        r = h.loc[h["effect"].idxmax()]
+        check = (f"rank correlation with patching over heads {h['rank_corr'].iloc[0]:+.2f}, "
+                 f"{int(h['in_patching_ci'].sum())} of {int(h['in_patching_ci'].notna().sum())} estimates inside "
+                 "patching's interval" if not df["check"].iloc[0] else df["check"].iloc[0])
+        return f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; {check}"
     if name == "probes":
         bits = []
         pos = df[df.probe == "position"]
@@ -119,7 +129,7 @@ def analyze_cmd(
                                                help="ablation/extrapolation: evaluate on at most this many test "
                                                     "examples (default: all)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
-    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching: counterfactual pairs"),
+    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution: counterfactual pairs"),
     min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
@@ -162,6 +172,7 @@ def analyze_cmd(
         "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
         "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples), "head_summary": dict(min_agree=min_agree),
     }

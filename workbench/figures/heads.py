@@ -1,6 +1,6 @@
-"""Figures of the causal per-head analyses (issue 14): patching, probes, trigger attention, direct logit
-attribution, the head summary, a head's card and its attention pattern. Each is built from its table alone;
-trace counts are given in the docstrings (tests check them)."""
+"""Figures of the causal per-head analyses (issue 14): patching, attribution patching, probes, trigger attention,
+direct logit attribution, the head summary, a head's card and its attention pattern. Each is built from its table
+alone; trace counts are given in the docstrings (tests check them)."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,15 +45,55 @@ def patching(df: pd.DataFrame, positions: str = "all") -> go.Figure:
                         subplot_titles=[f"head z patched ({positions} positions)", "residual stream patched"])
     heads = df[(df["site"] == "head") & (df["positions"] == positions)]
     _heatmap(fig, heads, "effect", "ci_lo", "ci_hi", title="effect", row=1, col=1)
+    _stream_lines(fig, df, 1, 2)
+    return _layout(fig, _title(df, "Activation patching (1 = carries the whole difference)"))
+
+
+def _stream_lines(fig: go.Figure, df: pd.DataFrame, row: int, col: int) -> None:
+    """The residual stream's effect per layer, one line per position set with its interval (3 traces)."""
     for pos, sub in df[df["site"] == "resid"].groupby("positions", sort=False):
         sub = sub.sort_values("layer")
         fig.add_trace(go.Scatter(x=sub["layer"], y=sub["effect"], mode="lines+markers", name=f"stream, {pos}",
                                  error_y=dict(type="data", symmetric=False, array=sub["ci_hi"] - sub["effect"],
-                                              arrayminus=sub["effect"] - sub["ci_lo"])), row=1, col=2)
-    fig.update_xaxes(title_text="layer (hook_resid_post)", row=1, col=2)
-    style.integer_axis(fig, sorted(df["layer"].unique()), "x", row=1, col=2)
-    fig.update_yaxes(title_text="normalised effect", row=1, col=2)
-    return _layout(fig, _title(df, "Activation patching (1 = carries the whole difference)"))
+                                              arrayminus=sub["effect"] - sub["ci_lo"])), row=row, col=col)
+    fig.update_xaxes(title_text="layer (hook_resid_post)", row=row, col=col)
+    style.integer_axis(fig, sorted(df["layer"].unique()), "x", row=row, col=col)
+    fig.update_yaxes(title_text="normalised effect", row=row, col=col)
+
+
+def attribution(df: pd.DataFrame, positions: str = "all") -> go.Figure:
+    """Left: the AtP estimate of each head's patching effect (layer x head heatmap at `positions`, 1 trace).
+    Right, where the table was checked against the run's patching: estimate vs real patching effect, one point per
+    head with its layer in the hover (1 trace), and the line where they are equal (1 trace); without the check,
+    the stream's estimated effect per layer, one line per position set (3 traces)."""
+    heads = df[(df["site"] == "head") & (df["positions"] == positions)]
+    checked = "check" in df.columns and not str(df["check"].iloc[0]) and heads["patching_effect"].notna().any()
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.22,
+                        subplot_titles=[f"AtP estimate, head z ({positions} positions)",
+                                        "estimate vs patching, per head" if checked else "residual stream (AtP)"])
+    _heatmap(fig, heads, "effect", "ci_lo", "ci_hi", title="estimate", row=1, col=1)
+    if checked:
+        n_layers = int(df["layer"].max()) + 1
+        fig.add_trace(go.Scatter(x=heads["patching_effect"], y=heads["effect"], mode="markers", name="head",
+                                 marker=dict(color=[style.layer_color(int(l), n_layers) for l in heads["layer"]]),
+                                 text=[f"L{int(l)}.H{int(h)}" for l, h in zip(heads["layer"], heads["head"])],
+                                 hovertemplate="%{text}: patching %{x:.3f}, AtP %{y:.3f}<extra></extra>"),
+                      row=1, col=2)
+        both = np.concatenate([heads["patching_effect"].to_numpy(float), heads["effect"].to_numpy(float)])
+        both = both[np.isfinite(both)]
+        span = [float(both.min()), float(both.max())]
+        style.add_baseline(fig, span, "equal", span, label="estimate = patching", row=1, col=2)
+        fig.update_xaxes(title_text="patching effect", row=1, col=2)
+        fig.update_yaxes(title_text="AtP estimate", row=1, col=2)
+        rho = heads["rank_corr"].iloc[0]
+        inside = heads["in_patching_ci"]
+        note = (f"rank correlation with patching over heads {rho:+.2f}; {int(inside.sum())} of "
+                f"{int(inside.notna().sum())} estimates inside patching's interval")
+    else:
+        _stream_lines(fig, df, 1, 2)
+        note = str(df["check"].iloc[0]) if "check" in df.columns else "not checked against patching"
+    title = _title(df, "Attribution patching (AtP: a gradient estimate of patching)")
+    return _layout(fig, f"{title}<br><sup>{note}</sup>")
 
 
 def probes(df: pd.DataFrame) -> go.Figure:
@@ -132,7 +172,8 @@ def dla(df: pd.DataFrame) -> go.Figure:
 
 SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-ablation Δacc",
                     "resample_delta": "resample-ablation Δacc", "patch_effect": "patching effect",
-                    "patch_trigger": "patching effect (trigger positions)", "probe_acc": "label probe accuracy",
+                    "patch_trigger": "patching effect (trigger positions)", "atp_effect": "AtP estimate of patching",
+                    "probe_acc": "label probe accuracy",
                     "probe_selectivity": "label probe selectivity", "dla": "direct effect (logits)",
                     "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
 
@@ -156,7 +197,8 @@ def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
 
 CARD_MEASURES = [("zero_delta", "zero_lo", "zero_hi"), ("mean_delta", None, None),
                  ("resample_delta", "resample_lo", "resample_hi"), ("patch_effect", "patch_lo", "patch_hi"),
-                 ("patch_trigger", None, None), ("patch_non_trigger", None, None), ("probe_selectivity", None, None),
+                 ("patch_trigger", None, None), ("patch_non_trigger", None, None), ("atp_effect", "atp_lo", "atp_hi"),
+                 ("probe_selectivity", None, None),
                  ("dla", "dla_lo", "dla_hi"), ("t2_to_t1", None, None), ("to_triggers", None, None)]
 LOGIT_MEASURES = {"dla"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
 
@@ -227,5 +269,5 @@ def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
 # figures drawn from another figure's table
 TABLES = {"head_card": "head_summary", "head_attention": "attention_patterns"}
 
-FIGURES = {"patching": patching, "probes": probes, "trigger_attention": trigger_attention, "dla": dla,
-           "head_summary": head_summary, "head_card": head_card, "head_attention": head_attention}
+FIGURES = {"patching": patching, "attribution": attribution, "probes": probes, "trigger_attention": trigger_attention,
+           "dla": dla, "head_summary": head_summary, "head_card": head_card, "head_attention": head_attention}

@@ -72,8 +72,8 @@ class RotaryAttention(Attention):
         if key not in self._cache:
             ang = self.angles(n_pos).repeat_interleave(2, dim=-1)  # [pos, d_rot]
             h, dh = self.cfg.n_heads, self.cfg.d_head
-            cos = torch.ones(n_pos, h, dh, device=ang.device)
-            sin = torch.zeros(n_pos, h, dh, device=ang.device)
+            cos = torch.ones(n_pos, h, dh, device=ang.device, dtype=ang.dtype)  # fp64 in a .double() model
+            sin = torch.zeros(n_pos, h, dh, device=ang.device, dtype=ang.dtype)
             rot = self.rot_heads
             cos[:, rot, : self.d_rot] = ang.cos()[:, None, :]
             sin[:, rot, : self.d_rot] = ang.sin()[:, None, :]

@@ -1,0 +1,158 @@
+"""Attribution patching (AtP): the gradient estimate equals real patching where the path to the logits is linear,
+is the derivative of the patch elsewhere, and is checked against a run's patching table."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from workbench.analysis import attribution, patching
+from workbench.analysis.patching import SETS
+
+from test_analysis import make_data
+from test_causal import task_data, task_model
+
+
+def linear_tail(arch: str):
+    """A 2-layer model whose path from the last layer's head outputs to the logits is linear: no final LayerNorm,
+    and the last block's MLP writes nothing (fc_out zero)."""
+    model = task_model(arch=arch, final_ln="none")
+    with torch.no_grad():
+        model.blocks[-1].mlp.fc_out.weight.zero_()
+        model.blocks[-1].mlp.fc_out.bias.zero_()
+    return model
+
+
+@pytest.mark.parametrize("arch", ["paper", "decoder"])
+def test_atp_equals_patching_where_the_path_is_linear(arch):
+    """Last layer's heads and stream, every position set: the estimate is the real patch, pair by pair; below it
+    (a LayerNorm and an MLP on the way) the two differ."""
+    model, d = linear_tail(arch), task_data()
+    pairs = patching.pairs_for(d, 12, seed=3)
+    est = attribution.per_pair(model, pairs, batch_size=5)
+    real = patching.per_pair(model, pairs, "batched", batch_size=4)
+    np.testing.assert_allclose(est["ld_clean"], real["ld_clean"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(est["ld_cf"], real["ld_cf"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(est["ld_patched"][-1], real["ld_patched"][-1], rtol=1e-4, atol=1e-4)
+    assert np.abs(real["ld_patched"][-1] - real["ld_clean"]).max() > 1e-2  # the patch moves LD
+    assert np.abs(est["ld_patched"][0] - real["ld_patched"][0]).max() > 1e-4  # first order only below
+
+
+def test_atp_is_the_derivative_of_the_patch():
+    """For a site below a nonlinearity, patching a fraction t of the difference moves LD by t x the estimate as
+    t -> 0 (central difference, float64): the gradient, the sign and the position sets are right."""
+    model, d = task_model().double(), task_data()
+    pairs = patching.pairs_for(d, 8, seed=1)
+    est = attribution.per_pair(model, pairs, batch_size=8)
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    sets = patching.position_masks(torch.as_tensor(pairs.trigger_mask), clean).bool()
+    _, cache = model.run_with_cache(cf)
+    r = torch.arange(len(pairs))
+
+    def ld_with(name, head, s, t):
+        def patch(a, hook):
+            a = a.clone()
+            sel = a[:, :, head] if head is not None else a
+            src = cache[name][:, :, head] if head is not None else cache[name]
+            sel[sets[s]] += t * (src[sets[s]] - sel[sets[s]])
+            return a
+        with torch.no_grad():
+            lg = model.run_with_hooks(clean, fwd_hooks=[(name, patch)])
+        return (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).numpy()
+
+    t = 1e-4
+    for name, head, k in (("blocks.0.attn.hook_z", 2, 2), ("blocks.0.hook_resid_post", None, 4),
+                          ("blocks.1.attn.hook_z", 1, 1)):
+        layer = int(name.split(".")[1])
+        for s in range(len(SETS)):
+            slope = (ld_with(name, head, s, t) - ld_with(name, head, s, -t)) / (2 * t)
+            np.testing.assert_allclose(est["ld_patched"][layer, s, k] - est["ld_clean"], slope, rtol=1e-5,
+                                       atol=1e-7)
+
+
+def test_atp_known_answers_and_table():
+    """A head whose W_O is zero has effect 0; the table has patching's rows and columns, marked `atp`."""
+    model = task_model()
+    with torch.no_grad():
+        model.blocks[0].attn.W_O[1] = 0.0
+    df = attribution.compute(model, task_data(), n_pairs=20, n_boot=50)
+    ref = patching.compute(model, task_data(), n_pairs=20, n_boot=50)
+    assert list(df.columns) == ["method"] + list(ref.columns) and (df["method"] == "atp").all()
+    keys = ["site", "layer", "head", "positions"]
+    assert (df[keys].values == ref[keys].values).all()
+    dead = df[(df.site == "head") & (df.layer == 0) & (df["head"] == 1)]
+    assert np.allclose(dead.effect, 0.0, atol=1e-6)
+    np.testing.assert_allclose(df["ld_clean"], ref["ld_clean"], rtol=1e-6)  # the same pairs
+    assert df["ci_lo"].notna().all() and (df["ci_lo"] <= df["effect"] + 1e-12).all()
+
+
+def fake_run(model, data, tables=None):
+    saved = dict(tables or {})
+    return SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"},
+                                            "train": {"seed": 1}},
+                           load_model=lambda device="cpu": model, load_dataset=lambda: data,
+                           save_table=lambda name, df: saved.__setitem__(name, df), tables=lambda: list(saved),
+                           load_table=lambda name: saved[name]), saved
+
+
+def test_run_checks_against_the_runs_patching_table():
+    model, d = linear_tail("decoder"), task_data()  # (the untrained paper-arch one: LD_cf = LD_clean on average)
+    run, saved = fake_run(model, d)
+    alone = attribution.run(run, n_pairs=16, n_boot=40)
+    assert saved["attribution"] is alone and (alone["check"] == attribution.NO_PATCHING).all()
+    assert alone["patching_effect"].isna().all() and alone["rank_corr"].isna().all()
+
+    patching.run(run, n_pairs=16, n_boot=40)
+    df = attribution.run(run, n_pairs=16, n_boot=40)
+    assert (df["check"] == "").all() and (df["run_id"] == "r1").all()
+    ref = saved["patching"]
+    joined = df.merge(ref, on=["site", "layer", "head", "positions"], suffixes=("", "_ref"))
+    np.testing.assert_array_equal(joined["patching_effect"], joined["effect_ref"])
+    last = df[(df.layer == 1)]  # linear tail: the estimate is the patch, so it sits in patching's interval
+    np.testing.assert_allclose(last["effect"], last["patching_effect"], rtol=1e-4, atol=1e-4)
+    assert last["in_patching_ci"].eq(1.0).all()
+    rho = df.groupby("positions")["rank_corr"].first()
+    assert set(rho.index) == set(SETS) and ((rho >= -1) & (rho <= 1)).all()
+
+    other = attribution.run(run, n_pairs=16, n_boot=40, seed=7)  # other pairs than the patching table's
+    assert (other["check"] == attribution.OTHER_PAIRS).all() and other["patching_effect"].isna().all()
+
+
+def test_spearman_and_bad_input():
+    a = np.array([1.0, 2.0, 3.0, np.nan, 5.0])
+    assert attribution._spearman(a, a ** 3) == pytest.approx(1.0)
+    assert attribution._spearman(a, -a) == pytest.approx(-1.0)
+    assert np.isnan(attribution._spearman(a[:2], a[:2])) and np.isnan(attribution._spearman(a, np.ones(5)))
+    from workbench.analysis import NotApplicable
+
+    with pytest.raises(NotApplicable, match="trigger-distance"):
+        attribution.compute(task_model(), make_data(10), n_pairs=4)
+    with pytest.raises(ValueError, match="classes"):
+        attribution.compute(task_model(n_classes=5), task_data(), n_pairs=4)
+
+
+def test_figure_head_summary_and_card():
+    """The figure: estimate vs patching when checked (3 traces), the stream's estimate when not (4); the head summary
+    shows the estimate beside patching's effect, without a vote of its own."""
+    from workbench.analysis import head_summary
+    from workbench.figures import FIGURES
+
+    model, d = linear_tail("decoder"), task_data()
+    ref = patching.compute(model, d, n_pairs=16, n_boot=30)
+    atp = attribution.compute(model, d, n_pairs=16, n_boot=30)
+    checked, alone = attribution.check_against(atp, ref), attribution.check_against(atp, None)
+    fig = FIGURES["attribution"](checked)
+    assert len(fig.data) == 3 and fig.data[1].mode == "markers" and len(fig.data[1].x) == 2 * 4
+    np.testing.assert_allclose(np.asarray(fig.data[1].x, float), checked.query("site == 'head' and positions == 'all'")
+                               ["patching_effect"].to_numpy())
+    assert "rank correlation" in fig.layout.title.text
+    fig2 = FIGURES["attribution"](alone, positions="trigger")
+    assert len(fig2.data) == 4 and attribution.NO_PATCHING in fig2.layout.title.text
+    fig.to_json(), fig2.to_json()
+
+    s = head_summary.compute({"patching": ref, "attribution": checked})
+    heads = checked.query("site == 'head' and positions == 'all'").set_index(["layer", "head"])["effect"]
+    np.testing.assert_allclose(s.set_index(["layer", "head"])["atp_effect"].loc[heads.index], heads)
+    assert (s["n_methods"] == 1).all()  # patching votes; its estimate does not
+    card = FIGURES["head_card"](s, layer=1, head=0)
+    assert "AtP estimate of patching" in list(card.data[0].y)

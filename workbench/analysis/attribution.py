@@ -1,0 +1,164 @@
+"""Attribution patching (AtP): a gradient estimate of activation patching, every site in one forward and backward
+(Nanda 2023, "Attribution patching"; Syed et al. 2023; Kramár et al. 2024, AtP*). docs/analyses.md.
+
+For the same counterfactual pairs and sites as `patching` (every head's `blocks.{l}.attn.hook_z[:, :, h]` and every
+layer's `blocks.{l}.hook_resid_post`, at all, trigger and non-trigger positions), with LD = logit[label_cf] -
+logit[label], the first-order Taylor estimate of patching site s from the counterfactual into the clean run is
+
+    LD_patched(s) - LD_clean  ~  sum over the site's positions p and dims d of (a_cf - a_clean)[p, d] * dLD/da[p, d]
+
+with a the site's activation and the gradient taken on the clean run. It is normalised as `patching` normalises
+the real patch, effect(s) = mean_pairs(estimate) / mean_pairs(LD_cf - LD_clean), with the same bootstrap interval
+(`patching.table_from_pairs`). One clean forward and backward and one counterfactual forward per batch give every
+site at once, where patching runs a copy of the model's upper layers per site: a fast screen, exact only where
+the path from the site to LD is linear (tests/test_attribution.py), and known to miss heads whose effect the
+linear term misjudges (attention saturation, cancelling contributions: Kramár et al. 2024). So it is checked
+against real patching: `check_against` joins a run's `patching` table, computed on the same pairs, and gives each
+site's patched effect and each position set's rank correlation over heads.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._common import batches, run_data, tag
+from .patching import SETS, _check, pairs_for, position_masks, table_from_pairs
+
+CHECK_COLUMNS = ("patching_effect", "patching_lo", "patching_hi", "in_patching_ci", "rank_corr", "check")
+NO_PATCHING = "no patching table for this run: compute `patching` (same n_pairs and seed), then attribution again"
+ROUNDING = 1e-5  # an estimate this close to patching's interval counts as inside it (float32 rounding of an effect)
+OTHER_PAIRS = ("the run's patching table was computed on other pairs (its mean clean / counterfactual LD differ): "
+               "compute both with the same n_pairs and seed")
+
+
+def _forward(model, tokens: torch.Tensor, names: list[str], grad: bool):
+    """(logits, {hook name: activation}); with `grad` the activations are kept in the graph (leaves where the
+    model's weights need no gradient), so LD can be differentiated with respect to them."""
+    acts: dict[str, torch.Tensor] = {}
+
+    def keep(t, hook):
+        if grad and not t.requires_grad:
+            t = t.detach().requires_grad_()
+        acts[hook.name] = t if grad else t.detach()
+        return t
+
+    with torch.set_grad_enabled(grad):
+        logits = model.run_with_hooks(tokens, fwd_hooks=[(n, keep) for n in names])
+    return logits, acts
+
+
+def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, y: torch.Tensor,
+              y_cf: torch.Tensor):
+    """(LD_clean [B], LD_cf [B], estimated LD_patched - LD_clean [L, n_sets, H + 1, B]) for one batch of pairs;
+    index H of the third axis is the layer's residual stream."""
+    cfg = model.cfg
+    L, H = cfg.n_layers, cfg.n_heads
+    z_names = [f"blocks.{l}.attn.hook_z" for l in range(L)]
+    r_names = [f"blocks.{l}.hook_resid_post" for l in range(L)]
+    names = z_names + r_names
+    b = torch.arange(len(clean), device=clean.device)
+    cf_logits, cf_acts = _forward(model, cf, names, grad=False)
+    logits, acts = _forward(model, clean, names, grad=True)
+    ld = logits[b, y_cf] - logits[b, y]
+    grads = dict(zip(names, torch.autograd.grad(ld.sum(), [acts[n] for n in names])))
+    pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
+    est = torch.empty(L, pm.shape[0], H + 1, len(clean), dtype=torch.float64)
+    with torch.no_grad():
+        for l, (zn, rn) in enumerate(zip(z_names, r_names)):
+            dz = ((cf_acts[zn] - acts[zn]) * grads[zn]).sum(-1)  # [B, pos, H]
+            dr = ((cf_acts[rn] - acts[rn]) * grads[rn]).sum(-1)  # [B, pos]
+            w = pm.to(dz.dtype)
+            est[l, :, :H] = torch.einsum("sbp,bph->shb", w, dz).double().cpu()
+            est[l, :, H] = torch.einsum("sbp,bp->sb", w, dr).double().cpu()
+        ld_cf = (cf_logits[b, y_cf] - cf_logits[b, y]).double().cpu()
+    return ld.detach().double().cpu(), ld_cf, est
+
+
+def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
+    """Per-pair logit differences as `patching.per_pair` gives them, with `ld_patched` [L, n_sets, H + 1, N] the
+    first-order estimate LD_clean + sum (a_cf - a_clean) . dLD/da instead of a patched forward."""
+    _check(model, pairs)
+    cfg = model.cfg
+    L, H, N = cfg.n_layers, cfg.n_heads, len(pairs)
+    y, y_cf = torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
+    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N))}
+    was = model.training
+    model.eval()
+    try:
+        for idx, tok, _ in batches(pairs.clean_x, batch_size, trim=cfg.pads_are_inert, device=cfg.device):
+            width = tok.shape[1]
+            cf = torch.as_tensor(pairs.cf_x[idx, :width], device=cfg.device)
+            trig = torch.as_tensor(pairs.trigger_mask[idx, :width], device=cfg.device)
+            a = torch.as_tensor(idx)
+            ld, ld_cf, est = estimates(model, tok, cf, trig, y[a].to(tok.device), y_cf[a].to(tok.device))
+            res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
+            res["ld_patched"][..., idx] = (ld[None, None, None] + est).numpy()
+    finally:
+        model.train(was)
+    return res
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of two vectors (NaN with fewer than 3 finite pairs or a constant one)."""
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3:
+        return float("nan")
+    ra, rb = (pd.Series(v[ok]).rank().to_numpy() for v in (a, b))
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def check_against(atp: pd.DataFrame, patched: pd.DataFrame | None) -> pd.DataFrame:
+    """`atp` with the real patching of each site beside its estimate: `patching_effect`, `patching_lo`,
+    `patching_hi`, `in_patching_ci` (the estimate inside patching's interval, to `ROUNDING`), `rank_corr`
+    (Spearman over the heads of each position set) and `check` (empty when joined, else why not: no patching table, or one computed on other
+    pairs, recognised by its mean clean / counterfactual LD)."""
+    out = atp.drop(columns=[c for c in CHECK_COLUMNS if c in atp.columns])
+    keys = ["site", "layer", "head", "positions"]
+    note = ""
+    if patched is None or not len(patched):
+        note = NO_PATCHING
+    else:
+        same = all(np.isclose(float(patched[c].iloc[0]), float(atp[c].iloc[0]), rtol=1e-6, atol=1e-6)
+                   for c in ("ld_clean", "ld_cf")) and int(patched["n_pairs"].iloc[0]) == int(atp["n_pairs"].iloc[0])
+        if not same:
+            note = OTHER_PAIRS
+    if note:
+        for c in CHECK_COLUMNS[:-1]:
+            out[c] = np.nan
+        out["check"] = note
+        return out
+    p = patched[keys + ["effect", "ci_lo", "ci_hi"]].rename(
+        columns={"effect": "patching_effect", "ci_lo": "patching_lo", "ci_hi": "patching_hi"})
+    out = out.merge(p, on=keys, how="left")
+    inside = (out["effect"] >= out["patching_lo"] - ROUNDING) & (out["effect"] <= out["patching_hi"] + ROUNDING)
+    out["in_patching_ci"] = inside.where(out["patching_lo"].notna() & out["effect"].notna()).astype(float)
+    out["rank_corr"] = np.nan
+    for pos in SETS:
+        rows = (out["site"] == "head") & (out["positions"] == pos)
+        out.loc[out["positions"] == pos, "rank_corr"] = _spearman(out.loc[rows, "effect"].to_numpy(float),
+                                                                  out.loc[rows, "patching_effect"].to_numpy(float))
+    out["check"] = ""
+    return out
+
+
+def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            batch_size: int = 64) -> pd.DataFrame:
+    """The AtP estimate of every head's (and every layer's stream) patching effect on `data`'s counterfactual
+    pairs: `patching`'s table, columns and pairs alike (same `n_pairs` and `seed`, same pairs), `effect` estimated."""
+    pairs = pairs_for(data, n_pairs, seed)
+    df = table_from_pairs(per_pair(model, pairs, batch_size=batch_size), n_boot=n_boot, seed=seed, level=level)
+    df.insert(0, "method", "atp")
+    return df
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Load the run's model and dataset, estimate, check against the run's `patching` table when it has one, save
+    as table `attribution`."""
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
+    patched = run.load_table("patching") if "patching" in run.tables() else None
+    df = check_against(df, patched)
+    run.save_table("attribution", df)
+    return df
