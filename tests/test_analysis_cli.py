@@ -25,7 +25,7 @@ def store(tmp_path_factory):
 def test_parse_what():
     assert parse_what("qk-means,ablation", False) == ["ablation", "deposit", "qk_means"]
     assert parse_what("distance_bias", False) == ["distance_bias"]
-    assert len(parse_what(None, True)) == 13
+    assert len(parse_what(None, True)) == 14
 
 
 def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):

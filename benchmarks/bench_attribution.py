@@ -1,0 +1,107 @@
+"""Attribution patching (AtP) vs activation patching, side by side in one process on the same run and pairs.
+
+    patching     workbench.analysis.patching, batched nnsight path: a patched copy of the upper layers per site
+    attribution  workbench.analysis.attribution: one counterfactual forward, one clean forward and backward per
+                 batch, every site from the gradient
+
+Both compute their whole table (every head and every layer's stream at all, trigger and non-trigger positions)
+with the same pairs, bootstrap and seed. Prints wall and process-CPU times and their ratio (attribution timed before
+and after patching, the better kept), then how well the screen ranks what patching measures: per position set, the
+rank correlation over heads, the estimates inside patching's interval, how many of patching's top-k heads the
+estimate's top k finds, and the largest misses (|estimate - patched effect|).
+
+    .venv/bin/python benchmarks/bench_attribution.py RUN_ID [--root runs] [--pairs 256] [--threads 1] [--json OUT]
+
+The run needs its weights: a run of your store, or a shipped one re-created into it (`workbench recreate RUN_ID`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
+from workbench.analysis import attribution, patching  # noqa: E402
+from workbench.analysis._common import run_data  # noqa: E402
+from workbench.store import RunStore  # noqa: E402
+
+
+def agreement(checked, top: int = 5) -> list[dict]:
+    """Per position set: rank correlation, estimates inside patching's interval, top-k overlap, largest miss."""
+    out = []
+    for pos, sub in checked[checked["site"] == "head"].groupby("positions", sort=False):
+        miss = (sub["effect"] - sub["patching_effect"]).abs()
+        k = min(top, len(sub))
+        atp_top = set(sub.nlargest(k, "effect")[["layer", "head"]].itertuples(index=False))
+        real_top = set(sub.nlargest(k, "patching_effect")[["layer", "head"]].itertuples(index=False))
+        worst = sub.loc[miss.idxmax()] if miss.notna().any() else None
+        out.append({"positions": pos, "rank_corr": float(sub["rank_corr"].iloc[0]),
+                    "inside_ci": int(sub["in_patching_ci"].sum()), "heads": int(len(sub)),
+                    "top_found": len(atp_top & real_top), "k": k,
+                    "max_miss": float(miss.max()), "max_miss_head": None if worst is None else
+                    f"L{int(worst.layer)}.H{int(worst['head'])} (AtP {worst.effect:.3f}, patching "
+                    f"{worst.patching_effect:.3f})"})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_id")
+    ap.add_argument("--root", default=os.environ.get("PELAB_RUNS", "runs"))
+    ap.add_argument("--pairs", type=int, default=256)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "1")))
+    ap.add_argument("--json", help="write the measurements here")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    run = RunStore(args.root, create=False).get(args.run_id)
+    model, data = run.load_model(), run_data(run)
+    cfg = model.cfg
+    print(f"run {run.id}: {cfg.arch} arch, {cfg.scheme}, {cfg.n_layers} layers x {cfg.n_heads} heads, d_model "
+          f"{cfg.d_model}, test accuracy {run.final.get('test_acc')}; {args.pairs} pairs; torch {torch.__version__}, "
+          f"{args.threads} thread(s); load average {os.getloadavg()[0]:.1f}")
+    bench = SideBySide(width=18)
+    kw = dict(n_pairs=args.pairs, n_boot=args.n_boot, seed=0)
+    bench.measure("attribution", lambda: attribution.compute(model, data, **kw))
+    real = bench.measure("patching", lambda: patching.compute(model, data, **kw))
+    atp = bench.measure("attribution again", lambda: attribution.compute(model, data, **kw))
+    bench.ratio("patching", "attribution", "attribution again")
+    checked = attribution.check_against(atp, real)
+    if checked["check"].iloc[0]:
+        print("not compared:", checked["check"].iloc[0])
+    rows = agreement(checked)
+    for r in rows:
+        print(f"{r['positions']:12s} rank correlation {r['rank_corr']:+.3f}; {r['inside_ci']} of {r['heads']} "
+              f"estimates inside patching's 95 % interval; top {r['k']} heads: {r['top_found']} "
+              f"found; largest miss {r['max_miss']:.3f} at {r['max_miss_head']}")
+    stream = checked[(checked["site"] == "resid") & (checked["positions"] == "all")].sort_values("layer")
+    print("stream (all positions), AtP / patching by layer: " + ", ".join(
+        f"{int(r.layer)}: {r.effect:.3f} / {r.patching_effect:.3f}" for r in stream.itertuples()))
+    if args.json:
+        t = bench.times
+        best = min(t["attribution"][0], t["attribution again"][0]), min(t["attribution"][1], t["attribution again"][1])
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        out = {"run_id": run.id, "pairs": args.pairs, "n_boot": args.n_boot, "threads": args.threads,
+               "torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+               "machine": platform.processor() or platform.machine(), "code_version": rev,
+               "load_average": os.getloadavg()[0],
+               "times_s": {k: {"wall": v[0], "cpu": v[1]} for k, v in t.items()},
+               "ratio_wall": t["patching"][0] / best[0], "ratio_cpu": t["patching"][1] / best[1],
+               "agreement": rows,
+               "stream_all": [{"layer": int(r.layer), "atp": float(r.effect), "patching": float(r.patching_effect)}
+                              for r in stream.itertuples()]}
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, default=float)
+        print("wrote", args.json)
+
+
+if __name__ == "__main__":
+    main()
