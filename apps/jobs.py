@@ -130,13 +130,19 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
     progress(0.02, f"re-creating {run_id} from its config (the shipped run took "
                    f"{float(src.info.get('wall_time_s') or 0):.0f} s to train)")
     note = numerics_note(src.info)  # other numerics here: another trajectory, said with the result
+    said: list[str] = []  # the last line: the finished copy's metrics against the shipped ones
+
+    def say(line: str) -> None:
+        said.append(line)
+        progress(0.04, line)
+
     start = time.time()
     run = _with_epoch_progress(progress, int(src.config["train"]["epochs"]),
                                lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch,
-                                                         say=lambda line: progress(0.04, line)))
+                                                         say=say))
+    tail = [s[0].upper() + s[1:] for s in (note, said[-1] if said and run.status == "finished" else None) if s]
     return {"run_id": run.id, "message": f"re-created {run.id} in your store ({run.status}){_acc(run)} in "
-                                         f"{time.time() - start:.0f} s" + (f". {note[0].upper()}{note[1:]}" if note
-                                                                           else "")}
+                                         f"{time.time() - start:.0f} s" + "".join(f". {s}" for s in tail)}
 
 
 def _acc(run) -> str:

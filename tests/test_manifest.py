@@ -372,6 +372,13 @@ def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_
     assert "cpu_capability AVX512 there, AVX2 here" in higher
     assert "another trajectory" in higher and "blas" not in higher  # what the old record does not say is not named
     assert note("DEFAULT") is None  # held to DEFAULT, as it was trained: nothing differs
+    # a run trained before run.json recorded its SIMD level (111 of results/repro's): it cannot be held, and says so
+    unknown = numerics_note({"torch_version": torch.__version__, "threads": 1,
+                             "machine": {"cpu": "Intel(R) Xeon(R) Processor @ 2.10GHz"}}, threads=1)
+    assert unknown.startswith("note: the shipped run did not record its SIMD level or BLAS (trained on Intel(R) "
+                              "Xeon(R) Processor @ 2.10GHz") and "this machine's (AVX2)" in unknown
+    assert numerics_note({"torch_version": torch.__version__, "threads": 1, "device": "cuda", "machine": {}},
+                         threads=1) is None  # a GPU run: no SIMD level to hold
 
 
 def _shipped_from_default_kernels(tmp_path, env: dict, sets: list[str] = ()) -> tuple[RunStore, str]:
@@ -484,6 +491,7 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     run = recreate(RunStore(tmp_path / "results", readonly=True), RunStore(mine), rid, retrain=True,
                    on_epoch=lambda r, row: seen.append(row["epoch"]), say=said.append)
     assert any("held to it" in line for line in said) and run.info["numerics"]["cpu_capability"] == "DEFAULT"
+    assert said[-1] == f"{rid}: every metric of every epoch equals the shipped run's (bit-identical)", said
     assert seen == [row["epoch"] for row in run.metric_rows()] == list(range(1, len(seen) + 1))
     from workbench.store.run import learned
 

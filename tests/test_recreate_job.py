@@ -177,9 +177,13 @@ def test_tables_are_copied_only_when_the_metrics_agree(smoke, tmp_path):
     from workbench.store.manifest import write_manifest
 
     write_manifest(fake / smoke.count)  # doctored with its manifest, so the shipped store reads it
+    said = []
     with B.torch_threads(1):
-        run = recreate(RunStore(fake, readonly=True), RunStore(tmp_path / "own"), smoke.count)
+        run = recreate(RunStore(fake, readonly=True), RunStore(tmp_path / "own"), smoke.count, say=said.append)
     assert run.status == "finished" and run.has_weights and run.tables() == []
+    assert said[-1].startswith(f"{smoke.count}: the re-training's metrics differ from the shipped run's (largest "
+                               "|difference| 0.001 in test_loss; tolerance 0.0001)"), said
+    assert "no shipped table is copied" in said[-1] and f"workbench verify {smoke.count}" in said[-1]
     assert RunStore(fake, readonly=True).get(smoke.count).tables(), "the shipped run had tables to copy"
 
 

@@ -59,11 +59,19 @@ def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
     follows another trajectory; None when nothing recorded differs. A SIMD level `recreate` holds (`simd_hold`) is
-    the one the re-training runs at, so it is not named."""
+    the one the re-training runs at, so it is not named. A CPU run that recorded no SIMD level (111 of results/repro's
+    245, trained before run.json recorded it) cannot be held to it: the note says so."""
     held = {"cpu_capability": level.upper() for level in simd_hold(info).values()}
     here = numerics_identity() | {"threads": threads or info.get("threads")} | held
-    diff = {k: v for k, v in numerics_differences(recorded_numerics(info), here).items() if v[0] is not None}
+    recorded = recorded_numerics(info)
+    diff = {k: v for k, v in numerics_differences(recorded, here).items() if v[0] is not None}
     if not diff:
+        if (info.get("device") or "cpu") == "cpu" and recorded.get("cpu_capability") is None:
+            cpu = (info.get("machine") or {}).get("cpu") or "a CPU it did not name"
+            return (f"note: the shipped run did not record its SIMD level or BLAS (trained on {cpu} before run.json "
+                    f"recorded them), so it cannot be held to them: if they differ from this machine's "
+                    f"({here.get('cpu_capability')}), the re-training follows another trajectory; its metrics are "
+                    "compared with the shipped ones when it ends")
         return None
     return ("note: this machine's numerics differ from the shipped run's (" +
             ", ".join(f"{k} {a} there, {b} here" for k, (a, b) in diff.items()) + "): the re-training follows "
@@ -107,11 +115,27 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
                     on_epoch=on_epoch, device=device)
     if tables and run.status == "finished":
         diff = metric_differences(src.metric_rows(), run.metric_rows())
-        if diff and max(diff.values()) <= tol:
-            for name in src.tables():
-                if not run.has_table(name):
-                    run.save_table(name, src.load_table(name))
+        copied = [name for name in src.tables() if not run.has_table(name)] if max(diff.values()) <= tol else []
+        for name in copied:
+            run.save_table(name, src.load_table(name))
+        if say:
+            say(agreement_line(run_id, diff, tol, copied))
     return run
+
+
+def agreement_line(run_id: str, diff: dict[str, float], tol: float, copied: list[str]) -> str:
+    """What a finished re-training is against the shipped run: equal bit for bit, within `tol`, or other (the
+    largest |difference| and its metric; then no shipped table is copied and `workbench verify` judges it)."""
+    worst = max(diff, key=diff.get)
+    tables = f"; {len(copied)} shipped analysis tables copied to it" if copied else ""
+    if diff[worst] == 0:
+        return f"{run_id}: every metric of every epoch equals the shipped run's (bit-identical){tables}"
+    if diff[worst] <= tol:
+        return f"{run_id}: every metric of every epoch is within {diff[worst]:.2g} of the shipped run's{tables}"
+    what = "its epochs differ" if worst == "epochs" else f"largest |difference| {diff[worst]:.3g} in {worst}"
+    return (f"{run_id}: the re-training's metrics differ from the shipped run's ({what}; tolerance {tol:g}): it "
+            f"followed another trajectory, so no shipped table is copied to it; `workbench verify {run_id}` judges "
+            "it by one rule")
 
 
 def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, str], mine: Run | None, *,
