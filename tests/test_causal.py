@@ -359,7 +359,7 @@ def test_head_summary_needs_agreement_and_keeps_the_paper_verdict():
 # ---- figures ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def head_tables():
-    from workbench.analysis import attribution, dla, head_summary, patching, probes, trigger_attention
+    from workbench.analysis import attribution, dla, edges, head_summary, patching, probes, trigger_attention
 
     model, d = task_model(), task_data()
     pairs = counterfactual_pairs(d.spec, d.trigger_ids, 60, seed=4)
@@ -371,11 +371,13 @@ def head_tables():
          "ablation": ablation.compute(model, d, n_boot=30),
          "ablation_resample": ablation.compute(model, d, mode="resample", n_boot=30)}
     t["attribution"] = attribution.check_against(attribution.compute(model, d, n_pairs=20, n_boot=30), t["patching"])
+    t["edges"] = edges.compute(model, d, n_pairs=20, n_boot=30)
     t["head_summary"] = head_summary.compute(t)
     return t
 
 
-HEAD_FIGS = {"patching": 4, "attribution": 3, "probes": 5, "trigger_attention": 4, "dla": 2, "head_summary": 3, "ablation_resample": 1}
+HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 2, "probes": 5, "trigger_attention": 4, "dla": 2,
+             "head_summary": 3, "ablation_resample": 1}
 
 
 @pytest.mark.parametrize("name", sorted(HEAD_FIGS))

@@ -9,8 +9,8 @@ An analysis a run cannot support raises `NotApplicable` with a message naming wh
 """
 import functools
 
-from . import (ablation, angles, attribution, deposit, distance_bias, dla, experiments, extrapolation, head_summary,
-               patching, probes, qk_means, spectral, trigger_attention)
+from . import (ablation, angles, attribution, deposit, distance_bias, dla, edges, experiments, extrapolation,
+               head_summary, patching, probes, qk_means, spectral, trigger_attention)
 from ._common import NotApplicable
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
@@ -32,6 +32,7 @@ ANALYSES = {
     "ablation_resample": ablation.run_resample,
     "patching": patching.run,
     "attribution": attribution.run,
+    "edges": edges.run,
     "probes": probes.run,
     "trigger_attention": trigger_attention.run,
     "dla": dla.run,
@@ -51,6 +52,7 @@ COMPUTE = {
     "ablation_resample": functools.partial(ablation.compute, mode="resample"),
     "patching": patching.compute,
     "attribution": attribution.compute,
+    "edges": edges.compute,
     "probes": probes.compute,
     "trigger_attention": trigger_attention.compute,
     "dla": dla.compute,

@@ -229,18 +229,17 @@ def _ratio(num: np.ndarray, den: np.ndarray, tol: float) -> np.ndarray:
     return out
 
 
-def table_from_pairs(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0,
-                     level: float = 0.95) -> pd.DataFrame:
-    """Tidy table: one row per (site, layer, head, positions) with effect and its bootstrap interval.
+def normalised(shift: np.ndarray, res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0,
+               level: float = 0.95) -> dict[str, np.ndarray | str]:
+    """Effects of sites whose per-pair LD shifts are `shift` [N, sites]: mean(shift) / mean(LD_cf - LD_clean), its
+    bootstrap interval over pairs (the same resamples for numerator and denominator), the mean shift and a note.
 
-    The denominator mean(LD_cf - LD_clean) counts as zero when it is within float32 noise of the logit
-    differences (|.| <= 1e-5 * max(1, mean |LD_clean|)): e.g. NoPE on Task 1, where moving a trigger changes
-    nothing the model sees. Then `effect`, `ci_lo` and `ci_hi` are NaN and `note` says why (`UNDEFINED`); when
-    only some bootstrap resamples have a zero denominator, the interval is NaN (`UNDEFINED_CI`)."""
-    L, S, K, N = res["ld_patched"].shape
-    num = (res["ld_patched"] - res["ld_clean"]).reshape(L * S * K, N).T  # [N, sites]
+    The denominator counts as zero when it is within float32 noise of the logit differences (|.| <= 1e-5 * max(1,
+    mean |LD_clean|)): e.g. NoPE on Task 1, where moving a trigger changes nothing the model sees. Then every
+    effect and interval is NaN and the note says why (`UNDEFINED`); when only some bootstrap resamples have a zero
+    denominator, the interval is NaN (`UNDEFINED_CI`)."""
     den = res["ld_cf"] - res["ld_clean"]
-    cols = np.concatenate([num, den[:, None]], 1)
+    cols = np.concatenate([shift, den[:, None]], 1)
     point = cols.mean(0)
     tol = 1e-5 * max(1.0, float(np.abs(res["ld_clean"]).mean()))
     effect = _ratio(point[:-1], point[-1], tol)
@@ -253,6 +252,16 @@ def table_from_pairs(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int =
             note = UNDEFINED_CI
         else:
             lo, hi = percentile_interval(ratios, level)
+    return {"effect": effect, "ci_lo": lo, "ci_hi": hi, "ld_shift": point[:-1], "note": note}
+
+
+def table_from_pairs(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0,
+                     level: float = 0.95) -> pd.DataFrame:
+    """Tidy table: one row per (site, layer, head, positions) with effect and its bootstrap interval
+    (`normalised`: NaN with a `note` where the counterfactual does not move LD)."""
+    L, S, K, N = res["ld_patched"].shape
+    out = normalised((res["ld_patched"] - res["ld_clean"]).reshape(L * S * K, N).T, res, n_boot, seed, level)
+    effect, lo, hi, point, note = (out[k] for k in ("effect", "ci_lo", "ci_hi", "ld_shift", "note"))
     rows = []
     for l in range(L):
         for s, positions in enumerate(SETS):

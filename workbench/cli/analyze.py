@@ -13,7 +13,8 @@ from .options import ROOT_HELP, existing_root
 # per-head tables stored before it)
 NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
          "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation",
-         "resample": "ablation_resample", "patching": "patching", "attribution": "attribution", "probes": "probes",
+         "resample": "ablation_resample", "patching": "patching", "attribution": "attribution", "edges": "edges",
+         "probes": "probes",
          "trigger-attention": "trigger_attention", "dla": "dla", "head-summary": "head_summary"}
 
 
@@ -88,6 +89,13 @@ def summarize(name: str, df) -> str:
                  f"{int(h['in_patching_ci'].sum())} of {int(h['in_patching_ci'].notna().sum())} estimates inside "
                  "patching's interval" if not df["check"].iloc[0] else df["check"].iloc[0])
         return f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; {check}"
+    if name == "edges":
+        if df["effect"].isna().all():
+            return f"undefined: {df['note'].iloc[0]}"
+        r = df.loc[df["effect"].abs().idxmax()]
+        src = f"L{int(r.layer)}.H{int(r['head'])}" if r.source == "head" else f"L{int(r.layer)} MLP"
+        dst = "readout" if r.target == "readout" else f"L{int(r.target_layer)} {r.target}"
+        return f"largest edge: {src} -> {dst}, {r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}] ({len(df)} edges)"
     if name == "probes":
         bits = []
         pos = df[df.probe == "position"]
@@ -129,7 +137,7 @@ def analyze_cmd(
                                                help="ablation/extrapolation: evaluate on at most this many test "
                                                     "examples (default: all)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
-    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution: counterfactual pairs"),
+    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution, edges: counterfactual pairs"),
     min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
@@ -173,6 +181,7 @@ def analyze_cmd(
         "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
         "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples), "head_summary": dict(min_agree=min_agree),
     }

@@ -96,6 +96,41 @@ def attribution(df: pd.DataFrame, positions: str = "all") -> go.Figure:
     return _layout(fig, f"{title}<br><sup>{note}</sup>")
 
 
+def _edge_labels(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Source labels (L0.H3, L0 MLP) and reader labels (L1 attn, L0 MLP, readout) of an edges table."""
+    src = np.where(df["source"] == "head", "L" + df["layer"].astype(str) + ".H" + df["head"].astype(str),
+                   "L" + df["layer"].astype(str) + " MLP")
+    dst = np.where(df["target"] == "readout", "readout",
+                   "L" + df["target_layer"].astype(str) + " " + df["target"].str.replace("mlp", "MLP"))
+    return pd.Series(src, index=df.index), pd.Series(dst, index=df.index)
+
+
+def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
+    """Left: every edge's estimated effect, source (rows: heads, then the layer's MLP) x reader (columns: each
+    layer's attention and MLP, then the readout), blank where no edge runs (1 trace). Right: the `top` edges by
+    |effect| with their intervals (1 trace)."""
+    src, dst = _edge_labels(df)
+    d = df.assign(src=src, dst=dst)
+    d["key"] = d["layer"] * 10_000 + np.where(d["source"] == "mlp", 9_999, d["head"])
+    d["dkey"] = d["target_layer"] * 2 + (d["target"] == "mlp")
+    z = d.pivot(index="src", columns="dst", values="effect")
+    z = z.loc[d.sort_values("key")["src"].unique(), d.sort_values("dkey")["dst"].unique()]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.3,
+                        subplot_titles=["writer → reader", f"top {top} edges by |effect|"])
+    fig.add_trace(style.heatmap(z, colorbar_title="effect", fig=fig, row=1, col=1, diverging=True,
+                                hover="%{y} → %{x}: %{z:.3f}<extra></extra>", cell_text=False), row=1, col=1)
+    style.category_axes(fig, z, "reader", "writer", row=1, col=1)
+    best = d.loc[d["effect"].abs().sort_values(ascending=False).index[:top]].iloc[::-1]
+    fig.add_trace(go.Bar(x=best["effect"], y=best["src"] + " → " + best["dst"], orientation="h", name="edge",
+                         showlegend=False, error_x=dict(type="data", symmetric=False,
+                                                        array=best["ci_hi"] - best["effect"],
+                                                        arrayminus=best["effect"] - best["ci_lo"])), row=1, col=2)
+    fig.update_xaxes(title_text="normalised effect", zeroline=True, row=1, col=2)
+    note = str(df["note"].iloc[0]) if "note" in df.columns and str(df["note"].iloc[0]) else ""
+    title = _title(df, "Edge attribution (EAP: which later component reads each head)")
+    return _layout(fig, f"{title}<br><sup>{note}</sup>" if note else title)
+
+
 def probes(df: pd.DataFrame) -> go.Figure:
     """Top left: position probe R² by layer with its shuffled control and length-only baseline (3 traces).
     Bottom left: the label probe's accuracy on the pooled stream by layer (1 trace): two quantities, two axes.
@@ -269,5 +304,6 @@ def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
 # figures drawn from another figure's table
 TABLES = {"head_card": "head_summary", "head_attention": "attention_patterns"}
 
-FIGURES = {"patching": patching, "attribution": attribution, "probes": probes, "trigger_attention": trigger_attention,
-           "dla": dla, "head_summary": head_summary, "head_card": head_card, "head_attention": head_attention}
+FIGURES = {"patching": patching, "attribution": attribution, "edges": edges, "probes": probes,
+           "trigger_attention": trigger_attention, "dla": dla, "head_summary": head_summary, "head_card": head_card,
+           "head_attention": head_attention}

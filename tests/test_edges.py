@@ -1,0 +1,64 @@
+"""Edge attribution patching: a head's edges split its node estimate by reader, exactly; known answers."""
+import numpy as np
+import pytest
+import torch
+
+from workbench.analysis import attribution, edges, patching
+
+from test_analysis import make_data
+from test_attribution import linear_tail
+from test_causal import task_data, task_model
+
+
+def test_edge_list_runs_downstream_only():
+    e = edges.edge_list(2, 4)
+    assert len(e) == 4 * 4 + 3 + 4 * 2 + 1
+    assert ("head", 0, 3, "mlp", 0) in e and ("mlp", 0, -1, "mlp", 0) not in e  # a head's own layer's MLP reads it
+    assert ("head", 1, 0, "attn", 1) not in e and ("mlp", 1, -1, "readout", 2) in e
+    assert all(tl > l or (t == "mlp" and s == "head" and tl == l) for s, l, h, t, tl in e)
+
+
+@pytest.mark.parametrize("task, arch, scheme", [("trigger-distance", "paper", "rope"),
+                                                ("trigger-distance", "decoder", "alibi"),
+                                                ("trigger-count", "paper", "mla")])
+def test_a_heads_edges_sum_to_its_node_estimate(task, arch, scheme):
+    """The stream's gradient is the sum of its later readers' gradients: summed over readers, a head's edges are
+    its attribution estimate at all positions, pair by pair."""
+    model, d = task_model(task, arch, scheme), task_data(task)
+    pairs = patching.pairs_for(d, 10, seed=2)
+    res = edges.per_pair(model, pairs, batch_size=4)
+    node = attribution.per_pair(model, pairs, batch_size=3)
+    np.testing.assert_allclose(res["ld_clean"], node["ld_clean"], rtol=1e-5, atol=1e-6)
+    order = edges.edge_list(model.cfg.n_layers, model.cfg.n_heads)
+    for l in range(model.cfg.n_layers):
+        for h in range(model.cfg.n_heads):
+            rows = [i for i, e in enumerate(order) if e[:3] == ("head", l, h)]
+            total = res["edges"][rows].sum(0)
+            np.testing.assert_allclose(total, node["ld_patched"][l, 0, h] - node["ld_clean"], rtol=1e-4, atol=1e-5)
+    assert np.abs(res["edges"]).max() > 1e-3
+
+
+def test_edges_known_answers():
+    """Linear tail (no final LayerNorm, the last MLP writes nothing): a last-layer head is read by the readout
+    alone, and that edge is its real patch; a head with W_O = 0 and the silent MLP write nothing."""
+    model, d = linear_tail("decoder"), task_data()
+    with torch.no_grad():
+        model.blocks[0].attn.W_O[2] = 0.0
+    df = edges.compute(model, d, n_pairs=16, n_boot=40)
+    real = patching.compute(model, d, n_pairs=16, n_boot=40)
+    assert len(df) == len(edges.edge_list(2, 4)) and df["note"].eq("").all()
+    last = df[(df.source == "head") & (df.layer == 1)]
+    np.testing.assert_allclose(last[last.target == "mlp"]["effect"], 0.0, atol=1e-7)
+    ref = real[(real.site == "head") & (real.layer == 1) & (real.positions == "all")].set_index("head")["effect"]
+    got = last[last.target == "readout"].set_index("head")["effect"]
+    np.testing.assert_allclose(got, ref.loc[got.index], rtol=1e-4, atol=1e-4)
+    assert np.allclose(df[(df.source == "head") & (df.layer == 0) & (df["head"] == 2)]["effect"], 0.0, atol=1e-7)
+    assert np.allclose(df[(df.source == "mlp") & (df.layer == 1)]["effect"], 0.0, atol=1e-7)
+    assert (df["ci_lo"] <= df["effect"] + 1e-9).all() and (df["effect"] <= df["ci_hi"] + 1e-9).all()
+
+
+def test_edges_bad_input():
+    from workbench.analysis import NotApplicable
+
+    with pytest.raises(NotApplicable, match="trigger-distance"):
+        edges.compute(task_model(), make_data(10), n_pairs=4)
