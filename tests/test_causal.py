@@ -376,7 +376,7 @@ def head_tables():
     return t
 
 
-HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 2, "probes": 5, "trigger_attention": 4, "dla": 2,
+HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 3, "probes": 5, "trigger_attention": 4, "dla": 2,
              "head_summary": 3, "ablation_resample": 1}
 
 

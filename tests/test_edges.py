@@ -57,6 +57,37 @@ def test_edges_known_answers():
     assert (df["ci_lo"] <= df["effect"] + 1e-9).all() and (df["effect"] <= df["ci_hi"] + 1e-9).all()
 
 
+def test_path_patch_is_the_patch_of_one_reader_and_checks_the_top_edges():
+    """The real path patch of head (0, 1) -> readout, by hand: the head's output difference added to the final
+    stream alone, read out by the model's head; `compute` path-patches its top edges, the rest stay unchecked."""
+    model, d = task_model("trigger-distance", "decoder", "alibi"), task_data()
+    pairs = patching.pairs_for(d, 12, seed=4)
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    L = model.cfg.n_layers
+    edge = ("head", 0, 1, "readout", L)
+    got = edges.path_per_pair(model, pairs, [edge], batch_size=5)[0]
+    with torch.no_grad():
+        _, c = model.run_with_cache(clean)
+        _, c_cf = model.run_with_cache(cf)
+        dz = c_cf["blocks.0.attn.hook_z"][:, :, 1] - c["blocks.0.attn.hook_z"][:, :, 1]
+        delta = (dz @ model.blocks[0].attn.W_O[1]) * (clean != 0)[:, :, None]
+        r = torch.arange(len(pairs))
+        ld = lambda lg: (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).double().numpy()  # noqa: E731
+        by_hand = ld(model.head(c[f"blocks.{L - 1}.hook_resid_post"] + delta, clean)) - ld(model(clean))
+    np.testing.assert_allclose(got, by_hand, rtol=1e-4, atol=1e-5)
+    assert np.abs(by_hand).max() > 1e-4
+
+    df = edges.compute(model, d, n_pairs=16, n_boot=40, check_top=5)
+    checked = df[df["path_effect"].notna()]
+    assert len(checked) == 5 and df["path_effect"].isna().sum() == len(df) - 5
+    assert checked["effect"].abs().min() >= df.drop(checked.index)["effect"].abs().max()  # the top 5 by |estimate|
+    assert checked["in_path_ci"].isin([0.0, 1.0]).all()
+    lin = edges.compute(linear_tail("decoder"), d, n_pairs=16, n_boot=40, check_top=40)
+    exact = lin[(lin.source == "head") & (lin.layer == 1) & (lin.target == "readout")]
+    np.testing.assert_allclose(exact["path_effect"], exact["effect"], rtol=1e-4, atol=1e-4)  # linear: the same
+    assert edges.compute(model, d, n_pairs=8, n_boot=10, check_top=0)["path_effect"].isna().all()
+
+
 def test_edges_bad_input():
     from workbench.analysis import NotApplicable
 

@@ -19,11 +19,15 @@ in the paper arch into every layer's keys and values) is not split into edges.
 """
 from __future__ import annotations
 
+import contextlib
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 import torch
 
 from ._common import batches, run_data, tag
+from .attribution import ROUNDING
 from .patching import _check, normalised, pairs_for
 
 
@@ -42,48 +46,64 @@ def edge_list(n_layers: int, n_heads: int) -> list[tuple[str, int, int, str, int
     return out
 
 
-def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_cf: torch.Tensor):
-    """(LD_clean [B], LD_cf [B], {edge: estimated LD shift [B]}) for one batch of pairs (edges as `edge_list`)."""
-    cfg = model.cfg
-    L = cfg.n_layers
-    names = [f"blocks.{l}.{n}" for l in range(L) for n in ("attn.hook_z", "hook_mlp_out")]
-    b = torch.arange(len(clean), device=clean.device)
+@contextlib.contextmanager
+def at_reader(model, target: str, target_layer: int, fn: Callable[[torch.Tensor], torch.Tensor]):
+    """Within the block, the stream as one reader reads it passes through `fn` (for that reader alone): the input of
+    `ln1` of layer `target_layer` (attn) or of its `ln2` (mlp), by a forward pre-hook, or the final stream
+    (readout; its one reader is the model's head)."""
+    if target == "readout":
+        with model.hooks(fwd_hooks=[(f"blocks.{model.cfg.n_layers - 1}.hook_resid_post", lambda t, hook: fn(t))]):
+            yield
+        return
+    block = model.blocks[target_layer]
+    handle = (block.ln1 if target == "attn" else block.ln2).register_forward_pre_hook(
+        lambda module, args: (fn(args[0]),) + tuple(args[1:]))
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def _writes(model, tokens: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """(logits, every head's z and every MLP's output) of one forward without gradients."""
+    names = [f"blocks.{l}.{n}" for l in range(model.cfg.n_layers) for n in ("attn.hook_z", "hook_mlp_out")]
     outs: dict[str, torch.Tensor] = {}
 
     def keep(t, hook):
         outs[hook.name] = t.detach()
         return t
 
+    with torch.no_grad():
+        logits = model.run_with_hooks(tokens, fwd_hooks=[(n, keep) for n in names])
+    return logits, outs
+
+
+def _readers(n_layers: int) -> list[tuple[str, int]]:
+    return [(k, l) for l in range(n_layers) for k in ("attn", "mlp")] + [("readout", n_layers)]
+
+
+def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_cf: torch.Tensor):
+    """(LD_clean [B], LD_cf [B], {edge: estimated LD shift [B]}) for one batch of pairs (edges as `edge_list`)."""
+    L = model.cfg.n_layers
+    b = torch.arange(len(clean), device=clean.device)
+    cf_logits, cf_out = _writes(model, cf)
+    _, outs = _writes(model, clean)
     reads: dict[tuple[str, int], torch.Tensor] = {}
 
     def reader(key):
-        def pre(module, args):  # a view of the stream for this reader alone: its gradient is this reader's
-            x = args[0] if args[0].requires_grad else args[0].detach().requires_grad_()
+        def view(x):  # a view of the stream for this reader alone: its gradient is this reader's
+            x = x if x.requires_grad else x.detach().requires_grad_()
             reads[key] = x.view_as(x)
-            return (reads[key],) + tuple(args[1:])
-        return pre
+            return reads[key]
+        return view
 
-    with torch.no_grad():
-        cf_logits = model.run_with_hooks(cf, fwd_hooks=[(n, keep) for n in names])
-    cf_out, outs = outs, {}
-    handles = [blk.ln1.register_forward_pre_hook(reader(("attn", l))) for l, blk in enumerate(model.blocks)]
-    handles += [blk.ln2.register_forward_pre_hook(reader(("mlp", l))) for l, blk in enumerate(model.blocks)]
-    final = f"blocks.{L - 1}.hook_resid_post"
-
-    def keep_final(t, hook):
-        t = t if t.requires_grad else t.detach().requires_grad_()
-        reads[("readout", L)] = t
-        return t
-
-    try:
-        with torch.enable_grad():
-            logits = model.run_with_hooks(clean, fwd_hooks=[(n, keep) for n in names] + [(final, keep_final)])
-            ld = logits[b, y_cf] - logits[b, y]
-            keys = list(reads)
-            grads = dict(zip(keys, torch.autograd.grad(ld.sum(), [reads[k] for k in keys])))
-    finally:
-        for h in handles:
-            h.remove()
+    with torch.enable_grad(), contextlib.ExitStack() as stack:
+        for key in _readers(L):
+            stack.enter_context(at_reader(model, *key, reader(key)))
+        logits = model(clean)
+        ld = logits[b, y_cf] - logits[b, y]
+        keys = list(reads)
+        grads = dict(zip(keys, torch.autograd.grad(ld.sum(), [reads[k] for k in keys])))
     real = (clean != 0).to(ld.dtype)[:, :, None]  # non-pad positions: patching's "all"
     out = {}
     with torch.no_grad():
@@ -103,31 +123,83 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_c
             {k: v.double().cpu() for k, v in out.items()})
 
 
-def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
-    """ld_clean, ld_cf [N] and `edges` [n_edges, N] (the estimated LD shift of each edge of `edge_list`)."""
-    _check(model, pairs)
+def path_patched(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_cf: torch.Tensor,
+                 chosen: list[tuple]) -> dict[tuple, torch.Tensor]:
+    """{edge: real LD shift [B]} of path-patching each chosen edge (Wang et al. 2022; Goldowsky-Dill et al. 2023):
+    the writer's output difference c_u(cf) - c_u(clean), at non-pad positions, added to the stream as that one
+    reader reads it, every other reader and everything after the reader computed as the model computes it (one
+    forward an edge). What the edge's estimate approximates to first order."""
+    b = torch.arange(len(clean), device=clean.device)
+    _, cf_out = _writes(model, cf)
+    logits, outs = _writes(model, clean)
+    ld = logits[b, y_cf] - logits[b, y]
+    real = (clean != 0).to(logits.dtype)[:, :, None]
+    out = {}
+    with torch.no_grad():
+        for e in chosen:
+            kind, l, h, target, target_layer = e
+            if kind == "head":
+                name = f"blocks.{l}.attn.hook_z"
+                delta = (cf_out[name][:, :, h] - outs[name][:, :, h]) @ model.blocks[l].attn.W_O[h]
+            else:
+                name = f"blocks.{l}.hook_mlp_out"
+                delta = cf_out[name] - outs[name]
+            delta = delta * real
+            with at_reader(model, target, target_layer, lambda x, delta=delta: x + delta):
+                lg = model(clean)
+            out[e] = (lg[b, y_cf] - lg[b, y] - ld).double().cpu()
+    return out
+
+
+def _over_pairs(model, pairs, batch_size: int, step: Callable) -> None:
+    """`step(idx, clean, cf, y, y_cf)` on each length-trimmed batch of pairs, in eval mode."""
     cfg = model.cfg
-    order = edge_list(cfg.n_layers, cfg.n_heads)
-    N = len(pairs)
     y, y_cf = torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
-    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "edges": np.zeros((len(order), N))}
     was = model.training
     model.eval()
     try:
         for idx, tok, _ in batches(pairs.clean_x, batch_size, trim=cfg.pads_are_inert, device=cfg.device):
             cf = torch.as_tensor(pairs.cf_x[idx, :tok.shape[1]], device=cfg.device)
             a = torch.as_tensor(idx)
-            ld, ld_cf, est = estimates(model, tok, cf, y[a].to(tok.device), y_cf[a].to(tok.device))
-            res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
-            res["edges"][:, idx] = np.stack([est[e].numpy() for e in order])
+            step(idx, tok, cf, y[a].to(tok.device), y_cf[a].to(tok.device))
     finally:
         model.train(was)
+
+
+def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
+    """ld_clean, ld_cf [N] and `edges` [n_edges, N]: the estimated LD shift of each edge of `edge_list`."""
+    _check(model, pairs)
+    order = edge_list(model.cfg.n_layers, model.cfg.n_heads)
+    N = len(pairs)
+    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "edges": np.zeros((len(order), N))}
+
+    def step(idx, clean, cf, y, y_cf):
+        ld, ld_cf, est = estimates(model, clean, cf, y, y_cf)
+        res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
+        res["edges"][:, idx] = np.stack([est[e].numpy() for e in order])
+
+    _over_pairs(model, pairs, batch_size, step)
     return res
 
 
+def path_per_pair(model, pairs, chosen: list[tuple], batch_size: int = 64) -> np.ndarray:
+    """[len(chosen), N]: the real LD shift of path-patching each chosen edge (`path_patched`)."""
+    out = np.zeros((len(chosen), len(pairs)))
+
+    def step(idx, clean, cf, y, y_cf):
+        real = path_patched(model, clean, cf, y, y_cf, chosen)
+        out[:, idx] = np.stack([real[e].numpy() for e in chosen])
+
+    _over_pairs(model, pairs, batch_size, step)
+    return out
+
+
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64) -> pd.DataFrame:
-    """One row per edge (source -> reader) with its normalised estimated effect and bootstrap interval."""
+            batch_size: int = 64, check_top: int = 20) -> pd.DataFrame:
+    """One row per edge (source -> reader) with its normalised estimated effect and bootstrap interval; the
+    `check_top` edges of largest |estimate| also path-patched for real (`path_effect`, its interval, and
+    `in_path_ci`: the estimate inside it, to 1e-5; NaN for the edges not checked). Path patching takes the pairs a
+    second time, one forward per checked edge."""
     pairs = pairs_for(data, n_pairs, seed)
     res = per_pair(model, pairs, batch_size=batch_size)
     eff = normalised(res["edges"].T, res, n_boot=n_boot, seed=seed, level=level)
@@ -137,6 +209,19 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
         df[k] = eff[k]
     df["ld_clean"], df["ld_cf"] = res["ld_clean"].mean(), res["ld_cf"].mean()
     df["n_pairs"], df["n_boot"], df["level"], df["note"] = len(pairs), n_boot, level, eff["note"]
+    for k in ("path_effect", "path_lo", "path_hi", "in_path_ci"):
+        df[k] = np.nan
+    top = df["effect"].abs().sort_values(ascending=False, na_position="last").index[:check_top]
+    top = [i for i in top if np.isfinite(df.at[i, "effect"])]
+    if top:
+        chosen = [order[i] for i in top]
+        real = path_per_pair(model, pairs, chosen, batch_size)
+        path = normalised(real.T, res, n_boot=n_boot, seed=seed, level=level)
+        df.loc[top, "path_effect"], df.loc[top, "path_lo"], df.loc[top, "path_hi"] = (
+            path["effect"], path["ci_lo"], path["ci_hi"])
+        inside = (df.loc[top, "effect"] >= df.loc[top, "path_lo"] - ROUNDING) & (
+            df.loc[top, "effect"] <= df.loc[top, "path_hi"] + ROUNDING)
+        df.loc[top, "in_path_ci"] = inside.where(df.loc[top, "path_lo"].notna()).astype(float)
     return df
 
 

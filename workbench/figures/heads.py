@@ -108,7 +108,8 @@ def _edge_labels(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
     """Left: every edge's estimated effect, source (rows: heads, then the layer's MLP) x reader (columns: each
     layer's attention and MLP, then the readout), blank where no edge runs (1 trace). Right: the `top` edges by
-    |effect| with their intervals (1 trace)."""
+    |effect| with their intervals (1 trace) and, where the table path-patched them, the real path patch with its
+    interval (1 trace)."""
     src, dst = _edge_labels(df)
     d = df.assign(src=src, dst=dst)
     d["key"] = d["layer"] * 10_000 + np.where(d["source"] == "mlp", 9_999, d["head"])
@@ -121,10 +122,16 @@ def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
                                 hover="%{y} → %{x}: %{z:.3f}<extra></extra>", cell_text=False), row=1, col=1)
     style.category_axes(fig, z, "reader", "writer", row=1, col=1)
     best = d.loc[d["effect"].abs().sort_values(ascending=False).index[:top]].iloc[::-1]
-    fig.add_trace(go.Bar(x=best["effect"], y=best["src"] + " → " + best["dst"], orientation="h", name="edge",
-                         showlegend=False, error_x=dict(type="data", symmetric=False,
+    fig.add_trace(go.Bar(x=best["effect"], y=best["src"] + " → " + best["dst"], orientation="h",
+                         name="estimate (EAP)", error_x=dict(type="data", symmetric=False,
                                                         array=best["ci_hi"] - best["effect"],
                                                         arrayminus=best["effect"] - best["ci_lo"])), row=1, col=2)
+    if "path_effect" in best.columns and best["path_effect"].notna().any():
+        fig.add_trace(go.Scatter(x=best["path_effect"], y=best["src"] + " → " + best["dst"], mode="markers",
+                                 name="path patch (real)", marker=dict(symbol="diamond", size=9, color="black"),
+                                 error_x=dict(type="data", symmetric=False, array=best["path_hi"] - best["path_effect"],
+                                              arrayminus=best["path_effect"] - best["path_lo"])), row=1, col=2)
+        fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=-0.15))
     fig.update_xaxes(title_text="normalised effect", zeroline=True, row=1, col=2)
     note = str(df["note"].iloc[0]) if "note" in df.columns and str(df["note"].iloc[0]) else ""
     title = _title(df, "Edge attribution (EAP: which later component reads each head)")
