@@ -48,7 +48,7 @@ def edge_list(n_layers: int, n_heads: int) -> list[tuple[str, int, int, str, int
 
 @contextlib.contextmanager
 def at_reader(model, target: str, target_layer: int, fn: Callable[[torch.Tensor], torch.Tensor]):
-    """Within the block, the stream as one reader reads it passes through `fn` (for that reader alone): the input of
+    """Inside the `with`, the stream as one reader reads it passes through `fn` (for that reader alone): the input of
     `ln1` of layer `target_layer` (attn) or of its `ln2` (mlp), by a forward pre-hook, or the final stream
     (readout; its one reader is the model's head)."""
     if target == "readout":
