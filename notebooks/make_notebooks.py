@@ -425,7 +425,8 @@ of docs/paper.md §5:
 1. the paper's view: zero-ablation and the deposit test;
 2. resample ablation (z from a same-length test example: on-distribution);
 3. activation patching with counterfactual pairs (the second trigger moved, d -> d'), one patch written with
-   **nnsight** by hand (needs the model), and its gradient estimate, attribution patching, checked against it;
+   **nnsight** by hand (needs the model), and its gradient estimate, attribution patching, checked against it,
+   split by the later component that reads the head (edge attribution);
 4. linear probes with **scikit-learn** (position from the stream, the label from each head's z), with controls;
 5. trigger attention and direct logit attribution;
 6. the head summary: a "deposit head" verdict that needs two methods to agree.
@@ -525,6 +526,19 @@ if live(run):
     print(f"L{L}.H{H}: AtP estimate {est.effect:.4f}, patching {est.patching_effect:.4f}; rank correlation "
           f"over heads {est.rank_corr:+.2f}")
     display(FIGURES["attribution"](atp))'''),
+    new_markdown_cell("""\
+Who reads what the head writes? Edge attribution splits the head's estimate by the later component that reads it
+(each later layer's attention and MLP, and the readout); the head's edges sum to its estimate above, and the
+largest edges are path-patched for real (the head's difference added to that one reader's input)."""),
+    new_code_cell('''\
+from workbench.analysis import edges
+
+if live(run):
+    graph = edges.compute(model, ds, n_pairs=64, n_boot=200, seed=0)
+    mine = graph[(graph.source == "head") & (graph.layer == L) & (graph["head"] == H)]
+    print(f"L{L}.H{H}'s edges sum to {mine.effect.sum():.4f} (its AtP estimate: {est.effect:.4f})")
+    print(mine[["target", "target_layer", "effect", "path_effect"]].round(4).to_string(index=False))
+    display(FIGURES["edges"](graph))'''),
     new_markdown_cell("The run's stored patching table (every head and every layer's stream; more pairs than above)."),
     new_code_cell('''\
 if run:
