@@ -140,7 +140,8 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
     run = _with_epoch_progress(progress, int(src.config["train"]["epochs"]),
                                lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch,
                                                          say=say))
-    tail = [s[0].upper() + s[1:] for s in (note, said[-1] if said and run.status == "finished" else None) if s]
+    compared = said[-1].removeprefix(f"{run_id}: ") if said and run.status == "finished" else None
+    tail = [s[0].upper() + s[1:] for s in (note, compared) if s]
     return {"run_id": run.id, "message": f"re-created {run.id} in your store ({run.status}){_acc(run)} in "
                                          f"{time.time() - start:.0f} s" + "".join(f". {s}" for s in tail)}
 

@@ -99,6 +99,8 @@ def test_button_then_job_then_the_page_uses_the_bit_identical_copy(app_on_shippe
     assert [{k: r[k] for k in keys} for r in own.metric_rows()] == \
         [{k: r[k] for k in keys} for r in shipped_run.metric_rows()], "the re-created run's metrics are bit-identical"
     assert sorted(own.tables()) == sorted(shipped_run.tables()), "the shipped tables came along"
+    assert result["message"].endswith(f"s. Every metric of every epoch equals the shipped run's (bit-identical); "
+                                      f"{len(own.tables())} shipped analysis tables copied to it"), result["message"]
     # the page reads the own copy now (own store first) and the button is gone
     assert ctx.stores().store_of(rid)[0] == "own"
     out = panel(app, client, "exp", rid)
@@ -255,3 +257,5 @@ def test_a_run_from_other_numerics_is_recreated_with_the_note_that_says_so(smoke
         result = recreate_work(lambda f, t: None, app.server.config["PELAB"], smoke.count)
     assert result["run_id"] == smoke.count and "Note: this machine's numerics differ" in result["message"]
     assert "torch 0.0-other there" in result["message"]
+    # then how the finished copy compares: here the same floats (only the recorded torch string was changed)
+    assert "Every metric of every epoch equals the shipped run's (bit-identical)" in result["message"]
