@@ -156,3 +156,28 @@ def test_figure_head_summary_and_card():
     assert (s["n_methods"] == 1).all()  # patching votes; its estimate does not
     card = FIGURES["head_card"](s, layer=1, head=0)
     assert "AtP estimate of patching" in list(card.data[0].y)
+
+
+def test_the_benchmarks_agreement_summary():
+    """benchmarks/bench_attribution.py's summary per position set: top-k found, estimates inside, largest miss."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(bench))  # the script imports its neighbour `timing`
+    try:
+        spec = importlib.util.spec_from_file_location("bench_attribution", bench / "bench_attribution.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    model, d = linear_tail("decoder"), task_data()
+    ref = patching.compute(model, d, n_pairs=16, n_boot=30)
+    checked = attribution.check_against(attribution.compute(model, d, n_pairs=16, n_boot=30), ref)
+    rows = {r["positions"]: r for r in mod.agreement(checked, top=3)}
+    assert set(rows) == set(SETS) and all(r["heads"] == 8 and r["k"] == 3 for r in rows.values())
+    heads = checked[(checked.site == "head") & (checked.positions == "all")]
+    assert rows["all"]["inside_ci"] == int(heads["in_patching_ci"].sum())
+    assert rows["all"]["max_miss"] == pytest.approx((heads["effect"] - heads["patching_effect"]).abs().max())
+    assert 0 <= rows["all"]["top_found"] <= 3

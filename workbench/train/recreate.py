@@ -59,8 +59,8 @@ def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
     follows another trajectory; None when nothing recorded differs. A SIMD level `recreate` holds (`simd_hold`) is
-    the one the re-training runs at, so it is not named. A CPU run that recorded no SIMD level (111 of results/repro's
-    245, trained before run.json recorded it) cannot be held to it: the note says so."""
+    the one the re-training runs at, so it is not named. A CPU run that recorded no SIMD level (trained before
+    run.json recorded it) cannot be held to it: the note says so."""
     held = {"cpu_capability": level.upper() for level in simd_hold(info).values()}
     here = numerics_identity() | {"threads": threads or info.get("threads")} | held
     recorded = recorded_numerics(info)
