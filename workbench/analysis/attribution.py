@@ -18,6 +18,8 @@ site's patched effect and each position set's rank correlation over heads.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 import torch
@@ -32,7 +34,7 @@ OTHER_PAIRS = ("the run's patching table was computed on other pairs (its mean c
                "compute both with the same n_pairs and seed")
 
 
-def _forward(model, tokens: torch.Tensor, names: list[str], grad: bool):
+def forward_keeping(model, tokens: torch.Tensor, names: list[str], grad: bool):
     """(logits, {hook name: activation}); with `grad` the activations are kept in the graph (leaves where the
     model's weights need no gradient), so LD can be differentiated with respect to them."""
     acts: dict[str, torch.Tensor] = {}
@@ -58,8 +60,8 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, 
     r_names = [f"blocks.{l}.hook_resid_post" for l in range(L)]
     names = z_names + r_names
     b = torch.arange(len(clean), device=clean.device)
-    cf_logits, cf_acts = _forward(model, cf, names, grad=False)
-    logits, acts = _forward(model, clean, names, grad=True)
+    cf_logits, cf_acts = forward_keeping(model, cf, names, grad=False)
+    logits, acts = forward_keeping(model, clean, names, grad=True)
     ld = logits[b, y_cf] - logits[b, y]
     grads = dict(zip(names, torch.autograd.grad(ld.sum(), [acts[n] for n in names])))
     pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
@@ -75,14 +77,11 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, 
     return ld.detach().double().cpu(), ld_cf, est
 
 
-def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
-    """Per-pair logit differences as `patching.per_pair` gives them, with `ld_patched` [L, n_sets, H + 1, N] the
-    first-order estimate LD_clean + sum (a_cf - a_clean) . dLD/da instead of a patched forward."""
-    _check(model, pairs)
+def over_pairs(model, pairs, batch_size: int, step: Callable) -> None:
+    """`step(idx, clean, cf, trig, y, y_cf)` on each length-trimmed batch of pairs (`trig`: the trigger mask), in
+    eval mode; gradients stay on (the steps differentiate)."""
     cfg = model.cfg
-    L, H, N = cfg.n_layers, cfg.n_heads, len(pairs)
     y, y_cf = torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
-    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N))}
     was = model.training
     model.eval()
     try:
@@ -91,11 +90,31 @@ def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
             cf = torch.as_tensor(pairs.cf_x[idx, :width], device=cfg.device)
             trig = torch.as_tensor(pairs.trigger_mask[idx, :width], device=cfg.device)
             a = torch.as_tensor(idx)
-            ld, ld_cf, est = estimates(model, tok, cf, trig, y[a].to(tok.device), y_cf[a].to(tok.device))
-            res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
-            res["ld_patched"][..., idx] = (ld[None, None, None] + est).numpy()
+            step(idx, tok, cf, trig, y[a].to(tok.device), y_cf[a].to(tok.device))
     finally:
         model.train(was)
+
+
+def inside(effect: pd.Series, lo: pd.Series, hi: pd.Series) -> pd.Series:
+    """1.0 where `effect` lies in [lo, hi] (to `ROUNDING`), 0.0 where not, NaN where either is missing."""
+    ok = (effect >= lo - ROUNDING) & (effect <= hi + ROUNDING)
+    return ok.where(lo.notna() & effect.notna()).astype(float)
+
+
+def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
+    """Per-pair logit differences as `patching.per_pair` gives them, with `ld_patched` [L, n_sets, H + 1, N] the
+    first-order estimate LD_clean + sum (a_cf - a_clean) . dLD/da instead of a patched forward."""
+    _check(model, pairs)
+    cfg = model.cfg
+    L, H, N = cfg.n_layers, cfg.n_heads, len(pairs)
+    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N))}
+
+    def step(idx, clean, cf, trig, y, y_cf):
+        ld, ld_cf, est = estimates(model, clean, cf, trig, y, y_cf)
+        res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
+        res["ld_patched"][..., idx] = (ld[None, None, None] + est).numpy()
+
+    over_pairs(model, pairs, batch_size, step)
     return res
 
 
@@ -113,8 +132,8 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 def check_against(atp: pd.DataFrame, patched: pd.DataFrame | None) -> pd.DataFrame:
     """`atp` with the real patching of each site beside its estimate: `patching_effect`, `patching_lo`,
     `patching_hi`, `in_patching_ci` (the estimate inside patching's interval, to `ROUNDING`), `rank_corr`
-    (Spearman over the heads of each position set) and `check` (empty when joined, else why not: no patching table, or one computed on other
-    pairs, recognised by its mean clean / counterfactual LD)."""
+    (Spearman over the heads of each position set) and `check` (empty when joined, else why not: no patching table,
+    or one computed on other pairs, recognised by its mean clean / counterfactual LD)."""
     out = atp.drop(columns=[c for c in CHECK_COLUMNS if c in atp.columns])
     keys = ["site", "layer", "head", "positions"]
     note = ""
@@ -133,8 +152,7 @@ def check_against(atp: pd.DataFrame, patched: pd.DataFrame | None) -> pd.DataFra
     p = patched[keys + ["effect", "ci_lo", "ci_hi"]].rename(
         columns={"effect": "patching_effect", "ci_lo": "patching_lo", "ci_hi": "patching_hi"})
     out = out.merge(p, on=keys, how="left")
-    inside = (out["effect"] >= out["patching_lo"] - ROUNDING) & (out["effect"] <= out["patching_hi"] + ROUNDING)
-    out["in_patching_ci"] = inside.where(out["patching_lo"].notna() & out["effect"].notna()).astype(float)
+    out["in_patching_ci"] = inside(out["effect"], out["patching_lo"], out["patching_hi"])
     out["rank_corr"] = np.nan
     for pos in SETS:
         rows = (out["site"] == "head") & (out["positions"] == pos)

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import batches, run_data, tag
-from .attribution import ROUNDING
+from ._common import run_data, tag
+from .attribution import forward_keeping, inside, over_pairs
 from .patching import _check, normalised, pairs_for
 
 
@@ -67,15 +67,7 @@ def at_reader(model, target: str, target_layer: int, fn: Callable[[torch.Tensor]
 def _writes(model, tokens: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(logits, every head's z and every MLP's output) of one forward without gradients."""
     names = [f"blocks.{l}.{n}" for l in range(model.cfg.n_layers) for n in ("attn.hook_z", "hook_mlp_out")]
-    outs: dict[str, torch.Tensor] = {}
-
-    def keep(t, hook):
-        outs[hook.name] = t.detach()
-        return t
-
-    with torch.no_grad():
-        logits = model.run_with_hooks(tokens, fwd_hooks=[(n, keep) for n in names])
-    return logits, outs
+    return forward_keeping(model, tokens, names, grad=False)
 
 
 def _readers(n_layers: int) -> list[tuple[str, int]]:
@@ -151,21 +143,6 @@ def path_patched(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, 
     return out
 
 
-def _over_pairs(model, pairs, batch_size: int, step: Callable) -> None:
-    """`step(idx, clean, cf, y, y_cf)` on each length-trimmed batch of pairs, in eval mode."""
-    cfg = model.cfg
-    y, y_cf = torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
-    was = model.training
-    model.eval()
-    try:
-        for idx, tok, _ in batches(pairs.clean_x, batch_size, trim=cfg.pads_are_inert, device=cfg.device):
-            cf = torch.as_tensor(pairs.cf_x[idx, :tok.shape[1]], device=cfg.device)
-            a = torch.as_tensor(idx)
-            step(idx, tok, cf, y[a].to(tok.device), y_cf[a].to(tok.device))
-    finally:
-        model.train(was)
-
-
 def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
     """ld_clean, ld_cf [N] and `edges` [n_edges, N]: the estimated LD shift of each edge of `edge_list`."""
     _check(model, pairs)
@@ -173,12 +150,12 @@ def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
     N = len(pairs)
     res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "edges": np.zeros((len(order), N))}
 
-    def step(idx, clean, cf, y, y_cf):
+    def step(idx, clean, cf, trig, y, y_cf):
         ld, ld_cf, est = estimates(model, clean, cf, y, y_cf)
         res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
         res["edges"][:, idx] = np.stack([est[e].numpy() for e in order])
 
-    _over_pairs(model, pairs, batch_size, step)
+    over_pairs(model, pairs, batch_size, step)
     return res
 
 
@@ -186,11 +163,11 @@ def path_per_pair(model, pairs, chosen: list[tuple], batch_size: int = 64) -> np
     """[len(chosen), N]: the real LD shift of path-patching each chosen edge (`path_patched`)."""
     out = np.zeros((len(chosen), len(pairs)))
 
-    def step(idx, clean, cf, y, y_cf):
+    def step(idx, clean, cf, trig, y, y_cf):
         real = path_patched(model, clean, cf, y, y_cf, chosen)
         out[:, idx] = np.stack([real[e].numpy() for e in chosen])
 
-    _over_pairs(model, pairs, batch_size, step)
+    over_pairs(model, pairs, batch_size, step)
     return out
 
 
@@ -219,9 +196,7 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
         path = normalised(real.T, res, n_boot=n_boot, seed=seed, level=level)
         df.loc[top, "path_effect"], df.loc[top, "path_lo"], df.loc[top, "path_hi"] = (
             path["effect"], path["ci_lo"], path["ci_hi"])
-        inside = (df.loc[top, "effect"] >= df.loc[top, "path_lo"] - ROUNDING) & (
-            df.loc[top, "effect"] <= df.loc[top, "path_hi"] + ROUNDING)
-        df.loc[top, "in_path_ci"] = inside.where(df.loc[top, "path_lo"].notna()).astype(float)
+        df.loc[top, "in_path_ci"] = inside(df.loc[top, "effect"], df.loc[top, "path_lo"], df.loc[top, "path_hi"])
     return df
 
 
