@@ -25,7 +25,7 @@ def store(tmp_path_factory):
 def test_parse_what():
     assert parse_what("qk-means,ablation", False) == ["ablation", "deposit", "qk_means"]
     assert parse_what("distance_bias", False) == ["distance_bias"]
-    assert len(parse_what(None, True)) == 15
+    assert len(parse_what(None, True)) == 16
 
 
 def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
@@ -35,7 +35,7 @@ def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
     assert "RoPE, Task 1:" in res.output
     assert set(st.get(ids["rope"]).tables()) == {"ablation", "deposit", "qk_means", "angles", "spectral",
                                                  "distance_bias", "extrapolation", "ablation_resample", "patching",
-                                                 "attribution", "edges", "probes", "trigger_attention", "dla",
+                                                 "attribution", "edges", "qkv", "probes", "trigger_attention", "dla",
                                                  "head_summary"}
     assert "deposit heads (>= 2 methods agree)" in res.output
 

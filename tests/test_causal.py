@@ -359,7 +359,7 @@ def test_head_summary_needs_agreement_and_keeps_the_paper_verdict():
 # ---- figures ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def head_tables():
-    from workbench.analysis import attribution, dla, edges, head_summary, patching, probes, trigger_attention
+    from workbench.analysis import attribution, dla, edges, head_summary, patching, probes, qkv, trigger_attention
 
     model, d = task_model(), task_data()
     pairs = counterfactual_pairs(d.spec, d.trigger_ids, 60, seed=4)
@@ -372,11 +372,12 @@ def head_tables():
          "ablation_resample": ablation.compute(model, d, mode="resample", n_boot=30)}
     t["attribution"] = attribution.check_against(attribution.compute(model, d, n_pairs=20, n_boot=30), t["patching"])
     t["edges"] = edges.compute(model, d, n_pairs=20, n_boot=30)
+    t["qkv"] = qkv.compute(model, d, n_pairs=20, n_boot=30, check_top=5)
     t["head_summary"] = head_summary.compute(t)
     return t
 
 
-HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 3, "probes": 5, "trigger_attention": 4, "dla": 2,
+HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 3, "qkv": 4, "probes": 5, "trigger_attention": 4, "dla": 2,
              "head_summary": 3, "ablation_resample": 1}
 
 

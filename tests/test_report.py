@@ -103,10 +103,10 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     assert any(s.startswith("diagnostics/") for s in sections)
     assert "no ablation table yet" in html  # the never-trained run is listed as missing, not skipped
     assert "<th>test_acc (%)</th>" in html and "<th>test_acc</th>" not in html, "the runs table reads in percent"
-    # the Heads section: the RoPE run's head summary and the six detail figures; a hint for the others
+    # the Heads section: the RoPE run's head summary and the seven detail figures; a hint for the others
     heads = {s for s in sections if s.startswith("heads/")}
-    assert heads == {"heads/head_summary", "heads/patching", "heads/attribution", "heads/edges", "heads/probes",
-                     "heads/trigger_attention", "heads/dla"}
+    assert heads == {"heads/head_summary", "heads/patching", "heads/attribution", "heads/edges", "heads/qkv",
+                     "heads/probes", "heads/trigger_attention", "heads/dla"}
     assert "no head summary yet" in html and set(summary["heads"]) == {
         r["id"] for r in summary["runs"] if "head_summary" in r.get("tables", {}).get("present", [])}
 

@@ -25,8 +25,8 @@ URL = "http://127.0.0.1:8050"
 
 
 # The first pass of analyses: the zero-ablation deposits and the cheap diagnostics, enough for a first report;
-# the second pass adds the other ablation modes, patching, attribution patching (per head and per edge), probes,
-# trigger attention, DLA and the head summary.
+# the second pass adds the other ablation modes, patching, attribution patching (per head, per edge, per
+# query / key / value), probes, trigger attention, DLA and the head summary.
 FIRST = ("ablation", "deposit", "qk_means", "angles", "spectral", "distance_bias", "extrapolation")
 WORKERS = 2  # runs trained, and analysed, at once (one thread each): the 2 cores of the machine it was sized on
 

@@ -4,8 +4,8 @@ Pick a run; the (layer x head) map shows any measure of its head summary (zero /
 patching effect and its gradient estimate (AtP), label-probe selectivity, direct effect, trigger attention, methods
 agreeing) with the deposit heads (>= 2 methods) and the paper's ablation-only deposits marked. Click a head for its
 card: all measures with their intervals, and its attention pattern on a chosen test example with the triggers
-marked. Below, the full figures of patching, attribution patching, edge attribution, probes, trigger attention and
-direct logit attribution. Missing tables get a hint and a Compute button (a background job)."""
+marked. Below, the full figures of patching, attribution patching, edge attribution, queries / keys / values
+(AtP*), probes, trigger attention and direct logit attribution. Missing tables get a hint and a Compute button (a background job)."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,11 +18,12 @@ from apps.jobs import analysis_work, register_job, register_recreate
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
 DETAILS = [("patching", "Activation patching"), ("attribution", "Attribution patching (AtP, checked against patching)"),
-           ("edges", "Edge attribution (which later component reads each head)"), ("probes", "Linear probes"),
+           ("edges", "Edge attribution (which later component reads each head)"),
+           ("qkv", "Queries, keys or values (AtP*: where each head's effect enters)"), ("probes", "Linear probes"),
            ("trigger_attention", "Trigger attention"), ("dla", "Direct logit attribution")]
 MAX_NAMED = 12  # deposit heads named under the map
-COMPUTABLE = ["head_summary", "ablation_resample", "patching", "attribution", "edges", "probes", "trigger_attention",
-              "dla", "ablation"]
+COMPUTABLE = ["head_summary", "ablation_resample", "patching", "attribution", "edges", "qkv", "probes",
+              "trigger_attention", "dla", "ablation"]
 
 
 def _measures():

@@ -10,7 +10,7 @@ An analysis a run cannot support raises `NotApplicable` with a message naming wh
 import functools
 
 from . import (ablation, angles, attribution, deposit, distance_bias, dla, edges, experiments, extrapolation,
-               head_summary, patching, probes, qk_means, spectral, trigger_attention)
+               head_summary, patching, probes, qk_means, qkv, spectral, trigger_attention)
 from ._common import NotApplicable
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
@@ -33,6 +33,7 @@ ANALYSES = {
     "patching": patching.run,
     "attribution": attribution.run,
     "edges": edges.run,
+    "qkv": qkv.run,
     "probes": probes.run,
     "trigger_attention": trigger_attention.run,
     "dla": dla.run,
@@ -53,6 +54,7 @@ COMPUTE = {
     "patching": patching.compute,
     "attribution": attribution.compute,
     "edges": edges.compute,
+    "qkv": qkv.compute,
     "probes": probes.compute,
     "trigger_attention": trigger_attention.compute,
     "dla": dla.compute,

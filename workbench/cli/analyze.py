@@ -14,7 +14,7 @@ from .options import ROOT_HELP, existing_root
 NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "angles": "angles",
          "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation",
          "resample": "ablation_resample", "patching": "patching", "attribution": "attribution", "edges": "edges",
-         "probes": "probes",
+         "qkv": "qkv", "probes": "probes",
          "trigger-attention": "trigger_attention", "dla": "dla", "head-summary": "head_summary"}
 
 
@@ -96,6 +96,15 @@ def summarize(name: str, df) -> str:
         src = f"L{int(r.layer)}.H{int(r['head'])}" if r.source == "head" else f"L{int(r.layer)} MLP"
         dst = "readout" if r.target == "readout" else f"L{int(r.target_layer)} {r.target}"
         return f"largest edge: {src} -> {dst}, {r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}] ({len(df)} edges)"
+    if name == "qkv":
+        if df["effect"].isna().all():
+            return f"undefined: {df['note'].iloc[0]}"
+        r = df.loc[df["effect"].abs().idxmax()]
+        c = df[df["patch_effect"].notna()]
+        check = (f"{int(c['in_patch_ci'].sum())} of {len(c)} AtP* and {int(c['atp_in_patch_ci'].sum())} of {len(c)} "
+                 "AtP estimates inside the real patch's interval" if len(c) else "none patched for real")
+        return (f"largest: layer {int(r.layer)}, head {int(r['head'])}, {r.site} ({r.positions} positions), "
+                f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; {check}")
     if name == "probes":
         bits = []
         pos = df[df.probe == "position"]
@@ -137,7 +146,7 @@ def analyze_cmd(
                                                help="ablation/extrapolation: evaluate on at most this many test "
                                                     "examples (default: all)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
-    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution, edges: counterfactual pairs"),
+    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution, edges, qkv: counterfactual pairs"),
     min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
@@ -182,6 +191,7 @@ def analyze_cmd(
         "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
         "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples), "head_summary": dict(min_agree=min_agree),
     }

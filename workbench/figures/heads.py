@@ -1,4 +1,5 @@
-"""Figures of the causal per-head analyses (issue 14): patching, attribution patching, probes, trigger attention,
+"""Figures of the causal per-head analyses (issue 14): patching, attribution patching (per head, per edge, per
+query / key / value), probes, trigger attention,
 direct logit attribution, the head summary, a head's card and its attention pattern. Each is built from its table
 alone; trace counts are given in the docstrings (tests check them)."""
 from __future__ import annotations
@@ -136,6 +137,47 @@ def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
     note = str(df["note"].iloc[0]) if "note" in df.columns and str(df["note"].iloc[0]) else ""
     title = _title(df, "Edge attribution (EAP: which later component reads each head)")
     return _layout(fig, f"{title}<br><sup>{note}</sup>" if note else title)
+
+
+def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
+    """Left: each head's AtP* effect through its queries, keys and values at `positions` (heads x site heatmap, 1
+    trace). Right, for the rows patched for real: AtP* and plain AtP against the real patch (2 traces) and the line
+    where they are equal (1 trace); nothing there when no row was checked."""
+    sub = df[df["positions"] == positions].assign(
+        label=lambda d: "L" + d["layer"].astype(str) + ".H" + d["head"].astype(str))
+    z = sub.pivot(index="label", columns="site", values="effect")
+    z = z.loc[sub.sort_values(["layer", "head"])["label"].unique(), [s for s in ("query", "key", "value")
+                                                                     if s in z.columns]]
+    checked = df[df["patch_effect"].notna()] if "patch_effect" in df.columns else df.iloc[:0]
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], horizontal_spacing=0.22,
+                        subplot_titles=[f"AtP* estimate ({positions} positions)",
+                                        "estimates vs the real patch" if len(checked) else "no row patched for real"])
+    fig.add_trace(style.heatmap(z, colorbar_title="effect", fig=fig, row=1, col=1, diverging=True,
+                                hover="%{y} %{x}: %{z:.3f}<extra></extra>", cell_text=False), row=1, col=1)
+    style.category_axes(fig, z, "site", "head", row=1, col=1)
+    note = "not checked against real patching"
+    if len(checked):
+        text = [f"L{int(l)}.H{int(h)} {s} ({p})" for l, h, s, p in
+                zip(checked["layer"], checked["head"], checked["site"], checked["positions"])]
+        for col, name, symbol in (("effect", "AtP* (pattern recomputed)", "circle"), ("atp", "AtP (linear)", "x")):
+            fig.add_trace(go.Scatter(x=checked["patch_effect"], y=checked[col], mode="markers", name=name, text=text,
+                                     marker=dict(symbol=symbol, size=8),
+                                     hovertemplate="%{text}: patch %{x:.3f}, estimate %{y:.3f}<extra></extra>"),
+                          row=1, col=2)
+        both = checked[["patch_effect", "effect", "atp"]].to_numpy(float).ravel()
+        both = both[np.isfinite(both)]
+        span = [float(both.min()), float(both.max())]
+        style.add_baseline(fig, span, "equal", span, label="estimate = patch", row=1, col=2)
+        fig.update_xaxes(title_text="real patch effect", row=1, col=2)
+        fig.update_yaxes(title_text="estimate", row=1, col=2)
+        fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=-0.15))
+        note = (f"{int(checked['in_patch_ci'].sum())} of {len(checked)} AtP* and "
+                f"{int(checked['atp_in_patch_ci'].sum())} of {len(checked)} AtP estimates inside the real patch's "
+                "interval")
+    if "note" in df.columns and str(df["note"].iloc[0]):
+        note = str(df["note"].iloc[0])
+    title = _title(df, "Queries, keys or values: where each head's effect enters (AtP*)")
+    return _layout(fig, f"{title}<br><sup>{note}</sup>")
 
 
 def probes(df: pd.DataFrame) -> go.Figure:
@@ -311,6 +353,6 @@ def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
 # figures drawn from another figure's table
 TABLES = {"head_card": "head_summary", "head_attention": "attention_patterns"}
 
-FIGURES = {"patching": patching, "attribution": attribution, "edges": edges, "probes": probes,
+FIGURES = {"patching": patching, "attribution": attribution, "edges": edges, "qkv": qkv, "probes": probes,
            "trigger_attention": trigger_attention, "dla": dla, "head_summary": head_summary, "head_card": head_card,
            "head_attention": head_attention}

@@ -1,0 +1,149 @@
+"""Queries, keys and values: AtP* (the pattern recomputed) is the real patch where the path past the pattern is
+linear, and plain AtP is not there; the linear estimate is the derivative of the patch; the real patch is the
+patch of the rotated vectors; known answers and the table."""
+import numpy as np
+import pytest
+import torch
+
+from workbench.analysis import patching, qkv
+from workbench.analysis.patching import SETS
+
+from test_analysis import make_data
+from test_attribution import linear_tail
+from test_causal import task_data, task_model
+
+
+def _real(model, pairs, batch_size=5):
+    """Every (site, layer, head, set) patched for real: [L, 3, n_sets, H, N] LD shifts."""
+    cfg = model.cfg
+    chosen = [(site, l, h, j) for l in range(cfg.n_layers) for site in qkv.SITES for j in range(len(SETS))
+              for h in range(cfg.n_heads)]
+    out = qkv.patch_per_pair(model, pairs, chosen, batch_size=batch_size)
+    return out.reshape(cfg.n_layers, len(qkv.SITES), len(SETS), cfg.n_heads, len(pairs))
+
+
+@pytest.mark.parametrize("arch, scheme", [("paper", "rope"), ("decoder", "alibi")])
+def test_atp_star_is_the_real_patch_where_the_path_past_the_pattern_is_linear(arch, scheme):
+    """Last layer of a linear tail: AtP* of queries and keys equals their real patch pair by pair (the softmax
+    recomputed, the rest linear), plain AtP does not (first order through the softmax); values: both equal it."""
+    model, d = linear_tail(arch) if scheme == "rope" else _linear_tail_with(arch, scheme), task_data()
+    pairs = patching.pairs_for(d, 10, seed=3)
+    est = qkv.per_pair(model, pairs, batch_size=4)
+    real = _real(model, pairs)
+    last = model.cfg.n_layers - 1
+    np.testing.assert_allclose(est["atp_star"][last], real[last], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(est["atp"][last, 2], real[last, 2], rtol=1e-4, atol=1e-5)  # values: linear
+    assert np.abs(real[last, :2]).max() > 1e-2  # the query and key patches move LD
+    assert np.abs(est["atp"][last, :2] - real[last, :2]).max() > 1e-3  # the linear term misses through the softmax
+    assert np.abs(est["atp_star"][0] - real[0]).max() > 1e-4  # below: first order past the pattern
+
+
+def _linear_tail_with(arch, scheme):
+    model = task_model(arch=arch, scheme=scheme, final_ln="none")
+    with torch.no_grad():
+        model.blocks[-1].mlp.fc_out.weight.zero_()
+        model.blocks[-1].mlp.fc_out.bias.zero_()
+    return model
+
+
+def test_linear_estimate_is_the_derivative_of_the_patch():
+    """Patching a fraction t of the counterfactual's q, k or v moves LD by t x the linear estimate as t -> 0, and
+    AtP* has the same slope (central differences, float64)."""
+    model, d = task_model().double(), task_data()
+    pairs = patching.pairs_for(d, 8, seed=1)
+    est = qkv.per_pair(model, pairs, batch_size=8)
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    sets = patching.position_masks(torch.as_tensor(pairs.trigger_mask), clean).bool()
+    _, cache = model.run_with_cache(cf)
+    r = torch.arange(len(pairs))
+
+    def ld_with(name, head, s, t):
+        def patch(a, hook):
+            a = a.clone()
+            sel = a[:, :, head]
+            sel[sets[s]] += t * (cache[name][:, :, head][sets[s]] - sel[sets[s]])
+            return a
+        with torch.no_grad():
+            lg = model.run_with_hooks(clean, fwd_hooks=[(name, patch)])
+        return (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).numpy()
+
+    t = 1e-4
+    for layer, i, head in ((0, 0, 1), (0, 1, 2), (1, 1, 0), (0, 2, 3)):
+        name = f"blocks.{layer}.attn.hook_{'qkv'[i]}"
+        for s in range(len(SETS)):
+            slope = (ld_with(name, head, s, t) - ld_with(name, head, s, -t)) / (2 * t)
+            np.testing.assert_allclose(est["atp"][layer, i, s, head], slope, rtol=1e-5, atol=1e-7)
+        assert np.abs(est["atp"][layer, i, :, head]).max() > 1e-4
+
+
+def test_real_patch_is_the_patch_of_the_rotated_vectors():
+    """RoPE rotates each position on its own, so replacing a head's pre-rotation q (k) at a set of positions is
+    replacing its rotated q (k) there: `patched` equals that patch done at hook_rot_q / hook_rot_k by hand."""
+    model, d = task_model(arch="decoder"), task_data()
+    pairs = patching.pairs_for(d, 9, seed=5)
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    trig = torch.as_tensor(pairs.trigger_mask)
+    y, y_cf = torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
+    chosen = [("query", 1, 2, 0), ("key", 0, 3, 1), ("key", 1, 1, 2), ("query", 0, 0, 1)]
+    got = qkv.patched(model, clean, cf, trig, y, y_cf, chosen)
+    _, cache = model.run_with_cache(cf)
+    sets = patching.position_masks(trig, clean).bool()
+    r = torch.arange(len(pairs))
+    with torch.no_grad():
+        base = model(clean)
+    for (site, l, h, j), g in zip(chosen, got):
+        name = f"blocks.{l}.attn.hook_rot_{'q' if site == 'query' else 'k'}"
+
+        def swap(a, hook):
+            a = a.clone()
+            a[:, :, h][sets[j]] = cache[name][:, :, h][sets[j]]
+            return a
+        with torch.no_grad():
+            lg = model.run_with_hooks(clean, fwd_hooks=[(name, swap)])
+        want = (lg[r, y_cf] - lg[r, y]) - (base[r, y_cf] - base[r, y])
+        np.testing.assert_allclose(g.numpy(), want.double().numpy(), rtol=1e-5, atol=1e-6)
+        assert np.abs(want.numpy()).max() > 1e-4
+
+
+def test_table_known_answers_and_check():
+    """A head with W_O = 0 has every effect 0, estimated and real; the top rows are patched for real, the rest
+    not; MLA (rotary and content dims, a shared rotary key) runs."""
+    model = task_model()
+    with torch.no_grad():
+        model.blocks[0].attn.W_O[1] = 0.0
+    df = qkv.compute(model, task_data(), n_pairs=16, n_boot=40, check_top=6)
+    assert len(df) == 2 * 3 * 3 * 4 and df["note"].eq("").all()
+    dead = df[(df.layer == 0) & (df["head"] == 1)]
+    np.testing.assert_allclose(dead[["effect", "atp"]].to_numpy(float), 0.0, atol=1e-7)
+    checked = df[df["patch_effect"].notna()]
+    assert len(checked) == 6 and set(checked.index) == set(df["effect"].abs().nlargest(6).index)
+    assert checked["in_patch_ci"].isin([0.0, 1.0]).all() and checked["atp_in_patch_ci"].isin([0.0, 1.0]).all()
+    assert df.loc[df["patch_effect"].isna(), "in_patch_ci"].isna().all()
+    assert (df["ci_lo"] <= df["ci_hi"]).all() and (df["atp_lo"] <= df["atp_hi"]).all()
+    v = df[df.site == "value"]
+    np.testing.assert_allclose(v["effect"], v["atp"])
+    mla = qkv.compute(task_model("trigger-count", "paper", "mla"), task_data("trigger-count"), n_pairs=8,
+                      n_boot=20, check_top=2)
+    assert mla["effect"].notna().all() and mla["patch_effect"].notna().sum() == 2
+
+
+def test_bad_input():
+    from workbench.analysis import NotApplicable
+
+    with pytest.raises(NotApplicable, match="trigger-distance"):
+        qkv.compute(task_model(), make_data(10), n_pairs=4)
+    with pytest.raises(ValueError, match="classes"):
+        qkv.compute(task_model(n_classes=5), task_data(), n_pairs=4)
+
+
+def test_figure_checked_and_not():
+    """The figure: heads x (query, key, value) heatmap, with AtP* and AtP against the real patch and the equal line
+    when rows were checked (4 traces), the heatmap alone when none was (1)."""
+    from workbench.figures import FIGURES
+
+    df = qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_top=4)
+    fig = FIGURES["qkv"](df)
+    assert len(fig.data) == 4 and list(fig.data[0].x) == ["query", "key", "value"]
+    assert len(fig.data[0].y) == 2 * 4 and "of 4 AtP* and" in fig.layout.title.text
+    bare = FIGURES["qkv"](qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_top=0))
+    assert len(bare.data) == 1 and "not checked" in bare.layout.title.text

@@ -1,0 +1,173 @@
+"""Where a head's patching effect enters: its queries, its keys or its values, by attribution patching with the
+AtP* correction for queries and keys (Kramár et al. 2024, "AtP*: an efficient and scalable method for localizing
+LLM behaviour to components", section 3.1), checked against real patching of the largest. docs/analyses.md.
+
+Position enters attention through q and k (a rotation, a bias on their scores), content through v. For the pairs,
+position sets and normalisation of `patching` (same `n_pairs` and `seed`), each head's `blocks.{l}.attn.hook_q`,
+`hook_k` and `hook_v` [batch, pos, head, d_head] is patched from the counterfactual run into the clean one at the
+set's positions (query positions for q, key positions for k and v). Two estimates of LD_patched - LD_clean:
+
+    AtP   (linear)        sum over the set's positions and dims of (a_cf - a_clean) . dLD/da
+    AtP*  (q and k)       sum over query and key positions of (A' - A) . dLD/dA
+
+where A = softmax(s) is the clean attention pattern, s its scores (bias and mask included), and A' the pattern
+recomputed exactly with the patched queries (or keys): s' = s + scores(rotate(q', k)) - scores(rotate(q, k)), rows
+(columns) outside the set unchanged. AtP* is exact through the softmax, where a query or key patch saturates (a
+pattern that moves from one key to another is all but flat in the linear term), and linear from the pattern on; for
+v the two are the same. Effects are `patching.normalised`: mean over pairs / mean(LD_cf - LD_clean), with its
+bootstrap interval. The `check_top` rows of largest |AtP*| are patched for real (one forward a row:
+`patch_effect`, its interval, and whether each estimate lies inside it). Kramár et al.'s second fix, GradDrop
+(against cancellation across layers), is not built.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._common import run_data, tag
+from .attribution import forward_keeping, inside, over_pairs
+from .patching import SETS, _check, normalised, pairs_for, position_masks
+
+SITES = ("query", "key", "value")
+_HOOK = {"query": "q", "key": "k", "value": "v"}
+
+
+def _names(l: int, *parts: str) -> list[str]:
+    return [f"blocks.{l}.attn.hook_{p}" for p in parts]
+
+
+def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, y: torch.Tensor,
+              y_cf: torch.Tensor):
+    """(LD_clean [B], LD_cf [B], AtP [L, 3, n_sets, H, B], AtP* [L, 3, n_sets, H, B]) for one batch of pairs; the
+    second axis is `SITES` (query, key, value), each entry an estimated LD_patched - LD_clean."""
+    cfg = model.cfg
+    L, H, B = cfg.n_layers, cfg.n_heads, len(clean)
+    keep = [n for l in range(L) for n in _names(l, "q", "k", "v", "pattern", "attn_scores")]
+    grad_names = [n for l in range(L) for n in _names(l, "q", "k", "v", "pattern")]
+    b = torch.arange(B, device=clean.device)
+    cf_logits, cf_acts = forward_keeping(model, cf, [n for l in range(L) for n in _names(l, "q", "k", "v")],
+                                         grad=False)
+    logits, acts = forward_keeping(model, clean, keep, grad=True)
+    ld = logits[b, y_cf] - logits[b, y]
+    grads = torch.autograd.grad(ld.sum(), [acts[n] for n in grad_names], allow_unused=True)
+    grads = {n: torch.zeros_like(acts[n]) if g is None else g for n, g in zip(grad_names, grads)}
+    pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
+    S = pm.shape[0]
+    lin = torch.empty(L, len(SITES), S, H, B, dtype=torch.float64)
+    star = torch.empty_like(lin)
+    with torch.no_grad():
+        for l in range(L):
+            q, k, v, pattern, s = (acts[n].detach() for n in _names(l, "q", "k", "v", "pattern", "attn_scores"))
+            g_pattern = grads[f"blocks.{l}.attn.hook_pattern"]
+            attn = model.blocks[l].attn
+            raw = attn.scores(*attn.rotate(q, k))
+            for i, site in enumerate(SITES):
+                name = _names(l, _HOOK[site])[0]
+                a_cf, a = cf_acts[name], acts[name].detach()
+                per_pos = ((a_cf - a) * grads[name]).sum(-1)  # [B, pos, H]
+                lin[l, i] = torch.einsum("sbp,bph->shb", pm.to(per_pos.dtype), per_pos).double().cpu()
+                if site == "value":
+                    star[l, i] = lin[l, i]
+                    continue
+                patched = attn.scores(*attn.rotate(a_cf, k)) if site == "query" else attn.scores(*attn.rotate(q, a_cf))
+                for j in range(S):
+                    w = pm[j][:, None, :, None] if site == "query" else pm[j][:, None, None, :]  # rows or columns
+                    s_new = s + w.to(s.dtype) * (patched - raw)
+                    shift = ((torch.softmax(s_new, -1) - pattern) * g_pattern).sum((-1, -2))  # [B, H]
+                    star[l, i, j] = shift.T.double().cpu()
+        ld_cf = (cf_logits[b, y_cf] - cf_logits[b, y]).double().cpu()
+    return ld.detach().double().cpu(), ld_cf, lin, star
+
+
+def patched(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, y: torch.Tensor,
+            y_cf: torch.Tensor, chosen: list[tuple[str, int, int, int]]) -> list[torch.Tensor]:
+    """The real LD_patched - LD_clean [B] of each chosen (site, layer, head, set index): head's q, k or v at the
+    set's positions replaced by the counterfactual run's, the rest of the forward recomputed (one forward each)."""
+    b = torch.arange(len(clean), device=clean.device)
+    names = sorted({_names(l, _HOOK[site])[0] for site, l, _, _ in chosen})
+    pm = position_masks(trig, clean).to(clean.device).bool()
+    out = []
+    with torch.no_grad():
+        _, cf_acts = forward_keeping(model, cf, names, grad=False)
+        lg = model(clean)
+        ld = lg[b, y_cf] - lg[b, y]
+        for site, l, h, j in chosen:
+            name = _names(l, _HOOK[site])[0]
+
+            def swap(a, hook, h=h, m=pm[j], src=cf_acts[name]):
+                a = a.clone()
+                a[:, :, h] = torch.where(m[..., None], src[:, :, h], a[:, :, h])
+                return a
+
+            lg = model.run_with_hooks(clean, fwd_hooks=[(name, swap)])
+            out.append((lg[b, y_cf] - lg[b, y] - ld).double().cpu())
+    return out
+
+
+def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
+    """ld_clean, ld_cf [N]; `atp` and `atp_star` [L, 3, n_sets, H, N], the two estimated LD shifts."""
+    _check(model, pairs)
+    cfg = model.cfg
+    N, shape = len(pairs), (cfg.n_layers, len(SITES), len(SETS), cfg.n_heads, len(pairs))
+    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "atp": np.zeros(shape), "atp_star": np.zeros(shape)}
+
+    def step(idx, clean, cf, trig, y, y_cf):
+        ld, ld_cf, lin, star = estimates(model, clean, cf, trig, y, y_cf)
+        res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
+        res["atp"][..., idx], res["atp_star"][..., idx] = lin.numpy(), star.numpy()
+
+    over_pairs(model, pairs, batch_size, step)
+    return res
+
+
+def patch_per_pair(model, pairs, chosen: list[tuple[str, int, int, int]], batch_size: int = 64) -> np.ndarray:
+    """[len(chosen), N]: the real LD shift of each chosen patch (`patched`)."""
+    out = np.zeros((len(chosen), len(pairs)))
+
+    def step(idx, clean, cf, trig, y, y_cf):
+        out[:, idx] = np.stack([r.numpy() for r in patched(model, clean, cf, trig, y, y_cf, chosen)])
+
+    over_pairs(model, pairs, batch_size, step)
+    return out
+
+
+def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            batch_size: int = 64, check_top: int = 20) -> pd.DataFrame:
+    """One row per (site, layer, head, positions): `effect` (AtP*) and `atp` (linear) with their bootstrap
+    intervals; the `check_top` rows of largest |effect| patched for real (`patch_effect`, `patch_lo`, `patch_hi`;
+    `in_patch_ci` and `atp_in_patch_ci`: each estimate inside the real patch's interval, to 1e-5; NaN where not
+    checked)."""
+    pairs = pairs_for(data, n_pairs, seed)
+    res = per_pair(model, pairs, batch_size=batch_size)
+    L, n_sites, S, H, N = res["atp"].shape
+    keys = [(site, l, h, positions) for l in range(L) for site in SITES for positions in SETS for h in range(H)]
+    df = pd.DataFrame(keys, columns=["site", "layer", "head", "positions"])
+    star = normalised(res["atp_star"].reshape(-1, N).T, res, n_boot=n_boot, seed=seed, level=level)
+    lin = normalised(res["atp"].reshape(-1, N).T, res, n_boot=n_boot, seed=seed, level=level)
+    df["effect"], df["ci_lo"], df["ci_hi"], df["ld_shift"] = star["effect"], star["ci_lo"], star["ci_hi"], \
+        star["ld_shift"]
+    df["atp"], df["atp_lo"], df["atp_hi"] = lin["effect"], lin["ci_lo"], lin["ci_hi"]
+    df["ld_clean"], df["ld_cf"] = res["ld_clean"].mean(), res["ld_cf"].mean()
+    df["n_pairs"], df["n_boot"], df["level"], df["note"] = N, n_boot, level, star["note"]
+    for c in ("patch_effect", "patch_lo", "patch_hi", "in_patch_ci", "atp_in_patch_ci"):
+        df[c] = np.nan
+    top = df["effect"].abs().sort_values(ascending=False, na_position="last").index[:check_top]
+    top = [i for i in top if np.isfinite(df.at[i, "effect"])]
+    if top:
+        chosen = [(df.at[i, "site"], int(df.at[i, "layer"]), int(df.at[i, "head"]), SETS.index(df.at[i, "positions"]))
+                  for i in top]
+        real = normalised(patch_per_pair(model, pairs, chosen, batch_size).T, res, n_boot=n_boot, seed=seed,
+                          level=level)
+        df.loc[top, "patch_effect"], df.loc[top, "patch_lo"], df.loc[top, "patch_hi"] = (
+            real["effect"], real["ci_lo"], real["ci_hi"])
+        for est, col in (("effect", "in_patch_ci"), ("atp", "atp_in_patch_ci")):
+            df.loc[top, col] = inside(df.loc[top, est], df.loc[top, "patch_lo"], df.loc[top, "patch_hi"])
+    return df
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Load the run's model and dataset, estimate every head's query, key and value effect, save as table `qkv`."""
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
+    run.save_table("qkv", df)
+    return df
