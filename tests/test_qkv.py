@@ -147,3 +147,15 @@ def test_figure_checked_and_not():
     assert len(fig.data[0].y) == 2 * 4 and "of 4 AtP* and" in fig.layout.title.text
     bare = FIGURES["qkv"](qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_top=0))
     assert len(bare.data) == 1 and "not checked" in bare.layout.title.text
+
+
+def test_agreement_summary():
+    """Per site over the checked rows: counts inside each interval and the largest miss, as the table has them."""
+    df = qkv.compute(linear_tail("decoder"), task_data(), n_pairs=12, n_boot=20, check_top=30)
+    a = qkv.agreement(df).set_index("site")
+    c = df[df["patch_effect"].notna()]
+    assert a["checked"].sum() == 30 and set(a.index) <= set(qkv.SITES)
+    for site, sub in c.groupby("site"):
+        assert a.at[site, "atp_star_inside"] == int(sub["in_patch_ci"].sum())
+        assert a.at[site, "atp_max_miss"] == pytest.approx((sub["atp"] - sub["patch_effect"]).abs().max())
+    assert "of 30 AtP* and" in qkv.check_line(df) and "not checked" in qkv.check_line(df.assign(patch_effect=np.nan))

@@ -26,10 +26,11 @@ import pandas as pd
 import torch
 
 from ._common import run_data, tag
-from .attribution import forward_keeping, inside, over_pairs
+from .attribution import _spearman, forward_keeping, inside, over_pairs
 from .patching import SETS, _check, normalised, pairs_for, position_masks
 
 SITES = ("query", "key", "value")
+PATCH_COLUMNS = ("patch_effect", "patch_lo", "patch_hi", "in_patch_ci", "atp_in_patch_ci")
 _HOOK = {"query": "q", "key": "k", "value": "v"}
 
 
@@ -132,38 +133,85 @@ def patch_per_pair(model, pairs, chosen: list[tuple[str, int, int, int]], batch_
     return out
 
 
-def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64, check_top: int = 20) -> pd.DataFrame:
-    """One row per (site, layer, head, positions): `effect` (AtP*) and `atp` (linear) with their bootstrap
-    intervals; the `check_top` rows of largest |effect| patched for real (`patch_effect`, `patch_lo`, `patch_hi`;
-    `in_patch_ci` and `atp_in_patch_ci`: each estimate inside the real patch's interval, to 1e-5; NaN where not
-    checked)."""
-    pairs = pairs_for(data, n_pairs, seed)
-    res = per_pair(model, pairs, batch_size=batch_size)
+def table(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """One row per (site, layer, head, positions) of `per_pair`'s estimates: `effect` (AtP*) and `atp` (linear),
+    each with its bootstrap interval (`patching.normalised`); the real-patch columns NaN until `add_patches`."""
     L, n_sites, S, H, N = res["atp"].shape
     keys = [(site, l, h, positions) for l in range(L) for site in SITES for positions in SETS for h in range(H)]
     df = pd.DataFrame(keys, columns=["site", "layer", "head", "positions"])
     star = normalised(res["atp_star"].reshape(-1, N).T, res, n_boot=n_boot, seed=seed, level=level)
     lin = normalised(res["atp"].reshape(-1, N).T, res, n_boot=n_boot, seed=seed, level=level)
-    df["effect"], df["ci_lo"], df["ci_hi"], df["ld_shift"] = star["effect"], star["ci_lo"], star["ci_hi"], \
-        star["ld_shift"]
+    df["effect"], df["ci_lo"], df["ci_hi"], df["ld_shift"] = (star[k] for k in ("effect", "ci_lo", "ci_hi",
+                                                                               "ld_shift"))
     df["atp"], df["atp_lo"], df["atp_hi"] = lin["effect"], lin["ci_lo"], lin["ci_hi"]
     df["ld_clean"], df["ld_cf"] = res["ld_clean"].mean(), res["ld_cf"].mean()
     df["n_pairs"], df["n_boot"], df["level"], df["note"] = N, n_boot, level, star["note"]
-    for c in ("patch_effect", "patch_lo", "patch_hi", "in_patch_ci", "atp_in_patch_ci"):
+    for c in PATCH_COLUMNS:
         df[c] = np.nan
-    top = df["effect"].abs().sort_values(ascending=False, na_position="last").index[:check_top]
-    top = [i for i in top if np.isfinite(df.at[i, "effect"])]
-    if top:
-        chosen = [(df.at[i, "site"], int(df.at[i, "layer"]), int(df.at[i, "head"]), SETS.index(df.at[i, "positions"]))
-                  for i in top]
-        real = normalised(patch_per_pair(model, pairs, chosen, batch_size).T, res, n_boot=n_boot, seed=seed,
-                          level=level)
-        df.loc[top, "patch_effect"], df.loc[top, "patch_lo"], df.loc[top, "patch_hi"] = (
-            real["effect"], real["ci_lo"], real["ci_hi"])
-        for est, col in (("effect", "in_patch_ci"), ("atp", "atp_in_patch_ci")):
-            df.loc[top, col] = inside(df.loc[top, est], df.loc[top, "patch_lo"], df.loc[top, "patch_hi"])
     return df
+
+
+def largest(df: pd.DataFrame, k: int) -> list[int]:
+    """Index of the k rows of largest |AtP*| (finite only)."""
+    top = df["effect"].abs().sort_values(ascending=False, na_position="last").index[:k]
+    return [i for i in top if np.isfinite(df.at[i, "effect"])]
+
+
+def chosen(df: pd.DataFrame, rows: list[int]) -> list[tuple[str, int, int, int]]:
+    """The (site, layer, head, set index) of each row, as `patched` takes them."""
+    return [(df.at[i, "site"], int(df.at[i, "layer"]), int(df.at[i, "head"]), SETS.index(df.at[i, "positions"]))
+            for i in rows]
+
+
+def add_patches(df: pd.DataFrame, res: dict[str, np.ndarray], rows: list[int], real: np.ndarray,
+                n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """`df` with the real patches `real` [len(rows), N] of `rows` normalised beside their estimates: `patch_effect`,
+    `patch_lo`, `patch_hi`, and `in_patch_ci` / `atp_in_patch_ci` (AtP* / AtP inside that interval, to 1e-5)."""
+    df = df.copy()
+    if not rows:
+        return df
+    r = normalised(real.T, res, n_boot=n_boot, seed=seed, level=level)
+    df.loc[rows, "patch_effect"], df.loc[rows, "patch_lo"], df.loc[rows, "patch_hi"] = r["effect"], r["ci_lo"], \
+        r["ci_hi"]
+    for est, col in (("effect", "in_patch_ci"), ("atp", "atp_in_patch_ci")):
+        df.loc[rows, col] = inside(df.loc[rows, est], df.loc[rows, "patch_lo"], df.loc[rows, "patch_hi"])
+    return df
+
+
+def agreement(df: pd.DataFrame) -> pd.DataFrame:
+    """Per site, over the rows patched for real: how many, and for AtP* and AtP each the Spearman correlation
+    with the real patch, the estimates inside its interval and the largest |estimate - patch|."""
+    out = []
+    for site, sub in df[df["patch_effect"].notna()].groupby("site", sort=False):
+        row = {"site": site, "checked": len(sub)}
+        for est, ins, name in (("effect", "in_patch_ci", "atp_star"), ("atp", "atp_in_patch_ci", "atp")):
+            row[f"{name}_rank_corr"] = _spearman(sub[est].to_numpy(float), sub["patch_effect"].to_numpy(float))
+            row[f"{name}_inside"] = int(sub[ins].sum())
+            row[f"{name}_max_miss"] = float((sub[est] - sub["patch_effect"]).abs().max())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def check_line(df: pd.DataFrame) -> str:
+    """How the estimates of the rows patched for real fared, in words."""
+    c = df[df["patch_effect"].notna()]
+    if not len(c):
+        return "not checked against real patching"
+    return (f"{int(c['in_patch_ci'].sum())} of {len(c)} AtP* and {int(c['atp_in_patch_ci'].sum())} of {len(c)} AtP "
+            "estimates inside the real patch's interval")
+
+
+def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+            batch_size: int = 64, check_top: int = 20) -> pd.DataFrame:
+    """`table` of every head's query, key and value estimates on `data`'s counterfactual pairs (`patching`'s pairs:
+    same `n_pairs` and `seed`), the `check_top` rows of largest |AtP*| patched for real (`add_patches`; NaN for
+    the others). The real patches take the pairs a second time, one forward a checked row."""
+    pairs = pairs_for(data, n_pairs, seed)
+    res = per_pair(model, pairs, batch_size=batch_size)
+    df = table(res, n_boot=n_boot, seed=seed, level=level)
+    rows = largest(df, check_top)
+    real = patch_per_pair(model, pairs, chosen(df, rows), batch_size) if rows else None
+    return add_patches(df, res, rows, real, n_boot=n_boot, seed=seed, level=level)
 
 
 def run(run, **params) -> pd.DataFrame:

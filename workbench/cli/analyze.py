@@ -97,14 +97,13 @@ def summarize(name: str, df) -> str:
         dst = "readout" if r.target == "readout" else f"L{int(r.target_layer)} {r.target}"
         return f"largest edge: {src} -> {dst}, {r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}] ({len(df)} edges)"
     if name == "qkv":
+        from workbench.analysis import qkv
+
         if df["effect"].isna().all():
             return f"undefined: {df['note'].iloc[0]}"
         r = df.loc[df["effect"].abs().idxmax()]
-        c = df[df["patch_effect"].notna()]
-        check = (f"{int(c['in_patch_ci'].sum())} of {len(c)} AtP* and {int(c['atp_in_patch_ci'].sum())} of {len(c)} "
-                 "AtP estimates inside the real patch's interval" if len(c) else "none patched for real")
         return (f"largest: layer {int(r.layer)}, head {int(r['head'])}, {r.site} ({r.positions} positions), "
-                f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; {check}")
+                f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; {qkv.check_line(df)}")
     if name == "probes":
         bits = []
         pos = df[df.probe == "position"]

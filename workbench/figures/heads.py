@@ -1,13 +1,14 @@
 """Figures of the causal per-head analyses (issue 14): patching, attribution patching (per head, per edge, per
-query / key / value), probes, trigger attention,
-direct logit attribution, the head summary, a head's card and its attention pattern. Each is built from its table
-alone; trace counts are given in the docstrings (tests check them)."""
+query / key / value), probes, trigger attention, direct logit attribution, the head summary, a head's card and its
+attention pattern. Each is built from its table alone; trace counts are given in the docstrings (tests check them)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from workbench.analysis.qkv import check_line
 
 from . import style
 from .style import layout as _layout
@@ -155,7 +156,7 @@ def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
     fig.add_trace(style.heatmap(z, colorbar_title="effect", fig=fig, row=1, col=1, diverging=True,
                                 hover="%{y} %{x}: %{z:.3f}<extra></extra>", cell_text=False), row=1, col=1)
     style.category_axes(fig, z, "site", "head", row=1, col=1)
-    note = "not checked against real patching"
+    note = check_line(df)
     if len(checked):
         text = [f"L{int(l)}.H{int(h)} {s} ({p})" for l, h, s, p in
                 zip(checked["layer"], checked["head"], checked["site"], checked["positions"])]
@@ -171,9 +172,6 @@ def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
         fig.update_xaxes(title_text="real patch effect", row=1, col=2)
         fig.update_yaxes(title_text="estimate", row=1, col=2)
         fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=-0.15))
-        note = (f"{int(checked['in_patch_ci'].sum())} of {len(checked)} AtP* and "
-                f"{int(checked['atp_in_patch_ci'].sum())} of {len(checked)} AtP estimates inside the real patch's "
-                "interval")
     if "note" in df.columns and str(df["note"].iloc[0]):
         note = str(df["note"].iloc[0])
     title = _title(df, "Queries, keys or values: where each head's effect enters (AtP*)")
