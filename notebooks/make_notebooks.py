@@ -539,6 +539,21 @@ if live(run):
     print(f"L{L}.H{H}'s edges sum to {mine.effect.sum():.4f} (its AtP estimate: {est.effect:.4f})")
     print(mine[["target", "target_layer", "effect", "path_effect"]].round(4).to_string(index=False))
     display(FIGURES["edges"](graph))'''),
+    new_markdown_cell("""\
+Where does the head's effect enter: through where it looks (its queries and keys, which the positional encoding
+rotates or biases) or through what it reads (its values)? `qkv` estimates each head's q, k and v patch; for
+queries and keys AtP* (Kramár et al. 2024) recomputes the attention softmax exactly instead of its linear term, which
+misses patches that move a saturated pattern. The largest rows are patched for real."""),
+    new_code_cell('''\
+from workbench.analysis import qkv
+
+if live(run):
+    entry = qkv.compute(model, ds, n_pairs=64, n_boot=200, seed=0)
+    mine = entry[(entry.layer == L) & (entry["head"] == H) & (entry.positions == "all")]
+    print(f"L{L}.H{H} by input (AtP*, AtP):", ", ".join(f"{r.site} {r.effect:+.4f}, {r.atp:+.4f}"
+                                                        for r in mine.itertuples()))
+    print(qkv.check_line(entry))
+    display(FIGURES["qkv"](entry))'''),
     new_markdown_cell("The run's stored patching table (every head and every layer's stream; more pairs than above)."),
     new_code_cell('''\
 if run:

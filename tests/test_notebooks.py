@@ -152,7 +152,7 @@ def test_notebooks_use_shipped_runs_recreated_into_the_own_store(shipped, tmp_pa
         assert "workbench recreate" not in text
     assert "nnsight and TransformerLens agree" in results[LIVE[0]][1] and "(table: " in results[LIVE[0]][1]
     assert "patching effect of" in results[LIVE[1]][1] and "AtP estimate" in results[LIVE[1]][1]
-    assert "edges sum to" in results[LIVE[1]][1]
+    assert "edges sum to" in results[LIVE[1]][1] and "by input (AtP*, AtP)" in results[LIVE[1]][1]
     assert sorted(p.name for p in (tmp_path / "own" / "runs").iterdir()) == runs_before  # no run trained
 
 
