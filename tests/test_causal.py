@@ -399,7 +399,7 @@ def test_head_card_and_attention_figures(head_tables):
     assert {"zero_delta", "resample_delta", "patch_effect", "probe_selectivity", "dla", "t2_to_t1"} <= set(s.columns)
     assert s[["zero_delta", "resample_delta", "patch_effect", "dla", "t2_to_t1"]].notna().all().all()
     card = FIGURES["head_card"](s, layer=1, head=2)
-    assert len(card.data) == 2 and len(card.data[0].x) + len(card.data[1].x) == 10  # all but mean ablation
+    assert len(card.data) == 2 and len(card.data[0].x) + len(card.data[1].x) == 13  # all but mean ablation
     assert list(card.data[1].y) == ["direct effect (logits)"] and card.data[1].xaxis != card.data[0].xaxis
     with pytest.raises(ValueError, match="layer 7"):
         FIGURES["head_card"](s, layer=7, head=0)

@@ -159,3 +159,22 @@ def test_agreement_summary():
         assert a.at[site, "atp_star_inside"] == int(sub["in_patch_ci"].sum())
         assert a.at[site, "atp_max_miss"] == pytest.approx((sub["atp"] - sub["patch_effect"]).abs().max())
     assert "of 30 AtP* and" in qkv.check_line(df) and "not checked" in qkv.check_line(df.assign(patch_effect=np.nan))
+
+
+def test_head_summary_shows_the_split_without_a_vote():
+    """The head summary carries each head's AtP* through its queries, keys and values (all positions) and its card
+    shows them; they vote for nothing (qkv estimates what patching measures, split by input)."""
+    from workbench.analysis import head_summary
+    from workbench.figures import FIGURES
+
+    model, d = task_model(), task_data()
+    ref = patching.compute(model, d, n_pairs=12, n_boot=20)
+    split = qkv.compute(model, d, n_pairs=12, n_boot=20, check_top=0)
+    s = head_summary.compute({"patching": ref, "qkv": split}).set_index(["layer", "head"])
+    for site in qkv.SITES:
+        want = split.query("site == @site and positions == 'all'").set_index(["layer", "head"])
+        np.testing.assert_allclose(s[f"via_{site}"].loc[want.index], want["effect"])
+        np.testing.assert_allclose(s[f"via_{site}_lo"].loc[want.index], want["ci_lo"])
+    assert (s["n_methods"] == 1).all() and "qkv" in s["sources"].iloc[0]
+    card = FIGURES["head_card"](s.reset_index(), layer=1, head=2)
+    assert {"AtP* through its queries", "AtP* through its keys", "AtP* through its values"} <= set(card.data[0].y)

@@ -7,6 +7,8 @@ One row per (layer, head), joined from the run's stored tables (missing tables l
     patch_effect (+ _lo, _hi), patch_trigger, patch_non_trigger   activation patching (patching)
     atp_effect (+ _lo, _hi)                                  its gradient estimate (attribution; shown, no vote:
                                                              it estimates what patching measures)
+    via_query, via_key, via_value (+ _lo, _hi)                that estimate split by the head's input: AtP* of its
+                                                             q, k, v patch (qkv; shown, no vote)
     probe_acc, probe_selectivity                             label probe on the head's z (probes)
     dla (+ _lo, _hi)                                         direct effect, correct class vs mean (dla)
     t2_to_t1, to_triggers                                    attention (trigger_attention)
@@ -30,7 +32,7 @@ import pandas as pd
 from ._common import NotApplicable, tag
 from .deposit import compute as deposit_stats
 
-SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "probes", "dla",
+SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "qkv", "probes", "dla",
            "trigger_attention")
 METHODS = ("ablation", "patching", "probe", "dla")
 
@@ -64,6 +66,10 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
     if "attribution" in have:
         parts.append(_pick(have["attribution"], {"effect": "atp_effect", "ci_lo": "atp_lo", "ci_hi": "atp_hi"},
                            site="head", positions="all"))
+    if "qkv" in have:
+        for site in ("query", "key", "value"):
+            parts.append(_pick(have["qkv"], {"effect": f"via_{site}", "ci_lo": f"via_{site}_lo",
+                                             "ci_hi": f"via_{site}_hi"}, site=site, positions="all"))
     if "probes" in have and (have["probes"]["probe"] == "label_head").any():
         parts.append(_pick(have["probes"], {"score": "probe_acc", "selectivity": "probe_selectivity"},
                            probe="label_head"))
@@ -77,7 +83,7 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
                 parts.append(_pick(ta, {"value": measure}, measure=measure))
     df = pd.concat(parts, axis=1).sort_index().reset_index()
     cols = ["zero_delta", "zero_lo", "mean_delta", "resample_delta", "resample_lo", "patch_effect", "patch_lo",
-            "patch_trigger", "patch_non_trigger", "atp_effect", "probe_acc", "probe_selectivity", "dla", "dla_lo",
+            "patch_trigger", "patch_non_trigger", "atp_effect", "via_query", "via_key", "via_value", "probe_acc", "probe_selectivity", "dla", "dla_lo",
             "t2_to_t1", "to_triggers"]
     for c in cols:
         if c not in df.columns:

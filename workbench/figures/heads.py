@@ -255,7 +255,8 @@ def dla(df: pd.DataFrame) -> go.Figure:
 SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-ablation Δacc",
                     "resample_delta": "resample-ablation Δacc", "patch_effect": "patching effect",
                     "patch_trigger": "patching effect (trigger positions)", "atp_effect": "AtP estimate of patching",
-                    "probe_acc": "label probe accuracy",
+                    "via_query": "AtP* through its queries", "via_key": "AtP* through its keys",
+                    "via_value": "AtP* through its values", "probe_acc": "label probe accuracy",
                     "probe_selectivity": "label probe selectivity", "dla": "direct effect (logits)",
                     "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
 
@@ -280,6 +281,8 @@ def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
 CARD_MEASURES = [("zero_delta", "zero_lo", "zero_hi"), ("mean_delta", None, None),
                  ("resample_delta", "resample_lo", "resample_hi"), ("patch_effect", "patch_lo", "patch_hi"),
                  ("patch_trigger", None, None), ("patch_non_trigger", None, None), ("atp_effect", "atp_lo", "atp_hi"),
+                 ("via_query", "via_query_lo", "via_query_hi"), ("via_key", "via_key_lo", "via_key_hi"),
+                 ("via_value", "via_value_lo", "via_value_hi"),
                  ("probe_selectivity", None, None),
                  ("dla", "dla_lo", "dla_hi"), ("t2_to_t1", None, None), ("to_triggers", None, None)]
 LOGIT_MEASURES = {"dla"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
