@@ -54,7 +54,7 @@ def main() -> None:
     bench = SideBySide(width=16)
     bench.measure("estimates", lambda: qkv.per_pair(model, pairs))
     df = qkv.table(qkv.per_pair(model, pairs), n_boot=0)
-    rows = qkv.largest(df, len(df))
+    rows = qkv.largest(df["effect"], len(df))
     real = bench.measure("real patches", lambda: qkv.patch_per_pair(model, pairs, qkv.chosen(df, rows)))
     res = bench.measure("estimates again", lambda: qkv.per_pair(model, pairs))
     bench.ratio("real patches", "estimates", "estimates again")

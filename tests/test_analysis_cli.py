@@ -49,3 +49,15 @@ def test_analyze_says_plainly_what_does_not_apply(store):
     assert st.get(ids["learned"]).tables() == []
     res = CliRunner().invoke(app, ["analyze", ids["learned"], "--what", "bogus", "--root", str(st.root)])
     assert res.exit_code == 2 and "unknown analysis" in res.output
+
+
+def test_ig_steps_reach_attribution_and_edges(store):
+    """`--ig-steps` makes attribution AtP-IG and edges EAP-IG, stored in their tables and said in the summary."""
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "attribution,edges", "--ig-steps", "3",
+                                   "--n-pairs", "16", "--n-boot", "20", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    run = st.get(ids["rope"])
+    atp, eap = run.load_table("attribution"), run.load_table("edges")
+    assert (atp["ig_steps"] == 3).all() and (atp["method"] == "atp_ig").all() and (eap["ig_steps"] == 3).all()
+    assert "3 IG steps, completeness" in res.output

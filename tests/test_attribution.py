@@ -70,6 +70,37 @@ def test_atp_is_the_derivative_of_the_patch():
                                        atol=1e-7)
 
 
+def test_integrated_gradients_complete_the_path_and_stay_exact_where_linear():
+    """With ig_steps, the gradient is averaged along the token embeddings' straight path from clean to
+    counterfactual: the embedding's estimate then sums to the whole LD_cf - LD_clean (completeness, to the midpoint
+    rule's 1/m^2 on a smooth model), where plain AtP's does not; on the linear tail the last layer keeps its exact estimate (its
+    gradient is constant along the path), and 0 steps is plain AtP bit for bit."""
+    model, d = task_model(activation="gelu").double(), task_data()  # smooth: no ReLU kink on the path
+    pairs = patching.pairs_for(d, 10, seed=2)
+    plain = attribution.per_pair(model, pairs, batch_size=5)
+    ig16, ig = (attribution.per_pair(model, pairs, batch_size=5, ig_steps=s) for s in (16, 32))
+    full = ig["ld_cf"] - ig["ld_clean"]
+    err = lambda r: np.abs(r["embed_shift"] - full).max() / np.abs(full).max()  # noqa: E731
+    assert err(ig) < 1e-3 and err(ig) < err(ig16) / 3 and err(plain) > 0.5  # the midpoint rule's 1/m^2
+    assert attribution.completeness(ig) == pytest.approx(1.0, abs=2e-3)
+    np.testing.assert_allclose(ig["ld_clean"], plain["ld_clean"])
+    assert np.abs(ig["ld_patched"] - plain["ld_patched"]).max() > 1e-4
+    again = attribution.per_pair(model, pairs, batch_size=5, ig_steps=0)
+    assert all(np.array_equal(again[k], plain[k]) for k in plain)
+    tail = linear_tail("paper")
+    tail_pairs = patching.pairs_for(d, 8, seed=3)
+    a, b = (attribution.per_pair(tail, tail_pairs, batch_size=4, ig_steps=s) for s in (0, 5))
+    np.testing.assert_allclose(b["ld_patched"][-1], a["ld_patched"][-1], rtol=1e-4, atol=1e-5)
+    df = attribution.compute(model, d, n_pairs=10, n_boot=20, ig_steps=3)
+    assert (df["method"] == "atp_ig").all() and (df["ig_steps"] == 3).all() and df["completeness"].notna().all()
+    from workbench.figures import FIGURES
+
+    title = FIGURES["attribution"](df).layout.title.text
+    assert "AtP-IG, 3 steps" in title and "completeness" in title
+    with pytest.raises(ValueError, match="ig_steps"):
+        attribution.path_points(-1)
+
+
 def test_atp_known_answers_and_table():
     """A head whose W_O is zero has effect 0; the table has patching's rows and columns, marked `atp`."""
     model = task_model()
@@ -77,7 +108,8 @@ def test_atp_known_answers_and_table():
         model.blocks[0].attn.W_O[1] = 0.0
     df = attribution.compute(model, task_data(), n_pairs=20, n_boot=50)
     ref = patching.compute(model, task_data(), n_pairs=20, n_boot=50)
-    assert list(df.columns) == ["method"] + list(ref.columns) and (df["method"] == "atp").all()
+    assert list(df.columns) == ["method"] + list(ref.columns) + ["ig_steps", "completeness"]
+    assert (df["method"] == "atp").all() and (df["ig_steps"] == 0).all()
     keys = ["site", "layer", "head", "positions"]
     assert (df[keys].values == ref[keys].values).all()
     dead = df[(df.site == "head") & (df.layer == 0) & (df["head"] == 1)]

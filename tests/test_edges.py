@@ -38,6 +38,26 @@ def test_a_heads_edges_sum_to_its_node_estimate(task, arch, scheme):
     assert np.abs(res["edges"]).max() > 1e-3
 
 
+def test_eap_ig_edges_sum_to_the_integrated_node_estimate():
+    """With ig_steps each reader's gradient is averaged along the same path as attribution's: a head's EAP-IG edges
+    still sum to its AtP-IG estimate, pair by pair, and differ from plain EAP; the table records the steps."""
+    model, d = task_model("trigger-distance", "decoder", "alibi"), task_data()
+    pairs = patching.pairs_for(d, 8, seed=6)
+    res = edges.per_pair(model, pairs, batch_size=4, ig_steps=3)
+    plain = edges.per_pair(model, pairs, batch_size=4)
+    node = attribution.per_pair(model, pairs, batch_size=4, ig_steps=3)
+    order = edges.edge_list(model.cfg.n_layers, model.cfg.n_heads)
+    for l in range(model.cfg.n_layers):
+        for h in range(model.cfg.n_heads):
+            rows = [i for i, e in enumerate(order) if e[:3] == ("head", l, h)]
+            np.testing.assert_allclose(res["edges"][rows].sum(0), node["ld_patched"][l, 0, h] - node["ld_clean"],
+                                       rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(res["ld_clean"], plain["ld_clean"], rtol=1e-6, atol=1e-7)
+    assert np.abs(res["edges"] - plain["edges"]).max() > 1e-4
+    df = edges.compute(model, d, n_pairs=8, n_boot=10, check_top=0, ig_steps=2)
+    assert (df["ig_steps"] == 2).all() and df["path_effect"].isna().all()
+
+
 def test_edges_known_answers():
     """Linear tail (no final LayerNorm, the last MLP writes nothing): a last-layer head is read by the readout
     alone, and that edge is its real patch; a head with W_O = 0 and the silent MLP write nothing."""

@@ -18,6 +18,7 @@ site's patched effect and each position set's rank correlation over heads.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import numpy as np
@@ -32,6 +33,29 @@ NO_PATCHING = "no patching table for this run: compute `patching` (same n_pairs 
 ROUNDING = 1e-5  # an estimate this close to patching's interval counts as inside it (float32 rounding of an effect)
 OTHER_PAIRS = ("the run's patching table was computed on other pairs (its mean clean / counterfactual LD differ): "
                "compute both with the same n_pairs and seed")
+
+
+def path_points(ig_steps: int) -> list[float]:
+    """Where the gradient is taken, as a fraction alpha of the way from the clean input to the counterfactual one:
+    [0] (the clean run: plain AtP) for `ig_steps` 0, else the midpoints (k - 1/2) / ig_steps, k = 1..ig_steps."""
+    if ig_steps < 0:
+        raise ValueError(f"ig_steps={ig_steps} is negative: use 0 (plain AtP) or a number of interpolation steps")
+    return [0.0] if ig_steps == 0 else [(k + 0.5) / ig_steps for k in range(ig_steps)]
+
+
+@contextlib.contextmanager
+def embedding_at(model, cf: torch.Tensor, alpha: float):
+    """Inside the `with`, the token embedding (`hook_embed`) of a forward on the clean tokens is moved the fraction
+    `alpha` toward the counterfactual tokens' embedding: e + alpha (e_cf - e). Clean and counterfactual rows have the
+    same length and pads, so at alpha = 1 the forward is the counterfactual run (positions, mask and readout do not
+    depend on the embedding)."""
+    if alpha == 0:
+        yield
+        return
+    with torch.no_grad():
+        e_cf = model.embed(cf)
+    with model.hooks(fwd_hooks=[("hook_embed", lambda e, hook: e + alpha * (e_cf - e))]):
+        yield
 
 
 def forward_keeping(model, tokens: torch.Tensor, names: list[str], grad: bool):
@@ -50,20 +74,42 @@ def forward_keeping(model, tokens: torch.Tensor, names: list[str], grad: bool):
     return logits, acts
 
 
+def path_gradients(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_cf: torch.Tensor,
+                   names: list[str], ig_steps: int = 0):
+    """(clean logits, the clean run's activations at `names` (detached), dLD/d(activation) at each name averaged
+    over `path_points(ig_steps)`: the clean run's gradient for 0, else the integrated-gradients average along the
+    straight line of token embeddings from clean to counterfactual (Sundararajan et al. 2017; EAP-IG, Hanna et al.
+    2024)). The activations are those of the clean run whatever the steps."""
+    b = torch.arange(len(clean), device=clean.device)
+    alphas = path_points(ig_steps)
+    grads = {n: 0.0 for n in names}
+    logits = acts = None
+    for a in alphas:
+        with embedding_at(model, cf, a):
+            lg, at = forward_keeping(model, clean, names, grad=True)
+        g = torch.autograd.grad((lg[b, y_cf] - lg[b, y]).sum(), [at[n] for n in names])
+        grads = {n: grads[n] + gi / len(alphas) for n, gi in zip(names, g)}
+        if a == 0:
+            logits, acts = lg.detach(), {n: t.detach() for n, t in at.items()}
+    if acts is None:
+        logits, acts = forward_keeping(model, clean, names, grad=False)
+    return logits, acts, grads
+
+
 def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, y: torch.Tensor,
-              y_cf: torch.Tensor):
-    """(LD_clean [B], LD_cf [B], estimated LD_patched - LD_clean [L, n_sets, H + 1, B]) for one batch of pairs;
-    index H of the third axis is the layer's residual stream."""
+              y_cf: torch.Tensor, ig_steps: int = 0):
+    """(LD_clean [B], LD_cf [B], estimated LD_patched - LD_clean [L, n_sets, H + 1, B], the token embedding's
+    estimate [B]) for one batch of pairs; index H of the third axis is the layer's residual stream. The last is
+    (e_cf - e_clean) . dLD/de, which integrated gradients make LD_cf - LD_clean as the steps grow (completeness)."""
     cfg = model.cfg
     L, H = cfg.n_layers, cfg.n_heads
     z_names = [f"blocks.{l}.attn.hook_z" for l in range(L)]
     r_names = [f"blocks.{l}.hook_resid_post" for l in range(L)]
-    names = z_names + r_names
+    names = z_names + r_names + ["hook_embed"]
     b = torch.arange(len(clean), device=clean.device)
     cf_logits, cf_acts = forward_keeping(model, cf, names, grad=False)
-    logits, acts = forward_keeping(model, clean, names, grad=True)
+    logits, acts, grads = path_gradients(model, clean, cf, y, y_cf, names, ig_steps)
     ld = logits[b, y_cf] - logits[b, y]
-    grads = dict(zip(names, torch.autograd.grad(ld.sum(), [acts[n] for n in names])))
     pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
     est = torch.empty(L, pm.shape[0], H + 1, len(clean), dtype=torch.float64)
     with torch.no_grad():
@@ -74,7 +120,8 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, 
             est[l, :, :H] = torch.einsum("sbp,bph->shb", w, dz).double().cpu()
             est[l, :, H] = torch.einsum("sbp,bp->sb", w, dr).double().cpu()
         ld_cf = (cf_logits[b, y_cf] - cf_logits[b, y]).double().cpu()
-    return ld.detach().double().cpu(), ld_cf, est
+        embed = ((cf_acts["hook_embed"] - acts["hook_embed"]) * grads["hook_embed"]).sum((1, 2)).double().cpu()
+    return ld.detach().double().cpu(), ld_cf, est, embed
 
 
 def over_pairs(model, pairs, batch_size: int, step: Callable) -> None:
@@ -101,17 +148,25 @@ def inside(effect: pd.Series, lo: pd.Series, hi: pd.Series) -> pd.Series:
     return ok.where(lo.notna() & effect.notna()).astype(float)
 
 
-def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
+def largest(values: pd.Series, k: int) -> list:
+    """Index of the k entries of largest |value|, NaNs left out (the rows a table checks for real)."""
+    top = values.abs().sort_values(ascending=False, na_position="last").index[:k]
+    return [i for i in top if np.isfinite(values[i])]
+
+
+def per_pair(model, pairs, batch_size: int = 64, ig_steps: int = 0) -> dict[str, np.ndarray]:
     """Per-pair logit differences as `patching.per_pair` gives them, with `ld_patched` [L, n_sets, H + 1, N] the
-    first-order estimate LD_clean + sum (a_cf - a_clean) . dLD/da instead of a patched forward."""
+    first-order estimate LD_clean + sum (a_cf - a_clean) . dLD/da instead of a patched forward (dLD/da averaged
+    along the path for `ig_steps` > 0), and `embed_shift` [N] the token embedding's estimate."""
     _check(model, pairs)
     cfg = model.cfg
     L, H, N = cfg.n_layers, cfg.n_heads, len(pairs)
-    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N))}
+    res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N)),
+           "embed_shift": np.zeros(N)}
 
     def step(idx, clean, cf, trig, y, y_cf):
-        ld, ld_cf, est = estimates(model, clean, cf, trig, y, y_cf)
-        res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
+        ld, ld_cf, est, embed = estimates(model, clean, cf, trig, y, y_cf, ig_steps)
+        res["ld_clean"][idx], res["ld_cf"][idx], res["embed_shift"][idx] = ld.numpy(), ld_cf.numpy(), embed.numpy()
         res["ld_patched"][..., idx] = (ld[None, None, None] + est).numpy()
 
     over_pairs(model, pairs, batch_size, step)
@@ -162,13 +217,27 @@ def check_against(atp: pd.DataFrame, patched: pd.DataFrame | None) -> pd.DataFra
     return out
 
 
+def completeness(res: dict[str, np.ndarray]) -> float:
+    """The token embedding's estimate over the whole counterfactual difference, mean(embed_shift) / mean(LD_cf -
+    LD_clean): 1 when the gradients integrate the model's path from clean to counterfactual (integrated gradients'
+    completeness; the midpoint rule's error falls as 1 / ig_steps^2), anything for plain AtP, where it says how far
+    from linear the whole model is between the two inputs. NaN where the counterfactual does not move LD."""
+    den = float(np.mean(res["ld_cf"] - res["ld_clean"]))
+    tol = 1e-5 * max(1.0, float(np.abs(res["ld_clean"]).mean()))
+    return float(np.mean(res["embed_shift"]) / den) if abs(den) > tol else float("nan")
+
+
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64) -> pd.DataFrame:
+            batch_size: int = 64, ig_steps: int = 0) -> pd.DataFrame:
     """The AtP estimate of every head's (and every layer's stream) patching effect on `data`'s counterfactual
-    pairs: `patching`'s table, columns and pairs alike (same `n_pairs` and `seed`, same pairs), `effect` estimated."""
+    pairs: `patching`'s table, columns and pairs alike (same `n_pairs` and `seed`, same pairs), `effect` estimated;
+    `method` "atp", or "atp_ig" with `ig_steps` > 0 (the gradient integrated along the inputs' path: `path_gradients`),
+    `ig_steps` and `completeness` (see `completeness`) as columns."""
     pairs = pairs_for(data, n_pairs, seed)
-    df = table_from_pairs(per_pair(model, pairs, batch_size=batch_size), n_boot=n_boot, seed=seed, level=level)
-    df.insert(0, "method", "atp")
+    res = per_pair(model, pairs, batch_size=batch_size, ig_steps=ig_steps)
+    df = table_from_pairs(res, n_boot=n_boot, seed=seed, level=level)
+    df.insert(0, "method", "atp_ig" if ig_steps else "atp")
+    df["ig_steps"], df["completeness"] = ig_steps, completeness(res)
     return df
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from ._common import run_data, tag
-from .attribution import forward_keeping, inside, over_pairs
+from .attribution import embedding_at, forward_keeping, inside, largest, over_pairs, path_points
 from .patching import _check, normalised, pairs_for
 
 
@@ -74,12 +74,16 @@ def _readers(n_layers: int) -> list[tuple[str, int]]:
     return [(k, l) for l in range(n_layers) for k in ("attn", "mlp")] + [("readout", n_layers)]
 
 
-def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_cf: torch.Tensor):
-    """(LD_clean [B], LD_cf [B], {edge: estimated LD shift [B]}) for one batch of pairs (edges as `edge_list`)."""
+def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_cf: torch.Tensor,
+              ig_steps: int = 0):
+    """(LD_clean [B], LD_cf [B], {edge: estimated LD shift [B]}) for one batch of pairs (edges as `edge_list`); with
+    `ig_steps` > 0 each reader's gradient is averaged along the token embeddings' path from clean to counterfactual
+    (EAP-IG, Hanna et al. 2024: `attribution.path_points`, `attribution.embedding_at`)."""
     L = model.cfg.n_layers
     b = torch.arange(len(clean), device=clean.device)
     cf_logits, cf_out = _writes(model, cf)
-    _, outs = _writes(model, clean)
+    logits, outs = _writes(model, clean)
+    ld = logits[b, y_cf] - logits[b, y]
     reads: dict[tuple[str, int], torch.Tensor] = {}
 
     def reader(key):
@@ -89,13 +93,17 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_c
             return reads[key]
         return view
 
-    with torch.enable_grad(), contextlib.ExitStack() as stack:
-        for key in _readers(L):
-            stack.enter_context(at_reader(model, *key, reader(key)))
-        logits = model(clean)
-        ld = logits[b, y_cf] - logits[b, y]
-        keys = list(reads)
-        grads = dict(zip(keys, torch.autograd.grad(ld.sum(), [reads[k] for k in keys])))
+    alphas = path_points(ig_steps)
+    grads: dict[tuple[str, int], torch.Tensor] = {}
+    for a in alphas:
+        with torch.enable_grad(), contextlib.ExitStack() as stack:
+            for key in _readers(L):
+                stack.enter_context(at_reader(model, *key, reader(key)))
+            stack.enter_context(embedding_at(model, cf, a))
+            lg = model(clean)
+            keys = list(reads)
+            g = torch.autograd.grad((lg[b, y_cf] - lg[b, y]).sum(), [reads[k] for k in keys])
+        grads = {k: grads.get(k, 0.0) + gi / len(alphas) for k, gi in zip(keys, g)}
     real = (clean != 0).to(ld.dtype)[:, :, None]  # non-pad positions: patching's "all"
     out = {}
     with torch.no_grad():
@@ -111,7 +119,7 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_c
                 if kind != "mlp" or target > l:  # an MLP is read by later layers only
                     out[("mlp", l, -1, kind, target)] = (dm * g).sum((1, 2))
         ld_cf = cf_logits[b, y_cf] - cf_logits[b, y]
-    return (ld.detach().double().cpu(), ld_cf.double().cpu(),
+    return (ld.double().cpu(), ld_cf.double().cpu(),
             {k: v.double().cpu() for k, v in out.items()})
 
 
@@ -143,15 +151,16 @@ def path_patched(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, 
     return out
 
 
-def per_pair(model, pairs, batch_size: int = 64) -> dict[str, np.ndarray]:
-    """ld_clean, ld_cf [N] and `edges` [n_edges, N]: the estimated LD shift of each edge of `edge_list`."""
+def per_pair(model, pairs, batch_size: int = 64, ig_steps: int = 0) -> dict[str, np.ndarray]:
+    """ld_clean, ld_cf [N] and `edges` [n_edges, N]: the estimated LD shift of each edge of `edge_list` (EAP, or
+    EAP-IG with `ig_steps` > 0)."""
     _check(model, pairs)
     order = edge_list(model.cfg.n_layers, model.cfg.n_heads)
     N = len(pairs)
     res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "edges": np.zeros((len(order), N))}
 
     def step(idx, clean, cf, trig, y, y_cf):
-        ld, ld_cf, est = estimates(model, clean, cf, y, y_cf)
+        ld, ld_cf, est = estimates(model, clean, cf, y, y_cf, ig_steps)
         res["ld_clean"][idx], res["ld_cf"][idx] = ld.numpy(), ld_cf.numpy()
         res["edges"][:, idx] = np.stack([est[e].numpy() for e in order])
 
@@ -172,13 +181,13 @@ def path_per_pair(model, pairs, chosen: list[tuple], batch_size: int = 64) -> np
 
 
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64, check_top: int = 20) -> pd.DataFrame:
+            batch_size: int = 64, check_top: int = 20, ig_steps: int = 0) -> pd.DataFrame:
     """One row per edge (source -> reader) with its normalised estimated effect and bootstrap interval; the
     `check_top` edges of largest |estimate| also path-patched for real (`path_effect`, its interval, and
     `in_path_ci`: the estimate inside it, to 1e-5; NaN for the edges not checked). Path patching takes the pairs a
-    second time, one forward per checked edge."""
+    second time, one forward per checked edge. `ig_steps` > 0: EAP-IG (`estimates`); stored as a column."""
     pairs = pairs_for(data, n_pairs, seed)
-    res = per_pair(model, pairs, batch_size=batch_size)
+    res = per_pair(model, pairs, batch_size=batch_size, ig_steps=ig_steps)
     eff = normalised(res["edges"].T, res, n_boot=n_boot, seed=seed, level=level)
     order = edge_list(model.cfg.n_layers, model.cfg.n_heads)
     df = pd.DataFrame(order, columns=["source", "layer", "head", "target", "target_layer"])
@@ -186,10 +195,10 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
         df[k] = eff[k]
     df["ld_clean"], df["ld_cf"] = res["ld_clean"].mean(), res["ld_cf"].mean()
     df["n_pairs"], df["n_boot"], df["level"], df["note"] = len(pairs), n_boot, level, eff["note"]
+    df["ig_steps"] = ig_steps
     for k in ("path_effect", "path_lo", "path_hi", "in_path_ci"):
         df[k] = np.nan
-    top = df["effect"].abs().sort_values(ascending=False, na_position="last").index[:check_top]
-    top = [i for i in top if np.isfinite(df.at[i, "effect"])]
+    top = largest(df["effect"], check_top)
     if top:
         chosen = [order[i] for i in top]
         real = path_per_pair(model, pairs, chosen, batch_size)

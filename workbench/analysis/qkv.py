@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from ._common import run_data, tag
-from .attribution import _spearman, forward_keeping, inside, over_pairs
+from .attribution import _spearman, forward_keeping, inside, largest, over_pairs
 from .patching import SETS, _check, normalised, pairs_for, position_masks
 
 SITES = ("query", "key", "value")
@@ -151,12 +151,6 @@ def table(res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0, level: 
     return df
 
 
-def largest(df: pd.DataFrame, k: int) -> list[int]:
-    """Index of the k rows of largest |AtP*| (finite only)."""
-    top = df["effect"].abs().sort_values(ascending=False, na_position="last").index[:k]
-    return [i for i in top if np.isfinite(df.at[i, "effect"])]
-
-
 def chosen(df: pd.DataFrame, rows: list[int]) -> list[tuple[str, int, int, int]]:
     """The (site, layer, head, set index) of each row, as `patched` takes them."""
     return [(df.at[i, "site"], int(df.at[i, "layer"]), int(df.at[i, "head"]), SETS.index(df.at[i, "positions"]))
@@ -209,7 +203,7 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     pairs = pairs_for(data, n_pairs, seed)
     res = per_pair(model, pairs, batch_size=batch_size)
     df = table(res, n_boot=n_boot, seed=seed, level=level)
-    rows = largest(df, check_top)
+    rows = largest(df["effect"], check_top)
     real = patch_per_pair(model, pairs, chosen(df, rows), batch_size) if rows else None
     return add_patches(df, res, rows, real, n_boot=n_boot, seed=seed, level=level)
 

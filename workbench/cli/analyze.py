@@ -88,7 +88,10 @@ def summarize(name: str, df) -> str:
         check = (f"rank correlation with patching over heads {h['rank_corr'].iloc[0]:+.2f}, "
                  f"{int(h['in_patching_ci'].sum())} of {int(h['in_patching_ci'].notna().sum())} estimates inside "
                  "patching's interval" if not df["check"].iloc[0] else df["check"].iloc[0])
-        return f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; {check}"
+        ig = (f"; {int(df['ig_steps'].iloc[0])} IG steps, completeness {df['completeness'].iloc[0]:.3f}"
+              if "ig_steps" in df.columns and df["ig_steps"].iloc[0] else "")
+        return (f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; "
+                f"{check}{ig}")
     if name == "edges":
         if df["effect"].isna().all():
             return f"undefined: {df['note'].iloc[0]}"
@@ -146,6 +149,9 @@ def analyze_cmd(
                                                     "examples (default: all)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
     n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution, edges, qkv: counterfactual pairs"),
+    ig_steps: int = typer.Option(0, "--ig-steps", min=0, help="attribution, edges: average the gradient over this "
+                                 "many points on the inputs' path from clean to counterfactual (AtP-IG / EAP-IG); "
+                                 "0: the clean run's gradient (AtP / EAP)"),
     min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
@@ -188,8 +194,8 @@ def analyze_cmd(
         "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
-        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
-        "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
+        "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
         "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
         "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples), "head_summary": dict(min_agree=min_agree),

@@ -94,8 +94,17 @@ def attribution(df: pd.DataFrame, positions: str = "all") -> go.Figure:
     else:
         _stream_lines(fig, df, 1, 2)
         note = str(df["check"].iloc[0]) if "check" in df.columns else "not checked against patching"
-    title = _title(df, "Attribution patching (AtP: a gradient estimate of patching)")
+    steps = _ig_steps(df)
+    what = f"AtP-IG, {steps} steps" if steps else "AtP"
+    if steps and "completeness" in df.columns:
+        note += f"; completeness {float(df['completeness'].iloc[0]):.3f} (1: the path is integrated)"
+    title = _title(df, f"Attribution patching ({what}: a gradient estimate of patching)")
     return _layout(fig, f"{title}<br><sup>{note}</sup>")
+
+
+def _ig_steps(df: pd.DataFrame) -> int:
+    """The table's integrated-gradients steps (0: plain attribution; tables from before the column: 0)."""
+    return int(df["ig_steps"].iloc[0]) if "ig_steps" in df.columns else 0
 
 
 def _edge_labels(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -136,7 +145,9 @@ def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
         fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=-0.15))
     fig.update_xaxes(title_text="normalised effect", zeroline=True, row=1, col=2)
     note = str(df["note"].iloc[0]) if "note" in df.columns and str(df["note"].iloc[0]) else ""
-    title = _title(df, "Edge attribution (EAP: which later component reads each head)")
+    steps = _ig_steps(df)
+    what = f"EAP-IG, {steps} steps" if steps else "EAP"
+    title = _title(df, f"Edge attribution ({what}: which later component reads each head)")
     return _layout(fig, f"{title}<br><sup>{note}</sup>" if note else title)
 
 
