@@ -8,9 +8,12 @@ Both compute their whole table (every head and every layer's stream at all, trig
 with the same pairs, bootstrap and seed. Prints wall and process-CPU times and their ratio (attribution timed before
 and after patching, the better kept), then how well the screen ranks what patching measures: per position set, the
 rank correlation over heads, the estimates inside patching's interval, how many of patching's top-k heads the
-estimate's top k finds, and the largest misses (|estimate - patched effect|).
+estimate's top k finds, and the largest misses (|estimate - patched effect|). With `--ig-steps M` also AtP-IG
+(the gradient integrated along the inputs' path, M points) against the same patching table, and with `--edges`
+EAP and EAP-IG against the real path patches of the union of each one's 20 largest edges.
 
-    .venv/bin/python benchmarks/bench_attribution.py RUN_ID [--root runs] [--pairs 256] [--threads 1] [--json OUT]
+    .venv/bin/python benchmarks/bench_attribution.py RUN_ID [--root runs] [--pairs 256] [--threads 1] \
+        [--ig-steps M [--edges]] [--json OUT]
 
 The run needs its weights: a run of your store, or a shipped one re-created into it (`workbench recreate RUN_ID`).
 """
@@ -24,12 +27,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
-from workbench.analysis import attribution, patching  # noqa: E402
+from workbench.analysis import attribution, edges, patching  # noqa: E402
 from workbench.analysis._common import run_data  # noqa: E402
 from workbench.store import RunStore  # noqa: E402
 
@@ -52,6 +56,46 @@ def agreement(checked, top: int = 5) -> list[dict]:
     return out
 
 
+def edge_agreement(est: np.ndarray, path: dict) -> dict:
+    """One edge estimate's [k] agreement with the path patches `path` (`patching.normalised` of the same k edges)."""
+    inside = attribution.inside(pd.Series(est), pd.Series(path["ci_lo"]), pd.Series(path["ci_hi"]))
+    return {"rank_corr": attribution._spearman(est, path["effect"]), "inside_ci": int(inside.sum()),
+            "max_miss": float(np.nanmax(np.abs(est - path["effect"])))}
+
+
+def integrated(bench, model, data, real, kw, args) -> dict:
+    """AtP-IG against patching (and, with --edges, EAP and EAP-IG against path patches), timed and printed."""
+    steps = args.ig_steps
+    atp_ig = bench.measure(f"AtP-IG ({steps} steps)", lambda: attribution.compute(model, data, ig_steps=steps, **kw))
+    rows = agreement(attribution.check_against(atp_ig, real))
+    print(f"AtP-IG: completeness {atp_ig['completeness'].iloc[0]:.3f}")
+    for r in rows:
+        print(f"{r['positions']:12s} rank correlation {r['rank_corr']:+.3f}; {r['inside_ci']} of {r['heads']} "
+              f"inside patching's interval; top {r['k']}: {r['top_found']} found; largest miss {r['max_miss']:.3f} "
+              f"at {r['max_miss_head']}")
+    stream = atp_ig[(atp_ig["site"] == "resid") & (atp_ig["positions"] == "all")].sort_values("layer")
+    out = {"steps": steps, "completeness": float(atp_ig["completeness"].iloc[0]), "agreement": rows,
+           "stream_all": [float(v) for v in stream["effect"]]}
+    print("stream (all positions), AtP-IG by layer: " + ", ".join(f"{v:.3f}" for v in out["stream_all"]))
+    if args.edges:
+        pairs = patching.pairs_for(data, args.pairs, 0)
+        order = edges.edge_list(model.cfg.n_layers, model.cfg.n_heads)
+        eap = bench.measure("EAP", lambda: edges.per_pair(model, pairs))
+        eap_ig = bench.measure(f"EAP-IG ({steps})", lambda: edges.per_pair(model, pairs, ig_steps=steps))
+        norm = {name: patching.normalised(r["edges"].T, r, n_boot=args.n_boot, seed=0)["effect"]
+                for name, r in (("eap", eap), ("eap_ig", eap_ig))}
+        top = sorted(set(attribution.largest(pd.Series(norm["eap"]), 20))
+                     | set(attribution.largest(pd.Series(norm["eap_ig"]), 20)))
+        path_ld = bench.measure("path patches", lambda: edges.path_per_pair(model, pairs, [order[i] for i in top]))
+        path = patching.normalised(path_ld.T, eap, n_boot=args.n_boot, seed=0)
+        out["edges"] = {"checked": len(top), **{name: edge_agreement(norm[name][top], path) for name in norm}}
+        for name in norm:
+            e = out["edges"][name]
+            print(f"{name:7s} against {len(top)} path patches: Spearman {e['rank_corr']:+.3f}, {e['inside_ci']} "
+                  f"inside, largest miss {e['max_miss']:.3f}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_id")
@@ -59,6 +103,10 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=256)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "1")))
+    ap.add_argument("--ig-steps", type=int, default=0, help="also AtP-IG with this many steps (and, with --edges, "
+                    "EAP-IG), each against the same real patches")
+    ap.add_argument("--edges", action="store_true", help="with --ig-steps: EAP and EAP-IG against the real path "
+                    "patches of the union of each one's 20 largest edges")
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -85,6 +133,7 @@ def main() -> None:
     stream = checked[(checked["site"] == "resid") & (checked["positions"] == "all")].sort_values("layer")
     print("stream (all positions), AtP / patching by layer: " + ", ".join(
         f"{int(r.layer)}: {r.effect:.3f} / {r.patching_effect:.3f}" for r in stream.itertuples()))
+    ig = integrated(bench, model, data, real, kw, args) if args.ig_steps else None
     if args.json:
         t = bench.times
         best = min(t["attribution"][0], t["attribution again"][0]), min(t["attribution"][1], t["attribution again"][1])
@@ -97,7 +146,7 @@ def main() -> None:
                "ratio_wall": t["patching"][0] / best[0], "ratio_cpu": t["patching"][1] / best[1],
                "agreement": rows,
                "stream_all": [{"layer": int(r.layer), "atp": float(r.effect), "patching": float(r.patching_effect)}
-                              for r in stream.itertuples()]}
+                              for r in stream.itertuples()], "ig": ig}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)
         print("wrote", args.json)
