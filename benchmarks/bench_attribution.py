@@ -22,20 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
-import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
+from timing import SideBySide, open_run, provenance, run_arguments  # noqa: E402  (this folder is on sys.path)
 from workbench.analysis import attribution, edges, patching  # noqa: E402
-from workbench.analysis._common import run_data  # noqa: E402
-from workbench.store import RunStore  # noqa: E402
 
 
 def agreement(checked, top: int = 5) -> list[dict]:
@@ -98,24 +93,14 @@ def integrated(bench, model, data, real, kw, args) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_id")
-    ap.add_argument("--root", default=os.environ.get("PELAB_RUNS", "runs"))
-    ap.add_argument("--pairs", type=int, default=256)
-    ap.add_argument("--n-boot", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "1")))
+    run_arguments(ap)
     ap.add_argument("--ig-steps", type=int, default=0, help="also AtP-IG with this many steps (and, with --edges, "
                     "EAP-IG), each against the same real patches")
     ap.add_argument("--edges", action="store_true", help="with --ig-steps: EAP and EAP-IG against the real path "
                     "patches of the union of each one's 20 largest edges")
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    run = RunStore(args.root, create=False).get(args.run_id)
-    model, data = run.load_model(), run_data(run)
-    cfg = model.cfg
-    print(f"run {run.id}: {cfg.arch} arch, {cfg.scheme}, {cfg.n_layers} layers x {cfg.n_heads} heads, d_model "
-          f"{cfg.d_model}, test accuracy {run.final.get('test_acc')}; {args.pairs} pairs; torch {torch.__version__}, "
-          f"{args.threads} thread(s); load average {os.getloadavg()[0]:.1f}")
+    run, model, data = open_run(args)
     bench = SideBySide(width=18)
     kw = dict(n_pairs=args.pairs, n_boot=args.n_boot, seed=0)
     bench.measure("attribution", lambda: attribution.compute(model, data, **kw))
@@ -135,16 +120,7 @@ def main() -> None:
         f"{int(r.layer)}: {r.effect:.3f} / {r.patching_effect:.3f}" for r in stream.itertuples()))
     ig = integrated(bench, model, data, real, kw, args) if args.ig_steps else None
     if args.json:
-        t = bench.times
-        best = min(t["attribution"][0], t["attribution again"][0]), min(t["attribution"][1], t["attribution again"][1])
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        out = {"run_id": run.id, "pairs": args.pairs, "n_boot": args.n_boot, "threads": args.threads,
-               "torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-               "machine": platform.processor() or platform.machine(), "code_version": rev,
-               "load_average": os.getloadavg()[0],
-               "times_s": {k: {"wall": v[0], "cpu": v[1]} for k, v in t.items()},
-               "ratio_wall": t["patching"][0] / best[0], "ratio_cpu": t["patching"][1] / best[1],
-               "agreement": rows,
+        out = {**provenance(run, args, bench, "patching", "attribution", "attribution again"), "agreement": rows,
                "stream_all": [{"layer": int(r.layer), "atp": float(r.effect), "patching": float(r.patching_effect)}
                               for r in stream.itertuples()], "ig": ig}
         with open(args.json, "w") as f:

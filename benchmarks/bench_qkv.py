@@ -19,37 +19,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
-
-import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
+from timing import SideBySide, open_run, provenance, run_arguments  # noqa: E402  (this folder is on sys.path)
 from workbench.analysis import qkv  # noqa: E402
-from workbench.analysis._common import run_data  # noqa: E402
 from workbench.analysis.patching import pairs_for  # noqa: E402
-from workbench.store import RunStore  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_id")
-    ap.add_argument("--root", default=os.environ.get("PELAB_RUNS", "runs"))
-    ap.add_argument("--pairs", type=int, default=256)
-    ap.add_argument("--n-boot", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "1")))
+    run_arguments(ap)
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    run = RunStore(args.root, create=False).get(args.run_id)
-    model, data = run.load_model(), run_data(run)
-    cfg = model.cfg
-    print(f"run {run.id}: {cfg.arch} arch, {cfg.scheme}, {cfg.n_layers} layers x {cfg.n_heads} heads, d_model "
-          f"{cfg.d_model}, test accuracy {run.final.get('test_acc')}; {args.pairs} pairs; torch {torch.__version__}, "
-          f"{args.threads} thread(s); load average {os.getloadavg()[0]:.1f}")
+    run, model, data = open_run(args)
     pairs = pairs_for(data, args.pairs, 0)
     bench = SideBySide(width=16)
     bench.measure("estimates", lambda: qkv.per_pair(model, pairs))
@@ -73,16 +57,7 @@ def main() -> None:
         print(f"  L{b['layer']}.H{b['head']} {b['site']} ({b['positions']}): AtP* {b['atp_star']:+.3f}, AtP "
               f"{b['atp']:+.3f}, real {b['patch']:+.3f}")
     if args.json:
-        t = bench.times
-        best = min(t["estimates"][0], t["estimates again"][0]), min(t["estimates"][1], t["estimates again"][1])
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        out = {"run_id": run.id, "pairs": args.pairs, "n_boot": args.n_boot, "threads": args.threads,
-               "rows": len(rows), "torch": torch.__version__,
-               "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-               "machine": platform.processor() or platform.machine(), "code_version": rev,
-               "load_average": os.getloadavg()[0],
-               "times_s": {k: {"wall": v[0], "cpu": v[1]} for k, v in t.items()},
-               "ratio_wall": t["real patches"][0] / best[0], "ratio_cpu": t["real patches"][1] / best[1],
+        out = {**provenance(run, args, bench, "real patches", "estimates", "estimates again"), "rows": len(rows),
                "agreement": agree.to_dict("records"), "largest_atp_star_vs_atp": biggest}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)

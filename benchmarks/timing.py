@@ -30,3 +30,52 @@ class SideBySide:
         best = [min(self.times[fast][k], self.times[again][k]) for k in (0, 1)]
         print(f"ratio {ref} / {fast}: wall {self.times[ref][0] / best[0]:5.1f}x   "
               f"cpu {self.times[ref][1] / best[1]:5.1f}x")
+
+
+def run_arguments(ap) -> None:
+    """The arguments of a benchmark on one stored run's counterfactual pairs (bench_attribution, bench_qkv)."""
+    import os
+
+    ap.add_argument("run_id")
+    ap.add_argument("--root", default=os.environ.get("PELAB_RUNS", "runs"))
+    ap.add_argument("--pairs", type=int, default=256)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "1")))
+
+
+def open_run(args):
+    """(run, model, dataset) of `args.run_id`, torch on `args.threads` threads; prints what is measured."""
+    import os
+
+    import torch
+
+    from workbench.analysis._common import run_data
+    from workbench.store import RunStore
+
+    torch.set_num_threads(args.threads)
+    run = RunStore(args.root, create=False).get(args.run_id)
+    model, data = run.load_model(), run_data(run)
+    cfg = model.cfg
+    print(f"run {run.id}: {cfg.arch} arch, {cfg.scheme}, {cfg.n_layers} layers x {cfg.n_heads} heads, d_model "
+          f"{cfg.d_model}, test accuracy {run.final.get('test_acc')}; {args.pairs} pairs; torch {torch.__version__}, "
+          f"{args.threads} thread(s); load average {os.getloadavg()[0]:.1f}")
+    return run, model, data
+
+
+def provenance(run, args, bench: SideBySide, ref: str, fast: str, again: str) -> dict:
+    """What a run benchmark's JSON starts with: the run, pairs, bootstrap, threads, torch and SIMD level, machine,
+    code version and load, every time, and the ratios ref / the better fast run."""
+    import os
+    import platform
+    import subprocess
+
+    import torch
+
+    t = bench.times
+    best = [min(t[fast][k], t[again][k]) for k in (0, 1)]
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return {"run_id": run.id, "pairs": args.pairs, "n_boot": args.n_boot, "threads": args.threads,
+            "torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "machine": platform.processor() or platform.machine(), "code_version": rev,
+            "load_average": os.getloadavg()[0], "times_s": {k: {"wall": v[0], "cpu": v[1]} for k, v in t.items()},
+            "ratio_wall": t[ref][0] / best[0], "ratio_cpu": t[ref][1] / best[1]}

@@ -38,36 +38,40 @@ def test_atp_equals_patching_where_the_path_is_linear(arch):
     assert np.abs(est["ld_patched"][0] - real["ld_patched"][0]).max() > 1e-4  # first order only below
 
 
+def patch_slope(model, pairs, name: str, head: int | None, s: int, t: float = 1e-4) -> np.ndarray:
+    """d LD / d t of patching a fraction t of the counterfactual's activation at hook `name` (one head's slice, or
+    all of it for None) at position set `s`, by central differences: what a first-order estimate must equal."""
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    sets = patching.position_masks(torch.as_tensor(pairs.trigger_mask), clean).bool()
+    _, cache = model.run_with_cache(cf)
+    r = torch.arange(len(pairs))
+
+    def ld_with(frac):
+        def patch(a, hook):
+            a = a.clone()
+            sel = a[:, :, head] if head is not None else a
+            src = cache[name][:, :, head] if head is not None else cache[name]
+            sel[sets[s]] += frac * (src[sets[s]] - sel[sets[s]])
+            return a
+        with torch.no_grad():
+            lg = model.run_with_hooks(clean, fwd_hooks=[(name, patch)])
+        return (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).numpy()
+
+    return (ld_with(t) - ld_with(-t)) / (2 * t)
+
+
 def test_atp_is_the_derivative_of_the_patch():
     """For a site below a nonlinearity, patching a fraction t of the difference moves LD by t x the estimate as
     t -> 0 (central difference, float64): the gradient, the sign and the position sets are right."""
     model, d = task_model().double(), task_data()
     pairs = patching.pairs_for(d, 8, seed=1)
     est = attribution.per_pair(model, pairs, batch_size=8)
-    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
-    sets = patching.position_masks(torch.as_tensor(pairs.trigger_mask), clean).bool()
-    _, cache = model.run_with_cache(cf)
-    r = torch.arange(len(pairs))
-
-    def ld_with(name, head, s, t):
-        def patch(a, hook):
-            a = a.clone()
-            sel = a[:, :, head] if head is not None else a
-            src = cache[name][:, :, head] if head is not None else cache[name]
-            sel[sets[s]] += t * (src[sets[s]] - sel[sets[s]])
-            return a
-        with torch.no_grad():
-            lg = model.run_with_hooks(clean, fwd_hooks=[(name, patch)])
-        return (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).numpy()
-
-    t = 1e-4
     for name, head, k in (("blocks.0.attn.hook_z", 2, 2), ("blocks.0.hook_resid_post", None, 4),
                           ("blocks.1.attn.hook_z", 1, 1)):
         layer = int(name.split(".")[1])
         for s in range(len(SETS)):
-            slope = (ld_with(name, head, s, t) - ld_with(name, head, s, -t)) / (2 * t)
-            np.testing.assert_allclose(est["ld_patched"][layer, s, k] - est["ld_clean"], slope, rtol=1e-5,
-                                       atol=1e-7)
+            np.testing.assert_allclose(est["ld_patched"][layer, s, k] - est["ld_clean"],
+                                       patch_slope(model, pairs, name, head, s), rtol=1e-5, atol=1e-7)
 
 
 def test_integrated_gradients_complete_the_path_and_stay_exact_where_linear():

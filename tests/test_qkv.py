@@ -9,7 +9,7 @@ from workbench.analysis import patching, qkv
 from workbench.analysis.patching import SETS
 
 from test_analysis import make_data
-from test_attribution import linear_tail
+from test_attribution import linear_tail, patch_slope
 from test_causal import task_data, task_model
 
 
@@ -47,32 +47,16 @@ def _linear_tail_with(arch, scheme):
 
 
 def test_linear_estimate_is_the_derivative_of_the_patch():
-    """Patching a fraction t of the counterfactual's q, k or v moves LD by t x the linear estimate as t -> 0, and
-    AtP* has the same slope (central differences, float64)."""
+    """Patching a fraction t of the counterfactual's q, k or v moves LD by t x the linear estimate as t -> 0
+    (central differences, float64)."""
     model, d = task_model().double(), task_data()
     pairs = patching.pairs_for(d, 8, seed=1)
     est = qkv.per_pair(model, pairs, batch_size=8)
-    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
-    sets = patching.position_masks(torch.as_tensor(pairs.trigger_mask), clean).bool()
-    _, cache = model.run_with_cache(cf)
-    r = torch.arange(len(pairs))
-
-    def ld_with(name, head, s, t):
-        def patch(a, hook):
-            a = a.clone()
-            sel = a[:, :, head]
-            sel[sets[s]] += t * (cache[name][:, :, head][sets[s]] - sel[sets[s]])
-            return a
-        with torch.no_grad():
-            lg = model.run_with_hooks(clean, fwd_hooks=[(name, patch)])
-        return (lg[r, pairs.cf_y] - lg[r, pairs.clean_y]).numpy()
-
-    t = 1e-4
     for layer, i, head in ((0, 0, 1), (0, 1, 2), (1, 1, 0), (0, 2, 3)):
         name = f"blocks.{layer}.attn.hook_{'qkv'[i]}"
         for s in range(len(SETS)):
-            slope = (ld_with(name, head, s, t) - ld_with(name, head, s, -t)) / (2 * t)
-            np.testing.assert_allclose(est["atp"][layer, i, s, head], slope, rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(est["atp"][layer, i, s, head], patch_slope(model, pairs, name, head, s),
+                                       rtol=1e-5, atol=1e-7)
         assert np.abs(est["atp"][layer, i, :, head]).max() > 1e-4
 
 
