@@ -109,6 +109,8 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
                      "heads/probes", "heads/trigger_attention", "heads/dla"}
     assert "no head summary yet" in html and set(summary["heads"]) == {
         r["id"] for r in summary["runs"] if "head_summary" in r.get("tables", {}).get("present", [])}
+    # a flagged head's row shows where its effect enters (qkv's AtP* through queries, keys, values)
+    assert ("<th>via_key</th>" in html) == any(summary["heads"].values())
 
 
 def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_how_to_narrow_it(smoke, tmp_path,

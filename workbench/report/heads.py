@@ -11,7 +11,8 @@ FIGURES = [("head_summary", "head_summary", {"measure": "n_agree"}), ("patching"
            ("probes", "probes", {}),
            ("trigger_attention", "trigger_attention", {}), ("dla", "dla", {})]
 COLUMNS = ["layer", "head", "methods", "n_agree", "n_methods", "paper_deposit", "zero_delta", "resample_delta",
-           "patch_effect", "patch_lo", "patch_hi", "probe_selectivity", "dla", "t2_to_t1"]
+           "patch_effect", "patch_lo", "patch_hi", "via_query", "via_key", "via_value", "probe_selectivity", "dla",
+           "t2_to_t1"]
 
 
 def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
