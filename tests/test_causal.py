@@ -372,7 +372,7 @@ def head_tables():
          "ablation_resample": ablation.compute(model, d, mode="resample", n_boot=30)}
     t["attribution"] = attribution.check_against(attribution.compute(model, d, n_pairs=20, n_boot=30), t["patching"])
     t["edges"] = edges.compute(model, d, n_pairs=20, n_boot=30)
-    t["qkv"] = qkv.compute(model, d, n_pairs=20, n_boot=30, check_top=5)
+    t["qkv"] = qkv.compute(model, d, n_pairs=20, n_boot=30, check_per_site=2)
     t["head_summary"] = head_summary.compute(t)
     return t
 

@@ -95,20 +95,21 @@ def test_table_known_answers_and_check():
     model = task_model()
     with torch.no_grad():
         model.blocks[0].attn.W_O[1] = 0.0
-    df = qkv.compute(model, task_data(), n_pairs=16, n_boot=40, check_top=6)
+    df = qkv.compute(model, task_data(), n_pairs=16, n_boot=40, check_per_site=2)
     assert len(df) == 2 * 3 * 3 * 4 and df["note"].eq("").all()
     dead = df[(df.layer == 0) & (df["head"] == 1)]
     np.testing.assert_allclose(dead[["effect", "atp"]].to_numpy(float), 0.0, atol=1e-7)
     checked = df[df["patch_effect"].notna()]
-    assert len(checked) == 6 and set(checked.index) == set(df["effect"].abs().nlargest(6).index)
+    want = {i for site in qkv.SITES for i in df[df.site == site]["effect"].abs().nlargest(2).index}
+    assert len(checked) == 6 and set(checked.index) == want  # the two largest of each site
     assert checked["in_patch_ci"].isin([0.0, 1.0]).all() and checked["atp_in_patch_ci"].isin([0.0, 1.0]).all()
     assert df.loc[df["patch_effect"].isna(), "in_patch_ci"].isna().all()
     assert (df["ci_lo"] <= df["ci_hi"]).all() and (df["atp_lo"] <= df["atp_hi"]).all()
     v = df[df.site == "value"]
     np.testing.assert_allclose(v["effect"], v["atp"])
     mla = qkv.compute(task_model("trigger-count", "paper", "mla"), task_data("trigger-count"), n_pairs=8,
-                      n_boot=20, check_top=2)
-    assert mla["effect"].notna().all() and mla["patch_effect"].notna().sum() == 2
+                      n_boot=20, check_per_site=1)
+    assert mla["effect"].notna().all() and mla["patch_effect"].notna().sum() == 3
 
 
 def test_bad_input():
@@ -125,20 +126,20 @@ def test_figure_checked_and_not():
     when rows were checked (4 traces), the heatmap alone when none was (1)."""
     from workbench.figures import FIGURES
 
-    df = qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_top=4)
+    df = qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_per_site=2)
     fig = FIGURES["qkv"](df)
     assert len(fig.data) == 4 and list(fig.data[0].x) == ["query", "key", "value"]
-    assert len(fig.data[0].y) == 2 * 4 and "of 4 AtP* and" in fig.layout.title.text
-    bare = FIGURES["qkv"](qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_top=0))
+    assert len(fig.data[0].y) == 2 * 4 and "of 6 AtP* and" in fig.layout.title.text
+    bare = FIGURES["qkv"](qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_per_site=0))
     assert len(bare.data) == 1 and "not checked" in bare.layout.title.text
 
 
 def test_agreement_summary():
     """Per site over the checked rows: counts inside each interval and the largest miss, as the table has them."""
-    df = qkv.compute(linear_tail("decoder"), task_data(), n_pairs=12, n_boot=20, check_top=30)
+    df = qkv.compute(linear_tail("decoder"), task_data(), n_pairs=12, n_boot=20, check_per_site=10)
     a = qkv.agreement(df).set_index("site")
     c = df[df["patch_effect"].notna()]
-    assert a["checked"].sum() == 30 and set(a.index) <= set(qkv.SITES)
+    assert a["checked"].sum() == 30 and list(a["checked"]) == [10, 10, 10]
     for site, sub in c.groupby("site"):
         assert a.at[site, "atp_star_inside"] == int(sub["in_patch_ci"].sum())
         assert a.at[site, "atp_max_miss"] == pytest.approx((sub["atp"] - sub["patch_effect"]).abs().max())
@@ -153,7 +154,7 @@ def test_head_summary_shows_the_split_without_a_vote():
 
     model, d = task_model(), task_data()
     ref = patching.compute(model, d, n_pairs=12, n_boot=20)
-    split = qkv.compute(model, d, n_pairs=12, n_boot=20, check_top=0)
+    split = qkv.compute(model, d, n_pairs=12, n_boot=20, check_per_site=0)
     s = head_summary.compute({"patching": ref, "qkv": split}).set_index(["layer", "head"])
     for site in qkv.SITES:
         want = split.query("site == @site and positions == 'all'").set_index(["layer", "head"])

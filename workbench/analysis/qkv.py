@@ -15,7 +15,7 @@ recomputed exactly with the patched queries (or keys): s' = s + scores(rotate(q'
 (columns) outside the set unchanged. AtP* is exact through the softmax, where a query or key patch saturates (a
 pattern that moves from one key to another is all but flat in the linear term), and linear from the pattern on; for
 v the two are the same. Effects are `patching.normalised`: mean over pairs / mean(LD_cf - LD_clean), with its
-bootstrap interval. The `check_top` rows of largest |AtP*| are patched for real (one forward a row:
+bootstrap interval. The `check_per_site` rows of largest |AtP*| of each site are patched for real (one forward a row:
 `patch_effect`, its interval, and whether each estimate lies inside it). Kramár et al.'s second fix, GradDrop
 (against cancellation across layers), is not built.
 """
@@ -196,14 +196,15 @@ def check_line(df: pd.DataFrame) -> str:
 
 
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64, check_top: int = 20) -> pd.DataFrame:
+            batch_size: int = 64, check_per_site: int = 7) -> pd.DataFrame:
     """`table` of every head's query, key and value estimates on `data`'s counterfactual pairs (`patching`'s pairs:
-    same `n_pairs` and `seed`), the `check_top` rows of largest |AtP*| patched for real (`add_patches`; NaN for
+    same `n_pairs` and `seed`), the `check_per_site` rows of largest |AtP*| of each site (query, key, value: values
+    often dominate, and queries and keys are where AtP* and AtP differ) patched for real (`add_patches`; NaN for
     the others). The real patches take the pairs a second time, one forward a checked row."""
     pairs = pairs_for(data, n_pairs, seed)
     res = per_pair(model, pairs, batch_size=batch_size)
     df = table(res, n_boot=n_boot, seed=seed, level=level)
-    rows = largest(df["effect"], check_top)
+    rows = [i for site in SITES for i in largest(df.loc[df["site"] == site, "effect"], check_per_site)]
     real = patch_per_pair(model, pairs, chosen(df, rows), batch_size) if rows else None
     return add_patches(df, res, rows, real, n_boot=n_boot, seed=seed, level=level)
 
