@@ -15,6 +15,10 @@ the path from the site to LD is linear (tests/test_attribution.py), and known to
 linear term misjudges (attention saturation, cancelling contributions: Kramár et al. 2024). So it is checked
 against real patching: `check_against` joins a run's `patching` table, computed on the same pairs, and gives each
 site's patched effect and each position set's rank correlation over heads.
+
+With `ig_steps` M > 0 (AtP-IG) dLD/da is averaged over M points on the straight line of token embeddings from the
+clean input to the counterfactual one (integrated gradients, Sundararajan et al. 2017; as EAP-IG, Hanna et al. 2024),
+and `completeness` says whether that path is integrated (`completeness`).
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import pandas as pd
 import torch
 
 from ._common import batches, run_data, tag
-from .patching import SETS, _check, pairs_for, position_masks, table_from_pairs
+from .patching import SETS, _check, pairs_for, position_masks, table_from_pairs, zero_tolerance
 
 CHECK_COLUMNS = ("patching_effect", "patching_lo", "patching_hi", "in_patching_ci", "rank_corr", "check")
 NO_PATCHING = "no patching table for this run: compute `patching` (same n_pairs and seed), then attribution again"
@@ -223,8 +227,7 @@ def completeness(res: dict[str, np.ndarray]) -> float:
     completeness; the midpoint rule's error falls as 1 / ig_steps^2), anything for plain AtP, where it says how far
     from linear the whole model is between the two inputs. NaN where the counterfactual does not move LD."""
     den = float(np.mean(res["ld_cf"] - res["ld_clean"]))
-    tol = 1e-5 * max(1.0, float(np.abs(res["ld_clean"]).mean()))
-    return float(np.mean(res["embed_shift"]) / den) if abs(den) > tol else float("nan")
+    return float(np.mean(res["embed_shift"]) / den) if abs(den) > zero_tolerance(res) else float("nan")
 
 
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,

@@ -229,6 +229,12 @@ def _ratio(num: np.ndarray, den: np.ndarray, tol: float) -> np.ndarray:
     return out
 
 
+def zero_tolerance(res: dict[str, np.ndarray]) -> float:
+    """Below this |mean(LD_cf - LD_clean)| the counterfactual moves nothing (float32 noise of the logit
+    differences): 1e-5 * max(1, mean |LD_clean|)."""
+    return 1e-5 * max(1.0, float(np.abs(res["ld_clean"]).mean()))
+
+
 def normalised(shift: np.ndarray, res: dict[str, np.ndarray], n_boot: int = 1000, seed: int = 0,
                level: float = 0.95) -> dict[str, np.ndarray | str]:
     """Effects of sites whose per-pair LD shifts are `shift` [N, sites]: mean(shift) / mean(LD_cf - LD_clean), its
@@ -241,7 +247,7 @@ def normalised(shift: np.ndarray, res: dict[str, np.ndarray], n_boot: int = 1000
     den = res["ld_cf"] - res["ld_clean"]
     cols = np.concatenate([shift, den[:, None]], 1)
     point = cols.mean(0)
-    tol = 1e-5 * max(1.0, float(np.abs(res["ld_clean"]).mean()))
+    tol = zero_tolerance(res)
     effect = _ratio(point[:-1], point[-1], tol)
     lo = hi = np.full_like(effect, np.nan)
     note = UNDEFINED if np.isnan(effect).all() else ""
