@@ -5,7 +5,8 @@ patching effect and its gradient estimate (AtP), label-probe selectivity, direct
 agreeing) with the deposit heads (>= 2 methods) and the paper's ablation-only deposits marked. Click a head for its
 card: all measures with their intervals, and its attention pattern on a chosen test example with the triggers
 marked. Below, the full figures of patching, attribution patching, edge attribution, queries / keys / values
-(AtP*), probes, trigger attention and direct logit attribution. Missing tables get a hint and a Compute button (a background job)."""
+(AtP*), probes, trigger attention and direct logit attribution. Missing tables get a hint and a Compute button (a
+background job)."""
 from __future__ import annotations
 
 import numpy as np

@@ -148,7 +148,8 @@ def analyze_cmd(
                                                help="ablation/extrapolation: evaluate on at most this many test "
                                                     "examples (default: all)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
-    n_pairs: int = typer.Option(256, "--n-pairs", min=2, help="patching, attribution, edges, qkv: counterfactual pairs"),
+    n_pairs: int = typer.Option(256, "--n-pairs", min=2,
+                                help="patching, attribution, edges, qkv: counterfactual pairs"),
     ig_steps: int = typer.Option(0, "--ig-steps", min=0, help="attribution, edges: average the gradient over this "
                                  "many points on the inputs' path from clean to counterfactual (AtP-IG / EAP-IG); "
                                  "0: the clean run's gradient (AtP / EAP)"),
