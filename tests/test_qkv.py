@@ -163,3 +163,11 @@ def test_head_summary_shows_the_split_without_a_vote():
     assert (s["n_methods"] == 1).all() and "qkv" in s["sources"].iloc[0]
     card = FIGURES["head_card"](s.reset_index(), layer=1, head=2)
     assert {"AtP* through its queries", "AtP* through its keys", "AtP* through its values"} <= set(card.data[0].y)
+    assert len(FIGURES["head_summary"](s.reset_index(), measure="via_key").data) == 3
+    # a summary made before qkv (or a shipped one, from before the columns) says what to compute for the map
+    older = head_summary.compute({"patching": ref})
+    for frame in (older, older.drop(columns=["via_key"])):
+        with pytest.raises(ValueError, match="compute qkv for the run, then head_summary again"):
+            FIGURES["head_summary"](frame, measure="via_key")
+    with pytest.raises(ValueError, match="not a head-summary column"):
+        FIGURES["head_summary"](older, measure="bogus")

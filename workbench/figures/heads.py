@@ -272,11 +272,23 @@ SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-abl
                     "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
 
 
+# the table a head-summary measure comes from (for the hint when a summary lacks it)
+MEASURE_SOURCES = {"zero_delta": "ablation", "mean_delta": "ablation (mean mode)",
+                   "resample_delta": "ablation_resample", "patch_effect": "patching", "patch_trigger": "patching",
+                   "atp_effect": "attribution", "via_query": "qkv", "via_key": "qkv", "via_value": "qkv",
+                   "probe_acc": "probes", "probe_selectivity": "probes", "dla": "dla",
+                   "t2_to_t1": "trigger_attention", "to_triggers": "trigger_attention"}
+
+
 def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
     """(layer x head) heatmap of `measure` (1 trace), deposit heads by >= min_agree methods (circles, 1 trace)
     and the paper's ablation-only single-head deposits (crosses, 1 trace)."""
-    if measure not in df.columns:
+    if measure not in SUMMARY_MEASURES and measure not in df.columns:
         raise ValueError(f"measure={measure!r} is not a head-summary column; use one of {list(SUMMARY_MEASURES)}")
+    if measure not in df.columns or df[measure].isna().all():
+        source = MEASURE_SOURCES.get(measure, "the per-head tables")
+        raise ValueError(f"this head summary has no {SUMMARY_MEASURES[measure]}: compute {source} for the run, then "
+                         "head_summary again")
     fig = go.Figure()
     label = SUMMARY_MEASURES.get(measure, measure)
     _heatmap(fig, df, measure, diverging=measure != "n_agree", title=label)
