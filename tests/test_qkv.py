@@ -143,6 +143,11 @@ def test_agreement_summary():
     for site, sub in c.groupby("site"):
         assert a.at[site, "atp_star_inside"] == int(sub["in_patch_ci"].sum())
         assert a.at[site, "atp_max_miss"] == pytest.approx((sub["atp"] - sub["patch_effect"]).abs().max())
+    sh = qkv.shares(df).set_index("site")
+    assert sh["share"].sum() == pytest.approx(1.0) and list(sh.index) == list(qkv.SITES)
+    v = df[(df.site == "value") & (df.positions == "all")]
+    assert sh.at["value", "total"] == pytest.approx(v["effect"].abs().sum())
+    assert sh.at["value", "top_effect"] == pytest.approx(v.loc[v["effect"].abs().idxmax(), "effect"])
     assert "of 30 AtP* and" in qkv.check_line(df) and "not checked" in qkv.check_line(df.assign(patch_effect=np.nan))
 
 

@@ -186,6 +186,24 @@ def agreement(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def shares(df: pd.DataFrame, positions: str = "all") -> pd.DataFrame:
+    """Per site at `positions`: the sum over heads of |AtP*| (`total`), its share of the three sites' sum, the sum of
+    the signed estimates (`net`), and the head of largest |AtP*| with its estimate: where the heads' effect enters,
+    in one row a site."""
+    sub = df[df["positions"] == positions].assign(mag=lambda d: d["effect"].abs())
+    out = []
+    for site in SITES:
+        s = sub[sub["site"] == site]
+        top = s.loc[s["mag"].idxmax()] if s["mag"].notna().any() else None
+        out.append({"site": site, "total": float(s["mag"].sum()), "net": float(s["effect"].sum()),
+                    "top_head": None if top is None else f"L{int(top.layer)}.H{int(top['head'])}",
+                    "top_effect": float("nan") if top is None else float(top["effect"])})
+    res = pd.DataFrame(out)
+    whole = res["total"].sum()
+    res["share"] = res["total"] / whole if whole > 0 else float("nan")
+    return res
+
+
 def check_line(df: pd.DataFrame) -> str:
     """How the estimates of the rows patched for real fared, in words."""
     c = df[df["patch_effect"].notna()]

@@ -105,8 +105,10 @@ def summarize(name: str, df) -> str:
         if df["effect"].isna().all():
             return f"undefined: {df['note'].iloc[0]}"
         r = df.loc[df["effect"].abs().idxmax()]
+        split = ", ".join(f"{s.site} {s.share:.0%}" for s in qkv.shares(df).itertuples())
         return (f"largest: layer {int(r.layer)}, head {int(r['head'])}, {r.site} ({r.positions} positions), "
-                f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; {qkv.check_line(df)}")
+                f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; sum of |AtP*| over heads: {split}; "
+                f"{qkv.check_line(df)}")
     if name == "probes":
         bits = []
         pos = df[df.probe == "position"]
