@@ -71,6 +71,9 @@ def tables(head_tables):  # noqa: F811
     out["extrapolation"] = pd.concat(per_run["extrapolation"], ignore_index=True)  # compares runs
     out["ablation_mean"] = out["ablation"]
     out["convergence"] = experiments.convergence(runs=runs)
+    for run in runs[:2]:
+        run.save_table("qkv", tag(head_tables["qkv"], run))
+    out["qkv_shares"] = experiments.qkv_shares(runs=runs)
     out["partial_rope"] = experiments.partial_rope(runs=runs[:1], compute_missing=False)  # one run: one cell
     out["rope_vs_rope_sinusoidal"] = experiments.rope_vs_rope_sinusoidal(runs=runs, compute_missing=False)
     out["mla_rope_nope"] = experiments.mla_rope_nope(runs=runs, compute_missing=False)

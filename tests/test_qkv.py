@@ -176,3 +176,32 @@ def test_head_summary_shows_the_split_without_a_vote():
             FIGURES["head_summary"](frame, measure="via_key")
     with pytest.raises(ValueError, match="not a head-summary column"):
         FIGURES["head_summary"](older, measure="bogus")
+
+
+def test_shares_run_by_run():
+    """The cross-run table: three rows a run with a qkv table (shares summing to 1), runs without one left out,
+    an undefined run named in the figure; none with the table: NotApplicable naming the command."""
+    from types import SimpleNamespace
+
+    from workbench.analysis import NotApplicable, experiments
+    from workbench.figures import FIGURES
+
+    split = qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_per_site=0)
+    undefined = split.assign(effect=np.nan, note=patching.UNDEFINED)
+
+    def run(rid, scheme, table):
+        saved = {"qkv": table} if table is not None else {}
+        return SimpleNamespace(id=rid, config={"model": {"scheme": scheme}, "task": {"task": "trigger-distance"},
+                                               "train": {"seed": 1}}, tables=lambda: list(saved),
+                               load_table=lambda name: saved[name])
+
+    runs = [run("a", "rope", split), run("b", "nope", undefined), run("c", "mla", None)]
+    t = experiments.qkv_shares(runs=runs)
+    assert list(dict.fromkeys(t["run_id"])) == ["a", "b"] and len(t) == 6
+    assert t[t.run_id == "a"]["share"].sum() == pytest.approx(1.0) and t[t.run_id == "b"]["share"].isna().all()
+    assert (t[t.run_id == "b"]["note"] == patching.UNDEFINED).all()
+    fig = FIGURES["qkv_shares"](t)
+    assert len(fig.data) == 3 and list(fig.data[0].y) == [t.loc[t.run_id == "a", "label"].iloc[0]]
+    assert "undefined" in fig.layout.title.text and "nope" in fig.layout.title.text.lower()
+    with pytest.raises(NotApplicable, match="--what qkv"):
+        experiments.qkv_shares(runs=runs[2:])

@@ -7,6 +7,9 @@ Every function takes a `RunStore` (plus filters) or an explicit list of runs and
     rope_vs_rope_sinusoidal(store)    section 5.2, first strategy: does the sinusoid move the deposit out of layer 0?
     mla_rope_nope(store)              Table 1 + Fig. 7: accuracy and deposit of MLA vs RoPE vs NoPE
     convergence(store)                Figs. 2-3: train/test accuracy and loss per epoch per scheme and task
+    qkv_shares(store)                 where each run's heads take in the counterfactual difference: the share of
+                                      sum |AtP*| over heads through queries, keys and values (`qkv.shares`), run
+                                      by run, from each run's stored `qkv` table
 
 Deposits come from each run's stored `deposit` table, else from its `ablation` table, else (with
 `compute_missing=True`) the ablation sweep is run and stored first.
@@ -19,7 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ._common import NotApplicable, run_meta
+from ._common import NotApplicable, run_meta, task_label
 from .baselines import run_baselines
 from .deposit import compute as deposit_compute
 from .deposit import deposit_sentence
@@ -183,5 +186,29 @@ def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool 
     return pd.concat(frames, ignore_index=True)
 
 
+def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = "all") -> pd.DataFrame:
+    """Long table, three rows a run with a stored `qkv` table: run_id, scheme, task, seed, preset, setting,
+    variant, label (scheme, task and seed in words), site, total, share, net, top_head, top_effect (`qkv.shares` at
+    `positions`), note (qkv's: why every effect is undefined, e.g. NoPE on Task 1, where moving a trigger changes
+    nothing the model sees). Runs without the table are left out."""
+    from .qkv import shares
+
+    frames = []
+    for run in _select(store, runs, schemes=schemes, task=task, status=None):
+        if "qkv" not in run.tables():
+            continue
+        df = run.load_table("qkv")
+        meta = _meta(run)
+        seed = f", seed {meta['seed']}" if meta.get("seed") is not None else ""
+        label = f"{meta['variant']} · {task_label(meta['task'])}{seed}"
+        frames.append(shares(df, positions).assign(**meta, label=label, note=str(df["note"].iloc[0])))
+    if not frames:
+        raise NotApplicable("no selected run has a qkv table: compute it (`workbench analyze RUN --what qkv`, or "
+                            "the Heads page's Compute)")
+    out = pd.concat(frames, ignore_index=True)
+    first = ["run_id", "scheme", "task", "seed", "preset", "setting", "variant", "label"]
+    return out[[c for c in first if c in out.columns] + [c for c in out.columns if c not in first]]
+
+
 EXPERIMENTS = {"partial_rope": partial_rope, "rope_vs_rope_sinusoidal": rope_vs_rope_sinusoidal,
-               "mla_rope_nope": mla_rope_nope, "convergence": convergence}
+               "mla_rope_nope": mla_rope_nope, "convergence": convergence, "qkv_shares": qkv_shares}

@@ -189,6 +189,32 @@ def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
     return _layout(fig, f"{title}<br><sup>{note}</sup>")
 
 
+SITE_COLORS = {"query": "#1f77b4", "key": "#d62728", "value": "#7f7f7f"}
+
+
+def qkv_shares(df: pd.DataFrame) -> go.Figure:
+    """Run by run (one bar each, labelled by scheme, task and seed), the share of the heads' summed |AtP*| through
+    their queries, keys and values (3 stacked traces, the sums in the hover): where each run's heads take in the
+    counterfactual difference. Runs whose effects are undefined (the counterfactual moves nothing) are named under
+    the title."""
+    ok = df[df["total"] > 0] if "total" in df.columns else df.iloc[:0]
+    order = list(dict.fromkeys(ok["label"]))
+    fig = go.Figure()
+    for site in ("query", "key", "value"):
+        s = ok[ok["site"] == site].set_index("label").reindex(order)
+        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=f"through its {site}s",
+                             marker_color=SITE_COLORS[site], customdata=np.stack([s["total"], s["net"]], -1),
+                             hovertemplate="%{y}: %{x:.0%} (sum of |AtP*| %{customdata[0]:.3f}, signed "
+                                           "%{customdata[1]:+.3f})<extra>" + site + "</extra>"))
+    fig.update_layout(barmode="stack", legend=dict(orientation="h", y=-0.25),
+                      height=max(260, 90 + 40 * len(order)))
+    fig.update_xaxes(title_text="share of the heads' summed |AtP*|", range=[0, 1], tickformat=".0%")
+    none = [str(x) for x in dict.fromkeys(df.loc[~df["label"].isin(order), "label"])]
+    note = f"undefined (the counterfactual moves nothing): {', '.join(none)}" if none else \
+        "queries and keys: where position enters; values: what is read"
+    return _layout(fig, f"Where the heads take in the difference, run by run<br><sup>{note}</sup>")
+
+
 def probes(df: pd.DataFrame) -> go.Figure:
     """Top left: position probe R² by layer with its shuffled control and length-only baseline (3 traces).
     Bottom left: the label probe's accuracy on the pooled stream by layer (1 trace): two quantities, two axes.
@@ -377,6 +403,7 @@ def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
 # figures drawn from another figure's table
 TABLES = {"head_card": "head_summary", "head_attention": "attention_patterns"}
 
-FIGURES = {"patching": patching, "attribution": attribution, "edges": edges, "qkv": qkv, "probes": probes,
+FIGURES = {"patching": patching, "attribution": attribution, "edges": edges, "qkv": qkv, "qkv_shares": qkv_shares,
+           "probes": probes,
            "trigger_attention": trigger_attention, "dla": dla, "head_summary": head_summary, "head_card": head_card,
            "head_attention": head_attention}

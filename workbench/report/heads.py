@@ -1,6 +1,7 @@
 """The report's "Heads" section (issue 14): per run, the head summary (methods agreeing, deposit heads next to
 the paper's ablation-only verdict) and the figures of patching, attribution patching, edge attribution, queries /
-keys / values (AtP*), probes, trigger attention and direct logit attribution, all from the tables stored with the run."""
+keys / values (AtP*), probes, trigger attention and direct logit attribution, all from the tables stored with the run;
+then, over the runs with a `qkv` table, where each run's heads take in the difference (`qkv_shares`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -49,4 +50,11 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
                 summary["heads"][s["id"]] = [
                     {"layer": int(r.layer), "head": int(r.head), "methods": r.methods, "deposit_head": bool(r.deposit_head),
                      "paper_deposit": bool(r.paper_deposit)} for r in flagged.itertuples()]
+    entered = [s["id"] for s in summaries if "qkv" in s.get("tables", {}).get("present", [])]
+    if entered:
+        from workbench.analysis import EXPERIMENTS
+
+        doc.h(3, "Where the heads take in the difference, run by run", id="heads-qkv-shares")
+        shares = EXPERIMENTS["qkv_shares"](runs=[store.get(r) for r in entered])
+        doc.figure("qkv_shares", shares, "heads/qkv_shares", entered, ["qkv"])
     doc.parts.append("</section>")
