@@ -50,7 +50,7 @@ def main() -> None:
               f"inside, largest miss {r.atp_star_max_miss:.3f}   AtP: Spearman {r.atp_rank_corr:+.3f}, "
               f"{r.atp_inside} inside, largest miss {r.atp_max_miss:.3f}")
     for s in qkv.shares(df).itertuples():
-        print(f"through its {s.site}s: sum of |AtP*| over heads {s.total:.3f} ({s.share:.0%}), signed {s.net:+.3f}; "
+        print(f"through its {qkv.PLURAL[s.site]}: sum of |AtP*| over heads {s.total:.3f} ({s.share:.0%}), signed {s.net:+.3f}; "
               f"largest {s.top_head} {s.top_effect:+.3f}")
     gap = df.assign(gap=(df["effect"] - df["atp"]).abs()).nlargest(5, "gap")
     biggest = [{"site": r.site, "layer": int(r.layer), "head": int(r.head), "positions": r.positions,

@@ -202,6 +202,7 @@ def test_shares_run_by_run():
     assert (t[t.run_id == "b"]["note"] == patching.UNDEFINED).all()
     fig = FIGURES["qkv_shares"](t)
     assert len(fig.data) == 3 and list(fig.data[0].y) == [t.loc[t.run_id == "a", "label"].iloc[0]]
+    assert [tr.name for tr in fig.data] == ["through its queries", "through its keys", "through its values"]
     assert "undefined" in fig.layout.title.text and "nope" in fig.layout.title.text.lower()
     with pytest.raises(NotApplicable, match="--what qkv"):
         experiments.qkv_shares(runs=runs[2:])

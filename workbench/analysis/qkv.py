@@ -30,6 +30,7 @@ from .attribution import _spearman, forward_keeping, inside, largest, over_pairs
 from .patching import SETS, _check, normalised, pairs_for, position_masks
 
 SITES = ("query", "key", "value")
+PLURAL = {"query": "queries", "key": "keys", "value": "values"}
 PATCH_COLUMNS = ("patch_effect", "patch_lo", "patch_hi", "in_patch_ci", "atp_in_patch_ci")
 _HOOK = {"query": "q", "key": "k", "value": "v"}
 

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis.qkv import check_line
+from workbench.analysis.qkv import PLURAL, check_line
 
 from . import style
 from .style import layout as _layout
@@ -202,7 +202,7 @@ def qkv_shares(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for site in ("query", "key", "value"):
         s = ok[ok["site"] == site].set_index("label").reindex(order)
-        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=f"through its {site}s",
+        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=f"through its {PLURAL[site]}",
                              marker_color=SITE_COLORS[site], customdata=np.stack([s["total"], s["net"]], -1),
                              hovertemplate="%{y}: %{x:.0%} (sum of |AtP*| %{customdata[0]:.3f}, signed "
                                            "%{customdata[1]:+.3f})<extra>" + site + "</extra>"))
