@@ -49,9 +49,10 @@ def main() -> None:
         print(f"{r.site:6s} ({r.checked} rows)  AtP*: Spearman {r.atp_star_rank_corr:+.3f}, {r.atp_star_inside} "
               f"inside, largest miss {r.atp_star_max_miss:.3f}   AtP: Spearman {r.atp_rank_corr:+.3f}, "
               f"{r.atp_inside} inside, largest miss {r.atp_max_miss:.3f}")
-    for s in qkv.shares(df).itertuples():
-        print(f"through its {qkv.PLURAL[s.site]}: sum of |AtP*| over heads {s.total:.3f} ({s.share:.0%}), signed {s.net:+.3f}; "
-              f"largest {s.top_head} {s.top_effect:+.3f}")
+    for value, name in (("effect", "AtP*"), ("patch_effect", "real patch")):
+        for s in qkv.shares(df, value=value).itertuples():
+            print(f"{name:10s} through its {qkv.PLURAL[s.site]:7s}: sum of |effect| over heads {s.total:.3f} "
+                  f"({s.share:.0%}), signed {s.net:+.3f}; largest {s.top_head} {s.top_effect:+.3f}")
     gap = df.assign(gap=(df["effect"] - df["atp"]).abs()).nlargest(5, "gap")
     biggest = [{"site": r.site, "layer": int(r.layer), "head": int(r.head), "positions": r.positions,
                 "atp_star": float(r.effect), "atp": float(r.atp), "patch": float(r.patch_effect)}
@@ -62,7 +63,8 @@ def main() -> None:
     if args.json:
         out = {**provenance(run, args, bench, "real patches", "estimates", "estimates again"), "rows": len(rows),
                "agreement": agree.to_dict("records"), "largest_atp_star_vs_atp": biggest,
-               "shares_all_positions": qkv.shares(df).to_dict("records")}
+               "shares_all_positions": qkv.shares(df).to_dict("records"),
+               "shares_all_positions_real": qkv.shares(df, value="patch_effect").to_dict("records")}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)
         print("wrote", args.json)

@@ -197,12 +197,20 @@ def test_shares_run_by_run():
 
     runs = [run("a", "rope", split), run("b", "nope", undefined), run("c", "mla", None)]
     t = experiments.qkv_shares(runs=runs)
+    assert (t["measure"] == "AtP*").all() and not qkv.exact(split)
     assert list(dict.fromkeys(t["run_id"])) == ["a", "b"] and len(t) == 6
     assert t[t.run_id == "a"]["share"].sum() == pytest.approx(1.0) and t[t.run_id == "b"]["share"].isna().all()
     assert (t[t.run_id == "b"]["note"] == patching.UNDEFINED).all()
     fig = FIGURES["qkv_shares"](t)
-    assert len(fig.data) == 3 and list(fig.data[0].y) == [t.loc[t.run_id == "a", "label"].iloc[0]]
+    assert len(fig.data) == 3 and list(fig.data[0].y) == [t.loc[t.run_id == "a", "label"].iloc[0] + " (AtP*)"]
     assert [tr.name for tr in fig.data] == ["through its queries", "through its keys", "through its values"]
     assert "undefined" in fig.layout.title.text and "nope" in fig.layout.title.text.lower()
     with pytest.raises(NotApplicable, match="--what qkv"):
         experiments.qkv_shares(runs=runs[2:])
+    # every row patched (check_per_site=None): the shares are the real patches'
+    full = qkv.compute(task_model(), task_data(), n_pairs=12, n_boot=20, check_per_site=None)
+    assert full["patch_effect"].notna().all() and qkv.exact(full)
+    real = experiments.qkv_shares(runs=[run("d", "rope", full)]).set_index("site")
+    assert (real["measure"] == "real patch").all()
+    v = full[(full.site == "value") & (full.positions == "all")]
+    assert real.at["value", "total"] == pytest.approx(v["patch_effect"].abs().sum())

@@ -189,9 +189,10 @@ def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool 
 def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = "all") -> pd.DataFrame:
     """Long table, three rows a run with a stored `qkv` table: run_id, scheme, task, seed, preset, setting,
     variant, label (scheme, task and seed in words), site, total, share, net, top_head, top_effect (`qkv.shares` at
-    `positions`), note (qkv's: why every effect is undefined, e.g. NoPE on Task 1, where moving a trigger changes
+    `positions`), measure (what they sum: "real patch" where every row was patched, `qkv.compute(check_per_site=None)`,
+    else "AtP*"), note (qkv's: why every effect is undefined, e.g. NoPE on Task 1, where moving a trigger changes
     nothing the model sees). Runs without the table are left out."""
-    from .qkv import shares
+    from .qkv import exact, shares
 
     frames = []
     for run in _select(store, runs, schemes=schemes, task=task, status=None):
@@ -201,7 +202,9 @@ def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = 
         meta = _meta(run)
         seed = f", seed {meta['seed']}" if meta.get("seed") is not None else ""
         label = f"{meta['variant']} · {task_label(meta['task'])}{seed}"
-        frames.append(shares(df, positions).assign(**meta, label=label, note=str(df["note"].iloc[0])))
+        value, measure = ("patch_effect", "real patch") if exact(df, positions) else ("effect", "AtP*")
+        frames.append(shares(df, positions, value).assign(**meta, label=label, measure=measure,
+                                                           note=str(df["note"].iloc[0])))
     if not frames:
         raise NotApplicable("no selected run has a qkv table: compute it (`workbench analyze RUN --what qkv`, or "
                             "the Heads page's Compute)")

@@ -187,11 +187,11 @@ def agreement(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def shares(df: pd.DataFrame, positions: str = "all") -> pd.DataFrame:
-    """Per site at `positions`: the sum over heads of |AtP*| (`total`), its share of the three sites' sum, the sum of
-    the signed estimates (`net`), and the head of largest |AtP*| with its estimate: where the heads' effect enters,
-    in one row a site."""
-    sub = df[df["positions"] == positions].assign(mag=lambda d: d["effect"].abs())
+def shares(df: pd.DataFrame, positions: str = "all", value: str = "effect") -> pd.DataFrame:
+    """Per site at `positions`: the sum over heads of |value| (`total`; `value` "effect" = AtP*, "atp", or
+    "patch_effect" = the real patches, when every row was patched), its share of the three sites' sum, the signed
+    sum (`net`), and the head of largest |value| with its value: where the heads' effect enters, one row a site."""
+    sub = df[df["positions"] == positions].assign(mag=lambda d: d[value].abs(), effect=lambda d: d[value])
     out = []
     for site in SITES:
         s = sub[sub["site"] == site]
@@ -205,6 +205,13 @@ def shares(df: pd.DataFrame, positions: str = "all") -> pd.DataFrame:
     return res
 
 
+def exact(df: pd.DataFrame, positions: str = "all") -> bool:
+    """Every row at `positions` whose estimate is defined was patched for real (`check_per_site=None`): its shares
+    can be read from the real patches."""
+    sub = df[(df["positions"] == positions) & df["effect"].notna()]
+    return bool(len(sub)) and bool(sub["patch_effect"].notna().all())
+
+
 def check_line(df: pd.DataFrame) -> str:
     """How the estimates of the rows patched for real fared, in words."""
     c = df[df["patch_effect"].notna()]
@@ -215,15 +222,17 @@ def check_line(df: pd.DataFrame) -> str:
 
 
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64, check_per_site: int = 7) -> pd.DataFrame:
+            batch_size: int = 64, check_per_site: int | None = 7) -> pd.DataFrame:
     """`table` of every head's query, key and value estimates on `data`'s counterfactual pairs (`patching`'s pairs:
     same `n_pairs` and `seed`), the `check_per_site` rows of largest |AtP*| of each site (query, key, value: values
-    often dominate, and queries and keys are where AtP* and AtP differ) patched for real (`add_patches`; NaN for
-    the others). The real patches take the pairs a second time, one forward a checked row."""
+    often dominate, and queries and keys are where AtP* and AtP differ; None: every row, the exact table) patched
+    for real (`add_patches`; NaN for the others). The real patches take the pairs a second time, one forward a
+    checked row."""
     pairs = pairs_for(data, n_pairs, seed)
     res = per_pair(model, pairs, batch_size=batch_size)
     df = table(res, n_boot=n_boot, seed=seed, level=level)
-    rows = [i for site in SITES for i in largest(df.loc[df["site"] == site, "effect"], check_per_site)]
+    per_site = len(df) if check_per_site is None else check_per_site
+    rows = [i for site in SITES for i in largest(df.loc[df["site"] == site, "effect"], per_site)]
     real = patch_per_pair(model, pairs, chosen(df, rows), batch_size) if rows else None
     return add_patches(df, res, rows, real, n_boot=n_boot, seed=seed, level=level)
 

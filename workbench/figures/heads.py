@@ -193,23 +193,25 @@ SITE_COLORS = {"query": "#1f77b4", "key": "#d62728", "value": "#7f7f7f"}
 
 
 def qkv_shares(df: pd.DataFrame) -> go.Figure:
-    """Run by run (one bar each, labelled by scheme, task and seed), the share of the heads' summed |AtP*| through
-    their queries, keys and values (3 stacked traces, the sums in the hover): where each run's heads take in the
-    counterfactual difference. Runs whose effects are undefined (the counterfactual moves nothing) are named under
-    the title."""
+    """Run by run (one bar each, labelled by scheme, task and seed, and by what is summed: the real patches where
+    every row was patched, else AtP*), the share of the heads' summed |effect| through their queries, keys and
+    values (3 stacked traces, the sums in the hover): where each run's heads take in the counterfactual difference.
+    Runs whose effects are undefined (the counterfactual moves nothing) are named under the title."""
     ok = df[df["total"] > 0] if "total" in df.columns else df.iloc[:0]
+    if "measure" in ok.columns:
+        ok = ok.assign(label=ok["label"] + " (" + ok["measure"] + ")")
     order = list(dict.fromkeys(ok["label"]))
     fig = go.Figure()
     for site in ("query", "key", "value"):
         s = ok[ok["site"] == site].set_index("label").reindex(order)
         fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=f"through its {PLURAL[site]}",
                              marker_color=SITE_COLORS[site], customdata=np.stack([s["total"], s["net"]], -1),
-                             hovertemplate="%{y}: %{x:.0%} (sum of |AtP*| %{customdata[0]:.3f}, signed "
+                             hovertemplate="%{y}: %{x:.0%} (sum of |effect| %{customdata[0]:.3f}, signed "
                                            "%{customdata[1]:+.3f})<extra>" + site + "</extra>"))
     fig.update_layout(barmode="stack", legend=dict(orientation="h", y=-0.25),
                       height=max(260, 90 + 40 * len(order)))
-    fig.update_xaxes(title_text="share of the heads' summed |AtP*|", range=[0, 1], tickformat=".0%")
-    none = [str(x) for x in dict.fromkeys(df.loc[~df["label"].isin(order), "label"])]
+    fig.update_xaxes(title_text="share of the heads' summed |effect|", range=[0, 1], tickformat=".0%")
+    none = [str(x) for x in dict.fromkeys(df.loc[df["total"] <= 0, "label"])] if "total" in df.columns else []
     note = f"undefined (the counterfactual moves nothing): {', '.join(none)}" if none else \
         "queries and keys: where position enters; values: what is read"
     return _layout(fig, f"Where the heads take in the difference, run by run<br><sup>{note}</sup>")
