@@ -214,3 +214,7 @@ def test_shares_run_by_run():
     assert (real["measure"] == "real patch").all()
     v = full[(full.site == "value") & (full.positions == "all")]
     assert real.at["value", "total"] == pytest.approx(v["patch_effect"].abs().sum())
+    fig = FIGURES["qkv"](full)  # the exact table's map shows the real patches
+    assert fig.layout.annotations[0].text.startswith("real patch")
+    assert np.nanmax(np.abs(np.asarray(fig.data[0].z, float))) == pytest.approx(
+        full.loc[full.positions == "all", "patch_effect"].abs().max())

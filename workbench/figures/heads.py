@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis.qkv import PLURAL, check_line
+from workbench.analysis.qkv import PLURAL, check_line, exact
 
 from . import style
 from .style import layout as _layout
@@ -152,17 +152,19 @@ def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
 
 
 def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
-    """Left: each head's AtP* effect through its queries, keys and values at `positions` (heads x site heatmap, 1
-    trace). Right, for the rows patched for real: AtP* and plain AtP against the real patch (2 traces) and the line
-    where they are equal (1 trace); nothing there when no row was checked."""
+    """Left: each head's effect through its queries, keys and values at `positions` (heads x site heatmap, 1
+    trace): the real patches where every row was patched (`qkv.exact`), else AtP*. Right, for the rows patched for
+    real: AtP* and plain AtP against the real patch (2 traces) and the line where they are equal (1 trace); nothing
+    there when no row was checked."""
     sub = df[df["positions"] == positions].assign(
         label=lambda d: "L" + d["layer"].astype(str) + ".H" + d["head"].astype(str))
-    z = sub.pivot(index="label", columns="site", values="effect")
+    real = exact(df, positions)
+    z = sub.pivot(index="label", columns="site", values="patch_effect" if real else "effect")
     z = z.loc[sub.sort_values(["layer", "head"])["label"].unique(), [s for s in ("query", "key", "value")
                                                                      if s in z.columns]]
     checked = df[df["patch_effect"].notna()] if "patch_effect" in df.columns else df.iloc[:0]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6], horizontal_spacing=0.22,
-                        subplot_titles=[f"AtP* estimate ({positions} positions)",
+                        subplot_titles=[f"{'real patch' if real else 'AtP* estimate'} ({positions} positions)",
                                         "estimates vs the real patch" if len(checked) else "no row patched for real"])
     fig.add_trace(style.heatmap(z, colorbar_title="effect", fig=fig, row=1, col=1, diverging=True,
                                 hover="%{y} %{x}: %{z:.3f}<extra></extra>", cell_text=False), row=1, col=1)
