@@ -212,11 +212,12 @@ def qkv_shares(df: pd.DataFrame) -> go.Figure:
                                            "%{customdata[1]:+.3f})<extra>" + site + "</extra>"))
     fig.update_layout(barmode="stack", legend=dict(orientation="h", y=-0.25),
                       height=max(260, 90 + 40 * len(order)))
-    fig.update_xaxes(title_text="share of the heads' summed |effect|", range=[0, 1], tickformat=".0%")
+    fig.update_xaxes(range=[0, 1], tickformat=".0%")  # the axis title is the subtitle: the legend sits below
     none = [str(x) for x in dict.fromkeys(df.loc[df["total"] <= 0, "label"])] if "total" in df.columns else []
-    note = f"undefined (the counterfactual moves nothing): {', '.join(none)}" if none else \
-        "queries and keys: where position enters; values: what is read"
-    return _layout(fig, f"Where the heads take in the difference, run by run<br><sup>{note}</sup>")
+    note = f"; undefined (the counterfactual moves nothing): {', '.join(none)}" if none else \
+        "; queries and keys: where position enters, values: what is read"
+    return _layout(fig, "Where the heads take in the difference, run by run<br><sup>share of the heads' summed "
+                        f"|effect|{note}</sup>")
 
 
 def probes(df: pd.DataFrame) -> go.Figure:
