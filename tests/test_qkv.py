@@ -218,3 +218,22 @@ def test_shares_run_by_run():
     assert fig.layout.annotations[0].text.startswith("real patch")
     assert np.nanmax(np.abs(np.asarray(fig.data[0].z, float))) == pytest.approx(
         full.loc[full.positions == "all", "patch_effect"].abs().max())
+
+
+def test_report_says_an_unreadable_qkv_table_and_goes_on():
+    """The Heads section's run-by-run figure over a run whose qkv table cannot be read: an error line in the
+    report (and its problems), no exception, the rest of the section written."""
+    from types import SimpleNamespace
+
+    from workbench.report.build import Doc
+    from workbench.report.heads import heads_section
+
+    def unreadable(name):
+        raise OSError("truncated parquet")
+
+    run = SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"}},
+                          tables=lambda: ["qkv"], load_table=unreadable)
+    doc, summary = Doc(), {}
+    heads_section(doc, SimpleNamespace(get=lambda rid: run), [{"id": "r1", "tables": {"present": ["qkv"]}}], summary)
+    assert any("qkv_shares over r1" in p and "truncated parquet" in p for p in doc.problems)
+    assert not doc.figures and "</section>" in doc.parts[-1] and "no head summary yet" in "".join(doc.parts)

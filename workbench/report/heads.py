@@ -55,6 +55,10 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
         from workbench.analysis import EXPERIMENTS
 
         doc.h(3, "Where the heads take in the difference, run by run", id="heads-qkv-shares")
-        shares = EXPERIMENTS["qkv_shares"](runs=[store.get(r) for r in entered])
-        doc.figure("qkv_shares", shares, "heads/qkv_shares", entered, ["qkv"])
+        try:
+            shares = EXPERIMENTS["qkv_shares"](runs=[store.get(r) for r in entered])
+        except Exception as e:  # an unreadable table: said in the report, the rest of it still written
+            doc.error(f"qkv_shares over {', '.join(entered)}: {type(e).__name__}: {e}")
+        else:
+            doc.figure("qkv_shares", shares, "heads/qkv_shares", entered, ["qkv"])
     doc.parts.append("</section>")
