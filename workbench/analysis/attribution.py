@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from ._common import batches, run_data, tag
-from .patching import SETS, _check, pairs_for, position_masks, table_from_pairs, zero_tolerance
+from .patching import SETS, _check, normalised, pairs_for, position_masks, table_from_pairs, zero_tolerance
 
 CHECK_COLUMNS = ("patching_effect", "patching_lo", "patching_hi", "in_patching_ci", "rank_corr", "check")
 NO_PATCHING = "no patching table for this run: compute `patching` (same n_pairs and seed), then attribution again"
@@ -156,6 +156,22 @@ def largest(values: pd.Series, k: int) -> list:
     """Index of the k entries of largest |value|, NaNs left out (the rows a table checks for real)."""
     top = values.abs().sort_values(ascending=False, na_position="last").index[:k]
     return [i for i in top if np.isfinite(values[i])]
+
+
+def with_real(df: pd.DataFrame, res: dict[str, np.ndarray], rows: list, real: np.ndarray, prefix: str,
+              inside_cols: dict[str, str], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """`df` with the real patches `real` [len(rows), N] of `rows` normalised as the estimates are
+    (`patching.normalised`) into `{prefix}_effect`, `{prefix}_lo`, `{prefix}_hi`, and for each estimate column of
+    `inside_cols` whether it lies inside that interval (`inside`) in the named column; other rows keep theirs."""
+    df = df.copy()
+    if not rows:
+        return df
+    r = normalised(real.T, res, n_boot=n_boot, seed=seed, level=level)
+    for col, key in (("effect", "effect"), ("lo", "ci_lo"), ("hi", "ci_hi")):
+        df.loc[rows, f"{prefix}_{col}"] = r[key]
+    for est, col in inside_cols.items():
+        df.loc[rows, col] = inside(df.loc[rows, est], df.loc[rows, f"{prefix}_lo"], df.loc[rows, f"{prefix}_hi"])
+    return df
 
 
 def per_pair(model, pairs, batch_size: int = 64, ig_steps: int = 0) -> dict[str, np.ndarray]:

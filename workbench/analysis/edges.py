@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 
 from ._common import run_data, tag
-from .attribution import embedding_at, forward_keeping, inside, largest, over_pairs, path_points
+from .attribution import embedding_at, forward_keeping, largest, over_pairs, path_points, with_real
 from .patching import _check, normalised, pairs_for
 
 
@@ -199,14 +199,8 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     for k in ("path_effect", "path_lo", "path_hi", "in_path_ci"):
         df[k] = np.nan
     top = largest(df["effect"], check_top)
-    if top:
-        chosen = [order[i] for i in top]
-        real = path_per_pair(model, pairs, chosen, batch_size)
-        path = normalised(real.T, res, n_boot=n_boot, seed=seed, level=level)
-        df.loc[top, "path_effect"], df.loc[top, "path_lo"], df.loc[top, "path_hi"] = (
-            path["effect"], path["ci_lo"], path["ci_hi"])
-        df.loc[top, "in_path_ci"] = inside(df.loc[top, "effect"], df.loc[top, "path_lo"], df.loc[top, "path_hi"])
-    return df
+    real = path_per_pair(model, pairs, [order[i] for i in top], batch_size) if top else None
+    return with_real(df, res, top, real, "path", {"effect": "in_path_ci"}, n_boot=n_boot, seed=seed, level=level)
 
 
 def run(run, **params) -> pd.DataFrame:

@@ -35,6 +35,12 @@ from .deposit import compute as deposit_stats
 SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "qkv", "probes", "dla",
            "trigger_attention")
 METHODS = ("ablation", "patching", "probe", "dla")
+# the table each measure column is joined from (the hint when a summary lacks one says what to compute)
+MEASURE_SOURCES = {"zero_delta": "ablation", "mean_delta": "ablation (mean mode)",
+                   "resample_delta": "ablation_resample", "patch_effect": "patching", "patch_trigger": "patching",
+                   "atp_effect": "attribution", "via_query": "qkv", "via_key": "qkv", "via_value": "qkv",
+                   "probe_acc": "probes", "probe_selectivity": "probes", "dla": "dla",
+                   "t2_to_t1": "trigger_attention", "to_triggers": "trigger_attention"}
 
 
 def _pick(df: pd.DataFrame, cols: dict[str, str], **where) -> pd.DataFrame:
@@ -83,8 +89,8 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
                 parts.append(_pick(ta, {"value": measure}, measure=measure))
     df = pd.concat(parts, axis=1).sort_index().reset_index()
     cols = ["zero_delta", "zero_lo", "mean_delta", "resample_delta", "resample_lo", "patch_effect", "patch_lo",
-            "patch_trigger", "patch_non_trigger", "atp_effect", "via_query", "via_key", "via_value", "probe_acc", "probe_selectivity", "dla", "dla_lo",
-            "t2_to_t1", "to_triggers"]
+            "patch_trigger", "patch_non_trigger", "atp_effect", "via_query", "via_key", "via_value", "probe_acc",
+            "probe_selectivity", "dla", "dla_lo", "t2_to_t1", "to_triggers"]
     for c in cols:
         if c not in df.columns:
             df[c] = np.nan

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from ._common import run_data, tag
-from .attribution import _spearman, forward_keeping, inside, largest, over_pairs
+from .attribution import _spearman, forward_keeping, largest, over_pairs, with_real
 from .patching import SETS, _check, normalised, pairs_for, position_masks
 
 SITES = ("query", "key", "value")
@@ -164,15 +164,8 @@ def add_patches(df: pd.DataFrame, res: dict[str, np.ndarray], rows: list[int], r
                 n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """`df` with the real patches `real` [len(rows), N] of `rows` normalised beside their estimates: `patch_effect`,
     `patch_lo`, `patch_hi`, and `in_patch_ci` / `atp_in_patch_ci` (AtP* / AtP inside that interval, to 1e-5)."""
-    df = df.copy()
-    if not rows:
-        return df
-    r = normalised(real.T, res, n_boot=n_boot, seed=seed, level=level)
-    df.loc[rows, "patch_effect"], df.loc[rows, "patch_lo"], df.loc[rows, "patch_hi"] = r["effect"], r["ci_lo"], \
-        r["ci_hi"]
-    for est, col in (("effect", "in_patch_ci"), ("atp", "atp_in_patch_ci")):
-        df.loc[rows, col] = inside(df.loc[rows, est], df.loc[rows, "patch_lo"], df.loc[rows, "patch_hi"])
-    return df
+    return with_real(df, res, rows, real, "patch", {"effect": "in_patch_ci", "atp": "atp_in_patch_ci"},
+                     n_boot=n_boot, seed=seed, level=level)
 
 
 def agreement(df: pd.DataFrame) -> pd.DataFrame:

@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workbench.analysis.head_summary import MEASURE_SOURCES
 from workbench.analysis.qkv import PLURAL, check_line, exact
 
 from . import style
@@ -301,14 +302,6 @@ SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-abl
                     "via_value": "AtP* through its values", "probe_acc": "label probe accuracy",
                     "probe_selectivity": "label probe selectivity", "dla": "direct effect (logits)",
                     "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
-
-
-# the table a head-summary measure comes from (for the hint when a summary lacks it)
-MEASURE_SOURCES = {"zero_delta": "ablation", "mean_delta": "ablation (mean mode)",
-                   "resample_delta": "ablation_resample", "patch_effect": "patching", "patch_trigger": "patching",
-                   "atp_effect": "attribution", "via_query": "qkv", "via_key": "qkv", "via_value": "qkv",
-                   "probe_acc": "probes", "probe_selectivity": "probes", "dla": "dla",
-                   "t2_to_t1": "trigger_attention", "to_triggers": "trigger_attention"}
 
 
 def head_summary(df: pd.DataFrame, measure: str = "n_agree") -> go.Figure:
