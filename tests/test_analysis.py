@@ -399,7 +399,7 @@ def test_extrapolation_rows_match_direct_evaluation():
 def test_registry_is_complete():
     assert set(ANALYSES) == {"ablation", "deposit", "qk_means", "angles", "spectral", "distance_bias", "extrapolation",
                              "ablation_resample", "patching", "attribution", "edges", "qkv", "probes",
-                             "trigger_attention", "dla", "head_summary"}
+                             "trigger_attention", "dla", "self_repair", "head_summary"}
     assert set(COMPUTE) == set(ANALYSES)
 
 

@@ -25,7 +25,7 @@ def store(tmp_path_factory):
 def test_parse_what():
     assert parse_what("qk-means,ablation", False) == ["ablation", "deposit", "qk_means"]
     assert parse_what("distance_bias", False) == ["distance_bias"]
-    assert len(parse_what(None, True)) == 16
+    assert len(parse_what(None, True)) == 17
 
 
 def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
@@ -36,8 +36,10 @@ def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
     assert set(st.get(ids["rope"]).tables()) == {"ablation", "deposit", "qk_means", "angles", "spectral",
                                                  "distance_bias", "extrapolation", "ablation_resample", "patching",
                                                  "attribution", "edges", "qkv", "probes", "trigger_attention", "dla",
-                                                 "head_summary"}
+                                                 "self_repair", "head_summary"}
     assert "deposit heads (>= 2 methods agree)" in res.output
+    assert "logits; its zero ablation" in res.output  # self-repair's line
+    assert st.get(ids["rope"]).load_table("head_summary")["self_repair"].notna().all()
 
 
 def test_analyze_says_plainly_what_does_not_apply(store):

@@ -359,7 +359,8 @@ def test_head_summary_needs_agreement_and_keeps_the_paper_verdict():
 # ---- figures ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def head_tables():
-    from workbench.analysis import attribution, dla, edges, head_summary, patching, probes, qkv, trigger_attention
+    from workbench.analysis import (attribution, dla, edges, head_summary, patching, probes, qkv, self_repair,
+                                    trigger_attention)
 
     model, d = task_model(), task_data()
     pairs = counterfactual_pairs(d.spec, d.trigger_ids, 60, seed=4)
@@ -373,12 +374,13 @@ def head_tables():
     t["attribution"] = attribution.check_against(attribution.compute(model, d, n_pairs=20, n_boot=30), t["patching"])
     t["edges"] = edges.compute(model, d, n_pairs=20, n_boot=30)
     t["qkv"] = qkv.compute(model, d, n_pairs=20, n_boot=30, check_per_site=2)
+    t["self_repair"] = self_repair.compute(model, d, n_boot=30, min_direct=0.0)
     t["head_summary"] = head_summary.compute(t)
     return t
 
 
 HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 3, "qkv": 4, "probes": 5, "trigger_attention": 4, "dla": 2,
-             "head_summary": 3, "ablation_resample": 1}
+             "self_repair": 5, "head_summary": 3, "ablation_resample": 1}
 
 
 @pytest.mark.parametrize("name", sorted(HEAD_FIGS))
@@ -399,8 +401,9 @@ def test_head_card_and_attention_figures(head_tables):
     assert {"zero_delta", "resample_delta", "patch_effect", "probe_selectivity", "dla", "t2_to_t1"} <= set(s.columns)
     assert s[["zero_delta", "resample_delta", "patch_effect", "dla", "t2_to_t1"]].notna().all().all()
     card = FIGURES["head_card"](s, layer=1, head=2)
-    assert len(card.data) == 2 and len(card.data[0].x) + len(card.data[1].x) == 13  # all but mean ablation
-    assert list(card.data[1].y) == ["direct effect (logits)"] and card.data[1].xaxis != card.data[0].xaxis
+    assert len(card.data) == 2 and len(card.data[0].x) + len(card.data[1].x) == 15  # all but mean ablation
+    assert list(card.data[1].y) == ["direct effect (logits)", "self-repair (logits)"]  # logits on their own axis
+    assert card.data[1].xaxis != card.data[0].xaxis and "share of the direct effect made up" in card.data[0].y
     with pytest.raises(ValueError, match="layer 7"):
         FIGURES["head_card"](s, layer=7, head=0)
     P = 5

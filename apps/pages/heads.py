@@ -5,8 +5,8 @@ patching effect and its gradient estimate (AtP), label-probe selectivity, direct
 agreeing) with the deposit heads (>= 2 methods) and the paper's ablation-only deposits marked. Click a head for its
 card: all measures with their intervals, and its attention pattern on a chosen test example with the triggers
 marked. Below, the full figures of patching, attribution patching, edge attribution, queries / keys / values
-(AtP*), probes, trigger attention and direct logit attribution. Missing tables get a hint and a Compute button (a
-background job)."""
+(AtP*), probes, trigger attention, direct logit attribution and self-repair. Missing tables get a hint and a
+Compute button (a background job)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,10 +21,11 @@ P = "heads"
 DETAILS = [("patching", "Activation patching"), ("attribution", "Attribution patching (AtP, checked against patching)"),
            ("edges", "Edge attribution (which later component reads each head)"),
            ("qkv", "Queries, keys or values (AtP*: where each head's effect enters)"), ("probes", "Linear probes"),
-           ("trigger_attention", "Trigger attention"), ("dla", "Direct logit attribution")]
+           ("trigger_attention", "Trigger attention"), ("dla", "Direct logit attribution"),
+           ("self_repair", "Self-repair (how much of a head's direct effect the rest makes up when it is ablated)")]
 MAX_NAMED = 12  # deposit heads named under the map
 COMPUTABLE = ["head_summary", "ablation_resample", "patching", "attribution", "edges", "qkv", "probes",
-              "trigger_attention", "dla", "ablation"]
+              "trigger_attention", "dla", "self_repair", "ablation"]
 
 
 def _measures():
@@ -130,7 +131,7 @@ def render_card(store, run_id: str | None, click, example) -> list:
     if len(r):
         cols = [c for c in ("zero_delta", "mean_delta", "resample_delta", "patch_effect", "patch_lo", "patch_hi",
                             "patch_trigger", "patch_non_trigger", "atp_effect", "probe_acc", "probe_selectivity", "dla",
-                            "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
+                            "self_repair", "repaired", "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
         # house precision; shipped tables are float32 (np.float32 is not a float)
         values = [f"{v:.3f}" if isinstance(v, (float, np.floating)) else str(v) for v in r[cols].iloc[0]]
         out.append(C.table_component(pd.DataFrame({"measure": cols, "value": values}), page_size=20))

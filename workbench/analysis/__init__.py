@@ -10,7 +10,7 @@ An analysis a run cannot support raises `NotApplicable` with a message naming wh
 import functools
 
 from . import (ablation, angles, attribution, deposit, distance_bias, dla, edges, experiments, extrapolation,
-               head_summary, patching, probes, qk_means, qkv, spectral, trigger_attention)
+               head_summary, patching, probes, qk_means, qkv, self_repair, spectral, trigger_attention)
 from ._common import NotApplicable
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
@@ -37,6 +37,7 @@ ANALYSES = {
     "probes": probes.run,
     "trigger_attention": trigger_attention.run,
     "dla": dla.run,
+    "self_repair": self_repair.run,
     "head_summary": head_summary.run,
 }
 
@@ -58,6 +59,7 @@ COMPUTE = {
     "probes": probes.compute,
     "trigger_attention": trigger_attention.compute,
     "dla": dla.compute,
+    "self_repair": self_repair.compute,
     "head_summary": head_summary.compute,
 }
 

@@ -107,15 +107,16 @@ def valid_pairs(tokens: torch.Tensor, arch: str) -> torch.Tensor:
     return ok
 
 
-def cache_hooks(model, tokens: torch.Tensor, names: list[str]) -> dict[str, torch.Tensor]:
-    """Forward once with hooks that store the named activations (nothing else is kept)."""
+def cache_hooks(model, tokens: torch.Tensor, names: list[str], fwd_hooks: list = ()) -> dict[str, torch.Tensor]:
+    """Forward once with hooks that store the named activations (nothing else is kept), after `fwd_hooks` (an
+    intervention: a hook point it changes is stored as changed)."""
     store: dict[str, torch.Tensor] = {}
 
     def save(t, hook):
         store[hook.name] = t.detach()
         return t
 
-    model.run_with_hooks(tokens, fwd_hooks=[(n, save) for n in names])
+    model.run_with_hooks(tokens, fwd_hooks=list(fwd_hooks) + [(n, save) for n in names])
     return store
 
 

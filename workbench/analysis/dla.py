@@ -28,23 +28,27 @@ from ._common import (batches, bootstrap_means, cache_hooks, evaluating, percent
                       subsample, tag)
 
 
-def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
-    """(component labels (component, layer, head), contributions [B, n_components, n_classes], logits [B, C]).
+def components(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, scale: torch.Tensor | None = None):
+    """(labels, comp [B, n, d], bias [B, C], scale) from a forward's cached `STORE_NAMES`: `comp @ W_U.T` is each
+    component's direct term in the logits and `bias` the rest (unembedding and final-LayerNorm biases).
 
-    The contributions sum to the logits (up to float rounding) for the clean run."""
+    `scale` is the final LayerNorm's sigma (after_pool: [B, 1], the pooled stream's; before_pool: [B, pos], each
+    position's; None without a final LayerNorm): taken from `store` unless given, so another forward's (the clean
+    run's) can be frozen in. The scale used is returned."""
     cfg = model.cfg
     L = cfg.n_layers
-    names = (["blocks.0.hook_resid_pre", "hook_readout", f"blocks.{L - 1}.hook_resid_post"]
-             + [f"blocks.{l}.{n}" for l in range(L) for n in ("attn.hook_z", "hook_mlp_out")])
-    store = cache_hooks(model, tokens, names)
     B, P = tokens.shape
     eye = torch.eye(P, device=tokens.device, dtype=store["hook_readout"].dtype).expand(B, P, P)
     w = model.readout(eye, tokens)  # [B, pos]: the readout's weight on each position
     w_sum = w.sum(1, keepdim=True)
     ln, mode = model.ln_final, cfg.final_ln
-    if mode == "before_pool":  # each position's LayerNorm scale, frozen at the clean run, joins its weight
-        x_L = store[f"blocks.{L - 1}.hook_resid_post"]
-        w = w / (x_L.var(-1, unbiased=False) + ln.eps).sqrt()
+    r = store["hook_readout"]
+    if scale is None and mode == "before_pool":
+        scale = (store[f"blocks.{L - 1}.hook_resid_post"].var(-1, unbiased=False) + ln.eps).sqrt()
+    elif scale is None and mode == "after_pool":
+        scale = (r.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()
+    if mode == "before_pool":  # each position's LayerNorm scale, frozen, joins its weight
+        w = w / scale
     pool = lambda t: torch.einsum("bp,bp...->b...", w, t)  # noqa: E731  readout of a per-position tensor
     labels, parts = [("embed", -1, -1)], [pool(store["blocks.0.hook_resid_pre"])]
     for l, block in enumerate(model.blocks):
@@ -55,19 +59,34 @@ def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], 
         labels.append(("attn_bias", l, -1))
         parts.append(pool(store[f"blocks.{l}.hook_mlp_out"]))
         labels.append(("mlp", l, -1))
-    r = store["hook_readout"]
     comp = torch.stack(parts, 1)  # [B, n, d]
     W_U, b_U = model.unembed.weight, model.unembed.bias
     bias = b_U.expand(B, -1)
     if mode != "none":
         comp = comp - comp.mean(-1, keepdim=True)
         if mode == "after_pool":
-            comp = comp / (r.var(-1, unbiased=False, keepdim=True) + ln.eps).sqrt()[:, None]  # frozen at the clean run
+            comp = comp / scale[:, None]
         comp = comp * ln.weight
         bias = bias + (w_sum * ln.bias) @ W_U.T
-    contrib = torch.cat([comp @ W_U.T, bias[:, None]], 1)
-    labels.append(("bias", -1, -1))
-    return labels, contrib, model.head(store[f"blocks.{L - 1}.hook_resid_post"], tokens)
+    return labels, comp, bias, scale
+
+
+def store_names(model) -> list[str]:
+    """The hook points `components` reads."""
+    L = model.cfg.n_layers
+    return (["blocks.0.hook_resid_pre", "hook_readout", f"blocks.{L - 1}.hook_resid_post"]
+            + [f"blocks.{l}.{n}" for l in range(L) for n in ("attn.hook_z", "hook_mlp_out")])
+
+
+def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
+    """(component labels (component, layer, head), contributions [B, n_components, n_classes], logits [B, C]).
+
+    The contributions sum to the logits (up to float rounding) for the clean run."""
+    store = cache_hooks(model, tokens, store_names(model))
+    labels, comp, bias, _ = components(model, store, tokens)
+    contrib = torch.cat([comp @ model.unembed.weight.T, bias[:, None]], 1)
+    return labels + [("bias", -1, -1)], contrib, model.head(store[f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"],
+                                                             tokens)
 
 
 def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,

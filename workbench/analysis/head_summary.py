@@ -11,6 +11,8 @@ One row per (layer, head), joined from the run's stored tables (missing tables l
                                                              q, k, v patch (qkv; shown, no vote)
     probe_acc, probe_selectivity                             label probe on the head's z (probes)
     dla (+ _lo, _hi)                                         direct effect, correct class vs mean (dla)
+    self_repair (+ _lo, _hi), repaired                       how much of the direct effect the rest makes up
+                                                             when the head is ablated (self_repair; shown, no vote)
     t2_to_t1, to_triggers                                    attention (trigger_attention)
 
 Votes (NaN when the method's table is missing), thresholds are parameters:
@@ -33,13 +35,14 @@ from ._common import NotApplicable, tag
 from .deposit import compute as deposit_stats
 
 SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "qkv", "probes", "dla",
-           "trigger_attention")
+           "self_repair", "trigger_attention")
 METHODS = ("ablation", "patching", "probe", "dla")
 # the table each measure column is joined from (the hint when a summary lacks one says what to compute)
 MEASURE_SOURCES = {"zero_delta": "ablation", "mean_delta": "ablation (mean mode)",
                    "resample_delta": "ablation_resample", "patch_effect": "patching", "patch_trigger": "patching",
                    "atp_effect": "attribution", "via_query": "qkv", "via_key": "qkv", "via_value": "qkv",
                    "probe_acc": "probes", "probe_selectivity": "probes", "dla": "dla",
+                   "self_repair": "self_repair", "repaired": "self_repair",
                    "t2_to_t1": "trigger_attention", "to_triggers": "trigger_attention"}
 
 
@@ -82,6 +85,9 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
     if "dla" in have:
         parts.append(_pick(have["dla"], {"dla_vs_mean": "dla", "vs_mean_lo": "dla_lo", "vs_mean_hi": "dla_hi"},
                            component="head"))
+    if "self_repair" in have:
+        parts.append(_pick(have["self_repair"], {"self_repair": "self_repair", "self_repair_lo": "self_repair_lo",
+                                                 "self_repair_hi": "self_repair_hi", "repaired": "repaired"}))
     if "trigger_attention" in have:
         ta = have["trigger_attention"]
         for measure in ("t2_to_t1", "to_triggers"):
@@ -90,7 +96,7 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
     df = pd.concat(parts, axis=1).sort_index().reset_index()
     cols = ["zero_delta", "zero_lo", "mean_delta", "resample_delta", "resample_lo", "patch_effect", "patch_lo",
             "patch_trigger", "patch_non_trigger", "atp_effect", "via_query", "via_key", "via_value", "probe_acc",
-            "probe_selectivity", "dla", "dla_lo", "t2_to_t1", "to_triggers"]
+            "probe_selectivity", "dla", "dla_lo", "self_repair", "repaired", "t2_to_t1", "to_triggers"]
     for c in cols:
         if c not in df.columns:
             df[c] = np.nan

@@ -15,7 +15,8 @@ NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "
          "spectral": "spectral", "distance-bias": "distance_bias", "extrapolation": "extrapolation",
          "resample": "ablation_resample", "patching": "patching", "attribution": "attribution", "edges": "edges",
          "qkv": "qkv", "probes": "probes",
-         "trigger-attention": "trigger_attention", "dla": "dla", "head-summary": "head_summary"}
+         "trigger-attention": "trigger_attention", "dla": "dla", "self-repair": "self_repair",
+         "head-summary": "head_summary"}
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -128,6 +129,12 @@ def summarize(name: str, df) -> str:
         h = df[df.component == "head"]
         r = h.loc[h["dla"].idxmax()]
         return f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.dla:+.2f} logits vs mean"
+    if name == "self_repair":
+        r = df.loc[df["direct"].abs().idxmax()]
+        share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
+        return (f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.direct:+.2f} logits; its "
+                f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
+                f"{r.top_component or 'nothing downstream'})")
     if name == "head_summary":
         dep = df[df.deposit_head]
         paper = df[df.paper_deposit]
@@ -144,11 +151,11 @@ def analyze_cmd(
     what: Optional[str] = typer.Option(None, "--what", "-w",
                                        help=f"comma-separated subset of: {', '.join(NAMES)}"),
     all_: bool = typer.Option(False, "--all", help="every analysis (those a run cannot support are skipped)"),
-    mode: str = typer.Option("zero", "--mode", help="ablation: zero | mean | resample"),
+    mode: str = typer.Option("zero", "--mode", help="ablation, self-repair: zero | mean | resample"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
     max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1,
-                                               help="ablation/extrapolation: evaluate on at most this many test "
-                                                    "examples (default: all)"),
+                                               help="ablation, extrapolation, dla: evaluate on at most this many "
+                                                    "test examples (default: all; self-repair: 1000)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the sampling and the bootstrap"),
     n_pairs: int = typer.Option(256, "--n-pairs", min=2,
                                 help="patching, attribution, edges, qkv: counterfactual pairs"),
@@ -201,7 +208,10 @@ def analyze_cmd(
         "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
         "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
-        "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples), "head_summary": dict(min_agree=min_agree),
+        "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples),
+        "self_repair": dict(mode=mode, n_boot=n_boot, seed=seed,
+                            **({"n_examples": max_examples} if max_examples else {})),
+        "head_summary": dict(min_agree=min_agree),
     }
     not_applicable = failed = False
     ablations = []

@@ -17,7 +17,7 @@ import importlib
 from typing import Callable
 
 MODULES = ("ablation", "qk_means", "angles", "spectral", "distance_bias", "extrapolation", "experiments",
-           "patterns", "findings", "study", "heads")
+           "patterns", "findings", "study", "heads", "self_repair")
 
 
 def _collect(modules: tuple[str, ...]) -> tuple[dict[str, Callable], dict[str, str]]:

@@ -301,6 +301,7 @@ SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-abl
                     "via_query": "AtP* through its queries", "via_key": "AtP* through its keys",
                     "via_value": "AtP* through its values", "probe_acc": "label probe accuracy",
                     "probe_selectivity": "label probe selectivity", "dla": "direct effect (logits)",
+                    "self_repair": "self-repair (logits)", "repaired": "share of the direct effect made up",
                     "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
 
 
@@ -331,8 +332,9 @@ CARD_MEASURES = [("zero_delta", "zero_lo", "zero_hi"), ("mean_delta", None, None
                  ("via_query", "via_query_lo", "via_query_hi"), ("via_key", "via_key_lo", "via_key_hi"),
                  ("via_value", "via_value_lo", "via_value_hi"),
                  ("probe_selectivity", None, None),
-                 ("dla", "dla_lo", "dla_hi"), ("t2_to_t1", None, None), ("to_triggers", None, None)]
-LOGIT_MEASURES = {"dla"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
+                 ("dla", "dla_lo", "dla_hi"), ("self_repair", "self_repair_lo", "self_repair_hi"),
+                 ("repaired", None, None), ("t2_to_t1", None, None), ("to_triggers", None, None)]
+LOGIT_MEASURES = {"dla", "self_repair"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
 
 
 def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:

@@ -1,7 +1,7 @@
 """The report's "Heads" section (issue 14): per run, the head summary (methods agreeing, deposit heads next to
 the paper's ablation-only verdict) and the figures of patching, attribution patching, edge attribution, queries /
-keys / values (AtP*), probes, trigger attention and direct logit attribution, all from the tables stored with the run;
-then, over the runs with a `qkv` table, where each run's heads take in the difference (`qkv_shares`)."""
+keys / values (AtP*), probes, trigger attention, direct logit attribution and self-repair, all from the tables stored
+with the run; then, over the runs with a `qkv` table, where each run's heads take in the difference (`qkv_shares`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,10 +10,10 @@ import pandas as pd
 FIGURES = [("head_summary", "head_summary", {"measure": "n_agree"}), ("patching", "patching", {}),
            ("attribution", "attribution", {}), ("edges", "edges", {}), ("qkv", "qkv", {}),
            ("probes", "probes", {}),
-           ("trigger_attention", "trigger_attention", {}), ("dla", "dla", {})]
+           ("trigger_attention", "trigger_attention", {}), ("dla", "dla", {}), ("self_repair", "self_repair", {})]
 COLUMNS = ["layer", "head", "methods", "n_agree", "n_methods", "paper_deposit", "zero_delta", "resample_delta",
            "patch_effect", "patch_lo", "patch_hi", "via_query", "via_key", "via_value", "probe_selectivity", "dla",
-           "t2_to_t1"]
+           "self_repair", "repaired", "t2_to_t1"]
 
 
 def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
@@ -29,7 +29,7 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
         doc.h(3, s["id"], id=f"heads-{s['id']}")
         if "head_summary" not in present:
             doc.missing(f"no head summary yet: run `workbench analyze {s['id']} --all` (or --what "
-                        "resample,patching,attribution,edges,qkv,probes,trigger-attention,dla,head-summary)")
+                        "resample,patching,attribution,edges,qkv,probes,trigger-attention,dla,self-repair,head-summary)")
             continue
         run = store.get(s["id"])
         for table, name, kw in FIGURES:

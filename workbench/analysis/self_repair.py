@@ -1,0 +1,182 @@
+"""Self-repair: how much of a head's direct effect the rest of the model makes up when the head is ablated
+(McGrath et al. 2023, "The Hydra effect: emergent self-repair in language model computations"; Rushing & Nanda
+2024, "Explorations of self-repair in language models", which split it into downstream heads, MLPs and the final
+LayerNorm). docs/analyses.md.
+
+The measure is each test example's margin m = logit(label) - mean over classes of the logits (`dla_vs_mean`), and
+`dla.components` splits it exactly into one direct term per component (embedding, every head, attention biases,
+MLPs, bias), with the final LayerNorm's scale frozen. Ablate head (l, h) (its z replaced by 0, its mean or another
+example's, as `ablation` does) and recompute everything after it; then per example
+
+    total         = m(clean) - m(ablated)                                 (the effect ablation measures)
+    direct        = -d_h,   d_c = term_c(ablated run, clean scale) - term_c(clean run, clean scale)
+                    (zero ablation: the head's direct logit attribution, `dla`'s dla_vs_mean)
+    via_heads     = sum of d_c over the heads of layers > l    (how much later heads' direct terms rose)
+    via_mlps      = sum of d_c over the MLPs of layers >= l
+    via_layernorm = sum_c term_c(ablated run, its own scale) - sum_c term_c(ablated run, clean scale)
+    self_repair   = direct - total = via_heads + via_mlps + via_layernorm
+
+(every other component is upstream of the head or a bias, so its d_c is 0; tests/test_self_repair.py checks the
+identity against the logits). `repaired` = self_repair / direct = 1 - total / direct (means over examples): the share
+of the direct effect made up downstream, 0 without repair, 1 when ablation moves nothing, above 1 when the model
+over-compensates, below 0 when later components amplify the loss. Where a head's direct effect is small, `repaired`
+is undefined (NaN below `min_direct` logits). An ablation drop that self-repair shrinks under-counts the head's role:
+one reason a deposit pattern (zero ablation, docs/paper.md §5) can miss a head.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, run_data, split_xy,
+                      subsample, tag)
+from .ablation import MODES, head_means, partner_z, resample_partners
+from .dla import components, store_names
+
+PARTS = ("direct", "total", "via_heads", "via_mlps", "via_layernorm", "self_repair")
+
+
+def margins(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, labels: torch.Tensor,
+            scale: torch.Tensor | None = None) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
+    """(component labels, terms [B, n] of each component in logit(label) - mean logit (the bias last), scale)."""
+    names, comp, bias, scale = components(model, store, tokens, scale)
+    W_U = model.unembed.weight
+    u = W_U[labels] - W_U.mean(0)  # [B, d]: the margin's direction
+    terms = torch.einsum("bnd,bd->bn", comp, u)
+    b = bias.gather(1, labels[:, None])[:, 0] - bias.mean(-1)
+    return names + [("bias", -1, -1)], torch.cat([terms, b[:, None]], 1), scale
+
+
+def _z_hook(layer_fill: torch.Tensor | None, H: int):
+    """A hook on hook_z of a batch of H copies (copy-major): copy c gets head c replaced by the fill (0, its mean
+    [H, dh], or the resample partners' z [B, pos, H, dh])."""
+    def hook(z, hook):
+        z = z.clone().reshape(H, -1, *z.shape[1:])  # [copy, B, pos, head, dh]
+        for c in range(H):
+            z[c, :, :, c] = 0.0 if layer_fill is None else (
+                layer_fill[c] if layer_fill.dim() == 2 else layer_fill[:, :, c])
+        return z.reshape(-1, *z.shape[2:])
+    return hook
+
+
+def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None) -> dict:
+    """For one batch: {part: [L, H, B]} for `PARTS` (logits), and `moved` [L, H, B, n]: each component's d_c (how
+    much its direct term rose when the head was ablated, clean scale), with `components` its labels. z_fill: None (zero), [L, H, dh] means, or
+    [L, B, pos, H, dh] resample partners' z."""
+    cfg = model.cfg
+    L, H, B = cfg.n_layers, cfg.n_heads, len(tokens)
+    names = store_names(model)
+    store = cache_hooks(model, tokens, names)
+    comps, m0, s0 = margins(model, store, tokens, labels)
+    kind = np.array([c for c, _, _ in comps])
+    layer = np.array([l for _, l, _ in comps])
+    rep_tok, rep_lab = tokens.repeat(H, 1), labels.repeat(H)
+    rep_scale = None if s0 is None else s0.repeat(H, 1)
+    out = {p: torch.empty(L, H, B, dtype=torch.float64) for p in PARTS}
+    moved = torch.empty(L, H, B, len(comps), dtype=torch.float64)
+    for l in range(L):
+        fill = None if z_fill is None else z_fill[l].to(tokens.device, m0.dtype)
+        st = cache_hooks(model, rep_tok, names, [(f"blocks.{l}.attn.hook_z", _z_hook(fill, H))])
+        _, own, _ = margins(model, st, rep_tok, rep_lab)
+        _, frozen, _ = margins(model, st, rep_tok, rep_lab, rep_scale)
+        own, frozen = own.reshape(H, B, -1).double().cpu(), frozen.reshape(H, B, -1).double().cpu()
+        d = frozen - m0.double().cpu()[None]  # [copy, B, n]
+        moved[l] = d
+        for h in range(H):
+            own_idx = comps.index(("head", l, h))
+            out["direct"][l, h] = -d[h, :, own_idx]
+        out["total"][l] = m0.double().cpu().sum(-1)[None] - own.sum(-1)
+        out["via_heads"][l] = d[:, :, np.flatnonzero((kind == "head") & (layer > l))].sum(-1)
+        out["via_mlps"][l] = d[:, :, np.flatnonzero((kind == "mlp") & (layer >= l))].sum(-1)
+        out["via_layernorm"][l] = own.sum(-1) - frozen.sum(-1)
+    out["self_repair"] = out["direct"] - out["total"]
+    return {**out, "moved": moved, "components": comps}
+
+
+def _label(c: tuple[str, int, int]) -> str:
+    kind, l, h = c
+    return f"L{l}.H{h}" if kind == "head" else f"{kind} L{l}" if l >= 0 else kind
+
+
+def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_boot: int = 1000, seed: int = 0,
+            level: float = 0.95, batch_size: int = 16, min_direct: float = 0.1) -> pd.DataFrame:
+    """One row per head: the mean `PARTS` over test examples (logits, each with its paired bootstrap interval),
+    `repaired` with its interval, and the downstream component that moved most to make up the head's direct
+    effect (`top_component`, its mean rise `top_moved`). `mode`: how the head is ablated (zero, mean, resample)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is unknown; use one of {MODES}")
+    if min_direct < 0:
+        raise ValueError(f"min_direct={min_direct} must be >= 0 (logits)")
+    x, y = split_xy(data, "test")
+    if y is None:
+        raise ValueError("self-repair needs labels: pass a Dataset or an (x, y) tuple")
+    keep = subsample(len(x), n_examples, seed)
+    x, y = x[keep], y[keep]
+    if int(y.max()) >= model.cfg.n_classes:
+        raise ValueError(f"labels up to {int(y.max())} but the model has {model.cfg.n_classes} classes")
+    cfg = model.cfg
+    z_fill = head_means(model, x) if mode == "mean" else None
+    partner = None
+    if mode == "resample":
+        partner = resample_partners(x, seed)
+        kept = np.flatnonzero(partner >= 0)
+        if len(kept) == 0:
+            raise ValueError("resample ablation needs test examples that share a length; every length here is "
+                             "unique: use more examples or mode='zero' / 'mean'")
+        new = np.full(len(x), -1)
+        new[kept] = np.arange(len(kept))
+        x, y, partner = x[kept], y[kept], new[partner[kept]]
+    L, H, N = cfg.n_layers, cfg.n_heads, len(x)
+    parts = {p: np.zeros((L, H, N)) for p in PARTS}
+    moved_sum, comps = None, None
+    with evaluating(model):
+        for idx, tok, lab in batches(x, batch_size, y, trim=cfg.pads_are_inert, device=cfg.device):
+            if mode == "resample":
+                z_fill = partner_z(model, torch.as_tensor(x[partner[idx], :tok.shape[1]], device=cfg.device))
+            res = per_batch(model, tok, lab, z_fill)
+            for p in PARTS:
+                parts[p][:, :, idx] = res[p].numpy()
+            moved_sum = res["moved"].sum(2) if moved_sum is None else moved_sum + res["moved"].sum(2)
+            comps = res["components"]
+    moved = (moved_sum / N).numpy()  # [L, H, n]
+    cols = np.concatenate([parts[p].reshape(L * H, N) for p in PARTS], 0).T  # [N, parts x heads]
+    mean = cols.mean(0).reshape(len(PARTS), L, H)
+    nan = np.full((len(PARTS), L, H), np.nan)
+    lo, hi, rep_lo, rep_hi = nan, nan, nan[0], nan[0]
+    direct, total = mean[PARTS.index("direct")], mean[PARTS.index("total")]
+    ok = np.abs(direct) >= max(min_direct, 1e-12)
+    repaired = np.where(ok, 1.0 - total / np.where(ok, direct, 1.0), np.nan)
+    if n_boot > 0:
+        reps = bootstrap_means(cols, n_boot, seed).reshape(n_boot, len(PARTS), L, H)
+        lo, hi = (a.reshape(len(PARTS), L, H) for a in percentile_interval(reps, level))
+        r_d, r_t = reps[:, PARTS.index("direct")], reps[:, PARTS.index("total")]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = 1.0 - r_t / r_d
+        rep_lo, rep_hi = (np.where(ok, a, np.nan) for a in percentile_interval(r, level))
+    kind = np.array([c for c, _, _ in comps])
+    layer = np.array([l for _, l, _ in comps])
+    rows = []
+    for l in range(L):
+        down = np.flatnonzero(((kind == "head") & (layer > l)) | ((kind == "mlp") & (layer >= l)))
+        for h in range(H):
+            row = {"layer": l, "head": h, "mode": mode}
+            for i, p in enumerate(PARTS):
+                row.update({p: mean[i, l, h], f"{p}_lo": lo[i, l, h], f"{p}_hi": hi[i, l, h]})
+            row.update(repaired=repaired[l, h], repaired_lo=rep_lo[l, h], repaired_hi=rep_hi[l, h])
+            if len(down):
+                against = np.sign(direct[l, h]) * moved[l, h, down]  # > 0: moved to make up the direct effect
+                top = down[int(np.argmax(against))]
+                row.update(top_component=_label(comps[top]), top_moved=float(moved[l, h, top]))
+            else:
+                row.update(top_component="", top_moved=np.nan)
+            row.update(n_examples=N, level=level, min_direct=min_direct)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run(run, **params) -> pd.DataFrame:
+    """Load the run's model and dataset, measure self-repair, save as table `self_repair`."""
+    df = tag(compute(run.load_model(), run_data(run), **params), run)
+    run.save_table("self_repair", df)
+    return df

@@ -1,0 +1,56 @@
+"""Self-repair figure (table `self_repair`, docs/analyses.md): each head's direct effect against the effect its
+ablation has, and what made up the difference."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import style
+from .style import layout as _layout
+from .style import title_for as _title
+
+PART_COLORS = {"via_heads": "#1f77b4", "via_mlps": "#ff7f0e", "via_layernorm": "#7f7f7f"}
+PART_NAMES = {"via_heads": "later heads", "via_mlps": "MLPs", "via_layernorm": "final LayerNorm"}
+
+
+def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
+    """Left: every head's total effect (its ablation's) against its direct effect, in logits of the label's margin,
+    coloured by layer, with the total's interval (1 trace) and the line where the two are equal, no self-repair (1
+    trace); a head below it towards 0 is made up downstream. Right: for the `top` heads of largest |direct effect|,
+    the self-repair split into later heads, MLPs and the final LayerNorm (3 stacked traces)."""
+    d = df.assign(label="L" + df["layer"].astype(str) + ".H" + df["head"].astype(str))
+    n_layers = int(d["layer"].max()) + 1
+    mode = str(d["mode"].iloc[0]) if "mode" in d.columns and len(d) else "zero"
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.14,
+                        subplot_titles=["effect of ablating the head vs its direct effect",
+                                        f"what makes it up ({min(top, len(d))} heads of largest direct effect)"])
+    err = dict(type="data", symmetric=False, array=d["total_hi"] - d["total"], arrayminus=d["total"] - d["total_lo"])
+    repaired = [f"{v:.0%}" if np.isfinite(v) else "undefined (small direct effect)" for v in d["repaired"]]
+    fig.add_trace(go.Scatter(x=d["direct"], y=d["total"], mode="markers", name="heads", error_y=err,
+                             marker=dict(size=9, color=[style.layer_color(int(l), n_layers) for l in d["layer"]]),
+                             text=d["label"], customdata=np.stack([repaired, d["top_component"]], -1),
+                             hovertemplate="%{text}: direct %{x:.3f}, total %{y:.3f}, repaired %{customdata[0]} "
+                                           "(most: %{customdata[1]})<extra></extra>"), row=1, col=1)
+    both = d[["direct", "total"]].to_numpy(float).ravel()
+    both = both[np.isfinite(both)]
+    if len(both):
+        span = [float(min(both.min(), 0.0)), float(max(both.max(), 0.0))]
+        style.add_baseline(fig, span, "no self-repair", span, label="total = direct (no self-repair)", row=1, col=1)
+    fig.update_xaxes(title_text="direct effect (logits)", row=1, col=1)
+    fig.update_yaxes(title_text="total effect (logits)", row=1, col=1)
+    big = d.reindex(d["direct"].abs().sort_values(ascending=False).index).head(top).iloc[::-1]
+    for part in ("via_heads", "via_mlps", "via_layernorm"):
+        fig.add_trace(go.Bar(y=big["label"], x=big[part], orientation="h", name=PART_NAMES[part],
+                             marker_color=PART_COLORS[part],
+                             hovertemplate="%{y}: %{x:+.3f} logits<extra>" + PART_NAMES[part] + "</extra>"),
+                      row=1, col=2)
+    fig.update_xaxes(title_text="self-repair (logits)", row=1, col=2)
+    fig.update_layout(barmode="relative", legend=dict(orientation="h", x=1, xanchor="right", y=-0.18))
+    title = _title(df, f"Self-repair after {mode} ablation: how much of each head's direct effect the rest makes up")
+    return _layout(fig, f"{title}<br><sup>margin = logit of the label − mean logit; below the line, towards 0: "
+                        "made up downstream</sup>")
+
+
+FIGURES = {"self_repair": self_repair}
