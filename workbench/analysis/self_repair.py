@@ -60,15 +60,40 @@ def _z_hook(layer_fill: torch.Tensor | None, H: int):
     return hook
 
 
+def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: int, hook) -> dict:
+    """The `store_names` of the H copies of `tokens` (copy-major) with `hook` on layer l's z: what lies below layer
+    l is the clean run's, repeated; layer l and those above are recomputed from the clean stream before layer l."""
+    H = model.cfg.n_heads
+    rep = lambda t: t.repeat(H, *([1] * (t.dim() - 1)))  # noqa: E731
+    below = ["blocks.0.hook_resid_pre"] + [f"blocks.{k}.{n}" for k in range(l) for n in ("attn.hook_z",
+                                                                                      "hook_mlp_out")]
+    store = {n: rep(clean[n]) for n in below}
+
+    def save(t, hook):
+        store[hook.name] = t
+        return t
+
+    names = [n for n in store_names(model) if n not in store]
+    memory, tok = store["blocks.0.hook_resid_pre"], rep(tokens)  # block 0's input is the embedded input M
+    mask = model.attn_mask(tok, memory.dtype)
+    with model.hooks(fwd_hooks=[(f"blocks.{l}.attn.hook_z", hook)] + [(n, save) for n in names]):
+        x = rep(clean[f"blocks.{l}.hook_resid_pre"])
+        for block in model.blocks[l:]:
+            x = block(x, memory, mask)
+        model.head(x, tok)
+    return store
+
+
 def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None) -> dict:
     """For one batch: {part: [L, H, B]} for `PARTS` (logits), and `moved` [L, H, B, n]: each component's d_c (how
-    much its direct term rose when the head was ablated, clean scale), with `components` its labels. z_fill: None (zero), [L, H, dh] means, or
-    [L, B, pos, H, dh] resample partners' z."""
+    much its direct term rose when the head was ablated, clean scale), with `components` its labels. z_fill: None
+    (zero), [L, H, dh] means, or [L, B, pos, H, dh] resample partners' z. One forward of H copies a layer, from that
+    layer up."""
     cfg = model.cfg
     L, H, B = cfg.n_layers, cfg.n_heads, len(tokens)
-    names = store_names(model)
-    store = cache_hooks(model, tokens, names)
-    comps, m0, s0 = margins(model, store, tokens, labels)
+    clean = cache_hooks(model, tokens, store_names(model) + [f"blocks.{l}.hook_resid_pre" for l in range(1, L)])
+    comps, m0, s0 = margins(model, clean, tokens, labels)
+    m0 = m0.double().cpu()
     kind = np.array([c for c, _, _ in comps])
     layer = np.array([l for _, l, _ in comps])
     rep_tok, rep_lab = tokens.repeat(H, 1), labels.repeat(H)
@@ -76,17 +101,16 @@ def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.T
     out = {p: torch.empty(L, H, B, dtype=torch.float64) for p in PARTS}
     moved = torch.empty(L, H, B, len(comps), dtype=torch.float64)
     for l in range(L):
-        fill = None if z_fill is None else z_fill[l].to(tokens.device, m0.dtype)
-        st = cache_hooks(model, rep_tok, names, [(f"blocks.{l}.attn.hook_z", _z_hook(fill, H))])
+        fill = None if z_fill is None else z_fill[l].to(tokens.device, clean["blocks.0.hook_resid_pre"].dtype)
+        st = _from_layer(model, tokens, clean, l, _z_hook(fill, H))
         _, own, _ = margins(model, st, rep_tok, rep_lab)
         _, frozen, _ = margins(model, st, rep_tok, rep_lab, rep_scale)
         own, frozen = own.reshape(H, B, -1).double().cpu(), frozen.reshape(H, B, -1).double().cpu()
-        d = frozen - m0.double().cpu()[None]  # [copy, B, n]
+        d = frozen - m0[None]  # [copy, B, n]
         moved[l] = d
         for h in range(H):
-            own_idx = comps.index(("head", l, h))
-            out["direct"][l, h] = -d[h, :, own_idx]
-        out["total"][l] = m0.double().cpu().sum(-1)[None] - own.sum(-1)
+            out["direct"][l, h] = -d[h, :, comps.index(("head", l, h))]
+        out["total"][l] = m0.sum(-1)[None] - own.sum(-1)
         out["via_heads"][l] = d[:, :, np.flatnonzero((kind == "head") & (layer > l))].sum(-1)
         out["via_mlps"][l] = d[:, :, np.flatnonzero((kind == "mlp") & (layer >= l))].sum(-1)
         out["via_layernorm"][l] = own.sum(-1) - frozen.sum(-1)
