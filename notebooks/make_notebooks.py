@@ -428,7 +428,7 @@ of docs/paper.md §5:
    **nnsight** by hand (needs the model), and its gradient estimate, attribution patching, checked against it,
    split by the later component that reads the head (edge attribution);
 4. linear probes with **scikit-learn** (position from the stream, the label from each head's z), with controls;
-5. trigger attention and direct logit attribution;
+5. trigger attention, direct logit attribution and self-repair;
 6. the head summary: a "deposit head" verdict that needs two methods to agree.
 
 By default the run is a **shipped** one (its stored tables; nothing is trained; the hand-written patch needs
@@ -565,11 +565,26 @@ if run:
     probes = table(run, "probes")
     print(probes[probes.probe == "position"][["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
     display(FIGURES["probes"](probes))'''),
-    new_markdown_cell("## 5. Trigger attention and direct logit attribution"),
+    new_markdown_cell("## 5. Trigger attention, direct logit attribution and self-repair"),
     new_code_cell('''\
 if run:
     display(FIGURES["trigger_attention"](table(run, "trigger_attention")))
     display(FIGURES["dla"](table(run, "dla")))'''),
+    new_markdown_cell("""\
+### Self-repair: does the rest of the model make up for the head?
+Ablation measures a head's total effect, direct logit attribution its direct one. `self_repair` ablates each head
+as the paper does (zero) and splits the gap between the two: how much later heads, MLPs and the final LayerNorm made
+up (McGrath et al. 2023). A head whose direct effect is mostly made up looks small under ablation."""),
+    new_code_cell('''\
+from workbench.analysis import self_repair
+
+if live(run):
+    repair = self_repair.compute(model, ds, n_examples=300, n_boot=200, seed=0)
+    r = repair[(repair.layer == L) & (repair["head"] == H)].iloc[0]
+    print(f"L{L}.H{H}: direct {r.direct:+.3f}, total {r.total:+.3f} logits; made up by later heads "
+          f"{r.via_heads:+.3f}, MLPs {r.via_mlps:+.3f}, the final LayerNorm {r.via_layernorm:+.3f} "
+          f"(most: {r.top_component or 'nothing downstream'})")
+    display(FIGURES["self_repair"](repair))'''),
     new_markdown_cell("## 6. The head summary\nA deposit head needs at least two methods to agree (thresholds are "
                       "parameters); the paper's ablation-only verdict is kept beside it. Train mode joins the tables "
                       "stored above; shipped runs carry the summary."),

@@ -41,7 +41,7 @@ SMOKE_RUNS = {"rope": ("rope", "trigger-distance", {}), "nope": ("nope", "trigge
               "count": ("rope", "trigger-count", {})}
 # the per-head causal analyses (Heads page), computed for the RoPE run only
 HEAD_ANALYSES = ["ablation_resample", "patching", "attribution", "edges", "qkv", "probes", "trigger_attention", "dla",
-                 "head_summary"]
+                 "self_repair", "head_summary"]
 # analyses left out on purpose: the UI must offer to compute them
 SMOKE_SKIP = {"count": {"spectral", "extrapolation", *HEAD_ANALYSES}, "nope": set(HEAD_ANALYSES),
               "partial": set(HEAD_ANALYSES)}

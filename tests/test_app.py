@@ -181,8 +181,8 @@ def test_heads_page_map_card_and_hints(drv, server, smoke):
     B.wait_until(lambda: B.trace_counts(drv, "#heads-card") and B.trace_counts(drv, "#heads-card")[-1] == 2, 40,
                  what="the head card and the head's attention pattern")
     assert B.trace_counts(drv, "#heads-map-graph")[0] == 3  # heatmap + two marker layers
-    # patching, attribution, edges, qkv, probes, trigger attention, DLA
-    assert sum(1 for n in B.trace_counts(drv, "#heads-details") if n > 0) == 7
+    # patching, attribution, edges, qkv, probes, trigger attention, DLA, self-repair
+    assert sum(1 for n in B.trace_counts(drv, "#heads-details") if n > 0) == 8
     text = page_text(drv)
     assert "Layer " in text and "paper's ablation-only" in text
     assert_clean(drv, "heads page")

@@ -153,6 +153,7 @@ def test_notebooks_use_shipped_runs_recreated_into_the_own_store(shipped, tmp_pa
     assert "nnsight and TransformerLens agree" in results[LIVE[0]][1] and "(table: " in results[LIVE[0]][1]
     assert "patching effect of" in results[LIVE[1]][1] and "AtP estimate" in results[LIVE[1]][1]
     assert "edges sum to" in results[LIVE[1]][1] and "by input (AtP*, AtP)" in results[LIVE[1]][1]
+    assert "logits; made up by later heads" in results[LIVE[1]][1]  # self-repair
     assert sorted(p.name for p in (tmp_path / "own" / "runs").iterdir()) == runs_before  # no run trained
 
 

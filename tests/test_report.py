@@ -103,17 +103,19 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     assert any(s.startswith("diagnostics/") for s in sections)
     assert "no ablation table yet" in html  # the never-trained run is listed as missing, not skipped
     assert "<th>test_acc (%)</th>" in html and "<th>test_acc</th>" not in html, "the runs table reads in percent"
-    # the Heads section: the RoPE run's head summary and the seven detail figures, a hint for the others, and
+    # the Heads section: the RoPE run's head summary and the eight detail figures, a hint for the others, and
     # where the heads take in the difference over the runs with a qkv table (here the RoPE run alone)
     heads = {s for s in sections if s.startswith("heads/")}
     assert heads == {"heads/head_summary", "heads/patching", "heads/attribution", "heads/edges", "heads/qkv",
-                     "heads/probes", "heads/trigger_attention", "heads/dla", "heads/qkv_shares"}
+                     "heads/probes", "heads/trigger_attention", "heads/dla", "heads/self_repair",
+                     "heads/qkv_shares"}
     shares = [f for f in figs if f["figure"] == "qkv_shares"]
     assert len(shares) == 1 and shares[0]["runs"] == list(summary["heads"]) and shares[0]["n_traces"] == 3
     assert "no head summary yet" in html and set(summary["heads"]) == {
         r["id"] for r in summary["runs"] if "head_summary" in r.get("tables", {}).get("present", [])}
     # a flagged head's row shows where its effect enters (qkv's AtP* through queries, keys, values)
     assert ("<th>via_key</th>" in html) == any(summary["heads"].values())
+    assert ("<th>repaired</th>" in html) == any(summary["heads"].values())  # and how much of it self-repair makes up
 
 
 def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_how_to_narrow_it(smoke, tmp_path,
