@@ -74,6 +74,9 @@ def tables(head_tables):  # noqa: F811
     for run in runs[:2]:
         run.save_table("qkv", tag(head_tables["qkv"], run))
     out["qkv_shares"] = experiments.qkv_shares(runs=runs)
+    for run in runs[1:3]:
+        run.save_table("self_repair", tag(head_tables["self_repair"], run))
+    out["self_repair_shares"] = experiments.self_repair_shares(runs=runs)
     out["partial_rope"] = experiments.partial_rope(runs=runs[:1], compute_missing=False)  # one run: one cell
     out["rope_vs_rope_sinusoidal"] = experiments.rope_vs_rope_sinusoidal(runs=runs, compute_missing=False)
     out["mla_rope_nope"] = experiments.mla_rope_nope(runs=runs, compute_missing=False)

@@ -108,9 +108,11 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     heads = {s for s in sections if s.startswith("heads/")}
     assert heads == {"heads/head_summary", "heads/patching", "heads/attribution", "heads/edges", "heads/qkv",
                      "heads/probes", "heads/trigger_attention", "heads/dla", "heads/self_repair",
-                     "heads/qkv_shares"}
+                     "heads/qkv_shares", "heads/self_repair_shares"}
     shares = [f for f in figs if f["figure"] == "qkv_shares"]
     assert len(shares) == 1 and shares[0]["runs"] == list(summary["heads"]) and shares[0]["n_traces"] == 3
+    repair = [f for f in figs if f["figure"] == "self_repair_shares"]
+    assert len(repair) == 1 and repair[0]["runs"] == list(summary["heads"]) and repair[0]["n_traces"] == 4
     assert "no head summary yet" in html and set(summary["heads"]) == {
         r["id"] for r in summary["runs"] if "head_summary" in r.get("tables", {}).get("present", [])}
     # a flagged head's row shows where its effect enters (qkv's AtP* through queries, keys, values)

@@ -140,3 +140,33 @@ def test_bad_input_says_what_to_change():
         self_repair.compute(model, (x, np.zeros(5, np.int64)), mode="resample")
     with pytest.raises(ValueError, match="labels up to 40"):
         self_repair.compute(model, (d.test_x, np.full(20, 40)))
+
+
+def test_shares_add_up_to_one_and_the_experiment_compares_runs():
+    """Of the heads' summed |direct effect|: the share their ablations still show plus the shares made up add up
+    to 1 (direct - total = the parts, head by head); run by run, four rows a run with the table, others left out."""
+    from types import SimpleNamespace
+
+    from workbench.analysis import NotApplicable
+    from workbench.analysis.experiments import self_repair_shares
+    from workbench.figures import FIGURES
+
+    df = self_repair.compute(task_model(), make_data(n=40), n_examples=None, n_boot=0)
+    sh = self_repair.shares(df)
+    assert list(sh["part"]) == list(self_repair.SHARES) and sh["share"].sum() == pytest.approx(1.0, abs=1e-9)
+    assert sh["sum_direct"].iloc[0] == pytest.approx(df["direct"].abs().sum())
+    kept = (np.sign(df["direct"]) * df["total"]).sum() / df["direct"].abs().sum()
+    assert sh.loc[sh["part"] == "kept", "share"].item() == pytest.approx(kept)
+
+    def fake(rid, scheme, tables):
+        return SimpleNamespace(id=rid, config={"model": {"scheme": scheme}, "task": {"task": "trigger-distance"},
+                                               "train": {"seed": 1}},
+                               final={}, info={}, tables=lambda: list(tables), load_table=lambda n: tables[n])
+
+    runs = [fake("a", "rope", {"self_repair": df}), fake("b", "nope", {}), fake("c", "alibi", {"self_repair": df})]
+    out = self_repair_shares(runs=runs)
+    assert list(dict.fromkeys(out["run_id"])) == ["a", "c"] and len(out) == 8
+    fig = FIGURES["self_repair_shares"](out)
+    assert len(fig.data) == 4 and all(len(t.y) == 2 for t in fig.data)
+    with pytest.raises(NotApplicable, match="--what self-repair"):
+        self_repair_shares(runs=runs[1:2])

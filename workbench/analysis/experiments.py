@@ -186,6 +186,25 @@ def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool 
     return pd.concat(frames, ignore_index=True)
 
 
+def _per_run(table: str, rows, hint: str, store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
+    """`rows(table's DataFrame)` for every selected run that stores `table`, each tagged with the run's meta and
+    a label (scheme, task and seed in words), meta columns first; NotApplicable naming `hint` when none has it."""
+    frames = []
+    for run in _select(store, runs, schemes=schemes, task=task, status=None):
+        if table not in run.tables():
+            continue
+        meta = _meta(run)
+        seed = f", seed {meta['seed']}" if meta.get("seed") is not None else ""
+        frames.append(rows(run.load_table(table)).assign(
+            **meta, label=f"{meta['variant']} · {task_label(meta['task'])}{seed}"))
+    if not frames:
+        raise NotApplicable(f"no selected run has a {table} table: compute it (`workbench analyze RUN --what "
+                            f"{hint}`, or the Heads page's Compute)")
+    out = pd.concat(frames, ignore_index=True)
+    first = ["run_id", "scheme", "task", "seed", "preset", "setting", "variant", "label"]
+    return out[[c for c in first if c in out.columns] + [c for c in out.columns if c not in first]]
+
+
 def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = "all") -> pd.DataFrame:
     """Long table, three rows a run with a stored `qkv` table: run_id, scheme, task, seed, preset, setting,
     variant, label (scheme, task and seed in words), site, total, share, net, top_head, top_effect (`qkv.shares` at
@@ -194,24 +213,23 @@ def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = 
     nothing the model sees). Runs without the table are left out."""
     from .qkv import exact, shares
 
-    frames = []
-    for run in _select(store, runs, schemes=schemes, task=task, status=None):
-        if "qkv" not in run.tables():
-            continue
-        df = run.load_table("qkv")
-        meta = _meta(run)
-        seed = f", seed {meta['seed']}" if meta.get("seed") is not None else ""
-        label = f"{meta['variant']} · {task_label(meta['task'])}{seed}"
+    def rows(df):
         value, measure = ("patch_effect", "real patch") if exact(df, positions) else ("effect", "AtP*")
-        frames.append(shares(df, positions, value).assign(**meta, label=label, measure=measure,
-                                                           note=str(df["note"].iloc[0])))
-    if not frames:
-        raise NotApplicable("no selected run has a qkv table: compute it (`workbench analyze RUN --what qkv`, or "
-                            "the Heads page's Compute)")
-    out = pd.concat(frames, ignore_index=True)
-    first = ["run_id", "scheme", "task", "seed", "preset", "setting", "variant", "label"]
-    return out[[c for c in first if c in out.columns] + [c for c in out.columns if c not in first]]
+        return shares(df, positions, value).assign(measure=measure, note=str(df["note"].iloc[0]))
+
+    return _per_run("qkv", rows, "qkv", store, runs, schemes, task)
+
+
+def self_repair_shares(store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
+    """Long table, four rows a run with a stored `self_repair` table: run_id, scheme, task, seed, preset, setting,
+    variant, label, part (kept, via_heads, via_mlps, via_layernorm), share, sum_direct, mode (`self_repair.shares`:
+    of the heads' summed |direct effect|, what their ablations still show and what the rest made up). Runs without
+    the table are left out."""
+    from .self_repair import shares
+
+    return _per_run("self_repair", shares, "self-repair", store, runs, schemes, task)
 
 
 EXPERIMENTS = {"partial_rope": partial_rope, "rope_vs_rope_sinusoidal": rope_vs_rope_sinusoidal,
-               "mla_rope_nope": mla_rope_nope, "convergence": convergence, "qkv_shares": qkv_shares}
+               "mla_rope_nope": mla_rope_nope, "convergence": convergence, "qkv_shares": qkv_shares,
+               "self_repair_shares": self_repair_shares}

@@ -199,6 +199,21 @@ def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_bo
     return pd.DataFrame(rows)
 
 
+SHARES = ("kept", "via_heads", "via_mlps", "via_layernorm")
+
+
+def shares(df: pd.DataFrame) -> pd.DataFrame:
+    """Four rows (`SHARES`): of the heads' summed |direct effect|, the share their ablations still show (kept:
+    sum of sign(direct) x total over sum |direct|) and the shares later heads, MLPs and the final LayerNorm made up
+    (sum of sign(direct) x part, likewise); they add up to 1, and a negative share amplified the loss. `sum_direct`
+    is the sum of |direct| (logits)."""
+    sign = np.sign(df["direct"].to_numpy())
+    total = float(np.abs(df["direct"]).sum())
+    rows = [{"part": p, "share": float((sign * df["total" if p == "kept" else p].to_numpy()).sum()) / total
+             if total > 0 else np.nan, "sum_direct": total} for p in SHARES]
+    return pd.DataFrame(rows).assign(mode=str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero")
+
+
 def run(run, **params) -> pd.DataFrame:
     """Load the run's model and dataset, measure self-repair, save as table `self_repair`."""
     df = tag(compute(run.load_model(), run_data(run), **params), run)

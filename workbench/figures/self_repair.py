@@ -1,5 +1,5 @@
-"""Self-repair figure (table `self_repair`, docs/analyses.md): each head's direct effect against the effect its
-ablation has, and what made up the difference."""
+"""Self-repair figures (table `self_repair` and the experiment `self_repair_shares`, docs/analyses.md): each head's
+direct effect against the effect its ablation has, what made up the difference, and the same summed run by run."""
 from __future__ import annotations
 
 import numpy as np
@@ -53,4 +53,29 @@ def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
                         "made up downstream</sup>")
 
 
-FIGURES = {"self_repair": self_repair}
+SHARE_NAMES = {"kept": "still shown by its ablation", **{k: f"made up by {v}" for k, v in PART_NAMES.items()}}
+SHARE_COLORS = {"kept": "#2ca02c", **PART_COLORS}
+
+
+def self_repair_shares(df: pd.DataFrame) -> go.Figure:
+    """Run by run (one bar each), the heads' summed |direct effect| split into what their ablations still show and
+    what later heads, MLPs and the final LayerNorm made up (4 stacked traces, adding up to 1; a negative share
+    amplified the loss; the sum of |direct| in the hover)."""
+    ok = df[df["sum_direct"] > 0]
+    order = list(dict.fromkeys(ok["label"]))
+    fig = go.Figure()
+    for part in ("kept", "via_heads", "via_mlps", "via_layernorm"):
+        s = ok[ok["part"] == part].set_index("label").reindex(order)
+        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=SHARE_NAMES[part],
+                             marker_color=SHARE_COLORS[part], customdata=s["sum_direct"],
+                             hovertemplate="%{y}: %{x:.0%} of the summed |direct effect| (%{customdata:.1f} logits)"
+                                           "<extra>" + SHARE_NAMES[part] + "</extra>"))
+    fig.update_layout(barmode="relative", legend=dict(orientation="h", y=-0.25),
+                      height=max(260, 90 + 40 * len(order)))
+    fig.update_xaxes(tickformat=".0%")
+    mode = str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero"
+    return _layout(fig, f"How much of the heads' direct effects their {mode} ablations show, run by run<br><sup>"
+                        "share of the heads' summed |direct effect|; the rest made up downstream</sup>")
+
+
+FIGURES = {"self_repair": self_repair, "self_repair_shares": self_repair_shares}

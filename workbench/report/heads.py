@@ -1,7 +1,9 @@
 """The report's "Heads" section (issue 14): per run, the head summary (methods agreeing, deposit heads next to
 the paper's ablation-only verdict) and the figures of patching, attribution patching, edge attribution, queries /
 keys / values (AtP*), probes, trigger attention, direct logit attribution and self-repair, all from the tables stored
-with the run; then, over the runs with a `qkv` table, where each run's heads take in the difference (`qkv_shares`)."""
+with the run; then, over the runs with a `qkv` table, where each run's heads take in the difference (`qkv_shares`), and
+over those with a `self_repair` table, how much of their direct effects the heads' ablations show
+(`self_repair_shares`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -11,6 +13,10 @@ FIGURES = [("head_summary", "head_summary", {"measure": "n_agree"}), ("patching"
            ("attribution", "attribution", {}), ("edges", "edges", {}), ("qkv", "qkv", {}),
            ("probes", "probes", {}),
            ("trigger_attention", "trigger_attention", {}), ("dla", "dla", {}), ("self_repair", "self_repair", {})]
+# (table, experiment, heading): drawn over the runs that have the table
+ACROSS = [("qkv", "qkv_shares", "Where the heads take in the difference, run by run"),
+          ("self_repair", "self_repair_shares",
+           "How much of the heads' direct effects their ablations show, run by run")]
 COLUMNS = ["layer", "head", "methods", "n_agree", "n_methods", "paper_deposit", "zero_delta", "resample_delta",
            "patch_effect", "patch_lo", "patch_hi", "via_query", "via_key", "via_value", "probe_selectivity", "dla",
            "self_repair", "repaired", "t2_to_t1"]
@@ -50,15 +56,17 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
                 summary["heads"][s["id"]] = [
                     {"layer": int(r.layer), "head": int(r.head), "methods": r.methods, "deposit_head": bool(r.deposit_head),
                      "paper_deposit": bool(r.paper_deposit)} for r in flagged.itertuples()]
-    entered = [s["id"] for s in summaries if "qkv" in s.get("tables", {}).get("present", [])]
-    if entered:
-        from workbench.analysis import EXPERIMENTS
+    from workbench.analysis import EXPERIMENTS
 
-        doc.h(3, "Where the heads take in the difference, run by run", id="heads-qkv-shares")
+    for table, name, title in ACROSS:
+        have = [s["id"] for s in summaries if table in s.get("tables", {}).get("present", [])]
+        if not have:
+            continue
+        doc.h(3, title, id=f"heads-{name.replace('_', '-')}")
         try:
-            shares = EXPERIMENTS["qkv_shares"](runs=[store.get(r) for r in entered])
+            df = EXPERIMENTS[name](runs=[store.get(r) for r in have])
         except Exception as e:  # an unreadable table: said in the report, the rest of it still written
-            doc.error(f"qkv_shares over {', '.join(entered)}: {type(e).__name__}: {e}")
+            doc.error(f"{name} over {', '.join(have)}: {type(e).__name__}: {e}")
         else:
-            doc.figure("qkv_shares", shares, "heads/qkv_shares", entered, ["qkv"])
+            doc.figure(name, df, f"heads/{name}", have, [table])
     doc.parts.append("</section>")
