@@ -29,6 +29,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from workbench.model.attention import compute_dtype
+
 from ._common import (batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, run_data, split_xy,
                       subsample, tag)
 from .ablation import MODES, head_means, partner_z, resample_partners
@@ -75,7 +77,7 @@ def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: 
 
     names = [n for n in store_names(model) if n not in store]
     memory, tok = store["blocks.0.hook_resid_pre"], rep(tokens)  # block 0's input is the embedded input M
-    mask = model.attn_mask(tok, memory.dtype)
+    mask = model.attn_mask(tok, compute_dtype(memory))  # as the forward makes it
     with model.hooks(fwd_hooks=[(f"blocks.{l}.attn.hook_z", hook)] + [(n, save) for n in names]):
         x = rep(clean[f"blocks.{l}.hook_resid_pre"])
         for block in model.blocks[l:]:
