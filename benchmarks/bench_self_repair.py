@@ -67,13 +67,18 @@ def main() -> None:
              "acc_drop_vs_direct": _spearman(direct, df["acc_drop"].to_numpy()),
              "acc_drop_vs_total": _spearman(df["total"].to_numpy(), df["acc_drop"].to_numpy())}
     summed = {p: float(df[p].abs().sum()) for p in self_repair.PARTS}
+    sh = self_repair.shares(df)
+    print("of the heads' summed |direct effect| (" + f"{sh['sum_direct'].iloc[0]:.1f} logits): " + ", ".join(
+        f"{p} {v:.0%}" for p, v in zip(sh["part"], sh["share"])))
     print("Spearman over heads: " + ", ".join(f"{k} {v:+.3f}" for k, v in ranks.items()))
     print(f"summed over heads: |direct| {summed['direct']:.3f}, |total| {summed['total']:.3f}, |self-repair| "
           f"{summed['self_repair']:.3f}")
     if args.json:
         out = {**provenance(run, args, bench, "ablation", "self-repair", "self-repair again"),
                "cost_in_ablation_sweeps": {"wall": cost, "cpu": cost_cpu}, "examples": args.examples,
-               "mode": args.mode, "top_heads": heads, "spearman": ranks, "summed_abs": summed}
+               "mode": args.mode, "top_heads": heads, "spearman": ranks, "summed_abs": summed,
+               "shares": dict(zip(sh["part"], sh["share"])),
+               "heads": df.drop(columns=["mode", "n_examples", "level", "min_direct"]).to_dict("records")}
         out.pop("pairs", None)
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)
