@@ -49,6 +49,19 @@ def split_xy(data: Any, split: str = "test") -> tuple[np.ndarray, np.ndarray | N
     return x.astype(np.int64), (None if y is None else y.astype(np.int64))
 
 
+def labelled_test(model, data: Any, n_examples: int | None, seed: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y): `n_examples` seeded test examples (all when None) with labels the model has classes for; `what`
+    names the analysis in the errors."""
+    x, y = split_xy(data, "test")
+    if y is None:
+        raise ValueError(f"{what} needs labels: pass a Dataset or an (x, y) tuple")
+    keep = subsample(len(x), n_examples, seed)
+    x, y = x[keep], y[keep]
+    if int(y.max()) >= model.cfg.n_classes:
+        raise ValueError(f"labels up to {int(y.max())} but the model has {model.cfg.n_classes} classes")
+    return x, y
+
+
 def train_length(model, data: Any = None) -> int:
     """The training length L: the longest real (non-pad) sequence of the training data (the task spec's
     `train_len`, i.e. max_tokens) when known, else the dataset's padded seq_len, else the model's max_len."""

@@ -62,6 +62,19 @@ def resample_partners(x: np.ndarray, seed: int = 0) -> np.ndarray:
     return partner
 
 
+def with_partners(x: np.ndarray, y: np.ndarray, seed: int = 0):
+    """(x, y, partner, kept): the examples that have a same-length partner (`resample_partners`; `kept`: their
+    indices in the input), with each partner as an index into the kept examples."""
+    partner = resample_partners(x, seed)
+    kept = np.flatnonzero(partner >= 0)
+    if len(kept) == 0:
+        raise ValueError("resample ablation needs test examples that share a length; every length here is "
+                         "unique: use more examples or mode='zero' / 'mean'")
+    old_to_new = np.full(len(x), -1)
+    old_to_new[kept] = np.arange(len(kept))
+    return x[kept], y[kept], old_to_new[partner[kept]], kept
+
+
 def partner_z(model, tokens: torch.Tensor) -> torch.Tensor:
     """[n_layers, B, pos, H, dh]: every head's z on `tokens` (the resample fill of their partners)."""
     names = [f"blocks.{l}.attn.hook_z" for l in range(model.cfg.n_layers)]
@@ -165,14 +178,7 @@ def per_example(model, x: np.ndarray, y: np.ndarray, mode: str = "zero", method:
     z_fill = head_means(model, x) if mode == "mean" else None
     kept = np.arange(len(x))
     if mode == "resample":
-        partner = resample_partners(x, seed)
-        kept = np.flatnonzero(partner >= 0)
-        if len(kept) == 0:
-            raise ValueError("resample ablation needs test examples that share a length; every length here is "
-                             "unique: use more examples or mode='zero' / 'mean'")
-        old_to_new = np.full(len(x), -1)
-        old_to_new[kept] = np.arange(len(kept))
-        x, y, partner = x[kept], y[kept], old_to_new[partner[kept]]
+        x, y, partner, kept = with_partners(x, y, seed)
     L, H, N = cfg.n_layers, cfg.n_heads, len(x)
     res = {"clean_correct": np.zeros(N, bool), "clean_loss": np.zeros(N, np.float32),
            "clean_pred": np.zeros(N, np.int64),

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, run_data, split_xy,
-                      subsample, tag)
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval,
+                      run_data, tag)
 
 
 def components(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, scale: torch.Tensor | None = None):
@@ -92,13 +92,7 @@ def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], 
 def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
             batch_size: int = 64) -> pd.DataFrame:
     """Mean direct effect on the correct class of every component, over test examples, with bootstrap intervals."""
-    x, y = split_xy(data, "test")
-    if y is None:
-        raise ValueError("direct logit attribution needs labels: pass a Dataset or an (x, y) tuple")
-    keep = subsample(len(x), n_examples, seed)
-    x, y = x[keep], y[keep]
-    if int(y.max()) >= model.cfg.n_classes:
-        raise ValueError(f"labels up to {int(y.max())} but the model has {model.cfg.n_classes} classes")
+    x, y = labelled_test(model, data, n_examples, seed, "direct logit attribution")
     on_label, vs_mean, labels = [], [], None
     with evaluating(model):
         for idx, tok, lab in batches(x, batch_size, y, trim=model.cfg.pads_are_inert,

@@ -31,9 +31,9 @@ import torch
 
 from workbench.model.attention import compute_dtype
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, percentile_interval, run_data, split_xy,
-                      subsample, tag)
-from .ablation import MODES, head_means, partner_z, resample_partners
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval,
+                      run_data, tag)
+from .ablation import MODES, head_means, partner_z, with_partners
 from .dla import components, store_names
 
 PARTS = ("direct", "total", "via_heads", "via_mlps", "via_layernorm", "self_repair")
@@ -134,25 +134,11 @@ def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_bo
         raise ValueError(f"mode={mode!r} is unknown; use one of {MODES}")
     if min_direct < 0:
         raise ValueError(f"min_direct={min_direct} must be >= 0 (logits)")
-    x, y = split_xy(data, "test")
-    if y is None:
-        raise ValueError("self-repair needs labels: pass a Dataset or an (x, y) tuple")
-    keep = subsample(len(x), n_examples, seed)
-    x, y = x[keep], y[keep]
-    if int(y.max()) >= model.cfg.n_classes:
-        raise ValueError(f"labels up to {int(y.max())} but the model has {model.cfg.n_classes} classes")
+    x, y = labelled_test(model, data, n_examples, seed, "self-repair")
     cfg = model.cfg
     z_fill = head_means(model, x) if mode == "mean" else None
-    partner = None
     if mode == "resample":
-        partner = resample_partners(x, seed)
-        kept = np.flatnonzero(partner >= 0)
-        if len(kept) == 0:
-            raise ValueError("resample ablation needs test examples that share a length; every length here is "
-                             "unique: use more examples or mode='zero' / 'mean'")
-        new = np.full(len(x), -1)
-        new[kept] = np.arange(len(kept))
-        x, y, partner = x[kept], y[kept], new[partner[kept]]
+        x, y, partner, _ = with_partners(x, y, seed)
     L, H, N = cfg.n_layers, cfg.n_heads, len(x)
     parts = {p: np.zeros((L, H, N)) for p in PARTS}
     moved_sum, comps = None, None
