@@ -84,7 +84,7 @@ def test_direct_part_is_the_path_patch_to_the_logits():
 @pytest.mark.parametrize("arch", ["paper", "decoder"])
 def test_nothing_is_repaired_where_nothing_is_downstream(arch):
     """The last layer's heads of a model with no final LayerNorm and a last MLP that writes nothing: total is
-    direct and self-repair 0; the first layer's heads, with a layer above them, are repaired (or amplified)."""
+    direct and self-repair 0; the first layer's heads, with a layer above them, are repaired (or act through it)."""
     model, d = linear_tail(arch), make_data(n=30)
     df = self_repair.compute(model, d, n_examples=None, n_boot=0, min_direct=0.0)
     top = df[df["layer"] == model.cfg.n_layers - 1]

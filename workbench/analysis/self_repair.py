@@ -19,9 +19,12 @@ example's, as `ablation` does) and recompute everything after it; then per examp
 (every other component is upstream of the head or a bias, so its d_c is 0; tests/test_self_repair.py checks the
 identity against the logits). `repaired` = self_repair / direct = 1 - total / direct (means over examples): the share
 of the direct effect made up downstream, 0 without repair, 1 when ablation moves nothing, above 1 when the model
-over-compensates, below 0 when later components amplify the loss. Where a head's direct effect is small, `repaired`
-is undefined (NaN below `min_direct` logits). An ablation drop that self-repair shrinks under-counts the head's role:
-one reason a deposit pattern (zero ablation, docs/paper.md §5) can miss a head.
+over-compensates. The downstream change holds two things this split cannot tell apart: compensation, and the head's
+own indirect effect (later components reading what it writes). Self-repair reads as repair for a head whose role is
+direct (large `direct`); for a head that mainly feeds later ones, a negative value (|total| > |direct|) is its
+indirect effect. Where a head's direct effect is small, `repaired` is undefined (NaN below `min_direct` logits). An
+ablation drop that self-repair shrinks under-counts the head's role: one reason a deposit pattern (zero ablation,
+docs/paper.md §5) can miss a head.
 """
 from __future__ import annotations
 
@@ -193,8 +196,8 @@ SHARES = ("kept", "via_heads", "via_mlps", "via_layernorm")
 def shares(df: pd.DataFrame) -> pd.DataFrame:
     """Four rows (`SHARES`): of the heads' summed |direct effect|, the share their ablations still show (kept:
     sum of sign(direct) x total over sum |direct|) and the shares later heads, MLPs and the final LayerNorm made up
-    (sum of sign(direct) x part, likewise); they add up to 1, and a negative share amplified the loss. `sum_direct`
-    is the sum of |direct| (logits)."""
+    (sum of sign(direct) x part, likewise). They add up to 1; a negative share is a downstream change that added to
+    the loss (the heads' indirect effect outweighing repair). `sum_direct` is the sum of |direct| (logits)."""
     sign = np.sign(df["direct"].to_numpy())
     total = float(np.abs(df["direct"]).sum())
     rows = [{"part": p, "share": float((sign * df["total" if p == "kept" else p].to_numpy()).sum()) / total

@@ -18,7 +18,7 @@ PART_NAMES = {"via_heads": "later heads", "via_mlps": "MLPs", "via_layernorm": "
 def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
     """Left: every head's total effect (its ablation's) against its direct effect, in logits of the label's margin,
     coloured by layer, with the total's interval (1 trace) and the line where the two are equal, no self-repair (1
-    trace); a head below it towards 0 is made up downstream. Right: for the `top` heads of largest |direct effect|,
+    trace); a head between it and 0 is made up downstream, one beyond it also acts through later components. Right: for the `top` heads of largest |direct effect|,
     the self-repair split into later heads, MLPs and the final LayerNorm (3 stacked traces)."""
     d = df.assign(label="L" + df["layer"].astype(str) + ".H" + df["head"].astype(str))
     n_layers = int(d["layer"].max()) + 1
@@ -49,8 +49,8 @@ def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
     fig.update_xaxes(title_text="self-repair (logits)", row=1, col=2)
     fig.update_layout(barmode="relative", legend=dict(orientation="h", x=1, xanchor="right", y=-0.18))
     title = _title(df, f"Self-repair after {mode} ablation: how much of each head's direct effect the rest makes up")
-    return _layout(fig, f"{title}<br><sup>margin = logit of the label − mean logit; below the line, towards 0: "
-                        "made up downstream</sup>")
+    return _layout(fig, f"{title}<br><sup>margin = logit of the label − mean logit; between the line and 0: made up "
+                        "downstream; beyond the line: the head also acts through later components</sup>")
 
 
 SHARE_NAMES = {"kept": "still shown by its ablation", **{k: f"made up by {v}" for k, v in PART_NAMES.items()}}
@@ -59,8 +59,8 @@ SHARE_COLORS = {"kept": "#2ca02c", **PART_COLORS}
 
 def self_repair_shares(df: pd.DataFrame) -> go.Figure:
     """Run by run (one bar each), the heads' summed |direct effect| split into what their ablations still show and
-    what later heads, MLPs and the final LayerNorm made up (4 stacked traces, adding up to 1; a negative share
-    amplified the loss; the sum of |direct| in the hover)."""
+    what later heads, MLPs and the final LayerNorm made up (4 stacked traces, adding up to 1; a negative share is a
+    downstream change that added to the loss, the heads' indirect effect; the sum of |direct| in the hover)."""
     ok = df[df["sum_direct"] > 0]
     order = list(dict.fromkeys(ok["label"]))
     fig = go.Figure()
