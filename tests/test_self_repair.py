@@ -27,8 +27,8 @@ def _fill(model, mode: str, x: np.ndarray):
         return ablation.partner_z(model, torch.as_tensor(np.roll(x, 1, 0)))
 
 
-@pytest.mark.parametrize("arch, scheme, final_ln", [("paper", "rope", "after_pool"), ("decoder", "alibi", "before_pool"),
-                                                    ("paper", "mla", "none")])
+@pytest.mark.parametrize("arch, scheme, final_ln", [("paper", "rope", "after_pool"),
+                                                    ("decoder", "alibi", "before_pool"), ("paper", "mla", "none")])
 @pytest.mark.parametrize("mode", ablation.MODES)
 def test_parts_add_up_to_what_ablation_measures(arch, scheme, final_ln, mode):
     """total is the margin's drop under `ablation`'s reference loop (one hooked forward a head), and direct less

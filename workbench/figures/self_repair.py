@@ -18,8 +18,9 @@ PART_NAMES = {"via_heads": "later heads", "via_mlps": "MLPs", "via_layernorm": "
 def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
     """Left: every head's total effect (its ablation's) against its direct effect, in logits of the label's margin,
     coloured by layer, with the total's interval (1 trace) and the line where the two are equal, no self-repair (1
-    trace); a head between it and 0 is made up downstream, one beyond it also acts through later components. Right: for the `top` heads of largest |direct effect|,
-    the self-repair split into later heads, MLPs and the final LayerNorm (3 stacked traces)."""
+    trace): a head between the line and 0 is made up downstream, one beyond it also acts through later components.
+    Right: for the `top` heads of largest |direct effect|, the self-repair split into later heads, MLPs and the final
+    LayerNorm (3 stacked traces)."""
     d = df.assign(label="L" + df["layer"].astype(str) + ".H" + df["head"].astype(str))
     n_layers = int(d["layer"].max()) + 1
     mode = str(d["mode"].iloc[0]) if "mode" in d.columns and len(d) else "zero"

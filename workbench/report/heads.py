@@ -35,7 +35,8 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
         doc.h(3, s["id"], id=f"heads-{s['id']}")
         if "head_summary" not in present:
             doc.missing(f"no head summary yet: run `workbench analyze {s['id']} --all` (or --what "
-                        "resample,patching,attribution,edges,qkv,probes,trigger-attention,dla,self-repair,head-summary)")
+                        "resample,patching,attribution,edges,qkv,probes,trigger-attention,dla,self-repair,"
+                        "head-summary)")
             continue
         run = store.get(s["id"])
         for table, name, kw in FIGURES:
