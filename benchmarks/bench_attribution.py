@@ -10,10 +10,11 @@ and after patching, the better kept), then how well the screen ranks what patchi
 rank correlation over heads, the estimates inside patching's interval, how many of patching's top-k heads the
 estimate's top k finds, and the largest misses (|estimate - patched effect|). With `--ig-steps M` also AtP-IG
 (the gradient integrated along the inputs' path, M points) against the same patching table, and with `--edges`
-EAP and EAP-IG against the real path patches of the union of each one's 20 largest edges.
+EAP and EAP-IG against the real path patches of the union of each one's 20 largest edges. With `--grad-drop`, AtP
+with GradDrop scores (Kramár et al. 2024) against the same patching table, by magnitude.
 
     .venv/bin/python benchmarks/bench_attribution.py RUN_ID [--root runs] [--pairs 256] [--threads 1] \
-        [--ig-steps M [--edges]] [--json OUT]
+        [--ig-steps M [--edges]] [--grad-drop] [--json OUT]
 
 The run needs its weights: a run of your store, or a shipped one re-created into it (`workbench recreate RUN_ID`).
 """
@@ -91,6 +92,27 @@ def integrated(bench, model, data, real, kw, args) -> dict:
     return out
 
 
+def grad_drop(bench, model, data, real, kw, top: int = 5) -> list[dict]:
+    """GradDrop against plain AtP as a screen for patching, by magnitude (GradDrop has no sign): per position set,
+    Spearman of |AtP| and of GradDrop with |patched effect| over heads, and how many of patching's top-k heads (by
+    |effect|) each one's top k finds."""
+    gd = bench.measure("AtP + GradDrop", lambda: attribution.compute(model, data, grad_drop=True, **kw))
+    checked = attribution.check_against(gd, real)
+    out = []
+    for pos, sub in checked[checked["site"] == "head"].groupby("positions", sort=False):
+        real_abs, k = sub["patching_effect"].abs(), min(top, len(sub))
+        want = set(real_abs.nlargest(k).index)
+        row = {"positions": pos, "k": k}
+        for name, score in (("atp", sub["effect"].abs()), ("grad_drop", sub["grad_drop"])):
+            row[f"{name}_spearman"] = attribution._spearman(score.to_numpy(), real_abs.to_numpy())
+            row[f"{name}_top_found"] = len(set(score.nlargest(k).index) & want)
+        out.append(row)
+        print(f"{pos:12s} |estimate| vs |patching| over heads: Spearman AtP {row['atp_spearman']:+.3f}, GradDrop "
+              f"{row['grad_drop_spearman']:+.3f}; patching's top {k} found: AtP {row['atp_top_found']}, GradDrop "
+              f"{row['grad_drop_top_found']}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     run_arguments(ap)
@@ -98,6 +120,8 @@ def main() -> None:
                     "EAP-IG), each against the same real patches")
     ap.add_argument("--edges", action="store_true", help="with --ig-steps: EAP and EAP-IG against the real path "
                     "patches of the union of each one's 20 largest edges")
+    ap.add_argument("--grad-drop", action="store_true", help="also AtP with GradDrop scores, against the same "
+                    "patching table by magnitude")
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     run, model, data = open_run(args)
@@ -119,10 +143,11 @@ def main() -> None:
     print("stream (all positions), AtP / patching by layer: " + ", ".join(
         f"{int(r.layer)}: {r.effect:.3f} / {r.patching_effect:.3f}" for r in stream.itertuples()))
     ig = integrated(bench, model, data, real, kw, args) if args.ig_steps else None
+    gd = grad_drop(bench, model, data, real, kw) if args.grad_drop else None
     if args.json:
         out = {**provenance(run, args, bench, "patching", "attribution", "attribution again"), "agreement": rows,
                "stream_all": [{"layer": int(r.layer), "atp": float(r.effect), "patching": float(r.patching_effect)}
-                              for r in stream.itertuples()], "ig": ig}
+                              for r in stream.itertuples()], "ig": ig, "grad_drop": gd}
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)
         print("wrote", args.json)

@@ -63,3 +63,18 @@ def test_ig_steps_reach_attribution_and_edges(store):
     atp, eap = run.load_table("attribution"), run.load_table("edges")
     assert (atp["ig_steps"] == 3).all() and (atp["method"] == "atp_ig").all() and (eap["ig_steps"] == 3).all()
     assert "3 IG steps, completeness" in res.output
+
+
+def test_grad_drop_reaches_attribution(store):
+    """`--grad-drop` stores the GradDrop score of every site and says the largest; together with --ig-steps it is
+    refused with the reason."""
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "attribution", "--grad-drop", "--n-pairs", "16",
+                                   "--n-boot", "20", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    atp = st.get(ids["rope"]).load_table("attribution")
+    assert atp["grad_drop"].notna().all() and (atp["grad_drop"] >= 0).all()
+    assert "largest GradDrop score" in res.output
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "attribution", "--grad-drop", "--ig-steps", "2",
+                                   "--n-pairs", "8", "--root", str(st.root)])
+    assert res.exit_code != 0 and "choose one" in res.output

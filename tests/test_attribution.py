@@ -112,7 +112,7 @@ def test_atp_known_answers_and_table():
         model.blocks[0].attn.W_O[1] = 0.0
     df = attribution.compute(model, task_data(), n_pairs=20, n_boot=50)
     ref = patching.compute(model, task_data(), n_pairs=20, n_boot=50)
-    assert list(df.columns) == ["method"] + list(ref.columns) + ["ig_steps", "completeness"]
+    assert list(df.columns) == ["method"] + list(ref.columns) + ["ig_steps", "completeness", "grad_drop"]
     assert (df["method"] == "atp").all() and (df["ig_steps"] == 0).all()
     keys = ["site", "layer", "head", "positions"]
     assert (df[keys].values == ref[keys].values).all()
@@ -217,3 +217,45 @@ def test_the_benchmarks_agreement_summary():
     assert rows["all"]["inside_ci"] == int(heads["in_patching_ci"].sum())
     assert rows["all"]["max_miss"] == pytest.approx((heads["effect"] - heads["patching_effect"]).abs().max())
     assert 0 <= rows["all"]["top_found"] <= 3
+
+
+@pytest.mark.parametrize("arch", ["paper", "decoder"])
+def test_grad_drop_is_atp_on_the_last_layer_and_the_patch_with_layer_one_frozen_below(arch):
+    """GradDrop (Kramár et al. 2024): a last-layer site's paths all avoid the layers below it, so its score is |AtP|
+    (the L - 1 other drops leave it, its own cuts it off). In a 2-layer model with no final LayerNorm and MLPs that
+    write nothing, a layer-0 head's path to the logits is linear once layer 1's outputs are held, so its score is
+    the |effect| of its real patch with layer 1's attention and MLP outputs held at the clean run."""
+    model, d = task_model(arch=arch, final_ln="none").double(), task_data()  # float64: exact to rounding
+    with torch.no_grad():
+        for block in model.blocks:
+            block.mlp.fc_out.weight.zero_()
+            block.mlp.fc_out.bias.zero_()
+    df = attribution.compute(model, d, n_pairs=12, n_boot=0, seed=3, grad_drop=True)
+    top = df[df["layer"] == 1]
+    np.testing.assert_allclose(top["grad_drop"], top["effect"].abs(), rtol=1e-6, atol=1e-9)
+    pairs = patching.pairs_for(d, 12, seed=3)
+    clean, cf = torch.as_tensor(pairs.clean_x), torch.as_tensor(pairs.cf_x)
+    r, y, y_cf = torch.arange(len(pairs)), torch.as_tensor(pairs.clean_y), torch.as_tensor(pairs.cf_y)
+    with torch.no_grad():
+        _, c = model.run_with_cache(clean)
+        _, c_cf = model.run_with_cache(cf)
+        ld = lambda lg: (lg[r, y_cf] - lg[r, y]).double()  # noqa: E731
+        den = float((ld(model(cf)) - ld(model(clean))).mean())
+        held = [(f"blocks.1.{n}", lambda t, hook, n=n: c[f"blocks.1.{n}"]) for n in ("hook_attn_out", "hook_mlp_out")]
+        got = df[(df["site"] == "head") & (df["layer"] == 0) & (df["positions"] == "all")]["grad_drop"].to_numpy()
+        for h in range(model.cfg.n_heads):
+            def swap(z, hook, h=h):
+                z = z.clone()
+                z[:, :, h] = c_cf["blocks.0.attn.hook_z"][:, :, h]
+                return z
+
+            lg = model.run_with_hooks(clean, fwd_hooks=[("blocks.0.attn.hook_z", swap)] + held)
+            want = abs(float((ld(lg) - ld(model(clean))).mean()) / den)
+            assert got[h] == pytest.approx(want, rel=1e-4, abs=1e-7), h
+    assert np.abs(got - df[(df["site"] == "head") & (df["layer"] == 0) & (df["positions"] == "all")
+                           ]["effect"].abs().to_numpy()).max() > 1e-4  # below the last layer it is not |AtP|
+    with pytest.raises(ValueError, match="choose one"):
+        attribution.compute(model, d, n_pairs=4, grad_drop=True, ig_steps=2)
+    with pytest.raises(ValueError, match="at least 2 layers"):
+        attribution.compute(task_model(n_layers=1), d, n_pairs=4, grad_drop=True)
+    assert attribution.compute(model, d, n_pairs=4, n_boot=0)["grad_drop"].isna().all()

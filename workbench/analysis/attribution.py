@@ -62,6 +62,16 @@ def embedding_at(model, cf: torch.Tensor, alpha: float):
         yield
 
 
+@contextlib.contextmanager
+def gradient_dropped(model, layer: int):
+    """Inside the `with`, layer `layer`'s attention and MLP outputs (`hook_attn_out`, `hook_mlp_out`) are detached:
+    the forward is unchanged, and no gradient flows back through that layer's contribution to the stream (GradDrop,
+    Kramár et al. 2024, section 3.2); only its skip connection carries it."""
+    names = [f"blocks.{layer}.hook_attn_out", f"blocks.{layer}.hook_mlp_out"]
+    with model.hooks(fwd_hooks=[(n, lambda t, hook: t.detach()) for n in names]):
+        yield
+
+
 def forward_keeping(model, tokens: torch.Tensor, names: list[str], grad: bool):
     """(logits, {hook name: activation}); with `grad` the activations are kept in the graph (leaves where the
     model's weights need no gradient), so LD can be differentiated with respect to them."""
@@ -91,7 +101,8 @@ def path_gradients(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor
     for a in alphas:
         with embedding_at(model, cf, a):
             lg, at = forward_keeping(model, clean, names, grad=True)
-        g = torch.autograd.grad((lg[b, y_cf] - lg[b, y]).sum(), [at[n] for n in names])
+        g = torch.autograd.grad((lg[b, y_cf] - lg[b, y]).sum(), [at[n] for n in names], allow_unused=True)
+        g = [torch.zeros_like(at[n]) if gi is None else gi for n, gi in zip(names, g)]  # None: cut off (GradDrop)
         grads = {n: grads[n] + gi / len(alphas) for n, gi in zip(names, g)}
         if a == 0:
             logits, acts = lg.detach(), {n: t.detach() for n, t in at.items()}
@@ -174,20 +185,34 @@ def with_real(df: pd.DataFrame, res: dict[str, np.ndarray], rows: list, real: np
     return df
 
 
-def per_pair(model, pairs, batch_size: int = 64, ig_steps: int = 0) -> dict[str, np.ndarray]:
+def per_pair(model, pairs, batch_size: int = 64, ig_steps: int = 0,
+             grad_drop: bool = False) -> dict[str, np.ndarray]:
     """Per-pair logit differences as `patching.per_pair` gives them, with `ld_patched` [L, n_sets, H + 1, N] the
     first-order estimate LD_clean + sum (a_cf - a_clean) . dLD/da instead of a patched forward (dLD/da averaged
-    along the path for `ig_steps` > 0), and `embed_shift` [N] the token embedding's estimate."""
+    along the path for `ig_steps` > 0), and `embed_shift` [N] the token embedding's estimate. With `grad_drop`,
+    also `dropped` [L, L, n_sets, H + 1, N]: the estimated shifts with the gradient through layer k dropped
+    (`gradient_dropped`), k first."""
     _check(model, pairs)
     cfg = model.cfg
     L, H, N = cfg.n_layers, cfg.n_heads, len(pairs)
+    if grad_drop and ig_steps:
+        raise ValueError("grad_drop and ig_steps > 0 together would take L x ig_steps backward passes a batch: "
+                         "choose one")
+    if grad_drop and L < 2:
+        raise ValueError("grad_drop needs at least 2 layers (its estimate averages over the L - 1 layers it can drop "
+                         "without cutting a site off)")
     res = {"ld_clean": np.zeros(N), "ld_cf": np.zeros(N), "ld_patched": np.zeros((L, len(SETS), H + 1, N)),
            "embed_shift": np.zeros(N)}
+    if grad_drop:
+        res["dropped"] = np.zeros((L, L, len(SETS), H + 1, N))
 
     def step(idx, clean, cf, trig, y, y_cf):
         ld, ld_cf, est, embed = estimates(model, clean, cf, trig, y, y_cf, ig_steps)
         res["ld_clean"][idx], res["ld_cf"][idx], res["embed_shift"][idx] = ld.numpy(), ld_cf.numpy(), embed.numpy()
         res["ld_patched"][..., idx] = (ld[None, None, None] + est).numpy()
+        for k in range(L if grad_drop else 0):
+            with gradient_dropped(model, k):
+                res["dropped"][k][..., idx] = estimates(model, clean, cf, trig, y, y_cf)[2].numpy()
 
     over_pairs(model, pairs, batch_size, step)
     return res
@@ -246,17 +271,32 @@ def completeness(res: dict[str, np.ndarray]) -> float:
     return float(np.mean(res["embed_shift"]) / den) if abs(den) > zero_tolerance(res) else float("nan")
 
 
+def grad_drop_scores(res: dict[str, np.ndarray]) -> np.ndarray:
+    """GradDrop (Kramár et al. 2024, section 3.2) of every site, in `table_from_pairs`' row order: the mean, over
+    the layers k whose drop leaves the site connected, of |effect with the gradient through layer k dropped|, each
+    effect normalised as `patching` normalises (NaN where the counterfactual moves nothing). Dropping a head's own
+    layer cuts it off (0), so a head averages over the other L - 1; a stream site (after its layer's outputs) over
+    all L. A magnitude, no sign: a site whose paths cancel in AtP scores on the paths apart."""
+    dropped = res["dropped"]  # [k, L, S, K, N]
+    L, _, S, K, N = dropped.shape
+    total = sum(np.abs(normalised(dropped[k].reshape(-1, N).T, res, n_boot=0)["effect"]) for k in range(L))
+    connected = np.where(np.arange(K) < K - 1, L - 1, L)  # heads, then the stream
+    return (total.reshape(L, S, K) / connected).ravel()
+
+
 def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
-            batch_size: int = 64, ig_steps: int = 0) -> pd.DataFrame:
+            batch_size: int = 64, ig_steps: int = 0, grad_drop: bool = False) -> pd.DataFrame:
     """The AtP estimate of every head's (and every layer's stream) patching effect on `data`'s counterfactual
     pairs: `patching`'s table, columns and pairs alike (same `n_pairs` and `seed`, same pairs), `effect` estimated;
     `method` "atp", or "atp_ig" with `ig_steps` > 0 (the gradient integrated along the inputs' path: `path_gradients`),
-    `ig_steps` and `completeness` (see `completeness`) as columns."""
+    `ig_steps` and `completeness` (see `completeness`) as columns; with `grad_drop`, the column `grad_drop`
+    (`grad_drop_scores`: L more backward passes a batch), else NaN."""
     pairs = pairs_for(data, n_pairs, seed)
-    res = per_pair(model, pairs, batch_size=batch_size, ig_steps=ig_steps)
+    res = per_pair(model, pairs, batch_size=batch_size, ig_steps=ig_steps, grad_drop=grad_drop)
     df = table_from_pairs(res, n_boot=n_boot, seed=seed, level=level)
     df.insert(0, "method", "atp_ig" if ig_steps else "atp")
     df["ig_steps"], df["completeness"] = ig_steps, completeness(res)
+    df["grad_drop"] = grad_drop_scores(res) if grad_drop else np.nan
     return df
 
 

@@ -91,8 +91,12 @@ def summarize(name: str, df) -> str:
                  "patching's interval" if not df["check"].iloc[0] else df["check"].iloc[0])
         ig = (f"; {int(df['ig_steps'].iloc[0])} IG steps, completeness {df['completeness'].iloc[0]:.3f}"
               if "ig_steps" in df.columns and df["ig_steps"].iloc[0] else "")
+        gd = ""
+        if "grad_drop" in h.columns and h["grad_drop"].notna().any():
+            g = h.loc[h["grad_drop"].idxmax()]
+            gd = f"; largest GradDrop score: layer {int(g.layer)}, head {int(g['head'])}, {g.grad_drop:.2f}"
         return (f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; "
-                f"{check}{ig}")
+                f"{check}{ig}{gd}")
     if name == "edges":
         if df["effect"].isna().all():
             return f"undefined: {df['note'].iloc[0]}"
@@ -162,6 +166,9 @@ def analyze_cmd(
     ig_steps: int = typer.Option(0, "--ig-steps", min=0, help="attribution, edges: average the gradient over this "
                                  "many points on the inputs' path from clean to counterfactual (AtP-IG / EAP-IG); "
                                  "0: the clean run's gradient (AtP / EAP)"),
+    grad_drop: bool = typer.Option(False, "--grad-drop", help="attribution: also the GradDrop score of every site "
+                                   "(Kramár et al. 2024: |AtP| with each layer's gradient dropped in turn, averaged; "
+                                   "L more backward passes)"),
     min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
@@ -204,7 +211,7 @@ def analyze_cmd(
         "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
         "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
-        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
+        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps, grad_drop=grad_drop),
         "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
         "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
