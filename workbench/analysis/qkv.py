@@ -17,7 +17,8 @@ pattern that moves from one key to another is all but flat in the linear term), 
 v the two are the same. Effects are `patching.normalised`: mean over pairs / mean(LD_cf - LD_clean), with its
 bootstrap interval. The `check_per_site` rows of largest |AtP*| of each site are patched for real (one forward a row:
 `patch_effect`, its interval, and whether each estimate lies inside it; None: every row, the exact table). Kramár et
-al.'s second fix, GradDrop (against cancellation across layers), is not built. Measured: a good screen in the `paper`
+al.'s second fix, GradDrop (against cancellation across layers), is built for head outputs and the stream
+(`attribution`, grad_drop=True), not for q, k and v. Measured: a good screen in the `paper`
 arch (keys and values from the embedding), a weak one in the decoder, where queries and keys read the stream and a
 moved pattern acts through later attention (docs/analyses.md): there, trust the real patches.
 """
