@@ -583,7 +583,7 @@ if live(run):
     r = repair[(repair.layer == L) & (repair["head"] == H)].iloc[0]
     print(f"L{L}.H{H}: direct {r.direct:+.3f}, total {r.total:+.3f} logits; made up by later heads "
           f"{r.via_heads:+.3f}, MLPs {r.via_mlps:+.3f}, the final LayerNorm {r.via_layernorm:+.3f} "
-          f"(most: {r.top_component or 'nothing downstream'})")
+          f"(most: {r.top_component})")
     display(FIGURES["self_repair"](repair))'''),
     new_markdown_cell("## 6. The head summary\nA deposit head needs at least two methods to agree (thresholds are "
                       "parameters); the paper's ablation-only verdict is kept beside it. Train mode joins the tables "

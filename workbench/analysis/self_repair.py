@@ -179,12 +179,9 @@ def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_bo
             for i, p in enumerate(PARTS):
                 row.update({p: mean[i, l, h], f"{p}_lo": lo[i, l, h], f"{p}_hi": hi[i, l, h]})
             row.update(repaired=repaired[l, h], repaired_lo=rep_lo[l, h], repaired_hi=rep_hi[l, h])
-            if len(down):
-                against = np.sign(direct[l, h]) * moved[l, h, down]  # > 0: moved to make up the direct effect
-                top = down[int(np.argmax(against))]
-                row.update(top_component=_label(comps[top]), top_moved=float(moved[l, h, top]))
-            else:
-                row.update(top_component="", top_moved=np.nan)
+            against = np.sign(direct[l, h]) * moved[l, h, down]  # > 0: moved to make up the direct effect
+            top = down[int(np.argmax(against))]  # `down` holds at least the head's own layer's MLP
+            row.update(top_component=_label(comps[top]), top_moved=float(moved[l, h, top]))
             row.update(n_examples=N, level=level, min_direct=min_direct)
             rows.append(row)
     return pd.DataFrame(rows)

@@ -138,7 +138,7 @@ def summarize(name: str, df) -> str:
         share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
         return (f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.direct:+.2f} logits; its "
                 f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
-                f"{r.top_component or 'nothing downstream'})")
+                f"{r.top_component})")
     if name == "head_summary":
         dep = df[df.deposit_head]
         paper = df[df.paper_deposit]
