@@ -380,7 +380,7 @@ def head_tables():
 
 
 HEAD_FIGS = {"patching": 4, "attribution": 3, "edges": 3, "qkv": 4, "probes": 5, "trigger_attention": 4, "dla": 2,
-             "self_repair": 5, "head_summary": 3, "ablation_resample": 1}
+             "self_repair": 6, "head_summary": 3, "ablation_resample": 1}
 
 
 @pytest.mark.parametrize("name", sorted(HEAD_FIGS))

@@ -119,9 +119,9 @@ def test_figure_has_its_traces():
 
     df = self_repair.compute(task_model(), make_data(n=30), n_examples=None, n_boot=20)
     fig = FIGURES["self_repair"](df, top=5)
-    assert len(fig.data) == 5  # heads, the no-repair line, three stacked parts
-    assert len(fig.data[0].x) == len(df) and [len(t.y) for t in fig.data[2:]] == [5, 5, 5]
-    assert fig.data[1].meta == {"baseline": "no self-repair"}
+    assert len(fig.data) == 6  # the heads of each of 2 layers, the no-repair line, three stacked parts
+    assert sum(len(t.x) for t in fig.data[:2]) == len(df) and [len(t.y) for t in fig.data[3:]] == [5, 5, 5]
+    assert fig.data[2].meta == {"baseline": "no self-repair"} and fig.data[0].name == "layer 0"
     fig.to_json()
 
 

@@ -17,23 +17,25 @@ PART_NAMES = {"via_heads": "later heads", "via_mlps": "MLPs", "via_layernorm": "
 
 def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
     """Left: every head's total effect (its ablation's) against its direct effect, in logits of the label's margin,
-    coloured by layer, with the total's interval (1 trace) and the line where the two are equal, no self-repair (1
-    trace): a head between the line and 0 is made up downstream, one beyond it also acts through later components.
-    Right: for the `top` heads of largest |direct effect|, the self-repair split into later heads, MLPs and the final
-    LayerNorm (3 stacked traces)."""
+    one trace a layer in its colour, with the total's interval (n_layers traces), and the line where the two are
+    equal, no self-repair (1 trace): a head between the line and 0 is made up downstream, one beyond it also acts
+    through later components. Right: for the `top` heads of largest |direct effect|, the self-repair split into later heads, MLPs and the final
+    LayerNorm (3 stacked traces): n_layers + 4 traces."""
     d = df.assign(label="L" + df["layer"].astype(str) + ".H" + df["head"].astype(str))
     n_layers = int(d["layer"].max()) + 1
     mode = str(d["mode"].iloc[0]) if "mode" in d.columns and len(d) else "zero"
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.14,
                         subplot_titles=["effect of ablating the head vs its direct effect",
                                         f"what makes it up ({min(top, len(d))} heads of largest direct effect)"])
-    err = dict(type="data", symmetric=False, array=d["total_hi"] - d["total"], arrayminus=d["total"] - d["total_lo"])
-    repaired = [f"{v:.0%}" if np.isfinite(v) else "undefined (small direct effect)" for v in d["repaired"]]
-    fig.add_trace(go.Scatter(x=d["direct"], y=d["total"], mode="markers", name="heads", error_y=err,
-                             marker=dict(size=9, color=[style.layer_color(int(l), n_layers) for l in d["layer"]]),
-                             text=d["label"], customdata=np.stack([repaired, d["top_component"]], -1),
-                             hovertemplate="%{text}: direct %{x:.3f}, total %{y:.3f}, repaired %{customdata[0]} "
-                                           "(most: %{customdata[1]})<extra></extra>"), row=1, col=1)
+    for layer, sub in d.groupby("layer"):
+        err = dict(type="data", symmetric=False, array=sub["total_hi"] - sub["total"],
+                   arrayminus=sub["total"] - sub["total_lo"])
+        repaired = [f"{v:.0%}" if np.isfinite(v) else "undefined (small direct effect)" for v in sub["repaired"]]
+        fig.add_trace(go.Scatter(x=sub["direct"], y=sub["total"], mode="markers", name=f"layer {layer}", error_y=err,
+                                 marker=dict(size=9, color=style.layer_color(int(layer), n_layers)),
+                                 text=sub["label"], customdata=np.stack([repaired, sub["top_component"]], -1),
+                                 hovertemplate="%{text}: direct %{x:.3f}, total %{y:.3f}, repaired %{customdata[0]} "
+                                               "(most: %{customdata[1]})<extra></extra>"), row=1, col=1)
     both = d[["direct", "total"]].to_numpy(float).ravel()
     both = both[np.isfinite(both)]
     if len(both):
