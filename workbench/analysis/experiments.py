@@ -187,30 +187,33 @@ def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool 
 
 
 def _per_run(table: str, rows, hint: str, store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
-    """`rows(table's DataFrame)` for every selected run that stores `table`, each tagged with the run's meta and
-    a label (scheme, task and seed in words), meta columns first; NotApplicable naming `hint` when none has it."""
+    """`rows(table's DataFrame)` for every selected run that stores `table`, each tagged with the run's meta, its
+    final `test_acc` and a label (scheme, task, seed and test accuracy in words: a run that did not learn shows it),
+    meta columns first; NotApplicable naming `hint` when none has it."""
     frames = []
     for run in _select(store, runs, schemes=schemes, task=task, status=None):
         if table not in run.tables():
             continue
         meta = _meta(run)
         seed = f", seed {meta['seed']}" if meta.get("seed") is not None else ""
+        acc = (getattr(run, "final", None) or {}).get("test_acc")
+        test = f" · test {acc:.0%}" if isinstance(acc, (int, float)) else ""
         frames.append(rows(run.load_table(table)).assign(
-            **meta, label=f"{meta['variant']} · {task_label(meta['task'])}{seed}"))
+            **meta, test_acc=acc, label=f"{meta['variant']} · {task_label(meta['task'])}{seed}{test}"))
     if not frames:
         raise NotApplicable(f"no selected run has a {table} table: compute it (`workbench analyze RUN --what "
                             f"{hint}`, or the Heads page's Compute)")
     out = pd.concat(frames, ignore_index=True)
-    first = ["run_id", "scheme", "task", "seed", "preset", "setting", "variant", "label"]
+    first = ["run_id", "scheme", "task", "seed", "preset", "setting", "variant", "test_acc", "label"]
     return out[[c for c in first if c in out.columns] + [c for c in out.columns if c not in first]]
 
 
 def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = "all") -> pd.DataFrame:
     """Long table, three rows a run with a stored `qkv` table: run_id, scheme, task, seed, preset, setting,
-    variant, label (scheme, task and seed in words), site, total, share, net, top_head, top_effect (`qkv.shares` at
-    `positions`), measure (what they sum: "real patch" where every row was patched, `qkv.compute(check_per_site=None)`,
-    else "AtP*"), note (qkv's: why every effect is undefined, e.g. NoPE on Task 1, where moving a trigger changes
-    nothing the model sees). Runs without the table are left out."""
+    variant, test_acc, label (scheme, task, seed and test accuracy in words), site, total, share, net, top_head,
+    top_effect (`qkv.shares` at `positions`), measure (what they sum: "real patch" where every row was patched,
+    `qkv.compute(check_per_site=None)`, else "AtP*"), note (qkv's: why every effect is undefined, e.g. NoPE on Task
+    1, where moving a trigger changes nothing the model sees). Runs without the table are left out."""
     from .qkv import exact, shares
 
     def rows(df):
@@ -222,9 +225,9 @@ def qkv_shares(store=None, runs=None, schemes=None, task=None, positions: str = 
 
 def self_repair_shares(store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
     """Long table, four rows a run with a stored `self_repair` table: run_id, scheme, task, seed, preset, setting,
-    variant, label, part (kept, via_heads, via_mlps, via_layernorm), share, sum_direct, mode (`self_repair.shares`:
-    of the heads' summed |direct effect|, what their ablations still show and what the rest made up). Runs without
-    the table are left out."""
+    variant, test_acc, label, part (kept, via_heads, via_mlps, via_layernorm), share, sum_direct, mode
+    (`self_repair.shares`: of the heads' summed |direct effect|, what their ablations still show and what the rest
+    made up). Runs without the table are left out."""
     from .self_repair import shares
 
     return _per_run("self_repair", shares, "self-repair", store, runs, schemes, task)
