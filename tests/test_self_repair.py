@@ -158,14 +158,17 @@ def test_shares_add_up_to_one_and_the_experiment_compares_runs():
     kept = (np.sign(df["direct"]) * df["total"]).sum() / df["direct"].abs().sum()
     assert sh.loc[sh["part"] == "kept", "share"].item() == pytest.approx(kept)
 
-    def fake(rid, scheme, tables):
+    def fake(rid, scheme, tables, final=None):
         return SimpleNamespace(id=rid, config={"model": {"scheme": scheme}, "task": {"task": "trigger-distance"},
                                                "train": {"seed": 1}},
-                               final={}, info={}, tables=lambda: list(tables), load_table=lambda n: tables[n])
+                               final=final or {}, info={}, tables=lambda: list(tables), load_table=lambda n: tables[n])
 
-    runs = [fake("a", "rope", {"self_repair": df}), fake("b", "nope", {}), fake("c", "alibi", {"self_repair": df})]
+    runs = [fake("a", "rope", {"self_repair": df}, {"test_acc": 0.16}), fake("b", "nope", {}),
+            fake("c", "alibi", {"self_repair": df})]
     out = self_repair_shares(runs=runs)
     assert list(dict.fromkeys(out["run_id"])) == ["a", "c"] and len(out) == 8
+    assert out.loc[out["run_id"] == "a", "label"].iloc[0].endswith("· test 16%")  # a run that did not learn shows it
+    assert "test" not in out.loc[out["run_id"] == "c", "label"].iloc[0]  # no accuracy recorded: none said
     fig = FIGURES["self_repair_shares"](out)
     assert len(fig.data) == 4 and all(len(t.y) == 2 for t in fig.data)
     with pytest.raises(NotApplicable, match="--what self-repair"):
