@@ -171,5 +171,11 @@ def test_shares_add_up_to_one_and_the_experiment_compares_runs():
     assert "test" not in out.loc[out["run_id"] == "c", "label"].iloc[0]  # no accuracy recorded: none said
     fig = FIGURES["self_repair_shares"](out)
     assert len(fig.data) == 4 and all(len(t.y) == 2 for t in fig.data)
+    assert sh["sum_total"].iloc[0] == pytest.approx(df["total"].abs().sum())
+    # a run whose ablations move the margin far more than its heads write directly is named: its shares say little
+    flagged = out.assign(sum_total=np.where(out["run_id"] == "c", 10 * out["sum_direct"], out["sum_direct"]))
+    title = FIGURES["self_repair_shares"](flagged).layout.title.text
+    assert "read little into their shares" in title and "alibi" in title.split("shares")[-1]
+    assert "rope" not in title.split("shares)")[-1]
     with pytest.raises(NotApplicable, match="--what self-repair"):
         self_repair_shares(runs=runs[1:2])

@@ -194,11 +194,14 @@ def shares(df: pd.DataFrame) -> pd.DataFrame:
     """Four rows (`SHARES`): of the heads' summed |direct effect|, the share their ablations still show (kept:
     sum of sign(direct) x total over sum |direct|) and the shares later heads, MLPs and the final LayerNorm made up
     (sum of sign(direct) x part, likewise). They add up to 1; a negative share is a downstream change that added to
-    the loss (the heads' indirect effect outweighing repair). `sum_direct` is the sum of |direct| (logits)."""
+    the loss (the heads' indirect effect outweighing repair). `sum_direct` and `sum_total` are the sums of |direct|
+    and |total| (logits): where the second is much the larger, the heads act mostly through later components and
+    the shares, over a small denominator, say little."""
     sign = np.sign(df["direct"].to_numpy())
     total = float(np.abs(df["direct"]).sum())
     rows = [{"part": p, "share": float((sign * df["total" if p == "kept" else p].to_numpy()).sum()) / total
-             if total > 0 else np.nan, "sum_direct": total} for p in SHARES]
+             if total > 0 else np.nan, "sum_direct": total, "sum_total": float(np.abs(df["total"]).sum())}
+            for p in SHARES]
     return pd.DataFrame(rows).assign(mode=str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero")
 
 

@@ -56,6 +56,7 @@ def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
                         "downstream; beyond the line: the head also acts through later components</sup>")
 
 
+INDIRECT = 2.0  # summed |total| over summed |direct| above which a run's shares are flagged as saying little
 SHARE_NAMES = {"kept": "still shown by its ablation", **{k: f"made up by {v}" for k, v in PART_NAMES.items()}}
 SHARE_COLORS = {"kept": "#2ca02c", **PART_COLORS}
 
@@ -63,7 +64,9 @@ SHARE_COLORS = {"kept": "#2ca02c", **PART_COLORS}
 def self_repair_shares(df: pd.DataFrame) -> go.Figure:
     """Run by run (one bar each), the heads' summed |direct effect| split into what their ablations still show and
     what later heads, MLPs and the final LayerNorm made up (4 stacked traces, adding up to 1; a negative share is a
-    downstream change that added to the loss, the heads' indirect effect; the sum of |direct| in the hover)."""
+    downstream change that added to the loss, the heads' indirect effect; the sum of |direct| in the hover). Runs
+    whose summed |total effect| is over `INDIRECT` times their summed |direct effect| are named in the subtitle: there
+    the heads act mostly through later components and the shares say little."""
     ok = df[df["sum_direct"] > 0]
     order = list(dict.fromkeys(ok["label"]))
     fig = go.Figure()
@@ -77,8 +80,14 @@ def self_repair_shares(df: pd.DataFrame) -> go.Figure:
                       height=max(260, 90 + 40 * len(order)))
     fig.update_xaxes(tickformat=".0%")
     mode = str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero"
+    note = "the rest made up downstream"
+    if "sum_total" in ok.columns:
+        mostly = list(dict.fromkeys(ok.loc[ok["sum_total"] > INDIRECT * ok["sum_direct"], "label"]))
+        if mostly:
+            note = (f"ablations move the margin over {INDIRECT:g}x the direct effects (read little into their shares): "
+                    + ", ".join(mostly))
     return _layout(fig, f"How much of the heads' direct effects their {mode} ablations show, run by run<br><sup>"
-                        "share of the heads' summed |direct effect|; the rest made up downstream</sup>")
+                        f"share of the heads' summed |direct effect|; {note}</sup>")
 
 
 FIGURES = {"self_repair": self_repair, "self_repair_shares": self_repair_shares}
