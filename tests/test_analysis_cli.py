@@ -78,3 +78,16 @@ def test_grad_drop_reaches_attribution(store):
     res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "attribution", "--grad-drop", "--ig-steps", "2",
                                    "--n-pairs", "8", "--root", str(st.root)])
     assert res.exit_code != 0 and "choose one" in res.output
+
+
+def test_self_repair_measure_and_mode_reach_the_table(store):
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "self-repair", "--measure", "runner_up", "--mode",
+                                   "mean", "--max-examples", "20", "--n-boot", "20", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    df = st.get(ids["rope"]).load_table("self_repair")
+    assert (df["measure"] == "runner_up").all() and (df["mode"] == "mean").all() and (df["n_examples"] == 20).all()
+    assert "largest direct effect (runner_up)" in res.output and "its mean ablation" in res.output
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "self-repair", "--measure", "prob", "--root",
+                                   str(st.root)])
+    assert res.exit_code == 2 and "--measure 'prob'" in res.output

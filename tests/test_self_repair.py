@@ -14,8 +14,9 @@ from test_attribution import linear_tail
 from test_causal import task_model
 
 
-def _margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    return logits.gather(-1, y.expand(*logits.shape[:-1])[..., None])[..., 0] - logits.mean(-1)
+def _margin(logits: torch.Tensor, y: torch.Tensor, against: torch.Tensor | None = None) -> torch.Tensor:
+    at = lambda c: logits.gather(-1, c.expand(*logits.shape[:-1])[..., None])[..., 0]  # noqa: E731
+    return at(y) - (logits.mean(-1) if against is None else at(against))
 
 
 def _fill(model, mode: str, x: np.ndarray):
@@ -50,6 +51,30 @@ def test_parts_add_up_to_what_ablation_measures(arch, scheme, final_ln, mode):
         assert res["via_layernorm"].abs().max() == 0
     else:
         assert res["via_layernorm"].abs().max() > 1e-5
+
+
+@pytest.mark.parametrize("mode", ["zero", "resample"])
+def test_the_runner_up_measure_adds_up_to_the_ablated_logits_too(mode):
+    """measure="runner_up": logit(label) - logit of the clean run's runner-up, held for the ablated runs; the same
+    identity against `ablation`'s reference loop, and a different measure from the margin against the mean."""
+    model, d = task_model(final_ln="after_pool"), make_data(n=10)
+    tok, y = torch.as_tensor(d.test_x), torch.as_tensor(d.test_y)
+    fill = _fill(model, mode, d.test_x)
+    with torch.no_grad():
+        res = self_repair.per_batch(model, tok, y, fill, measure="runner_up")
+        clean, abl = ablation.ablated_logits_naive(model, tok, fill)
+        runner = clean.scatter(1, y[:, None], float("-inf")).argmax(-1)
+        mean = self_repair.per_batch(model, tok, y, fill)
+    assert (runner != y).all()
+    total = (_margin(clean, y, runner)[None, None] - _margin(abl, y, runner)).double()
+    np.testing.assert_allclose(res["total"], total, rtol=1e-4, atol=1e-5)
+    made_up = res["via_heads"] + res["via_mlps"] + res["via_layernorm"]
+    np.testing.assert_allclose(res["direct"] - made_up, res["total"], rtol=1e-4, atol=1e-5)
+    assert (res["total"] - mean["total"]).abs().max() > 1e-3
+    df = self_repair.compute(model, d, measure="runner_up", n_examples=None, n_boot=0)
+    assert (df["measure"] == "runner_up").all()
+    with pytest.raises(ValueError, match="measure='logprob' is unknown"):
+        self_repair.compute(model, d, measure="logprob")
 
 
 @pytest.mark.parametrize("arch, final_ln", [("paper", "after_pool"), ("decoder", "before_pool")])

@@ -3,7 +3,9 @@
 2024, "Explorations of self-repair in language models", which split it into downstream heads, MLPs and the final
 LayerNorm). docs/analyses.md.
 
-The measure is each test example's margin m = logit(label) - mean over classes of the logits (`dla_vs_mean`), and
+The measure is each test example's margin m = logit(label) - mean over classes of the logits (`dla_vs_mean`; with
+`measure="runner_up"`, logit(label) - logit of the clean run's runner-up class, which a flipped prediction turns
+negative, while the margin against the mean can grow as the final LayerNorm's scale shrinks), and
 `dla.components` splits it exactly into one direct term per component (embedding, every head, attention biases,
 MLPs, bias), with the final LayerNorm's scale frozen. Ablate head (l, h) (its z replaced by 0, its mean or another
 example's, as `ablation` does) and recompute everything after it; then per example
@@ -42,14 +44,20 @@ from .dla import components, store_names
 PARTS = ("direct", "total", "via_heads", "via_mlps", "via_layernorm", "self_repair")
 
 
+MEASURES = ("margin", "runner_up")
+
+
 def margins(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, labels: torch.Tensor,
-            scale: torch.Tensor | None = None) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
-    """(component labels, terms [B, n] of each component in logit(label) - mean logit (the bias last), scale)."""
+            scale: torch.Tensor | None = None,
+            against: torch.Tensor | None = None) -> tuple[list[tuple[str, int, int]], torch.Tensor, torch.Tensor]:
+    """(component labels, terms [B, n] of each component in logit(label) - mean logit, or - logit(against) when
+    given (a class per example), the bias last; scale)."""
     names, comp, bias, scale = components(model, store, tokens, scale)
     W_U = model.unembed.weight
-    u = W_U[labels] - W_U.mean(0)  # [B, d]: the margin's direction
+    u = W_U[labels] - (W_U.mean(0) if against is None else W_U[against])  # [B, d]: the measure's direction
     terms = torch.einsum("bnd,bd->bn", comp, u)
-    b = bias.gather(1, labels[:, None])[:, 0] - bias.mean(-1)
+    other = bias.mean(-1) if against is None else bias.gather(1, against[:, None])[:, 0]
+    b = bias.gather(1, labels[:, None])[:, 0] - other
     return names + [("bias", -1, -1)], torch.cat([terms, b[:, None]], 1), scale
 
 
@@ -89,27 +97,38 @@ def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: 
     return store
 
 
-def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None) -> dict:
+def runner_up(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """[B]: each example's highest-scoring class other than its label."""
+    return logits.scatter(1, labels[:, None], float("-inf")).argmax(-1)
+
+
+def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None,
+              measure: str = "margin") -> dict:
     """For one batch: {part: [L, H, B]} for `PARTS` (logits), and `moved` [L, H, B, n]: each component's d_c (how
     much its direct term rose when the head was ablated, clean scale), with `components` its labels. z_fill: None
     (zero), [L, H, dh] means, or [L, B, pos, H, dh] resample partners' z. One forward of H copies a layer, from that
-    layer up."""
+    layer up. `measure`: "margin" (logit(label) - mean logit) or "runner_up" (logit(label) - logit of the clean
+    run's runner-up class, held for the ablated runs)."""
     cfg = model.cfg
     L, H, B = cfg.n_layers, cfg.n_heads, len(tokens)
     clean = cache_hooks(model, tokens, store_names(model) + [f"blocks.{l}.hook_resid_pre" for l in range(1, L)])
-    comps, m0, s0 = margins(model, clean, tokens, labels)
+    against = None
+    if measure == "runner_up":
+        against = runner_up(model.head(clean[f"blocks.{L - 1}.hook_resid_post"], tokens), labels)
+    comps, m0, s0 = margins(model, clean, tokens, labels, against=against)
     m0 = m0.double().cpu()
     kind = np.array([c for c, _, _ in comps])
     layer = np.array([l for _, l, _ in comps])
     rep_tok, rep_lab = tokens.repeat(H, 1), labels.repeat(H)
+    rep_against = None if against is None else against.repeat(H)
     rep_scale = None if s0 is None else s0.repeat(H, 1)
     out = {p: torch.empty(L, H, B, dtype=torch.float64) for p in PARTS}
     moved = torch.empty(L, H, B, len(comps), dtype=torch.float64)
     for l in range(L):
         fill = None if z_fill is None else z_fill[l].to(tokens.device, clean["blocks.0.hook_resid_pre"].dtype)
         st = _from_layer(model, tokens, clean, l, _z_hook(fill, H))
-        _, own, _ = margins(model, st, rep_tok, rep_lab)
-        _, frozen, _ = margins(model, st, rep_tok, rep_lab, rep_scale)
+        _, own, _ = margins(model, st, rep_tok, rep_lab, against=rep_against)
+        _, frozen, _ = margins(model, st, rep_tok, rep_lab, rep_scale, against=rep_against)
         own, frozen = own.reshape(H, B, -1).double().cpu(), frozen.reshape(H, B, -1).double().cpu()
         d = frozen - m0[None]  # [copy, B, n]
         moved[l] = d
@@ -129,12 +148,16 @@ def _label(c: tuple[str, int, int]) -> str:
 
 
 def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_boot: int = 1000, seed: int = 0,
-            level: float = 0.95, batch_size: int = 16, min_direct: float = 0.1) -> pd.DataFrame:
+            level: float = 0.95, batch_size: int = 16, min_direct: float = 0.1,
+            measure: str = "margin") -> pd.DataFrame:
     """One row per head: the mean `PARTS` over test examples (logits, each with its paired bootstrap interval),
     `repaired` with its interval, and the downstream component that moved most to make up the head's direct
-    effect (`top_component`, its mean rise `top_moved`). `mode`: how the head is ablated (zero, mean, resample)."""
+    effect (`top_component`, its mean rise `top_moved`). `mode`: how the head is ablated (zero, mean, resample);
+    `measure`: what is split (`per_batch`)."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r} is unknown; use one of {MODES}")
+    if measure not in MEASURES:
+        raise ValueError(f"measure={measure!r} is unknown; use one of {MEASURES}")
     if min_direct < 0:
         raise ValueError(f"min_direct={min_direct} must be >= 0 (logits)")
     x, y = labelled_test(model, data, n_examples, seed, "self-repair")
@@ -149,7 +172,7 @@ def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_bo
         for idx, tok, lab in batches(x, batch_size, y, trim=cfg.pads_are_inert, device=cfg.device):
             if mode == "resample":
                 z_fill = partner_z(model, torch.as_tensor(x[partner[idx], :tok.shape[1]], device=cfg.device))
-            res = per_batch(model, tok, lab, z_fill)
+            res = per_batch(model, tok, lab, z_fill, measure)
             for p in PARTS:
                 parts[p][:, :, idx] = res[p].numpy()
             moved_sum = res["moved"].sum(2) if moved_sum is None else moved_sum + res["moved"].sum(2)
@@ -175,7 +198,7 @@ def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_bo
     for l in range(L):
         down = np.flatnonzero(((kind == "head") & (layer > l)) | ((kind == "mlp") & (layer >= l)))
         for h in range(H):
-            row = {"layer": l, "head": h, "mode": mode}
+            row = {"layer": l, "head": h, "mode": mode, "measure": measure}
             for i, p in enumerate(PARTS):
                 row.update({p: mean[i, l, h], f"{p}_lo": lo[i, l, h], f"{p}_hi": hi[i, l, h]})
             row.update(repaired=repaired[l, h], repaired_lo=rep_lo[l, h], repaired_hi=rep_hi[l, h])

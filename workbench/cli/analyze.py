@@ -136,7 +136,8 @@ def summarize(name: str, df) -> str:
     if name == "self_repair":
         r = df.loc[df["direct"].abs().idxmax()]
         share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
-        return (f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.direct:+.2f} logits; its "
+        return (f"largest direct effect ({r.get('measure', 'margin')}): layer {int(r.layer)}, head {int(r['head'])}, "
+                f"{r.direct:+.2f} logits; its "
                 f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
                 f"{r.top_component})")
     if name == "head_summary":
@@ -166,6 +167,8 @@ def analyze_cmd(
     ig_steps: int = typer.Option(0, "--ig-steps", min=0, help="attribution, edges: average the gradient over this "
                                  "many points on the inputs' path from clean to counterfactual (AtP-IG / EAP-IG); "
                                  "0: the clean run's gradient (AtP / EAP)"),
+    measure: str = typer.Option("margin", "--measure", help="self-repair: what is split, margin (the label's logit "
+                                "minus the mean logit) | runner_up (minus the clean run's runner-up class's logit)"),
     grad_drop: bool = typer.Option(False, "--grad-drop", help="attribution: also the GradDrop score of every site "
                                    "(Kramár et al. 2024: |AtP| with each layer's gradient dropped in turn, averaged; "
                                    "L more backward passes)"),
@@ -194,6 +197,8 @@ def analyze_cmd(
     keys = parse_what(what, all_)
     if mode not in ("zero", "mean", "resample"):
         _fail(f"--mode {mode!r}: use zero, mean or resample")
+    if measure not in ("margin", "runner_up"):
+        _fail(f"--measure {measure!r}: use margin or runner_up")
     if mode == "resample":  # `ablation` already stores ablation_resample
         keys = [k for k in keys if k != "ablation_resample"]
     device = str(pick_device(device))
@@ -216,7 +221,7 @@ def analyze_cmd(
         "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
         "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
         "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples),
-        "self_repair": dict(mode=mode, n_boot=n_boot, seed=seed,
+        "self_repair": dict(mode=mode, n_boot=n_boot, seed=seed, measure=measure,
                             **({"n_examples": max_examples} if max_examples else {})),
         "head_summary": dict(min_agree=min_agree),
     }
