@@ -11,7 +11,7 @@ same ablation; then how far ranking heads by their ablation (total effect, accur
 by their direct effect.
 
     .venv/bin/python benchmarks/bench_self_repair.py RUN_ID [--root runs] [--examples 1000] [--mode zero]
-        [--threads 1] [--json OUT]
+        [--measure runner_up|margin] [--threads 1] [--json OUT]
 
 The run needs its weights: a run of your store, or a shipped one re-created into it (`workbench recreate RUN_ID`).
 """
@@ -36,22 +36,25 @@ def main() -> None:
     run_arguments(ap)
     ap.add_argument("--examples", type=int, default=1000, help="test examples (the same for both)")
     ap.add_argument("--mode", default="zero", choices=ablation.MODES)
+    ap.add_argument("--measure", default="runner_up", choices=self_repair.MEASURES)
     ap.add_argument("--top", type=int, default=8, help="heads of largest direct effect to print")
     ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     run, model, data = open_run(args)
     kw = dict(mode=args.mode, n_boot=args.n_boot, seed=0)
     bench = SideBySide(width=16)
-    bench.measure("self-repair", lambda: self_repair.compute(model, data, n_examples=args.examples, **kw))
+    sr = dict(n_examples=args.examples, measure=args.measure, **kw)
+    bench.measure("self-repair", lambda: self_repair.compute(model, data, **sr))
     abl = bench.measure("ablation", lambda: ablation.compute(model, data, max_examples=args.examples, **kw))
-    df = bench.measure("self-repair again", lambda: self_repair.compute(model, data, n_examples=args.examples, **kw))
+    df = bench.measure("self-repair again", lambda: self_repair.compute(model, data, **sr))
     t = bench.times
     cost = min(t["self-repair"][0], t["self-repair again"][0]) / t["ablation"][0]
     cost_cpu = min(t["self-repair"][1], t["self-repair again"][1]) / t["ablation"][1]
     print(f"self-repair costs {cost:.1f} ablation sweeps (wall), {cost_cpu:.1f} (cpu)")
     acc = abl[abl["metric"] == "accuracy"].set_index(["layer", "head"])["delta"]
     df = df.join(acc.rename("acc_drop"), on=["layer", "head"])
-    print(f"{args.mode} ablation, {int(df['n_examples'].iloc[0])} examples, logits of the label's margin "
+    what = "the label's margin" if args.measure == "margin" else "the label against the clean runner-up"
+    print(f"{args.mode} ablation, {int(df['n_examples'].iloc[0])} examples, logits of {what} "
           f"(min_direct {df['min_direct'].iloc[0]})")
     top = df.reindex(df["direct"].abs().sort_values(ascending=False).index).head(args.top)
     heads = []
@@ -62,6 +65,9 @@ def main() -> None:
               f"{r.via_layernorm:+.3f}; most {r.top_component} {r.top_moved:+.3f}); accuracy drop {r.acc_drop:+.4f}")
         heads.append({k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in r._asdict().items()
                       if k != "Index"})
+    for r in df.nlargest(3, "acc_drop").itertuples():
+        print(f"  largest accuracy drops: L{r.layer}.H{r.head} {r.acc_drop:+.4f}: direct {r.direct:+.3f}, total "
+              f"{r.total:+.3f}")
     direct = df["direct"].to_numpy()
     ranks = {"total_vs_direct": _spearman(direct, df["total"].to_numpy()),
              "acc_drop_vs_direct": _spearman(direct, df["acc_drop"].to_numpy()),
@@ -76,9 +82,9 @@ def main() -> None:
     if args.json:
         out = {**provenance(run, args, bench, "ablation", "self-repair", "self-repair again"),
                "cost_in_ablation_sweeps": {"wall": cost, "cpu": cost_cpu}, "examples": args.examples,
-               "mode": args.mode, "top_heads": heads, "spearman": ranks, "summed_abs": summed,
+               "mode": args.mode, "measure": args.measure, "top_heads": heads, "spearman": ranks, "summed_abs": summed,
                "shares": dict(zip(sh["part"], sh["share"])),
-               "heads": df.drop(columns=["mode", "n_examples", "level", "min_direct"]).to_dict("records")}
+               "heads": df.drop(columns=["mode", "measure", "n_examples", "level", "min_direct"]).to_dict("records")}
         out.pop("pairs", None)
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=float)

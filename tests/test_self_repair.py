@@ -39,7 +39,7 @@ def test_parts_add_up_to_what_ablation_measures(arch, scheme, final_ln, mode):
     tok, y = torch.as_tensor(d.test_x), torch.as_tensor(d.test_y)
     fill = _fill(model, mode, d.test_x)
     with torch.no_grad():
-        res = self_repair.per_batch(model, tok, y, fill)
+        res = self_repair.per_batch(model, tok, y, fill, measure="margin")
         clean, abl = ablation.ablated_logits_naive(model, tok, fill)
     total = (_margin(clean, y)[None, None] - _margin(abl, y)).double()
     np.testing.assert_allclose(res["total"], total, rtol=1e-4, atol=1e-5)
@@ -61,18 +61,18 @@ def test_the_runner_up_measure_adds_up_to_the_ablated_logits_too(mode):
     tok, y = torch.as_tensor(d.test_x), torch.as_tensor(d.test_y)
     fill = _fill(model, mode, d.test_x)
     with torch.no_grad():
-        res = self_repair.per_batch(model, tok, y, fill, measure="runner_up")
+        res = self_repair.per_batch(model, tok, y, fill)  # the default measure
         clean, abl = ablation.ablated_logits_naive(model, tok, fill)
         runner = clean.scatter(1, y[:, None], float("-inf")).argmax(-1)
-        mean = self_repair.per_batch(model, tok, y, fill)
+        mean = self_repair.per_batch(model, tok, y, fill, measure="margin")
     assert (runner != y).all()
     total = (_margin(clean, y, runner)[None, None] - _margin(abl, y, runner)).double()
     np.testing.assert_allclose(res["total"], total, rtol=1e-4, atol=1e-5)
     made_up = res["via_heads"] + res["via_mlps"] + res["via_layernorm"]
     np.testing.assert_allclose(res["direct"] - made_up, res["total"], rtol=1e-4, atol=1e-5)
     assert (res["total"] - mean["total"]).abs().max() > 1e-3
-    df = self_repair.compute(model, d, measure="runner_up", n_examples=None, n_boot=0)
-    assert (df["measure"] == "runner_up").all()
+    df = self_repair.compute(model, d, n_examples=None, n_boot=0)
+    assert (df["measure"] == "runner_up").all()  # the default
     with pytest.raises(ValueError, match="measure='logprob' is unknown"):
         self_repair.compute(model, d, measure="logprob")
 
@@ -81,7 +81,7 @@ def test_the_runner_up_measure_adds_up_to_the_ablated_logits_too(mode):
 def test_direct_part_of_zero_ablation_is_the_heads_direct_logit_attribution(arch, final_ln):
     """Zeroing a head removes its direct term, so its direct part is `dla`'s dla_vs_mean, head by head."""
     model, d = task_model(arch=arch, final_ln=final_ln), make_data(n=40)
-    got = self_repair.compute(model, d, n_examples=None, n_boot=0)
+    got = self_repair.compute(model, d, n_examples=None, n_boot=0, measure="margin")
     ref = dla.compute(model, d, n_examples=None, n_boot=0)
     ref = ref[ref["component"] == "head"]
     np.testing.assert_allclose(got["direct"], ref["dla_vs_mean"], rtol=1e-4, atol=1e-6)
@@ -96,7 +96,7 @@ def test_direct_part_is_the_path_patch_to_the_logits():
     means = ablation.head_means(model, d.test_x)
     last = f"blocks.{model.cfg.n_layers - 1}.hook_resid_post"
     with torch.no_grad():
-        res = self_repair.per_batch(model, tok, y, means)
+        res = self_repair.per_batch(model, tok, y, means, measure="margin")
         _, cache = model.run_with_cache(tok)
         clean = _margin(model(tok), y)
         for l, h in ((0, 1), (0, 3), (1, 2)):
@@ -147,6 +147,7 @@ def test_figure_has_its_traces():
     assert len(fig.data) == 6  # the heads of each of 2 layers, the no-repair line, three stacked parts
     assert sum(len(t.x) for t in fig.data[:2]) == len(df) and [len(t.y) for t in fig.data[3:]] == [5, 5, 5]
     assert fig.data[2].meta == {"baseline": "no self-repair"} and fig.data[0].name == "layer 0"
+    assert "minus the clean run's runner-up" in fig.layout.title.text  # the table's measure
     fig.to_json()
 
 

@@ -3,16 +3,17 @@
 2024, "Explorations of self-repair in language models", which split it into downstream heads, MLPs and the final
 LayerNorm). docs/analyses.md.
 
-The measure is each test example's margin m = logit(label) - mean over classes of the logits (`dla_vs_mean`; with
-`measure="runner_up"`, logit(label) - logit of the clean run's runner-up class, which a flipped prediction turns
-negative, while the margin against the mean can grow as the final LayerNorm's scale shrinks), and
+The measure m is, per test example, logit(label) - logit of the clean run's runner-up class (`measure="runner_up"`,
+the default: a flipped prediction turns it negative), or the margin logit(label) - mean over classes of the logits
+(`measure="margin"`, `dla`'s dla_vs_mean; on the trigger-distance task it moves with whole groups of neighbouring
+classes, and it grew by 25 logits under the ablation of the head whose ablation cost 34 points of accuracy), and
 `dla.components` splits it exactly into one direct term per component (embedding, every head, attention biases,
 MLPs, bias), with the final LayerNorm's scale frozen. Ablate head (l, h) (its z replaced by 0, its mean or another
 example's, as `ablation` does) and recompute everything after it; then per example
 
     total         = m(clean) - m(ablated)                                 (the effect ablation measures)
     direct        = -d_h,   d_c = term_c(ablated run, clean scale) - term_c(clean run, clean scale)
-                    (zero ablation: the head's direct logit attribution, `dla`'s dla_vs_mean)
+                    (zero ablation, measure="margin": the head's direct logit attribution, dla_vs_mean)
     via_heads     = sum of d_c over the heads of layers > l    (how much later heads' direct terms rose)
     via_mlps      = sum of d_c over the MLPs of layers >= l
     via_layernorm = sum_c term_c(ablated run, its own scale) - sum_c term_c(ablated run, clean scale)
@@ -103,12 +104,12 @@ def runner_up(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None,
-              measure: str = "margin") -> dict:
+              measure: str = "runner_up") -> dict:
     """For one batch: {part: [L, H, B]} for `PARTS` (logits), and `moved` [L, H, B, n]: each component's d_c (how
     much its direct term rose when the head was ablated, clean scale), with `components` its labels. z_fill: None
     (zero), [L, H, dh] means, or [L, B, pos, H, dh] resample partners' z. One forward of H copies a layer, from that
-    layer up. `measure`: "margin" (logit(label) - mean logit) or "runner_up" (logit(label) - logit of the clean
-    run's runner-up class, held for the ablated runs)."""
+    layer up. `measure`: "runner_up" (logit(label) - logit of the clean run's runner-up class, held for the ablated
+    runs) or "margin" (logit(label) - mean logit)."""
     cfg = model.cfg
     L, H, B = cfg.n_layers, cfg.n_heads, len(tokens)
     clean = cache_hooks(model, tokens, store_names(model) + [f"blocks.{l}.hook_resid_pre" for l in range(1, L)])
@@ -149,7 +150,7 @@ def _label(c: tuple[str, int, int]) -> str:
 
 def compute(model, data, mode: str = "zero", n_examples: int | None = 1000, n_boot: int = 1000, seed: int = 0,
             level: float = 0.95, batch_size: int = 16, min_direct: float = 0.1,
-            measure: str = "margin") -> pd.DataFrame:
+            measure: str = "runner_up") -> pd.DataFrame:
     """One row per head: the mean `PARTS` over test examples (logits, each with its paired bootstrap interval),
     `repaired` with its interval, and the downstream component that moved most to make up the head's direct
     effect (`top_component`, its mean rise `top_moved`). `mode`: how the head is ablated (zero, mean, resample);

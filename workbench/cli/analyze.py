@@ -136,7 +136,7 @@ def summarize(name: str, df) -> str:
     if name == "self_repair":
         r = df.loc[df["direct"].abs().idxmax()]
         share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
-        return (f"largest direct effect ({r.get('measure', 'margin')}): layer {int(r.layer)}, head {int(r['head'])}, "
+        return (f"largest direct effect ({r.get('measure', 'runner_up')}): layer {int(r.layer)}, head {int(r['head'])}, "
                 f"{r.direct:+.2f} logits; its "
                 f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
                 f"{r.top_component})")
@@ -167,8 +167,8 @@ def analyze_cmd(
     ig_steps: int = typer.Option(0, "--ig-steps", min=0, help="attribution, edges: average the gradient over this "
                                  "many points on the inputs' path from clean to counterfactual (AtP-IG / EAP-IG); "
                                  "0: the clean run's gradient (AtP / EAP)"),
-    measure: str = typer.Option("margin", "--measure", help="self-repair: what is split, margin (the label's logit "
-                                "minus the mean logit) | runner_up (minus the clean run's runner-up class's logit)"),
+    measure: str = typer.Option("runner_up", "--measure", help="self-repair: what is split, runner_up (the label's "
+                                "logit minus the clean run's runner-up class's) | margin (minus the mean logit)"),
     grad_drop: bool = typer.Option(False, "--grad-drop", help="attribution: also the GradDrop score of every site "
                                    "(Kramár et al. 2024: |AtP| with each layer's gradient dropped in turn, averaged; "
                                    "L more backward passes)"),

@@ -11,12 +11,14 @@ from . import style
 from .style import layout as _layout
 from .style import title_for as _title
 
+MEASURE_TEXT = {"runner_up": "logits of the label minus the clean run's runner-up class",
+                "margin": "logits of the label minus the mean logit"}
 PART_COLORS = {"via_heads": "#1f77b4", "via_mlps": "#ff7f0e", "via_layernorm": "#7f7f7f"}
 PART_NAMES = {"via_heads": "later heads", "via_mlps": "MLPs", "via_layernorm": "final LayerNorm"}
 
 
 def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
-    """Left: every head's total effect (its ablation's) against its direct effect, in logits of the label's margin,
+    """Left: every head's total effect (its ablation's) against its direct effect, in logits of the table's measure,
     one trace a layer in its colour, with the total's interval (n_layers traces), and the line where the two are
     equal, no self-repair (1 trace): a head between the line and 0 is made up downstream, one beyond it also acts
     through later components. Right: for the `top` heads of largest |direct effect|, the self-repair split into later heads, MLPs and the final
@@ -52,8 +54,9 @@ def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
     fig.update_xaxes(title_text="self-repair (logits)", row=1, col=2)
     fig.update_layout(barmode="relative", legend=dict(orientation="h", x=1, xanchor="right", y=-0.18))
     title = _title(df, f"Self-repair after {mode} ablation: how much of each head's direct effect the rest makes up")
-    return _layout(fig, f"{title}<br><sup>margin = logit of the label − mean logit; between the line and 0: made up "
-                        "downstream; beyond the line: the head also acts through later components</sup>")
+    measure = str(d["measure"].iloc[0]) if "measure" in d.columns and len(d) else "margin"
+    return _layout(fig, f"{title}<br><sup>{MEASURE_TEXT.get(measure, measure)}; between the line and 0: made up "
+                        "downstream; beyond it: the head also acts through later components</sup>")
 
 
 INDIRECT = 2.0  # summed |total| over summed |direct| above which a run's shares are flagged as saying little
