@@ -111,18 +111,30 @@ def path_gradients(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor
     return logits, acts, grads
 
 
+def _site_names(model) -> tuple[list[str], list[str]]:
+    """The sites `estimates` reads: every layer's hook_z, and every layer's hook_resid_post."""
+    L = model.cfg.n_layers
+    return [f"blocks.{l}.attn.hook_z" for l in range(L)], [f"blocks.{l}.hook_resid_post" for l in range(L)]
+
+
+def counterfactual_run(model, cf: torch.Tensor):
+    """(logits, activations) of the counterfactual forward at the sites `estimates` reads (and hook_embed)."""
+    z_names, r_names = _site_names(model)
+    return forward_keeping(model, cf, z_names + r_names + ["hook_embed"], grad=False)
+
+
 def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, y: torch.Tensor,
-              y_cf: torch.Tensor, ig_steps: int = 0):
+              y_cf: torch.Tensor, ig_steps: int = 0, cf_run=None):
     """(LD_clean [B], LD_cf [B], estimated LD_patched - LD_clean [L, n_sets, H + 1, B], the token embedding's
     estimate [B]) for one batch of pairs; index H of the third axis is the layer's residual stream. The last is
-    (e_cf - e_clean) . dLD/de, which integrated gradients make LD_cf - LD_clean as the steps grow (completeness)."""
+    (e_cf - e_clean) . dLD/de, which integrated gradients make LD_cf - LD_clean as the steps grow (completeness).
+    `cf_run`: the batch's `counterfactual_run`, when the caller already has it (GradDrop's repeated estimates)."""
     cfg = model.cfg
     L, H = cfg.n_layers, cfg.n_heads
-    z_names = [f"blocks.{l}.attn.hook_z" for l in range(L)]
-    r_names = [f"blocks.{l}.hook_resid_post" for l in range(L)]
+    z_names, r_names = _site_names(model)
     names = z_names + r_names + ["hook_embed"]
     b = torch.arange(len(clean), device=clean.device)
-    cf_logits, cf_acts = forward_keeping(model, cf, names, grad=False)
+    cf_logits, cf_acts = cf_run or counterfactual_run(model, cf)
     logits, acts, grads = path_gradients(model, clean, cf, y, y_cf, names, ig_steps)
     ld = logits[b, y_cf] - logits[b, y]
     pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
@@ -207,12 +219,13 @@ def per_pair(model, pairs, batch_size: int = 64, ig_steps: int = 0,
         res["dropped"] = np.zeros((L, L, len(SETS), H + 1, N))
 
     def step(idx, clean, cf, trig, y, y_cf):
-        ld, ld_cf, est, embed = estimates(model, clean, cf, trig, y, y_cf, ig_steps)
+        cf_run = counterfactual_run(model, cf)  # one counterfactual forward a batch, however many estimates
+        ld, ld_cf, est, embed = estimates(model, clean, cf, trig, y, y_cf, ig_steps, cf_run)
         res["ld_clean"][idx], res["ld_cf"][idx], res["embed_shift"][idx] = ld.numpy(), ld_cf.numpy(), embed.numpy()
         res["ld_patched"][..., idx] = (ld[None, None, None] + est).numpy()
         for k in range(L if grad_drop else 0):
             with gradient_dropped(model, k):
-                res["dropped"][k][..., idx] = estimates(model, clean, cf, trig, y, y_cf)[2].numpy()
+                res["dropped"][k][..., idx] = estimates(model, clean, cf, trig, y, y_cf, cf_run=cf_run)[2].numpy()
 
     over_pairs(model, pairs, batch_size, step)
     return res

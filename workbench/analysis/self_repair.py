@@ -67,9 +67,11 @@ def _z_hook(layer_fill: torch.Tensor | None, H: int):
     [H, dh], or the resample partners' z [B, pos, H, dh])."""
     def hook(z, hook):
         z = z.clone().reshape(H, -1, *z.shape[1:])  # [copy, B, pos, head, dh]
-        for c in range(H):
-            z[c, :, :, c] = 0.0 if layer_fill is None else (
-                layer_fill[c] if layer_fill.dim() == 2 else layer_fill[:, :, c])
+        c = torch.arange(H, device=z.device)
+        if layer_fill is None:
+            z[c, :, :, c] = 0.0
+        else:  # z[c, :, :, c] is [copy, B, pos, dh]
+            z[c, :, :, c] = layer_fill[:, None, None] if layer_fill.dim() == 2 else layer_fill.permute(2, 0, 1, 3)
         return z.reshape(-1, *z.shape[2:])
     return hook
 

@@ -203,16 +203,9 @@ def qkv_shares(df: pd.DataFrame) -> go.Figure:
     ok = df[df["total"] > 0] if "total" in df.columns else df.iloc[:0]
     if "measure" in ok.columns:
         ok = ok.assign(label=ok["label"] + " (" + ok["measure"] + ")")
-    order = list(dict.fromkeys(ok["label"]))
-    fig = go.Figure()
-    for site in ("query", "key", "value"):
-        s = ok[ok["site"] == site].set_index("label").reindex(order)
-        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=f"through its {PLURAL[site]}",
-                             marker_color=SITE_COLORS[site], customdata=np.stack([s["total"], s["net"]], -1),
-                             hovertemplate="%{y}: %{x:.0%} (sum of |effect| %{customdata[0]:.3f}, signed "
-                                           "%{customdata[1]:+.3f})<extra>" + site + "</extra>"))
-    fig.update_layout(barmode="stack", legend=dict(orientation="h", y=-0.25),
-                      height=max(260, 90 + 40 * len(order)))
+    fig = style.share_bars(ok, "site", {s: (f"through its {PLURAL[s]}", SITE_COLORS[s]) for s in SITE_COLORS},
+                           ["total", "net"], "%{y}: %{x:.0%} (sum of |effect| %{customdata[0]:.3f}, signed "
+                                             "%{customdata[1]:+.3f})")
     fig.update_xaxes(range=[0, 1], tickformat=".0%")  # the axis title is the subtitle: the legend sits below
     none = [str(x) for x in dict.fromkeys(df.loc[df["total"] <= 0, "label"])] if "total" in df.columns else []
     note = f"; undefined (the counterfactual moves nothing): {', '.join(none)}" if none else \

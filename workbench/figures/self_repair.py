@@ -71,24 +71,17 @@ def self_repair_shares(df: pd.DataFrame) -> go.Figure:
     whose summed |total effect| is over `INDIRECT` times their summed |direct effect| are named in the subtitle: there
     the heads act mostly through later components and the shares say little."""
     ok = df[df["sum_direct"] > 0]
-    order = list(dict.fromkeys(ok["label"]))
-    fig = go.Figure()
-    for part in ("kept", "via_heads", "via_mlps", "via_layernorm"):
-        s = ok[ok["part"] == part].set_index("label").reindex(order)
-        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=SHARE_NAMES[part],
-                             marker_color=SHARE_COLORS[part], customdata=s["sum_direct"],
-                             hovertemplate="%{y}: %{x:.0%} of the summed |direct effect| (%{customdata:.1f} logits)"
-                                           "<extra>" + SHARE_NAMES[part] + "</extra>"))
-    fig.update_layout(barmode="relative", legend=dict(orientation="h", y=-0.25),
-                      height=max(260, 90 + 40 * len(order)))
+    fig = style.share_bars(ok, "part", {p: (SHARE_NAMES[p], SHARE_COLORS[p]) for p in SHARE_NAMES}, ["sum_direct"],
+                           "%{y}: %{x:.0%} of the summed |direct effect| (%{customdata[0]:.1f} logits)",
+                           barmode="relative")
     fig.update_xaxes(tickformat=".0%")
     mode = str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero"
     note = "the rest made up downstream"
     if "sum_total" in ok.columns:
         mostly = list(dict.fromkeys(ok.loc[ok["sum_total"] > INDIRECT * ok["sum_direct"], "label"]))
         if mostly:
-            note = (f"ablations move the margin over {INDIRECT:g}x the direct effects (read little into their shares): "
-                    + ", ".join(mostly))
+            note = (f"ablations move the measure over {INDIRECT:g}x the direct effects (read little into their "
+                    "shares): " + ", ".join(mostly))
     return _layout(fig, f"How much of the heads' direct effects their {mode} ablations show, run by run<br><sup>"
                         f"share of the heads' summed |direct effect|; {note}</sup>")
 

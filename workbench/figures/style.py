@@ -118,6 +118,22 @@ def grid(n: int, max_cols: int = 3) -> tuple[int, int]:
     return math.ceil(max(n, 1) / cols), cols
 
 
+def share_bars(df: pd.DataFrame, part: str, parts: dict[str, tuple[str, str]], custom: list[str], hover: str,
+               barmode: str = "stack") -> go.Figure:
+    """One horizontal bar a run (`label`, in order of first appearance), stacked by the values of column `part`
+    listed in `parts` {value: (legend name, colour)}, each segment the run's `share` (one trace a part); `hover` reads
+    %{customdata[i]} of the `custom` columns, the part's name appended. The figure grows with the runs, and the legend
+    sits below (the axis title belongs in the subtitle)."""
+    order = list(dict.fromkeys(df["label"]))
+    fig = go.Figure()
+    for value, (name, color) in parts.items():
+        s = df[df[part] == value].set_index("label").reindex(order)
+        fig.add_trace(go.Bar(y=order, x=s["share"], orientation="h", name=name, marker_color=color,
+                             customdata=s[custom].to_numpy(), hovertemplate=f"{hover}<extra>{name}</extra>"))
+    fig.update_layout(barmode=barmode, legend=dict(orientation="h", y=-0.25), height=max(260, 90 + 40 * len(order)))
+    return fig
+
+
 def layout(fig: go.Figure, title: str, **kw) -> go.Figure:
     """House template, title and margins."""
     kw.setdefault("margin", dict(l=70, r=30, t=80, b=60))
