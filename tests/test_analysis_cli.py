@@ -37,7 +37,8 @@ def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
                                                  "distance_bias", "extrapolation", "ablation_resample", "patching",
                                                  "attribution", "edges", "qkv", "probes", "trigger_attention", "dla",
                                                  "self_repair", "head_summary"}
-    assert "deposit heads (>= 2 methods agree)" in res.output
+    assert "deposit heads (>= 2 methods agree, the dla vote on the margin vs the runner-up)" in res.output
+    assert "vs the runner-up class: layer" in res.output  # dla's line
     assert "logits; its zero ablation" in res.output  # self-repair's line
     assert st.get(ids["rope"]).load_table("head_summary")["self_repair"].notna().all()
 
@@ -91,3 +92,19 @@ def test_self_repair_measure_and_mode_reach_the_table(store):
     res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "self-repair", "--measure", "prob", "--root",
                                    str(st.root)])
     assert res.exit_code == 2 and "--measure 'prob'" in res.output
+
+
+def test_dla_measure_reaches_the_head_summary(store):
+    """`--dla-measure mean` makes the head summary's dla vote read the margin vs the mean over classes (the default:
+    vs the runner-up class), stored with the table and said in the summary line; an unknown margin is refused before
+    any work."""
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "dla,head-summary", "--dla-measure", "mean",
+                                   "--n-boot", "20", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    hs = st.get(ids["rope"]).load_table("head_summary")
+    assert (hs["dla_measure"] == "mean").all() and hs["dla_runner_up"].notna().all()
+    assert "the dla vote on the margin vs the mean" in res.output
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "head-summary", "--dla-measure", "median",
+                                   "--root", str(st.root)])
+    assert res.exit_code == 2 and "--dla-measure 'median'" in res.output

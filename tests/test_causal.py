@@ -315,6 +315,15 @@ def test_dla_components_sum_to_the_logits(arch, scheme):
     df = dla.compute(model, d, n_boot=20)
     logits = model(torch.as_tensor(d.test_x)).detach().numpy()
     assert df["dla"].sum() == pytest.approx(logits[np.arange(30), d.test_y].mean(), abs=1e-4)
+    # the two margins add up to their logit margins: vs the mean over classes, and vs the runner-up class (the
+    # highest logit other than the label's, found here independently by sorting)
+    at = logits[np.arange(30), d.test_y]
+    assert df["dla_vs_mean"].sum() == pytest.approx((at - logits.mean(1)).mean(), abs=1e-4)
+    order = np.argsort(-logits, 1)
+    second = np.where(order[:, 0] == d.test_y, order[:, 1], order[:, 0])
+    assert df["dla_vs_runner_up"].sum() == pytest.approx((at - logits[np.arange(30), second]).mean(), abs=1e-4)
+    assert (df["vs_runner_up_lo"] <= df["dla_vs_runner_up"] + 1e-12).all()
+    assert (df["dla_vs_runner_up"] <= df["vs_runner_up_hi"] + 1e-12).all()
     # a head with W_O = 0 has no direct effect
     with torch.no_grad():
         model.blocks[1].attn.W_O[0] = 0.0
@@ -336,24 +345,48 @@ def fake_tables(L=2, H=4):
             e = 0.6 if (l, h) == (1, 2) else 0.01
             for pos in ("all", "trigger", "non_trigger"):
                 pat.append(dict(site="head", layer=l, head=h, positions=pos, effect=e, ci_lo=e - 0.05, ci_hi=e + 0.05))
-            dl.append(dict(component="head", layer=l, head=h, dla_vs_mean=0.1, vs_mean_lo=0.0, vs_mean_hi=0.2))
+            r = 0.8 if (l, h) == (0, 1) else 0.1  # (0, 1) writes to the label against the runner-up class only
+            dl.append(dict(component="head", layer=l, head=h, dla_vs_mean=0.1, vs_mean_lo=0.0, vs_mean_hi=0.2,
+                           dla_vs_runner_up=r, vs_runner_up_lo=r - 0.1, vs_runner_up_hi=r + 0.1))
     return {"ablation": pd.DataFrame(abl), "patching": pd.DataFrame(pat), "dla": pd.DataFrame(dl)}
 
 
 def test_head_summary_needs_agreement_and_keeps_the_paper_verdict():
     from workbench.analysis import NotApplicable, head_summary
 
-    df = head_summary.compute(fake_tables())
+    df = head_summary.compute(fake_tables(), dla_measure="mean")  # no dla vote on the mean margin here
     assert len(df) == 8 and (df["n_methods"] == 3).all()
     dep = df[df.deposit_head]
     assert list(zip(dep.layer, dep["head"])) == [(1, 2)] and dep.methods.iloc[0] == "ablation+patching"
     paper = df[df.paper_deposit]  # the paper's zero-ablation definition flags both single-head deposits
     assert set(zip(paper.layer, paper["head"])) == {(0, 1), (1, 2)}
     assert df.probe_acc.isna().all() and df.by_probe.isna().all()
-    assert head_summary.compute(fake_tables(), min_agree=1).deposit_head.sum() == 2
-    assert head_summary.compute(fake_tables(), min_effect=0.7).deposit_head.sum() == 0
+    assert head_summary.compute(fake_tables(), min_agree=1, dla_measure="mean").deposit_head.sum() == 2
+    assert head_summary.compute(fake_tables(), min_effect=0.7, dla_measure="mean").deposit_head.sum() == 0
     with pytest.raises(NotApplicable, match="workbench analyze"):
         head_summary.compute({})
+
+
+def test_head_summary_dla_vote_reads_the_chosen_margin():
+    """`dla_measure` picks the margin the dla vote reads; both margins are shown either way, and a dla table made
+    before it had the runner-up margin is refused for that vote with what to do."""
+    from workbench.analysis import NotApplicable, head_summary
+
+    mean = head_summary.compute(fake_tables(), dla_measure="mean")
+    runner = head_summary.compute(fake_tables())  # the default
+    assert not mean.by_dla.any() and (mean.dla_measure == "mean").all()
+    assert list(zip(runner.layer[runner.by_dla], runner["head"][runner.by_dla])) == [(0, 1)]
+    dep = runner[runner.deposit_head]
+    assert set(zip(dep.layer, dep["head"])) == {(0, 1), (1, 2)} and "ablation+dla" in set(dep.methods)
+    for df in (mean, runner):  # the same columns, whichever the vote reads
+        assert df.dla_runner_up.max() == pytest.approx(0.8) and df.dla.max() == pytest.approx(0.1)
+    old = fake_tables()
+    old["dla"] = old["dla"].drop(columns=["dla_vs_runner_up", "vs_runner_up_lo", "vs_runner_up_hi"])
+    assert head_summary.compute(old, dla_measure="mean").dla_runner_up.isna().all()
+    with pytest.raises(NotApplicable, match="compute dla again"):
+        head_summary.compute(old)
+    with pytest.raises(ValueError, match="dla_measure='median' is unknown"):
+        head_summary.compute(fake_tables(), dla_measure="median")
 
 
 # ---- figures ------------------------------------------------------------------------------------------------
@@ -392,6 +425,26 @@ def test_head_figures_build_from_their_tables(name, head_tables):
     fig.to_json()
 
 
+def test_dla_figure_draws_the_chosen_margin(head_tables):
+    """The dla figure draws the margin vs the runner-up where the table has it, vs the mean when asked or when an
+    older table has only that; the heads' heatmap and the components' bars are that column."""
+    from workbench.figures import FIGURES
+
+    df = head_tables["dla"]
+    rest = df[df["component"] != "head"]
+    for measure, col in ((None, "dla_vs_runner_up"), ("runner_up", "dla_vs_runner_up"), ("mean", "dla_vs_mean")):
+        fig = FIGURES["dla"](df, **({"measure": measure} if measure else {}))
+        np.testing.assert_allclose(np.asarray(fig.data[1].y, float), rest[col])
+        assert np.nanmax(np.abs(np.asarray(fig.data[0].z, float))) == pytest.approx(
+            df[df.component == "head"][col].abs().max())
+        assert ("runner-up" in fig.layout.annotations[0].text) == (col == "dla_vs_runner_up")
+    assert not np.allclose(df["dla_vs_runner_up"], df["dla_vs_mean"])  # the two margins differ, so the test can tell
+    old = df.drop(columns=["dla_vs_runner_up", "vs_runner_up_lo", "vs_runner_up_hi"])
+    assert "mean logit" in FIGURES["dla"](old).layout.annotations[0].text
+    with pytest.raises(ValueError, match="the table has mean"):
+        FIGURES["dla"](old, measure="runner_up")
+
+
 def test_head_card_and_attention_figures(head_tables):
     import pandas as pd
 
@@ -401,8 +454,9 @@ def test_head_card_and_attention_figures(head_tables):
     assert {"zero_delta", "resample_delta", "patch_effect", "probe_selectivity", "dla", "t2_to_t1"} <= set(s.columns)
     assert s[["zero_delta", "resample_delta", "patch_effect", "dla", "t2_to_t1"]].notna().all().all()
     card = FIGURES["head_card"](s, layer=1, head=2)
-    assert len(card.data) == 2 and len(card.data[0].x) + len(card.data[1].x) == 15  # all but mean ablation
-    assert list(card.data[1].y) == ["direct effect (logits)", "self-repair (logits)"]  # logits on their own axis
+    assert len(card.data) == 2 and len(card.data[0].x) + len(card.data[1].x) == 16  # all but mean ablation
+    assert list(card.data[1].y) == ["direct effect vs the mean (logits)", "direct effect vs the runner-up (logits)",
+                                    "self-repair (logits)"]  # logits on their own axis
     assert card.data[1].xaxis != card.data[0].xaxis and "share of the direct effect made up" in card.data[0].y
     with pytest.raises(ValueError, match="layer 7"):
         FIGURES["head_card"](s, layer=7, head=0)

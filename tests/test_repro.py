@@ -461,6 +461,44 @@ def test_causal_claims_read_the_head_summaries():
     assert "seed 42: 1 heads with >= 2 votes, 0 with a causal one (probe+dla 1)" in ev
 
 
+def test_causal_claims_leave_out_a_dla_vote_on_the_mean_margin():
+    """A head summary whose dla vote read the margin vs the mean over classes (made before 2026-11-28, or with
+    dla_measure "mean") counts without it: the ablation deposit head marked by ablation+dla is then marked by
+    ablation alone, and the evidence names the seed. The same votes read on the runner-up margin count."""
+    from workbench.analysis import head_summary
+
+    def tables(dla_measure):
+        abl, dl = [], []
+        for l in range(2):
+            for h in range(2):
+                d = 0.3 if (l, h) == (0, 1) else 0.0
+                abl.append(dict(layer=l, head=h, metric="accuracy", mode="zero", delta=d, ci_lo=d - 0.05,
+                                ci_hi=d + 0.05, layer_gap=0.3, layer_gap_lo=0.2, layer_gap_hi=0.4))
+                dl.append(dict(component="head", layer=l, head=h, dla_vs_mean=0.9, vs_mean_lo=0.5, vs_mean_hi=1.2,
+                               dla_vs_runner_up=0.9, vs_runner_up_lo=0.5, vs_runner_up_hi=1.2))
+        return head_summary.compute({"ablation": pd.DataFrame(abl), "dla": pd.DataFrame(dl)}, dla_measure=dla_measure)
+
+    assert head_summary.mean_dla_vote(tables("mean")) and not head_summary.mean_dla_vote(tables("runner_up"))
+    hs_old = tables("mean").drop(columns=["dla_measure"])  # as made before 2026-11-28: no dla_measure column
+    assert head_summary.mean_dla_vote(hs_old)
+    c = head_summary.counted(hs_old)
+    assert c["by_dla"].isna().all() and not c["deposit_head"].any() and set(c["methods"]) == {"", "ablation"}
+    assert tables("mean")["deposit_head"].sum() == 1  # as stored: ablation+dla
+    assert head_summary.counted(tables("runner_up"))["deposit_head"].sum() == 1
+    rows, runs = [], []
+    for seed, hs in ((42, tables("runner_up")), (43, hs_old)):
+        rid = f"rope-{seed}"
+        rows.append({"run_id": rid, "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": seed,
+                     "test_acc": 0.99, "test_acc_auc": 0.9})
+        runs.append(FakeRun(rid, {"head_summary": hs}))
+    cl = claims(FakeStore(runs), _runs_frame(rows))
+    row = cl[cl.claim.str.startswith("RoPE's ablation deposit head also carries") & (cl.setting == "paper")].iloc[0]
+    assert "seed 42: L0.H1 patching nan, probe selectivity nan, votes ablation+dla" in row.evidence
+    assert "seed 43: L0.H1 patching nan, probe selectivity nan, votes ablation;" in row.evidence
+    assert "seed 43: dla vote left out" in row.evidence and "seed 42: dla vote left out" not in row.evidence
+    assert row.result == "mixed"
+
+
 @pytest.mark.slow
 def test_the_shipped_comparison_is_what_its_tables_give():
     """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""

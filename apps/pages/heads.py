@@ -131,7 +131,8 @@ def render_card(store, run_id: str | None, click, example) -> list:
     if len(r):
         cols = [c for c in ("zero_delta", "mean_delta", "resample_delta", "patch_effect", "patch_lo", "patch_hi",
                             "patch_trigger", "patch_non_trigger", "atp_effect", "probe_acc", "probe_selectivity", "dla",
-                            "self_repair", "repaired", "t2_to_t1", "to_triggers", "methods", "deposit_head", "paper_deposit") if c in r.columns]
+                            "dla_runner_up", "self_repair", "repaired", "t2_to_t1", "to_triggers", "methods",
+                            "deposit_head", "paper_deposit") if c in r.columns]
         # house precision; shipped tables are float32 (np.float32 is not a float)
         values = [f"{v:.3f}" if isinstance(v, (float, np.floating)) else str(v) for v in r[cols].iloc[0]]
         out.append(C.table_component(pd.DataFrame({"measure": cols, "value": values}), page_size=20))

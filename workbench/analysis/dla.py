@@ -13,7 +13,10 @@ frozen and divides that position's pooling weight, `logit = sum_c W_U gamma (sum
 mean)) + W_U beta sum_p w_p + b_U`.
 
 The direct effect of head (l, h) is its term read on the correct class (`dla`; `dla_vs_mean`: minus the mean
-over classes). It is the head's effect through the direct path only, with sigma held fixed: the frozen-
+over classes; `dla_vs_runner_up`: minus its term on the clean run's runner-up class, the highest-scoring class other
+than the label, so that the components sum to logit(label) - logit(runner-up), the margin the decision turns on. On
+the trigger-distance task the mean over classes moves with whole groups of neighbouring distance classes, which the
+decision does not read; docs/analyses.md). It is the head's effect through the direct path only, with sigma held fixed: the frozen-
 LayerNorm approximation (the true effect of removing a head also changes sigma and every later layer --
 that total effect is what ablation measures). Rows for the other components (embedding, attention biases,
 MLPs, the LayerNorm/unembedding bias) make the table add up to the mean correct-class logit.
@@ -89,28 +92,36 @@ def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], 
                                                              tokens)
 
 
+def runner_up(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """[B]: each example's highest-scoring class other than its label."""
+    return logits.scatter(1, labels[:, None], float("-inf")).argmax(-1)
+
+
 def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
             batch_size: int = 64) -> pd.DataFrame:
     """Mean direct effect on the correct class of every component, over test examples, with bootstrap intervals."""
     x, y = labelled_test(model, data, n_examples, seed, "direct logit attribution")
-    on_label, vs_mean, labels = [], [], None
+    on_label, vs_mean, vs_runner_up, labels = [], [], [], None
     with evaluating(model):
         for idx, tok, lab in batches(x, batch_size, y, trim=model.cfg.pads_are_inert,
                                      device=model.cfg.device):
-            labels, contrib, _ = decompose(model, tok)
-            at = contrib[torch.arange(len(tok)), :, lab]  # [B, n]
+            labels, contrib, logits = decompose(model, tok)
+            ix = torch.arange(len(tok))
+            at = contrib[ix, :, lab]  # [B, n]
             on_label.append(at.double().cpu().numpy())
             vs_mean.append((at - contrib.mean(-1)).double().cpu().numpy())
-    a, b = np.concatenate(on_label), np.concatenate(vs_mean)
-    cols = np.concatenate([a, b], 1)
+            vs_runner_up.append((at - contrib[ix, :, runner_up(logits, lab)]).double().cpu().numpy())
+    cols = np.concatenate([np.concatenate(v) for v in (on_label, vs_mean, vs_runner_up)], 1)
     mean = cols.mean(0)
     lo = hi = np.full_like(mean, np.nan)
     if n_boot > 0:
         lo, hi = percentile_interval(bootstrap_means(cols, n_boot, seed), level)
-    n = a.shape[1]
+    n = len(labels)
     rows = [{"component": c, "layer": l, "head": h, "dla": mean[i], "ci_lo": lo[i], "ci_hi": hi[i],
-             "dla_vs_mean": mean[n + i], "vs_mean_lo": lo[n + i], "vs_mean_hi": hi[n + i], "n_examples": len(a),
-             "level": level} for i, (c, l, h) in enumerate(labels)]
+             "dla_vs_mean": mean[n + i], "vs_mean_lo": lo[n + i], "vs_mean_hi": hi[n + i],
+             "dla_vs_runner_up": mean[2 * n + i], "vs_runner_up_lo": lo[2 * n + i],
+             "vs_runner_up_hi": hi[2 * n + i], "n_examples": len(cols), "level": level}
+            for i, (c, l, h) in enumerate(labels)]
     return pd.DataFrame(rows)
 
 

@@ -40,7 +40,7 @@ from workbench.model.attention import compute_dtype
 from ._common import (batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval,
                       run_data, tag)
 from .ablation import MODES, head_means, partner_z, with_partners
-from .dla import components, store_names
+from .dla import components, runner_up, store_names
 
 PARTS = ("direct", "total", "via_heads", "via_mlps", "via_layernorm", "self_repair")
 
@@ -98,11 +98,6 @@ def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: 
             x = block(x, memory, mask)
         model.head(x, tok)
     return store
-
-
-def runner_up(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """[B]: each example's highest-scoring class other than its label."""
-    return logits.scatter(1, labels[:, None], float("-inf")).argmax(-1)
 
 
 def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None,

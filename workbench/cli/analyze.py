@@ -131,8 +131,13 @@ def summarize(name: str, df) -> str:
         return f"most {r.measure}: layer {int(r.layer)}, head {int(r['head'])}, {r.value:.2f}"
     if name == "dla":
         h = df[df.component == "head"]
-        r = h.loc[h["dla"].idxmax()]
-        return f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.dla:+.2f} logits vs mean"
+        r = h.loc[h["dla_vs_mean"].idxmax()]
+        out = f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.dla_vs_mean:+.2f} logits vs mean"
+        if "dla_vs_runner_up" in h:
+            q = h.loc[h["dla_vs_runner_up"].idxmax()]
+            out += (f"; vs the runner-up class: layer {int(q.layer)}, head {int(q['head'])}, "
+                    f"{q.dla_vs_runner_up:+.2f} logits")
+        return out
     if name == "self_repair":
         r = df.loc[df["direct"].abs().idxmax()]
         share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
@@ -144,7 +149,9 @@ def summarize(name: str, df) -> str:
         dep = df[df.deposit_head]
         paper = df[df.paper_deposit]
         heads = lambda d: ", ".join(f"L{int(r.layer)}H{int(r.head)}" for r in d.itertuples()) or "none"  # noqa: E731
-        return (f"deposit heads (>= {int(df.min_agree.iloc[0])} methods agree): {heads(dep)}; paper's ablation-only "
+        against = "the runner-up" if "dla_measure" in df and df.dla_measure.iloc[0] == "runner_up" else "the mean"
+        return (f"deposit heads (>= {int(df.min_agree.iloc[0])} methods agree, the dla vote on the margin vs "
+                f"{against}): {heads(dep)}; paper's ablation-only "
                 f"single-head deposits: {heads(paper)}")
     if name == "extrapolation":
         return "accuracy: " + ", ".join(f"{r.split} ({int(r.max_len)} tok) {r.accuracy:.3f}" for r in df.itertuples())
@@ -173,6 +180,9 @@ def analyze_cmd(
                                    "(Kramár et al. 2024: |AtP| with each layer's gradient dropped in turn, averaged; "
                                    "L more backward passes)"),
     min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
+    dla_measure: str = typer.Option("runner_up", "--dla-measure", help="head-summary: the margin the dla vote reads, "
+                                    "runner_up (the label's direct effect minus the runner-up class's) | mean (minus "
+                                    "its mean over classes, as before 2026-11-28)"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
                                    "(seeds of one configuration) and print the deposit sentence of the mean"),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
@@ -199,6 +209,8 @@ def analyze_cmd(
         _fail(f"--mode {mode!r}: use zero, mean or resample")
     if measure not in ("margin", "runner_up"):
         _fail(f"--measure {measure!r}: use margin or runner_up")
+    if dla_measure not in ("mean", "runner_up"):
+        _fail(f"--dla-measure {dla_measure!r}: use mean or runner_up")
     if mode == "resample":  # `ablation` already stores ablation_resample
         keys = [k for k in keys if k != "ablation_resample"]
     device = str(pick_device(device))
@@ -223,7 +235,7 @@ def analyze_cmd(
         "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples),
         "self_repair": dict(mode=mode, n_boot=n_boot, seed=seed, measure=measure,
                             **({"n_examples": max_examples} if max_examples else {})),
-        "head_summary": dict(min_agree=min_agree),
+        "head_summary": dict(min_agree=min_agree, dla_measure=dla_measure),
     }
     not_applicable = failed = False
     ablations = []

@@ -272,18 +272,28 @@ def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure
     return _layout(fig, _title(df, "Trigger attention"))
 
 
-def dla(df: pd.DataFrame) -> go.Figure:
-    """Left: each head's direct effect on the correct class vs the class mean (1 trace). Right: the other
-    components (embedding, attention biases, MLPs, bias) as bars with intervals (1 trace)."""
+DLA_MARGINS = {"runner_up": ("dla_vs_runner_up", "vs_runner_up", "logit of the label − the runner-up's"),
+               "mean": ("dla_vs_mean", "vs_mean", "logit of the label − mean logit")}
+
+
+def dla(df: pd.DataFrame, measure: str | None = None) -> go.Figure:
+    """Left: each head's direct effect on the margin `measure` (1 trace): "runner_up" (the label's logit minus the
+    runner-up class's, the margin the decision turns on; the default where the table has it) or "mean" (minus the
+    mean logit; tables made before 2026-11-28 have only this). Right: the other components (embedding, attention
+    biases, MLPs, bias) on the same margin, as bars with intervals (1 trace)."""
+    measure = measure or ("runner_up" if "dla_vs_runner_up" in df else "mean")
+    if measure not in DLA_MARGINS or DLA_MARGINS[measure][0] not in df:
+        raise ValueError(f"measure={measure!r}: the table has "
+                         f"{', '.join(m for m, (c, _, _) in DLA_MARGINS.items() if c in df)}")
+    col, ci, what = DLA_MARGINS[measure]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.22,
-                        subplot_titles=["heads (logit of the label − mean logit)", "other components"])
-    _heatmap(fig, df[df["component"] == "head"], "dla_vs_mean", "vs_mean_lo", "vs_mean_hi", title="logits", row=1,
-             col=1)
+                        subplot_titles=[f"heads ({what})", "other components"])
+    _heatmap(fig, df[df["component"] == "head"], col, f"{ci}_lo", f"{ci}_hi", title="logits", row=1, col=1)
     rest = df[df["component"] != "head"]
     names = [c if l < 0 else f"{c} L{l}" for c, l in zip(rest["component"], rest["layer"])]
-    fig.add_trace(go.Bar(x=names, y=rest["dla_vs_mean"], name="components",
-                         error_y=dict(type="data", symmetric=False, array=rest["vs_mean_hi"] - rest["dla_vs_mean"],
-                                      arrayminus=rest["dla_vs_mean"] - rest["vs_mean_lo"])), row=1, col=2)
+    fig.add_trace(go.Bar(x=names, y=rest[col], name="components",
+                         error_y=dict(type="data", symmetric=False, array=rest[f"{ci}_hi"] - rest[col],
+                                      arrayminus=rest[col] - rest[f"{ci}_lo"])), row=1, col=2)
     fig.update_yaxes(title_text="logits", row=1, col=2)
     return _layout(fig, _title(df, "Direct logit attribution (final LayerNorm scale frozen)"))
 
@@ -293,7 +303,8 @@ SUMMARY_MEASURES = {"zero_delta": "zero-ablation Δacc", "mean_delta": "mean-abl
                     "patch_trigger": "patching effect (trigger positions)", "atp_effect": "AtP estimate of patching",
                     "via_query": "AtP* through its queries", "via_key": "AtP* through its keys",
                     "via_value": "AtP* through its values", "probe_acc": "label probe accuracy",
-                    "probe_selectivity": "label probe selectivity", "dla": "direct effect (logits)",
+                    "probe_selectivity": "label probe selectivity", "dla": "direct effect vs the mean (logits)",
+                    "dla_runner_up": "direct effect vs the runner-up (logits)",
                     "self_repair": "self-repair (logits)", "repaired": "share of the direct effect made up",
                     "t2_to_t1": "attention t2 → t1", "to_triggers": "attention to triggers", "n_agree": "methods agreeing"}
 
@@ -325,9 +336,10 @@ CARD_MEASURES = [("zero_delta", "zero_lo", "zero_hi"), ("mean_delta", None, None
                  ("via_query", "via_query_lo", "via_query_hi"), ("via_key", "via_key_lo", "via_key_hi"),
                  ("via_value", "via_value_lo", "via_value_hi"),
                  ("probe_selectivity", None, None),
-                 ("dla", "dla_lo", "dla_hi"), ("self_repair", "self_repair_lo", "self_repair_hi"),
+                 ("dla", "dla_lo", "dla_hi"), ("dla_runner_up", "dla_runner_up_lo", "dla_runner_up_hi"),
+                 ("self_repair", "self_repair_lo", "self_repair_hi"),
                  ("repaired", None, None), ("t2_to_t1", None, None), ("to_triggers", None, None)]
-LOGIT_MEASURES = {"dla", "self_repair"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
+LOGIT_MEASURES = {"dla", "dla_runner_up", "self_repair"}  # measured in logits (about 100 in a trained head): the card gives them their own axis
 
 
 def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:

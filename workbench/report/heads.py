@@ -19,7 +19,7 @@ ACROSS = [("qkv", "qkv_shares", "Where the heads take in the difference, run by 
            "How much of the heads' direct effects their ablations show, run by run")]
 COLUMNS = ["layer", "head", "methods", "n_agree", "n_methods", "paper_deposit", "zero_delta", "resample_delta",
            "patch_effect", "patch_lo", "patch_hi", "via_query", "via_key", "via_value", "probe_selectivity", "dla",
-           "self_repair", "repaired", "t2_to_t1"]
+           "dla_runner_up", "self_repair", "repaired", "t2_to_t1"]
 
 
 def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
@@ -27,8 +27,9 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
     doc.parts.append('<section id="heads">')
     doc.h(2, "Heads: causal evidence per head")
     doc.p("A deposit head needs at least two of: ablation (resample when computed, else zero), activation patching "
-          "with counterfactual pairs, a selective label probe on its z, a direct logit effect (thresholds in the "
-          "table). The paper's ablation-only single-head deposit is shown beside it (docs/analyses.md).", "note")
+          "with counterfactual pairs, a selective label probe on its z, a direct logit effect on the margin vs the "
+          "runner-up class (summaries made before 2026-11-28: vs the mean over classes, the table's dla_measure; "
+          "thresholds in the table). The paper's ablation-only single-head deposit is shown beside it (docs/analyses.md).", "note")
     summary.setdefault("heads", {})
     for s in summaries:
         present = set(s.get("tables", {}).get("present", []))

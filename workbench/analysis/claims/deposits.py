@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .._common import scheme_label, task_label
+from ..head_summary import counted, mean_dla_vote
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
                     _deposit_text, _deposits, _largest, _learned, _row, _runs, _seed_label, _settled, _single_layers,
                     _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
@@ -177,17 +178,27 @@ def _rope_absolute_claim(store, runs, th) -> dict:
 
 
 def _summaries(store, runs, setting: str, scheme: str, task: str):
-    """(the runs of a cell, its settled runs, settled run id -> its `head_summary` table)."""
+    """(the runs of a cell, its settled runs, settled run id -> its stored `head_summary` table)."""
     all_sub = _runs(runs, setting, scheme, task)
     sub = _settled(all_sub)
     return all_sub, sub, _stored(store, sub["run_id"], "head_summary")
+
+
+def _dla_note(hs: dict[str, pd.DataFrame], sub: pd.DataFrame) -> str:
+    """The evidence's note on the seeds whose head summary's dla vote read the margin vs the mean over classes and
+    is left out ("" when none)."""
+    seeds = [str(r.seed) for r in sub.itertuples() if r.run_id in hs and mean_dla_vote(hs[r.run_id])]
+    return (f"; seed {', '.join(seeds)}: dla vote left out (its head summary read the margin vs the mean over "
+            "classes, not the decision's; docs/analyses.md, head_summary)") if seeds else ""
 
 
 def _causal_claims(store, runs, th) -> list[dict]:
     """Beyond zero-ablation (issue 14), from each run's `head_summary` table (votes of ablation, patching, probe
     and direct logit attribution): does RoPE's ablation deposit head also carry the distance, and does MLA have a
     head that two methods agree on? The paper used ablation alone: these rows are beyond the paper (shown, not
-    counted as tests of it). Settled seeds only (`_settled`: learned, not still learning)."""
+    counted as tests of it). Settled seeds only (`_settled`: learned, not still learning). A dla vote counts only
+    where it read the margin vs the runner-up class (`head_summary.counted`; the evidence names the seeds whose vote
+    is left out)."""
     out = []
     claim = "RoPE's ablation deposit head also carries the distance (>= 2 methods agree), Task 1"
     for setting in ("paper", "authors"):
@@ -196,7 +207,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
         for r in sub.itertuples():
             if r.run_id not in hs:
                 continue
-            h = hs[r.run_id]
+            h = counted(hs[r.run_id])
             paper = h[h["paper_deposit"].astype(bool)]
             if paper.empty:
                 notes.append(f"seed {r.seed}: no ablation deposit head")
@@ -211,7 +222,8 @@ def _causal_claims(store, runs, th) -> list[dict]:
             continue
         notes += _uncounted_notes(all_sub)
         out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
-                        _beyond(agree, all_sub, sub), "; ".join(notes) + _waiting(sub, hs, "head_summary") if notes
+                        _beyond(agree, all_sub, sub), "; ".join(notes) + _waiting(sub, hs, "head_summary")
+                        + _dla_note(hs, sub) if notes
                         else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
     claim = "MLA has no head that a causal method and a second method mark as a deposit head"
     for setting in ("paper", "authors-mla"):
@@ -221,7 +233,8 @@ def _causal_claims(store, runs, th) -> list[dict]:
             for r in sub.itertuples():
                 if r.run_id not in hs:
                     continue
-                dep = hs[r.run_id][hs[r.run_id]["deposit_head"].astype(bool)]
+                h = counted(hs[r.run_id])
+                dep = h[h["deposit_head"].astype(bool)]
                 causal = dep[dep["methods"].map(_has_causal_vote)]
                 agree.append(causal.empty)
                 notes.append(f"seed {r.seed}: {len(dep)} heads with >= 2 votes, {len(causal)} with a causal one"
@@ -231,7 +244,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
             parts = notes + _uncounted_notes(all_sub)
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
                             _beyond(agree, all_sub, sub),
-                            "; ".join(parts) + _waiting(sub, hs, "head_summary") if parts
+                            "; ".join(parts) + _waiting(sub, hs, "head_summary") + _dla_note(hs, sub) if parts
                             else "no finished run with a head_summary table yet", all_sub["run_id"],
                             _verdict(agree, th)))
     return out
