@@ -26,7 +26,7 @@ Votes (NaN when the method's table is missing), thresholds are parameters:
 * dla: direct effect >= `min_dla` (logits) with the interval above 0, on the margin vs the runner-up class
   (`dla_measure="runner_up"`, the default since 2026-11-28: the margin the decision turns on) or vs the mean over
   classes (`dla_measure="mean"`, issue 14's: on the trigger-distance task it moves with groups of neighbouring
-  classes and marked 57 of 96 heads of a Task 1 RoPE run, against 2 on the runner-up; docs/analyses.md).
+  classes and marked 57 of 96 heads of a Task 1 RoPE run, against 1 on the runner-up; docs/analyses.md).
 
 `deposit_head` = at least `min_agree` votes; `paper_deposit` = the paper's definition: the top head of a layer
 whose zero-ablation deltas show a single-head deposit (`deposit.compute`, docs/paper.md §5).
