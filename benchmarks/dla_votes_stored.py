@@ -34,7 +34,7 @@ def main() -> None:
         hs = run.load_table("head_summary")
         rows.append({"run_id": rid, "task": run.config["task"]["task"], "heads": len(hs),
                      "dla_measure": hs["dla_measure"].iloc[0] if "dla_measure" in hs else "mean (before 2026-11-28)",
-                     "dla_votes": int(hs["by_dla"].fillna(False).astype(bool).sum()),
+                     "dla_votes": int(hs["by_dla"].eq(True).sum()),
                      "deposit_heads_stored": int(hs["deposit_head"].sum()),
                      "deposit_heads_counted": int(counted(hs)["deposit_head"].sum()),
                      "dla_left_out": mean_dla_vote(hs)})

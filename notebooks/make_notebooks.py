@@ -565,7 +565,13 @@ if run:
     probes = table(run, "probes")
     print(probes[probes.probe == "position"][["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
     display(FIGURES["probes"](probes))'''),
-    new_markdown_cell("## 5. Trigger attention, direct logit attribution and self-repair"),
+    new_markdown_cell("""\
+## 5. Trigger attention, direct logit attribution and self-repair
+
+Direct logit attribution splits the logits into one term per component (the final LayerNorm's scale frozen). The
+figure reads each head's term on the label minus its term on the runner-up class, the margin the prediction turns
+on; tables made before 2026-11-28 have only the margin over the class mean, which on this task moves with whole
+groups of neighbouring distances (docs/analyses.md, `dla`, "Which margin")."""),
     new_code_cell('''\
 if run:
     display(FIGURES["trigger_attention"](table(run, "trigger_attention")))

@@ -146,7 +146,7 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
 def _tally(df: pd.DataFrame, min_agree: int) -> None:
     """`n_methods`, `n_agree`, `methods` and `deposit_head` from the `by_*` votes (NaN: no vote), in place."""
     flags = df[[f"by_{m}" for m in METHODS]].set_axis(list(METHODS), axis=1)
-    agree = flags.fillna(False).astype(bool)
+    agree = flags.eq(True)  # NaN (no vote) is not agreement
     df["n_methods"] = flags.notna().sum(axis=1)
     df["n_agree"] = agree.sum(axis=1)
     df["methods"] = agree.apply(lambda r: "+".join(m for m in METHODS if r[m]), axis=1)
