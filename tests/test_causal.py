@@ -389,6 +389,47 @@ def test_head_summary_dla_vote_reads_the_chosen_margin():
         head_summary.compute(fake_tables(), dla_measure="median")
 
 
+def _mean_vote_summary():
+    """A head summary as made before 2026-11-28: its dla vote read the mean margin (no dla_measure column), and
+    it made (0, 1) (ablation+dla) and (1, 2) (ablation+patching+dla) deposit heads."""
+    from workbench.analysis import head_summary
+
+    t = fake_tables()
+    t["dla"]["dla_vs_mean"], t["dla"]["vs_mean_lo"] = 0.9, 0.5  # every head votes on the mean margin
+    hs = head_summary.compute(t, dla_measure="mean").drop(columns=["dla_measure"])
+    assert set(zip(hs.layer[hs.deposit_head], hs["head"][hs.deposit_head])) == {(0, 1), (1, 2)}
+    return hs
+
+
+def test_report_and_heads_page_count_a_summary_without_its_mean_margin_dla_vote():
+    """The report's Heads section and the dashboard's Heads page show a head summary whose dla vote read the mean
+    margin as the claims count it (`head_summary.counted`): the note says so with the command, and only the head
+    that two other methods mark stays a deposit head."""
+    from types import SimpleNamespace
+
+    from workbench.report.build import Doc
+    from workbench.report.heads import heads_section
+
+    hs = _mean_vote_summary()
+    run = SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"}},
+                          tables=lambda: ["head_summary"], load_table=lambda name: hs.copy(), status="finished",
+                          info={}, has_table=lambda name: name == "head_summary", store=SimpleNamespace(readonly=True))
+    doc, summary = Doc(), {}
+    heads_section(doc, SimpleNamespace(get=lambda rid: run), [{"id": "r1", "tables": {"present": ["head_summary"]}}],
+                  summary)
+    assert [(h["layer"], h["head"], h["methods"]) for h in summary["heads"]["r1"] if h["deposit_head"]] == [
+        (1, 2, "ablation+patching")]
+    assert "left out here" in "".join(doc.parts) and "--what dla,head-summary" in "".join(doc.parts)
+
+    import json
+
+    from apps.pages.heads import render_map
+
+    hints, fig, text = render_map(SimpleNamespace(get=lambda rid: run), "r1", "n_agree")
+    assert text == "1 deposit heads: L1.H2 (ablation+patching)"
+    assert "left out here" in json.dumps([h.to_plotly_json() for h in hints], default=str)
+
+
 # ---- figures ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def head_tables():

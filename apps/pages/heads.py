@@ -15,6 +15,7 @@ from dash import Input, Output, State, dcc, html
 
 from apps import common as C
 from apps.jobs import analysis_work, register_job, register_recreate
+from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
@@ -76,6 +77,9 @@ def render_map(store, run_id: str | None, measure: str):
     df, missing = C.load_table(run, "head_summary")
     if df is None:
         return out + [missing], None, ""
+    if mean_dla_vote(df):
+        out.append(C.hint(DLA_LEFT_OUT, cmd=C.analyze_cmd(run.id, "dla,head-summary"), kind="info"))
+    df = counted(df)
     fig, ferr = C.build_figure("head_summary", df, measure=measure)
     if fig is None:
         return out + [ferr], None, ""
@@ -125,6 +129,7 @@ def render_card(store, run_id: str | None, click, example) -> list:
     df, missing = C.load_table(run, "head_summary")
     if df is None:
         return [missing]
+    df = counted(df)
     layer, head = _selected(df, click)
     out = [C.figure_or_hint("head_card", df, layer=layer, head=head, height=380)]
     r = df[(df["layer"] == layer) & (df["head"] == head)]

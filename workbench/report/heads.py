@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote
+
 # (table, figure builder, kwargs)
 FIGURES = [("head_summary", "head_summary", {"measure": "n_agree"}), ("patching", "patching", {}),
            ("attribution", "attribution", {}), ("edges", "edges", {}), ("qkv", "qkv", {}),
@@ -50,6 +52,9 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
             except Exception as e:
                 doc.error(f"{table} table of {s['id']} unreadable: {e}")
                 continue
+            if table == "head_summary" and mean_dla_vote(df):
+                doc.p(f"{DLA_LEFT_OUT} `workbench analyze {s['id']} --what dla,head-summary`.", "note")
+                df = counted(df)
             doc.figure(name, df, f"heads/{table}", [s["id"]], [table], kw)
             if table == "head_summary":
                 flagged = df[df["deposit_head"].astype(bool) | df["paper_deposit"].astype(bool)]
