@@ -426,7 +426,7 @@ def test_report_and_heads_page_count_a_summary_without_its_mean_margin_dla_vote(
     from apps.pages.heads import render_map
 
     hints, fig, text = render_map(SimpleNamespace(get=lambda rid: run), "r1", "n_agree")
-    assert text == "1 deposit heads: L1.H2 (ablation+patching)"
+    assert text == "1 deposit head: L1.H2 (ablation+patching)"
     assert "left out here" in json.dumps([h.to_plotly_json() for h in hints], default=str)
 
 

@@ -87,7 +87,7 @@ def render_map(store, run_id: str | None, measure: str):
     dep = df[df["deposit_head"].astype(bool)]
     named = ", ".join(f"L{r.layer}.H{r.head} ({r.methods})" for r in dep.head(MAX_NAMED).itertuples())
     more = f" and {len(dep) - MAX_NAMED} more (circles on the map)" if len(dep) > MAX_NAMED else ""
-    text = (f"{len(dep)} deposit heads: {named}{more}" if len(dep)
+    text = (f"{len(dep)} deposit head{'s' if len(dep) > 1 else ''}: {named}{more}" if len(dep)
             else f"no head is flagged by {int(df['min_agree'].iloc[0])} methods")
     return out, fig, text
 
