@@ -130,7 +130,7 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
     progress(0.02, f"re-creating {run_id} from its config (the shipped run took "
                    f"{float(src.info.get('wall_time_s') or 0):.0f} s to train)")
     note = numerics_note(src.info)  # other numerics here: another trajectory, said with the result
-    said: list[str] = []  # the last line: the finished copy's metrics against the shipped ones
+    said: list[str] = []  # its agreement line ("RUN_ID: ..."): the finished copy's metrics against the shipped ones
 
     def say(line: str) -> None:
         said.append(line)
@@ -140,7 +140,8 @@ def recreate_work(progress: Progress, ctx, run_id: Any) -> dict:
     run = _with_epoch_progress(progress, int(src.config["train"]["epochs"]),
                                lambda on_epoch: recreate(stores.shipped, stores.own, run_id, on_epoch=on_epoch,
                                                          say=say))
-    compared = said[-1].removeprefix(f"{run_id}: ") if said and run.status == "finished" else None
+    agreement = [line for line in said if line.startswith(f"{run_id}: ")]  # `recreate.agreement_line`
+    compared = agreement[-1].removeprefix(f"{run_id}: ") if agreement and run.status == "finished" else None
     tail = [s[0].upper() + s[1:] for s in (note, compared) if s]
     return {"run_id": run.id, "message": f"re-created {run.id} in your store ({run.status}){_acc(run)} in "
                                          f"{time.time() - start:.0f} s" + "".join(f". {s}" for s in tail)}
