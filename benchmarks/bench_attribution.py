@@ -21,7 +21,6 @@ The run needs its weights: a run of your store, or a shipped one re-created into
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -30,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from timing import SideBySide, open_run, provenance, run_arguments  # noqa: E402  (this folder is on sys.path)
+from timing import SideBySide, open_run, provenance, run_arguments, write_json  # noqa: E402  (on sys.path)
 from workbench.analysis import attribution, edges, patching  # noqa: E402
 
 
@@ -148,9 +147,7 @@ def main() -> None:
         out = {**provenance(run, args, bench, "patching", "attribution", "attribution again"), "agreement": rows,
                "stream_all": [{"layer": int(r.layer), "atp": float(r.effect), "patching": float(r.patching_effect)}
                               for r in stream.itertuples()], "ig": ig, "grad_drop": gd}
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1, default=float)
-        print("wrote", args.json)
+        write_json(args.json, out)
 
 
 if __name__ == "__main__":

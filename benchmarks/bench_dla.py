@@ -18,13 +18,12 @@ The run needs its weights: a run of your store, or a shipped one re-created into
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from timing import SideBySide, open_run, provenance, run_arguments  # noqa: E402  (this folder is on sys.path)
+from timing import SideBySide, open_run, provenance, run_arguments, write_json  # noqa: E402  (on sys.path)
 from workbench.analysis import ablation, dla  # noqa: E402
 from workbench.analysis.attribution import _spearman  # noqa: E402
 
@@ -71,10 +70,7 @@ def main() -> None:
                "min_dla": args.min_dla, "margins": out, "spearman_mean_vs_runner_up": rank,
                "heads": heads[["layer", "head", "dla", "dla_vs_mean", "vs_mean_lo", "vs_mean_hi", "dla_vs_runner_up",
                                "vs_runner_up_lo", "vs_runner_up_hi", "acc_drop"]].to_dict("records")}
-        res.pop("pairs", None)
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1, default=float)
-        print("wrote", args.json)
+        write_json(args.json, res, pairs=False)
 
 
 if __name__ == "__main__":

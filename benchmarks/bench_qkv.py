@@ -17,13 +17,12 @@ The run needs its weights: a run of your store, or a shipped one re-created into
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from timing import SideBySide, open_run, provenance, run_arguments  # noqa: E402  (this folder is on sys.path)
+from timing import SideBySide, open_run, provenance, run_arguments, write_json  # noqa: E402  (on sys.path)
 from workbench.analysis import qkv  # noqa: E402
 from workbench.analysis.patching import pairs_for  # noqa: E402
 
@@ -65,9 +64,7 @@ def main() -> None:
                "agreement": agree.to_dict("records"), "largest_atp_star_vs_atp": biggest,
                "shares_all_positions": qkv.shares(df).to_dict("records"),
                "shares_all_positions_real": qkv.shares(df, value="patch_effect").to_dict("records")}
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1, default=float)
-        print("wrote", args.json)
+        write_json(args.json, out)
 
 
 if __name__ == "__main__":

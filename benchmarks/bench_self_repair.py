@@ -18,7 +18,6 @@ The run needs its weights: a run of your store, or a shipped one re-created into
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -26,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from timing import SideBySide, open_run, provenance, run_arguments  # noqa: E402  (this folder is on sys.path)
+from timing import SideBySide, open_run, provenance, run_arguments, write_json  # noqa: E402  (on sys.path)
 from workbench.analysis import ablation, self_repair  # noqa: E402
 from workbench.analysis.attribution import _spearman  # noqa: E402
 
@@ -85,10 +84,7 @@ def main() -> None:
                "mode": args.mode, "measure": args.measure, "top_heads": heads, "spearman": ranks, "summed_abs": summed,
                "shares": dict(zip(sh["part"], sh["share"])),
                "heads": df.drop(columns=["mode", "measure", "n_examples", "level", "min_direct"]).to_dict("records")}
-        out.pop("pairs", None)
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1, default=float)
-        print("wrote", args.json)
+        write_json(args.json, out, pairs=False)
 
 
 if __name__ == "__main__":

@@ -79,3 +79,15 @@ def provenance(run, args, bench: SideBySide, ref: str, fast: str, again: str) ->
             "machine": platform.processor() or platform.machine(), "code_version": rev,
             "load_average": os.getloadavg()[0], "times_s": {k: {"wall": v[0], "cpu": v[1]} for k, v in t.items()},
             "ratio_wall": t[ref][0] / best[0], "ratio_cpu": t[ref][1] / best[1]}
+
+
+def write_json(path: str, record: dict, pairs: bool = True) -> None:
+    """Write a benchmark's `record` (its `provenance` and measurements) to `path`, numpy numbers as floats;
+    `pairs=False` drops the counterfactual-pair count of a benchmark that uses none."""
+    import json
+
+    if not pairs:
+        record = {k: v for k, v in record.items() if k != "pairs"}
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1, default=float)
+    print("wrote", path)

@@ -16,9 +16,9 @@ The direct effect of head (l, h) is its term read on the correct class (`dla`; `
 over classes; `dla_vs_runner_up`: minus its term on the clean run's runner-up class, the highest-scoring class other
 than the label, so that the components sum to logit(label) - logit(runner-up), the margin the decision turns on. On
 the trigger-distance task the mean over classes moves with whole groups of neighbouring distance classes, which the
-decision does not read; docs/analyses.md). It is the head's effect through the direct path only, with sigma held fixed: the frozen-
-LayerNorm approximation (the true effect of removing a head also changes sigma and every later layer --
-that total effect is what ablation measures). Rows for the other components (embedding, attention biases,
+decision does not read; docs/analyses.md). It is the head's effect through the direct path only, with sigma held
+fixed: the frozen-LayerNorm approximation (the true effect of removing a head also changes sigma and every later
+layer -- that total effect is what ablation measures). Rows for the other components (embedding, attention biases,
 MLPs, the LayerNorm/unembedding bias) make the table add up to the mean correct-class logit.
 """
 from __future__ import annotations
