@@ -30,8 +30,9 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
     doc.h(2, "Heads: causal evidence per head")
     doc.p("A deposit head needs at least two of: ablation (resample when computed, else zero), activation patching "
           "with counterfactual pairs, a selective label probe on its z, a direct logit effect on the margin vs the "
-          "runner-up class (summaries made before 2026-11-28: vs the mean over classes, the table's dla_measure; "
-          "thresholds in the table). The paper's ablation-only single-head deposit is shown beside it (docs/analyses.md).", "note")
+          "runner-up class (a summary whose dla vote read the margin over the class mean is shown without it, with a "
+          "note; thresholds in the table). The paper's ablation-only single-head deposit is shown beside it "
+          "(docs/analyses.md).", "note")
     summary.setdefault("heads", {})
     for s in summaries:
         present = set(s.get("tables", {}).get("present", []))
