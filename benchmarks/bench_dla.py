@@ -27,8 +27,6 @@ from timing import SideBySide, open_run, provenance, run_arguments, write_json  
 from workbench.analysis import ablation, dla  # noqa: E402
 from workbench.analysis.attribution import _spearman  # noqa: E402
 
-MARGINS = {"mean": ("dla_vs_mean", "vs_mean"), "runner_up": ("dla_vs_runner_up", "vs_runner_up")}
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -48,7 +46,8 @@ def main() -> None:
         abl[abl["metric"] == "accuracy"].set_index(["layer", "head"])["delta"].rename("acc_drop"),
         on=["layer", "head"])
     out = {}
-    for name, (col, ci) in MARGINS.items():
+    for name in ("mean", "runner_up"):
+        col, ci = dla.MARGINS[name]
         top = heads.reindex(heads[col].abs().sort_values(ascending=False).index).head(args.top)
         votes = heads[(heads[col] >= args.min_dla) & (heads[f"{ci}_lo"] > 0)]
         print(f"margin vs the {name.replace('_', '-')}: summed |direct| over heads {heads[col].abs().sum():.2f} logits;"
@@ -57,7 +56,7 @@ def main() -> None:
         for r in top.itertuples():
             print(f"  L{r.layer}.H{r.head}: {getattr(r, col):+.3f} [{getattr(r, f'{ci}_lo'):+.3f}, "
                   f"{getattr(r, f'{ci}_hi'):+.3f}]; the other margin "
-                  f"{getattr(r, MARGINS['mean' if name == 'runner_up' else 'runner_up'][0]):+.3f}; accuracy drop "
+                  f"{getattr(r, dla.MARGINS['mean' if name == 'runner_up' else 'runner_up'][0]):+.3f}; accuracy drop "
                   f"{r.acc_drop:+.4f}")
         out[name] = {"summed_abs": float(heads[col].abs().sum()),
                      "votes": [f"L{r.layer}.H{r.head}" for r in votes.itertuples()],

@@ -92,6 +92,10 @@ def decompose(model, tokens: torch.Tensor) -> tuple[list[tuple[str, int, int]], 
                                                              tokens)
 
 
+MARGINS = {"runner_up": ("dla_vs_runner_up", "vs_runner_up"), "mean": ("dla_vs_mean", "vs_mean")}
+"""margin -> (its column in the table, the prefix of its interval's `_lo` / `_hi` columns)"""
+
+
 def runner_up(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """[B]: each example's highest-scoring class other than its label."""
     return logits.scatter(1, labels[:, None], float("-inf")).argmax(-1)

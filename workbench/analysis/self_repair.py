@@ -130,8 +130,8 @@ def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.T
         own, frozen = own.reshape(H, B, -1).double().cpu(), frozen.reshape(H, B, -1).double().cpu()
         d = frozen - m0[None]  # [copy, B, n]
         moved[l] = d
-        for h in range(H):
-            out["direct"][l, h] = -d[h, :, comps.index(("head", l, h))]
+        own_term = [comps.index(("head", l, h)) for h in range(H)]  # copy h's own head
+        out["direct"][l] = -d[torch.arange(H), :, own_term]
         out["total"][l] = m0.sum(-1)[None] - own.sum(-1)
         out["via_heads"][l] = d[:, :, np.flatnonzero((kind == "head") & (layer > l))].sum(-1)
         out["via_mlps"][l] = d[:, :, np.flatnonzero((kind == "mlp") & (layer >= l))].sum(-1)

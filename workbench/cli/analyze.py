@@ -200,17 +200,18 @@ def analyze_cmd(
 
     from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
     from workbench.analysis import deposit as deposit_mod
+    from workbench.analysis.ablation import MODES
+    from workbench.analysis.head_summary import DLA_MEASURES
+    from workbench.analysis.self_repair import MEASURES
     from workbench.store import RunStore
 
     from workbench.train.loop import check_threads, pick_device
 
     keys = parse_what(what, all_)
-    if mode not in ("zero", "mean", "resample"):
-        _fail(f"--mode {mode!r}: use zero, mean or resample")
-    if measure not in ("margin", "runner_up"):
-        _fail(f"--measure {measure!r}: use margin or runner_up")
-    if dla_measure not in ("mean", "runner_up"):
-        _fail(f"--dla-measure {dla_measure!r}: use mean or runner_up")
+    for flag, value, allowed in (("--mode", mode, MODES), ("--measure", measure, MEASURES),
+                                 ("--dla-measure", dla_measure, tuple(DLA_MEASURES))):
+        if value not in allowed:
+            _fail(f"{flag} {value!r}: use {', '.join(allowed[:-1])} or {allowed[-1]}")
     if mode == "resample":  # `ablation` already stores ablation_resample
         keys = [k for k in keys if k != "ablation_resample"]
     device = str(pick_device(device))

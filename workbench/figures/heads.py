@@ -272,8 +272,7 @@ def trigger_attention(df: pd.DataFrame, measure: str | None = None) -> go.Figure
     return _layout(fig, _title(df, "Trigger attention"))
 
 
-DLA_MARGINS = {"runner_up": ("dla_vs_runner_up", "vs_runner_up", "logit of the label − the runner-up's"),
-               "mean": ("dla_vs_mean", "vs_mean", "logit of the label − mean logit")}
+DLA_TITLES = {"runner_up": "logit of the label − the runner-up's", "mean": "logit of the label − mean logit"}
 
 
 def dla(df: pd.DataFrame, measure: str | None = None) -> go.Figure:
@@ -281,13 +280,15 @@ def dla(df: pd.DataFrame, measure: str | None = None) -> go.Figure:
     runner-up class's, the margin the decision turns on; the default where the table has it) or "mean" (minus the
     mean logit; tables made before 2026-11-28 have only this). Right: the other components (embedding, attention
     biases, MLPs, bias) on the same margin, as bars with intervals (1 trace)."""
-    measure = measure or ("runner_up" if "dla_vs_runner_up" in df else "mean")
-    if measure not in DLA_MARGINS or DLA_MARGINS[measure][0] not in df:
+    from workbench.analysis.dla import MARGINS
+
+    measure = measure or ("runner_up" if MARGINS["runner_up"][0] in df else "mean")
+    if measure not in MARGINS or MARGINS[measure][0] not in df:
         raise ValueError(f"measure={measure!r}: the table has "
-                         f"{', '.join(m for m, (c, _, _) in DLA_MARGINS.items() if c in df)}")
-    col, ci, what = DLA_MARGINS[measure]
+                         f"{', '.join(m for m, (c, _) in MARGINS.items() if c in df)}")
+    col, ci = MARGINS[measure]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.22,
-                        subplot_titles=[f"heads ({what})", "other components"])
+                        subplot_titles=[f"heads ({DLA_TITLES[measure]})", "other components"])
     _heatmap(fig, df[df["component"] == "head"], col, f"{ci}_lo", f"{ci}_hi", title="logits", row=1, col=1)
     rest = df[df["component"] != "head"]
     names = [c if l < 0 else f"{c} L{l}" for c, l in zip(rest["component"], rest["layer"])]
