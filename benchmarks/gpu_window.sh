@@ -3,7 +3,7 @@
 # and pack what the window brings back.
 #   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked;
 #   2. with --check: benchmarks/gpu_check.sh into OUT/check (gpu tests, eager vs compiled steps, mask, agreement),
-#      whose step_ms.json then feeds the planner and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
+#      whose step_ms.json then feeds the planner (the stored table filling the schemes it did not time) and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
 #   3. the training job: `workbench sweep grids/paper.toml --deadline` up to the window's end less RESERVE: Table 1's
 #      runs (TAGS) of tier TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come
 #      back), beside `workbench ship --follow --while-pid` (each finished run analysed, TABLES, its head ablations on
@@ -26,7 +26,8 @@
 #        # survive the first call's end is resumed from its checkpoints in this call, in the time left
 #   make repro-gpu WINDOW=BUDGET                            # the one-call form without the check
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
-# PAPER_RUNS (runs-paper), STEP_MS, COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster),
+# PAPER_RUNS (runs-paper), STORED_MS (benchmarks/measured/step_ms.json: the planner's ms a step, filling the
+# schemes a check did not time), STEP_MS (the check's step_ms.json where it ran, else STORED_MS), COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster),
 # COMPILE_MODE (torch.compile's; default), SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice),
 # RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S (15 s a detached call keeps for
 # packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
@@ -64,7 +65,11 @@ grid=${GRID:-grids/paper.toml}
 tier=${TIER:-1}
 tags=${TAGS-rope,nope,mla}   # TAGS= : every variant of the tier
 tables=${TABLES:-ablation,deposit}
-step_ms=${STEP_MS:-benchmarks/measured/step_ms.json}
+# the stored table (window_back.py folds each check into it) fills what a check did not time (a check of RoPE
+# alone: NoPE and MLA), scaled by the ratio on the schemes both time (`sweep.fill_step_ms`); without it the planner
+# never starts a run of unknown time (the H200 window of 2026-11-28 trained RoPE alone)
+stored_ms=${STORED_MS:-benchmarks/measured/step_ms.json}
+step_ms=${STEP_MS:-$stored_ms}
 compile=${COMPILE:-auto}
 device=${DEVICE:-cuda}   # DEVICE=cpu with CHECK_ARGS="--device cpu --preset smoke": a dry run of the flow
 # where the job ships: results/paper itself in one call; detached, a copy of it in the state folder, since the next
@@ -100,7 +105,7 @@ train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESE
   local stop=$1 flags=$flags left rc sweep  # flags: this window's, less a backend that failed
   while :; do
     left=$(( stop - $(date +%s) - ${RESERVE:-45} ))
-    say "training for $left s (flags:${flags:- none}; step ms: $step_ms; shipping to $shipto)"
+    say "training for $left s (flags:${flags:- none}; step ms: $step_ms, filled from $stored_ms; shipping to $shipto)"
     mkdir -p "$shipto"
     if [ "$left" -le 30 ]; then
       say "too little time left to train"; rc=1; break
@@ -110,7 +115,8 @@ train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESE
     "$py" -m workbench sweep "$grid" --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --device "$device" \
         $flags $(case "$flags" in *--sdpa-backend*) echo --fail-fast ;; esac) --deadline "$left" --no-partial \
         --checkpoint-every 10 --quiet --root "$runs" --shipped "$shipto" \
-        $([ -f "$step_ms" ] && echo --step-ms "$step_ms") 2>&1 | tee -a "$state/logs/sweep.log" &
+        $(for f in $(printf '%s\n' "$step_ms" "$stored_ms" | awk '!seen[$0]++'); do [ -f "$f" ] && echo --step-ms "$f"; done) \
+        2>&1 | tee -a "$state/logs/sweep.log" &
     sweep=$!
     OMP_NUM_THREADS=${SHIP_THREADS:-8} timeout $(( stop - $(date +%s) - 20 )) "$py" -m workbench ship --grid "$grid" \
         --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" --to "$shipto" --tables "$tables" \

@@ -56,10 +56,11 @@ MEASURED = REPO / "benchmarks" / "measured" / "step_ms.json"  # one card's compi
 
 
 def measured_step(scheme: str) -> tuple[float | None, str | None]:
-    """(the compiled step last measured on a GPU for this config scheme, the card of CARDS it was measured on)."""
+    """(the compiled step last measured on a GPU for this config scheme, the card of CARDS it was measured on); None
+    for a figure window_back.py filled from another card's (step_ms.json's "filled")."""
     data = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
     card = next((c for c in CARDS if c.split()[0] in data.get("device", "")), None)
-    return data.get("step_ms", {}).get(scheme), card
+    return (None if scheme in data.get("filled", {}) else data.get("step_ms", {}).get(scheme)), card
 
 
 def _kind(node) -> str:

@@ -14,7 +14,8 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
    benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
    exists);
 4. the check's `step_ms` folded into benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
-   card: another card's figures replace it whole);
+   card: on another card, the schemes the check did not time keep the old card's figures scaled by the ratio on
+   those it did, and say so under "filled");
 5. `workbench compare results/repro --readme README.md --figure ... --study-figure ...`: COMPARISON.md's paper-scale
    column, the README block and the findings figures (`--no-compare`: left for later).
 """
@@ -100,10 +101,20 @@ def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = TRA
 
 def fold_step_ms(step_ms_path: Path, check: dict, name: str) -> dict:
     """The check's {scheme: compiled ms a step} into step_ms.json, which holds one card's table: {"device",
-    "measured" (the benchmarks/measured folder of its latest figures), "step_ms"}."""
+    "measured" (the benchmarks/measured folder of its latest figures), "step_ms", "filled"}. On the same card the
+    check's figures replace those they time; on another card the old card's figures of the schemes the check did not
+    time stay, scaled by the ratio on those it did (`sweep.fill_step_ms`), and "filled" says how."""
+    from workbench.train.sweep import fill_step_ms
+
     old = json.loads(step_ms_path.read_text()) if step_ms_path.exists() else {}
-    table = old.get("step_ms", {}) if old.get("device") == check["device"] else {}
-    new = {"device": check["device"], "measured": name, "step_ms": table | check["step_ms"]}
+    if old.get("device") == check["device"]:
+        table, filled = old.get("step_ms", {}) | check["step_ms"], old.get("filled", {})
+        filled = {s: how for s, how in filled.items() if s not in check["step_ms"]}
+    else:
+        table, filled = fill_step_ms(check["step_ms"], old.get("step_ms", {}), estimated=old.get("filled", {}))
+        where = f"{old.get('device')} ({old.get('measured')})"
+        filled = {s: f"{how}, from {where}" for s, how in filled.items()}
+    new = {"device": check["device"], "measured": name, "step_ms": table} | ({"filled": filled} if filled else {})
     step_ms_path.write_text(json.dumps(new, indent=1) + "\n")
     return new
 

@@ -1,6 +1,7 @@
 """The fast GPU training path (issue 41), on CPU: no mask when nothing is masked and one mask per batch in the
 compute dtype, the paper arch's keys / values of all layers in one matmul, the static-shape training step without
 host synchronisation, the deadline. Each equals the path it replaces within 1e-6 (fp32)."""
+import json
 from pathlib import Path
 
 import pytest
@@ -468,6 +469,49 @@ def test_a_dry_run_with_a_deadline_previews_the_window_from_the_estimates(tmp_pa
     assert any("0m06s left after it" in line for line in lines)
     assert any("left for the next window (about 0m42s to finish, 0m06s left)" in line for line in lines)
     assert clock.now == 1000 and not any(store.exists(r["id"]) for r in out)  # the real clock did not move
+
+
+def test_a_check_of_one_scheme_is_filled_from_the_stored_table_scaled(tmp_path):
+    """`fill_step_ms`: the schemes a check did not time come from another table x the median ratio on those both
+    time (the H200 window of 2026-11-28 timed RoPE alone, so its planner knew no NoPE or MLA step and, with
+    --no-partial, trained RoPE only); as they are where none is shared. `load_step_ms` fills the first file from the
+    next, refuses a malformed one; the CLI's repeated --step-ms then plans the NoPE run the first file lacks."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app
+    from workbench.train.sweep import fill_step_ms, load_step_ms
+
+    table, how = fill_step_ms({"rope": 8.0, "alibi": 9.0}, {"rope": 10.0, "alibi": 10.0, "nope": 20.0, "mla": 5.0})
+    assert table == pytest.approx({"rope": 8.0, "alibi": 9.0, "nope": 17.0, "mla": 4.25})  # median ratio 0.85
+    assert sorted(how) == ["mla", "nope"] and how["nope"] == "20.00 ms x 0.850 (alibi, rope here against there) = 17.00 ms"
+    assert fill_step_ms({"rope": 8.0}, {"nope": 20.0})[0] == {"rope": 8.0, "nope": 20.0}
+    assert fill_step_ms({"rope": 8.0, "nope": 1.0}, {"nope": 20.0}) == ({"rope": 8.0, "nope": 1.0}, {})
+    # the next check on the same card times NoPE: the stored RoPE (measured) is not scaled by NoPE's ratio against
+    # the stored NoPE, itself an estimate filled from another card
+    assert fill_step_ms({"nope": 9.0}, {"rope": 12.8, "nope": 11.6}, estimated=["nope"])[0] == {"nope": 9.0,
+                                                                                               "rope": 12.8}
+    check, stored = tmp_path / "check.json", tmp_path / "stored.json"
+    check.write_text(json.dumps({"rope": 500.0}))
+    stored.write_text(json.dumps({"device": "X", "step_ms": {"rope": 1000.0, "nope": 2000.0}}))
+    got, notes = load_step_ms([check, stored])
+    assert got == {"rope": 500.0, "nope": 1000.0} and notes == [f"nope: 2000.00 ms x 0.500 (rope here against "
+                                                                f"there) = 1000.00 ms, from {stored}"]
+    filled = tmp_path / "filled.json"  # window_back's table after another card's check: its "filled" not a ratio
+    filled.write_text(json.dumps({"step_ms": {"rope": 1000.0, "nope": 2000.0}, "filled": {"rope": "..."}}))
+    assert load_step_ms([check, filled])[0] == {"rope": 500.0, "nope": 2000.0}
+    assert load_step_ms(check) == ({"rope": 500.0}, []) and load_step_ms(None) == (None, [])
+    (tmp_path / "bad.json").write_text(json.dumps({"step_ms": ["rope", 5]}))
+    with pytest.raises(ValueError, match="expected {scheme: ms per step}"):
+        load_step_ms([check, tmp_path / "bad.json"])
+
+    grid = tmp_path / "g.toml"
+    grid.write_text('name = "g"\npreset = "smoke"\ntasks = ["trigger-distance"]\nseeds = [42]\nschemes = ["nope"]\n')
+    common = ["sweep", str(grid), "--root", str(tmp_path / "r"), "--dry-run", "--deadline", "600", "--no-partial"]
+    r = CliRunner().invoke(app, common + ["--step-ms", str(check)])
+    assert r.exit_code == 0 and "its time unknown: no --step-ms entry for 'nope'" in r.output
+    r = CliRunner().invoke(app, common + ["--step-ms", str(check), "--step-ms", str(stored)])
+    assert r.exit_code == 0, r.output
+    assert "step ms filled: nope: 2000.00 ms x 0.500" in r.output and "planned in the window" in r.output
 
 
 def test_sweep_tags_keep_only_the_named_variants(tmp_path):

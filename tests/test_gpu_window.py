@@ -28,7 +28,8 @@ def window_env(tmp_path, **extra) -> dict:
     (tmp_path / "step_ms.json").write_text(json.dumps({"rope": 5.0}))
     return {**os.environ, "OUT": str(tmp_path / "out"), "GRID": str(tmp_path / "tiny.toml"), "TAGS": "rope,nope",
             "GPU_PY": sys.executable, "GPU_SITE": str(tmp_path / "site"), "DEVICE": "cpu", "COMPILE": "no",
-            "RESERVE": "5", "STEP_MS": str(tmp_path / "step_ms.json"), "RESULTS": str(tmp_path / "results"),
+            "RESERVE": "5", "STEP_MS": str(tmp_path / "step_ms.json"),
+            "STORED_MS": str(tmp_path / "step_ms.json"), "RESULTS": str(tmp_path / "results"),
             "INDUCTOR_CACHE": str(tmp_path / "cache"), "PAPER_RUNS": str(tmp_path / "runs"),
             "INDUCTOR_TGZ": str(tmp_path / "none.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
             "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", **extra}
@@ -91,6 +92,24 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     assert "the sweep failed with SDPA's math first: the runs again in PyTorch's order" in log
     assert any("--sdpa-backend math --fail-fast" in c for c in (tmp_path / "calls.log").read_text().splitlines())
     assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] is None
+
+
+def test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table(tmp_path):
+    """The window's sweep reads the check's step_ms.json first and the stored table second (`--step-ms` twice: the
+    schemes the check did not time are filled from it, `sweep.fill_step_ms`), and the stored table alone, once,
+    where no check ran. A stand-in python logs the sweep's arguments and trains nothing."""
+    py = stand_in_python(tmp_path, "python", '*" sweep "*) exit 0')
+    stored = tmp_path / "stored.json"
+    stored.write_text(json.dumps({"step_ms": {"rope": 10.0, "nope": 8.0}}))
+    for step_ms, want in ((str(tmp_path / "step_ms.json"), [str(tmp_path / "step_ms.json"), str(stored)]),
+                          (None, [str(stored)])):
+        env = window_env(tmp_path, GPU_PY=str(py), STORED_MS=str(stored))
+        if step_ms is None:
+            del env["STEP_MS"]
+        window(env, "60")
+        calls = [c.split() for c in (tmp_path / "calls.log").read_text().splitlines() if " sweep " in f" {c} "]
+        got = [calls[-1][i + 1] for i, a in enumerate(calls[-1]) if a == "--step-ms"]
+        assert got == want
 
 
 def test_the_window_trains_with_what_its_check_measured_faster(tmp_path):
@@ -296,7 +315,8 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     """benchmarks/window_back.py on a window's files: a new run is copied into results/paper and checked; one held
     here with another manifest is left alone and named (exit 1); the compile cache is kept for the next window; the
     logs and the check go under benchmarks/measured/<card>-<date> (a letter added for a second window that day);
-    the check's step times are folded into step_ms.json, and another card's replace its table whole."""
+    the check's step times are folded into step_ms.json; another card's replace its table, the schemes they do not
+    time kept from the old card's scaled by the ratio on those they do."""
     import datetime
 
     sys.path.insert(0, str(REPO / "benchmarks"))
@@ -333,14 +353,25 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
         "device": "NVIDIA H100 80GB HBM3", "measured": day, "step_ms": {"rope+sinusoidal": 15.9, "nope": 13.0}}
 
     (results / shipped.name / "manifest.json").write_text("{}")  # shipped here with another manifest
-    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}))
+    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H200",
+                                                   "step_ms": {"rope+sinusoidal": 12.72, "mla": 30.0}}))
     assert main(args) == 1
     assert (results / shipped.name / "manifest.json").read_text() == "{}"  # left as it was
-    assert json.loads((measured / "step_ms.json").read_text())["step_ms"] == {"mla": 30.0}  # another card's
+    table = json.loads((measured / "step_ms.json").read_text())  # another card's, NoPE scaled by RoPE's 0.8
+    assert table["device"] == "NVIDIA H200" and table["step_ms"] == pytest.approx(
+        {"rope+sinusoidal": 12.72, "mla": 30.0, "nope": 13.0 * 0.8})
+    assert list(table["filled"]) == ["nope"] and "x 0.800 (rope+sinusoidal" in table["filled"]["nope"]
+    assert f"from NVIDIA H100 80GB HBM3 ({day})" in table["filled"]["nope"]
+    (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H200", "step_ms": {"nope": 11.0}}))
+    main(args)  # the same card: its own figure replaces the filled one, and the note goes
+    table = json.loads((measured / "step_ms.json").read_text())
+    assert table["step_ms"]["nope"] == 11.0 and table["step_ms"]["mla"] == 30.0 and "filled" not in table
     assert (measured / day.replace("h100", "h200")).is_dir()
     (src / "gpu_step.json").write_text(json.dumps({"device": "NVIDIA H100 80GB HBM3", "step_ms": {"nope": 12.0}}))
     main(args)
     assert (measured / (day + "b") / "gpu_step.json").exists()  # a second H100 window that day
+    assert json.loads((measured / "step_ms.json").read_text())["step_ms"] == pytest.approx(
+        {"nope": 12.0, "rope+sinusoidal": 12.72 * 12 / 11, "mla": 30.0 * 12 / 11})
     (src / "gpu_step.json").unlink()  # no check, and the runs do not name their GPU (trained before run.json had it)
     main(args)
     assert (measured / day.replace("h100", "gpu")).is_dir()

@@ -227,9 +227,11 @@ def sweep_cmd(
     partial: bool = typer.Option(True, "--partial/--no-partial", help="with --deadline: after the runs that fit, "
                                  "start one that will not finish (it checkpoints at the deadline); --no-partial "
                                  "where checkpoints do not outlive the window"),
-    step_ms: Optional[Path] = typer.Option(None, "--step-ms", exists=True, dir_okay=False,
-                                           help="with --deadline: a benchmark's JSON of ms per step by scheme "
-                                                "(benchmarks/gpu_step.py's step_ms.json) for runs not measured yet"),
+    step_ms: Optional[List[Path]] = typer.Option(None, "--step-ms", exists=True, dir_okay=False,
+                                                 help="with --deadline: a benchmark's JSON of ms per step by scheme "
+                                                      "(benchmarks/gpu_step.py's step_ms.json) for runs not measured "
+                                                      "yet; repeated, a later file fills the schemes the first "
+                                                      "lacks, scaled by the ratio on the schemes both time"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", exists=True, file_okay=False,
                                            help="a results store (e.g. results/repro): grid points finished there "
                                                 "are not trained again"),
@@ -280,9 +282,11 @@ def sweep_cmd(
 
         check_options(workers=workers, ray=ray_arg, pack=pack_n, compile=compile, sdpa_backend=sdpa_backend,
                       deadline=deadline, hardware=hardware, dry_run=dry_run)  # before the store is made
-        steps = load_step_ms(step_ms)
+        steps, filled = load_step_ms(step_ms)
     except ValueError as e:
         _fail(str(e))
+    for line in filled:
+        typer.echo(f"step ms filled: {line}")
     try:
         if ray_arg:  # Ray missing or the address unreachable: fail before the store is created
             from workbench.train.ray_engine import connect

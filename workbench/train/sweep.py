@@ -367,15 +367,39 @@ class Window:
         return self.start.get(cost_key(cfg), max(self.start.values(), default=self.startup_s))
 
 
-def load_step_ms(path: str | Path | None) -> dict[str, float] | None:
-    """{scheme: ms per training step} from a benchmark's JSON (`benchmarks/gpu_step.py` writes `step_ms`)."""
-    if path is None:
-        return None
-    data = json.loads(Path(path).read_text())
-    table = data.get("step_ms", data)
-    if not (isinstance(table, dict) and all(isinstance(v, (int, float)) for v in table.values())):
-        raise ValueError(f"--step-ms {path}: expected {{scheme: ms per step}} (or one under 'step_ms')")
-    return {k: float(v) for k, v in table.items()}
+def load_step_ms(paths: list[str | Path] | str | Path | None) -> tuple[dict[str, float] | None, list[str]]:
+    """{scheme: ms per training step} from a benchmark's JSON (`benchmarks/gpu_step.py` writes `step_ms`); with
+    several files, the first's table with the schemes it lacks filled from the next (`fill_step_ms`). Returns the
+    table and a line for each scheme filled."""
+    if paths is None or isinstance(paths, (str, Path)):
+        paths = [] if paths is None else [paths]
+    table, notes = None, []
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        one = data.get("step_ms", data)
+        if not (isinstance(one, dict) and all(isinstance(v, (int, float)) for v in one.values())):
+            raise ValueError(f"--step-ms {path}: expected {{scheme: ms per step}} (or one under 'step_ms')")
+        one = {k: float(v) for k, v in one.items()}
+        if table is None:
+            table = one
+        else:
+            table, filled = fill_step_ms(table, one, estimated=data.get("filled", {}) if "step_ms" in data else {})
+            notes += [f"{scheme}: {how}, from {path}" for scheme, how in filled.items()]
+    return table, notes
+
+
+def fill_step_ms(table: dict[str, float], other: dict[str, float],
+                 estimated=()) -> tuple[dict[str, float], dict[str, str]]:
+    """`table` with the schemes it lacks taken from `other` (another card's or an older table), each x r, r the
+    median of table[s] / other[s] over the schemes both time, `other`'s own estimates (`estimated`, filled there
+    in turn) left out (1 where none is shared: the other figure as it is). A window's check may time RoPE alone;
+    without this its planner knows no NoPE or MLA step and, with --no-partial, starts none of them. Returns the
+    table and {scheme filled: how}."""
+    shared = sorted((set(table) & set(other)) - set(estimated))
+    ratio = statistics.median(table[s] / other[s] for s in shared) if shared else 1.0
+    how = f"x {ratio:.3f} ({', '.join(shared)} here against there)" if shared else "as it is (no scheme shared)"
+    filled = {s: other[s] * ratio for s in other if s not in table}
+    return table | filled, {s: f"{other[s]:.2f} ms {how} = {ms:.2f} ms" for s, ms in filled.items()}
 
 
 def fit_workers(workers: int, configs: list[dict[str, Any]], device: str | None, log) -> int:
