@@ -383,7 +383,8 @@ def shoot_pages(shipped: str = str(REPO / "results" / "repro"), store_root: str 
     return paths, problems
 
 
-FINDINGS_MAX_HEIGHT = 4000  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells)
+FINDINGS_MAX_HEIGHT = 4100  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells; 3,968
+# before the paper-scale line of 2026-11-28, which takes about 60 px)
 
 # per table of the page: its right edge beyond its card's, or a horizontal scroll bar (columns out of sight)
 _CUT_TABLES_JS = """return Array.from(document.querySelectorAll('.content .dash-spreadsheet-container')).map(t => {

@@ -483,7 +483,8 @@ def test_a_check_of_one_scheme_is_filled_from_the_stored_table_scaled(tmp_path):
 
     table, how = fill_step_ms({"rope": 8.0, "alibi": 9.0}, {"rope": 10.0, "alibi": 10.0, "nope": 20.0, "mla": 5.0})
     assert table == pytest.approx({"rope": 8.0, "alibi": 9.0, "nope": 17.0, "mla": 4.25})  # median ratio 0.85
-    assert sorted(how) == ["mla", "nope"] and how["nope"] == "20.00 ms x 0.850 (alibi, rope here against there) = 17.00 ms"
+    assert sorted(how) == ["mla", "nope"]
+    assert how["nope"] == "20.00 ms x 0.850 (alibi, rope here against there) = 17.00 ms"
     assert fill_step_ms({"rope": 8.0}, {"nope": 20.0})[0] == {"rope": 8.0, "nope": 20.0}
     assert fill_step_ms({"rope": 8.0, "nope": 1.0}, {"nope": 20.0}) == ({"rope": 8.0, "nope": 1.0}, {})
     # the next check on the same card times NoPE: the stored RoPE (measured) is not scaled by NoPE's ratio against

@@ -402,6 +402,7 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "Across scale" in page and "No run of the ladder's other rungs shipped yet" in page  # smoke runs only
         assert "The seed study of the headline claims" in page and "0 of 40 runs shipped" in page
         assert "tier 2: NoPE vs RoPE on Task 2 at `repro-paperdata-long`" in page and "find-study-tier2" in page
+        assert "own scale (GPU runs)" in page and "not run yet" in page and "find-paper-table1" not in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE's largest single-head deposit")].index[0]
@@ -410,6 +411,36 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "zero-ablation atlas, one run" in ev
         assert "Pick a claim" in str(findings.evidence(store, cl, "../etc"))
     assert not (base / "results" / "index.sqlite").exists()  # the shipped store was only read
+
+
+def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipped, tmp_path):
+    """A run in `paper/` beside the shipped store (results/paper beside results/repro) appears in the page's
+    paper-scale card: its Table 1 cell in percent beside the paper's and the CPU mean, what it can show, and the
+    claims judged on it; a run added there is seen on the next load (the cache key holds both stores' states)."""
+    import shutil
+
+    from apps import create_app
+    from apps.pages import findings
+    from workbench.store import RunStore
+
+    base, ids = shipped
+    root = tmp_path / "results"
+    shutil.copytree(base / "results", root, ignore=shutil.ignore_patterns("index.sqlite*"))
+    app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=root)
+    with app.server.test_request_context("/"):
+        assert "find-paper-table1" not in str(findings.layout())
+        (root.parent / "paper").mkdir()
+        shutil.copytree(root / ids[0], root.parent / "paper" / ids[0])
+        page = str(findings.layout())
+        assert "find-paper-table1" in page and "1 finished `paper`-preset run in results/paper" in page
+        t = findings._computed(findings._shipped())
+        cells = t["paper_t1"]
+        run = RunStore(root.parent / "paper", readonly=True).get(ids[0])
+        assert list(cells.runs.iloc[0]) == [ids[0]] and cells["mean"].iloc[0] == pytest.approx(run.final["test_acc"])
+        assert cells["cpu_mean"].iloc[0] == pytest.approx(t["table1"].set_index(["setting", "scheme", "task"])
+                                                          .loc[tuple(cells.iloc[0][["setting", "scheme", "task"]]),
+                                                               "mean"])
+        assert len(t["paper_claims"]) and (t["paper_claims"].paper_scale.str.len() > 0).all()
 
 
 @pytest.mark.slow

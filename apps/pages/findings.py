@@ -1,7 +1,8 @@
 """Findings: the core paper reproduced on CPU, from the shipped results (read-only), answered at a glance: the
 verdict matrix (each claim x setting, coloured by outcome, the seeds behind each cell written in it), the deposit map
 (where each scheme's largest single-head deposit falls, per seed) and, behind a click on a cell, the evidence (text,
-the picture its kind calls for, the runs); then the verdicts across the scale ladder, Table 1, and the tables
+the picture its kind calls for, the runs); then the verdicts across the scale ladder, Table 1 (and its cells at the
+paper's own scale, from the GPU runs of results/paper beside the shipped store), and the tables
 (questions, claims, ladder, every scheme, partial RoPE, one setting at a time) folded away below. Every table is
 computed once per state of the shipped store (`_computed`; `warm` fills it at server start).
 """
@@ -14,7 +15,7 @@ from dash.exceptions import PreventUpdate
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
                                        scheme_overview, verdict_summary)
-from workbench.analysis._common import task_label
+from workbench.analysis._common import scheme_label, task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
@@ -79,9 +80,13 @@ def _computed(store) -> dict:
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
     from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1)
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
+    from workbench.report.paper_scale import (NOT_RUN, paper_root, paper_scale_note, paper_scale_table1, paper_store,
+                                              with_paper_scale_claims)
     from workbench.train.presets import LADDER
 
-    key = (str(store.root), store.contents_stamp())
+    gpu_root = paper_root(store.root)
+    gpu = paper_store(gpu_root)
+    key = (str(store.root), store.contents_stamp(), gpu.contents_stamp() if gpu is not None else None)
     if key not in _TABLES:
         store = MemoStore(store)  # each run's tables read once for all of the tables below
         runs_all = run_table(store)
@@ -92,6 +97,12 @@ def _computed(store) -> dict:
         _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
                         "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
                         "seeded": judged.seeded, "answers": judged.answers}
+        at_scale = with_paper_scale_claims(cl, gpu_root)
+        _TABLES[key].update({  # the paper's own scale: the GPU runs beside the shipped store (results/paper)
+            "paper_t1": paper_scale_table1(_TABLES[key]["table1"], gpu_root),
+            "paper_claims": at_scale[~at_scale.paper_scale.isin(["–", NOT_RUN])
+                                     & ~at_scale.paper_scale.str.startswith("pending")],  # judged there
+            "paper_note": paper_scale_note(gpu_root, "results/paper")})
         empty = runs.empty  # no finished run to judge: the page says so; these tables need some
         _TABLES[key].update({
             "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
@@ -173,7 +184,8 @@ def layout(claim: str | None = None, **query):
                                              "each rung explains"), _scale_view(t)])], className="card"),
         html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(t1_fig) if t1_fig is not None else t1_missing,
                   html.Details([html.Summary("the numbers"),
-                                _table(t1_view, id=f"{P}-table1", page_size=20)])], className="card"),
+                                _table(t1_view, id=f"{P}-table1", page_size=20)]),
+                  _paper_scale_view(t)], className="card"),
         html.Div([html.H3("Tables"),
                   _fold("The questions, answered so far",
                         _table(answers(cl).drop(columns=["evidence"]), id=f"{P}-answers", page_size=20,
@@ -187,6 +199,41 @@ def layout(claim: str | None = None, **query):
                   _fold("Partial RoPE", _partial_rope_view(store, runs, t)),
                   _fold("One setting at a time", _one_setting_view(store, runs, t))], className="card"),
     ])
+
+
+def _paper_scale_view(t: dict) -> html.Div:
+    """The paper's own scale (`report.paper_scale`: the GPU runs of results/paper, beside the shipped store), inside
+    the Table 1 card: how many runs and what differs, each Table 1 cell trained there in a line beside the paper's
+    and the CPU reproduction's, and (folded) its numbers and each claim as judged on those runs; or the command
+    that trains them."""
+    note = t["paper_note"].strip()
+    if t["paper_t1"].empty:
+        return html.Div(dcc.Markdown(f"**At the paper's own scale (GPU runs).** {note}"), id=f"{P}-paper-scale",
+                        className="job-note")
+    cells = percent_table(t["paper_t1"], ("paper", "cpu_mean", "mean", "lo", "hi")).drop(columns=["runs"]).rename(
+        columns={"cpu_mean": "CPU repro mean", "mean": "paper-scale mean", "n_seeds": "seeds",
+                 "status": "what the runs can show"})
+    judged = t["paper_claims"][["claim", "setting", "verdict", "paper_scale"]].rename(
+        columns={"verdict": "verdict at repro (CPU)", "paper_scale": "at paper scale: verdict and evidence"})
+    lines = "; ".join(_paper_cell_text(r) for r in t["paper_t1"].itertuples())
+    n = len(set().union(*t["paper_t1"]["runs"]))
+    return html.Details([
+        html.Summary([html.B("At the paper's own scale"), f" ({n} GPU runs in results/paper: the paper's model and "
+                      "data, the authors' settings, fewer seeds; a run still learning cannot settle a claim): "
+                      f"{lines}."]),
+        dcc.Markdown(note, className="job-note"),
+        _table(cells, id=f"{P}-paper-table1", page_size=18),
+        html.P(f"The claims judged on these runs ({len(judged)}; the others wait for runs not trained yet):",
+               className="job-note"),
+        _table(judged, id=f"{P}-paper-claims", page_size=20)], id=f"{P}-paper-scale")
+
+
+def _paper_cell_text(r) -> str:
+    """One paper-scale Table 1 cell in a phrase: scheme, task and setting, the mean in % with what its seeds can show
+    (`status`, which counts them), beside the paper's number and the CPU reproduction's mean."""
+    cpu = "no CPU run" if pd.isna(r.cpu_mean) else f"CPU repro {100 * r.cpu_mean:.2f} %"
+    where = f"{scheme_label(r.scheme)} {task_label(r.task)} ({SETTINGS.get(r.setting, r.setting)})"
+    return f"{where} {100 * r.mean:.2f} % ({r.status}; the paper {100 * r.paper:.2f} %, {cpu})"
 
 
 def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:

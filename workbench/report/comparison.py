@@ -432,11 +432,12 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
     Table 1 and the claims, the scale ladder's other rungs beside them, and the paper-scale column from the
     GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
-    from workbench.report.paper_scale import paper_scale_note, with_paper_scale_claims, with_paper_scale_table1
+    from workbench.report.paper_scale import (paper_root as beside, paper_scale_note, with_paper_scale_claims,
+                                              with_paper_scale_table1)
     from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
 
     label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
-    paper_root = Path(store.root).parent / "paper" if paper_root is None else paper_root
+    paper_root = beside(store.root) if paper_root is None else paper_root
     judged = base_claims(store, run_table(store), LADDER, th) if judged is None else judged
     runs_all, base, runs, cl = judged.runs_all, judged.base, judged.runs, judged.claims
     lad, rungs, seeded = judged.ladder, judged.rungs, judged.seeded

@@ -1,9 +1,11 @@
-"""The paper-scale column of COMPARISON.md: Table 1 and the claims at the `paper` preset (the runs shipped to
-results/paper by `make repro-gpu`, grids/paper.toml) beside the CPU reproduction's, or "not run yet".
+"""The paper-scale column of COMPARISON.md and the Findings page's paper-scale card: Table 1 and the claims at the
+`paper` preset (the runs shipped to results/paper by `make repro-gpu`, grids/paper.toml) beside the CPU
+reproduction's, or "not run yet".
 
     t1 = with_paper_scale_table1(table1(runs), "results/paper")    # + column `paper_scale` (text per row)
     cl = with_paper_scale_claims(claims(store, runs), "results/paper")   # + column `paper_scale` (verdict)
     note = paper_scale_note("results/paper")                      # one markdown paragraph: status + command
+    rows = paper_scale_table1(table1(runs), paper_root(store.root))   # the page's rows trained at paper scale
 
 Cells are computed from the paper store's runs with the same functions as the CPU column (`claims.run_table`,
 `claims.table1`, `claims.claims`), matched on (setting, scheme, task) and on the claim's text and setting.
@@ -17,6 +19,11 @@ import pandas as pd
 
 NOT_RUN = "not run yet"
 COMMAND = "make repro-gpu TIER=1"
+
+
+def paper_root(shipped_root: str | Path) -> Path:
+    """Where the paper-scale runs are kept: `paper/` beside the shipped store (results/paper beside results/repro)."""
+    return Path(shipped_root).parent / "paper"
 
 
 def paper_store(root: str | Path):
@@ -52,6 +59,23 @@ def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     out["paper_scale"] = [_acc_text(paper.loc[k]) if k in paper.index else "no run"
                           for k in zip(out.setting, out.scheme, out.task)]
     return out
+
+
+def paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
+    """Table 1's rows trained at paper scale (the runs in `root`), for the Findings page: the paper's accuracy, the
+    CPU reproduction's mean of the same (setting, scheme, task) in `t1` (`cpu_mean`; NaN where none), the
+    paper-scale mean with its seeds' range (or one run's Wilson interval), its seeds and what its runs can show
+    (`claims.table1`'s `status`). Empty without a finished paper-scale run."""
+    from workbench.analysis.claims import run_table, table1
+
+    cols = ["setting", "scheme", "task", "paper", "cpu_mean", "mean", "lo", "hi", "n_seeds", "status", "runs"]
+    store = paper_store(root)
+    if store is None:
+        return pd.DataFrame(columns=cols)
+    out = table1(run_table(store))
+    cpu = t1.set_index(["setting", "scheme", "task"])["mean"]
+    out["cpu_mean"] = [cpu.get(k, np.nan) for k in zip(out.setting, out.scheme, out.task)]
+    return out[cols]
 
 
 def paper_scale_cell(r) -> str:
