@@ -96,20 +96,15 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
 
 def test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table(tmp_path):
     """The window's sweep reads the check's step_ms.json first and the stored table second (`--step-ms` twice: the
-    schemes the check did not time are filled from it, `sweep.fill_step_ms`), and the stored table alone, once,
-    where no check ran. A stand-in python logs the sweep's arguments and trains nothing."""
+    schemes the check did not time are filled from it, `sweep.fill_step_ms`; where no check ran the two are one
+    file, passed once). A stand-in python logs the sweep's arguments and trains nothing."""
     py = stand_in_python(tmp_path, "python", '*" sweep "*) exit 0')
     stored = tmp_path / "stored.json"
     stored.write_text(json.dumps({"step_ms": {"rope": 10.0, "nope": 8.0}}))
-    for step_ms, want in ((str(tmp_path / "step_ms.json"), [str(tmp_path / "step_ms.json"), str(stored)]),
-                          (None, [str(stored)])):
-        env = window_env(tmp_path, GPU_PY=str(py), STORED_MS=str(stored))
-        if step_ms is None:
-            del env["STEP_MS"]
-        window(env, "60")
-        calls = [c.split() for c in (tmp_path / "calls.log").read_text().splitlines() if " sweep " in f" {c} "]
-        got = [calls[-1][i + 1] for i, a in enumerate(calls[-1]) if a == "--step-ms"]
-        assert got == want
+    window(window_env(tmp_path, GPU_PY=str(py), STORED_MS=str(stored)), "60")
+    calls = [c.split() for c in (tmp_path / "calls.log").read_text().splitlines() if " sweep " in f" {c} "]
+    assert [calls[-1][i + 1] for i, a in enumerate(calls[-1]) if a == "--step-ms"] == [
+        str(tmp_path / "step_ms.json"), str(stored)]
 
 
 def test_the_window_trains_with_what_its_check_measured_faster(tmp_path):
