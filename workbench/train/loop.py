@@ -421,7 +421,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
           amp: bool | None = None, sdpa_backend: str | None = None,
           threads: int | None = None, progress: bool = True, stop_after_epochs: int | None = None,
           on_epoch: Callable[[Run, dict[str, Any]], None] | None = None, checkpoint_every: int = 1,
-          deadline: float | None = None, clock: Callable[[], float] = time.monotonic) -> Run:
+          deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
+          must_finish: bool = False) -> Run:
     """Train the run described by `config` (a resolved run config, or an existing Run) and return its Run.
 
     resume: continue from the last checkpoint if the run exists unfinished (else StoreError).
@@ -432,7 +433,10 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     resume replays from the last checkpoint (fewer writes, more epochs to replay after a crash).
     deadline: a time of `clock()` (seconds) by which to stop: after an epoch whose successor would end past it
     (judged by the epoch just done, evaluation included), commit a checkpoint and stop (status `interrupted`,
-    resumable; run.json `stopped_at_deadline`).
+    resumable; run.json `stopped_at_deadline`). must_finish: a run that cannot finish by the deadline is of no use
+    (a lent GPU whose checkpoints do not outlive the window): stop as soon as the epochs left, each as long as the
+    fastest of this session's epochs after its first (which holds the compilation), would end past it, and leave the
+    time to runs that fit (`sweep --no-partial`).
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
     torch.compile's default mode; a mode name of COMPILE_MODES (`compile_mode`): that mode (run.json `compiled`).
@@ -466,7 +470,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
                 return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
                                      threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
                                      on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline,
-                                     clock=clock, sdpa_backend=sdpa_backend)
+                                     clock=clock, sdpa_backend=sdpa_backend, must_finish=must_finish)
         except BaseException as e:  # failed before its first epoch: leave no half-made run behind
             run = Run(store, run_id)
             if fresh and not run.has_checkpoint():
@@ -484,7 +488,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                   amp: bool | None, threads: int | None, progress: bool, stop_after_epochs: int | None,
                   on_epoch: Callable[[Run, dict[str, Any]], None] | None, checkpoint_every: int = 1,
                   deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
-                  sdpa_backend: str | None = None) -> Run:
+                  sdpa_backend: str | None = None, must_finish: bool = False) -> Run:
     """`train` once the run's lock is held and its folder exists (in `sdpa_backend`'s context)."""
     info = run.info
     if run.status == "finished":
@@ -554,6 +558,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     try:
         from tqdm.auto import tqdm
 
+        fastest = math.inf  # this session's fastest epoch after its first (`must_finish`)
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
             batches = epoch_batches(lengths, bs, seed, epoch, batching)
@@ -592,6 +597,10 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             wall = row["wall_s"]
             now = clock()  # the next epoch is judged to take as long as this one, its evaluation included
             at_deadline = deadline is not None and epoch + 1 < epochs and now + (now - c0) > deadline
+            fastest = min(fastest, now - c0) if epoch > start_epoch else fastest
+            hopeless = (must_finish and deadline is not None and epoch + 1 < epochs and fastest < math.inf
+                        and now + (epochs - epoch - 1) * fastest > deadline)
+            at_deadline = at_deadline or hopeless
             checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs) or at_deadline
             rng = {"rng.torch": torch.get_rng_state()} | (
                 {"rng.cuda": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {})
@@ -603,7 +612,9 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
             if at_deadline:
                 run.update_info(stopped_at_deadline=epoch + 1)
-                raise StopTraining(f"stopped after epoch {epoch + 1}: the next would end past the deadline")
+                raise StopTraining(f"stopped after epoch {epoch + 1}: " + (
+                    f"its {epochs - epoch - 1} epochs left would end past the deadline (must finish)" if hopeless
+                    else "the next would end past the deadline"))
     except (KeyboardInterrupt, StopTraining) as e:
         run.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
         if isinstance(e, KeyboardInterrupt):

@@ -28,7 +28,9 @@ sweep can be stopped (Ctrl-C, kill) and restarted at any time without losing fin
 `deadline=SECONDS` (`workbench sweep --deadline`, for a GPU lent for a short window): a `Window` plans from each
 run's seconds per epoch (measured on a run of the same config but its seeds, else from a benchmark's ms per step,
 `step_ms`), trains the runs that fit in grid order, then starts the first that did not (it checkpoints at the
-deadline; not with partial=False); every run stops at the deadline with a checkpoint, and the same sweep resumes the rest next window.
+deadline; not with partial=False); every run stops at the deadline with a checkpoint, and the same sweep resumes the
+rest next window. With partial=False a run stops as soon as it cannot finish (`train(must_finish=True)`): an
+estimate that was short wastes only the epochs it took to show it, and the time left goes to runs that fit.
 """
 from __future__ import annotations
 
@@ -145,10 +147,12 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
             threads: int | None = None, compile: bool | str = False, progress: bool = False,
             dry_run: bool = False, fail_fast: bool = False, retry_failed: bool = True, log=None,
             on_epoch: Callable | None = None, checkpoint_every: int = 1, deadline: float | None = None,
-            clock: Callable[[], float] = time.monotonic, sdpa_backend: str | None = None) -> dict[str, Any]:
+            clock: Callable[[], float] = time.monotonic, sdpa_backend: str | None = None,
+            must_finish: bool = False) -> dict[str, Any]:
     """Train one grid point unless it is finished, busy (a live process trains it) or failed with
     retry_failed=False; the one-run step of every sweep engine (sequential, --workers, --ray).
-    deadline: a time of `clock()` by which the run checkpoints and stops (outcome `interrupted`).
+    deadline: a time of `clock()` by which the run checkpoints and stops (outcome `interrupted`); must_finish:
+    `train`'s, it stops as soon as it cannot finish by then.
     sdpa_backend: `train`'s (the SDPA backend tried first).
     Returns {"id", "outcome": finished | trained | resumed | failed | busy | planned | interrupted, "test_acc",
     "error"}."""
@@ -182,7 +186,7 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     try:
         run = train(cfg, store, resume=True, device=device, compile=compile, threads=threads, progress=progress,
                     on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline, clock=clock,
-                    sdpa_backend=sdpa_backend)
+                    sdpa_backend=sdpa_backend, must_finish=must_finish)
     except KeyboardInterrupt:
         log(f"{head}  interrupted; run the sweep again to resume")
         raise
@@ -198,8 +202,9 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
         return rec
     rec.update(outcome="resumed" if resumed else "trained", test_acc=run.final.get("test_acc"))
     if run.status != "finished":  # stopped at the deadline (or by a stop hook)
-        rec["outcome"] = run.status
-    log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}")
+        rec.update(outcome=run.status, error=run.info.get("error"))
+    log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}"
+        + (f" ({rec['error']})" if rec["error"] else ""))
     return rec
 
 
@@ -585,7 +590,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     GPU's name as run.json records it, e.g. "NVIDIA H100 80GB HBM3"), from the runs shipped from it to `shipped`;
     default this machine's.
     step_ms: a benchmark's {scheme: ms per step}, for runs of configs not measured yet; clock: for tests.
-    partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window).
+    partial=False: start no run that is not expected to finish (where a checkpoint cannot outlive the window), and
+    stop one as soon as its epochs left would end past the deadline (`train`'s must_finish).
     sdpa_backend: every run trains with SDPA trying this backend first (`loop.sdpa_backend_context`; one run after
     another in this process).
     Ctrl-C marks the runs in training interrupted and stops; run the sweep again to continue.
@@ -651,7 +657,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                                 "its hardware (GPU runs shipped before run.json recorded the GPU's name do not)"))
         for _, cfg in jobs:
             window.learn(cfg)
-        opts |= {"deadline": window.end, "clock": clock}
+        opts |= {"deadline": window.end, "clock": clock, "must_finish": not partial}
     results: list[dict[str, Any] | None] = [None] * len(jobs)
     deferred: list[int] = []
     for group in plan_packs(jobs, store, pack, device, retry_failed) if not (parallel or dry_run) else \
