@@ -404,28 +404,28 @@ def test_deadline_checkpoints_and_stops_before_an_epoch_that_would_not_fit(tmp_p
 
 
 def test_a_run_that_must_finish_stops_as_soon_as_it_cannot(tmp_path, monkeypatch):
-    """`train(must_finish=True)` (a window whose checkpoints are lost, `sweep --no-partial`): 4 epochs in a window of
-    3.4: after epoch 2 the 2 left would end at 4 > 3.4, so it stops there, not after epoch 3 as a plain deadline
-    does (the first epoch, which holds the compilation on a GPU, never judges it); in a window of 4.5 it finishes.
-    In a sweep, a run started on a short estimate (a step time 10x too fast) gives its time back after 2 epochs,
-    and the planner, now knowing the epoch, does not start the next seed."""
+    """`train(must_finish=True)` (a window whose checkpoints are lost, `sweep --no-partial`): 6 epochs in a window of
+    4.4: after epoch 3 the 3 left would end at 6 > 4.4, so it stops there, not after epoch 4 as a plain deadline
+    does (judged by two epochs at least, the first, which holds the compilation on a GPU, never among them); in a
+    window of 6.5 it finishes. In a sweep, a run started on a short estimate (a step time 10x too fast) gives its
+    time back after 3 epochs, and the planner, now knowing the epoch, does not start the next seed."""
     from workbench.train.sweep import sweep
 
     store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
-    cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=4"], store=store)
+    cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=6"], store=store)
     steps = -(-len(store.load_task(cfg["task"]).train_y) // cfg["train"]["batch_size"])
     clock = FakeClock(1.0)
     clock.stepping(monkeypatch)
     start = clock.now
-    run = train(cfg, store, progress=False, device="cpu", threads=1, clock=clock, deadline=start + 3.4 * steps,
+    run = train(cfg, store, progress=False, device="cpu", threads=1, clock=clock, deadline=start + 4.4 * steps,
                 must_finish=True)
-    assert run.status == "interrupted" and run.info["stopped_at_deadline"] == 2 and clock.now == start + 2 * steps
-    assert "its 2 epochs left would end past the deadline (must finish)" in run.info["error"]
+    assert run.status == "interrupted" and run.info["stopped_at_deadline"] == 3 and clock.now == start + 3 * steps
+    assert "its 3 epochs left would end past the deadline (must finish)" in run.info["error"]
     plain = train(cfg, RunStore(tmp_path / "b", data_dir=tmp_path / "data"), progress=False, device="cpu",
-                  threads=1, clock=clock, deadline=clock.now + 3.4 * steps)
-    assert plain.info["stopped_at_deadline"] == 3
+                  threads=1, clock=clock, deadline=clock.now + 4.4 * steps)
+    assert plain.info["stopped_at_deadline"] == 4
     fits = train(cfg, RunStore(tmp_path / "c", data_dir=tmp_path / "data"), progress=False, device="cpu",
-                 threads=1, clock=clock, deadline=clock.now + 4.5 * steps, must_finish=True)
+                 threads=1, clock=clock, deadline=clock.now + 6.5 * steps, must_finish=True)
     assert fits.status == "finished"
 
     grid = {"preset": "smoke", "schemes": ["rope"], "tasks": ["t1"], "seeds": [42, 43],
@@ -433,9 +433,9 @@ def test_a_run_that_must_finish_stops_as_soon_as_it_cannot(tmp_path, monkeypatch
     lines, start = [], clock.now  # 5 steps an epoch: 50 s a run, estimated 30 + 10 x 5 x 0.1 x 1.2 = 36 s
     out = sweep(grid, RunStore(tmp_path / "d", data_dir=tmp_path / "data"), device="cpu", progress=False,
                 deadline=40, clock=clock, partial=False, step_ms={"rope": 100.0}, log=lines.append)
-    assert [r["outcome"] for r in out] == ["interrupted", "deferred"] and clock.now == start + 10
-    assert any("stopped after epoch 2: its 8 epochs left would end past the deadline" in line for line in lines)
-    assert any("does not fit the 0m30s left (about 0m50s)" in line for line in lines)
+    assert [r["outcome"] for r in out] == ["interrupted", "deferred"] and clock.now == start + 15
+    assert any("stopped after epoch 3: its 7 epochs left would end past the deadline" in line for line in lines)
+    assert any("does not fit the 0m25s left (about 0m50s)" in line for line in lines)
 
 
 def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_window(tmp_path, monkeypatch):

@@ -435,8 +435,8 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     (judged by the epoch just done, evaluation included), commit a checkpoint and stop (status `interrupted`,
     resumable; run.json `stopped_at_deadline`). must_finish: a run that cannot finish by the deadline is of no use
     (a lent GPU whose checkpoints do not outlive the window): stop as soon as the epochs left, each as long as the
-    fastest of this session's epochs after its first (which holds the compilation), would end past it, and leave the
-    time to runs that fit (`sweep --no-partial`).
+    fastest of this session's epochs after its first (which holds the compilation; two of them at least), would end
+    past it, and leave the time to runs that fit (`sweep --no-partial`).
     compile: torch.compile the model, one batch shape (`pad_batch`), fused capturable AdamW with a tensor lr
     (`make_optimizer`); same math, other kernels (and other dropout draws), so not bit-identical to eager. True:
     torch.compile's default mode; a mode name of COMPILE_MODES (`compile_mode`): that mode (run.json `compiled`).
@@ -558,7 +558,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     try:
         from tqdm.auto import tqdm
 
-        fastest = math.inf  # this session's fastest epoch after its first (`must_finish`)
+        fastest, timed = math.inf, 0  # this session's fastest epoch after its first, of how many (`must_finish`)
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
             batches = epoch_batches(lengths, bs, seed, epoch, batching)
@@ -597,8 +597,9 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             wall = row["wall_s"]
             now = clock()  # the next epoch is judged to take as long as this one, its evaluation included
             at_deadline = deadline is not None and epoch + 1 < epochs and now + (now - c0) > deadline
-            fastest = min(fastest, now - c0) if epoch > start_epoch else fastest
-            hopeless = (must_finish and deadline is not None and epoch + 1 < epochs and fastest < math.inf
+            if epoch > start_epoch:
+                fastest, timed = min(fastest, now - c0), timed + 1
+            hopeless = (must_finish and deadline is not None and epoch + 1 < epochs and timed >= 2
                         and now + (epochs - epoch - 1) * fastest > deadline)
             at_deadline = at_deadline or hopeless
             checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs) or at_deadline
