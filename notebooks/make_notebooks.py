@@ -150,6 +150,17 @@ t1 = table1(runs)
 display(t1.drop(columns=["runs"]))
 FIGURES["table1"](t1)'''),
     new_markdown_cell("""\
+## Table 1 at the paper's own scale (GPU runs)
+The runs trained at the `paper` preset (the paper's model and data with the authors' settings) on a lent GPU, kept
+in `paper/` beside the shipped store (results/paper): each cell's mean with what its seeds can show, beside the
+paper's number and the CPU mean above (`cpu_mean`). Fewer seeds than the CPU rows; a run still learning at its last
+epoch cannot settle a claim."""),
+    new_code_cell('''\
+from workbench.report.paper_scale import paper_root, paper_scale_note, paper_scale_table1
+
+print(paper_scale_note(paper_root(root), "results/paper"))
+paper_scale_table1(t1, paper_root(root)).drop(columns=["runs"])'''),
+    new_markdown_cell("""\
 ## The registered rules
 Every verdict follows a rule registered before the runs it judges (docs/preregistration.md): the paper's own
 sentence, the statistic, and the decision (a share of agreeing runs with its Wilson 95 % interval against 1/2, or a

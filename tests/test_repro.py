@@ -457,6 +457,7 @@ def test_findings_notebook_executes_on_shipped_results_without_training(shipped,
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs) >= 3
+    assert any("Paper scale" in o.get("text", "") and "not run yet" in o.get("text", "") for o in outputs)
     assert not list((base / "results").glob("*/model.safetensors"))  # nothing was trained into the shipped store
 
 
