@@ -39,3 +39,23 @@ def test_with_paper_runs_the_column_holds_their_accuracy(trained):
         few = " (few runs)" if r.few_runs else ""
         assert r.paper_scale == f"{r.verdict}{few}: {r.evidence}"
     assert "1 finished `paper`-preset run in" in paper_scale_note(store.root)
+
+
+def test_the_readme_line_and_the_page_phrase_read_the_paper_scale_cells(tmp_path, trained):
+    """`paper_scale_table1` (the Findings page, the notebook) and `paper_scale_lines` (the README block): the cell
+    of the paper store's run beside the CPU mean of the same (setting, scheme, task), in one phrase; nothing
+    without paper-scale runs."""
+    from workbench.report.paper_scale import cell_phrase, paper_scale_lines, paper_scale_table1
+
+    store, run = trained
+    t1 = table1(run_table(store))
+    assert paper_scale_table1(t1, tmp_path / "absent").empty and paper_scale_lines(t1, tmp_path / "absent") == []
+    rows = paper_scale_table1(t1, store.root)
+    row = rows[(rows.scheme == "rope") & (rows.task == "trigger-distance")].iloc[0]
+    assert row["mean"] == pytest.approx(run.final["test_acc"]) and row["cpu_mean"] == row["mean"]
+    assert list(row["runs"]) == [run.id]
+    phrase = cell_phrase(row)
+    assert phrase.startswith("RoPE Task 1 (") and f"{100 * run.final['test_acc']:.2f} % (" in phrase
+    assert f"CPU repro {100 * run.final['test_acc']:.2f} %" in phrase
+    lines = paper_scale_lines(t1, store.root)
+    assert lines[0].startswith("At the paper's own scale (1 GPU run in results/paper") and phrase in lines[0]

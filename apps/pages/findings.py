@@ -15,7 +15,7 @@ from dash.exceptions import PreventUpdate
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
                                        scheme_overview, verdict_summary)
-from workbench.analysis._common import scheme_label, task_label
+from workbench.analysis._common import task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
@@ -213,27 +213,21 @@ def _paper_scale_view(t: dict) -> html.Div:
     cells = percent_table(t["paper_t1"], ("paper", "cpu_mean", "mean", "lo", "hi")).drop(columns=["runs"]).rename(
         columns={"cpu_mean": "CPU repro mean", "mean": "paper-scale mean", "n_seeds": "seeds",
                  "status": "what the runs can show"})
+    from workbench.report.paper_scale import cell_phrase
+
     judged = t["paper_claims"][["claim", "setting", "verdict", "paper_scale"]].rename(
         columns={"verdict": "verdict at repro (CPU)", "paper_scale": "at paper scale: verdict and evidence"})
-    lines = "; ".join(_paper_cell_text(r) for r in t["paper_t1"].itertuples())
+    lines = "; ".join(cell_phrase(r) for r in t["paper_t1"].itertuples())
     n = len(set().union(*t["paper_t1"]["runs"]))
     return html.Details([
-        html.Summary([html.B("At the paper's own scale"), f" ({n} GPU runs in results/paper: the paper's model and "
-                      "data, the authors' settings, fewer seeds; a run still learning cannot settle a claim): "
-                      f"{lines}."]),
+        html.Summary([html.B("At the paper's own scale"), f" ({n} GPU run{'s' if n != 1 else ''} in results/paper: "
+                      "the paper's model and data, the authors' settings, fewer seeds; a run still learning cannot "
+                      f"settle a claim): {lines}."]),
         dcc.Markdown(note, className="job-note"),
         _table(cells, id=f"{P}-paper-table1", page_size=18),
         html.P(f"The claims judged on these runs ({len(judged)}; the others wait for runs not trained yet):",
                className="job-note"),
         _table(judged, id=f"{P}-paper-claims", page_size=20)], id=f"{P}-paper-scale")
-
-
-def _paper_cell_text(r) -> str:
-    """One paper-scale Table 1 cell in a phrase: scheme, task and setting, the mean in % with what its seeds can show
-    (`status`, which counts them), beside the paper's number and the CPU reproduction's mean."""
-    cpu = "no CPU run" if pd.isna(r.cpu_mean) else f"CPU repro {100 * r.cpu_mean:.2f} %"
-    where = f"{scheme_label(r.scheme)} {task_label(r.task)} ({SETTINGS.get(r.setting, r.setting)})"
-    return f"{where} {100 * r.mean:.2f} % ({r.status}; the paper {100 * r.paper:.2f} %, {cpu})"
 
 
 def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:

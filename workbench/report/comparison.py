@@ -624,11 +624,14 @@ README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
 def readme_block(store, figure: str | None = None, results: str = "results/repro",
-                 judged: BaseClaims | None = None, study_figure: str | None = None) -> str:
-    """The README's findings: the scale disclaimer, Table 1 side by side and the verdict counts, the seed study's
+                 judged: BaseClaims | None = None, study_figure: str | None = None,
+                 paper_root: str | Path | None = None) -> str:
+    """The README's findings: the scale disclaimer, Table 1 side by side and its cells at the paper's own scale
+    (the GPU runs in `paper_root`, default `paper/` beside the store), the verdict counts, the seed study's
     readouts so far (interim until all its registered runs are shipped), linking COMPARISON.md (generated);
     `figure` / `study_figure`: the Table 1 and study-map images to show (paths relative to the README);
     `judged`: the claims COMPARISON.md was written from (`base_claims`), judged again when not given."""
+    from workbench.report.paper_scale import paper_root as beside, paper_scale_lines
     from workbench.train.presets import LADDER, scale_disclaimer
 
     judged = base_claims(store, run_table(store), LADDER) if judged is None else judged
@@ -640,7 +643,10 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     if figure:
         lines += [f"![Table 1: the paper's test accuracy and PE-Lab's]({figure})", ""]
     qa = answers(cl)
-    lines += [_table1_section(table1(runs)), "The questions, answered so far (evidence in COMPARISON.md):", ""]
+    t1 = table1(runs)
+    lines += [_table1_section(t1)]
+    lines += paper_scale_lines(t1, beside(store.root) if paper_root is None else paper_root)
+    lines += ["The questions, answered so far (evidence in COMPARISON.md):", ""]
     lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())

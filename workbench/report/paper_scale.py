@@ -78,6 +78,30 @@ def paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     return out[cols]
 
 
+def cell_phrase(r) -> str:
+    """One row of `paper_scale_table1` in a phrase: scheme, task and setting, the mean in % with what its seeds can
+    show (`status`, which counts them), beside the paper's number and the CPU reproduction's mean."""
+    from workbench.analysis._common import scheme_label, task_label
+    from workbench.analysis.settings import SETTINGS
+
+    r = r._asdict() if hasattr(r, "_asdict") else dict(r)  # an itertuples row or a Series (whose .mean is a method)
+    cpu = "no CPU run" if pd.isna(r["cpu_mean"]) else f"CPU repro {100 * r['cpu_mean']:.2f} %"
+    where = f"{scheme_label(r['scheme'])} {task_label(r['task'])} ({SETTINGS.get(r['setting'], r['setting'])})"
+    return f"{where} {100 * r['mean']:.2f} % ({r['status']}; the paper {100 * r['paper']:.2f} %, {cpu})"
+
+
+def paper_scale_lines(t1: pd.DataFrame, root: str | Path) -> list[str]:
+    """The README block's paragraph on the paper's own scale: each Table 1 cell trained there (`cell_phrase`), or
+    nothing without a finished paper-scale run (COMPARISON.md's column says "not run yet" and how)."""
+    rows = paper_scale_table1(t1, root)
+    if rows.empty:
+        return []
+    n = len(set().union(*rows["runs"]))
+    return [f"At the paper's own scale ({n} GPU run{'s' if n != 1 else ''} in results/paper, the `paper` preset: the paper's model and "
+            "data with the authors' settings, fewer seeds; a run still learning cannot settle a claim): "
+            + "; ".join(cell_phrase(r) for r in rows.itertuples()) + ".", ""]
+
+
 def paper_scale_cell(r) -> str:
     """One claim row at paper scale as a cell: its verdict, "(few runs)" under the registered minimum, and its
     evidence (a verdict alone, e.g. "mixed" from one seed, would not say how little it rests on)."""
