@@ -123,10 +123,16 @@ def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
 def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_how_to_narrow_it(smoke, tmp_path,
                                                                                                  monkeypatch):
     """Above MAX_DETAIL_RUNS runs the report has no per-run figures: the findings, one figure per setting and
-    analysis (seeds together), the runs table, and a note naming the limit and how to narrow the selection."""
-    from workbench.report import build_report, overview
+    analysis (seeds together), the runs table, and a note naming the limit and how to narrow the selection. GPU runs
+    in `paper/` beside the store (here one smoke run copied there) add the paper-scale line under Table 1."""
+    import shutil
+
+    from workbench.report import build_report, overview, paper_scale
 
     monkeypatch.setattr(overview, "MAX_DETAIL_RUNS", 2)
+    shutil.copytree(smoke.root / smoke.rope, tmp_path / "paper" / smoke.rope,  # a finished RoPE Task 1 run
+                    ignore=shutil.ignore_patterns("*.safetensors"))
+    monkeypatch.setattr(paper_scale, "paper_root", lambda root: tmp_path / "paper")
     lines = []
     s = build_report(smoke.root, "all", tmp_path / "r.html", log=lines.append)
     html = (tmp_path / "r.html").read_text()
@@ -137,6 +143,7 @@ def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_h
     curves = [f for f in s["figures"] if f["section"] == "settings" and f["figure"] == "convergence"]
     assert len(curves) == len(settings)  # one learning-curve figure per setting, its seeds together
     assert any(l.startswith("findings:") for l in lines) and any(l.startswith("per setting") for l in lines)
+    assert "At the paper&#x27;s own scale (1 GPU run in results/paper" in html and "RoPE Task 1 (" in html
 
 
 def test_report_with_no_matching_runs_says_so(smoke, tmp_path):
