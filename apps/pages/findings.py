@@ -206,6 +206,8 @@ def _paper_scale_view(t: dict) -> html.Div:
     the Table 1 card: how many runs and what differs, each Table 1 cell trained there in a line beside the paper's
     and the CPU reproduction's, and (folded) its numbers and each claim as judged on those runs; or the command
     that trains them."""
+    from workbench.report.paper_scale import paper_scale_sentence
+
     note = t["paper_note"].strip()
     if t["paper_t1"].empty:
         return html.Div(dcc.Markdown(f"**At the paper's own scale (GPU runs).** {note}"), id=f"{P}-paper-scale",
@@ -213,16 +215,11 @@ def _paper_scale_view(t: dict) -> html.Div:
     cells = percent_table(t["paper_t1"], ("paper", "cpu_mean", "mean", "lo", "hi")).drop(columns=["runs"]).rename(
         columns={"cpu_mean": "CPU repro mean", "mean": "paper-scale mean", "n_seeds": "seeds",
                  "status": "what the runs can show"})
-    from workbench.report.paper_scale import cell_phrase
-
     judged = t["paper_claims"][["claim", "setting", "verdict", "paper_scale"]].rename(
         columns={"verdict": "verdict at repro (CPU)", "paper_scale": "at paper scale: verdict and evidence"})
-    lines = "; ".join(cell_phrase(r) for r in t["paper_t1"].itertuples())
-    n = len(set().union(*t["paper_t1"]["runs"]))
+    head = "At the paper's own scale"
     return html.Details([
-        html.Summary([html.B("At the paper's own scale"), f" ({n} GPU run{'s' if n != 1 else ''} in results/paper: "
-                      "the paper's model and data, the authors' settings, fewer seeds; a run still learning cannot "
-                      f"settle a claim): {lines}."]),
+        html.Summary([html.B(head), paper_scale_sentence(t["paper_t1"]).removeprefix(head).replace("`", "")]),
         dcc.Markdown(note, className="job-note"),
         _table(cells, id=f"{P}-paper-table1", page_size=18),
         html.P(f"The claims judged on these runs ({len(judged)}; the others wait for runs not trained yet):",

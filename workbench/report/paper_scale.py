@@ -90,16 +90,20 @@ def cell_phrase(r) -> str:
     return f"{where} {100 * r['mean']:.2f} % ({r['status']}; the paper {100 * r['paper']:.2f} %, {cpu})"
 
 
-def paper_scale_lines(t1: pd.DataFrame, root: str | Path) -> list[str]:
-    """The README block's paragraph on the paper's own scale: each Table 1 cell trained there (`cell_phrase`), or
-    nothing without a finished paper-scale run (COMPARISON.md's column says "not run yet" and how)."""
-    rows = paper_scale_table1(t1, root)
-    if rows.empty:
-        return []
+def paper_scale_sentence(rows: pd.DataFrame) -> str:
+    """`paper_scale_table1`'s rows (not empty) as one sentence: how many GPU runs, what differs, each cell's
+    `cell_phrase`; the README block, the report and the Findings page say it alike."""
     n = len(set().union(*rows["runs"]))
-    return [f"At the paper's own scale ({n} GPU run{'s' if n != 1 else ''} in results/paper, the `paper` preset: the paper's model and "
-            "data with the authors' settings, fewer seeds; a run still learning cannot settle a claim): "
-            + "; ".join(cell_phrase(r) for r in rows.itertuples()) + ".", ""]
+    return (f"At the paper's own scale ({n} GPU run{'s' if n != 1 else ''} in results/paper, the `paper` preset: the "
+            "paper's model and data with the authors' settings, fewer seeds; a run still learning cannot settle a "
+            "claim): " + "; ".join(cell_phrase(r) for r in rows.itertuples()) + ".")
+
+
+def paper_scale_lines(t1: pd.DataFrame, root: str | Path) -> list[str]:
+    """The README block's paragraph on the paper's own scale (`paper_scale_sentence`), or nothing without a
+    finished paper-scale run (COMPARISON.md's column says "not run yet" and how)."""
+    rows = paper_scale_table1(t1, root)
+    return [] if rows.empty else [paper_scale_sentence(rows), ""]
 
 
 def paper_scale_cell(r) -> str:
