@@ -121,7 +121,6 @@ def main() -> None:
                     "patches of the union of each one's 20 largest edges")
     ap.add_argument("--grad-drop", action="store_true", help="also AtP with GradDrop scores, against the same "
                     "patching table by magnitude")
-    ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     run, model, data = open_run(args)
     bench = SideBySide(width=18)

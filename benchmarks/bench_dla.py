@@ -30,11 +30,9 @@ from workbench.analysis.attribution import _spearman  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run_arguments(ap)
-    ap.add_argument("--examples", type=int, default=1000, help="test examples (the same for both)")
+    run_arguments(ap, examples=1000)
     ap.add_argument("--min-dla", type=float, default=0.5, help="the head summary's dla threshold (logits)")
     ap.add_argument("--top", type=int, default=5, help="heads of largest direct effect to print per margin")
-    ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     run, model, data = open_run(args)
     bench = SideBySide(width=10)

@@ -30,7 +30,6 @@ from workbench.analysis.patching import pairs_for  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     run_arguments(ap)
-    ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     run, model, data = open_run(args)
     pairs = pairs_for(data, args.pairs, 0)

@@ -32,12 +32,10 @@ from workbench.analysis.attribution import _spearman  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run_arguments(ap)
-    ap.add_argument("--examples", type=int, default=1000, help="test examples (the same for both)")
+    run_arguments(ap, examples=1000)
     ap.add_argument("--mode", default="zero", choices=ablation.MODES)
     ap.add_argument("--measure", default="runner_up", choices=self_repair.MEASURES)
     ap.add_argument("--top", type=int, default=8, help="heads of largest direct effect to print")
-    ap.add_argument("--json", help="write the measurements here")
     args = ap.parse_args()
     run, model, data = open_run(args)
     kw = dict(mode=args.mode, n_boot=args.n_boot, seed=0)

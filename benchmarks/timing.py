@@ -32,8 +32,10 @@ class SideBySide:
               f"cpu {self.times[ref][1] / best[1]:5.1f}x")
 
 
-def run_arguments(ap) -> None:
-    """The arguments of a benchmark on one stored run's counterfactual pairs (bench_attribution, bench_qkv)."""
+def run_arguments(ap, examples: int | None = None) -> None:
+    """The arguments of a benchmark on one stored run: its counterfactual pairs (bench_attribution, bench_qkv), or
+    with `examples` its test examples, the same for both sides (bench_dla, bench_self_repair); --json for the
+    measurements."""
     import os
 
     ap.add_argument("run_id")
@@ -41,6 +43,9 @@ def run_arguments(ap) -> None:
     ap.add_argument("--pairs", type=int, default=256)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "1")))
+    if examples is not None:
+        ap.add_argument("--examples", type=int, default=examples, help="test examples (the same for both)")
+    ap.add_argument("--json", help="write the measurements here")
 
 
 def open_run(args):
