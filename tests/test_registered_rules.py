@@ -276,3 +276,21 @@ def test_random_overfits_is_decided_by_the_share_rule_once_the_train_accuracy_is
     assert row(0.08, contrast_gap=0.08).specificity == "not specific"
     assert row(0.01).verdict == "not reproduced"
     assert row(0.08, eval_=False).verdict == "not testable at this preset"  # a running mean is not the statistic
+
+
+def test_registration_commits_are_seven_characters_whatever_the_clone_abbreviates_to(tmp_path):
+    """git's `%h` grows with the clone's object count (a CI clone wrote 8 characters where this one wrote 7), which
+    changed COMPARISON.md; the commit is the full hash's first 7 characters in every clone."""
+    import subprocess
+
+    from workbench.report.comparison import registration_commits
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git[:3] + ["config", "core.abbrev", "12"], check=True)
+    (tmp_path / "registry.toml").write_text("a = 1\n")
+    subprocess.run(git + ["add", "registry.toml"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "register"], check=True)
+    full = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    [(short, day)] = registration_commits(tmp_path / "registry.toml")
+    assert short == full[:7] and len(day) == 10

@@ -295,16 +295,18 @@ def _provenance_section(runs: pd.DataFrame) -> str:
 
 def registration_commits(path: str | Path = REGISTRY) -> list[tuple[str, str]]:
     """[(short commit, date)] of the commits that changed the registration file, oldest first (`git log --follow`);
-    [] where git or the history is not available (a shipped copy): the registry's own dates are said instead."""
+    [] where git or the history is not available (a shipped copy): the registry's own dates are said instead.
+    The short commit is the full hash's first 7 characters, not git's `%h`, whose length grows with the number of
+    objects in the clone (a CI clone wrote 8), so that COMPARISON.md reads the same in every clone."""
     import subprocess
 
     path = Path(path)
     try:  # newest first, reversed below: `--follow` stops at a rename under `--reverse`
-        out = subprocess.run(["git", "log", "--follow", "--format=%h %cs", "--", path.name], cwd=path.parent,
+        out = subprocess.run(["git", "log", "--follow", "--format=%H %cs", "--", path.name], cwd=path.parent,
                              capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line][::-1]
+    return [(h[:7], day) for h, day in (line.split(" ", 1) for line in out.splitlines() if " " in line)][::-1]
 
 
 def rule_commit(claim: dict, commits: list[tuple[str, str]], registered: str) -> str:
