@@ -76,9 +76,11 @@ def _z_hook(layer_fill: torch.Tensor | None, H: int):
     return hook
 
 
-def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: int, hook) -> dict:
-    """The `store_names` of the H copies of `tokens` (copy-major) with `hook` on layer l's z: what lies below layer
-    l is the clean run's, repeated; layer l and those above are recomputed from the clean stream before layer l."""
+def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: int,
+                hook) -> tuple[dict, torch.Tensor]:
+    """(the `store_names`, the logits) of the H copies of `tokens` (copy-major) with `hook` on layer l's z: what lies
+    below layer l is the clean run's, repeated; layer l and those above are recomputed from the clean stream before
+    layer l."""
     H = model.cfg.n_heads
     rep = lambda t: t.repeat(H, *([1] * (t.dim() - 1)))  # noqa: E731
     below = ["blocks.0.hook_resid_pre"] + [f"blocks.{k}.{n}" for k in range(l) for n in ("attn.hook_z",
@@ -96,8 +98,15 @@ def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: 
         x = rep(clean[f"blocks.{l}.hook_resid_pre"])
         for block in model.blocks[l:]:
             x = block(x, memory, mask)
-        model.head(x, tok)
-    return store
+        logits = model.head(x, tok)
+    return store, logits
+
+
+def measured(logits: torch.Tensor, labels: torch.Tensor, against: torch.Tensor | None) -> torch.Tensor:
+    """[B]: the measure read off the logits, logit(label) - mean logit, or - logit(against) when given: what the
+    terms of `margins` sum to (with the run's own final-LayerNorm scale)."""
+    other = logits.mean(-1) if against is None else logits.gather(1, against[:, None])[:, 0]
+    return logits.gather(1, labels[:, None])[:, 0] - other
 
 
 def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.Tensor | None = None,
@@ -124,18 +133,19 @@ def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.T
     moved = torch.empty(L, H, B, len(comps), dtype=torch.float64)
     for l in range(L):
         fill = None if z_fill is None else z_fill[l].to(tokens.device, clean["blocks.0.hook_resid_pre"].dtype)
-        st = _from_layer(model, tokens, clean, l, _z_hook(fill, H))
-        _, own, _ = margins(model, st, rep_tok, rep_lab, against=rep_against)
+        st, logits = _from_layer(model, tokens, clean, l, _z_hook(fill, H))
         _, frozen, _ = margins(model, st, rep_tok, rep_lab, rep_scale, against=rep_against)
-        own, frozen = own.reshape(H, B, -1).double().cpu(), frozen.reshape(H, B, -1).double().cpu()
+        frozen = frozen.reshape(H, B, -1).double().cpu()
+        # the ablated runs' measure at their own final-LayerNorm scale; without a final LayerNorm it is the frozen sum
+        own = frozen.sum(-1) if s0 is None else measured(logits, rep_lab, rep_against).reshape(H, B).double().cpu()
         d = frozen - m0[None]  # [copy, B, n]
         moved[l] = d
         own_term = [comps.index(("head", l, h)) for h in range(H)]  # copy h's own head
         out["direct"][l] = -d[torch.arange(H), :, own_term]
-        out["total"][l] = m0.sum(-1)[None] - own.sum(-1)
+        out["total"][l] = m0.sum(-1)[None] - own
         out["via_heads"][l] = d[:, :, np.flatnonzero((kind == "head") & (layer > l))].sum(-1)
         out["via_mlps"][l] = d[:, :, np.flatnonzero((kind == "mlp") & (layer >= l))].sum(-1)
-        out["via_layernorm"][l] = own.sum(-1) - frozen.sum(-1)
+        out["via_layernorm"][l] = own - frozen.sum(-1)
     out["self_repair"] = out["direct"] - out["total"]
     return {**out, "moved": moved, "components": comps}
 
