@@ -294,3 +294,23 @@ def test_registration_commits_are_seven_characters_whatever_the_clone_abbreviate
     full = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     [(short, day)] = registration_commits(tmp_path / "registry.toml")
     assert short == full[:7] and len(day) == 10
+
+
+def test_a_shallow_clone_names_no_registration_commit(tmp_path):
+    """In a shallow clone the registry's oldest commit is where the clone was cut: no commit is named (the registry's
+    dates are said instead), never the wrong one."""
+    import subprocess
+
+    from workbench.report.comparison import registration_commits
+
+    src = tmp_path / "src"
+    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
+    src.mkdir()
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    for i in range(2):
+        (src / "registry.toml").write_text(f"a = {i}\n")
+        subprocess.run(git + ["add", "registry.toml"], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", f"v{i}"], check=True)
+    assert len(registration_commits(src / "registry.toml")) == 2
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{src}", str(tmp_path / "cut")], check=True)
+    assert registration_commits(tmp_path / "cut" / "registry.toml") == []

@@ -297,11 +297,16 @@ def registration_commits(path: str | Path = REGISTRY) -> list[tuple[str, str]]:
     """[(short commit, date)] of the commits that changed the registration file, oldest first (`git log --follow`);
     [] where git or the history is not available (a shipped copy): the registry's own dates are said instead.
     The short commit is the full hash's first 7 characters, not git's `%h`, whose length grows with the number of
-    objects in the clone (a CI clone wrote 8), so that COMPARISON.md reads the same in every clone."""
+    objects in the clone (a CI clone wrote 8), so that COMPARISON.md reads the same in every clone. A shallow clone
+    gives [] too: its oldest commit is where the clone was cut, not the one that registered the rules."""
     import subprocess
 
     path = Path(path)
     try:  # newest first, reversed below: `--follow` stops at a rename under `--reverse`
+        shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=path.parent,
+                                 capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        if shallow == "true":
+            return []
         out = subprocess.run(["git", "log", "--follow", "--format=%H %cs", "--", path.name], cwd=path.parent,
                              capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError):
