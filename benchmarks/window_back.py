@@ -9,7 +9,7 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
 2. inductor-cache.tgz (Triton's compiled kernels) -> benchmarks/kernels/triton.tgz, with triton.json beside it (the
    window, card, torch, size, sha256): tracked, so every later checkout has it and each call carries it with the
    tree (a new checkout used to lose it and compile cold); refused, naming the sizes, where the tracked files, .whl/
-   and it would pass what one call may carry (`TRAVEL_MIB`);
+   and it would pass what one call may carry (`window_size.LIMIT_MIB`: tracked and untracked files, .whl/);
 3. window.log, gpu_step.json and the logs of logs.tgz (sweep, ship, the detached job's, the check's) into
    benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
    exists);
@@ -33,9 +33,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from window_size import LIMIT_MIB, travel_bytes  # noqa: E402  (beside this script)
+
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "benchmarks" / "kernels" / "triton.tgz"
-TRAVEL_MIB = 64  # what one device call may carry: the tracked files, untracked ones not ignored, and `carry` (.whl/)
 COMPARE = ["compare", "results/repro", "--readme", "README.md", "--figure", "docs/img/findings_table1.png",
            "--study-figure", "docs/img/findings_study.png"]
 
@@ -74,19 +76,11 @@ def unpack_runs(tgz: Path, results: Path) -> tuple[list[str], list[str], list[st
     return added, same, differ
 
 
-def travel_bytes(leave_out: Path) -> int:
-    """What a device call carries, in bytes, without `leave_out`: the checkout's tracked files and .whl/ (carried)."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
-    files = [REPO / f for f in listed.decode().split("\0") if f] + sorted((REPO / ".whl").glob("*"))
-    leave_out = leave_out.resolve()
-    return sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != leave_out)
-
-
-def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = TRAVEL_MIB) -> str:
+def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:
     """A window's inductor-cache.tgz to `dest` (tracked: benchmarks/kernels/triton.tgz) and its provenance to
     dest.with_suffix('.json'), unless the calls would then carry more than `limit_mib` (tracked files, .whl/ and the
     kernels): then nothing is changed and the message says so. Returns what it did, in a line."""
-    size, rest = tgz.stat().st_size, travel_bytes(dest)
+    size, rest = tgz.stat().st_size, travel_bytes(REPO, leave_out=dest)
     if rest + size > limit_mib * 2 ** 20:
         return (f"compile cache NOT kept: {size / 2 ** 20:.1f} MiB beside the {rest / 2 ** 20:.1f} MiB a call carries "
                 f"already (tracked files and .whl/) passes the {limit_mib:g} MiB a call may carry; {dest} is left as "

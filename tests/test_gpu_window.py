@@ -377,12 +377,13 @@ def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
     it) past the limit is refused with the sizes, and the kept one stays as it was; within the limit it replaces the
     kept one, whose own size is not counted twice (it is a tracked file in the checkout)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from window_back import keep_kernels, travel_bytes
+    from window_back import REPO as CHECKOUT, keep_kernels
+    from window_size import travel_bytes
 
     dest = tmp_path / "kernels" / "triton.tgz"
     new = tmp_path / "new.tgz"
     new.write_bytes(b"k" * 1000)
-    carried = travel_bytes(dest) / 2 ** 20
+    carried = travel_bytes(CHECKOUT, leave_out=dest) / 2 ** 20
     assert carried > 1  # the tracked files at least (results/repro alone is tens of MiB)
     said = keep_kernels(new, dest, {"window": "w"}, limit_mib=carried)
     assert "NOT kept" in said and "a call may carry" in said and not dest.exists()
@@ -390,7 +391,7 @@ def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
     assert "commit it" in said and dest.read_bytes() == b"k" * 1000
     assert json.loads(dest.with_suffix(".json").read_text())["bytes"] == 1000
     readme = REPO / "README.md"  # a tracked file left out is not counted (the kept cache, replaced in place)
-    assert travel_bytes(readme) == travel_bytes(tmp_path / "none") - readme.stat().st_size
+    assert travel_bytes(REPO, leave_out=readme) == travel_bytes(REPO) - readme.stat().st_size
 
 
 def test_gpu_wheel_list_is_pinned_and_matches_the_project():
@@ -416,3 +417,26 @@ def test_gpu_wheel_list_is_pinned_and_matches_the_project():
     tl = next(Requirement(d) for d in project if canonicalize_name(Requirement(d).name) == "transformer-lens")
     pinned = next(r for r in reqs if canonicalize_name(r.name) == "transformer-lens")
     assert tl.specifier.contains(next(iter(pinned.specifier)).version), (pinned, tl)
+
+
+def test_window_size_sums_what_a_call_sends_and_fails_over_the_limit(tmp_path):
+    """benchmarks/window_size.py: tracked + untracked-not-ignored files + the carried folder, against the limit;
+    ignored files do not count; over the limit it exits 1 and says what to leave behind."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import window_size
+
+    subprocess.run(["git", "-C", str(tmp_path), "init", "-q"], check=True)
+    (tmp_path / ".gitignore").write_text("/.whl/\n/big/\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "a.bin").write_bytes(b"x" * 300_000)  # untracked, not ignored: travels
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "b.bin").write_bytes(b"x" * 5_000_000)  # ignored and not carried: stays
+    (tmp_path / ".whl").mkdir()
+    (tmp_path / ".whl" / "w.whl").write_bytes(b"x" * 700_000)
+    parts = window_size.travelling(tmp_path, [".whl"])
+    assert parts["tree"] == 300_000 + len("/.whl/\n/big/\n") and parts[".whl"] == 700_000
+    assert parts["top: results"] == 300_000
+    assert window_size.main(["--repo", str(tmp_path), "--limit-mib", "1"]) == 0  # 1,000,013 bytes < 1 MiB
+    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "window_size.py"), "--repo", str(tmp_path),
+                          "--limit-mib", "0.9"], capture_output=True, text=True)
+    assert res.returncode == 1 and "over the device tool's 0.9 MiB" in res.stderr and "results 0.3 MiB" in res.stdout

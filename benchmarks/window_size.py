@@ -1,0 +1,75 @@
+"""How much of this checkout a GPU window's call sends, against the device tool's limit (64 MiB): the tracked files,
+the untracked files git does not ignore, and the carried paths (.whl). Run before a window (`make gpu-wheels` does):
+a call over the limit is refused, so it fails here first and says what to leave behind.
+
+    python benchmarks/window_size.py [--carry .whl] [--limit-mib 64]
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+LIMIT_MIB = 64
+
+
+def tree_files(repo: Path) -> list[tuple[str, Path]]:
+    """(relative name, path) of what a call sends of the checkout: tracked files and untracked ones git does not ignore,
+    those that exist as regular files."""
+    out = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                         capture_output=True, check=True).stdout
+    listed = sorted({p for p in out.decode().split("\0") if p})
+    return [(rel, repo / rel) for rel in listed if (repo / rel).is_file() and not (repo / rel).is_symlink()]
+
+
+def travelling(repo: Path, carry: list[str], leave_out: Path | None = None) -> dict[str, int]:
+    """{part: bytes}: "tree" (`tree_files`), each carried path, and the five largest top-level folders of the tree
+    (`top: NAME`) to say where the bytes are; without `leave_out` (a file about to be replaced)."""
+    skip = leave_out.resolve() if leave_out is not None else None
+    tops: dict[str, int] = {}
+    tree = 0
+    for rel, f in tree_files(repo):
+        if f.resolve() == skip:
+            continue
+        n = f.stat().st_size
+        tree += n
+        top = "top: " + (rel.split("/", 1)[0] if "/" in rel else "(files at the root)")
+        tops[top] = tops.get(top, 0) + n
+    parts = {"tree": tree}
+    for c in carry:
+        p = repo / c
+        files = sorted(p.rglob("*")) if p.is_dir() else [p]
+        parts[c] = sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != skip)
+    return {**parts, **dict(sorted(tops.items(), key=lambda kv: -kv[1])[:5])}
+
+
+def travel_bytes(repo: Path, carry: list[str] = [".whl"], leave_out: Path | None = None) -> int:  # noqa: B006
+    """What a call sends, in bytes: the tree and the carried paths, without `leave_out`."""
+    parts = travelling(repo, carry, leave_out)
+    return parts["tree"] + sum(parts[c] for c in carry)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--carry", action="append", default=None, help="a carried path (default: .whl)")
+    ap.add_argument("--limit-mib", type=float, default=LIMIT_MIB)
+    ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
+    a = ap.parse_args(argv)
+    carry = a.carry if a.carry is not None else [".whl"]
+    parts = travelling(a.repo, carry)
+    total = parts["tree"] + sum(parts[c] for c in carry)  # travel_bytes, with the parts kept to print
+    mib = lambda n: f"{n / 2**20:.1f} MiB"  # noqa: E731
+    print(f"a window's call sends {mib(total)} of its {a.limit_mib:g} MiB: tree {mib(parts['tree'])}, "
+          + ", ".join(f"{c} {mib(parts[c])}" for c in carry) + "; largest: "
+          + ", ".join(f"{k[5:]} {mib(v)}" for k, v in parts.items() if k.startswith("top: ")))
+    if total > a.limit_mib * 2**20:
+        print(f"ERROR: over the device tool's {a.limit_mib:g} MiB by {mib(total - a.limit_mib * 2**20)}: the call "
+              "would be refused. Carry fewer wheels (benchmarks/gpu_wheels.txt) or move what the window does not "
+              "need out of the tracked tree.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
