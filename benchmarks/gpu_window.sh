@@ -96,8 +96,20 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
     mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
       && say "compile cache unpacked from $cache_tgz"
   fi
-  "$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log" || exit 1
+  if ! "$py" -c "import torch, transformer_lens, workbench.cli" 2>>"$out/window.log"; then
+    say "ERROR: $py cannot import torch, transformer_lens and workbench (the traceback is in $out/window.log): on a" \
+        "device machine the image has torch and .whl/ the rest (\`make gpu-wheels\`); elsewhere name a Python that" \
+        "has them, e.g. GPU_PY=.venv/bin/python"
+    exit 1
+  fi
+  "$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log"
+  if [ "$device" = cuda ] && ! "$py" -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
+    say "ERROR: no CUDA GPU here: this script trains the paper grid in a lent GPU window (docs/training.md, \"One" \
+        "GPU window\"); on CPU, \`make repro\` trains the CPU reproduction (DEVICE=cpu with" \
+        "CHECK_ARGS=\"--device cpu --preset smoke\" runs this flow as a dry run)"
+    exit 1
+  fi
   say "environment ready"
 }
 

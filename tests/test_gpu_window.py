@@ -440,3 +440,25 @@ def test_window_size_sums_what_a_call_sends_and_fails_over_the_limit(tmp_path):
     res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "window_size.py"), "--repo", str(tmp_path),
                           "--limit-mib", "0.9"], capture_output=True, text=True)
     assert res.returncode == 1 and "over the device tool's 0.9 MiB" in res.stderr and "results 0.3 MiB" in res.stdout
+
+
+def test_the_window_on_a_machine_without_a_gpu_stops_at_once_and_says_what_to_run(tmp_path):
+    """`make repro-gpu` on a machine without a GPU: no training, no results, exit 1 with the reason and what to run;
+    a Python that cannot import torch says so too."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the window would train")
+    env = window_env(tmp_path, DEVICE="cuda")
+    res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "100"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120)
+    log = (tmp_path / "out" / "window.log").read_text()
+    assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log and "`make repro`" in log
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
+    fake = tmp_path / "python"  # a Python that cannot import torch
+    fake.write_text("#!/bin/sh\nexec python3 -S -I \"$@\"\n")
+    fake.chmod(0o755)
+    res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "100"], cwd=REPO, env={**env, "GPU_PY": str(fake)},
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "cannot import torch, transformer_lens and workbench" in res.stdout
+    assert "GPU_PY=.venv/bin/python" in res.stdout
