@@ -33,6 +33,7 @@ browser:
 TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(PY) -m workbench check results/repro
+	$(PY) -m workbench check results/paper
 	@t=$$(mktemp -d /tmp/pelab-test.XXXXXX); RAY_TMPDIR=$$t OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest tests -rs \
 	    -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --basetemp=$$t/pytest; rc=$$?; rm -rf $$t; exit $$rc
 
