@@ -23,31 +23,27 @@ def tree_files(repo: Path) -> list[tuple[str, Path]]:
     return [(rel, repo / rel) for rel in listed if (repo / rel).is_file() and not (repo / rel).is_symlink()]
 
 
-def travelling(repo: Path, carry: list[str], leave_out: Path | None = None) -> dict[str, int]:
-    """{part: bytes}: "tree" (`tree_files`), each carried path, and the five largest top-level folders of the tree
-    (`top: NAME`) to say where the bytes are; without `leave_out` (a file about to be replaced)."""
+def travelling(repo: Path, carry: tuple[str, ...] = (".whl",),
+               leave_out: Path | None = None) -> tuple[dict[str, int], dict[str, int]]:
+    """({"tree": bytes, each carried path: bytes}, {top-level folder: bytes} of the tree, largest first): what a call
+    sends, without `leave_out` (a file about to be replaced)."""
     skip = leave_out.resolve() if leave_out is not None else None
     tops: dict[str, int] = {}
-    tree = 0
     for rel, f in tree_files(repo):
-        if f.resolve() == skip:
-            continue
-        n = f.stat().st_size
-        tree += n
-        top = "top: " + (rel.split("/", 1)[0] if "/" in rel else "(files at the root)")
-        tops[top] = tops.get(top, 0) + n
-    parts = {"tree": tree}
+        if f.resolve() != skip:
+            top = rel.split("/", 1)[0] if "/" in rel else "(files at the root)"
+            tops[top] = tops.get(top, 0) + f.stat().st_size
+    parts = {"tree": sum(tops.values())}
     for c in carry:
         p = repo / c
         files = sorted(p.rglob("*")) if p.is_dir() else [p]
         parts[c] = sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != skip)
-    return {**parts, **dict(sorted(tops.items(), key=lambda kv: -kv[1])[:5])}
+    return parts, dict(sorted(tops.items(), key=lambda kv: -kv[1]))
 
 
-def travel_bytes(repo: Path, carry: list[str] = [".whl"], leave_out: Path | None = None) -> int:  # noqa: B006
+def travel_bytes(repo: Path, carry: tuple[str, ...] = (".whl",), leave_out: Path | None = None) -> int:
     """What a call sends, in bytes: the tree and the carried paths, without `leave_out`."""
-    parts = travelling(repo, carry, leave_out)
-    return parts["tree"] + sum(parts[c] for c in carry)
+    return sum(travelling(repo, carry, leave_out)[0].values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,13 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit-mib", type=float, default=LIMIT_MIB)
     ap.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
     a = ap.parse_args(argv)
-    carry = a.carry if a.carry is not None else [".whl"]
-    parts = travelling(a.repo, carry)
-    total = parts["tree"] + sum(parts[c] for c in carry)  # travel_bytes, with the parts kept to print
+    parts, tops = travelling(a.repo, tuple(a.carry or [".whl"]))
+    total = sum(parts.values())
     mib = lambda n: f"{n / 2**20:.1f} MiB"  # noqa: E731
-    print(f"a window's call sends {mib(total)} of its {a.limit_mib:g} MiB: tree {mib(parts['tree'])}, "
-          + ", ".join(f"{c} {mib(parts[c])}" for c in carry) + "; largest: "
-          + ", ".join(f"{k[5:]} {mib(v)}" for k, v in parts.items() if k.startswith("top: ")))
+    print(f"a window's call sends {mib(total)} of its {a.limit_mib:g} MiB: "
+          + ", ".join(f"{k} {mib(v)}" for k, v in parts.items()) + "; largest in the tree: "
+          + ", ".join(f"{k} {mib(v)}" for k, v in list(tops.items())[:5]))
     if total > a.limit_mib * 2**20:
         print(f"ERROR: over the device tool's {a.limit_mib:g} MiB by {mib(total - a.limit_mib * 2**20)}: the call "
               "would be refused. Carry fewer wheels (benchmarks/gpu_wheels.txt) or move what the window does not "

@@ -433,9 +433,9 @@ def test_window_size_sums_what_a_call_sends_and_fails_over_the_limit(tmp_path):
     (tmp_path / "big" / "b.bin").write_bytes(b"x" * 5_000_000)  # ignored and not carried: stays
     (tmp_path / ".whl").mkdir()
     (tmp_path / ".whl" / "w.whl").write_bytes(b"x" * 700_000)
-    parts = window_size.travelling(tmp_path, [".whl"])
-    assert parts["tree"] == 300_000 + len("/.whl/\n/big/\n") and parts[".whl"] == 700_000
-    assert parts["top: results"] == 300_000
+    parts, tops = window_size.travelling(tmp_path)
+    assert parts == {"tree": 300_000 + len("/.whl/\n/big/\n"), ".whl": 700_000}
+    assert tops == {"results": 300_000, "(files at the root)": len("/.whl/\n/big/\n")}
     assert window_size.main(["--repo", str(tmp_path), "--limit-mib", "1"]) == 0  # 1,000,013 bytes < 1 MiB
     res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "window_size.py"), "--repo", str(tmp_path),
                           "--limit-mib", "0.9"], capture_output=True, text=True)
