@@ -95,7 +95,7 @@ repro-gpu:
 	TIER=$(TIER) bash benchmarks/gpu_window.sh $(WINDOW)
 
 # Before a GPU window, here (a new checkout has no .whl/): the wheels of benchmarks/gpu_wheels.txt for the device
-# image's CPython 3.12, downloaded into .whl/ (about 23 MB, a few seconds), which each device call carries; then what
+# image's CPython 3.12, downloaded into .whl/ (4 wheels, 2.3 MiB, a few seconds), which each device call carries; then what
 # a call sends (tree + .whl) against the device tool's 64 MiB, failing here rather than at the call.
 GPU_PLATFORMS := $(foreach p,manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014 manylinux1,--platform $(p)_x86_64)
 gpu-wheels:

@@ -13,8 +13,8 @@
 #      weights) into OUT/runs-paper-meta.tgz, the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's
 #      compiled kernels into OUT/inductor-cache.tgz: kept here, tracked, as benchmarks/kernels/triton.tgz (all of it
 #      lands here by `python benchmarks/window_back.py FILES_AT`), so it travels packed with every later checkout
-#      and the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, and .whl,
-#      23 MB, would not both fit the 64 MiB a call carries). The next window's same command trains the rest.
+#      and the next window unpacks it (RoPE's step: 109 s cold, 3 s warm on the H100; the folder, 42 MB, would not
+#      fit beside the 37-MiB tree in the 64 MiB a call carries). The next window's same command trains the rest.
 #
 #   bash benchmarks/gpu_window.sh [--check] [BUDGET]      # one call: the job ends BUDGET s after the start
 #   bash benchmarks/gpu_window.sh --check-only [BUDGET]   # 1, 2 and 4 without training (T_TESTS=0: no gpu tests)

@@ -419,6 +419,39 @@ def test_gpu_wheel_list_is_pinned_and_matches_the_project():
     assert tl.specifier.contains(next(iter(pinned.specifier)).version), (pinned, tl)
 
 
+def test_the_carried_wheels_need_no_more_than_the_image_has():
+    """The wheels of benchmarks/gpu_wheels.txt rely on the image's own packages (its "image:" lines, e.g. transformers
+    5.17.0): each pinned wheel installed here at its pinned version must accept the image's version of every package
+    it requires, and no package is both carried and taken from the image."""
+    import importlib.metadata as md
+    import re
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    text = (REPO / "benchmarks/gpu_wheels.txt").read_text()
+    image = {canonicalize_name(n): v for n, v in re.findall(r"^# image: (\S+)==(\S+)$", text, re.M)}
+    assert {"transformers", "huggingface-hub"} <= set(image)
+    reqs = [Requirement(ln) for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    assert not image.keys() & {canonicalize_name(r.name) for r in reqs}, "carried and taken from the image"
+    checked = []
+    for r in reqs:
+        try:
+            dist = md.distribution(r.name)
+        except md.PackageNotFoundError:
+            continue
+        if not r.specifier.contains(dist.version):
+            continue  # this venv holds another version: its metadata says nothing of the pinned one
+        for line in dist.requires or []:
+            need = Requirement(line)
+            if need.marker is not None and not need.marker.evaluate({"extra": ""}):
+                continue
+            have = image.get(canonicalize_name(need.name))
+            assert have is None or need.specifier.contains(have, prereleases=True), (r, need, have)
+        checked.append(canonicalize_name(r.name))
+    assert {"transformer-lens", "datasets"} <= set(checked)  # the two that require transformers / the hub
+
+
 def test_window_size_sums_what_a_call_sends_and_fails_over_the_limit(tmp_path):
     """benchmarks/window_size.py: tracked + untracked-not-ignored files + the carried folder, against the limit;
     ignored files do not count; over the limit it exits 1 and says what to leave behind."""
