@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A lent GPU window (docs/training.md, "One GPU window"): train Table 1's paper-scale runs that fit, ship each one,
 # and pack what the window brings back.
-#   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked;
+#   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked, and where they fail, the
+#      fallback wheels of .whl/fallback/ (transformers and hub over the image's own) installed and the imports again;
+#      no CUDA GPU: exit 1;
 #   2. with --check: benchmarks/gpu_check.sh into OUT/check (gpu tests, eager vs compiled steps, mask, agreement),
 #      whose step_ms.json then feeds the planner (the stored table filling the schemes it did not time) and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
 #   3. the training job: `workbench sweep grids/paper.toml --deadline` up to the window's end less RESERVE: Table 1's
@@ -32,7 +34,7 @@
 # RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S (15 s a detached call keeps for
 # packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
 # and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
-# GPU_SITE, DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (benchmarks/kernels/triton.tgz), CHECK_ARGS,
+# GPU_SITE, WHEELS (.whl), DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (benchmarks/kernels/triton.tgz), CHECK_ARGS,
 # T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs every form on CPU.
 set -u -o pipefail
 mode=run check=0 only=0
@@ -58,6 +60,7 @@ esac
 out=${OUT:-artifacts/gpu-window}
 py=${GPU_PY:-python3}
 site=${GPU_SITE:-/tmp/pelab-site}
+wheels=${WHEELS:-.whl}   # carried: the wheels the image lacks, and in fallback/ those that replace the image's own
 state=${WINDOW_STATE:-artifacts/window-state}
 runs=${PAPER_RUNS:-runs-paper}
 results=${RESULTS:-results/paper}
@@ -80,12 +83,20 @@ shipto=$results
 mkdir -p "$out" "$state/logs"
 say() { echo "[window $(( $(date +%s) - t0 )) s] $*" | tee -a "$out/window.log"; }
 
+install_wheels() {  # the wheels named into GPU_SITE, no index, no dependencies resolved
+  "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" "$@" \
+    2>&1 | grep -v "^WARNING: Target directory" | tail -5
+}
+
+imports_ok() {  # the imports the window needs; a failure's traceback goes to window.log
+  "$py" -c "import torch, transformer_lens, workbench.cli" 2>>"$out/window.log"
+}
+
 setup() {  # the wheels, the environment, the carried compile cache; the imports checked
-  if ls .whl/*.whl >/dev/null 2>&1; then
-    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl \
-      2>&1 | grep -v "^WARNING: Target directory" | tail -5
+  if ls "$wheels"/*.whl >/dev/null 2>&1; then
+    install_wheels "$wheels"/*.whl
   else
-    say "no .whl/: using the image's packages (\`make gpu-wheels\` fetches those it lacks, before the window)"
+    say "no $wheels/: using the image's packages (\`make gpu-wheels\` fetches those it lacks, before the window)"
   fi
   export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}" OMP_WAIT_POLICY=PASSIVE PYTHONUNBUFFERED=1 \
     TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
@@ -96,7 +107,15 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
     mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
       && say "compile cache unpacked from $cache_tgz"
   fi
-  if ! "$py" -c "import torch, transformer_lens, workbench.cli" 2>>"$out/window.log"; then
+  # the image's own transformers and hub serve transformer_lens (benchmarks/gpu_wheels.txt); where they do not,
+  # the fallback wheels (this machine's versions, benchmarks/gpu_wheels_fallback.txt) go in over them
+  if ! imports_ok && ls "$wheels"/fallback/*.whl >/dev/null 2>&1; then
+    say "the image's packages did not serve the imports (the traceback is in $out/window.log): installing the" \
+        "fallback wheels of $wheels/fallback"
+    install_wheels "$wheels"/fallback/*.whl
+    imports_ok && say "with the fallback wheels the imports work"
+  fi
+  if ! imports_ok; then
     say "ERROR: $py cannot import torch, transformer_lens and workbench (the traceback is in $out/window.log): on a" \
         "device machine the image has torch and .whl/ the rest (\`make gpu-wheels\`); elsewhere name a Python that" \
         "has them, e.g. GPU_PY=.venv/bin/python"

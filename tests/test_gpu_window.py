@@ -6,6 +6,7 @@ when the first call's end killed it."""
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -395,8 +396,8 @@ def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
 
 
 def test_gpu_wheel_list_is_pinned_and_matches_the_project():
-    """`make gpu-wheels` fetches benchmarks/gpu_wheels.txt with --no-deps, so each line must pin one version of one
-    package (two versions of one stop the whole install on the GPU), and transformer-lens, the one the model code
+    """`make gpu-wheels` fetches benchmarks/gpu_wheels.txt (and gpu_wheels_fallback.txt) with --no-deps, so each line
+    must pin one version of one package, none in both (two versions of one stop the whole install on the GPU), and transformer-lens, the one the model code
     depends on, must lie in pyproject.toml's range: a GPU run must not use other hook code than the CPU runs."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
@@ -406,13 +407,18 @@ def test_gpu_wheel_list_is_pinned_and_matches_the_project():
     except ModuleNotFoundError:  # Python < 3.11
         import tomli as tomllib
 
-    lines = [ln.strip() for ln in (REPO / "benchmarks/gpu_wheels.txt").read_text().splitlines()]
-    reqs = [Requirement(ln) for ln in lines if ln and not ln.startswith("#")]
-    names = [canonicalize_name(r.name) for r in reqs]
+    def pins(name: str) -> list:
+        lines = [ln.strip() for ln in (REPO / "benchmarks" / name).read_text().splitlines()]
+        return [Requirement(ln) for ln in lines if ln and not ln.startswith("#")]
+
+    reqs, fallback = pins("gpu_wheels.txt"), pins("gpu_wheels_fallback.txt")  # .whl/ and .whl/fallback/
+    names = [canonicalize_name(r.name) for r in reqs + fallback]
     assert len(names) == len(set(names)), "a package is named twice"
-    for r in reqs:
+    for r in reqs + fallback:
         (spec,) = r.specifier  # exactly one specifier, ==
         assert spec.operator == "==", f"{r}: pin an exact version"
+    # the fallback replaces what the window otherwise takes from the image
+    assert {"transformers", "huggingface-hub"} <= {canonicalize_name(r.name) for r in fallback}
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     tl = next(Requirement(d) for d in project if canonicalize_name(Requirement(d).name) == "transformer-lens")
     pinned = next(r for r in reqs if canonicalize_name(r.name) == "transformer-lens")
@@ -495,3 +501,51 @@ def test_the_window_on_a_machine_without_a_gpu_stops_at_once_and_says_what_to_ru
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 1 and "cannot import torch, transformer_lens and workbench" in res.stdout
     assert "GPU_PY=.venv/bin/python" in res.stdout
+
+
+def _wheel(folder: Path, module: str) -> Path:
+    """A minimal pure-Python wheel of one empty module, for pip to install offline."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{module}-1.0-py3-none-any.whl"
+    info = f"{module}-1.0.dist-info"
+    files = {f"{module}.py": "", f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in [*files, f"{info}/RECORD"]))
+    return path
+
+
+def test_the_fallback_wheels_go_in_only_where_the_imports_fail_without_them(tmp_path):
+    """gpu_window.sh's setup: the wheels of WHEELS first; where the window's imports then fail (the image's own
+    transformers not serving transformer_lens), the wheels of WHEELS/fallback go in over them and the imports are
+    tried again; without a fallback, exit 1 with the error. A stand-in Python fails the imports until the fallback's
+    module is installed."""
+    wheels = tmp_path / "wheels"
+    _wheel(wheels, "pelab_lean_marker")
+    _wheel(wheels / "fallback", "pelab_fallback_marker")
+    site = tmp_path / "site"
+    py = tmp_path / "python"
+    py.write_text(f'#!/bin/bash\nif [ "$2" = "import torch, transformer_lens, workbench.cli" ] && '
+                  f'[ ! -f {site}/pelab_fallback_marker.py ]; then echo "ImportError: stand-in" >&2; exit 1; fi\n'
+                  f'exec {sys.executable} "$@"\n')
+    py.chmod(0o755)
+    env = window_env(tmp_path, DEVICE="cuda", GPU_PY=str(py), GPU_SITE=str(site), WHEELS=str(wheels))
+    res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "100"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120)
+    log = (tmp_path / "out" / "window.log").read_text()
+    assert (site / "pelab_lean_marker.py").exists() and (site / "pelab_fallback_marker.py").exists()
+    assert "installing the fallback wheels" in log and "with the fallback wheels the imports work" in log
+    assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log  # set up, then stopped: this machine has no GPU
+    shutil.rmtree(wheels / "fallback")
+    shutil.rmtree(site)
+    (tmp_path / "out" / "window.log").unlink()
+    res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "100"], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120)
+    log = (tmp_path / "out" / "window.log").read_text()
+    assert res.returncode == 1 and "installing the fallback" not in log
+    assert "cannot import torch, transformer_lens" in log
+    assert "ImportError: stand-in" in log  # the traceback kept in the log
