@@ -84,7 +84,8 @@ def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIM
     if rest + size > limit_mib * 2 ** 20:
         return (f"compile cache NOT kept: {size / 2 ** 20:.1f} MiB beside the {rest / 2 ** 20:.1f} MiB a call carries "
                 f"already (tracked files and .whl/) passes the {limit_mib:g} MiB a call may carry; {dest} is left as "
-                "it was (the next window compiles what it lacks)")
+                "it was (the next window compiles what it lacks; where this window's log shows no \"installing the "
+                "fallback wheels\", `make gpu-wheels FALLBACK=0` frees 19.8 MiB: then run this again)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(tgz, dest)
     info = provenance | {"bytes": size, "sha256": hashlib.sha256(dest.read_bytes()).hexdigest()}
