@@ -108,14 +108,24 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
       && say "compile cache unpacked from $cache_tgz"
   fi
   # the image's own transformers and hub serve transformer_lens (benchmarks/gpu_wheels.txt); where they do not,
-  # the fallback wheels (this machine's versions, benchmarks/gpu_wheels_fallback.txt) go in over them
-  if ! imports_ok && ls "$wheels"/fallback/*.whl >/dev/null 2>&1; then
+  # the fallback wheels (this machine's versions, benchmarks/gpu_wheels_fallback.txt) go in over them. Which served
+  # is kept in the state's logs (wheels.txt, back in logs.tgz; window_back.py reads it): the first call's answer,
+  # since a later call on the same machine finds the fallback already installed
+  local ok=0
+  if imports_ok; then
+    ok=1
+    [ -f "$state/logs/wheels.txt" ] || echo "image: the imports worked without $wheels/fallback" > "$state/logs/wheels.txt"
+  elif ls "$wheels"/fallback/*.whl >/dev/null 2>&1; then
     say "the image's packages did not serve the imports (the traceback is in $out/window.log): installing the" \
         "fallback wheels of $wheels/fallback"
     install_wheels "$wheels"/fallback/*.whl
-    imports_ok && say "with the fallback wheels the imports work"
+    if imports_ok; then
+      ok=1
+      say "with the fallback wheels the imports work"
+      echo "fallback: the imports needed $wheels/fallback over the image's own packages" > "$state/logs/wheels.txt"
+    fi
   fi
-  if ! imports_ok; then
+  if [ "$ok" = 0 ]; then
     say "ERROR: $py cannot import torch, transformer_lens and workbench (the traceback is in $out/window.log): on a" \
         "device machine the image has torch and .whl/ the rest (\`make gpu-wheels\`); elsewhere name a Python that" \
         "has them, e.g. GPU_PY=.venv/bin/python"

@@ -10,9 +10,9 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
    window, card, torch, size, sha256): tracked, so every later checkout has it and each call carries it with the
    tree (a new checkout used to lose it and compile cold); refused, naming the sizes, where the tracked files, .whl/
    and it would pass what one call may carry (`window_size.LIMIT_MIB`: tracked and untracked files, .whl/);
-3. window.log, gpu_step.json and the logs of logs.tgz (sweep, ship, the detached job's, the check's) into
-   benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
-   exists);
+3. window.log, gpu_step.json and the logs of logs.tgz (sweep, ship, the detached job's, the check's, wheels.txt)
+   into benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
+   exists), saying from wheels.txt whether the next window needs the fallback wheels (`wheels_advice`);
 4. the check's `step_ms` folded into benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
    card: on another card, the schemes the check did not time keep the old card's figures scaled by the ratio on
    those it did, and say so under "filled");
@@ -74,6 +74,21 @@ def unpack_runs(tgz: Path, results: Path) -> tuple[list[str], list[str], list[st
             else:
                 differ.append(run.name)
     return added, same, differ
+
+
+def wheels_advice(wheels_txt: Path) -> str | None:
+    """What the window's wheels.txt (gpu_window.sh: which wheels served its imports) means for the next window's
+    `make gpu-wheels`; None where the window wrote none (before 2026-11-28's fallback)."""
+    if not wheels_txt.exists():
+        return None
+    said = wheels_txt.read_text().strip()
+    if said.startswith("fallback"):
+        return (f"wheels: {said}; keep them (benchmarks/gpu_wheels_fallback.txt), and find out from the traceback in "
+                "window.log why the image's own transformers and hub did not serve")
+    if said.startswith("image"):
+        return (f"wheels: {said}; from now on `make gpu-wheels FALLBACK=0` (19.8 MiB less a call), and "
+                "benchmarks/gpu_wheels_fallback.txt can go")
+    return f"wheels: {said}"
 
 
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:
@@ -159,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         with tarfile.open(src / "logs.tgz") as t:
             t.extractall(folder, filter="data")
     print(f"measured: {folder} ({', '.join(sorted(p.name for p in folder.iterdir()))}); add its README.md")
+    advice = wheels_advice(folder / "wheels.txt")
+    if advice:
+        print(advice)
     if check and check.get("step_ms"):
         new = fold_step_ms(a.measured / "step_ms.json", check, name)
         print(f"step_ms.json: {new['step_ms']} on {new['device']}")

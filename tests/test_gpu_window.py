@@ -458,6 +458,18 @@ def test_the_carried_wheels_need_no_more_than_the_image_has():
     assert {"transformer-lens", "datasets"} <= set(checked)  # the two that require transformers / the hub
 
 
+def test_window_back_says_whether_the_next_window_needs_the_fallback_wheels(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from window_back import wheels_advice
+
+    said = tmp_path / "wheels.txt"
+    assert wheels_advice(said) is None  # a window from before the fallback
+    said.write_text("image: the imports worked without .whl/fallback\n")
+    assert "`make gpu-wheels FALLBACK=0`" in wheels_advice(said)
+    said.write_text("fallback: the imports needed .whl/fallback over the image's own packages\n")
+    assert "keep them" in wheels_advice(said) and "FALLBACK=0" not in wheels_advice(said)
+
+
 def test_window_size_sums_what_a_call_sends_and_fails_over_the_limit(tmp_path):
     """benchmarks/window_size.py: tracked + untracked-not-ignored files + the carried folder, against the limit;
     ignored files do not count; over the limit it exits 1 and says what to leave behind."""
@@ -494,6 +506,8 @@ def test_the_window_on_a_machine_without_a_gpu_stops_at_once_and_says_what_to_ru
     log = (tmp_path / "out" / "window.log").read_text()
     assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log and "`make repro`" in log
     assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
+    # the imports worked on what there was, without a fallback: said for window_back.py
+    assert (tmp_path / "state" / "logs" / "wheels.txt").read_text().startswith("image:")
     fake = tmp_path / "python"  # a Python that cannot import torch
     fake.write_text("#!/bin/sh\nexec python3 -S -I \"$@\"\n")
     fake.chmod(0o755)
@@ -540,6 +554,7 @@ def test_the_fallback_wheels_go_in_only_where_the_imports_fail_without_them(tmp_
     assert (site / "pelab_lean_marker.py").exists() and (site / "pelab_fallback_marker.py").exists()
     assert "installing the fallback wheels" in log and "with the fallback wheels the imports work" in log
     assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log  # set up, then stopped: this machine has no GPU
+    assert (tmp_path / "state" / "logs" / "wheels.txt").read_text().startswith("fallback:")
     shutil.rmtree(wheels / "fallback")
     shutil.rmtree(site)
     (tmp_path / "out" / "window.log").unlink()
