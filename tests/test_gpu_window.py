@@ -33,6 +33,7 @@ def window_env(tmp_path, **extra) -> dict:
             "STORED_MS": str(tmp_path / "step_ms.json"), "RESULTS": str(tmp_path / "results"),
             "INDUCTOR_CACHE": str(tmp_path / "cache"), "PAPER_RUNS": str(tmp_path / "runs"),
             "INDUCTOR_TGZ": str(tmp_path / "none.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
+            "WHEELS": str(tmp_path / "no-wheels"),  # never the checkout's own .whl/ (made for the GPU's Python)
             "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", **extra}
 
 
@@ -225,6 +226,7 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
            "DEVICE": "cpu", "T_TESTS": "0", "EPOCH": "0", "RESULTS": str(tmp_path / "results"),
            "PAPER_RUNS": str(tmp_path / "runs"), "INDUCTOR_CACHE": str(tmp_path / "cache"),
            "INDUCTOR_TGZ": str(tmp_path / "cache.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
+           "WHEELS": str(tmp_path / "no-wheels"),
            "CHECK_ARGS": "--device cpu --preset smoke --set model.n_layers=1 --schemes rope --steps 2 --agree-steps 0 "
                          "--no-mask --profile --profile-rows 5 --sdpa flash_attention,math", "OMP_NUM_THREADS": "1",
            "OMP_WAIT_POLICY": "PASSIVE"}
