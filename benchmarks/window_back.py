@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from window_size import LIMIT_MIB, travel_bytes  # noqa: E402  (beside this script)
+from window_size import LIMIT_MIB, carried_bytes, travel_bytes  # noqa: E402  (beside this script)
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "benchmarks" / "kernels" / "triton.tgz"
@@ -86,9 +86,13 @@ def wheels_advice(wheels_txt: Path) -> str | None:
         return (f"wheels: {said}; keep them (benchmarks/gpu_wheels_fallback.txt), and find out from the traceback in "
                 "window.log why the image's own transformers and hub did not serve")
     if said.startswith("image"):
-        return (f"wheels: {said}; from now on `make gpu-wheels FALLBACK=0` (19.8 MiB less a call), and "
-                "benchmarks/gpu_wheels_fallback.txt can go")
+        return f"wheels: {said}; from now on {_drop_fallback()}, and benchmarks/gpu_wheels_fallback.txt can go"
     return f"wheels: {said}"
+
+
+def _drop_fallback() -> str:
+    """How to send less in each call once the fallback wheels are not needed, with what it saves here."""
+    return f"`make gpu-wheels FALLBACK=0` ({carried_bytes(REPO / '.whl' / 'fallback') / 2 ** 20:.1f} MiB less a call)"
 
 
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:
@@ -99,8 +103,8 @@ def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIM
     if rest + size > limit_mib * 2 ** 20:
         return (f"compile cache NOT kept: {size / 2 ** 20:.1f} MiB beside the {rest / 2 ** 20:.1f} MiB a call carries "
                 f"already (tracked files and .whl/) passes the {limit_mib:g} MiB a call may carry; {dest} is left as "
-                "it was (the next window compiles what it lacks; where this window's log shows no \"installing the "
-                "fallback wheels\", `make gpu-wheels FALLBACK=0` frees 19.8 MiB: then run this again)")
+                "it was (the next window compiles what it lacks; where wheels.txt says the image's own packages "
+                f"served, {_drop_fallback()}, then run this again)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(tgz, dest)
     info = provenance | {"bytes": size, "sha256": hashlib.sha256(dest.read_bytes()).hexdigest()}

@@ -33,12 +33,14 @@ def travelling(repo: Path, carry: tuple[str, ...] = (".whl",),
         if f.resolve() != skip:
             top = rel.split("/", 1)[0] if "/" in rel else "(files at the root)"
             tops[top] = tops.get(top, 0) + f.stat().st_size
-    parts = {"tree": sum(tops.values())}
-    for c in carry:
-        p = repo / c
-        files = sorted(p.rglob("*")) if p.is_dir() else [p]
-        parts[c] = sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != skip)
+    parts = {"tree": sum(tops.values())} | {c: carried_bytes(repo / c, skip) for c in carry}
     return parts, dict(sorted(tops.items(), key=lambda kv: -kv[1]))
+
+
+def carried_bytes(path: Path, skip: Path | None = None) -> int:
+    """The bytes of a carried path (a file, or a folder with what lies below it), without `skip`; 0 where absent."""
+    files = sorted(path.rglob("*")) if path.is_dir() else [path]
+    return sum(f.stat().st_size for f in files if f.is_file() and f.resolve() != skip)
 
 
 def travel_bytes(repo: Path, carry: tuple[str, ...] = (".whl",), leave_out: Path | None = None) -> int:

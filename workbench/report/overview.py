@@ -27,10 +27,10 @@ def finished_table(store, runs: pd.DataFrame) -> pd.DataFrame:
 def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Callable[[str], None]) -> None:
     """The claims judged on the selection (`claims.base_claims`: the base preset, the ladder's rungs beside it) as
     the verdict matrix, the deposit map and Table 1 (with its cells at the paper's own scale where GPU runs lie in
-    `paper/` beside the store: `paper_scale.paper_scale_lines`); every claim's evidence folded under its row."""
+    `paper/` beside the store: `paper_scale.paper_scale_sentence`); every claim's evidence folded under its row."""
     from workbench.analysis.claims import base_claims, table1
     from workbench.analysis.findings import deposit_map, verdict_matrix
-    from workbench.report.paper_scale import paper_root, paper_scale_lines
+    from workbench.report.paper_scale import paper_root, paper_scale_sentence, paper_scale_table1
     from workbench.train.presets import LADDER
 
     doc.parts.append('<section id="findings">')
@@ -59,8 +59,9 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
         doc.figure("deposit_map", dep, "findings", list(dep["run_id"]), ["deposit"])
     t1 = table1(bc.runs)
     doc.figure("table1", t1, "findings", list(bc.runs["run_id"]), ["metrics"])
-    for line in paper_scale_lines(t1, paper_root(store.root))[:1]:  # GPU runs in paper/ beside a shipped store
-        doc.p(line, "note")
+    paper = paper_scale_table1(t1, paper_root(store.root))  # GPU runs in paper/ beside a shipped store
+    if not paper.empty:
+        doc.p(paper_scale_sentence(paper), "note")
     doc.h(3, "The claims and their evidence")
     doc.parts.append(claims_html(m[m["rung"] == bc.base]))
     summary["findings"] = records(m[["claim", "setting", "rung", "verdict", "n_seeds"]])
