@@ -95,20 +95,14 @@ repro-gpu:
 	TIER=$(TIER) bash benchmarks/gpu_window.sh $(WINDOW)
 
 # Before a GPU window, here (a new checkout has no .whl/): the wheels of benchmarks/gpu_wheels.txt for the device
-# image's CPython 3.12, downloaded into .whl/ (4 wheels, 2.3 MiB, a few seconds), and those of
-# benchmarks/gpu_wheels_fallback.txt into .whl/fallback/ (9 wheels, 19.8 MiB; FALLBACK=0 leaves them out), which
-# each device call carries; then what a call sends (tree + .whl) against the device tool's 64 MiB, failing here
-# rather than at the call.
+# image's CPython 3.12, downloaded into .whl/ (4 wheels, 2.3 MiB, a few seconds), which each device call carries;
+# then what a call sends (tree + .whl) against the device tool's 64 MiB, failing here rather than at the call.
 GPU_PLATFORMS := $(foreach p,manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux2014 manylinux1,--platform $(p)_x86_64)
-GPU_PIP := $(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    $(GPU_PLATFORMS)
-FALLBACK ?= 1
 gpu-wheels:
-	rm -rf .whl.part && mkdir -p .whl.part/fallback
-	$(GPU_PIP) -d .whl.part -r benchmarks/gpu_wheels.txt
-	if [ "$(FALLBACK)" = 1 ]; then $(GPU_PIP) -d .whl.part/fallback -r benchmarks/gpu_wheels_fallback.txt; fi
-	rm -rf .whl && mv .whl.part .whl && ls .whl/*.whl | wc -l | xargs echo "wheels in .whl:" && \
-	    ls .whl/fallback | wc -l | xargs echo "fallback wheels in .whl/fallback:"
+	rm -rf .whl.part && mkdir -p .whl.part
+	$(PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	    $(GPU_PLATFORMS) -d .whl.part -r benchmarks/gpu_wheels.txt
+	rm -rf .whl && mv .whl.part .whl && ls .whl/*.whl | wc -l | xargs echo "wheels in .whl:"
 	$(PYTHON) benchmarks/window_size.py --carry .whl
 
 clean:

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # A lent GPU window (docs/training.md, "One GPU window"): train Table 1's paper-scale runs that fit, ship each one,
 # and pack what the window brings back.
-#   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked, and where they fail, the
-#      fallback wheels of .whl/fallback/ (transformers and hub over the image's own) installed and the imports again;
-#      no CUDA GPU: exit 1;
+#   1. the wheels the image lacks, from .whl/ (carried), into GPU_SITE; the imports checked (a failure: exit 1, the
+#      traceback in window.log); no CUDA GPU: exit 1;
 #   2. with --check: benchmarks/gpu_check.sh into OUT/check (gpu tests, eager vs compiled steps, mask, agreement),
 #      whose step_ms.json then feeds the planner (the stored table filling the schemes it did not time) and whose compiled-vs-eager RoPE step picks --compile (COMPILE=auto);
 #   3. the training job: `workbench sweep grids/paper.toml --deadline` up to the window's end less RESERVE: Table 1's
@@ -60,7 +59,7 @@ esac
 out=${OUT:-artifacts/gpu-window}
 py=${GPU_PY:-python3}
 site=${GPU_SITE:-/tmp/pelab-site}
-wheels=${WHEELS:-.whl}   # carried: the wheels the image lacks, and in fallback/ those that replace the image's own
+wheels=${WHEELS:-.whl}   # carried: the wheels the image lacks (benchmarks/gpu_wheels.txt)
 state=${WINDOW_STATE:-artifacts/window-state}
 runs=${PAPER_RUNS:-runs-paper}
 results=${RESULTS:-results/paper}
@@ -107,25 +106,9 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
     mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && tar xzf "$cache_tgz" -C "$TORCHINDUCTOR_CACHE_DIR" --strip-components=1 \
       && say "compile cache unpacked from $cache_tgz"
   fi
-  # the image's own transformers and hub serve transformer_lens (benchmarks/gpu_wheels.txt); where they do not,
-  # the fallback wheels (this machine's versions, benchmarks/gpu_wheels_fallback.txt) go in over them. Which served
-  # is kept in the state's logs (wheels.txt, back in logs.tgz; window_back.py reads it): the first call's answer,
-  # since a later call on the same machine finds the fallback already installed
-  local ok=0
-  if imports_ok; then
-    ok=1
-    [ -f "$state/logs/wheels.txt" ] || echo "image: the imports worked without $wheels/fallback" > "$state/logs/wheels.txt"
-  elif ls "$wheels"/fallback/*.whl >/dev/null 2>&1; then
-    say "the image's packages did not serve the imports (the traceback is in $out/window.log): installing the" \
-        "fallback wheels of $wheels/fallback"
-    install_wheels "$wheels"/fallback/*.whl
-    if imports_ok; then
-      ok=1
-      say "with the fallback wheels the imports work"
-      echo "fallback: the imports needed $wheels/fallback over the image's own packages" > "$state/logs/wheels.txt"
-    fi
-  fi
-  if [ "$ok" = 0 ]; then
+  # the image's own transformers and hub serve transformer_lens (benchmarks/gpu_wheels.txt, its "image:" lines;
+  # the H200 window of 2026-11-28, evening, imported and trained on them)
+  if ! imports_ok; then
     say "ERROR: $py cannot import torch, transformer_lens and workbench (the traceback is in $out/window.log): on a" \
         "device machine the image has torch and .whl/ the rest (\`make gpu-wheels\`); elsewhere name a Python that" \
         "has them, e.g. GPU_PY=.venv/bin/python"

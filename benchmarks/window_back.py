@@ -12,7 +12,7 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
    and it would pass what one call may carry (`window_size.LIMIT_MIB`: tracked and untracked files, .whl/);
 3. window.log, gpu_step.json and the logs of logs.tgz (sweep, ship, the detached job's, the check's, wheels.txt)
    into benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
-   exists), saying from wheels.txt whether the next window needs the fallback wheels (`wheels_advice`);
+   exists);
 4. the check's `step_ms` folded into benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
    card: on another card, the schemes the check did not time keep the old card's figures scaled by the ratio on
    those it did, and say so under "filled");
@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from window_size import LIMIT_MIB, carried_bytes, travel_bytes  # noqa: E402  (beside this script)
+from window_size import LIMIT_MIB, travel_bytes  # noqa: E402  (beside this script)
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "benchmarks" / "kernels" / "triton.tgz"
@@ -76,25 +76,6 @@ def unpack_runs(tgz: Path, results: Path) -> tuple[list[str], list[str], list[st
     return added, same, differ
 
 
-def wheels_advice(wheels_txt: Path) -> str | None:
-    """What the window's wheels.txt (gpu_window.sh: which wheels served its imports) means for the next window's
-    `make gpu-wheels`; None where the window wrote none (before 2026-11-28's fallback)."""
-    if not wheels_txt.exists():
-        return None
-    said = wheels_txt.read_text().strip()
-    if said.startswith("fallback"):
-        return (f"wheels: {said}; keep them (benchmarks/gpu_wheels_fallback.txt), and find out from the traceback in "
-                "window.log why the image's own transformers and hub did not serve")
-    if said.startswith("image"):
-        return f"wheels: {said}; from now on {_drop_fallback()}, and benchmarks/gpu_wheels_fallback.txt can go"
-    return f"wheels: {said}"
-
-
-def _drop_fallback() -> str:
-    """How to send less in each call once the fallback wheels are not needed, with what it saves here."""
-    return f"`make gpu-wheels FALLBACK=0` ({carried_bytes(REPO / '.whl' / 'fallback') / 2 ** 20:.1f} MiB less a call)"
-
-
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:
     """A window's inductor-cache.tgz to `dest` (tracked: benchmarks/kernels/triton.tgz) and its provenance to
     dest.with_suffix('.json'), unless the calls would then carry more than `limit_mib` (tracked files, .whl/ and the
@@ -103,8 +84,7 @@ def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIM
     if rest + size > limit_mib * 2 ** 20:
         return (f"compile cache NOT kept: {size / 2 ** 20:.1f} MiB beside the {rest / 2 ** 20:.1f} MiB a call carries "
                 f"already (tracked files and .whl/) passes the {limit_mib:g} MiB a call may carry; {dest} is left as "
-                "it was (the next window compiles what it lacks; where wheels.txt says the image's own packages "
-                f"served, {_drop_fallback()}, then run this again)")
+                "it was (the next window compiles what it lacks)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(tgz, dest)
     info = provenance | {"bytes": size, "sha256": hashlib.sha256(dest.read_bytes()).hexdigest()}
@@ -178,9 +158,6 @@ def main(argv: list[str] | None = None) -> int:
         with tarfile.open(src / "logs.tgz") as t:
             t.extractall(folder, filter="data")
     print(f"measured: {folder} ({', '.join(sorted(p.name for p in folder.iterdir()))}); add its README.md")
-    advice = wheels_advice(folder / "wheels.txt")
-    if advice:
-        print(advice)
     if check and check.get("step_ms"):
         new = fold_step_ms(a.measured / "step_ms.json", check, name)
         print(f"step_ms.json: {new['step_ms']} on {new['device']}")

@@ -62,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{k} {mib(v)}" for k, v in list(tops.items())[:5]))
     if total > a.limit_mib * 2**20:
         print(f"ERROR: over the device tool's {a.limit_mib:g} MiB by {mib(total - a.limit_mib * 2**20)}: the call "
-              "would be refused. Carry fewer wheels (`make gpu-wheels FALLBACK=0` leaves out .whl/fallback, once a "
-              "window has imported without it) or move what the window does not need out of the tracked tree.",
+              "would be refused. Move what the window does not need out of the tracked tree, or carry fewer wheels.",
               file=sys.stderr)
         return 1
     return 0

@@ -6,7 +6,6 @@ when the first call's end killed it."""
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -398,7 +397,7 @@ def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
 
 
 def test_gpu_wheel_list_is_pinned_and_matches_the_project():
-    """`make gpu-wheels` fetches benchmarks/gpu_wheels.txt (and gpu_wheels_fallback.txt) with --no-deps, so each line
+    """`make gpu-wheels` fetches benchmarks/gpu_wheels.txt with --no-deps, so each line
     must pin one version of one package, none in both (two versions of one stop the whole install on the GPU), and transformer-lens, the one the model code
     depends on, must lie in pyproject.toml's range: a GPU run must not use other hook code than the CPU runs."""
     from packaging.requirements import Requirement
@@ -413,14 +412,12 @@ def test_gpu_wheel_list_is_pinned_and_matches_the_project():
         lines = [ln.strip() for ln in (REPO / "benchmarks" / name).read_text().splitlines()]
         return [Requirement(ln) for ln in lines if ln and not ln.startswith("#")]
 
-    reqs, fallback = pins("gpu_wheels.txt"), pins("gpu_wheels_fallback.txt")  # .whl/ and .whl/fallback/
-    names = [canonicalize_name(r.name) for r in reqs + fallback]
+    reqs = pins("gpu_wheels.txt")
+    names = [canonicalize_name(r.name) for r in reqs]
     assert len(names) == len(set(names)), "a package is named twice"
-    for r in reqs + fallback:
+    for r in reqs:
         (spec,) = r.specifier  # exactly one specifier, ==
         assert spec.operator == "==", f"{r}: pin an exact version"
-    # the fallback replaces what the window otherwise takes from the image
-    assert {"transformers", "huggingface-hub"} <= {canonicalize_name(r.name) for r in fallback}
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     tl = next(Requirement(d) for d in project if canonicalize_name(Requirement(d).name) == "transformer-lens")
     pinned = next(r for r in reqs if canonicalize_name(r.name) == "transformer-lens")
@@ -460,18 +457,6 @@ def test_the_carried_wheels_need_no_more_than_the_image_has():
     assert {"transformer-lens", "datasets"} <= set(checked)  # the two that require transformers / the hub
 
 
-def test_window_back_says_whether_the_next_window_needs_the_fallback_wheels(tmp_path):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from window_back import wheels_advice
-
-    said = tmp_path / "wheels.txt"
-    assert wheels_advice(said) is None  # a window from before the fallback
-    said.write_text("image: the imports worked without .whl/fallback\n")
-    assert "`make gpu-wheels FALLBACK=0`" in wheels_advice(said)
-    said.write_text("fallback: the imports needed .whl/fallback over the image's own packages\n")
-    assert "keep them" in wheels_advice(said) and "FALLBACK=0" not in wheels_advice(said)
-
-
 def test_window_size_sums_what_a_call_sends_and_fails_over_the_limit(tmp_path):
     """benchmarks/window_size.py: tracked + untracked-not-ignored files + the carried folder, against the limit;
     ignored files do not count; over the limit it exits 1 and says what to leave behind."""
@@ -508,8 +493,6 @@ def test_the_window_on_a_machine_without_a_gpu_stops_at_once_and_says_what_to_ru
     log = (tmp_path / "out" / "window.log").read_text()
     assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log and "`make repro`" in log
     assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
-    # the imports worked on what there was, without a fallback: said for window_back.py
-    assert (tmp_path / "state" / "logs" / "wheels.txt").read_text().startswith("image:")
     fake = tmp_path / "python"  # a Python that cannot import torch
     fake.write_text("#!/bin/sh\nexec python3 -S -I \"$@\"\n")
     fake.chmod(0o755)
@@ -535,34 +518,29 @@ def _wheel(folder: Path, module: str) -> Path:
     return path
 
 
-def test_the_fallback_wheels_go_in_only_where_the_imports_fail_without_them(tmp_path):
-    """gpu_window.sh's setup: the wheels of WHEELS first; where the window's imports then fail (the image's own
-    transformers not serving transformer_lens), the wheels of WHEELS/fallback go in over them and the imports are
-    tried again; without a fallback, exit 1 with the error. A stand-in Python fails the imports until the fallback's
-    module is installed."""
+def test_the_carried_wheels_go_in_and_failing_imports_stop_the_window_with_their_traceback(tmp_path):
+    """gpu_window.sh's setup: the wheels of WHEELS go into GPU_SITE; where the window's imports then fail (the image's
+    own transformers not serving transformer_lens), exit 1 at once with the error and the traceback in window.log. A
+    stand-in Python fails the imports until a marker module is installed from WHEELS."""
     wheels = tmp_path / "wheels"
-    _wheel(wheels, "pelab_lean_marker")
-    _wheel(wheels / "fallback", "pelab_fallback_marker")
     site = tmp_path / "site"
     py = tmp_path / "python"
     py.write_text(f'#!/bin/bash\nif [ "$2" = "import torch, transformer_lens, workbench.cli" ] && '
-                  f'[ ! -f {site}/pelab_fallback_marker.py ]; then echo "ImportError: stand-in" >&2; exit 1; fi\n'
+                  f'[ ! -f {site}/pelab_lean_marker.py ]; then echo "ImportError: stand-in" >&2; exit 1; fi\n'
                   f'exec {sys.executable} "$@"\n')
     py.chmod(0o755)
     env = window_env(tmp_path, DEVICE="cuda", GPU_PY=str(py), GPU_SITE=str(site), WHEELS=str(wheels))
+    wheels.mkdir()  # no wheels: the imports fail
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "100"], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=120)
     log = (tmp_path / "out" / "window.log").read_text()
-    assert (site / "pelab_lean_marker.py").exists() and (site / "pelab_fallback_marker.py").exists()
-    assert "installing the fallback wheels" in log and "with the fallback wheels the imports work" in log
-    assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log  # set up, then stopped: this machine has no GPU
-    assert (tmp_path / "state" / "logs" / "wheels.txt").read_text().startswith("fallback:")
-    shutil.rmtree(wheels / "fallback")
-    shutil.rmtree(site)
+    assert res.returncode == 1 and "cannot import torch, transformer_lens" in log and "no CUDA GPU" not in log
+    assert "ImportError: stand-in" in log  # the traceback kept in the log
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "results").exists()
+    _wheel(wheels, "pelab_lean_marker")  # with it the imports work: set up, then stopped (this machine has no GPU)
     (tmp_path / "out" / "window.log").unlink()
     res = subprocess.run(["bash", "benchmarks/gpu_window.sh", "100"], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=120)
     log = (tmp_path / "out" / "window.log").read_text()
-    assert res.returncode == 1 and "installing the fallback" not in log
-    assert "cannot import torch, transformer_lens" in log
-    assert "ImportError: stand-in" in log  # the traceback kept in the log
+    assert (site / "pelab_lean_marker.py").exists()
+    assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log and "cannot import" not in log
