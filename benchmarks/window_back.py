@@ -1,7 +1,7 @@
 """After a lent GPU window, here: what its last call brought back (the device tool's `files_at` folder) into this
 checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing is committed; it says what changed.
 
-    python benchmarks/window_back.py FILES_AT [--name h100-2026-11-28] [--no-compare]
+    python benchmarks/window_back.py FILES_AT [--first FILES_AT_OF_CALL_1] [--name h100-2026-11-28] [--no-compare]
 
 1. results-paper.tgz: each run folder (members results/paper/RUN_ID/...) that results/paper lacks is copied there;
    one it holds with another manifest is left as it is and named (`workbench ship` refuses such a replacement
@@ -10,7 +10,8 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
    window, card, torch, size, sha256): tracked, so every later checkout has it and each call carries it with the
    tree (a new checkout used to lose it and compile cold); refused, naming the sizes, where the tracked files, .whl/
    and it would pass what one call may carry (`window_size.LIMIT_MIB`: tracked and untracked files, .whl/);
-3. window.log, gpu_step.json and the logs of logs.tgz (sweep, ship, the detached job's, the check's, wheels.txt)
+3. window.log, gpu_step.json, the logs of logs.tgz (sweep, ship, the detached job's, the check's) and, with
+   `--first`, the first call's window.log as window-call1.log
    into benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
    exists);
 4. the check's `step_ms` folded into benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
@@ -116,6 +117,8 @@ def fold_step_ms(step_ms_path: Path, check: dict, name: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files_at", type=Path, help="the folder a window's last call brought back")
+    ap.add_argument("--first", type=Path, help="the folder the window's first call brought back (two calls): its "
+                    "window.log is kept as window-call1.log")
     ap.add_argument("--name", help="benchmarks/measured/NAME (default: card-date)")
     ap.add_argument("--no-compare", action="store_true", help="leave `workbench compare` for later")
     ap.add_argument("--results", type=Path, default=REPO / "results" / "paper")
@@ -154,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     for f in ("window.log", "gpu_step.json"):
         if (src / f).exists():
             shutil.copyfile(src / f, folder / f)
+    if a.first is not None and (a.first / "window.log").exists():
+        shutil.copyfile(a.first / "window.log", folder / "window-call1.log")
     if (src / "logs.tgz").exists():
         with tarfile.open(src / "logs.tgz") as t:
             t.extractall(folder, filter="data")

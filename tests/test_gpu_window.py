@@ -370,8 +370,12 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     assert json.loads((measured / "step_ms.json").read_text())["step_ms"] == pytest.approx(
         {"nope": 12.0, "rope+sinusoidal": 12.72 * 12 / 11, "mla": 30.0 * 12 / 11})
     (src / "gpu_step.json").unlink()  # no check, and the runs do not name their GPU (trained before run.json had it)
-    main(args)
-    assert (measured / day.replace("h100", "gpu")).is_dir()
+    first = tmp_path / "call1"  # a window of two calls: the first call's own log kept beside the last's
+    first.mkdir()
+    (first / "window.log").write_text("[window 24 s] training job detached\n")
+    main(args + ["--first", str(first)])
+    assert (measured / day.replace("h100", "gpu") / "window-call1.log").read_text() == \
+        "[window 24 s] training job detached\n"
 
 
 def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
