@@ -9,7 +9,9 @@
 #      runs (TAGS) of tier TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come
 #      back), beside `workbench ship --follow --while-pid` (each finished run analysed, TABLES, its head ablations on
 #      the GPU, and shipped while the next trains; it stops as the sweep ends, and 20 s before the window's end
-#      whatever it is doing: a run being shipped is left unshipped, never half-written);
+#      whatever it is doing: a run being shipped is left unshipped, never half-written); where the sweep ends with
+#      SPARE_MIN s or more left (no run fitted them), benchmarks/gpu_step.py SPARE in that time (logs/spare_step.json:
+#      MLA's compiled step, its profile and RoPE's, by default);
 #   4. the shipped runs packed into OUT/results-paper.tgz (members results/paper/RUN_ID/...), every run's metrics (no
 #      weights) into OUT/runs-paper-meta.tgz, the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's
 #      compiled kernels into OUT/inductor-cache.tgz: kept here, tracked, as benchmarks/kernels/triton.tgz (all of it
@@ -34,7 +36,9 @@
 # packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
 # and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
 # GPU_SITE, WHEELS (.whl), DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (benchmarks/kernels/triton.tgz), CHECK_ARGS,
-# T_TESTS / T_STEP (gpu_check.sh). tests/test_gpu_window.py runs every form on CPU.
+# T_TESTS / T_STEP (gpu_check.sh), SPARE (gpu_step.py's arguments for the time the sweep leaves; empty: none),
+# SPARE_MIN (60 s: less is left alone), SPARE_END (35 s kept after it: the --attach call packs 15 s before its
+# end). tests/test_gpu_window.py runs every form on CPU.
 set -u -o pipefail
 mode=run check=0 only=0
 while [ $# -gt 0 ]; do
@@ -67,6 +71,10 @@ grid=${GRID:-grids/paper.toml}
 tier=${TIER:-1}
 tags=${TAGS-rope,nope,mla}   # TAGS= : every variant of the tier
 tables=${TABLES:-ablation,deposit}
+# what the job measures in the time the sweep leaves (no run fitted it; at least SPARE_MIN s): gpu_step.py's
+# arguments; SPARE= : nothing. By default MLA's compiled step with its profile, then RoPE's beside it (MLA's share of
+# a seed's time is the largest; issue 41's MLA <= 2x RoPE, on the card, in one process)
+spare=${SPARE-"--schemes mla,rope --steps 30 --agree-steps 0 --no-mask --profile"}
 # the stored table (window_back.py folds each check into it) fills what a check did not time (a check of RoPE
 # alone: NoPE and MLA), scaled by the ratio on the schemes both time (`sweep.fill_step_ms`); without it the planner
 # never starts a run of unknown time (the H200 window of 2026-11-28 trained RoPE alone)
@@ -154,7 +162,20 @@ train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESE
     esac
   done
   say "sweep exit $rc"
-  echo "$rc" > "$state/job.rc"
+  spare_check "$stop"
+  echo "$rc" > "$state/job.rc"   # after the spare measurement: an --attach call waits for it, then packs
+}
+
+spare_check() {  # the time the sweep left before epoch second $1 (no run fitted it): SPARE's step measurement
+  local left=$(( $1 - $(date +%s) - ${SPARE_END:-35} ))  # SPARE_END: kept for the attach call's packing
+  [ -n "$spare" ] || return 0
+  if [ "$left" -lt "${SPARE_MIN:-60}" ]; then
+    say "no spare time for a step measurement ($left s; SPARE_MIN ${SPARE_MIN:-60})"; return 0
+  fi
+  say "spare time: up to $left s of benchmarks/gpu_step.py $spare (logs/spare_step.json)"
+  timeout "$left" "$py" benchmarks/gpu_step.py --device "$device" --json "$state/logs/spare_step.json" $spare \
+      >> "$state/logs/spare.log" 2>&1
+  say "spare measurement exit $? (124: its time was up; the parts done are in spare_step.json)"
 }
 
 job_running() {  # its pid alive and not a zombie (a killed job waits for init to reap it), no exit status yet

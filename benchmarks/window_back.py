@@ -14,7 +14,8 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
    `--first`, the first call's window.log as window-call1.log
    into benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
    exists);
-4. the check's `step_ms` folded into benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
+4. the check's `step_ms`, then that of the job's spare-time measurement (logs.tgz's spare_step.json), folded into
+   benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
    card: on another card, the schemes the check did not time keep the old card's figures scaled by the ratio on
    those it did, and say so under "filled");
 5. `workbench compare results/repro --readme README.md --figure ... --study-figure ...`: COMPARISON.md's paper-scale
@@ -75,6 +76,15 @@ def unpack_runs(tgz: Path, results: Path) -> tuple[list[str], list[str], list[st
             else:
                 differ.append(run.name)
     return added, same, differ
+
+
+def spare_step(path: Path) -> dict | None:
+    """The step measurement a window's job made in the time its sweep left (gpu_window.sh SPARE, in logs.tgz), or
+    None where there is none or it was cut off mid-write (its time was up)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:
@@ -163,9 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         with tarfile.open(src / "logs.tgz") as t:
             t.extractall(folder, filter="data")
     print(f"measured: {folder} ({', '.join(sorted(p.name for p in folder.iterdir()))}); add its README.md")
-    if check and check.get("step_ms"):
-        new = fold_step_ms(a.measured / "step_ms.json", check, name)
-        print(f"step_ms.json: {new['step_ms']} on {new['device']}")
+    for timed in (check, spare_step(folder / "spare_step.json")):
+        if timed and timed.get("step_ms") and timed.get("device"):
+            new = fold_step_ms(a.measured / "step_ms.json", timed, name)
+            print(f"step_ms.json: {new['step_ms']} on {new['device']}")
 
     if added and not a.no_compare:
         rc |= subprocess.run(workbench + COMPARE, cwd=REPO).returncode

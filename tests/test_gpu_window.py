@@ -33,6 +33,7 @@ def window_env(tmp_path, **extra) -> dict:
             "INDUCTOR_CACHE": str(tmp_path / "cache"), "PAPER_RUNS": str(tmp_path / "runs"),
             "INDUCTOR_TGZ": str(tmp_path / "none.tgz"), "WINDOW_STATE": str(tmp_path / "state"),
             "WHEELS": str(tmp_path / "no-wheels"),  # never the checkout's own .whl/ (made for the GPU's Python)
+            "SPARE": "",  # no step measurement in the time a sweep leaves (test_the_job_measures_in_the_spare_time)
             "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", **extra}
 
 
@@ -93,6 +94,30 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     assert "the sweep failed with SDPA's math first: the runs again in PyTorch's order" in log
     assert any("--sdpa-backend math --fail-fast" in c for c in (tmp_path / "calls.log").read_text().splitlines())
     assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] is None
+
+
+def test_the_job_measures_the_step_in_the_time_its_sweep_leaves(tmp_path):
+    """Where the sweep ends with SPARE_MIN s or more before the window's end (no run fitted them), the job runs
+    benchmarks/gpu_step.py with SPARE's arguments in that time, its JSON in the logs that come back, and writes its
+    exit status only after it (an --attach call waits for that); with less time left it measures nothing. A stand-in
+    python ends the sweep at once and writes the measurement's JSON."""
+    fake_step = ('for x in "$@"; do [ "$prev" = --json ] && echo \'{"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}\''
+                 ' > "$x"; prev=$x; done; exit 0')
+    py = stand_in_python(tmp_path, "python", f'*" sweep "*) exit 0;; *gpu_step.py*) {fake_step}')
+    env = window_env(tmp_path, GPU_PY=str(py), SPARE="--schemes mla --steps 3", SPARE_MIN="30")
+    window(env, "120")
+    log = (tmp_path / "out" / "window.log").read_text()
+    calls = [c for c in (tmp_path / "calls.log").read_text().splitlines() if "gpu_step.py" in c]
+    assert len(calls) == 1 and calls[0].endswith("--schemes mla --steps 3") and "--device cpu" in calls[0]
+    assert "spare time: up to" in log and "spare measurement exit 0" in log
+    assert log.index("spare measurement exit") < log.index("packed")
+    with tarfile.open(tmp_path / "out" / "logs.tgz") as t:
+        assert json.loads(t.extractfile("./spare_step.json").read()) == {"device": "NVIDIA H200",
+                                                                          "step_ms": {"mla": 30.0}}
+    (tmp_path / "calls.log").unlink()
+    window({**env, "SPARE_MIN": "1000"}, "120")  # not enough time left: nothing measured
+    assert "no spare time for a step measurement" in (tmp_path / "out" / "window.log").read_text()
+    assert "gpu_step.py" not in (tmp_path / "calls.log").read_text()
 
 
 def test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table(tmp_path):
@@ -370,12 +395,22 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     assert json.loads((measured / "step_ms.json").read_text())["step_ms"] == pytest.approx(
         {"nope": 12.0, "rope+sinusoidal": 12.72 * 12 / 11, "mla": 30.0 * 12 / 11})
     (src / "gpu_step.json").unlink()  # no check, and the runs do not name their GPU (trained before run.json had it)
+    spare = tmp_path / "spare_step.json"  # the job's measurement in the time its sweep left: folded as a check's
+    spare.write_text(json.dumps({"device": "NVIDIA H100 80GB HBM3", "step_ms": {"mla": 25.0}}))
+    with tarfile.open(src / "logs.tgz", "w:gz") as t:
+        t.add(spare, arcname="./spare_step.json")
     first = tmp_path / "call1"  # a window of two calls: the first call's own log kept beside the last's
     first.mkdir()
     (first / "window.log").write_text("[window 24 s] training job detached\n")
     main(args + ["--first", str(first)])
     assert (measured / day.replace("h100", "gpu") / "window-call1.log").read_text() == \
         "[window 24 s] training job detached\n"
+    assert json.loads((measured / "step_ms.json").read_text())["step_ms"]["mla"] == 25.0
+    spare.write_text('{"device": "NVIDIA H100 80GB HBM3", "step_')  # cut off mid-write: left out
+    with tarfile.open(src / "logs.tgz", "w:gz") as t:
+        t.add(spare, arcname="./spare_step.json")
+    main(args)
+    assert json.loads((measured / "step_ms.json").read_text())["step_ms"]["mla"] == 25.0
 
 
 def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
