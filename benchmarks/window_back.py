@@ -13,7 +13,8 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
 3. window.log, gpu_step.json, the logs of logs.tgz (sweep, ship, the detached job's, the check's) and, with
    `--first`, the first call's window.log as window-call1.log
    into benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
-   exists);
+   exists), with a draft README.md where it has none (`draft_readme`: the card, the code, the runs added with their
+   epochs, times and accuracies, what the sweep left, the spare-time step measurement);
 4. the check's `step_ms`, then that of the job's spare-time measurement (logs.tgz's spare_step.json), folded into
    benchmarks/measured/step_ms.json, the planner's `--step-ms` (a table of one
    card: on another card, the schemes the check did not time keep the old card's figures scaled by the ratio on
@@ -85,6 +86,64 @@ def spare_step(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def _minsec(seconds: float) -> str:
+    return f"{int(seconds // 60)}m{round(seconds % 60):02d}s"
+
+
+def runs_table(results: Path, run_ids: list[str]) -> list[str]:
+    """A markdown table of the runs a window added, from their shipped metrics: epochs, wall time, the first epoch
+    (compilation included) and the median of the others (each with its test evaluation), the last test and training
+    accuracy, and how far the test accuracy moved over the second half (the registered run rules' window)."""
+    lines = ["| run | epochs | wall | first epoch's wall (set-up, compile) | median epoch (with its test evaluation) | "
+             "test accuracy | training accuracy | test accuracy, epoch E/2 -> E |", "|---|---|---|---|---|---|---|---|"]
+    for rid in run_ids:
+        rows = [json.loads(x) for x in (results / rid / "metrics.jsonl").read_text().splitlines() if x.strip()]
+        info = json.loads((results / rid / "run.json").read_text())
+        if not rows:
+            lines.append(f"| `{rid}` | 0 | – | – | – | – | – | – |")
+            continue
+        wall = [r["wall_s"] for r in rows]
+        steps = [b - a for a, b in zip(wall, wall[1:])]
+        half = rows[max(1, len(rows) // 2) - 1]["test_acc"]
+        median = f"{sorted(steps)[len(steps) // 2]:.2f} s" if steps else "–"
+        lines.append(f"| `{rid}` | {len(rows)} | {_minsec(info.get('wall_time_s') or wall[-1])} | "
+                     f"{rows[0]['wall_s']:.1f} s | {median} | {100 * rows[-1]['test_acc']:.2f} % | "
+                     f"{100 * rows[-1]['train_acc']:.2f} % | {100 * (rows[-1]['test_acc'] - half):+.1f} points |")
+    return lines
+
+
+def draft_readme(folder: Path, results: Path, added: list[str], device: str | None, torch_version: str | None,
+                 spare: dict | None) -> str:
+    """What `window_back` knows of a window, as the start of its benchmarks/measured README: the card, the code,
+    the runs it added (`runs_table`), the sweep's last word and what it left, and the spare-time step measurement.
+    The device time, the commands and what the figures mean are the developer's to add."""
+    versions = sorted({json.loads((results / r / "run.json").read_text()).get("code_version") for r in added} - {None})
+    out = [f"# The lent {device or 'GPU'} window `{folder.name}` (a draft by window_back.py: add the device time, "
+           "the commands, and what the figures mean)", "",
+           f"Machine: {device or 'not named'}, torch {torch_version or 'not named'}. Code: "
+           f"{', '.join(versions) or 'no run added'}.", "", f"## The runs it added ({len(added)})", ""]
+    out += runs_table(results, added) if added else ["None."]
+    sweep = folder / "sweep.log"
+    if sweep.exists():
+        said = sweep.read_text().splitlines()
+        done = [x for x in said if x.startswith("sweep done")]
+        left = [re.sub(r"\s+left for the next window \((about \S+) to finish.*", r" (\1)", x.split("]", 1)[-1].strip())
+                for x in said if "left for the next window" in x]
+        out += ["", "## The sweep", ""] + [f"- {x}" for x in done[-1:]]
+        out += [f"- left for the next window ({len(left)}): {', '.join(left)}"] if left else []
+    if spare and spare.get("step"):
+        out += ["", "## The step measurement in the time the sweep left (spare_step.json)", ""]
+        out += [f"- {k}: eager {r['eager_ms']:.2f} ms, compiled {r['compiled_ms']:.2f} ms "
+                f"(batch {r.get('batch_size')}; compile {r.get('compiled_warmup_s', float('nan')):.1f} s)"
+                for k, r in spare["step"].items() if "compiled_ms" in r]
+        if "mla_over_rope" in spare:
+            out.append(f"- MLA's compiled step over RoPE's: {spare['mla_over_rope']:.2f}x")
+        prof = spare.get("profile") or {}
+        out += [f"- profile of {prof['scheme']}'s compiled step: {prof['total_ms_per_step']:.2f} ms of kernels a "
+                "step; " + "; ".join(f"{t['name'][:60]} {t['share']:.0%}" for t in prof["top"][:5])] if prof else []
+    return "\n".join(out) + "\n"
 
 
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:
@@ -172,8 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     if (src / "logs.tgz").exists():
         with tarfile.open(src / "logs.tgz") as t:
             t.extractall(folder, filter="data")
-    print(f"measured: {folder} ({', '.join(sorted(p.name for p in folder.iterdir()))}); add its README.md")
-    for timed in (check, spare_step(folder / "spare_step.json")):
+    spare = spare_step(folder / "spare_step.json")
+    if not (folder / "README.md").exists():
+        (folder / "README.md").write_text(draft_readme(folder, a.results, added, device, torch_version, spare))
+    print(f"measured: {folder} ({', '.join(sorted(p.name for p in folder.iterdir()))}); its README.md is a draft to "
+          "complete")
+    for timed in (check, spare):
         if timed and timed.get("step_ms") and timed.get("device"):
             new = fold_step_ms(a.measured / "step_ms.json", timed, name)
             print(f"step_ms.json: {new['step_ms']} on {new['device']}")

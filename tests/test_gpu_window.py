@@ -370,7 +370,11 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     assert json.loads(kernels.with_suffix(".json").read_text()) == {
         "window": day, "device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "bytes": 7,
         "sha256": hashlib.sha256(b"kernels").hexdigest()}
-    assert {p.name for p in (measured / day).iterdir()} == {"window.log", "gpu_step.json", "sweep.log"}
+    assert {p.name for p in (measured / day).iterdir()} == {"window.log", "gpu_step.json", "sweep.log", "README.md"}
+    draft = (measured / day / "README.md").read_text()  # what it knows of the window, from the run's own metrics
+    rows = [json.loads(x) for x in (shipped / "metrics.jsonl").read_text().splitlines()]
+    assert "NVIDIA H100 80GB HBM3" in draft and f"| `{shipped.name}` | {len(rows)} |" in draft
+    assert f"{100 * rows[-1]['test_acc']:.2f} %" in draft and "- sweep done" in draft
     assert json.loads((measured / "step_ms.json").read_text()) == {
         "device": "NVIDIA H100 80GB HBM3", "measured": day, "step_ms": {"rope+sinusoidal": 15.9, "nope": 13.0}}
 
