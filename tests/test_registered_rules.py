@@ -3,6 +3,8 @@ fails under the rules before the registration (issue 40): learned as an absolute
 last-epoch "still learning" with a ceiling exemption, "shallow" = layer <= 1, "every seed agrees" as reproduced,
 partial RoPE carried by one cell, no specificity check, one threshold, a rung explaining a gap before its status
 checks, "ALiBi converges poorly" tested."""
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -213,6 +215,37 @@ def test_alibi_converges_poorly_is_not_testable_for_the_registered_reason():
                  "ALiBi converges poorly")
     assert row.verdict == "not testable at this preset"
     assert REG.claim("alibi-converges-poorly")["why"] in row.evidence
+
+
+def test_nope_does_not_generalise_is_judged_in_every_setting_it_was_registered_for():
+    """`nope-no-generalise-t1` was registered for the `paper` arch and the authors' transformer script; until
+    2026-11-28 only the first got a row. Each setting reads its own runs and its own RoPE contrast: here the
+    authors' NoPE did not learn (agrees) while the `paper` arch's NoPE learned (does not)."""
+    assert REG.claim("nope-no-generalise-t1")["settings"] == ["paper", "authors"]
+    rows = [{"run_id": f"{v}-{st}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+             "setting": st, "test_acc": a, "test_acc_auc": a}
+            for st, nope_acc in (("paper", 0.9), ("authors", 0.04)) for v, a in (("nope", nope_acc), ("rope", 0.95))
+            for s in range(42, 50)]  # 8 seeds: a Wilson interval clear of one half
+    cl = claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows))
+    authors, paper = row_of(cl, "NoPE does not generalise", "authors"), row_of(cl, "NoPE does not generalise")
+    assert authors.claim_id == paper.claim_id == "nope-no-generalise-t1"
+    assert authors.verdict == "reproduced" and "8 of 8 counted runs agree" in authors.evidence
+    assert paper.verdict == "not reproduced"
+    assert set(authors.runs) == {f"nope-authors-{s}" for s in range(42, 50)}
+    assert "contrast RoPE Task 1: 0 of 8" in authors.evidence
+
+
+def test_every_registered_claim_has_a_row_in_every_registered_setting():
+    """The shipped repro runs: each rule of the registry gives a row for each setting it names, and no other."""
+    from workbench.analysis.claims.runs import run_table
+    from workbench.store import RunStore
+
+    store = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro")
+    runs = run_table(store)
+    cl = claims(store, runs[runs.preset == "repro"])
+    got = cl[cl.claim_id.str.len() > 0].groupby("claim_id").setting.apply(set).to_dict()
+    for rule in REG.claims:
+        assert got.get(rule["id"]) == set(rule["settings"]), (rule["id"], rule["settings"], got.get(rule["id"]))
 
 
 def test_a_difference_between_runs_still_learning_is_not_an_effect():

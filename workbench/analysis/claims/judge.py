@@ -52,7 +52,8 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     add(_overfit_claim(runs, th), "overfit")
     add(_poor_claim(runs, th, "alibi", "ALiBi converges poorly on Task 1", "ALiBi converges poorly"), "accuracy")
     for scheme in ("nope", "relative"):
-        add(_no_generalise_claim(runs, th, scheme), "accuracy")
+        add(_no_generalise_claim(runs, th, scheme, ("paper", "authors") if scheme == "nope" else ("paper",)),
+            "accuracy")
     add(_mla_claims(store, runs, th), "deposits")
     add(_table1_order_claims(runs, th), "accuracy")
     add(_partial_rope_claim(store, runs, th), "deposits")

@@ -166,26 +166,32 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
                 claim_id="alibi-converges-poorly", rests_on=seeds_text(pa))
 
 
-def _no_generalise_claim(runs, th, scheme) -> dict:
-    """"does not generalise" (`nope-no-generalise-t1`, whose sentence names relative too): a settled run agrees
-    when it did not learn the task (run_status); a run not settled is left out (more epochs might change it);
-    the share rule decides; full RoPE is the contrast (it must not "not generalise")."""
+def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
+    """"does not generalise" (`nope-no-generalise-t1`, whose sentence names relative too), a row per setting
+    (registered: the `paper` arch and the authors' transformer script): a settled run agrees when it did not learn
+    the task (run_status); a run not settled is left out (more epochs might change it); the share rule decides;
+    full RoPE of the same setting is the contrast (it must not "not generalise")."""
     claim, paper = f"{scheme_label(scheme)} does not generalise on Task 1", "NoPE and relative do not generalise"
-    sub = _runs(runs, "paper", scheme, "trigger-distance")
-    if sub.empty:
-        return _row(claim, paper, "paper", "pending", "runs not finished yet", [], claim_id="nope-no-generalise-t1")
-    settled = sub[_is_settled(sub) | sub.diverged.astype(bool)]
-    agree = list(~settled.learned.astype(bool))
-    ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why})" for r in sub.itertuples())
-    extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
-    if agree:
-        rope = _runs(runs, "paper", "rope", "trigger-distance")
-        rope = rope[_is_settled(rope)]
-        label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
-        ev += f". Decision: {share(agree, th)['text']}; {text}"
-        extra.update(specificity=label, few_runs=share(agree, th)["few"])
-    verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree, th)
-    return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
+    out = []
+    for setting in settings:
+        sub = _runs(runs, setting, scheme, "trigger-distance")
+        if sub.empty:
+            out.append(_row(claim, paper, setting, "pending", "runs not finished yet", [],
+                            claim_id="nope-no-generalise-t1"))
+            continue
+        settled = sub[_is_settled(sub) | sub.diverged.astype(bool)]
+        agree = list(~settled.learned.astype(bool))
+        ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why})" for r in sub.itertuples())
+        extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
+        if agree:
+            rope = _runs(runs, setting, "rope", "trigger-distance")
+            rope = rope[_is_settled(rope)]
+            label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
+            ev += f". Decision: {share(agree, th)['text']}; {text}"
+            extra.update(specificity=label, few_runs=share(agree, th)["few"])
+        verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree, th)
+        out.append(_row(claim, paper, setting, verdict, ev, sub.run_id, **extra))
+    return out
 
 
 ORDER_IDS = {("mla", "rope", "trigger-count"): "mla-beats-rope-t2", ("rope", "mla", "trigger-distance"):
