@@ -37,8 +37,8 @@
 # and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
 # GPU_SITE, WHEELS (.whl), DEVICE (cuda), INDUCTOR_CACHE (.inductor-cache), INDUCTOR_TGZ (benchmarks/kernels/triton.tgz), CHECK_ARGS,
 # T_TESTS / T_STEP (gpu_check.sh), SPARE (gpu_step.py's arguments for the time the sweep leaves; empty: none),
-# SPARE_MIN (60 s: less is left alone), SPARE_END (35 s kept after it: the --attach call packs 15 s before its
-# end). tests/test_gpu_window.py runs every form on CPU.
+# SPARE_MIN (60 s: less is left alone), SPARE_END (35 s kept after it, with a kill 5 s after its time: the
+# --attach call packs 15 s before its end). tests/test_gpu_window.py runs every form on CPU.
 set -u -o pipefail
 mode=run check=0 only=0
 while [ $# -gt 0 ]; do
@@ -173,7 +173,7 @@ spare_check() {  # the time the sweep left before epoch second $1 (no run fitted
     say "no spare time for a step measurement ($left s; SPARE_MIN ${SPARE_MIN:-60})"; return 0
   fi
   say "spare time: up to $left s of benchmarks/gpu_step.py $spare (logs/spare_step.json)"
-  timeout "$left" "$py" benchmarks/gpu_step.py --device "$device" --json "$state/logs/spare_step.json" $spare \
+  timeout -k 5 "$left" "$py" benchmarks/gpu_step.py --device "$device" --json "$state/logs/spare_step.json" $spare \
       >> "$state/logs/spare.log" 2>&1
   say "spare measurement exit $? (124: its time was up; the parts done are in spare_step.json)"
 }
