@@ -59,3 +59,28 @@ def test_the_readme_line_and_the_page_phrase_read_the_paper_scale_cells(tmp_path
     assert f"CPU repro {100 * run.final['test_acc']:.2f} %" in phrase
     lines = paper_scale_lines(t1, store.root)
     assert lines[0].startswith("At the paper's own scale (1 GPU run in results/paper") and phrase in lines[0]
+
+
+def test_the_paper_scale_deposit_map_reads_each_shipped_runs_deposit_table(tmp_path):
+    """`paper_scale_deposits`: the deposit map of the runs in results/paper (the figure the CPU runs have), one row
+    per run with a deposit table, its largest single-head deposit as that table gives it; empty without runs."""
+    from pathlib import Path
+
+    from workbench.analysis.claims import largest_deposit
+    from workbench.analysis.findings import DEPOSIT_COLUMNS
+    from workbench.report.paper_scale import paper_scale_deposits
+
+    empty = paper_scale_deposits(tmp_path / "absent")
+    assert empty.empty and list(empty.columns) == DEPOSIT_COLUMNS
+    root = Path(__file__).resolve().parents[1] / "results" / "paper"
+    dep = paper_scale_deposits(root).set_index("run_id")
+    store = RunStore(root, readonly=True)
+    with_table = {r for r in store.run_ids() if "deposit" in store.get(r).tables()}
+    assert set(dep.index) == with_table and len(with_table) >= 6
+    for rid in with_table:
+        table = store.get(rid).load_table("deposit")
+        top = largest_deposit(table[table.metric == "accuracy"])
+        if top is None:
+            assert dep.loc[rid].isna()[["layer", "head", "drop"]].all()
+        else:
+            assert (dep.loc[rid, "layer"], dep.loc[rid, "drop"]) == (top["layer"], pytest.approx(top["top_delta"]))

@@ -132,6 +132,10 @@ def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_h
     monkeypatch.setattr(overview, "MAX_DETAIL_RUNS", 2)
     shutil.copytree(smoke.root / smoke.rope, tmp_path / "paper" / smoke.rope,  # a finished RoPE Task 1 run
                     ignore=shutil.ignore_patterns("*.safetensors"))
+    from workbench.analysis import deposit
+    from workbench.store import RunStore
+
+    deposit.run(RunStore(tmp_path / "paper").get(smoke.rope), compute_missing=False)  # from its ablation table
     monkeypatch.setattr(paper_scale, "paper_root", lambda root: tmp_path / "paper")
     lines = []
     s = build_report(smoke.root, "all", tmp_path / "r.html", log=lines.append)
@@ -144,6 +148,8 @@ def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_h
     assert len(curves) == len(settings)  # one learning-curve figure per setting, its seeds together
     assert any(l.startswith("findings:") for l in lines) and any(l.startswith("per setting") for l in lines)
     assert "At the paper&#x27;s own scale (1 GPU run in results/paper" in html and "RoPE Task 1 (" in html
+    paper_maps = [f for f in s["figures"] if f["figure"] == "deposit_map" and f["runs"] == [smoke.rope]]
+    assert len(paper_maps) == 1 and "largest single-head deposit:" in html  # where the GPU run's deposit falls
 
 
 def test_report_with_no_matching_runs_says_so(smoke, tmp_path):

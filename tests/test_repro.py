@@ -442,6 +442,8 @@ def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipp
                                                           .loc[tuple(cells.iloc[0][["setting", "scheme", "task"]]),
                                                                "mean"])
         assert len(t["paper_claims"]) and (t["paper_claims"].paper_scale.str.len() > 0).all()
+        assert "deposit" in run.tables()  # where its largest deposit falls, in the card's deposit map
+        assert list(t["paper_deposits"].run_id) == [ids[0]] and "find-paper-deposits" in page
 
 
 @pytest.mark.slow

@@ -80,8 +80,8 @@ def _computed(store) -> dict:
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
     from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1)
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
-    from workbench.report.paper_scale import (NOT_RUN, paper_root, paper_scale_note, paper_scale_table1, paper_store,
-                                              with_paper_scale_claims)
+    from workbench.report.paper_scale import (NOT_RUN, paper_root, paper_scale_deposits, paper_scale_note,
+                                              paper_scale_table1, paper_store, with_paper_scale_claims)
     from workbench.train.presets import LADDER
 
     gpu_root = paper_root(store.root)
@@ -102,7 +102,7 @@ def _computed(store) -> dict:
             "paper_t1": paper_scale_table1(_TABLES[key]["table1"], gpu_root),
             "paper_claims": at_scale[~at_scale.paper_scale.isin(["–", NOT_RUN])
                                      & ~at_scale.paper_scale.str.startswith("pending")],  # judged there
-            "paper_note": paper_scale_note(gpu_root, "results/paper")})
+            "paper_note": paper_scale_note(gpu_root, "results/paper"), "paper_deposits": paper_scale_deposits(gpu_root)})
         empty = runs.empty  # no finished run to judge: the page says so; these tables need some
         _TABLES[key].update({
             "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
@@ -204,8 +204,8 @@ def layout(claim: str | None = None, **query):
 def _paper_scale_view(t: dict) -> html.Div:
     """The paper's own scale (`report.paper_scale`: the GPU runs of results/paper, beside the shipped store), inside
     the Table 1 card: how many runs and what differs, each Table 1 cell trained there in a line beside the paper's
-    and the CPU reproduction's, and (folded) its numbers and each claim as judged on those runs; or the command
-    that trains them."""
+    and the CPU reproduction's, and (folded) its numbers, where each run's largest deposit falls (the deposit map)
+    and each claim as judged on those runs; or the command that trains them."""
     from workbench.report.paper_scale import paper_scale_sentence
 
     note = t["paper_note"].strip()
@@ -222,6 +222,9 @@ def _paper_scale_view(t: dict) -> html.Div:
         html.Summary([html.B(head), paper_scale_sentence(t["paper_t1"]).removeprefix(head).replace("`", "")]),
         dcc.Markdown(note, className="job-note"),
         _table(cells, id=f"{P}-paper-table1", page_size=18),
+        *([html.P("Where each of these runs puts its largest single-head deposit (its head ablation on the GPU):",
+                  className="job-note"), _figure("deposit_map", t["paper_deposits"], f"{P}-paper-deposits")]
+          if len(t["paper_deposits"]) else []),
         html.P(f"The claims judged on these runs ({len(judged)}; the others wait for runs not trained yet):",
                className="job-note"),
         _table(judged, id=f"{P}-paper-claims", page_size=20)], id=f"{P}-paper-scale")

@@ -30,7 +30,7 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     `paper/` beside the store: `paper_scale.paper_scale_sentence`); every claim's evidence folded under its row."""
     from workbench.analysis.claims import base_claims, table1
     from workbench.analysis.findings import deposit_map, verdict_matrix
-    from workbench.report.paper_scale import paper_root, paper_scale_sentence, paper_scale_table1
+    from workbench.report.paper_scale import paper_root, paper_scale_deposits, paper_scale_sentence, paper_scale_table1
     from workbench.train.presets import LADDER
 
     doc.parts.append('<section id="findings">')
@@ -62,6 +62,10 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     paper = paper_scale_table1(t1, paper_root(store.root))  # GPU runs in paper/ beside a shipped store
     if not paper.empty:
         doc.p(paper_scale_sentence(paper), "note")
+        paper_dep = paper_scale_deposits(paper_root(store.root))
+        if len(paper_dep):
+            doc.p("Where each paper-scale run puts its largest single-head deposit:", "note")
+            doc.figure("deposit_map", paper_dep, "findings", list(paper_dep["run_id"]), ["deposit"])
     doc.h(3, "The claims and their evidence")
     doc.parts.append(claims_html(m[m["rung"] == bc.base]))
     summary["findings"] = records(m[["claim", "setting", "rung", "verdict", "n_seeds"]])

@@ -6,6 +6,7 @@ reproduction's, or "not run yet".
     cl = with_paper_scale_claims(claims(store, runs), "results/paper")   # + column `paper_scale` (verdict)
     note = paper_scale_note("results/paper")                      # one markdown paragraph: status + command
     rows = paper_scale_table1(table1(runs), paper_root(store.root))   # the page's rows trained at paper scale
+    dep = paper_scale_deposits("results/paper")                  # where each paper-scale run's deposit falls
 
 Cells are computed from the paper store's runs with the same functions as the CPU column (`claims.run_table`,
 `claims.table1`, `claims.claims`), matched on (setting, scheme, task) and on the claim's text and setting.
@@ -59,6 +60,16 @@ def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     out["paper_scale"] = [_acc_text(paper.loc[k]) if k in paper.index else "no run"
                           for k in zip(out.setting, out.scheme, out.task)]
     return out
+
+
+def paper_scale_deposits(root: str | Path) -> pd.DataFrame:
+    """Where each paper-scale run puts its largest single-head deposit (`analysis.findings.deposit_map` of the runs
+    in `root`), for the same figure as the CPU runs'; empty without a finished paper-scale run."""
+    from workbench.analysis.claims import run_table
+    from workbench.analysis.findings import DEPOSIT_COLUMNS, deposit_map
+
+    store = paper_store(root)
+    return pd.DataFrame(columns=DEPOSIT_COLUMNS) if store is None else deposit_map(store, run_table(store))
 
 
 def paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
