@@ -154,12 +154,15 @@ FIGURES["table1"](t1)'''),
 The runs trained at the `paper` preset (the paper's model and data with the authors' settings) on a lent GPU, kept
 in `paper/` beside the shipped store (results/paper): each cell's mean with what its seeds can show, beside the
 paper's number and the CPU mean above (`cpu_mean`). Fewer seeds than the CPU rows; a run still learning at its last
-epoch cannot settle a claim."""),
+epoch cannot settle a claim. Below it, where each of those runs puts its largest single-head deposit
+(the deposit map, from the head ablations run on the GPU)."""),
     new_code_cell('''\
-from workbench.report.paper_scale import paper_root, paper_scale_note, paper_scale_table1
+from workbench.report.paper_scale import paper_root, paper_scale_deposits, paper_scale_note, paper_scale_table1
 
 print(paper_scale_note(paper_root(root), "results/paper"))
-paper_scale_table1(t1, paper_root(root)).drop(columns=["runs"])'''),
+display(paper_scale_table1(t1, paper_root(root)).drop(columns=["runs"]))
+paper_deposits = paper_scale_deposits(paper_root(root))  # where each paper-scale run's largest deposit falls
+FIGURES["deposit_map"](paper_deposits) if len(paper_deposits) else print("no paper-scale run with a deposit table")'''),
     new_markdown_cell("""\
 ## The registered rules
 Every verdict follows a rule registered before the runs it judges (docs/preregistration.md): the paper's own
