@@ -101,8 +101,8 @@ def test_the_job_measures_the_step_in_the_time_its_sweep_leaves(tmp_path):
     benchmarks/gpu_step.py with SPARE's arguments in that time, its JSON in the logs that come back, and writes its
     exit status only after it (an --attach call waits for that); with less time left it measures nothing. A stand-in
     python ends the sweep at once and writes the measurement's JSON."""
-    fake_step = ('for x in "$@"; do [ "$prev" = --json ] && echo \'{"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}\''
-                 ' > "$x"; prev=$x; done; exit 0')
+    said = '{"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}'
+    fake_step = f'for x in "$@"; do [ "$prev" = --json ] && echo \'{said}\' > "$x"; prev=$x; done; exit 0'
     py = stand_in_python(tmp_path, "python", f'*" sweep "*) exit 0;; *gpu_step.py*) {fake_step}')
     env = window_env(tmp_path, GPU_PY=str(py), SPARE="--schemes mla --steps 3", SPARE_MIN="30")
     window(env, "120")

@@ -102,7 +102,8 @@ def _computed(store) -> dict:
             "paper_t1": paper_scale_table1(_TABLES[key]["table1"], gpu_root),
             "paper_claims": at_scale[~at_scale.paper_scale.isin(["–", NOT_RUN])
                                      & ~at_scale.paper_scale.str.startswith("pending")],  # judged there
-            "paper_note": paper_scale_note(gpu_root, "results/paper"), "paper_deposits": paper_scale_deposits(gpu_root)})
+            "paper_note": paper_scale_note(gpu_root, "results/paper"),
+            "paper_deposits": paper_scale_deposits(gpu_root)})  # where each GPU run's largest deposit falls
         empty = runs.empty  # no finished run to judge: the page says so; these tables need some
         _TABLES[key].update({
             "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
