@@ -12,7 +12,9 @@ MLA settings; `--preset paper` on CUDA), on random right-padded batches of the p
     largest per-step loss difference and the last 50 steps' mean of each (bf16 tolerance, not bit-equality;
     `--agree-steps 0`: left out);
   - sdpa (`--sdpa a,b`): RoPE's eager step with SDPA held to each backend in turn (flash, memory-efficient,
-    cuDNN, math), after the first step's A/B and profile;
+    cuDNN, math), after the first step's A/B and profile; `triton` (PE-Lab's kernel, `model.triton_attention`)
+    first checked against SDPA (`kernel_agreement`: RoPE's and MLA's shapes, forward and gradients, to fp32 math),
+    then timed eager and compiled, only where it agrees;
   - kv_ab (`--kv-ab`): RoPE's compiled step with the fused key/value projection split (the model's) and indexed
     as before 2026-11-27 (`indexed_memory_kv`), one after the other on the same batches;
   - modes (`--modes a,b`): the first scheme's step compiled in other torch.compile modes (CUDA graphs:
@@ -45,10 +47,11 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
-from workbench.model.attention import use_fused_dropout  # noqa: E402
+from workbench.model.attention import Attention, use_fused_dropout  # noqa: E402
 from workbench.store import RunStore, code_version  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
-from workbench.train.loop import compile_mode, compiled, make_optimizer, set_lr, train_step  # noqa: E402
+from workbench.train.loop import (compile_mode, compiled, make_optimizer, sdpa_backend_context,  # noqa: E402
+                                  set_lr, train_step)
 from workbench.train.presets import task_spec  # noqa: E402
 
 TIER1 = {"rope": ("rope", "authors"), "nope": ("nope", "authors"), "mla": ("mla", "authors-mla")}
@@ -156,6 +159,46 @@ def fused_memory_kv(model) -> None:
     model.fused_kv = True
 
 
+def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int = 0) -> dict:
+    """PE-Lab's Triton attention (`model.triton_attention.attention`) against SDPA at each config's attention
+    shape (batch, heads, positions; query/key width d_head + MLA's d_rope, value width d_head), dropout 0, in the
+    step's dtype: each one's largest error in the output and the q, k, v gradients against fp32 math SDPA on the
+    same inputs. `ok`: the kernel's every error is at most twice SDPA's + 1e-3 (bf16 rounding, not bit-equality).
+    Whether the kernel runs there at all: `runs_here`."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from workbench.model.triton_attention import attention, runs_here
+
+    dtype = torch.bfloat16 if amp else torch.float32
+    g = torch.Generator(device=dev).manual_seed(seed)
+    rows = {}
+    for cfg in cfgs:
+        m = cfg["model"]
+        B, H, L = cfg["train"]["batch_size"], m["n_heads"], task_spec(cfg["task"]).seq_len
+        layer = next(x for x in PEClassifier(ModelConfig.from_dict(m)).modules() if isinstance(x, Attention))
+        dv = layer.cfg.d_head
+        dk = dv + getattr(layer, "d_rope", 0)  # MLA's queries and keys: d_head + d_rope
+        q, k = (torch.randn(B, L, H, dk, generator=g, device=dev, dtype=dtype).transpose(1, 2) for _ in range(2))
+        v = torch.randn(B, L, H, dv, generator=g, device=dev, dtype=dtype).transpose(1, 2)
+        dz = torch.randn(B, H, L, dv, generator=g, device=dev, dtype=dtype)
+
+        def run(fn, cast):
+            ins = [t.detach().to(cast).requires_grad_() for t in (q, k, v)]
+            z = fn(*ins)
+            return [z.float(), *(t.float() for t in torch.autograd.grad(z, ins, dz.to(cast)))]
+
+        with sdpa_kernel(SDPBackend.MATH):
+            ref = run(F.scaled_dot_product_attention, torch.float32)
+        err = {name: [(a - b).abs().max().item() for a, b in zip(run(fn, dtype), ref)]
+               for name, fn in (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
+        rows[m["scheme"]] = {"shape": [B, H, L, dk, dv], "runs_here": runs_here(q, k, None),
+                             "triton_err": err["triton"], "sdpa_err": err["sdpa"],
+                             "ok": all(t <= 2 * s + 1e-3 for t, s in zip(err["triton"], err["sdpa"]))}
+    return {"ok": all(r["ok"] and r["runs_here"] for r in rows.values()), "what": "[z, dq, dk, dv] max abs error",
+            **rows}
+
+
 def parse_modes(text: str) -> list[str]:
     """--modes "a,b": torch.compile modes (`loop.compile_mode`); SystemExit naming the modes on a wrong one."""
     try:
@@ -231,11 +274,27 @@ def main() -> None:
         data = batches(cfg, a.steps + 3, dev)
         for name in [b for b in a.sdpa.split(",") if b]:
             try:
+                if name == "triton":
+                    triton_backend(cfg, data)
+                    continue
                 with sdpa_kernel(getattr(SDPBackend, name.upper())):
                     out["sdpa"][name] = {"eager": statistics.median(run_steps(cfg, dev, False, data, amp)[0])}
-            except (RuntimeError, AttributeError) as e:
+            except (RuntimeError, AttributeError, ImportError, ValueError) as e:
                 out["sdpa"][name] = {"error": str(e).splitlines()[0][:200]}
         save(f"sdpa: {out['sdpa']}")
+
+    def triton_backend(cfg: dict, data: list) -> None:
+        """PE-Lab's kernel: agreement with SDPA first (RoPE's and MLA's shapes), saved at once; the eager and
+        compiled RoPE steps with it only where it agrees."""
+        row = out["sdpa"]["triton"] = {"agree": kernel_agreement([cfg, tier1_config("mla", preset, a.sets)], dev,
+                                                                 amp)}
+        save(f"sdpa triton: {row}")
+        if row["agree"]["ok"]:
+            with sdpa_backend_context("triton"):
+                row["eager"] = statistics.median(run_steps(cfg, dev, False, data, amp)[0])
+                save(f"sdpa triton: {row}")
+                ms, _, row["compiled_warmup_s"] = run_steps(cfg, dev, True, data, amp)
+                row["compiled"] = statistics.median(ms)
 
     def mask() -> None:
         base = tier1_config("rope", preset, a.sets)

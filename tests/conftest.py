@@ -5,6 +5,8 @@ import pytest
 import torch
 
 torch.set_num_threads(int(os.environ.get("PELAB_THREADS", "1")))
+if not torch.cuda.is_available():  # Triton kernels (model/triton_attention.py) run in Triton's interpreter on CPU;
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when a kernel is defined, so before any import of them
 
 
 def pytest_collection_modifyitems(config, items):

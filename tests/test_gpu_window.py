@@ -150,6 +150,16 @@ def test_the_window_trains_with_what_its_check_measured_faster(tmp_path):
     check["sdpa"]["flash_attention"]["eager"] = 41.0
     assert choose(check) == (False, "flash_attention")
     assert choose({}) == (True, None)
+    # PE-Lab's kernel: judged by its compiled step where the window compiles, and only where it agreed with SDPA
+    check["step"]["rope"]["compiled_ms"], check["sdpa"]["flash_attention"]["eager"] = 15.9, 42.3
+    check["sdpa"]["triton"] = {"agree": {"ok": True}, "eager": 43.0, "compiled": 12.0}  # eager slower, compiled not
+    assert choose(check) == (True, "triton")
+    check["sdpa"]["triton"]["agree"]["ok"] = False
+    assert choose(check) == (True, None)
+    check["sdpa"]["triton"] = {"agree": {"ok": True}, "eager": 30.0, "compiled": 15.8}  # compiled: 0.1 ms saved
+    assert choose(check) == (True, None)
+    check["step"]["rope"]["compiled_ms"], check["sdpa"]["flash_attention"]["eager"] = 50.0, 41.0
+    del check["sdpa"]["triton"]
     (tmp_path / "gpu_step.json").write_text(json.dumps(check))  # what gpu_window.sh reads: "yes|no BACKEND|-"
     got = subprocess.run([sys.executable, str(REPO / "benchmarks" / "window_choice.py"), str(tmp_path / "gpu_step.json")],
                          capture_output=True, text=True, check=True)

@@ -66,8 +66,9 @@ COMPILE_MODE_HELP = ("torch.compile's mode (implies --compile): default, reduce-
 
 
 SDPA_BACKEND_HELP = ("the SDPA backend tried first for the whole run (the others only where it cannot run a "
-                     "call): flash_attention, efficient_attention, cudnn_attention or math (default: PyTorch's "
-                     "order); the same attention with other kernels and rounding; run.json `sdpa_backend`")
+                     "call): flash_attention, efficient_attention, cudnn_attention, math, or triton (PE-Lab's "
+                     "kernel for <= 128 unmasked positions; needs the triton package) (default: PyTorch's order); "
+                     "the same attention with other kernels and rounding; run.json `sdpa_backend`")
 
 
 def sdpa_backend_arg(name: Optional[str]) -> Optional[str]:

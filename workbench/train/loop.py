@@ -228,7 +228,8 @@ def set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
+TORCH_SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
+SDPA_BACKENDS = TORCH_SDPA_BACKENDS + ("triton",)  # triton: model.triton_attention
 
 
 def sdpa_backend_context(name: str | None):
@@ -236,15 +237,24 @@ def sdpa_backend_context(name: str | None):
     priority) and the other SDPA_BACKENDS, in that order, only for a call it cannot run (flash attention needs one
     head size for queries, keys and values; MLA's queries and keys are wider than its values), for the whole run,
     compilation included (a backend chosen inside a compiled region would bypass AOTAutograd's cache); PyTorch's own
-    order for None. Another backend is the same attention with other kernels (other rounding), as `compile` is: a
-    process option recorded in run.json `sdpa_backend`. ValueError for an unknown name."""
+    order for None. `triton`: PE-Lab's own kernel for short sequences (`model.triton_attention`) wherever it runs,
+    PyTorch's order for the other calls. Another backend is the same attention with other kernels (other rounding,
+    other dropout draws), as `compile` is: a process option recorded in run.json `sdpa_backend`. ValueError for an
+    unknown name, or for `triton` where the triton package is missing."""
     if name is None:
         return contextlib.nullcontext()
     if name not in SDPA_BACKENDS:
         raise ValueError(f"SDPA backend {name!r}: use one of {', '.join(SDPA_BACKENDS)}")
+    if name == "triton":
+        try:
+            from workbench.model.triton_attention import triton_attention
+        except ImportError as e:
+            raise ValueError(f"SDPA backend 'triton' needs the triton package ({e}): install it (CUDA builds of "
+                             "torch bring it) or pick another backend") from None
+        return triton_attention()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    order = [name] + [b for b in SDPA_BACKENDS if b != name]
+    order = [name] + [b for b in TORCH_SDPA_BACKENDS if b != name]
     return sdpa_kernel([getattr(SDPBackend, b.upper()) for b in order], set_priority=True)
 
 

@@ -1,0 +1,205 @@
+"""PE-Lab's Triton attention kernel (`workbench.model.triton_attention`, the `triton` SDPA backend), run on CPU in
+Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1): the same values and gradients as the formula,
+dropout's mask drawn once and used by both passes, the calls it cannot run left to SDPA, and whole models (RoPE,
+MLA, eager and compiled) equal with and without it."""
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytest.importorskip("triton")
+
+from workbench.model import ModelConfig, PEClassifier  # noqa: E402
+from workbench.model.attention import Attention  # noqa: E402
+from workbench.model.triton_attention import attention, runs_here  # noqa: E402
+from workbench.train.loop import sdpa_backend_context  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1",
+                                reason="the kernels were defined outside Triton's interpreter on a CPU machine")
+
+
+def formula(q, k, v, keep=None, p=0.0):
+    """softmax(q k^T / sqrt(d_k)) v, the weights masked by `keep` and scaled by 1 / (1 - p)."""
+    w = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, -1)
+    return (w if keep is None else w * keep / (1 - p)) @ v
+
+
+def qkv(B, H, L, dk, dv, seed=0):
+    """Inputs as the model hands them to SDPA: [batch, head, pos, d] views of [batch, pos, head, d] tensors."""
+    g = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(B, L, H, dk, generator=g).transpose(1, 2).requires_grad_() for _ in range(2))
+    return q, k, torch.randn(B, L, H, dv, generator=g).transpose(1, 2).requires_grad_()
+
+
+@pytest.mark.parametrize("B,H,L,dk,dv", [(2, 3, 16, 16, 16), (2, 2, 20, 24, 16), (1, 2, 33, 8, 32)])
+def test_values_and_gradients_are_the_formulas(B, H, L, dk, dv):
+    """Lengths that are not a power of two (masked key columns, padded query rows), MLA-like query/key widths
+    wider than the values, and head sizes under 16 (zero-padded): forward and all three gradients within fp32
+    rounding of autograd through the formula, and of SDPA."""
+    q, k, v = qkv(B, H, L, dk, dv)
+    z = attention(q, k, v)
+    assert z.shape == (B, H, L, dv)
+    torch.testing.assert_close(z, F.scaled_dot_product_attention(q, k, v), atol=2e-6, rtol=1e-5)
+    g = torch.randn_like(z)
+    got = torch.autograd.grad(z, (q, k, v), g)
+    want = torch.autograd.grad(formula(q, k, v), (q, k, v), g)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-5)
+
+
+def test_dropout_draws_one_mask_for_both_passes_from_torchs_generator():
+    """p = 0.3: read the dropped weights through one-hot values (v = I): about 30 % are zero and the rest are the
+    softmax's / 0.7; the output and gradients for other values are the formula's with that very mask (so the
+    backward regenerates the forward's draws); torch's seed fixes the mask, another seed moves it."""
+    B, H, L, p = 4, 2, 32, 0.3
+    q, k, _ = qkv(B, H, L, 16, 16, seed=1)
+    q, k = q.detach(), k.detach()
+    eye = torch.eye(L).expand(B, H, L, L)
+    torch.manual_seed(5)
+    dropped = attention(q, k, eye, None, p)
+    keep = dropped != 0
+    assert abs((~keep).float().mean().item() - p) < 0.02
+    torch.testing.assert_close(dropped, formula(q, k, eye) * keep / (1 - p), atol=1e-6, rtol=1e-5)
+    torch.manual_seed(5)
+    assert torch.equal(attention(q, k, eye, None, p), dropped)
+    torch.manual_seed(6)
+    assert not torch.equal(attention(q, k, eye, None, p) != 0, keep)
+
+    q, k = q.clone().requires_grad_(), k.clone().requires_grad_()
+    v = torch.randn(B, H, L, 16, requires_grad=True)
+    torch.manual_seed(5)
+    z = attention(q, k, v, None, p)
+    g = torch.randn_like(z)
+    got = torch.autograd.grad(z, (q, k, v), g)
+    torch.testing.assert_close(z, formula(q, k, v, keep, p), atol=2e-6, rtol=1e-5)
+    for a, b in zip(got, torch.autograd.grad(formula(q, k, v, keep, p), (q, k, v), g)):
+        torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-5)
+
+
+def test_calls_it_cannot_run_go_to_sdpa_unchanged(monkeypatch):
+    """A mask, more than 128 keys, or queries and keys of other lengths: SDPA's own result, bit for bit; and on a
+    CPU outside the interpreter nothing runs the kernel."""
+    q, k, v = (t.detach() for t in qkv(1, 2, 16, 16, 16))
+    mask = torch.zeros(1, 1, 16, 16)
+    mask[..., 3] = -1e9
+    assert torch.equal(attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    long = [t.detach() for t in qkv(1, 1, 130, 16, 16)]
+    assert not runs_here(long[0], long[1], None)
+    assert torch.equal(attention(*long), F.scaled_dot_product_attention(*long))
+    assert not runs_here(q[:, :, :8], k, None)
+    assert runs_here(q, k, None)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert not runs_here(q, k, None)
+
+
+def _model(scheme, **kw):
+    """The paper arch at d_head 16 over 24 positions (enough work that CPU takes the SDPA path), no pad mask."""
+    cfg = ModelConfig(vocab_size=24, n_classes=6, arch="paper", scheme=scheme, d_model=64, n_heads=4, d_ff=48,
+                      n_layers=2, max_len=24, dropout=0.0, attn_pad_mask=False, **kw)
+    torch.manual_seed(0)
+    return PEClassifier(cfg).train()
+
+
+def _logits_and_grads(model, tokens, fwd=None):
+    """(logits, parameter gradients, the kernel's forward and backward calls counted by torch.profiler)."""
+    from torch.profiler import profile
+
+    model.zero_grad()
+    with profile() as prof:
+        logits = (model if fwd is None else fwd)(tokens)
+        logits.square().sum().backward()
+    calls = {e.key: e.count for e in prof.key_averages() if e.key.startswith("pelab::triton_attention")}
+    return logits.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None], calls
+
+
+@pytest.mark.parametrize("scheme", ["rope", "mla"])
+def test_a_model_trains_the_same_with_the_triton_backend(scheme):
+    """`sdpa_backend_context("triton")` routes every attention layer's SDPA call to the kernel while inside
+    (`Attention.sdpa` restored after): the paper arch's RoPE and MLA (queries and keys wider than values) give the
+    same logits and parameter gradients as with SDPA, within fp32 rounding."""
+    model = _model(scheme)
+    tokens = torch.randint(1, 24, (3, 24), generator=torch.Generator().manual_seed(1))  # 3 x 4 heads a layer
+    want = _logits_and_grads(model, tokens)
+    before = Attention.__dict__["sdpa"]
+    with sdpa_backend_context("triton"):
+        assert Attention.sdpa is attention
+        got = _logits_and_grads(model, tokens)
+    assert Attention.__dict__["sdpa"] is before
+    assert want[2] == {} and got[2] == {"pelab::triton_attention": 2, "pelab::triton_attention_backward": 2}
+    torch.testing.assert_close(got[0], want[0], atol=1e-5, rtol=1e-5)
+    assert len(got[1]) == len(want[1])
+    for a, b in zip(got[1], want[1]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_the_kernel_compiles_inside_a_compiled_model():
+    """torch.compile of a model that calls the kernel (custom ops with fake shapes; how a GPU window trains):
+    logits and gradients equal the eager model's with SDPA."""
+    from workbench.train.loop import compiled
+
+    model = _model("rope")
+    tokens = torch.randint(1, 24, (3, 24), generator=torch.Generator().manual_seed(2))
+    want = _logits_and_grads(model, tokens)
+    torch._dynamo.reset()
+    with sdpa_backend_context("triton"):
+        fwd = compiled(model, tokens[:1], False, "default")
+        _logits_and_grads(model, tokens, fwd)  # compiles (the profiler would count the tracing's calls too)
+        got = _logits_and_grads(model, tokens, fwd)
+    torch._dynamo.reset()
+    assert got[2] == {"pelab::triton_attention": 2, "pelab::triton_attention_backward": 2}
+    torch.testing.assert_close(got[0], want[0], atol=1e-5, rtol=1e-5)
+    for a, b in zip(got[1], want[1]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypatch):
+    """benchmarks/gpu_step.py's `kernel_agreement` (what a GPU window checks before it times, and may train with,
+    the kernel): at the smoke preset's RoPE and MLA shapes (MLA's queries and keys d_rope wider) the kernel agrees;
+    a kernel off by a softmax temperature of 1.1 does not, and neither does a call the kernel cannot run."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import gpu_step
+
+    from workbench.model import triton_attention
+
+    cfgs = [gpu_step.tier1_config(s, "smoke", []) for s in ("rope", "mla")]
+    got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False)
+    assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla"}
+    assert got["mla"]["shape"][3] > got["mla"]["shape"][4] and got["rope+sinusoidal"]["runs_here"]
+    assert max(got["mla"]["triton_err"]) < 1e-5
+
+    def warm(q, k, v, mask=None, dropout_p=0.0):
+        return attention(q * 1.1, k, v, mask, dropout_p)
+
+    monkeypatch.setattr(triton_attention, "attention", warm)
+    assert not gpu_step.kernel_agreement(cfgs[:1], torch.device("cpu"), amp=False)["ok"]
+    monkeypatch.undo()
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # the kernel cannot run here: SDPA answers, and that is no pass
+    assert not gpu_step.kernel_agreement(cfgs[:1], torch.device("cpu"), amp=False)["ok"]
+
+
+def test_a_run_trained_with_the_kernel_records_it_and_learns_what_sdpa_learns(tmp_path, monkeypatch):
+    """`train(sdpa_backend="triton")` (`--sdpa-backend triton`): the authors' settings (no pad mask) at the smoke
+    preset widened to d_head 16, one epoch: the kernel computes every layer's attention, run.json records the
+    backend, and every metric is the SDPA run's within fp32 rounding (dropout 0: the same function)."""
+    from workbench.model import triton_attention
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    calls, kernel = [], triton_attention._attention
+    monkeypatch.setattr(triton_attention, "_attention", lambda *a: calls.append(a[0].shape) or kernel(*a))
+
+    sets = ["train.epochs=1", "task.n_examples=200", "model.d_model=64"]
+    runs = {}
+    for backend in (None, "triton"):
+        store = RunStore(tmp_path / str(backend), data_dir=tmp_path / "data")
+        cfg = resolve_config("smoke", "rope", "t1", fidelity="authors", sets=sets, store=store)
+        runs[backend] = train(cfg, store, progress=False, device="cpu", threads=1, sdpa_backend=backend)
+    assert runs["triton"].info["sdpa_backend"] == "triton" and runs[None].info["sdpa_backend"] is None
+    assert len(calls) >= 2 * 4 and {c[1:] for c in calls} == {(24, 4, 16)}  # 2 layers x (3 steps + evaluation)
+    (a,), (b,) = runs[None].metric_rows(), runs["triton"].metric_rows()
+    for key in ("train_loss", "test_loss", "test_acc"):
+        assert b[key] == pytest.approx(a[key], abs=1e-4), key

@@ -1,0 +1,205 @@
+"""Attention for short sequences as one Triton kernel a (sequence, head): the `triton` backend of
+`train.loop.sdpa_backend_context` (issue 41).
+
+    z = dropout_p(softmax(q k^T / sqrt(d_k))) v        (Vaswani et al. 2017, eq. 1; SDPA's computation)
+
+At the paper preset (128 positions, d_head 16) the flash kernels SDPA picks tile the head dimension by 64 and keep
+the scores in blocks: on an H200 cuDNN's forward and backward were a third of RoPE's compiled step
+(benchmarks/measured/h200-2026-11-28). Here a whole row of scores fits one block (keys <= 128), so a program holds
+one head's keys and values and a block of BM query rows, computes the row's softmax exactly (no running maximum),
+and the backward recomputes it from the stored log-sum-exp (FlashAttention's backward, Dao et al. 2022, alg. 4,
+with one key block). Head sizes are zero-padded to a power of two >= 16 (zeros add nothing to a dot product), so
+MLA's wider queries and keys run too.
+
+Dropout (p > 0): keep (i, j) where u >= p, u = philox(seed, (bh * BL + i) * BL + j) (`tl.rand`), the kept
+weights scaled by 1 / (1 - p); the seed is drawn from torch's generator on the device (no host read), and the
+backward draws the same u. The same distribution as SDPA's dropout, other random numbers (as each SDPA backend
+draws its own): another backend, a process option (run.json `sdpa_backend`), not a config field.
+
+Calls it cannot run go to `F.scaled_dot_product_attention` unchanged: a mask or bias, more than 128 keys, query and
+key lengths that differ, or neither CUDA nor Triton's interpreter (`TRITON_INTERPRET=1`, set before this module
+is imported: how the CPU tests run the kernels).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from .attention import Attention, compute_dtype
+
+MAX_KEYS = 128  # a whole row of scores in one block
+
+
+@triton.jit
+def _keep(seed, bh, rows, cols, BL: tl.constexpr, p):
+    """Dropout's keep mask for rows x cols of head bh: philox uniforms >= p (the forward's and backward's)."""
+    return tl.rand(seed, (bh * BL + rows[:, None]) * BL + cols[None, :]) >= p
+
+
+@triton.jit
+def _fwd(Q, K, V, O, LSE, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h, so_b, so_l, so_h,
+         H, L, DK, DV, scale, p, BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr,
+         DROP: tl.constexpr):
+    bh = tl.program_id(0)
+    b, h = bh // H, bh % H
+    rows = tl.program_id(1) * BM + tl.arange(0, BM)
+    cols, ek, ev = tl.arange(0, BL), tl.arange(0, BDK), tl.arange(0, BDV)
+    rin, cin = rows < L, cols < L
+    q = tl.load(Q + b * sq_b + h * sq_h + rows[:, None] * sq_l + ek[None, :], rin[:, None] & (ek[None, :] < DK), 0.0)
+    k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + ek[None, :], cin[:, None] & (ek[None, :] < DK), 0.0)
+    v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + ev[None, :], cin[:, None] & (ev[None, :] < DV), 0.0)
+    s = tl.where(cin[None, :], tl.dot(q, tl.trans(k)) * scale, float("-inf"))
+    m = tl.max(s, 1)
+    e = tl.exp(s - m[:, None])
+    total = tl.sum(e, 1)
+    w = e / total[:, None]
+    if DROP:
+        w = tl.where(_keep(tl.load(SEED), bh, rows, cols, BL, p), w / (1.0 - p), 0.0)
+    o = tl.dot(w.to(v.dtype), v)
+    tl.store(O + b * so_b + h * so_h + rows[:, None] * so_l + ev[None, :], o.to(O.dtype.element_ty),
+             rin[:, None] & (ev[None, :] < DV))
+    tl.store(LSE + bh * L + rows, m + tl.log(total), rin)
+
+
+@triton.jit
+def _bwd(Q, K, V, DO, LSE, DQ, DKey, DVal, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h,
+         sd_b, sd_l, sd_h, gk_b, gk_l, gk_h, gv_b, gv_l, gv_h, H, L, DK, DV, scale, p, BM: tl.constexpr,
+         BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr, DROP: tl.constexpr):
+    bh = tl.program_id(0)
+    b, h = bh // H, bh % H
+    cols, ek, ev = tl.arange(0, BL), tl.arange(0, BDK), tl.arange(0, BDV)
+    cin = cols < L
+    kmask, vmask = cin[:, None] & (ek[None, :] < DK), cin[:, None] & (ev[None, :] < DV)
+    k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + ek[None, :], kmask, 0.0)
+    v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + ev[None, :], vmask, 0.0)
+    dk = tl.zeros((BL, BDK), dtype=tl.float32)
+    dv = tl.zeros((BL, BDV), dtype=tl.float32)
+    seed = tl.load(SEED)
+    for m0 in range(0, L, BM):
+        rows = m0 + tl.arange(0, BM)
+        rin = rows < L
+        qmask = rin[:, None] & (ek[None, :] < DK)
+        q = tl.load(Q + b * sq_b + h * sq_h + rows[:, None] * sq_l + ek[None, :], qmask, 0.0)
+        do = tl.load(DO + b * sd_b + h * sd_h + rows[:, None] * sd_l + ev[None, :], rin[:, None] & (ev[None, :] < DV),
+                     0.0)
+        lse = tl.load(LSE + bh * L + rows, rin, 0.0)
+        w = tl.exp(tl.where(cin[None, :], tl.dot(q, tl.trans(k)) * scale, float("-inf")) - lse[:, None])
+        dw = tl.dot(do, tl.trans(v))  # d loss / d (dropped weights)
+        if DROP:
+            keep = _keep(seed, bh, rows, cols, BL, p)
+            wd = tl.where(keep, w / (1.0 - p), 0.0)
+            dw = tl.where(keep, dw / (1.0 - p), 0.0)
+        else:
+            wd = w
+        dv += tl.dot(tl.trans(wd.to(do.dtype)), do)
+        ds = w * (dw - tl.sum(w * dw, 1)[:, None])  # softmax's backward: d loss / d scores
+        dq = tl.dot(ds.to(k.dtype), k) * scale
+        tl.store(DQ + b * gk_b + h * gk_h + rows[:, None] * gk_l + ek[None, :], dq.to(DQ.dtype.element_ty), qmask)
+        dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+    tl.store(DKey + b * gk_b + h * gk_h + cols[:, None] * gk_l + ek[None, :], (dk * scale).to(DKey.dtype.element_ty),
+             kmask)
+    tl.store(DVal + b * gv_b + h * gv_h + cols[:, None] * gv_l + ev[None, :], dv.to(DVal.dtype.element_ty), vmask)
+
+
+def _blocks(L: int, dk: int, dv: int) -> dict:
+    bl = max(16, triton.next_power_of_2(L))
+    return {"BM": min(64, bl), "BL": bl, "BDK": max(16, triton.next_power_of_2(dk)),
+            "BDV": max(16, triton.next_power_of_2(dv)), "num_warps": 8 if bl >= 128 else 4}
+
+
+def _strides(t: torch.Tensor) -> tuple[int, int, int]:
+    return t.stride(0), t.stride(1), t.stride(2)
+
+
+@torch.library.custom_op("pelab::triton_attention", mutates_args=())
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Tensor, p: float
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """q, k [batch, pos, head, d_k], v [batch, pos, head, d_v] (last dim contiguous) -> (z [batch, pos, head, d_v],
+    the rows' log-sum-exp [batch * head, pos], fp32)."""
+    B, L, H, dk = q.shape
+    dv = v.shape[-1]
+    z = torch.empty(B, L, H, dv, dtype=q.dtype, device=q.device)
+    lse = torch.empty(B * H, L, dtype=torch.float32, device=q.device)
+    kw = _blocks(L, dk, dv)
+    _fwd[(B * H, triton.cdiv(L, kw["BM"]))](q, k, v, z, lse, seed, *_strides(q), *_strides(k), *_strides(v),
+                                            *_strides(z), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
+    return z, lse
+
+
+@_attention.register_fake
+def _(q, k, v, seed, p):
+    B, L, H, _ = q.shape
+    return q.new_empty(B, L, H, v.shape[-1]), q.new_empty(B * H, L, dtype=torch.float32)
+
+
+@torch.library.custom_op("pelab::triton_attention_backward", mutates_args=())
+def _attention_backward(dz: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lse: torch.Tensor,
+                        seed: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The gradients of q, k, v (their shapes and dtypes) given dz, from the forward's log-sum-exp and seed."""
+    B, L, H, dk = q.shape
+    dv = v.shape[-1]
+    kw = _blocks(L, dk, dv)
+    dz = dz if dz.stride(-1) == 1 else dz.contiguous()
+    gq, gk, gv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))  # contiguous
+    _bwd[(B * H,)](q, k, v, dz, lse, gq, gk, gv, seed, *_strides(q), *_strides(k), *_strides(v), *_strides(dz),
+                   *_strides(gk), *_strides(gv), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
+    return gq, gk, gv
+
+
+@_attention_backward.register_fake
+def _(dz, q, k, v, lse, seed, p):
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device), torch.empty(k.shape, dtype=k.dtype, device=k.device),
+            torch.empty(v.shape, dtype=v.dtype, device=v.device))
+
+
+def _setup(ctx, inputs, output):
+    q, k, v, seed, p = inputs
+    ctx.save_for_backward(q, k, v, output[1], seed)
+    ctx.p = p
+
+
+def _backward(ctx, dz, _dlse):
+    q, k, v, lse, seed = ctx.saved_tensors
+    return (*_attention_backward(dz, q, k, v, lse, seed, ctx.p), None, None)
+
+
+_attention.register_autograd(_backward, setup_context=_setup)
+
+
+def runs_here(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> bool:
+    """True when the kernel can take this call ([batch, head, pos, d] as SDPA's): no mask, as many queries as keys,
+    at most MAX_KEYS of them, on CUDA or under Triton's interpreter."""
+    B, H, L, _ = q.shape
+    return (mask is None and k.shape[2] == L and L <= MAX_KEYS and B * H * MAX_KEYS ** 2 < 2 ** 31
+            and (q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"))
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+              dropout_p: float = 0.0) -> torch.Tensor:
+    """`F.scaled_dot_product_attention(q, k, v, mask, dropout_p)` ([batch, head, pos, d]), by the kernel where
+    `runs_here`, in the autocast dtype where autocast is on (as SDPA computes)."""
+    if not runs_here(q, k, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    dtype = compute_dtype(q)
+    qb, kb, vb = (t.to(dtype).transpose(1, 2) for t in (q, k, v))  # [batch, pos, head, d]: the model's layout
+    qb, kb, vb = (t if t.stride(-1) == 1 else t.contiguous() for t in (qb, kb, vb))
+    seed = (torch.randint(0, 2 ** 31 - 1, (1,), device=q.device) if dropout_p > 0
+            else torch.zeros(1, dtype=torch.int64, device=q.device))
+    return _attention(qb, kb, vb, seed, float(dropout_p))[0].transpose(1, 2)
+
+
+@contextlib.contextmanager
+def triton_attention():
+    """Every attention layer's SDPA call (`Attention.sdpa`) goes to `attention` while inside."""
+    before = Attention.__dict__["sdpa"]
+    Attention.sdpa = staticmethod(attention)
+    try:
+        yield
+    finally:
+        Attention.sdpa = before
