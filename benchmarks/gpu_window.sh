@@ -11,7 +11,7 @@
 #      the GPU, and shipped while the next trains; it stops as the sweep ends, and 20 s before the window's end
 #      whatever it is doing: a run being shipped is left unshipped, never half-written); where the sweep ends with
 #      SPARE_MIN s or more left (no run fitted them), benchmarks/gpu_step.py SPARE in that time (logs/spare_step.json:
-#      MLA's compiled step, its profile and RoPE's, by default);
+#      RoPE's step, the Triton attention kernel's agreement and steps, and MLA's step, by default);
 #   4. the shipped runs packed into OUT/results-paper.tgz (members results/paper/RUN_ID/...), every run's metrics (no
 #      weights) into OUT/runs-paper-meta.tgz, the logs into OUT/logs.tgz (a call brings back 8 files), and Triton's
 #      compiled kernels into OUT/inductor-cache.tgz: kept here, tracked, as benchmarks/kernels/triton.tgz (all of it
@@ -72,9 +72,10 @@ tier=${TIER:-1}
 tags=${TAGS-rope,nope,mla}   # TAGS= : every variant of the tier
 tables=${TABLES:-ablation,deposit}
 # what the job measures in the time the sweep leaves (no run fitted it; at least SPARE_MIN s): gpu_step.py's
-# arguments; SPARE= : nothing. By default MLA's compiled step with its profile, then RoPE's beside it (MLA's share of
-# a seed's time is the largest; issue 41's MLA <= 2x RoPE, on the card, in one process)
-spare=${SPARE-"--schemes mla,rope --steps 30 --agree-steps 0 --no-mask --profile"}
+# arguments; SPARE= : nothing. By default RoPE's step, then PE-Lab's Triton attention kernel (its agreement with
+# SDPA, then RoPE's eager and compiled steps with it, beside SDPA's in one process), then MLA's step (issue 41's
+# MLA <= 2x RoPE); a measurement cut short keeps the parts done
+spare=${SPARE-"--schemes rope,mla --steps 30 --agree-steps 0 --no-mask --sdpa triton"}
 # the stored table (window_back.py folds each check into it) fills what a check did not time (a check of RoPE
 # alone: NoPE and MLA), scaled by the ratio on the schemes both time (`sweep.fill_step_ms`); without it the planner
 # never starts a run of unknown time (the H200 window of 2026-11-28 trained RoPE alone)

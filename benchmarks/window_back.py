@@ -136,10 +136,28 @@ def draft_readme(folder: Path, results: Path, added: list[str], device: str | No
                 for k, r in spare["step"].items() if "compiled_ms" in r]
         if "mla_over_rope" in spare:
             out.append(f"- MLA's compiled step over RoPE's: {spare['mla_over_rope']:.2f}x")
+        out += [triton_line(spare)] if "triton" in spare.get("sdpa", {}) else []
         prof = spare.get("profile") or {}
         out += [f"- profile of {prof['scheme']}'s compiled step: {prof['total_ms_per_step']:.2f} ms of kernels a "
                 "step; " + "; ".join(f"{t['name'][:60]} {t['share']:.0%}" for t in prof["top"][:5])] if prof else []
     return "\n".join(out) + "\n"
+
+
+def triton_line(check: dict) -> str:
+    """A check's `sdpa.triton` (PE-Lab's attention kernel, gpu_step.py) in a line: its agreement with SDPA, then its
+    eager and compiled RoPE steps against the same process's SDPA steps."""
+    r, rope = check["sdpa"]["triton"], check.get("step", {}).get("rope", {})
+    if "error" in r:
+        return f"- the Triton attention kernel failed: {r['error']}"
+    agree = r.get("agree", {})
+    errs = "; ".join(f"{k}: kernel {max(v['triton_err']):.2g}, SDPA {max(v['sdpa_err']):.2g}"
+                     for k, v in agree.items() if isinstance(v, dict))
+    line = f"- the Triton attention kernel: agreement with SDPA {'ok' if agree.get('ok') else 'FAILED'} ({errs})"
+    for mode, key in (("eager", "eager_ms"), ("compiled", "compiled_ms")):
+        if mode in r:
+            line += f"; {mode} RoPE step {r[mode]:.2f} ms" + (
+                f" against SDPA's {rope[key]:.2f} ms ({rope[key] / r[mode]:.2f}x)" if key in rope else "")
+    return line
 
 
 def keep_kernels(tgz: Path, dest: Path, provenance: dict, limit_mib: float = LIMIT_MIB) -> str:

@@ -597,3 +597,24 @@ def test_the_carried_wheels_go_in_and_failing_imports_stop_the_window_with_their
     log = (tmp_path / "out" / "window.log").read_text()
     assert (site / "pelab_lean_marker.py").exists()
     assert res.returncode == 1 and "ERROR: no CUDA GPU here" in log and "cannot import" not in log
+
+
+def test_the_draft_readme_says_what_the_triton_kernel_measured():
+    """window_back.triton_line: the kernel's agreement with SDPA (the largest error of each, per shape), then its
+    eager and compiled RoPE steps against SDPA's of the same measurement, as ratios; a failed agreement says so and
+    has no step; an error is quoted."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from window_back import triton_line
+
+    agree = {"ok": True, "what": "[z, dq, dk, dv] max abs error",
+             "rope+sinusoidal": {"triton_err": [0.01, 0.02, 0.03, 0.004], "sdpa_err": [0.01, 0.02, 0.02, 0.003]}}
+    check = {"step": {"rope": {"eager_ms": 31.0, "compiled_ms": 12.8}},
+             "sdpa": {"triton": {"agree": agree, "eager": 25.0, "compiled": 10.0}}}
+    line = triton_line(check)
+    assert "agreement with SDPA ok (rope+sinusoidal: kernel 0.03, SDPA 0.02)" in line
+    assert "eager RoPE step 25.00 ms against SDPA's 31.00 ms (1.24x)" in line
+    assert "compiled RoPE step 10.00 ms against SDPA's 12.80 ms (1.28x)" in line
+    check["sdpa"]["triton"] = {"agree": dict(agree, ok=False)}
+    assert "agreement with SDPA FAILED" in triton_line(check) and "step" not in triton_line(check)
+    check["sdpa"]["triton"] = {"error": "triton: no module"}
+    assert triton_line(check) == "- the Triton attention kernel failed: triton: no module"
