@@ -92,7 +92,7 @@ def runs_table(results: Path, run_ids: list[str]) -> list[str]:
     """A markdown table of the runs a window added, from their shipped metrics: epochs, wall time, the first epoch
     (compilation included) and the median of the others (each with its test evaluation), the last test and training
     accuracy, and how far the test accuracy moved over the second half (the registered run rules' window)."""
-    from workbench.train.sweep import _fmt_time, epoch_seconds  # the planner's own epoch time and its format
+    from workbench.train.sweep import epoch_seconds, fmt_time  # the planner's own epoch time and its format
 
     lines = ["| run | epochs | wall | first epoch's wall (set-up, compile) | median epoch (with its test evaluation) | "
              "test accuracy | training accuracy | test accuracy, epoch E/2 -> E |", "|---|---|---|---|---|---|---|---|"]
@@ -104,7 +104,7 @@ def runs_table(results: Path, run_ids: list[str]) -> list[str]:
             continue
         half = rows[max(1, len(rows) // 2) - 1]["test_acc"]
         median = f"{epoch_seconds(rows):.2f} s" if len(rows) > 1 else "–"
-        lines.append(f"| `{rid}` | {len(rows)} | {_fmt_time(info.get('wall_time_s') or rows[-1]['wall_s'])} | "
+        lines.append(f"| `{rid}` | {len(rows)} | {fmt_time(info.get('wall_time_s') or rows[-1]['wall_s'])} | "
                      f"{rows[0]['wall_s']:.1f} s | {median} | {100 * rows[-1]['test_acc']:.2f} % | "
                      f"{100 * rows[-1]['train_acc']:.2f} % | {100 * (rows[-1]['test_acc'] - half):+.1f} points |")
     return lines

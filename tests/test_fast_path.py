@@ -725,6 +725,6 @@ def test_a_preview_for_other_hardware_plans_from_the_runs_shipped_from_it(tmp_pa
 
 
 def sweep_fmt(seconds: float) -> str:
-    from workbench.train.sweep import _fmt_time
+    from workbench.train.sweep import fmt_time
 
-    return _fmt_time(seconds)
+    return fmt_time(seconds)

@@ -138,7 +138,8 @@ def expand_grid(grid: dict[str, Any], store: RunStore, tiers: list[int] | None =
     return [resolve_config(store=store, **p) for p in grid_points(grid, tiers)]
 
 
-def _fmt_time(s: float) -> str:
+def fmt_time(s: float) -> str:
+    """Seconds as the sweep's logs say them: 3m05s, or 1h02m from an hour on."""
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
@@ -203,7 +204,7 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     rec.update(outcome="resumed" if resumed else "trained", test_acc=run.final.get("test_acc"))
     if run.status != "finished":  # stopped at the deadline (or by a stop hook)
         rec.update(outcome=run.status, error=run.info.get("error"))
-    log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {_fmt_time(time.perf_counter() - t0)}"
+    log(f"{head}  {rec['outcome']}: test acc {rec['test_acc']:.4f} in {fmt_time(time.perf_counter() - t0)}"
         + (f" ({rec['error']})" if rec["error"] else ""))
     return rec
 
@@ -531,7 +532,7 @@ def attempt_pack(members: list[tuple[str, dict]], store: RunStore, *, device: st
         if run.status != "finished":  # pragma: no cover - only with stop hooks
             rec["outcome"] = run.status
         log(f"{head}  {rec['outcome']} (packed): test acc {rec['test_acc']:.4f} in "
-            f"{_fmt_time(time.perf_counter() - t0)}")
+            f"{fmt_time(time.perf_counter() - t0)}")
         recs.append(rec)
     return recs
 
@@ -673,8 +674,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         if window is not None:
             est = window.estimate(cfg)
             if (est is not None and est > window.left()) or (est is None and (window.left() <= 0 or not partial)):
-                log(f"{head}  does not fit the {_fmt_time(max(0, window.left()))} left"
-                    + (f" (about {_fmt_time(est)})" if est is not None else
+                log(f"{head}  does not fit the {fmt_time(max(0, window.left()))} left"
+                    + (f" (about {fmt_time(est)})" if est is not None else
                        f" (its time unknown: no --step-ms entry for {cfg['model']['scheme']!r})" if not partial
                        else "") + "; after the runs that fit")
                 deferred.append(k)
@@ -689,7 +690,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                              log=log, **opts)
         if dry_run and results[k]["outcome"] == "planned":
             clock.now += est or 0.0
-            log(f"{head}  planned in the window: about {_fmt_time(est or 0.0)}, {_fmt_time(max(0, window.left()))} "
+            log(f"{head}  planned in the window: about {fmt_time(est or 0.0)}, {fmt_time(max(0, window.left()))} "
                 "left after it")
             continue
         window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
@@ -702,8 +703,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             continue
         est = window.estimate(cfg)
         results[k] = {"id": store.run_id(cfg), "outcome": "deferred", "test_acc": None, "error": None}
-        need = "an unknown time" if est is None else f"about {_fmt_time(est)}"
-        log(f"{head}  left for the next window ({need} to finish, {_fmt_time(max(0, left))} left)")
+        need = "an unknown time" if est is None else f"about {fmt_time(est)}"
+        log(f"{head}  left for the next window ({need} to finish, {fmt_time(max(0, left))} left)")
     todo = [k for k, r in enumerate(results) if r is None]
     if todo and workers > 1 and not ray:
         workers = fit_workers(workers, [jobs[k][1] for k in todo], device, log)
@@ -723,7 +724,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     counts: dict[str, int] = {}
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    log(f"sweep done in {_fmt_time(time.perf_counter() - t_start)}: "
+    log(f"sweep done in {fmt_time(time.perf_counter() - t_start)}: "
         + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return results
 
