@@ -30,6 +30,7 @@ graph is the RoPE step's). Writes `step_ms` ({scheme: compiled ms per step}, wha
 
     python benchmarks/gpu_step.py --json OUT/gpu_step.json [--steps 100] [--agree-steps 300] [--profile] [--epoch]
     python benchmarks/gpu_step.py --device cpu --preset smoke --steps 5 --agree-steps 10 --epoch   # dry run
+    python benchmarks/gpu_step.py --kernel-check OUT/kernel_check.json   # the Triton kernel's agreement alone
 """
 from __future__ import annotations
 
@@ -230,6 +231,9 @@ def main() -> None:
                                                  "e.g. reduce-overhead (CUDA graphs)")
     ap.add_argument("--kv-ab", action="store_true", help="also RoPE's compiled step with the fused key/value "
                                                           "projection indexed as before its split (side by side)")
+    ap.add_argument("--kernel-check", type=Path, default=None, metavar="JSON",
+                    help="only the Triton attention kernel's agreement with SDPA (RoPE's and MLA's shapes) into "
+                         "JSON; exit 1 where it does not agree (gpu_window.sh, SDPA_BACKEND=triton)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override for every config")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -240,6 +244,11 @@ def main() -> None:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     preset = a.preset or ("paper" if dev.type == "cuda" else "smoke")
+    if a.kernel_check:
+        got = kernel_agreement([tier1_config(s, preset, a.sets) for s in ("rope", "mla")], dev, amp)
+        a.kernel_check.write_text(json.dumps(dict(got, code_version=code_version(), preset=preset), indent=1))
+        print(f"kernel agreement: {'ok' if got['ok'] else 'FAILED'}", flush=True)
+        sys.exit(0 if got["ok"] else 1)
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__, "preset": preset,
                  "steps": a.steps, "step": {}, "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {},

@@ -31,7 +31,7 @@
 # Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
 # PAPER_RUNS (runs-paper), STORED_MS (benchmarks/measured/step_ms.json: the planner's ms a step, filling the
 # schemes a check did not time), STEP_MS (the check's step_ms.json where it ran, else STORED_MS), COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster),
-# COMPILE_MODE (torch.compile's; default), SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice),
+# COMPILE_MODE (torch.compile's; default), SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice; triton: PE-Lab's kernel, after its agreement check),
 # RESERVE (45 s for the last ship, its ablation on the GPU, and packing), PACK_S (15 s a detached call keeps for
 # packing), WINDOW_STATE (artifacts/window-state: the job's pid, exit status, logs
 # and, detached, its shipped runs; an ignored path, so the next call's copy of the checkout leaves it), GPU_PY,
@@ -256,6 +256,17 @@ chosen_compile=yes chosen_sdpa=-
 [ "$compile" = auto ] && compile=$chosen_compile
 sdpa=${SDPA_BACKEND:-}
 [ "$sdpa" = auto ] && { sdpa=$chosen_sdpa; [ "$sdpa" = - ] && sdpa=""; }
+# SDPA_BACKEND=triton (PE-Lab's attention kernel) that no check of this window cleared: its agreement with SDPA
+# first (gpu_step.py --kernel-check, about 10 s); where it disagrees or fails, the window trains in PyTorch's order
+if [ "$sdpa" = triton ] && [ "$chosen_sdpa" != triton ]; then
+  if "$py" benchmarks/gpu_step.py --device "$device" --kernel-check "$state/logs/kernel_check.json" \
+      >> "$state/logs/kernel_check.log" 2>&1; then
+    say "the Triton attention kernel agrees with SDPA (logs/kernel_check.json): training with it"
+  else
+    say "the Triton attention kernel did not pass its agreement with SDPA (logs/kernel_check.json): PyTorch's order"
+    sdpa=""
+  fi
+fi
 flags=$([ "$compile" = yes ] && echo --compile)
 # COMPILE_MODE=reduce-overhead (CUDA graphs) where a check measured it the faster (gpu_step.json "modes")
 [ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flags="$flags --compile-mode $COMPILE_MODE"

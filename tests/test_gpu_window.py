@@ -96,6 +96,24 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     assert json.loads((results / shipped[0] / "run.json").read_text())["sdpa_backend"] is None
 
 
+@pytest.mark.parametrize("agrees", [True, False])
+def test_a_window_told_to_train_with_the_triton_kernel_checks_its_agreement_first(tmp_path, agrees):
+    """SDPA_BACKEND=triton with no check of this window behind it: `gpu_step.py --kernel-check` first; the sweep
+    puts the kernel first (with --fail-fast) only where that passed, else trains in PyTorch's order. A stand-in
+    python answers the agreement and ends each sweep at once."""
+    verdict = "exit 0" if agrees else "exit 1"
+    py = stand_in_python(tmp_path, "python", f'*gpu_step.py*--kernel-check*) {verdict};; *" sweep "*) exit 0')
+    window(window_env(tmp_path, GPU_PY=str(py), SDPA_BACKEND="triton"), "60")
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert any("--kernel-check" in c and "kernel_check.json" in c for c in calls)
+    sweeps = [c for c in calls if " sweep " in f" {c} "]
+    log = (tmp_path / "out" / "window.log").read_text()
+    if agrees:
+        assert "agrees with SDPA" in log and "--sdpa-backend triton --fail-fast" in sweeps[0]
+    else:
+        assert "did not pass its agreement" in log and all("--sdpa-backend" not in c for c in sweeps)
+
+
 def test_the_job_measures_the_step_in_the_time_its_sweep_leaves(tmp_path):
     """Where the sweep ends with SPARE_MIN s or more before the window's end (no run fitted them), the job runs
     benchmarks/gpu_step.py with SPARE's arguments in that time, its JSON in the logs that come back, and writes its

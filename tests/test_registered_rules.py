@@ -248,6 +248,24 @@ def test_every_registered_claim_has_a_row_in_every_registered_setting():
         assert got.get(rule["id"]) == set(rule["settings"]), (rule["id"], rule["settings"], got.get(rule["id"]))
 
 
+def test_the_judge_takes_each_rules_settings_from_the_registry(monkeypatch):
+    """`judge.registered_settings`: a claim's own scheme gets the settings registry.toml names (so a setting added
+    there is judged without a code change); a scheme its sentence names beside it (Relative in "Neither NoPE nor
+    standard Relative generalizes") the `paper` arch alone."""
+    import dataclasses
+
+    from workbench.analysis.claims import judge
+
+    assert judge.registered_settings("no-deposit-nope-t1", "nope") == ("paper", "authors")
+    assert judge.registered_settings("no-deposit-alibi-t1", "alibi") == ("paper",)
+    assert judge.registered_settings("nope-no-generalise-t1", "nope") == ("paper", "authors")
+    assert judge.registered_settings("nope-no-generalise-t1", "relative") == ("paper",)
+    wider = [dict(c, settings=c["settings"] + ["encoder"]) if c["id"] == "no-deposit-alibi-t1" else c
+             for c in REG.claims]
+    monkeypatch.setattr(judge, "load_registry", lambda: dataclasses.replace(REG, claims=tuple(wider)))
+    assert judge.registered_settings("no-deposit-alibi-t1", "alibi") == ("paper", "encoder")
+
+
 def test_a_difference_between_runs_still_learning_is_not_an_effect():
     r = pd.Series({"identical": False, "base_learned": True, "learned": True, "settled": False,
                    "beyond_spread": True, "seed_spread": 0.02})

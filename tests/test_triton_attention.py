@@ -205,3 +205,25 @@ def test_a_run_trained_with_the_kernel_records_it_and_learns_what_sdpa_learns(tm
     (a,), (b,) = runs[None].metric_rows(), runs["triton"].metric_rows()
     for key in ("train_loss", "test_loss", "test_acc"):
         assert b[key] == pytest.approx(a[key], abs=1e-4), key
+
+
+def test_the_kernel_check_alone_exits_by_its_verdict(tmp_path, monkeypatch):
+    """`gpu_step.py --kernel-check JSON` (what a window told SDPA_BACKEND=triton runs first): the agreement into
+    JSON with the code version, exit 0 where the kernel agrees, 1 where it cannot run (so the window falls back)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import gpu_step
+
+    for interpret, code in (("1", 0), ("0", 1)):
+        monkeypatch.setenv("TRITON_INTERPRET", interpret)
+        out = tmp_path / f"check-{interpret}.json"
+        monkeypatch.setattr(sys, "argv", ["gpu_step.py", "--device", "cpu", "--preset", "smoke", "--set",
+                                          "train.batch_size=8", "--kernel-check", str(out)])
+        with pytest.raises(SystemExit) as stop:
+            gpu_step.main()
+        got = json.loads(out.read_text())
+        assert stop.value.code == code and got["ok"] is (code == 0) and got["preset"] == "smoke"
+        assert got["code_version"] and set(got) >= {"rope+sinusoidal", "mla"}
