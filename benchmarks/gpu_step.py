@@ -160,16 +160,17 @@ def fused_memory_kv(model) -> None:
     model.fused_kv = True
 
 
-def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int = 0) -> dict:
+def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int = 0, op_steps: int = 0) -> dict:
     """PE-Lab's Triton attention (`model.triton_attention.attention`) against SDPA at each config's attention
     shape (batch, heads, positions; query/key width d_head + MLA's d_rope, value width d_head), dropout 0, in the
     step's dtype: each one's largest error in the output and the q, k, v gradients against fp32 math SDPA on the
     same inputs. `ok`: the kernel's every error is at most twice SDPA's + 1e-3 (bf16 rounding, not bit-equality).
-    Whether the kernel runs there at all: `runs_here`."""
+    Whether the kernel runs there at all: `runs_here`. `op_steps` > 0: also each one's forward + backward alone,
+    the median ms of that many after 3 (the autotuner's choice among them: `tuned`), side by side."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from workbench.model.triton_attention import attention, runs_here
+    from workbench.model.triton_attention import attention, runs_here, tuned
 
     dtype = torch.bfloat16 if amp else torch.float32
     g = torch.Generator(device=dev).manual_seed(seed)
@@ -196,8 +197,32 @@ def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int =
         rows[m["scheme"]] = {"shape": [B, H, L, dk, dv], "runs_here": runs_here(q, k, None),
                              "triton_err": err["triton"], "sdpa_err": err["sdpa"],
                              "ok": all(t <= 2 * s + 1e-3 for t, s in zip(err["triton"], err["sdpa"]))}
-    return {"ok": all(r["ok"] and r["runs_here"] for r in rows.values()), "what": "[z, dq, dk, dv] max abs error",
-            **rows}
+        if op_steps:
+            rows[m["scheme"]]["op_ms"] = {name: op_ms(lambda: run(fn, dtype), dev, op_steps) for name, fn in
+                                          (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
+    out = {"ok": all(r["ok"] and r["runs_here"] for r in rows.values()), "what": "[z, dq, dk, dv] max abs error",
+           **rows}
+    return dict(out, tuned=tuned()) if op_steps else out
+
+
+def op_ms(fn, dev: torch.device, n: int) -> float:
+    """The median ms of `fn()` over n calls after 3 (CUDA events on a GPU, perf_counter on CPU)."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(n):
+        if dev.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
 
 
 def parse_modes(text: str) -> list[str]:
@@ -296,7 +321,7 @@ def main() -> None:
         """PE-Lab's kernel: agreement with SDPA first (RoPE's and MLA's shapes), saved at once; the eager and
         compiled RoPE steps with it only where it agrees."""
         row = out["sdpa"]["triton"] = {"agree": kernel_agreement([cfg, tier1_config("mla", preset, a.sets)], dev,
-                                                                 amp)}
+                                                                 amp, op_steps=20)}
         save(f"sdpa triton: {row}")
         if row["agree"]["ok"]:
             with sdpa_backend_context("triton"):

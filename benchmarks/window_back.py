@@ -144,8 +144,8 @@ def draft_readme(folder: Path, results: Path, added: list[str], device: str | No
 
 
 def triton_line(check: dict) -> str:
-    """A check's `sdpa.triton` (PE-Lab's attention kernel, gpu_step.py) in a line: its agreement with SDPA, then its
-    eager and compiled RoPE steps against the same process's SDPA steps."""
+    """A check's `sdpa.triton` (PE-Lab's attention kernel, gpu_step.py) in a line: its agreement with SDPA, the
+    attention alone against SDPA's, then its eager and compiled RoPE steps against the same process's SDPA steps."""
     r, rope = check["sdpa"]["triton"], check.get("step", {}).get("rope", {})
     if "error" in r:
         return f"- the Triton attention kernel failed: {r['error']}"
@@ -153,6 +153,9 @@ def triton_line(check: dict) -> str:
     errs = "; ".join(f"{k}: kernel {max(v['triton_err']):.2g}, SDPA {max(v['sdpa_err']):.2g}"
                      for k, v in agree.items() if isinstance(v, dict))
     line = f"- the Triton attention kernel: agreement with SDPA {'ok' if agree.get('ok') else 'FAILED'} ({errs})"
+    ops = "; ".join(f"{k}: {v['op_ms']['triton']:.3f} against SDPA's {v['op_ms']['sdpa']:.3f} ms"
+                    for k, v in agree.items() if isinstance(v, dict) and "op_ms" in v)
+    line += f"; attention alone, forward + backward: {ops}" if ops else ""
     for mode, key in (("eager", "eager_ms"), ("compiled", "compiled_ms")):
         if mode in r:
             line += f"; {mode} RoPE step {r[mode]:.2f} ms" + (

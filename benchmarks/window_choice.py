@@ -22,7 +22,8 @@ def choose(check: dict, min_saving: float = 0.03) -> tuple[bool, str | None]:
         return True, None
     compiled = row.get("compiled_ms", float("inf")) < row["eager_ms"]
     step = row["compiled_ms"] if compiled else row["eager_ms"]
-    saved = {name: (row["compiled_ms"] - r["compiled"]) if compiled and "compiled" in r else row["eager_ms"] - r["eager"]
+    saved = {name: (row["compiled_ms"] - r["compiled"]) if compiled and "compiled" in r
+             else row["eager_ms"] - r["eager"]
              for name, r in check.get("sdpa", {}).items() if "eager" in r and r.get("agree", {}).get("ok", True)}
     best = max(saved, key=saved.get, default=None)
     return compiled, best if best and saved[best] > min_saving * step else None

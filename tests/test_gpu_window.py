@@ -625,11 +625,13 @@ def test_the_draft_readme_says_what_the_triton_kernel_measured():
     from window_back import triton_line
 
     agree = {"ok": True, "what": "[z, dq, dk, dv] max abs error",
-             "rope+sinusoidal": {"triton_err": [0.01, 0.02, 0.03, 0.004], "sdpa_err": [0.01, 0.02, 0.02, 0.003]}}
+             "rope+sinusoidal": {"triton_err": [0.01, 0.02, 0.03, 0.004], "sdpa_err": [0.01, 0.02, 0.02, 0.003],
+                                 "op_ms": {"triton": 0.25, "sdpa": 0.75}}}
     check = {"step": {"rope": {"eager_ms": 31.0, "compiled_ms": 12.8}},
              "sdpa": {"triton": {"agree": agree, "eager": 25.0, "compiled": 10.0}}}
     line = triton_line(check)
     assert "agreement with SDPA ok (rope+sinusoidal: kernel 0.03, SDPA 0.02)" in line
+    assert "forward + backward: rope+sinusoidal: 0.250 against SDPA's 0.750 ms" in line
     assert "eager RoPE step 25.00 ms against SDPA's 31.00 ms (1.24x)" in line
     assert "compiled RoPE step 10.00 ms against SDPA's 12.80 ms (1.28x)" in line
     check["sdpa"]["triton"] = {"agree": dict(agree, ok=False)}

@@ -156,7 +156,7 @@ def test_the_kernel_compiles_inside_a_compiled_model():
 
 def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypatch):
     """benchmarks/gpu_step.py's `kernel_agreement` (what a GPU window checks before it times, and may train with,
-    the kernel): at the smoke preset's RoPE and MLA shapes (batch 8) (MLA's queries and keys d_rope wider) the kernel agrees;
+    the kernel): at the smoke preset's RoPE and MLA shapes, batch 8 (MLA's queries and keys d_rope wider), it agrees;
     a kernel off by a softmax temperature of 1.1 does not, and neither does a call the kernel cannot run."""
     import sys
     from pathlib import Path
@@ -167,8 +167,10 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
     from workbench.model import triton_attention
 
     cfgs = [gpu_step.tier1_config(s, "smoke", ["train.batch_size=8"]) for s in ("rope", "mla")]
-    got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False)
-    assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla"}
+    got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False, op_steps=1)
+    assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla", "tuned"}
+    assert got["mla"]["op_ms"]["triton"] > 0 and got["mla"]["op_ms"]["sdpa"] > 0  # forward + backward, timed
+    assert "BM: 64" in got["tuned"]["forward"]["only"] and set(got["tuned"]) == {"forward", "backward"}
     assert got["mla"]["shape"][3] > got["mla"]["shape"][4] and got["rope+sinusoidal"]["runs_here"]
     assert max(got["mla"]["triton_err"]) < 1e-5
 

@@ -34,6 +34,10 @@ import triton.language as tl
 from .attention import Attention, compute_dtype
 
 MAX_KEYS = 128  # a whole row of scores in one block
+# Query rows a program takes at a time and its warps, chosen per (positions, widths) by Triton's autotuner on the
+# GPU (each tried once per process, a few seconds; the interpreter, for the CPU tests, takes the first)
+_CONFIGS = [triton.Config({"BM": bm}, num_warps=w) for bm, w in ((64, 4), (32, 4), (64, 8), (128, 8))]
+_TUNE = _CONFIGS[:1] if os.environ.get("TRITON_INTERPRET") == "1" else _CONFIGS
 
 
 @triton.jit
@@ -42,6 +46,7 @@ def _keep(seed, bh, rows, cols, BL: tl.constexpr, p):
     return tl.rand(seed, (bh * BL + rows[:, None]) * BL + cols[None, :]) >= p
 
 
+@triton.autotune(configs=_TUNE, key=["L", "DK", "DV"])
 @triton.jit
 def _fwd(Q, K, V, O, LSE, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h, so_b, so_l, so_h,
          H, L, DK, DV, scale, p, BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr,
@@ -67,6 +72,7 @@ def _fwd(Q, K, V, O, LSE, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, 
     tl.store(LSE + bh * L + rows, m + tl.log(total), rin)
 
 
+@triton.autotune(configs=_TUNE, key=["L", "DK", "DV"])
 @triton.jit
 def _bwd(Q, K, V, DO, LSE, DQ, DKey, DVal, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h,
          sd_b, sd_l, sd_h, gk_b, gk_l, gk_h, gv_b, gv_l, gv_h, H, L, DK, DV, scale, p, BM: tl.constexpr,
@@ -108,9 +114,16 @@ def _bwd(Q, K, V, DO, LSE, DQ, DKey, DVal, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, s
 
 
 def _blocks(L: int, dk: int, dv: int) -> dict:
-    bl = max(16, triton.next_power_of_2(L))
-    return {"BM": min(64, bl), "BL": bl, "BDK": max(16, triton.next_power_of_2(dk)),
-            "BDV": max(16, triton.next_power_of_2(dv)), "num_warps": 8 if bl >= 128 else 4}
+    """The block sizes: every key position (BL) and the zero-padded widths (BDK, BDV), powers of two >= 16."""
+    return {"BL": max(16, triton.next_power_of_2(L)), "BDK": max(16, triton.next_power_of_2(dk)),
+            "BDV": max(16, triton.next_power_of_2(dv))}
+
+
+def tuned() -> dict:
+    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dtypes); with
+    one config to choose from (the interpreter), {"only": it}."""
+    return {name: {str(k): str(c) for k, c in kernel.cache.items()} if len(kernel.configs) > 1
+            else {"only": str(kernel.configs[0])} for name, kernel in (("forward", _fwd), ("backward", _bwd))}
 
 
 def _strides(t: torch.Tensor) -> tuple[int, int, int]:
@@ -127,8 +140,9 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Te
     z = torch.empty(B, L, H, dv, dtype=q.dtype, device=q.device)
     lse = torch.empty(B * H, L, dtype=torch.float32, device=q.device)
     kw = _blocks(L, dk, dv)
-    _fwd[(B * H, triton.cdiv(L, kw["BM"]))](q, k, v, z, lse, seed, *_strides(q), *_strides(k), *_strides(v),
-                                            *_strides(z), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
+    grid = lambda meta: (B * H, triton.cdiv(L, meta["BM"]))  # noqa: E731 (a block of query rows a program)
+    _fwd[grid](q, k, v, z, lse, seed, *_strides(q), *_strides(k), *_strides(v), *_strides(z), H, L, dk, dv,
+               1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
     return z, lse
 
 
