@@ -229,3 +229,20 @@ def test_the_kernel_check_alone_exits_by_its_verdict(tmp_path, monkeypatch):
         got = json.loads(out.read_text())
         assert stop.value.code == code and got["ok"] is (code == 0) and got["preset"] == "smoke"
         assert got["code_version"] and set(got) >= {"rope+sinusoidal", "mla"}
+
+
+def test_inputs_whose_last_dim_is_not_contiguous_are_read_right():
+    """The kernels index the last dim as 0, 1, 2, ...: the custom op itself (which a compiled graph calls with the
+    layouts its compiler chose) copies a layout without that first (here [batch, head, d, pos] transposed), so the
+    values and gradients are still the formula's."""
+    from workbench.model.triton_attention import _attention
+
+    B, H, L, d = 2, 2, 16, 16
+    q, k, v = (torch.randn(B, H, d, L).transpose(-1, -2).requires_grad_() for _ in range(3))
+    assert q.stride(-1) != 1
+    z = _attention(*(t.transpose(1, 2) for t in (q, k, v)), torch.zeros(1, dtype=torch.int64), 0.0)[0]
+    z = z.transpose(1, 2)
+    g = torch.randn_like(z)
+    torch.testing.assert_close(z, formula(q, k, v), atol=2e-6, rtol=1e-5)
+    for a, b in zip(torch.autograd.grad(z, (q, k, v), g), torch.autograd.grad(formula(q, k, v), (q, k, v), g)):
+        torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-5)

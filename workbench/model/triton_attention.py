@@ -126,6 +126,11 @@ def tuned() -> dict:
             else {"only": str(kernel.configs[0])} for name, kernel in (("forward", _fwd), ("backward", _bwd))}
 
 
+def _unit_last(*ts: torch.Tensor) -> list[torch.Tensor]:
+    """Each tensor with its last dim contiguous (the kernels index it as 0, 1, 2, ...), copied only where not."""
+    return [t if t.stride(-1) == 1 else t.contiguous() for t in ts]
+
+
 def _strides(t: torch.Tensor) -> tuple[int, int, int]:
     return t.stride(0), t.stride(1), t.stride(2)
 
@@ -135,6 +140,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Te
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """q, k [batch, pos, head, d_k], v [batch, pos, head, d_v] (last dim contiguous) -> (z [batch, pos, head, d_v],
     the rows' log-sum-exp [batch * head, pos], fp32)."""
+    q, k, v = _unit_last(q, k, v)
     B, L, H, dk = q.shape
     dv = v.shape[-1]
     z = torch.empty(B, L, H, dv, dtype=q.dtype, device=q.device)
@@ -156,10 +162,10 @@ def _(q, k, v, seed, p):
 def _attention_backward(dz: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lse: torch.Tensor,
                         seed: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients of q, k, v (their shapes and dtypes) given dz, from the forward's log-sum-exp and seed."""
+    dz, q, k, v = _unit_last(dz, q, k, v)
     B, L, H, dk = q.shape
     dv = v.shape[-1]
     kw = _blocks(L, dk, dv)
-    dz = dz if dz.stride(-1) == 1 else dz.contiguous()
     gq, gk, gv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))  # contiguous
     _bwd[(B * H,)](q, k, v, dz, lse, gq, gk, gv, seed, *_strides(q), *_strides(k), *_strides(v), *_strides(dz),
                    *_strides(gk), *_strides(gv), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
@@ -202,7 +208,6 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     dtype = compute_dtype(q)
     qb, kb, vb = (t.to(dtype).transpose(1, 2) for t in (q, k, v))  # [batch, pos, head, d]: the model's layout
-    qb, kb, vb = (t if t.stride(-1) == 1 else t.contiguous() for t in (qb, kb, vb))
     seed = (torch.randint(0, 2 ** 31 - 1, (1,), device=q.device) if dropout_p > 0
             else torch.zeros(1, dtype=torch.int64, device=q.device))
     return _attention(qb, kb, vb, seed, float(dropout_p))[0].transpose(1, 2)
