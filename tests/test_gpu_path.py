@@ -304,3 +304,15 @@ def test_cuda_head_ablation_matches_the_cpu_one(tmp_path):
     assert list(a.columns) == list(b.columns) and len(a) == len(b)
     num = [c for c in a.columns if a[c].dtype.kind == "f"]
     assert num and all(float((a[c] - b[c]).abs().max()) <= 0.011 for c in num), num
+
+
+def test_the_triton_backend_without_the_triton_package_says_what_to_do(monkeypatch):
+    """`--sdpa-backend triton` where the kernel module cannot be imported (no triton package): a ValueError that
+    names the package and the other choice, before anything trains."""
+    import sys
+
+    from workbench.train.loop import sdpa_backend_context
+
+    monkeypatch.setitem(sys.modules, "workbench.model.triton_attention", None)  # import fails, as without triton
+    with pytest.raises(ValueError, match="needs the triton package .* or pick another backend"):
+        sdpa_backend_context("triton")
