@@ -316,3 +316,18 @@ def test_the_triton_backend_without_the_triton_package_says_what_to_do(monkeypat
     monkeypatch.setitem(sys.modules, "workbench.model.triton_attention", None)  # import fails, as without triton
     with pytest.raises(ValueError, match="needs the triton package .* or pick another backend"):
         sdpa_backend_context("triton")
+
+
+@pytest.mark.gpu
+def test_the_triton_attention_kernel_agrees_with_sdpa_on_the_gpu():
+    """PE-Lab's Triton kernel on the card (tests/test_triton_attention.py runs it in the interpreter on CPU):
+    `kernel_agreement` at the paper's RoPE and MLA attention shapes (batch 64), bf16, forward and gradients."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import gpu_step
+
+    cfgs = [gpu_step.tier1_config(s, "paper", ["train.batch_size=64"]) for s in ("rope", "mla")]
+    got = gpu_step.kernel_agreement(cfgs, torch.device("cuda"), amp=True)
+    assert got["ok"], got
