@@ -138,8 +138,8 @@ def _strides(t: torch.Tensor) -> tuple[int, int, int]:
 @torch.library.custom_op("pelab::triton_attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Tensor, p: float
                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """q, k [batch, pos, head, d_k], v [batch, pos, head, d_v] (last dim contiguous) -> (z [batch, pos, head, d_v],
-    the rows' log-sum-exp [batch * head, pos], fp32)."""
+    """q, k [batch, pos, head, d_k], v [batch, pos, head, d_v] (any strides; a last dim that is not contiguous is
+    copied) -> (z [batch, pos, head, d_v], contiguous; the rows' log-sum-exp [batch * head, pos], fp32)."""
     q, k, v = _unit_last(q, k, v)
     B, L, H, dk = q.shape
     dv = v.shape[-1]
