@@ -186,10 +186,9 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
     assert not gpu_step.kernel_agreement(cfgs[:1], torch.device("cpu"), amp=False)["ok"]
 
 
-@pytest.mark.slow
 def test_a_run_trained_with_the_kernel_records_it_and_learns_what_sdpa_learns(tmp_path, monkeypatch):
     """`train(sdpa_backend="triton")` (`--sdpa-backend triton`): the authors' settings (no pad mask) at the smoke
-    preset widened to d_head 16, one epoch: the kernel computes every layer's attention, run.json records the
+    preset at d_head 16 (2 heads of 32), one epoch: the kernel computes every layer's attention, run.json records the
     backend, and every metric is the SDPA run's within fp32 rounding (dropout 0: the same function)."""
     from workbench.model import triton_attention
     from workbench.store import RunStore
@@ -198,14 +197,14 @@ def test_a_run_trained_with_the_kernel_records_it_and_learns_what_sdpa_learns(tm
     calls, kernel = [], triton_attention._attention
     monkeypatch.setattr(triton_attention, "_attention", lambda *a: calls.append(a[0].shape) or kernel(*a))
 
-    sets = ["train.epochs=1", "task.n_examples=200", "model.d_model=64", "model.n_layers=1"]
+    sets = ["train.epochs=1", "task.n_examples=120", "model.d_model=32", "model.n_heads=2", "model.n_layers=1"]
     runs = {}
     for backend in (None, "triton"):
         store = RunStore(tmp_path / str(backend), data_dir=tmp_path / "data")
         cfg = resolve_config("smoke", "rope", "t1", fidelity="authors", sets=sets, store=store)
         runs[backend] = train(cfg, store, progress=False, device="cpu", threads=1, sdpa_backend=backend)
     assert runs["triton"].info["sdpa_backend"] == "triton" and runs[None].info["sdpa_backend"] is None
-    assert len(calls) >= 4 and {c[1:] for c in calls} == {(24, 4, 16)}  # 1 layer: 3 steps + the evaluation
+    assert len(calls) >= 2 and {c[1:] for c in calls} == {(24, 2, 16)}  # 1 layer: the steps and the evaluation
     (a,), (b,) = runs[None].metric_rows(), runs["triton"].metric_rows()
     for key in ("train_loss", "test_loss", "test_acc"):
         assert b[key] == pytest.approx(a[key], abs=1e-4), key
