@@ -100,9 +100,10 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
 def test_a_window_told_to_train_with_the_triton_kernel_checks_its_agreement_first(tmp_path, agrees):
     """SDPA_BACKEND=triton with no check of this window behind it: `gpu_step.py --kernel-check` first; the sweep
     puts the kernel first (with --fail-fast) only where that passed, else trains in PyTorch's order. A stand-in
-    python answers the agreement and ends each sweep at once."""
+    python answers the agreement, the import checks and the shipping, and ends each sweep at once."""
     verdict = "exit 0" if agrees else "exit 1"
-    py = stand_in_python(tmp_path, "python", f'*gpu_step.py*--kernel-check*) {verdict};; *" sweep "*) exit 0')
+    py = stand_in_python(tmp_path, "python", f'*gpu_step.py*--kernel-check*) {verdict};; *" sweep "*|*" ship "*|'
+                                             '*" -c "*) exit 0')
     window(window_env(tmp_path, GPU_PY=str(py), SDPA_BACKEND="triton"), "60")
     calls = (tmp_path / "calls.log").read_text().splitlines()
     assert any("--kernel-check" in c and "kernel_check.json" in c for c in calls)
@@ -118,11 +119,11 @@ def test_the_job_measures_the_step_in_the_time_its_sweep_leaves(tmp_path):
     """Where the sweep ends with SPARE_MIN s or more before the window's end (no run fitted them), the job runs
     benchmarks/gpu_step.py with SPARE's arguments in that time, its JSON in the logs that come back, and writes its
     exit status only after it (an --attach call waits for that); with less time left it measures nothing
-    (test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table). A stand-in python ends the sweep at
-    once and writes the measurement's JSON."""
+    (test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table). A stand-in python answers the import
+    checks and the shipping, ends the sweep at once and writes the measurement's JSON."""
     said = '{"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}'
     fake_step = f'for x in "$@"; do [ "$prev" = --json ] && echo \'{said}\' > "$x"; prev=$x; done; exit 0'
-    py = stand_in_python(tmp_path, "python", f'*" sweep "*) exit 0;; *gpu_step.py*) {fake_step}')
+    py = stand_in_python(tmp_path, "python", f'*" sweep "*|*" ship "*|*" -c "*) exit 0;; *gpu_step.py*) {fake_step}')
     env = window_env(tmp_path, GPU_PY=str(py), SPARE="--schemes mla --steps 3", SPARE_MIN="30")
     window(env, "120")
     log = (tmp_path / "out" / "window.log").read_text()
@@ -138,8 +139,9 @@ def test_the_job_measures_the_step_in_the_time_its_sweep_leaves(tmp_path):
 def test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table(tmp_path):
     """The window's sweep reads the check's step_ms.json first and the stored table second (`--step-ms` twice: the
     schemes the check did not time are filled from it, `sweep.fill_step_ms`; where no check ran the two are one
-    file, passed once). A stand-in python logs the sweep's arguments and trains nothing."""
-    py = stand_in_python(tmp_path, "python", '*" sweep "*) exit 0')
+    file, passed once). A stand-in python logs the sweep's arguments, trains and ships nothing, and answers the
+    import checks."""
+    py = stand_in_python(tmp_path, "python", '*" sweep "*|*" ship "*|*" -c "*) exit 0')
     stored = tmp_path / "stored.json"
     stored.write_text(json.dumps({"step_ms": {"rope": 10.0, "nope": 8.0}}))
     window(window_env(tmp_path, GPU_PY=str(py), STORED_MS=str(stored), SPARE="--schemes mla"), "60")
