@@ -197,9 +197,11 @@ def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int =
         rows[m["scheme"]] = {"shape": [B, H, L, dk, dv], "runs_here": runs_here(q, k, None),
                              "triton_err": err["triton"], "sdpa_err": err["sdpa"],
                              "ok": all(t <= 2 * s + 1e-3 for t, s in zip(err["triton"], err["sdpa"]))}
-        if op_steps:
-            rows[m["scheme"]]["op_ms"] = {name: op_ms(lambda: run(fn, dtype), dev, op_steps) for name, fn in
-                                          (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
+        if op_steps:  # the op and its backward alone: inputs made once, no casts in the timing
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+            rows[m["scheme"]]["op_ms"] = {
+                name: op_ms(lambda: torch.autograd.grad(fn(*leaves), leaves, dz), dev, op_steps)
+                for name, fn in (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
     out = {"ok": all(r["ok"] and r["runs_here"] for r in rows.values()), "what": "[z, dq, dk, dv] max abs error",
            **rows}
     return dict(out, tuned=tuned()) if op_steps else out
