@@ -37,6 +37,11 @@ def window_env(tmp_path, **extra) -> dict:
             "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE", **extra}
 
 
+# a stand-in's case branch for the window's calls a test of the script's decisions does not need: the sweep (it
+# trains nothing), the shipping, and the import checks (`python -c ...`)
+NOTHING_RUNS = '*" sweep "*|*" ship "*|*" -c "*) exit 0'
+
+
 def stand_in_python(tmp_path, name: str, on_sweep: str) -> Path:
     """A stand-in for the window's python (GPU_PY): it logs each call's arguments to calls.log, runs the bash case
     branch `on_sweep` (`PATTERN) COMMANDS`) where they match, then the real python."""
@@ -102,8 +107,7 @@ def test_a_window_told_to_train_with_the_triton_kernel_checks_its_agreement_firs
     puts the kernel first (with --fail-fast) only where that passed, else trains in PyTorch's order. A stand-in
     python answers the agreement, the import checks and the shipping, and ends each sweep at once."""
     verdict = "exit 0" if agrees else "exit 1"
-    py = stand_in_python(tmp_path, "python", f'*gpu_step.py*--kernel-check*) {verdict};; *" sweep "*|*" ship "*|'
-                                             '*" -c "*) exit 0')
+    py = stand_in_python(tmp_path, "python", f'*gpu_step.py*--kernel-check*) {verdict};; {NOTHING_RUNS}')
     window(window_env(tmp_path, GPU_PY=str(py), SDPA_BACKEND="triton"), "60")
     calls = (tmp_path / "calls.log").read_text().splitlines()
     assert any("--kernel-check" in c and "kernel_check.json" in c for c in calls)
@@ -123,7 +127,7 @@ def test_the_job_measures_the_step_in_the_time_its_sweep_leaves(tmp_path):
     checks and the shipping, ends the sweep at once and writes the measurement's JSON."""
     said = '{"device": "NVIDIA H200", "step_ms": {"mla": 30.0}}'
     fake_step = f'for x in "$@"; do [ "$prev" = --json ] && echo \'{said}\' > "$x"; prev=$x; done; exit 0'
-    py = stand_in_python(tmp_path, "python", f'*" sweep "*|*" ship "*|*" -c "*) exit 0;; *gpu_step.py*) {fake_step}')
+    py = stand_in_python(tmp_path, "python", f'{NOTHING_RUNS};; *gpu_step.py*) {fake_step}')
     env = window_env(tmp_path, GPU_PY=str(py), SPARE="--schemes mla --steps 3", SPARE_MIN="30")
     window(env, "120")
     log = (tmp_path / "out" / "window.log").read_text()
@@ -141,7 +145,7 @@ def test_the_planner_gets_the_checks_step_times_filled_from_the_stored_table(tmp
     schemes the check did not time are filled from it, `sweep.fill_step_ms`; where no check ran the two are one
     file, passed once). A stand-in python logs the sweep's arguments, trains and ships nothing, and answers the
     import checks."""
-    py = stand_in_python(tmp_path, "python", '*" sweep "*|*" ship "*|*" -c "*) exit 0')
+    py = stand_in_python(tmp_path, "python", NOTHING_RUNS)
     stored = tmp_path / "stored.json"
     stored.write_text(json.dumps({"step_ms": {"rope": 10.0, "nope": 8.0}}))
     window(window_env(tmp_path, GPU_PY=str(py), STORED_MS=str(stored), SPARE="--schemes mla"), "60")

@@ -38,6 +38,15 @@ def paper_store(root: str | Path):
     return store if len(store.query(status="finished")) else None
 
 
+def paper_runs(root: str | Path):
+    """(the read-only store at `root`, its `claims.run_table`), or (None, None) without a finished run: what every
+    paper-scale cell below is computed from."""
+    from workbench.analysis.claims import run_table
+
+    store = paper_store(root)
+    return (None, None) if store is None else (store, run_table(store))
+
+
 def _acc_text(r) -> str:
     """As the CPU column: the mean with the seeds' range, or one run's Wilson interval (claims.accuracy_ci)."""
     if r.n_seeds < 2:
@@ -49,14 +58,14 @@ def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     """`t1` (claims.table1 of the CPU runs) with a `paper_scale` column: the paper-preset test accuracy
     (mean and seed range, in %) of the same (setting, scheme, task), "no run" where that row was not trained at paper
     scale, NOT_RUN everywhere when `root` holds no finished run."""
-    from workbench.analysis.claims import run_table, table1
+    from workbench.analysis.claims import table1
 
     out = t1.copy()
-    store = paper_store(root)
+    store, runs = paper_runs(root)
     if store is None:
         out["paper_scale"] = NOT_RUN
         return out
-    paper = table1(run_table(store)).set_index(["setting", "scheme", "task"])
+    paper = table1(runs).set_index(["setting", "scheme", "task"])
     out["paper_scale"] = [_acc_text(paper.loc[k]) if k in paper.index else "no run"
                           for k in zip(out.setting, out.scheme, out.task)]
     return out
@@ -65,11 +74,10 @@ def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
 def paper_scale_deposits(root: str | Path) -> pd.DataFrame:
     """Where each paper-scale run puts its largest single-head deposit (`analysis.findings.deposit_map` of the runs
     in `root`), for the same figure as the CPU runs'; empty without a finished paper-scale run."""
-    from workbench.analysis.claims import run_table
     from workbench.analysis.findings import DEPOSIT_COLUMNS, deposit_map
 
-    store = paper_store(root)
-    return pd.DataFrame(columns=DEPOSIT_COLUMNS) if store is None else deposit_map(store, run_table(store))
+    store, runs = paper_runs(root)
+    return pd.DataFrame(columns=DEPOSIT_COLUMNS) if store is None else deposit_map(store, runs)
 
 
 def paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
@@ -77,13 +85,13 @@ def paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     CPU reproduction's mean of the same (setting, scheme, task) in `t1` (`cpu_mean`; NaN where none), the
     paper-scale mean with its seeds' range (or one run's Wilson interval), its seeds and what its runs can show
     (`claims.table1`'s `status`). Empty without a finished paper-scale run."""
-    from workbench.analysis.claims import run_table, table1
+    from workbench.analysis.claims import table1
 
     cols = ["setting", "scheme", "task", "paper", "cpu_mean", "mean", "lo", "hi", "n_seeds", "status", "runs"]
-    store = paper_store(root)
+    store, runs = paper_runs(root)
     if store is None:
         return pd.DataFrame(columns=cols)
-    out = table1(run_table(store))
+    out = table1(runs)
     cpu = t1.set_index(["setting", "scheme", "task"])["mean"]
     out["cpu_mean"] = [cpu.get(k, np.nan) for k in zip(out.setting, out.scheme, out.task)]
     return out[cols]
@@ -131,11 +139,11 @@ def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     from workbench.analysis.claims import claims
 
     out = cl.copy()
-    store = paper_store(root)
+    store, runs = paper_runs(root)
     if store is None:
         out["paper_scale"] = NOT_RUN
         return out
-    cells = {(r.claim, r.setting): paper_scale_cell(r) for r in claims(store).itertuples()}
+    cells = {(r.claim, r.setting): paper_scale_cell(r) for r in claims(store, runs).itertuples()}
     out["paper_scale"] = [cells.get(k, "–") for k in zip(out.claim, out.setting)]
     return out
 
