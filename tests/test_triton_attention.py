@@ -2,7 +2,11 @@
 Triton's interpreter (tests/conftest.py sets TRITON_INTERPRET=1): the same values and gradients as the formula,
 dropout's mask drawn once and used by both passes, the calls it cannot run left to SDPA, and whole models (RoPE,
 MLA, eager and compiled) equal with and without it."""
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,9 +16,10 @@ pytest.importorskip("triton")
 
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model.attention import Attention  # noqa: E402
-from workbench.model.triton_attention import attention, runs_here  # noqa: E402
+from workbench.model.triton_attention import _CONFIGS, attention, runs_here  # noqa: E402
 from workbench.train.loop import sdpa_backend_context  # noqa: E402
 
+REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
                                 reason="these tests run the kernels in Triton's interpreter on CPU tensors (tests/"
                                        "conftest.py sets it where there is no GPU); on a GPU the `gpu` test of "
@@ -51,9 +56,10 @@ def test_values_and_gradients_are_the_formulas(B, H, L, dk, dv):
 
 
 def test_dropout_draws_one_mask_for_both_passes_from_torchs_generator():
-    """p = 0.3: read the dropped weights through one-hot values (v = I): about 30 % are zero and the rest are the
-    softmax's / 0.7; the output and gradients for other values are the formula's with that very mask (so the
-    backward regenerates the forward's draws); torch's seed fixes the mask, another seed moves it."""
+    """p = 0.3: read the dropped weights through one-hot values (v = I): about 30 % are zero, independently across
+    keys, rows, heads and sequences, and the rest are the softmax's / 0.7; the output and gradients for other
+    values are the formula's with that very mask (so the backward reads the forward's draws back); torch's seed
+    fixes the mask, another seed moves it."""
     B, H, L, p = 4, 2, 32, 0.3
     q, k, _ = qkv(B, H, L, 16, 16, seed=1)
     q, k = q.detach(), k.detach()
@@ -67,6 +73,14 @@ def test_dropout_draws_one_mask_for_both_passes_from_torchs_generator():
     assert torch.equal(attention(q, k, eye, None, p), dropped)
     torch.manual_seed(6)
     assert not torch.equal(attention(q, k, eye, None, p) != 0, keep)
+    # one philox call draws four weights (a row's four quarters of keys): each pair of quarters, heads, rows and
+    # sequences agrees as often as independent draws do, p^2 + (1 - p)^2, not always
+    independent = p ** 2 + (1 - p) ** 2
+    quarters = keep.unflatten(-1, (4, L // 4))
+    for a, b in ((quarters[..., 0, :], quarters[..., t, :]) for t in (1, 2, 3)):
+        assert abs((a == b).float().mean().item() - independent) < 0.05
+    for a, b in ((keep[:, 0], keep[:, 1]), (keep[..., ::2, :], keep[..., 1::2, :]), (keep[0], keep[1])):
+        assert abs((a == b).float().mean().item() - independent) < 0.05
 
     q, k = q.clone().requires_grad_(), k.clone().requires_grad_()
     v = torch.randn(B, H, L, 16, requires_grad=True)
@@ -172,7 +186,8 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
     got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False, op_steps=1)
     assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla", "tuned"}
     assert got["mla"]["op_ms"]["triton"] > 0 and got["mla"]["op_ms"]["sdpa"] > 0  # forward + backward, timed
-    assert "BM: 64" in got["tuned"]["forward"]["only"] and set(got["tuned"]) == {"forward", "backward"}
+    assert f"BM: {_CONFIGS[0].kwargs['BM']}," in got["tuned"]["forward"]["only"]  # the interpreter's one config
+    assert set(got["tuned"]) == {"forward", "backward"}
     assert got["mla"]["shape"][3] > got["mla"]["shape"][4] and got["rope+sinusoidal"]["runs_here"]
     assert max(got["mla"]["triton_err"]) < 1e-5
 
@@ -247,3 +262,20 @@ def test_inputs_whose_last_dim_is_not_contiguous_are_read_right():
     torch.testing.assert_close(z, formula(q, k, v), atol=2e-6, rtol=1e-5)
     for a, b in zip(torch.autograd.grad(z, (q, k, v), g), torch.autograd.grad(formula(q, k, v), (q, k, v), g)):
         torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-5)
+
+
+def test_the_kernels_build_for_the_gpu_and_spill_no_register(tmp_path):
+    """The interpreter runs the kernels' Python, not the GPU compiler: compiled here for sm_90 (H100 / H200; Triton
+    carries ptxas), every autotune config of both kernels builds at the paper's shape with dropout, spills nothing
+    to local memory and fits the card's shared memory (benchmarks/triton_resources.py)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = tmp_path / "resources.json"
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "triton_resources.py"), "--quick", "--json",
+                           str(out)], env=env, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["kernel"], r["BM"], r["warps"]) for r in rows} == {
+        (kernel, c.kwargs["BM"], c.num_warps) for kernel in ("forward", "backward") for c in _CONFIGS}
+    for r in rows:
+        assert r["dropout"] and r["spill_bytes"] == 0 and r["registers"] <= 255, r
+        assert r["shared_bytes"] <= 227 * 1024 and r["sass_instructions"] > 100, r

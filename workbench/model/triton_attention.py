@@ -7,13 +7,15 @@ At the paper preset (128 positions, d_head 16) the flash kernels SDPA picks tile
 the scores in blocks: on an H200 cuDNN's forward and backward were a third of RoPE's compiled step
 (benchmarks/measured/h200-2026-11-28). Here a whole row of scores fits one block (keys <= 128), so a program holds
 one head's keys and values and a block of BM query rows, computes the row's softmax exactly (no running maximum),
-and the backward recomputes it from the stored log-sum-exp (FlashAttention's backward, Dao et al. 2022, alg. 4,
-with one key block). Head sizes are zero-padded to a power of two >= 16 (zeros add nothing to a dot product), so
-MLA's wider queries and keys run too.
+and the backward recomputes it from the stored log-sum-exp: FlashAttention-2's backward (Dao 2023, alg. 2) with one
+key block, in [keys, queries] tiles, D_i = dO_i . O_i for the softmax's row sums. Head sizes are zero-padded to a
+power of two >= 16 (zeros add nothing to a dot product), so MLA's wider queries and keys run too.
 
-Dropout (p > 0): keep (i, j) where u >= p, u = philox(seed, (bh * BL + i) * BL + j) (`tl.rand`), the kept
-weights scaled by 1 / (1 - p); the seed is drawn from torch's generator on the device (no host read), and the
-backward draws the same u. The same distribution as SDPA's dropout, other random numbers (as each SDPA backend
+Dropout (p > 0): the weights kept where u >= p are scaled by 1 / (1 - p). The forward draws u with one philox call
+(10 rounds) for four weights (`_kept_words`) and stores the keep mask as bits (1/32 of the weights' bytes), which
+the backward reads back (`_kept_t`): a quarter of a philox call a weight in all, where drawing u for each weight
+in both passes took two (benchmarks/measured/cpu-triton-2026-11-29). The seed is drawn from torch's generator on
+the device (no host read). The same distribution as SDPA's dropout, other random numbers (as each SDPA backend
 draws its own): another backend, a process option (run.json `sdpa_backend`), not a config field.
 
 Calls it cannot run go to `F.scaled_dot_product_attention` unchanged: a mask or bias, more than 128 keys, query and
@@ -35,21 +37,50 @@ from .attention import Attention, compute_dtype
 
 MAX_KEYS = 128  # a whole row of scores in one block
 # Query rows a program takes at a time and its warps, chosen per (positions, widths) by Triton's autotuner on the
-# GPU (each tried once per process, a few seconds; the interpreter, for the CPU tests, takes the first)
-_CONFIGS = [triton.Config({"BM": bm}, num_warps=w) for bm, w in ((64, 4), (32, 4), (64, 8), (128, 8))]
+# GPU (each tried once per process, a few seconds; the interpreter, for the CPU tests, takes the first). Only
+# configs that spill no register at the paper's shapes, with or without dropout, compiled for sm_90
+# (benchmarks/triton_resources.py; tests/test_triton_attention.py checks it): BM 32 at 2 warps, 64 at 4, 128 at 8
+# or 16 spill in the backward.
+_CONFIGS = [triton.Config({"BM": bm}, num_warps=w) for bm, w in ((32, 8), (64, 8), (16, 4))]
 _TUNE = _CONFIGS[:1] if os.environ.get("TRITON_INTERPRET") == "1" else _CONFIGS
 
 
 @triton.jit
-def _keep(seed, bh, rows, cols, BL: tl.constexpr, p):
-    """Dropout's keep mask for rows x cols of head bh: philox uniforms >= p (the forward's and backward's)."""
-    return tl.rand(seed, (bh * BL + rows[:, None]) * BL + cols[None, :]) >= p
+def _kept_words(seed, bh, rows, L, thr, BM: tl.constexpr, BL: tl.constexpr):
+    """Dropout's keep mask for BM query rows of head bh, as a [BM, BL] tile and as bits (bit j % 32 of word j // 32
+    is key column j). One philox call (`tl.randint4x`) gives four uniforms, one per quarter of the BL columns:
+    counter (bh L + row) BL / 4 + c draws columns t BL / 4 + c, t = 0..3, each kept where its top 24 bits are
+    >= thr = floor(p 2^24)."""
+    C: tl.constexpr = BL // 4  # <= 32 (BL <= MAX_KEYS): a quarter's bits fall in one word
+    c = tl.arange(0, C)
+    r0, r1, r2, r3 = tl.randint4x(seed, (bh * L + rows[:, None]) * C + c[None, :])
+    k0 = ((r0 >> 8).to(tl.int32) >= thr).to(tl.int32)
+    k1 = ((r1 >> 8).to(tl.int32) >= thr).to(tl.int32)
+    k2 = ((r2 >> 8).to(tl.int32) >= thr).to(tl.int32)
+    k3 = ((r3 >> 8).to(tl.int32) >= thr).to(tl.int32)
+    words = tl.zeros((BM, BL // 32), dtype=tl.int32)
+    for t in tl.static_range(4):
+        k = k0 if t == 0 else k1 if t == 1 else k2 if t == 2 else k3
+        bits = tl.sum(k << ((t * C + c) % 32)[None, :], 1)
+        words = words | tl.where(tl.arange(0, BL // 32)[None, :] == (t * C) // 32, bits[:, None], 0)
+    # [BM, C, i, s] = k_(2 i + s) -> [BM, i, s, C] -> column (2 i + s) C + c
+    keep = tl.reshape(tl.permute(tl.join(tl.join(k0, k2), tl.join(k1, k3)), (0, 2, 3, 1)), (BM, BL))
+    return keep != 0, words
+
+
+@triton.jit
+def _kept_t(BITS, bh, L, rows, BM: tl.constexpr, BL: tl.constexpr):
+    """The keep mask of `_kept_words`, transposed: [BL keys, BM query rows], read back from its bits."""
+    NW: tl.constexpr = BL // 32
+    words = tl.load(BITS + (bh * L + rows[None, :]) * NW + tl.arange(0, NW)[:, None])  # [NW, BM]
+    bits = (words[:, None, :] >> tl.arange(0, 32)[None, :, None]) & 1  # [NW, 32, BM]: key 32 w + b
+    return tl.reshape(bits, (BL, BM)) != 0
 
 
 @triton.autotune(configs=_TUNE, key=["L", "DK", "DV"])
 @triton.jit
-def _fwd(Q, K, V, O, LSE, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h, so_b, so_l, so_h,
-         H, L, DK, DV, scale, p, BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr,
+def _fwd(Q, K, V, O, LSE, SEED, BITS, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h, so_b, so_l, so_h,
+         H, L, DK, DV, scale, p, thr, BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr,
          DROP: tl.constexpr):
     bh = tl.program_id(0)
     b, h = bh // H, bh % H
@@ -65,7 +96,10 @@ def _fwd(Q, K, V, O, LSE, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, 
     total = tl.sum(e, 1)
     w = e / total[:, None]
     if DROP:
-        w = tl.where(_keep(tl.load(SEED), bh, rows, cols, BL, p), w / (1.0 - p), 0.0)
+        NW: tl.constexpr = BL // 32
+        keep, words = _kept_words(tl.load(SEED), bh, rows, L, thr, BM, BL)
+        tl.store(BITS + (bh * L + rows[:, None]) * NW + tl.arange(0, NW)[None, :], words, rin[:, None])
+        w = tl.where(keep, w / (1.0 - p), 0.0)
     o = tl.dot(w.to(v.dtype), v)
     tl.store(O + b * so_b + h * so_h + rows[:, None] * so_l + ev[None, :], o.to(O.dtype.element_ty),
              rin[:, None] & (ev[None, :] < DV))
@@ -74,9 +108,12 @@ def _fwd(Q, K, V, O, LSE, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, 
 
 @triton.autotune(configs=_TUNE, key=["L", "DK", "DV"])
 @triton.jit
-def _bwd(Q, K, V, DO, LSE, DQ, DKey, DVal, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h,
-         sd_b, sd_l, sd_h, gk_b, gk_l, gk_h, gv_b, gv_l, gv_h, H, L, DK, DV, scale, p, BM: tl.constexpr,
-         BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr, DROP: tl.constexpr):
+def _bwd(Q, K, V, O, DO, LSE, BITS, DQ, DKey, DVal, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h,
+         so_b, so_l, so_h, sd_b, sd_l, sd_h, gk_b, gk_l, gk_h, gv_b, gv_l, gv_h, H, L, DK, DV, scale, p,
+         BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr, DROP: tl.constexpr):
+    """dV = P_d^T dO, dS = P * (dP_d - D), dK = dS^T Q / sqrt(d_k), dQ = dS K / sqrt(d_k), with P_d the dropped
+    weights, dP_d = dO V^T through the same mask and D_i = dO_i . O_i (= sum_j P_ij dP_d,ij, dropout or not);
+    computed in [keys, queries] tiles, which feed every product as they are (no BL x BM tile is transposed)."""
     bh = tl.program_id(0)
     b, h = bh // H, bh % H
     cols, ek, ev = tl.arange(0, BL), tl.arange(0, BDK), tl.arange(0, BDV)
@@ -84,30 +121,32 @@ def _bwd(Q, K, V, DO, LSE, DQ, DKey, DVal, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, s
     kmask, vmask = cin[:, None] & (ek[None, :] < DK), cin[:, None] & (ev[None, :] < DV)
     k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + ek[None, :], kmask, 0.0)
     v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + ev[None, :], vmask, 0.0)
+    kt = tl.trans(k)
     dk = tl.zeros((BL, BDK), dtype=tl.float32)
     dv = tl.zeros((BL, BDV), dtype=tl.float32)
-    seed = tl.load(SEED)
     for m0 in range(0, L, BM):
         rows = m0 + tl.arange(0, BM)
         rin = rows < L
-        qmask = rin[:, None] & (ek[None, :] < DK)
+        qmask, omask = rin[:, None] & (ek[None, :] < DK), rin[:, None] & (ev[None, :] < DV)
         q = tl.load(Q + b * sq_b + h * sq_h + rows[:, None] * sq_l + ek[None, :], qmask, 0.0)
-        do = tl.load(DO + b * sd_b + h * sd_h + rows[:, None] * sd_l + ev[None, :], rin[:, None] & (ev[None, :] < DV),
-                     0.0)
+        do = tl.load(DO + b * sd_b + h * sd_h + rows[:, None] * sd_l + ev[None, :], omask, 0.0)
+        o = tl.load(O + b * so_b + h * so_h + rows[:, None] * so_l + ev[None, :], omask, 0.0)
+        delta = tl.sum(do.to(tl.float32) * o.to(tl.float32), 1)
         lse = tl.load(LSE + bh * L + rows, rin, 0.0)
-        w = tl.exp(tl.where(cin[None, :], tl.dot(q, tl.trans(k)) * scale, float("-inf")) - lse[:, None])
-        dw = tl.dot(do, tl.trans(v))  # d loss / d (dropped weights)
+        pt = tl.exp(tl.where(cin[:, None], tl.dot(k, tl.trans(q)) * scale, float("-inf")) - lse[None, :])
+        dpt = tl.dot(v, tl.trans(do))  # d loss / d (dropped weights), transposed
         if DROP:
-            keep = _keep(seed, bh, rows, cols, BL, p)
-            wd = tl.where(keep, w / (1.0 - p), 0.0)
-            dw = tl.where(keep, dw / (1.0 - p), 0.0)
+            keep = _kept_t(BITS, bh, L, tl.where(rin, rows, 0), BM, BL)
+            pdt = tl.where(keep, pt / (1.0 - p), 0.0)
+            dpt = tl.where(keep, dpt / (1.0 - p), 0.0)
         else:
-            wd = w
-        dv += tl.dot(tl.trans(wd.to(do.dtype)), do)
-        ds = w * (dw - tl.sum(w * dw, 1)[:, None])  # softmax's backward: d loss / d scores
-        dq = tl.dot(ds.to(k.dtype), k) * scale
-        tl.store(DQ + b * gk_b + h * gk_h + rows[:, None] * gk_l + ek[None, :], dq.to(DQ.dtype.element_ty), qmask)
-        dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
+            pdt = pt
+        dv += tl.dot(pdt.to(do.dtype), do)
+        dst = (pt * (dpt - delta[None, :])).to(q.dtype)  # softmax's backward: d loss / d scores, transposed
+        dk += tl.dot(dst, q)
+        dqt = tl.dot(kt, dst) * scale
+        tl.store(DQ + b * gk_b + h * gk_h + rows[None, :] * gk_l + ek[:, None], dqt.to(DQ.dtype.element_ty),
+                 tl.trans(qmask))
     tl.store(DKey + b * gk_b + h * gk_h + cols[:, None] * gk_l + ek[None, :], (dk * scale).to(DKey.dtype.element_ty),
              kmask)
     tl.store(DVal + b * gv_b + h * gv_h + cols[:, None] * gv_l + ev[None, :], dv.to(DVal.dtype.element_ty), vmask)
@@ -115,7 +154,7 @@ def _bwd(Q, K, V, DO, LSE, DQ, DKey, DVal, SEED, sq_b, sq_l, sq_h, sk_b, sk_l, s
 
 def _blocks(L: int, dk: int, dv: int) -> dict:
     """The block sizes: every key position (BL) and the zero-padded widths (BDK, BDV), powers of two >= 16."""
-    return {"BL": max(16, triton.next_power_of_2(L)), "BDK": max(16, triton.next_power_of_2(dk)),
+    return {"BL": max(32, triton.next_power_of_2(L)), "BDK": max(16, triton.next_power_of_2(dk)),
             "BDV": max(16, triton.next_power_of_2(dv))}
 
 
@@ -135,58 +174,69 @@ def _strides(t: torch.Tensor) -> tuple[int, int, int]:
     return t.stride(0), t.stride(1), t.stride(2)
 
 
+def _bits(B: int, H: int, L: int, BL: int, p: float, like: torch.Tensor) -> torch.Tensor:
+    """Dropout's keep bits, [batch * head, pos, BL / 32] int32 (`_kept_words`); an empty one without dropout."""
+    return torch.empty((B * H, L, BL // 32) if p > 0 else (0,), dtype=torch.int32, device=like.device)
+
+
 @torch.library.custom_op("pelab::triton_attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Tensor, p: float
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """q, k [batch, pos, head, d_k], v [batch, pos, head, d_v] (any strides; a last dim that is not contiguous is
-    copied) -> (z [batch, pos, head, d_v], contiguous; the rows' log-sum-exp [batch * head, pos], fp32)."""
+    copied) -> (z [batch, pos, head, d_v], contiguous; the rows' log-sum-exp [batch * head, pos], fp32; dropout's
+    keep bits, `_bits`)."""
     q, k, v = _unit_last(q, k, v)
     B, L, H, dk = q.shape
     dv = v.shape[-1]
     z = torch.empty(B, L, H, dv, dtype=q.dtype, device=q.device)
     lse = torch.empty(B * H, L, dtype=torch.float32, device=q.device)
     kw = _blocks(L, dk, dv)
+    bits = _bits(B, H, L, kw["BL"], p, q)
     grid = lambda meta: (B * H, triton.cdiv(L, meta["BM"]))  # noqa: E731 (a block of query rows a program)
-    _fwd[grid](q, k, v, z, lse, seed, *_strides(q), *_strides(k), *_strides(v), *_strides(z), H, L, dk, dv,
-               1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
-    return z, lse
+    _fwd[grid](q, k, v, z, lse, seed, bits, *_strides(q), *_strides(k), *_strides(v), *_strides(z), H, L, dk, dv,
+               1.0 / math.sqrt(dk), p, int(p * 2 ** 24), DROP=p > 0, **kw)
+    return z, lse, bits
 
 
 @_attention.register_fake
 def _(q, k, v, seed, p):
-    B, L, H, _ = q.shape
-    return q.new_empty(B, L, H, v.shape[-1]), q.new_empty(B * H, L, dtype=torch.float32)
+    B, L, H, dk = q.shape
+    return (q.new_empty(B, L, H, v.shape[-1]), q.new_empty(B * H, L, dtype=torch.float32),
+            _bits(B, H, L, _blocks(L, dk, v.shape[-1])["BL"], p, q))
 
 
 @torch.library.custom_op("pelab::triton_attention_backward", mutates_args=())
-def _attention_backward(dz: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lse: torch.Tensor,
-                        seed: torch.Tensor, p: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The gradients of q, k, v (their shapes and dtypes) given dz, from the forward's log-sum-exp and seed."""
-    dz, q, k, v = _unit_last(dz, q, k, v)
+def _attention_backward(dz: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, z: torch.Tensor,
+                        lse: torch.Tensor, bits: torch.Tensor, p: float
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The gradients of q, k, v (their shapes and dtypes) given dz, from the forward's output, log-sum-exp and
+    keep bits."""
+    dz, q, k, v, z = _unit_last(dz, q, k, v, z)
     B, L, H, dk = q.shape
     dv = v.shape[-1]
     kw = _blocks(L, dk, dv)
     gq, gk, gv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))  # contiguous
-    _bwd[(B * H,)](q, k, v, dz, lse, gq, gk, gv, seed, *_strides(q), *_strides(k), *_strides(v), *_strides(dz),
-                   *_strides(gk), *_strides(gv), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0, **kw)
+    _bwd[(B * H,)](q, k, v, z, dz, lse, bits, gq, gk, gv, *_strides(q), *_strides(k), *_strides(v), *_strides(z),
+                   *_strides(dz), *_strides(gk), *_strides(gv), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0,
+                   **kw)
     return gq, gk, gv
 
 
 @_attention_backward.register_fake
-def _(dz, q, k, v, lse, seed, p):
+def _(dz, q, k, v, z, lse, bits, p):
     return (torch.empty(q.shape, dtype=q.dtype, device=q.device), torch.empty(k.shape, dtype=k.dtype, device=k.device),
             torch.empty(v.shape, dtype=v.dtype, device=v.device))
 
 
 def _setup(ctx, inputs, output):
-    q, k, v, seed, p = inputs
-    ctx.save_for_backward(q, k, v, output[1], seed)
+    q, k, v, _seed, p = inputs
+    ctx.save_for_backward(q, k, v, *output)
     ctx.p = p
 
 
-def _backward(ctx, dz, _dlse):
-    q, k, v, lse, seed = ctx.saved_tensors
-    return (*_attention_backward(dz, q, k, v, lse, seed, ctx.p), None, None)
+def _backward(ctx, dz, _dlse, _dbits):
+    q, k, v, z, lse, bits = ctx.saved_tensors
+    return (*_attention_backward(dz, q, k, v, z, lse, bits, ctx.p), None, None)
 
 
 _attention.register_autograd(_backward, setup_context=_setup)
