@@ -166,7 +166,8 @@ def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int =
     step's dtype: each one's largest error in the output and the q, k, v gradients against fp32 math SDPA on the
     same inputs. `ok`: the kernel's every error is at most twice SDPA's + 1e-3 (bf16 rounding, not bit-equality).
     Whether the kernel runs there at all: `runs_here`. `op_steps` > 0: also each one's forward + backward alone,
-    the median ms of that many after 3 (the autotuner's choice among them: `tuned`), side by side."""
+    the median ms of that many after 3 (the autotuner's choice among them: `tuned`), side by side, at the config's
+    attention dropout where it trains with it inside attention (`op_ms`, `op_dropout`), and without (`op_ms_p0`)."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -197,11 +198,15 @@ def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int =
         rows[m["scheme"]] = {"shape": [B, H, L, dk, dv], "runs_here": runs_here(q, k, None),
                              "triton_err": err["triton"], "sdpa_err": err["sdpa"],
                              "ok": all(t <= 2 * s + 1e-3 for t, s in zip(err["triton"], err["sdpa"]))}
-        if op_steps:  # the op and its backward alone: inputs made once, no casts in the timing
+        if op_steps:  # the op and its backward alone: inputs made once, no casts in the timing; at the run's
+            # attention dropout (the paper preset's training call: 0.1) and, where that is not 0, without
             leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-            rows[m["scheme"]]["op_ms"] = {
-                name: op_ms(lambda: torch.autograd.grad(fn(*leaves), leaves, dz), dev, op_steps)
-                for name, fn in (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
+            p = layer.attn_dropout.p if cfg["train"].get("fused_attention") else 0.0
+            for key, drop in (("op_ms", p), ("op_ms_p0", 0.0))[:2 if p > 0 else 1]:
+                rows[m["scheme"]][key] = {
+                    name: op_ms(lambda: torch.autograd.grad(fn(*leaves, None, drop), leaves, dz), dev, op_steps)
+                    for name, fn in (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
+            rows[m["scheme"]]["op_dropout"] = p
     out = {"ok": all(r["ok"] and r["runs_here"] for r in rows.values()), "what": "[z, dq, dk, dv] max abs error",
            **rows}
     return dict(out, tuned=tuned()) if op_steps else out

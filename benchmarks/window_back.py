@@ -154,6 +154,9 @@ def triton_line(check: dict) -> str:
                      for k, v in agree.items() if isinstance(v, dict))
     line = f"- the Triton attention kernel: agreement with SDPA {'ok' if agree.get('ok') else 'FAILED'} ({errs})"
     ops = "; ".join(f"{k}: {v['op_ms']['triton']:.3f} against SDPA's {v['op_ms']['sdpa']:.3f} ms"
+                    + (f" at attention dropout {v['op_dropout']:g}" if v.get("op_dropout") else "")
+                    + (f" ({v['op_ms_p0']['triton']:.3f} against {v['op_ms_p0']['sdpa']:.3f} without)"
+                       if "op_ms_p0" in v else "")
                     for k, v in agree.items() if isinstance(v, dict) and "op_ms" in v)
     line += f"; attention alone, forward + backward: {ops}" if ops else ""
     for mode, key in (("eager", "eager_ms"), ("compiled", "compiled_ms")):

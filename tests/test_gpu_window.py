@@ -624,20 +624,22 @@ def test_the_carried_wheels_go_in_and_failing_imports_stop_the_window_with_their
 
 
 def test_the_draft_readme_says_what_the_triton_kernel_measured():
-    """window_back.triton_line: the kernel's agreement with SDPA (the largest error of each, per shape), then its
-    eager and compiled RoPE steps against SDPA's of the same measurement, as ratios; a failed agreement says so and
+    """window_back.triton_line: the kernel's agreement with SDPA (the largest error of each, per shape), the
+    attention alone at the training's attention dropout and without, then its eager and compiled RoPE steps against SDPA's of the same measurement, as ratios; a failed agreement says so and
     has no step; an error is quoted."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from window_back import triton_line
 
     agree = {"ok": True, "what": "[z, dq, dk, dv] max abs error",
              "rope+sinusoidal": {"triton_err": [0.01, 0.02, 0.03, 0.004], "sdpa_err": [0.01, 0.02, 0.02, 0.003],
-                                 "op_ms": {"triton": 0.25, "sdpa": 0.75}}}
+                                 "op_ms": {"triton": 0.25, "sdpa": 0.75}, "op_dropout": 0.1,
+                                 "op_ms_p0": {"triton": 0.2, "sdpa": 0.5}}}
     check = {"step": {"rope": {"eager_ms": 31.0, "compiled_ms": 12.8}},
              "sdpa": {"triton": {"agree": agree, "eager": 25.0, "compiled": 10.0}}}
     line = triton_line(check)
     assert "agreement with SDPA ok (rope+sinusoidal: kernel 0.03, SDPA 0.02)" in line
-    assert "forward + backward: rope+sinusoidal: 0.250 against SDPA's 0.750 ms" in line
+    assert ("forward + backward: rope+sinusoidal: 0.250 against SDPA's 0.750 ms at attention dropout 0.1 (0.200 "
+            "against 0.500 without)") in line
     assert "eager RoPE step 25.00 ms against SDPA's 31.00 ms (1.24x)" in line
     assert "compiled RoPE step 10.00 ms against SDPA's 12.80 ms (1.28x)" in line
     check["sdpa"]["triton"] = {"agree": dict(agree, ok=False)}

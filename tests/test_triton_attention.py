@@ -172,7 +172,8 @@ def test_the_kernel_compiles_inside_a_compiled_model():
 
 def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypatch):
     """benchmarks/gpu_step.py's `kernel_agreement` (what a GPU window checks before it times, and may train with,
-    the kernel): at the smoke preset's RoPE and MLA shapes, batch 8 (MLA's queries and keys d_rope wider), it agrees;
+    the kernel): at the smoke preset's RoPE and MLA shapes, batch 8 (MLA's queries and keys d_rope wider), it agrees
+    (the attention alone timed at the config's attention dropout, and without where that is not 0);
     a kernel off by a softmax temperature of 1.1 does not, and neither does a call the kernel cannot run."""
     import sys
     from pathlib import Path
@@ -182,10 +183,14 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
 
     from workbench.model import triton_attention
 
-    cfgs = [gpu_step.tier1_config(s, "smoke", ["train.batch_size=8"]) for s in ("rope", "mla")]
+    cfgs = [gpu_step.tier1_config("rope", "smoke", ["train.batch_size=8"]),
+            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=8", "model.dropout=0.1",
+                                                   'model.dropout_sites=["attn_weights"]', "train.fused_attention=true"])]
     got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False, op_steps=1)
     assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla", "tuned"}
-    assert got["mla"]["op_ms"]["triton"] > 0 and got["mla"]["op_ms"]["sdpa"] > 0  # forward + backward, timed
+    for row, p in ((got["rope+sinusoidal"], 0.0), (got["mla"], 0.1)):  # forward + backward alone, timed
+        assert row["op_dropout"] == p and row["op_ms"]["triton"] > 0 and row["op_ms"]["sdpa"] > 0
+        assert ("op_ms_p0" in row) == (p > 0)  # and without dropout where the run trains with it
     assert f"BM: {_CONFIGS[0].kwargs['BM']}," in got["tuned"]["forward"]["only"]  # the interpreter's one config
     assert set(got["tuned"]) == {"forward", "backward"}
     assert got["mla"]["shape"][3] > got["mla"]["shape"][4] and got["rope+sinusoidal"]["runs_here"]
@@ -279,3 +284,24 @@ def test_the_kernels_build_for_the_gpu_and_spill_no_register(tmp_path):
     for r in rows:
         assert r["dropout"] and r["spill_bytes"] == 0 and r["registers"] <= 255, r
         assert r["shared_bytes"] <= 227 * 1024 and r["sass_instructions"] > 100, r
+
+
+def test_tuned_reports_each_keys_choice_and_every_configs_timings(monkeypatch):
+    """On a GPU the autotuner times every config once per key and keeps only the latest timings: `tuned` still
+    gives each key's choice with its own timings (what the window's measurement brings back to prune the configs)."""
+    from types import SimpleNamespace
+
+    from workbench.model import triton_attention as ta
+
+    monkeypatch.setattr(ta, "_TIMINGS", {"forward": {}, "backward": {}})
+    fake = SimpleNamespace(configs=["BM 32", "BM 64"], cache={}, configs_timings=None)
+    monkeypatch.setattr(ta, "_fwd", fake)
+    for key, timings in (((128, 16, 16), {"BM 32": [0.2, 0.19, 0.21], "BM 64": [0.3, 0.29, 0.31]}),
+                         ((128, 24, 16), {"BM 32": 0.5, "BM 64": 0.4})):
+        fake.cache[key] = min(timings, key=lambda c: timings[c] if isinstance(timings[c], float) else timings[c][0])
+        fake.configs_timings = timings
+        ta._note_timings("forward", fake)
+        ta._note_timings("forward", fake)  # a call that tuned nothing new changes nothing
+    got = ta.tuned()["forward"]
+    assert got["(128, 16, 16)"] == {"chosen": "BM 32", "ms": {"BM 32": [0.2, 0.19, 0.21], "BM 64": [0.3, 0.29, 0.31]}}
+    assert got["(128, 24, 16)"] == {"chosen": "BM 64", "ms": {"BM 32": [0.5], "BM 64": [0.4]}}

@@ -158,11 +158,24 @@ def _blocks(L: int, dk: int, dv: int) -> dict:
             "BDV": max(16, triton.next_power_of_2(dv))}
 
 
+_TIMINGS: dict[str, dict[str, dict[str, list[float]]]] = {"forward": {}, "backward": {}}
+
+
+def _note_timings(name: str, kernel) -> None:
+    """Keep what the autotuner measured for the key it tuned last (Triton keeps only the latest `configs_timings`),
+    once per key: {config: its timings in ms}."""
+    timings = getattr(kernel, "configs_timings", None)
+    if timings and kernel.cache:
+        _TIMINGS[name].setdefault(str(next(reversed(kernel.cache))), {str(c): list(t) if isinstance(t, (list, tuple))
+                                                                       else [t] for c, t in timings.items()})
+
+
 def tuned() -> dict:
-    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dtypes); with
-    one config to choose from (the interpreter), {"only": it}."""
-    return {name: {str(k): str(c) for k, c in kernel.cache.items()} if len(kernel.configs) > 1
-            else {"only": str(kernel.configs[0])} for name, kernel in (("forward", _fwd), ("backward", _bwd))}
+    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dtypes), with
+    every config's measured ms (`_note_timings`); with one config to choose from (the interpreter), {"only": it}."""
+    return {name: {str(k): {"chosen": str(c), "ms": _TIMINGS[name].get(str(k), {})} for k, c in kernel.cache.items()}
+            if len(kernel.configs) > 1 else {"only": str(kernel.configs[0])}
+            for name, kernel in (("forward", _fwd), ("backward", _bwd))}
 
 
 def _unit_last(*ts: torch.Tensor) -> list[torch.Tensor]:
@@ -195,6 +208,7 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Te
     grid = lambda meta: (B * H, triton.cdiv(L, meta["BM"]))  # noqa: E731 (a block of query rows a program)
     _fwd[grid](q, k, v, z, lse, seed, bits, *_strides(q), *_strides(k), *_strides(v), *_strides(z), H, L, dk, dv,
                1.0 / math.sqrt(dk), p, int(p * 2 ** 24), DROP=p > 0, **kw)
+    _note_timings("forward", _fwd)
     return z, lse, bits
 
 
@@ -219,6 +233,7 @@ def _attention_backward(dz: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: t
     _bwd[(B * H,)](q, k, v, z, dz, lse, bits, gq, gk, gv, *_strides(q), *_strides(k), *_strides(v), *_strides(z),
                    *_strides(dz), *_strides(gk), *_strides(gv), H, L, dk, dv, 1.0 / math.sqrt(dk), p, DROP=p > 0,
                    **kw)
+    _note_timings("backward", _bwd)
     return gq, gk, gv
 
 
