@@ -36,9 +36,9 @@ import triton.language as tl
 from .attention import Attention, compute_dtype
 
 MAX_KEYS = 128  # a whole row of scores in one block
-# Query rows a program takes at a time and its warps, chosen per (positions, widths) by Triton's autotuner on the
-# GPU (each tried once per process, a few seconds; the interpreter, for the CPU tests, takes the first). Only
-# configs that spill no register at the paper's shapes, with or without dropout, compiled for sm_90
+# Query rows a program takes at a time and its warps, chosen per (positions, widths, dropout or not) by Triton's
+# autotuner on the GPU (each tried once per process, a few seconds; the interpreter, for the CPU tests, takes the
+# first). Only configs that spill no register at the paper's shapes, with or without dropout, compiled for sm_90
 # (benchmarks/triton_resources.py; tests/test_triton_attention.py checks it): BM 32 at 2 warps, 64 at 4, 128 at 8
 # or 16 spill in the backward.
 _CONFIGS = [triton.Config({"BM": bm}, num_warps=w) for bm, w in ((32, 8), (64, 8), (16, 4))]
@@ -77,7 +77,7 @@ def _kept_t(BITS, bh, L, rows, BM: tl.constexpr, BL: tl.constexpr):
     return tl.reshape(bits, (BL, BM)) != 0
 
 
-@triton.autotune(configs=_TUNE, key=["L", "DK", "DV"])
+@triton.autotune(configs=_TUNE, key=["L", "DK", "DV", "DROP"])
 @triton.jit
 def _fwd(Q, K, V, O, LSE, SEED, BITS, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h, so_b, so_l, so_h,
          H, L, DK, DV, scale, p, thr, BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr,
@@ -106,7 +106,7 @@ def _fwd(Q, K, V, O, LSE, SEED, BITS, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, 
     tl.store(LSE + bh * L + rows, m + tl.log(total), rin)
 
 
-@triton.autotune(configs=_TUNE, key=["L", "DK", "DV"])
+@triton.autotune(configs=_TUNE, key=["L", "DK", "DV", "DROP"])
 @triton.jit
 def _bwd(Q, K, V, O, DO, LSE, BITS, DQ, DKey, DVal, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h,
          so_b, so_l, so_h, sd_b, sd_l, sd_h, gk_b, gk_l, gk_h, gv_b, gv_l, gv_h, H, L, DK, DV, scale, p,
@@ -171,7 +171,7 @@ def _note_timings(name: str, kernel) -> None:
 
 
 def tuned() -> dict:
-    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dtypes), with
+    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dropout, dtypes), with
     every config's measured ms (`_note_timings`); with one config to choose from (the interpreter), {"only": it}."""
     return {name: {str(k): {"chosen": str(c), "ms": _TIMINGS[name].get(str(k), {})} for k, c in kernel.cache.items()}
             if len(kernel.configs) > 1 else {"only": str(kernel.configs[0])}
