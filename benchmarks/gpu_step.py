@@ -212,6 +212,15 @@ def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int =
     return dict(out, tuned=tuned()) if op_steps else out
 
 
+def _triton_version() -> str | None:
+    """The installed Triton's version (the compiler of PE-Lab's kernel and of inductor's GPU kernels), or None."""
+    try:
+        import triton
+    except ImportError:
+        return None
+    return triton.__version__
+
+
 def op_ms(fn, dev: torch.device, n: int) -> float:
     """The median ms of `fn()` over n calls after 3 (CUDA events on a GPU, perf_counter on CPU)."""
     for _ in range(3):
@@ -282,7 +291,8 @@ def main() -> None:
         print(f"kernel agreement: {'ok' if got['ok'] else 'FAILED'}", flush=True)
         sys.exit(0 if got["ok"] else 1)
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__, "preset": preset,
+    out: dict = {"code_version": code_version(), "device": name, "torch": torch.__version__,
+                 "triton": _triton_version(), "preset": preset,
                  "steps": a.steps, "step": {}, "step_ms": {}, "mask": {}, "agree": {}, "sdpa": {}, "modes": {},
                  "kv_ab": None, "epoch": None}
 

@@ -152,7 +152,8 @@ def triton_line(check: dict) -> str:
     agree = r.get("agree", {})
     errs = "; ".join(f"{k}: kernel {max(v['triton_err']):.2g}, SDPA {max(v['sdpa_err']):.2g}"
                      for k, v in agree.items() if isinstance(v, dict))
-    line = f"- the Triton attention kernel: agreement with SDPA {'ok' if agree.get('ok') else 'FAILED'} ({errs})"
+    by = f" (Triton {check['triton']})" if check.get("triton") else ""
+    line = f"- the Triton attention kernel{by}: agreement with SDPA {'ok' if agree.get('ok') else 'FAILED'} ({errs})"
     ops = "; ".join(f"{k}: {v['op_ms']['triton']:.3f} against SDPA's {v['op_ms']['sdpa']:.3f} ms"
                     + (f" at attention dropout {v['op_dropout']:g}" if v.get("op_dropout") else "")
                     + (f" ({v['op_ms_p0']['triton']:.3f} against {v['op_ms_p0']['sdpa']:.3f} without)"

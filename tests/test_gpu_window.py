@@ -4,6 +4,7 @@ window brings back into OUT: results, metrics without weights, logs. In two call
 training job outlives the first call's process group, and the second call packs what it shipped, or resumes it
 when the first call's end killed it."""
 import hashlib
+import importlib.metadata
 import json
 import os
 import signal
@@ -295,6 +296,7 @@ def test_gpu_window_check_only_runs_the_step_benchmark_and_trains_nothing(tmp_pa
     got = json.loads((out / "gpu_step.json").read_text())
     row = got["step"]["rope"]
     assert row["eager_ms"] > 0 and row["compiled_ms"] > 0 and got["step_ms"]
+    assert got["triton"] == importlib.metadata.version("triton")  # the compiler of the kernels it timed
     assert got["profile"]["top"] and got["profile"]["scheme"] == "rope"
     assert set(got["sdpa"]) == {"flash_attention", "math"} and all(r["eager"] > 0 for r in got["sdpa"].values())
     assert got["agree"] == {} and got["mask"] == {}  # left out, as asked
@@ -634,10 +636,10 @@ def test_the_draft_readme_says_what_the_triton_kernel_measured():
              "rope+sinusoidal": {"triton_err": [0.01, 0.02, 0.03, 0.004], "sdpa_err": [0.01, 0.02, 0.02, 0.003],
                                  "op_ms": {"triton": 0.25, "sdpa": 0.75}, "op_dropout": 0.1,
                                  "op_ms_p0": {"triton": 0.2, "sdpa": 0.5}}}
-    check = {"step": {"rope": {"eager_ms": 31.0, "compiled_ms": 12.8}},
+    check = {"step": {"rope": {"eager_ms": 31.0, "compiled_ms": 12.8}}, "triton": "3.6.0",
              "sdpa": {"triton": {"agree": agree, "eager": 25.0, "compiled": 10.0}}}
     line = triton_line(check)
-    assert "agreement with SDPA ok (rope+sinusoidal: kernel 0.03, SDPA 0.02)" in line
+    assert "kernel (Triton 3.6.0): agreement with SDPA ok (rope+sinusoidal: kernel 0.03, SDPA 0.02)" in line
     assert ("forward + backward: rope+sinusoidal: 0.250 against SDPA's 0.750 ms at attention dropout 0.1 (0.200 "
             "against 0.500 without)") in line
     assert "eager RoPE step 25.00 ms against SDPA's 31.00 ms (1.24x)" in line
