@@ -627,8 +627,8 @@ def test_the_carried_wheels_go_in_and_failing_imports_stop_the_window_with_their
 
 def test_the_draft_readme_says_what_the_triton_kernel_measured():
     """window_back.triton_line: the kernel's agreement with SDPA (the largest error of each, per shape), the
-    attention alone at the training's attention dropout and without, then its eager and compiled RoPE steps against SDPA's of the same measurement, as ratios; a failed agreement says so and
-    has no step; an error is quoted."""
+    attention alone at the training's attention dropout and without, then its eager and compiled RoPE steps against
+    SDPA's of the same measurement, as ratios; a failed agreement says so and has no step; an error is quoted."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from window_back import triton_line
 

@@ -187,8 +187,8 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
     from workbench.model import triton_attention
 
     cfgs = [gpu_step.tier1_config("rope", "smoke", ["train.batch_size=8"]),
-            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=8", "model.dropout=0.1",
-                                                   'model.dropout_sites=["attn_weights"]', "train.fused_attention=true"])]
+            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=8", "model.dropout=0.1", "train.fused_attention=true",
+                                                   'model.dropout_sites=["attn_weights"]'])]
     got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False, op_steps=1)
     assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla", "tuned"}
     for row, p in ((got["rope+sinusoidal"], 0.0), (got["mla"], 0.1)):  # forward + backward alone, timed

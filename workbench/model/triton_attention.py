@@ -166,13 +166,14 @@ def _note_timings(name: str, kernel) -> None:
     once per key: {config: its timings in ms}."""
     timings = getattr(kernel, "configs_timings", None)
     if timings and kernel.cache:
-        _TIMINGS[name].setdefault(str(next(reversed(kernel.cache))), {str(c): list(t) if isinstance(t, (list, tuple))
-                                                                       else [t] for c, t in timings.items()})
+        ms = {str(c): list(t) if isinstance(t, (list, tuple)) else [t] for c, t in timings.items()}
+        _TIMINGS[name].setdefault(str(next(reversed(kernel.cache))), ms)
 
 
 def tuned() -> dict:
-    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dropout, dtypes), with
-    every config's measured ms (`_note_timings`); with one config to choose from (the interpreter), {"only": it}."""
+    """The block of query rows and the warps the autotuner chose, per kernel and key (L, d_k, d_v, dropout,
+    dtypes), with every config's measured ms (`_note_timings`); with one config to choose from (the interpreter),
+    {"only": it}."""
     return {name: {str(k): {"chosen": str(c), "ms": _TIMINGS[name].get(str(k), {})} for k, c in kernel.cache.items()}
             if len(kernel.configs) > 1 else {"only": str(kernel.configs[0])}
             for name, kernel in (("forward", _fwd), ("backward", _bwd))}
