@@ -249,21 +249,29 @@ def test_every_registered_claim_has_a_row_in_every_registered_setting():
 
 
 def test_the_judge_takes_each_rules_settings_from_the_registry(monkeypatch):
-    """`judge.registered_settings`: a claim's own scheme gets the settings registry.toml names (so a setting added
-    there is judged without a code change); a scheme its sentence names beside it (Relative in "Neither NoPE nor
-    standard Relative generalizes") the `paper` arch alone."""
+    """`registry.registered_settings`: a claim's own scheme gets the settings registry.toml names (so a setting added
+    there is judged without a code change: the deposit rules read it themselves); a scheme its sentence names beside
+    it (Relative in "Neither NoPE nor standard Relative generalizes") the `paper` arch alone."""
     import dataclasses
 
-    from workbench.analysis.claims import judge
+    from workbench.analysis.claims import registry
+    from workbench.analysis.claims.deposits import _rope_shallow_claim
 
-    assert judge.registered_settings("no-deposit-nope-t1", "nope") == ("paper", "authors")
-    assert judge.registered_settings("no-deposit-alibi-t1", "alibi") == ("paper",)
-    assert judge.registered_settings("nope-no-generalise-t1", "nope") == ("paper", "authors")
-    assert judge.registered_settings("nope-no-generalise-t1", "relative") == ("paper",)
-    wider = [dict(c, settings=c["settings"] + ["encoder"]) if c["id"] == "no-deposit-alibi-t1" else c
+    assert registry.registered_settings("no-deposit-nope-t1", "nope") == ("paper", "authors")
+    assert registry.registered_settings("no-deposit-alibi-t1", "alibi") == ("paper",)
+    assert registry.registered_settings("nope-no-generalise-t1", "nope") == ("paper", "authors")
+    assert registry.registered_settings("nope-no-generalise-t1", "relative") == ("paper",)
+    wider = [dict(c, settings=c["settings"] + ["encoder"]) if c["id"] in ("no-deposit-alibi-t1",
+                                                                          "rope-deposit-first-layer") else c
              for c in REG.claims]
-    monkeypatch.setattr(judge, "load_registry", lambda: dataclasses.replace(REG, claims=tuple(wider)))
-    assert judge.registered_settings("no-deposit-alibi-t1", "alibi") == ("paper", "encoder")
+    monkeypatch.setattr(registry, "load_registry", lambda: dataclasses.replace(REG, claims=tuple(wider)))
+    assert registry.registered_settings("no-deposit-alibi-t1", "alibi") == ("paper", "encoder")
+    frame = _runs_frame([{"run_id": "rope-enc", "setting": "encoder", "variant": "rope", "scheme": "rope",
+                          "task": "trigger-distance", "seed": 42, "test_acc": 0.99, "test_acc_auc": 0.9}])
+    store = FakeStore([FakeRun("rope-enc", {"deposit": _deposit([0])})])
+    assert [r["setting"] for r in _rope_shallow_claim(store, frame, Thresholds())] == ["paper", "encoder"]
+    monkeypatch.undo()  # as registered (paper, authors): the encoder's run is not judged, authors has no run
+    assert [r["setting"] for r in _rope_shallow_claim(store, frame, Thresholds())] == ["paper"]
 
 
 def test_a_difference_between_runs_still_learning_is_not_an_effect():

@@ -13,21 +13,22 @@ from ..head_summary import counted, mean_dla_vote
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
                     _deposit_text, _deposits, _largest, _learned, _row, _runs, _seed_label, _settled, _single_layers,
                     _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
+from .registry import registered_settings
 from .runs import DEFAULT_DATA_SEED, TASKS, accuracy_ci, _n_test, _rests, _statuses
 
 
 def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees: Callable[[pd.DataFrame], bool],
-                            settings=("paper", "authors"), outcome: str | None = None, claim_id: str = "",
+                            outcome: str | None = None, claim_id: str = "",
                             contrast: tuple[str, str] | None = None, second: Callable | None = None,
                             second_label: str = "") -> list[dict]:
-    """One row per setting: each counted run's deposit table judged by `agrees` at both registered thresholds,
-    decided by the share rule (`share`). Only runs that learned and settled count (`_settled`); the evidence still
+    """One row per setting registry.toml registers `claim_id` for (`registered_settings`): each counted run's
+    deposit table judged by `agrees` at both registered thresholds, decided by the share rule (`share`). Only runs that learned and settled count (`_settled`); the evidence still
     shows an uncounted run's deposits, marked not counted; none left: inconclusive (did not learn / still
     learning). `contrast` (variant, task): the same rule on the scheme the paper contrasts the claim with
     (`specificity`). `second`: a second reading shown beside, never deciding (`second_label` names it).
     `outcome` replaces the verdict for rows that do not test the paper (e.g. "beyond the paper")."""
     out = []
-    for setting in settings:
+    for setting in registered_settings(claim_id, variant):
         sub = _runs(runs, setting, variant, task)
         if sub.empty and setting != "paper":
             continue
@@ -63,14 +64,14 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
 ROPE_SHALLOW = "RoPE's largest single-head deposit is in the first layer (layer 0) on Task 1"
 
 
-def _rope_shallow_claim(store, runs, th, settings=("paper", "authors")) -> list[dict]:
+def _rope_shallow_claim(store, runs, th) -> list[dict]:
     """The registered headline `rope-deposit-first-layer`: the paper's "ablating a single shallow-layer head causes
     a pronounced accuracy loss" (5.1), whose first layer 5.2 names: a counted run agrees when its largest
     single-head deposit is in layer 0 (`th.shallow_layer`); layer <= 1 is shown as a second reading, never
     deciding; ALiBi (which the paper calls scattered) is the contrast."""
     return _per_seed_deposit_claim(
         store, runs, th, ROPE_SHALLOW, "single-head deposit in the first (shallow) layer", "rope", "trigger-distance",
-        lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer, settings=settings,
+        lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_layer,
         claim_id="rope-deposit-first-layer", contrast=("alibi", "trigger-distance"),
         second=lambda d: (layer := _largest(d)[0]) is not None and layer <= th.shallow_second,
         second_label=f"largest deposit in layer <= {th.shallow_second}")

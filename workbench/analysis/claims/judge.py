@@ -9,17 +9,9 @@ from .deposits import (_absolute_heads_claim, _causal_claims, _per_seed_deposit_
 from .mla import _mla_claims
 from .orderings import _no_generalise_claim, _overfit_claim, _poor_claim, _ranking_claim, _table1_order_claims
 from .partial_rope import _partial_rope_claim
-from .registry import load_registry
+from .registry import registered_settings
 from .rules import ROW_COLUMNS, Thresholds
 from .runs import run_table
-
-
-def registered_settings(claim_id: str, scheme: str) -> tuple[str, ...]:
-    """The settings claim `claim_id` is registered for (registry.toml) when `scheme` is the claim's own (its
-    `scheme`); the `paper` arch alone for a scheme its sentence names beside it (Relative in
-    `nope-no-generalise-t1`: the grids train Relative in that arch only)."""
-    c = load_registry().claim(claim_id)
-    return tuple(c["settings"]) if c["scheme"] == scheme else ("paper",)
 
 
 def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds()) -> pd.DataFrame:
@@ -50,13 +42,12 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     for scheme in ("nope", "alibi", "relative"):
         add(_per_seed_deposit_claim(
             store, runs, th, f"no deposit for {scheme_label(scheme)} on Task 1", "no deposit for NoPE, ALiBi, "
-            "relative", scheme, t1, lambda d: not d["single_head_deposit"].any(),
-            settings=registered_settings(f"no-deposit-{scheme}-t1", scheme), claim_id=f"no-deposit-{scheme}-t1",
+            "relative", scheme, t1, lambda d: not d["single_head_deposit"].any(), claim_id=f"no-deposit-{scheme}-t1",
             contrast=("rope", t1)), "deposits")
     add(_per_seed_deposit_claim(
         store, runs, th, "no deposit for RoPE on Task 2", "none for RoPE on Task 2", "rope", t2,
-        lambda d: not d["single_head_deposit"].any(), settings=registered_settings("no-deposit-rope-t2", "rope"),
-        claim_id="no-deposit-rope-t2", contrast=("rope", t1)), "deposits")
+        lambda d: not d["single_head_deposit"].any(), claim_id="no-deposit-rope-t2", contrast=("rope", t1)),
+        "deposits")
     add(_rope_absolute_claim(store, runs, th), "deposits")
     add(_overfit_claim(runs, th), "overfit")
     add(_poor_claim(runs, th, "alibi", "ALiBi converges poorly on Task 1", "ALiBi converges poorly"), "accuracy")

@@ -69,3 +69,11 @@ def parse_registry(data: dict[str, Any]) -> Registry:
 def load_registry(path: str | Path = REGISTRY) -> Registry:
     with open(path, "rb") as f:
         return parse_registry(tomllib.load(f))
+
+
+def registered_settings(claim_id: str, scheme: str) -> tuple[str, ...]:
+    """The settings claim `claim_id` is registered for (registry.toml) when `scheme` is the claim's own (its
+    `scheme`); the `paper` arch alone for a scheme its sentence names beside it (Relative in
+    `nope-no-generalise-t1`: the grids train Relative in that arch only)."""
+    c = load_registry().claim(claim_id)
+    return tuple(c["settings"]) if c["scheme"] == scheme else ("paper",)
