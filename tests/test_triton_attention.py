@@ -16,7 +16,7 @@ pytest.importorskip("triton")
 
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 from workbench.model.attention import Attention  # noqa: E402
-from workbench.model.triton_attention import _CONFIGS, attention, runs_here  # noqa: E402
+from workbench.model.triton_attention import _CONFIGS, _blocks, attention, runs_here  # noqa: E402
 from workbench.train.loop import sdpa_backend_context  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,8 +77,8 @@ def test_dropout_draws_one_mask_for_both_passes_from_torchs_generator(L):
     # one philox call draws four weights (a row's four quarters of keys): each pair of quarters, heads, rows and
     # sequences agrees as often as independent draws do, p^2 + (1 - p)^2, not always
     independent = p ** 2 + (1 - p) ** 2
-    C = max(32, 1 << (L - 1).bit_length()) // 4  # a quarter of the key block (32 for 100 keys: the last has 4)
-    for t in (1, 2, 3):
+    C = _blocks(L, 16, 16)["BL"] // 4  # a quarter of the key block (32 for 100 keys: the last has 4; 16 for 32)
+    for t in [t for t in (1, 2, 3) if t * C < L]:  # the quarters holding keys (32 keys: 2 of the 64-key block's)
         n = min(C, L - t * C)
         a, b = keep[..., :n], keep[..., t * C:t * C + n]
         assert abs((a == b).float().mean().item() - independent) < 0.05
@@ -186,9 +186,9 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
 
     from workbench.model import triton_attention
 
+    mla_dropout = ["model.dropout=0.1", "train.fused_attention=true", 'model.dropout_sites=["attn_weights"]']
     cfgs = [gpu_step.tier1_config("rope", "smoke", ["train.batch_size=8"]),
-            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=8", "model.dropout=0.1", "train.fused_attention=true",
-                                                   'model.dropout_sites=["attn_weights"]'])]
+            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=8", *mla_dropout])]
     got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False, op_steps=1)
     assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla", "tuned"}
     for row, p in ((got["rope+sinusoidal"], 0.0), (got["mla"], 0.1)):  # forward + backward alone, timed

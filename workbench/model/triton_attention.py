@@ -11,12 +11,13 @@ and the backward recomputes it from the stored log-sum-exp: FlashAttention-2's b
 key block, in [keys, queries] tiles, D_i = dO_i . O_i for the softmax's row sums. Head sizes are zero-padded to a
 power of two >= 16 (zeros add nothing to a dot product), so MLA's wider queries and keys run too.
 
-Dropout (p > 0): the weights kept where u >= p are scaled by 1 / (1 - p). The forward draws u with one philox call
-(10 rounds) for four weights (`_kept_words`) and stores the keep mask as bits (1/32 of the weights' bytes), which
-the backward reads back (`_kept_t`): a quarter of a philox call a weight in all, where drawing u for each weight
-in both passes took two (benchmarks/measured/cpu-triton-2026-11-29). The seed is drawn from torch's generator on
-the device (no host read). The same distribution as SDPA's dropout, other random numbers (as each SDPA backend
-draws its own): another backend, a process option (run.json `sdpa_backend`), not a config field.
+Dropout (p > 0): the weights kept where u >= p are scaled by 1 / (1 - p). The forward takes the key block in four
+quarters and draws u with one philox call (10 rounds) for four weights, one in each quarter (`_fwd`, `_kept_q`); it
+stores the keep mask as bits (1/32 of the weights' bytes), which the backward reads back (`_kept_t`): a quarter of
+a philox call a weight in all, where drawing u for each weight in both passes took two
+(benchmarks/measured/cpu-triton-2026-11-29). The seed is drawn from torch's generator on the device (no host
+read). The same distribution as SDPA's dropout, other random numbers (as each SDPA backend draws its own): another
+backend, a process option (run.json `sdpa_backend`), not a config field.
 
 Calls it cannot run go to `F.scaled_dot_product_attention` unchanged: a mask or bias, more than 128 keys, query and
 key lengths that differ, or neither CUDA nor Triton's interpreter (`TRITON_INTERPRET=1`, set before this module
@@ -46,35 +47,32 @@ _TUNE = _CONFIGS[:1] if os.environ.get("TRITON_INTERPRET") == "1" else _CONFIGS
 
 
 @triton.jit
-def _kept_words(seed, bh, rows, L, thr, BM: tl.constexpr, BL: tl.constexpr):
-    """Dropout's keep mask for BM query rows of head bh, as a [BM, BL] tile and as bits (bit j % 32 of word j // 32
-    is key column j). One philox call (`tl.randint4x`) gives four uniforms, one per quarter of the BL columns:
-    counter (bh L + row) BL / 4 + c draws columns t BL / 4 + c, t = 0..3, each kept where its top 24 bits are
-    >= thr = floor(p 2^24)."""
-    C: tl.constexpr = BL // 4  # <= 32 (BL <= MAX_KEYS): a quarter's bits fall in one word
-    c = tl.arange(0, C)
-    r0, r1, r2, r3 = tl.randint4x(seed, (bh * L + rows[:, None]) * C + c[None, :])
-    k0 = ((r0 >> 8).to(tl.int32) >= thr).to(tl.int32)
-    k1 = ((r1 >> 8).to(tl.int32) >= thr).to(tl.int32)
-    k2 = ((r2 >> 8).to(tl.int32) >= thr).to(tl.int32)
-    k3 = ((r3 >> 8).to(tl.int32) >= thr).to(tl.int32)
-    words = tl.zeros((BM, BL // 32), dtype=tl.int32)
-    for t in tl.static_range(4):
-        k = k0 if t == 0 else k1 if t == 1 else k2 if t == 2 else k3
-        bits = tl.sum(k << ((t * C + c) % 32)[None, :], 1)
-        words = words | tl.where(tl.arange(0, BL // 32)[None, :] == (t * C) // 32, bits[:, None], 0)
-    # [BM, C, i, s] = k_(2 i + s) -> [BM, i, s, C] -> column (2 i + s) C + c
-    keep = tl.reshape(tl.permute(tl.join(tl.join(k0, k2), tl.join(k1, k3)), (0, 2, 3, 1)), (BM, BL))
-    return keep != 0, words
-
-
-@triton.jit
 def _kept_t(BITS, bh, L, rows, BM: tl.constexpr, BL: tl.constexpr):
-    """The keep mask of `_kept_words`, transposed: [BL keys, BM query rows], read back from its bits."""
+    """The keep mask the forward stored as bits (`_kept_q`), read back transposed: [BL keys, BM query rows]."""
     NW: tl.constexpr = BL // 32
     words = tl.load(BITS + (bh * L + rows[None, :]) * NW + tl.arange(0, NW)[:, None])  # [NW, BM]
     bits = (words[:, None, :] >> tl.arange(0, 32)[None, :, None]) & 1  # [NW, 32, BM]: key 32 w + b
     return tl.reshape(bits, (BL, BM)) != 0
+
+
+@triton.jit
+def _quarter(K, V, kb, vb, sk_l, sv_l, q, t, L, DK, DV, scale, C: tl.constexpr, BDK: tl.constexpr,
+             BDV: tl.constexpr):
+    """Quarter t of the key block: its keys' scores for q ([BM, C], -inf past L) and its values [C, BDV]."""
+    cols, ek, ev = t * C + tl.arange(0, C), tl.arange(0, BDK), tl.arange(0, BDV)
+    cin = cols < L
+    k = tl.load(K + kb + cols[:, None] * sk_l + ek[None, :], cin[:, None] & (ek[None, :] < DK), 0.0)
+    v = tl.load(V + vb + cols[:, None] * sv_l + ev[None, :], cin[:, None] & (ev[None, :] < DV), 0.0)
+    return tl.where(cin[None, :], tl.dot(q, tl.trans(k)) * scale, float("-inf")), v
+
+
+@triton.jit
+def _kept_q(r, thr, t, words, BM: tl.constexpr, C: tl.constexpr, NW: tl.constexpr):
+    """Quarter t's keep mask from its philox numbers r (top 24 bits >= thr), and the bit words with its bits set."""
+    c = tl.arange(0, C)
+    keep = (r >> 8).to(tl.int32) >= thr
+    bits = tl.sum(keep.to(tl.int32) << ((t * C + c) % 32)[None, :], 1)
+    return keep, words | tl.where(tl.arange(0, NW)[None, :] == (t * C) // 32, bits[:, None], 0)
 
 
 @triton.autotune(configs=_TUNE, key=["L", "DK", "DV", "DROP"])
@@ -82,25 +80,43 @@ def _kept_t(BITS, bh, L, rows, BM: tl.constexpr, BL: tl.constexpr):
 def _fwd(Q, K, V, O, LSE, SEED, BITS, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, sv_l, sv_h, so_b, so_l, so_h,
          H, L, DK, DV, scale, p, thr, BM: tl.constexpr, BL: tl.constexpr, BDK: tl.constexpr, BDV: tl.constexpr,
          DROP: tl.constexpr):
+    """The key block in four quarters of C = BL / 4 keys (one philox call draws one weight of each): the row's
+    softmax over all four, exact; o = sum over quarters of the dropped weights times the quarter's values."""
+    C: tl.constexpr = BL // 4
+    NW: tl.constexpr = BL // 32
     bh = tl.program_id(0)
     b, h = bh // H, bh % H
     rows = tl.program_id(1) * BM + tl.arange(0, BM)
-    cols, ek, ev = tl.arange(0, BL), tl.arange(0, BDK), tl.arange(0, BDV)
-    rin, cin = rows < L, cols < L
+    ek, ev = tl.arange(0, BDK), tl.arange(0, BDV)
+    rin = rows < L
     q = tl.load(Q + b * sq_b + h * sq_h + rows[:, None] * sq_l + ek[None, :], rin[:, None] & (ek[None, :] < DK), 0.0)
-    k = tl.load(K + b * sk_b + h * sk_h + cols[:, None] * sk_l + ek[None, :], cin[:, None] & (ek[None, :] < DK), 0.0)
-    v = tl.load(V + b * sv_b + h * sv_h + cols[:, None] * sv_l + ev[None, :], cin[:, None] & (ev[None, :] < DV), 0.0)
-    s = tl.where(cin[None, :], tl.dot(q, tl.trans(k)) * scale, float("-inf"))
-    m = tl.max(s, 1)
-    e = tl.exp(s - m[:, None])
-    total = tl.sum(e, 1)
-    w = e / total[:, None]
+    kb, vb = b * sk_b + h * sk_h, b * sv_b + h * sv_h
+    s0, v0 = _quarter(K, V, kb, vb, sk_l, sv_l, q, 0, L, DK, DV, scale, C, BDK, BDV)
+    s1, v1 = _quarter(K, V, kb, vb, sk_l, sv_l, q, 1, L, DK, DV, scale, C, BDK, BDV)
+    s2, v2 = _quarter(K, V, kb, vb, sk_l, sv_l, q, 2, L, DK, DV, scale, C, BDK, BDV)
+    s3, v3 = _quarter(K, V, kb, vb, sk_l, sv_l, q, 3, L, DK, DV, scale, C, BDK, BDV)
+    m = tl.maximum(tl.maximum(tl.max(s0, 1), tl.max(s1, 1)), tl.maximum(tl.max(s2, 1), tl.max(s3, 1)))
+    e0, e1 = tl.exp(s0 - m[:, None]), tl.exp(s1 - m[:, None])
+    e2, e3 = tl.exp(s2 - m[:, None]), tl.exp(s3 - m[:, None])
+    total = tl.sum(e0, 1) + tl.sum(e1, 1) + tl.sum(e2, 1) + tl.sum(e3, 1)
     if DROP:
-        NW: tl.constexpr = BL // 32
-        keep, words = _kept_words(tl.load(SEED), bh, rows, L, thr, BM, BL)
+        inv = (1.0 / (total * (1.0 - p)))[:, None]
+        r0, r1, r2, r3 = tl.randint4x(tl.load(SEED), (bh * L + rows[:, None]) * C + tl.arange(0, C)[None, :])
+        words = tl.zeros((BM, NW), dtype=tl.int32)
+        keep0, words = _kept_q(r0, thr, 0, words, BM, C, NW)
+        keep1, words = _kept_q(r1, thr, 1, words, BM, C, NW)
+        keep2, words = _kept_q(r2, thr, 2, words, BM, C, NW)
+        keep3, words = _kept_q(r3, thr, 3, words, BM, C, NW)
         tl.store(BITS + (bh * L + rows[:, None]) * NW + tl.arange(0, NW)[None, :], words, rin[:, None])
-        w = tl.where(keep, w / (1.0 - p), 0.0)
-    o = tl.dot(w.to(v.dtype), v)
+        w0, w1 = tl.where(keep0, e0 * inv, 0.0), tl.where(keep1, e1 * inv, 0.0)
+        w2, w3 = tl.where(keep2, e2 * inv, 0.0), tl.where(keep3, e3 * inv, 0.0)
+    else:
+        inv = (1.0 / total)[:, None]
+        w0, w1, w2, w3 = e0 * inv, e1 * inv, e2 * inv, e3 * inv
+    o = tl.dot(w0.to(v0.dtype), v0)
+    o = tl.dot(w1.to(v1.dtype), v1, o)
+    o = tl.dot(w2.to(v2.dtype), v2, o)
+    o = tl.dot(w3.to(v3.dtype), v3, o)
     tl.store(O + b * so_b + h * so_h + rows[:, None] * so_l + ev[None, :], o.to(O.dtype.element_ty),
              rin[:, None] & (ev[None, :] < DV))
     tl.store(LSE + bh * L + rows, m + tl.log(total), rin)
@@ -153,8 +169,9 @@ def _bwd(Q, K, V, O, DO, LSE, BITS, DQ, DKey, DVal, sq_b, sq_l, sq_h, sk_b, sk_l
 
 
 def _blocks(L: int, dk: int, dv: int) -> dict:
-    """The block sizes: every key position (BL) and the zero-padded widths (BDK, BDV), powers of two >= 16."""
-    return {"BL": max(32, triton.next_power_of_2(L)), "BDK": max(16, triton.next_power_of_2(dk)),
+    """The block sizes: every key position (BL, >= 64: a quarter of it is a product's width, >= 16) and the
+    zero-padded widths (BDK, BDV), powers of two >= 16."""
+    return {"BL": max(64, triton.next_power_of_2(L)), "BDK": max(16, triton.next_power_of_2(dk)),
             "BDV": max(16, triton.next_power_of_2(dv))}
 
 
@@ -189,7 +206,8 @@ def _strides(t: torch.Tensor) -> tuple[int, int, int]:
 
 
 def _bits(B: int, H: int, L: int, BL: int, p: float, like: torch.Tensor) -> torch.Tensor:
-    """Dropout's keep bits, [batch * head, pos, BL / 32] int32 (`_kept_words`); an empty one without dropout."""
+    """Dropout's keep bits, [batch * head, pos, BL / 32] int32 (bit j % 32 of word j // 32: key j kept; `_kept_q`);
+    an empty one without dropout."""
     return torch.empty((B * H, L, BL // 32) if p > 0 else (0,), dtype=torch.int32, device=like.device)
 
 
