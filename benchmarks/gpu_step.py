@@ -195,7 +195,7 @@ def kernel_agreement(cfgs: list[dict], dev: torch.device, amp: bool, seed: int =
             ref = run(F.scaled_dot_product_attention, torch.float32)
         err = {name: [(a - b).abs().max().item() for a, b in zip(run(fn, dtype), ref)]
                for name, fn in (("triton", attention), ("sdpa", F.scaled_dot_product_attention))}
-        rows[m["scheme"]] = {"shape": [B, H, L, dk, dv], "runs_here": runs_here(q, k, None),
+        rows[m["scheme"]] = {"shape": [B, H, L, dk, dv], "runs_here": runs_here(q, k, v, None),
                              "triton_err": err["triton"], "sdpa_err": err["sdpa"],
                              "ok": all(t <= 2 * s + 1e-3 for t, s in zip(err["triton"], err["sdpa"]))}
         if op_steps:  # the op and its backward alone: inputs made once, no casts in the timing; at the run's

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -104,12 +105,19 @@ def test_calls_it_cannot_run_go_to_sdpa_unchanged(monkeypatch):
     mask[..., 3] = -1e9
     assert torch.equal(attention(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     long = [t.detach() for t in qkv(1, 1, 130, 16, 16)]
-    assert not runs_here(long[0], long[1], None)
+    assert not runs_here(*long, None)
     assert torch.equal(attention(*long), F.scaled_dot_product_attention(*long))
-    assert not runs_here(q[:, :, :8], k, None)
-    assert runs_here(q, k, None)
+    assert not runs_here(q[:, :, :8], k, v, None)
+    assert runs_here(q, k, v, None)
+    # a view whose elements span 2^31 or more (the paper arch's keys inside all six layers' at a batch of 6,000):
+    # the kernels' int32 indices would wrap, so SDPA takes it
+    B, L, width = 6000, 128, 12 * 256
+    wide = SimpleNamespace(shape=(B, 16, L, 16), stride=lambda: (L * width, 16, width, 1), is_cuda=False)
+    assert (B - 1) * L * width >= 2 ** 31 and not runs_here(q, wide, v, None)
+    wide.shape = (4000, 16, L, 16)  # 4,000 sequences fit
+    assert runs_here(SimpleNamespace(**{**vars(wide), "stride": lambda: (L * 16 * 16, 16, 256, 1)}), wide, v, None)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
-    assert not runs_here(q, k, None)
+    assert not runs_here(q, k, v, None)
 
 
 def _model(scheme, **kw):
@@ -292,8 +300,6 @@ def test_the_kernels_build_for_the_gpu_and_spill_no_register(tmp_path):
 def test_tuned_reports_each_keys_choice_and_every_configs_timings(monkeypatch):
     """On a GPU the autotuner times every config once per key and keeps only the latest timings: `tuned` still
     gives each key's choice with its own timings (what the window's measurement brings back to prune the configs)."""
-    from types import SimpleNamespace
-
     from workbench.model import triton_attention as ta
 
     monkeypatch.setattr(ta, "_TIMINGS", {"forward": {}, "backward": {}})

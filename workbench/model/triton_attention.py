@@ -276,19 +276,27 @@ def _backward(ctx, dz, _dlse, _dbits):
 _attention.register_autograd(_backward, setup_context=_setup)
 
 
-def runs_here(q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None) -> bool:
+def _addressable(*ts) -> bool:
+    """Every element of each tensor lies less than 2^31 elements from its first: the kernels index in int32 (a
+    layer's keys and values of the paper arch are views into all six layers', 12 x d_model wide, so a batch of
+    about 5,500 at 128 positions would already pass it)."""
+    return all(sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride())) < 2 ** 31 for t in ts)
+
+
+def runs_here(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> bool:
     """True when the kernel can take this call ([batch, head, pos, d] as SDPA's): no mask, as many queries as keys,
-    at most MAX_KEYS of them, on CUDA or under Triton's interpreter."""
+    at most MAX_KEYS of them, every index within int32 (`_addressable`; the philox counters too), on CUDA or under
+    Triton's interpreter."""
     B, H, L, _ = q.shape
     return (mask is None and k.shape[2] == L and L <= MAX_KEYS and B * H * MAX_KEYS ** 2 < 2 ** 31
-            and (q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"))
+            and _addressable(q, k, v) and (q.is_cuda or os.environ.get("TRITON_INTERPRET") == "1"))
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
               dropout_p: float = 0.0) -> torch.Tensor:
     """`F.scaled_dot_product_attention(q, k, v, mask, dropout_p)` ([batch, head, pos, d]), by the kernel where
     `runs_here`, in the autocast dtype where autocast is on (as SDPA computes)."""
-    if not runs_here(q, k, mask):
+    if not runs_here(q, k, v, mask):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     dtype = compute_dtype(q)
     qb, kb, vb = (t.to(dtype).transpose(1, 2) for t in (q, k, v))  # [batch, pos, head, d]: the model's layout
