@@ -20,8 +20,8 @@ read). The same distribution as SDPA's dropout, other random numbers (as each SD
 backend, a process option (run.json `sdpa_backend`), not a config field.
 
 Calls it cannot run go to `F.scaled_dot_product_attention` unchanged: a mask or bias, more than 128 keys, query and
-key lengths that differ, or neither CUDA nor Triton's interpreter (`TRITON_INTERPRET=1`, set before this module
-is imported: how the CPU tests run the kernels).
+key lengths that differ, tensors spanning 2^31 elements or more (int32 indices), or neither CUDA nor Triton's
+interpreter (`TRITON_INTERPRET=1`, set before this module is imported: how the CPU tests run the kernels).
 """
 from __future__ import annotations
 
