@@ -67,7 +67,7 @@ def _quarter(K, V, kb, vb, sk_l, sv_l, q, t, L, DK, DV, scale, C: tl.constexpr, 
 
 
 @triton.jit
-def _kept_q(r, thr, t, words, BM: tl.constexpr, C: tl.constexpr, NW: tl.constexpr):
+def _kept_q(r, thr, t, words, C: tl.constexpr, NW: tl.constexpr):
     """Quarter t's keep mask from its philox numbers r (top 24 bits >= thr), and the bit words with its bits set."""
     c = tl.arange(0, C)
     keep = (r >> 8).to(tl.int32) >= thr
@@ -103,10 +103,10 @@ def _fwd(Q, K, V, O, LSE, SEED, BITS, sq_b, sq_l, sq_h, sk_b, sk_l, sk_h, sv_b, 
         inv = (1.0 / (total * (1.0 - p)))[:, None]
         r0, r1, r2, r3 = tl.randint4x(tl.load(SEED), (bh * L + rows[:, None]) * C + tl.arange(0, C)[None, :])
         words = tl.zeros((BM, NW), dtype=tl.int32)
-        keep0, words = _kept_q(r0, thr, 0, words, BM, C, NW)
-        keep1, words = _kept_q(r1, thr, 1, words, BM, C, NW)
-        keep2, words = _kept_q(r2, thr, 2, words, BM, C, NW)
-        keep3, words = _kept_q(r3, thr, 3, words, BM, C, NW)
+        keep0, words = _kept_q(r0, thr, 0, words, C, NW)
+        keep1, words = _kept_q(r1, thr, 1, words, C, NW)
+        keep2, words = _kept_q(r2, thr, 2, words, C, NW)
+        keep3, words = _kept_q(r3, thr, 3, words, C, NW)
         tl.store(BITS + (bh * L + rows[:, None]) * NW + tl.arange(0, NW)[None, :], words, rin[:, None])
         w0, w1 = tl.where(keep0, e0 * inv, 0.0), tl.where(keep1, e1 * inv, 0.0)
         w2, w3 = tl.where(keep2, e2 * inv, 0.0), tl.where(keep3, e3 * inv, 0.0)
@@ -176,15 +176,19 @@ def _blocks(L: int, dk: int, dv: int) -> dict:
 
 
 _TIMINGS: dict[str, dict[str, dict[str, list[float]]]] = {"forward": {}, "backward": {}}
+_NOTED: dict[str, object] = {}  # per kernel, the autotuner's timings object last read (it makes a new one per tuning)
 
 
 def _note_timings(name: str, kernel) -> None:
     """Keep what the autotuner measured for the key it tuned last (Triton keeps only the latest `configs_timings`),
-    once per key: {config: its timings in ms}."""
+    once per key: {config: its timings in ms}. Called after every launch: a call that tuned nothing reads one
+    attribute and returns."""
     timings = getattr(kernel, "configs_timings", None)
-    if timings and kernel.cache:
-        ms = {str(c): list(t) if isinstance(t, (list, tuple)) else [t] for c, t in timings.items()}
-        _TIMINGS[name].setdefault(str(next(reversed(kernel.cache))), ms)
+    if not timings or timings is _NOTED.get(name) or not kernel.cache:
+        return
+    _NOTED[name] = timings
+    ms = {str(c): list(t) if isinstance(t, (list, tuple)) else [t] for c, t in timings.items()}
+    _TIMINGS[name].setdefault(str(next(reversed(kernel.cache))), ms)
 
 
 def tuned() -> dict:

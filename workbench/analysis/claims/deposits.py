@@ -22,11 +22,12 @@ def _per_seed_deposit_claim(store, runs, th, claim, paper, variant, task, agrees
                             contrast: tuple[str, str] | None = None, second: Callable | None = None,
                             second_label: str = "") -> list[dict]:
     """One row per setting registry.toml registers `claim_id` for (`registered_settings`): each counted run's
-    deposit table judged by `agrees` at both registered thresholds, decided by the share rule (`share`). Only runs that learned and settled count (`_settled`); the evidence still
-    shows an uncounted run's deposits, marked not counted; none left: inconclusive (did not learn / still
-    learning). `contrast` (variant, task): the same rule on the scheme the paper contrasts the claim with
-    (`specificity`). `second`: a second reading shown beside, never deciding (`second_label` names it).
-    `outcome` replaces the verdict for rows that do not test the paper (e.g. "beyond the paper")."""
+    deposit table judged by `agrees` at both registered thresholds, decided by the share rule (`share`). Only runs
+    that learned and settled count (`_settled`); the evidence still shows an uncounted run's deposits, marked not
+    counted; none left: inconclusive (did not learn / still learning). `contrast` (variant, task): the same rule
+    on the scheme the paper contrasts the claim with (`specificity`). `second`: a second reading shown beside, never
+    deciding (`second_label` names it). `outcome` replaces the verdict for rows that do not test the paper (e.g.
+    "beyond the paper")."""
     out = []
     for setting in registered_settings(claim_id, variant):
         sub = _runs(runs, setting, variant, task)
