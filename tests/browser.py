@@ -295,6 +295,37 @@ _GRAPHS_JS = """return Array.from(document.querySelectorAll('.content .js-plotly
 });"""
 
 
+# in the page: per plotly graph on screen, its text that a reader cannot read: a tick label, axis or figure title,
+# annotation or legend entry past the figure's left or right edge ("cut"), and pairs of them drawn over each other
+# by more than 2 px across and 3 px down (rotated labels are left out: their boxes overlap when the text does not)
+_TEXT_JS = r"""return Array.from(document.querySelectorAll(arguments[0] + ' .js-plotly-plot')).flatMap(g => {
+  if (!g.getClientRects().length || !g.querySelector('.main-svg')) return [];
+  const title = (((g.layout || {}).title || {}).text || '').slice(0, 60);
+  const box = g.querySelector('.main-svg').getBoundingClientRect();
+  const sel = '.xtick text, .ytick text, text[class$="title"], .annotation-text, .legendtext';
+  const ts = Array.from(g.querySelectorAll(sel)).map(t => [t.textContent, t.getBoundingClientRect(),
+      (t.getAttribute('transform') || '') + ((t.closest('g[transform]') || t).getAttribute('transform') || '')])
+    .filter(([s, r, tr]) => s && r.width > 0 && r.height > 0 && !/rotate\((?!0[ ,)])/.test(tr));
+  const out = [];
+  for (const [s, r] of ts)
+    if (r.right > box.right + 1 || r.left < box.left - 1) out.push({title: title, cut: s.slice(0, 60)});
+  for (let i = 0; i < ts.length; i++) for (let j = i + 1; j < ts.length; j++) {
+    const a = ts[i][1], b = ts[j][1];
+    if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2 && Math.min(a.bottom, b.bottom) -
+        Math.max(a.top, b.top) > 3) out.push({title: title, over: [ts[i][0].slice(0, 40), ts[j][0].slice(0, 40)]});
+  }
+  return out;
+});"""
+
+
+def unreadable_text(drv, root: str = ".content") -> list[str]:
+    """The text of the figures under `root` (a CSS selector; the app's pages: .content) that a reader cannot read as
+    drawn (`_TEXT_JS`): cut at a figure's edge, or drawn over other text; one line each."""
+    return [f"figure {t['title']!r}: " + (f"{t['cut']!r} is cut at the figure's edge" if "cut" in t
+                                         else f"{t['over'][0]!r} and {t['over'][1]!r} are drawn over each other")
+            for t in drv.execute_script(_TEXT_JS, root)]
+
+
 def significant_decimals(text: str) -> int:
     """Most significant decimals of any number in a cell: digits after the point, leading zeros not counted
     (0.983 -> 3, 0.000123 -> 3, 7.638999938964844 -> 15)."""
@@ -308,8 +339,9 @@ _CELLS_JS = """return Array.from(document.querySelectorAll('.content .dash-sprea
 
 def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
     """What a person would call wrong on the page shown: an error box or traceback, console errors, an empty
-    figure, a table cell with more than MAX_DECIMALS significant decimals, a legend of more than MAX_LEGEND entries,
-    a default run that did not learn the task."""
+    figure, figure text cut at its edge or drawn over other text (`unreadable_text`), a table cell with more than
+    MAX_DECIMALS significant decimals, a legend of more than MAX_LEGEND entries, a default run that did not learn the
+    task."""
     from selenium.webdriver.common.by import By
 
     out = []
@@ -324,6 +356,7 @@ def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
             out.append(f"{name}: empty figure {g['title'][:60]!r} ({g['traces']} traces, none with data)")
         if g["legend"] > MAX_LEGEND:
             out.append(f"{name}: figure {g['title'][:60]!r} has {g['legend']} legend entries (> {MAX_LEGEND})")
+    out += [f"{name}: {t}" for t in unreadable_text(drv)]
     for t in drv.execute_script(_CELLS_JS):  # one round trip, not one a cell (the Findings page has hundreds)
         if significant_decimals(t) > MAX_DECIMALS:
             out.append(f"{name}: table cell {t[:60]!r} shows more than {MAX_DECIMALS} significant decimals")
@@ -383,8 +416,9 @@ def shoot_pages(shipped: str = str(REPO / "results" / "repro"), store_root: str 
     return paths, problems
 
 
-FINDINGS_MAX_HEIGHT = 4100  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells; 3,968
-# before the paper-scale line of 2026-11-28, which takes about 60 px)
+FINDINGS_MAX_HEIGHT = 4250  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells; 3,968
+# before the paper-scale line of 2026-11-28, which takes about 60 px; 4,050 before 2026-11-29's readable labels and
+# titles: the verdict matrix's two-line rows and legend below it, long titles on two lines, 4,178 after)
 
 # per table of the page: its right edge beyond its card's, or a horizontal scroll bar (columns out of sight)
 _CUT_TABLES_JS = """return Array.from(document.querySelectorAll('.content .dash-spreadsheet-container')).map(t => {
@@ -419,6 +453,20 @@ def findings_look(drv, url: str, timeout: float = 180) -> dict:
     out["tables"] = len(drv.find_elements(By.CSS_SELECTOR, ".content .dash-spreadsheet-container"))
     drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = false)")
     return out
+
+
+LAPTOP_WIDTHS = (1280, 1024)  # a laptop's window, two-column cards; and one where the cards stack (max-width 1100px)
+
+
+def unreadable_at(drv, url: str, width: int, timeout: float = 180) -> list[str]:
+    """`unreadable_text` of the page at `url` opened `width` px wide, every fold opened (the folded figures too)."""
+    drv.set_window_size(width, 1000)
+    drv.get(url)
+    _settle(drv, url, timeout)
+    drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = true)")
+    time.sleep(1.0)
+    wait_until(lambda: drv.execute_script(_DRAWN_JS) and dash_idle(drv), timeout, what=f"{url}'s folded graphs")
+    return [f"{width} px: {t}" for t in unreadable_text(drv)]
 
 
 USAGE = """usage: python tests/browser.py screenshots [--shipped DIR] [--store DIR] [--pages findings,heads,...]

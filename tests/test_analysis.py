@@ -360,6 +360,24 @@ def test_distance_bias_of_pure_alibi_is_its_slope_times_distance_gap():
     assert np.allclose(flat["mean_diff"], 0) and np.allclose(flat["std_diff"], 0)
 
 
+def test_distance_bias_bins_are_not_set_by_one_extreme_head():
+    """A shipped RoPE run had one head with logit differences of +-7,000 among heads within +-1: pooled quantiles
+    made bins 361 wide and put every other head in one bin. `shared_edges` leaves such a head out of the edges (its
+    pairs count in the end bins); without one, the edges are the pooled 0.1-99.9 % quantiles, as before."""
+    rng = np.random.default_rng(0)
+    typical = {l: rng.normal(0, 1, (2000, 4)) for l in range(3)}
+    edges = distance_bias.shared_edges(typical, 40)
+    pooled = np.concatenate([d.ravel() for d in typical.values()])
+    np.testing.assert_allclose(edges, np.linspace(*np.quantile(pooled, [0.001, 0.999]), 41))
+    wild = {l: d.copy() for l, d in typical.items()}
+    wild[2][:, 1] = rng.uniform(-7000, 7000, 2000)
+    edges = distance_bias.shared_edges(wild, 40)
+    assert np.allclose(edges, distance_bias.shared_edges(typical | {2: np.delete(wild[2], 1, 1)}, 40))
+    assert edges[-1] - edges[0] < 10, "the typical heads' range, not the extreme head's"
+    counts, _ = np.histogram(np.clip(typical[0][:, 0], edges[0], edges[-1]), bins=edges)
+    assert counts.max() < 0.2 * counts.sum(), "a typical head spreads over the bins"
+
+
 def test_rope_expected_score_analytic_and_monte_carlo():
     df = rope_expected_score(d_head=16, max_distance=64, n_samples=4000)
     zero = df[df.q_mean == 0]

@@ -212,6 +212,50 @@ def test_distance_bias_axis_and_legend_stay_readable():
     lo, hi = fig.layout.xaxis.range
     assert hi - lo < 0.5 * (edges[-1] - edges[0]), "the axis is not stretched by one extreme pair"
     assert any("outside the sensible range" in a.text for a in fig.layout.annotations)
+    assert "most pairs fall in one bin" in fig.layout.title.text and "L0.H0" in fig.layout.title.text
+
+
+def test_distance_bias_says_when_its_bins_cannot_show_the_heads():
+    """Tables computed before `shared_edges` (49 of the 205 shipped repro runs): one head's range set the bins and
+    the other heads' pairs sit in one bin. The title names the head and points to the per-head share; a table whose
+    bins resolve the heads gets no such note."""
+    edges = np.linspace(-4, 4, 41)
+
+    def table(wide_head: bool):
+        rows = []
+        for layer in range(3):
+            for head in range(2):
+                counts = np.zeros(40, int)
+                if wide_head and (layer, head) == (2, 1):
+                    counts[:] = 25
+                elif wide_head:
+                    counts[20] = 1000
+                else:
+                    counts[14:26] = [20, 40, 70, 110, 140, 120, 120, 140, 110, 70, 40, 20]
+                rows += [{"layer": layer, "head": head, "bin_lo": lo, "bin_hi": hi, "count": c, "mean_diff": 0.1,
+                          "run_id": "r", "scheme": "rope", "task": "trigger-distance"}
+                         for lo, hi, c in zip(edges[:-1], edges[1:], counts)]
+        return pd.DataFrame(rows)
+
+    note = FIGURES["distance_bias"](table(True)).layout.title.text
+    assert "L2.H1" in note and "per-head share" in note and "0.2 wide" in note, note
+    assert "<br>" not in FIGURES["distance_bias"](table(False)).layout.title.text
+
+
+def test_long_titles_wrap_and_grow_the_top_margin():
+    """Plotly cuts a title at the figure's right edge (the deposit map's at 1,280 px): `style.layout` breaks a first
+    line longer than TITLE_WIDTH (after its " — " where that fits) and grows the top margin by a line for each break
+    it adds, so the title does not run into the subplot titles; a subtitle after "<br>" is kept as given."""
+    short = S.layout(go.Figure(), "Short title")
+    assert short.layout.title.text == "Short title" and short.layout.margin.t == 80
+    run = "Head ablation: Δ accuracy = clean − ablated (0 = no effect), 3 seeds — RoPE, Task 1"
+    fig = S.layout(go.Figure(), run + "<br><sup>a note</sup>")
+    assert fig.layout.title.text == run.replace(" — ", "<br>— ") + "<br><sup>a note</sup>"
+    assert fig.layout.margin.t == 80 + S.TITLE_LINE
+    words = "word " * 40
+    lines = S.layout(go.Figure(), words, margin=dict(l=1, r=1, t=50, b=1)).layout
+    assert all(len(x) <= S.TITLE_WIDTH for x in lines.title.text.split("<br>"))
+    assert lines.margin.t == 50 + S.TITLE_LINE * lines.title.text.count("<br>") and lines.margin.l == 1
 
 
 # ---- extrapolation -----------------------------------------------------------------------------------------

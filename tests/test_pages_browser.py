@@ -84,6 +84,14 @@ def test_findings_answers_at_a_glance_and_every_table_fits_its_card(drv, shipped
     B.screenshot(drv, "dashboard_findings", width=B.SHOT_WIDTH)
 
 
+def test_findings_text_reads_on_a_laptop_screen(drv, shipped_app):
+    """Every figure of the Findings page, its folds open, at a laptop's widths: no tick label, title, note or legend
+    entry cut at its figure's edge or drawn over another (at 1,280 px the verdict matrix's setting labels ran into
+    each other and the deposit map's title was cut, while the 1,600-px screenshots showed neither)."""
+    problems = [p for w in B.LAPTOP_WIDTHS for p in B.unreadable_at(drv, shipped_app.url + "/", w)]
+    assert not problems, "\n".join(problems)
+
+
 def test_findings_click_a_matrix_cell_shows_its_evidence(drv, shipped_app):
     """A click on a verdict-matrix cell (a plotly click on its heatmap point) picks that claim for the Evidence
     card: its verdict, evidence text and runs."""

@@ -176,6 +176,8 @@ def test_report_renders_in_the_browser(report):
     assert rendered >= n
     errors = B.console_errors(drv)
     assert not errors, errors
+    unreadable = B.unreadable_text(drv, "body")  # the dashboard's figures, at the browser's 1,400 px
+    assert not unreadable, "\n".join(unreadable)
     fetched = drv.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert not [u for u in fetched if u.startswith(("http:", "https:"))], f"the report fetched {fetched}"
     B.screenshot(drv, "report")

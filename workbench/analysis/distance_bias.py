@@ -3,7 +3,8 @@
 `compute`: for sampled (example, query m) and two keys of the same row -- n_s at a short distance
 |m - n_s| in [short_min, short_max] and n_l at a long distance |m - n_l| in [long_min, long_max] -- the
 difference Delta = S[m, n_s] - S[m, n_l] of the pre-softmax logits (`hook_attn_scores` on allowed entries,
-positional bias included), per layer and head, as a histogram on shared bin edges. A distribution shifted
+positional bias included), per layer and head, as a histogram on shared bin edges (`shared_edges`: an extreme
+head does not set them; its differences beyond them count in the end bins). A distribution shifted
 to positive values means the head favours near tokens whatever their content (TAPA's "distance bias").
 The TAPA paper uses distances [0, 100] vs [10000, 10100]; here the defaults scale with the training length
 L: short [0, L/10], long [L/2, L-1].
@@ -87,11 +88,7 @@ def compute(model, data, n_pairs: int = 10000, n_examples: int | None = 512, see
                 s = store[nm].cpu()  # [B, H, q, k]
                 diffs[l].append((s[b, :, mm, a] - s[b, :, mm, c]).double().numpy())  # [P, H]
     D = {l: np.concatenate(v) for l, v in diffs.items()}
-    allv = np.concatenate([d.ravel() for d in D.values()])
-    lo, hi = np.quantile(allv, [0.001, 0.999])
-    if hi <= lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, n_bins + 1)
+    edges = shared_edges(D, n_bins)
     rows = []
     for l, d in D.items():
         for h in range(d.shape[1]):
@@ -104,6 +101,24 @@ def compute(model, data, n_pairs: int = 10000, n_examples: int | None = 512, see
                 rows.append({"layer": l, "head": h, "bin_lo": float(edges[i]), "bin_hi": float(edges[i + 1]),
                              "count": int(counts[i]), "density": float(counts[i] / max(len(v), 1)), **summary})
     return pd.DataFrame(rows)
+
+
+OUTLIER_SPREAD = 20.0  # a head whose central 98 % spans this many times the median head's is left out of the edges
+
+
+def shared_edges(diffs: dict[int, np.ndarray], n_bins: int) -> np.ndarray:
+    """Bin edges shared by every head: n_bins equal bins over the 0.1-99.9 % quantiles of the pooled differences
+    of the heads whose central 98 % (1-99 % quantiles) spans at most OUTLIER_SPREAD x the median head's. One head
+    with logits in the thousands would otherwise stretch the bins so far that every other head's differences fall
+    in one bin (a shipped RoPE run: bins 361 wide); its own differences beyond the edges count in the end bins."""
+    heads = [d[:, h] for d in diffs.values() for h in range(d.shape[1])]
+    spread = np.array([np.subtract(*np.quantile(v, [0.99, 0.01])) for v in heads])
+    typical = np.median(spread)
+    kept = [v for v, w in zip(heads, spread) if w <= OUTLIER_SPREAD * typical] if typical > 0 else heads
+    lo, hi = np.quantile(np.concatenate(kept), [0.001, 0.999])
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    return np.linspace(lo, hi, n_bins + 1)
 
 
 def run(run, **params) -> pd.DataFrame:

@@ -40,10 +40,37 @@ def distance_bias(df: pd.DataFrame) -> go.Figure:
             pad = 0.05 * (hi - lo if hi > lo else 1.0)
             fig.update_xaxes(range=[lo - pad, hi + pad], row=1, col=c)
         fig.add_vline(x=0, line_dash="dash", line_color="gray", row=1, col=c)
-        fig.update_xaxes(title_text="logit(near) − logit(far)", row=1, col=c)
-    fig.update_yaxes(title_text="share of pairs", row=1, col=1)
+        fig.update_xaxes(title_text="logit(near) − logit(far)", ticklabelstandoff=6, row=1, col=c)
+    fig.update_yaxes(title_text="share of pairs", ticklabelstandoff=6, row=1, col=1)  # the corner's labels apart
     S.range_note(fig, df["mean_diff"], S.SANE_LOGIT, "logit differences")
-    return S.layout(fig, S.title_for(df, "Distance bias (dashed: no preference)"), barmode="overlay")
+    title = S.title_for(df, "Distance bias (dashed: no preference)")
+    coarse = coarse_bins(df)
+    if coarse:
+        title += f"<br><sup>{coarse}</sup>"
+    return S.layout(fig, title, barmode="overlay")
+
+
+COARSE_SHARE = 0.9  # a layer with this share of its pairs in one bin is not resolved by the bins
+
+
+def coarse_bins(df: pd.DataFrame) -> str | None:
+    """A note when the shared bins cannot show the distributions: in most layers (of a run) COARSE_SHARE of the
+    pairs sit in one bin, because the differences of a few heads span far more (tables computed before
+    `analysis.distance_bias.shared_edges` left extreme heads out of the edges); None otherwise."""
+    if not len(df):
+        return None
+    runs = df.groupby("run_id") if "run_id" in df.columns else [(None, df)]
+    for _, d in runs:
+        per_layer = d.groupby(["layer", "bin_lo"])["count"].sum()
+        top = per_layer.groupby("layer").max() / per_layer.groupby("layer").sum().clip(lower=1)
+        if (top >= COARSE_SHARE).mean() > 0.5:
+            used = d[d["count"] > 0]
+            span = used.groupby(["layer", "head"]).agg(lo=("bin_lo", "min"), hi=("bin_hi", "max"))
+            l, h = (span["hi"] - span["lo"]).idxmax()
+            width = float((d["bin_hi"] - d["bin_lo"]).median())
+            return (f"bins {S.num(width)} wide, set by head L{l}.H{h} ({S.num(span.loc[(l, h), 'lo'])} to "
+                    f"{S.num(span.loc[(l, h), 'hi'])}): most pairs fall in one bin; the per-head share reads them")
+    return None
 
 
 def distance_bias_share(df: pd.DataFrame) -> go.Figure:

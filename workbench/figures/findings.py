@@ -17,18 +17,6 @@ ONE_SEED_PATTERN = "/"  # a bar of one seed (no interval) is hatched
 MARK_MERGE = 0.02  # a length-only level within 2 points of chance is not drawn apart from it (Task 2)
 
 
-def _wrap(label: str, width: int = 12) -> str:
-    """A tick label broken into lines of about `width` characters (so no panel needs rotated labels)."""
-    lines, cur = [], ""
-    for word in label.split():
-        if cur and len(cur) + 1 + len(word) > width:
-            lines.append(cur)
-            cur = word
-        else:
-            cur = f"{cur} {word}".strip()
-    return "<br>".join(lines + [cur])
-
-
 def _level_marks(fig, d: pd.DataFrame, settings: list, column: str, kind: str, label: str, col: int) -> None:
     """A short grey segment per setting across its group of bars at the level `column` (chance, length-only),
     one legend trace flagged meta.baseline = kind; nothing when the table lacks the column."""
@@ -100,8 +88,8 @@ def table1(df: pd.DataFrame) -> go.Figure:
             fig.add_trace(go.Scatter(x=px, y=py, mode="markers", name="paper (one run)", legendgroup="paper",
                                      marker=dict(symbol="diamond", color="black", size=10), text=pt,
                                      hovertemplate="paper, %{text}: %{y:.2f} %<extra></extra>"), row=1, col=c)
-        fig.update_xaxes(tickvals=list(range(len(settings))), ticktext=[_wrap(SETTINGS[k]) for k in settings],
-                         tickangle=0, range=[-0.5, len(settings) - 0.5], row=1, col=c)
+        fig.update_xaxes(tickvals=list(range(len(settings))), ticktext=[style.wrap(SETTINGS[k]) for k in settings],
+                         tickangle=0, tickfont=dict(size=11), range=[-0.5, len(settings) - 0.5], row=1, col=c)
     if one_seed:  # the legend key of the hatching
         fig.add_trace(go.Bar(x=[None], y=[None], name="hatched: one seed (no interval)", legendgroup="one seed",
                              marker=dict(color="#bbbbbb", pattern=dict(shape=ONE_SEED_PATTERN, fgcolor="white"))),
@@ -122,15 +110,16 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
     base = df.loc[df["claim_no"] >= 0, "rung"].iloc[0] if (df["claim_no"] >= 0).any() else None
     if by == "setting":
         d = df[df["rung"] == base]
-        d = d.assign(y=[_wrap(c, 58) for c in d["claim"]], x=[_wrap(SHORT.get(s, s), 8) for s in d["setting"]])
-        xs = [_wrap(SHORT.get(s, s), 8) for s in dict.fromkeys(k for k in ("paper", "authors", "authors-mla", "encoder",
-                                                                    "decoder") if k in set(d["setting"]))]
+        d = d.assign(y=[style.wrap(c, 58) for c in d["claim"]],
+                     x=[style.wrap(SHORT.get(s, s), 8) for s in d["setting"]])
+        xs = [style.wrap(SHORT.get(s, s), 8) for s in dict.fromkeys(
+            k for k in ("paper", "authors", "authors-mla", "encoder", "decoder") if k in set(d["setting"]))]
         xs += [x for x in dict.fromkeys(d["x"]) if x not in xs]
         title = f"Each claim per setting ({base}; number: seeds behind the verdict)"
     else:
         keys = set(zip(df.loc[df["rung"] != base, "claim"], df.loc[df["rung"] != base, "setting"]))
         d = df[[k in keys for k in zip(df["claim"], df["setting"])]]
-        d = d.assign(y=[_wrap(f"{c} · {SHORT.get(s, s)}", 64) for c, s in zip(d["claim"], d["setting"])],
+        d = d.assign(y=[style.wrap(f"{c} · {SHORT.get(s, s)}", 110) for c, s in zip(d["claim"], d["setting"])],
                      x=[r.replace("-", "-<br>", 1) for r in d["rung"]])
         xs = list(dict.fromkeys([base.replace("-", "-<br>", 1)] + list(d["x"]))) if len(d) else []
         title = "Each claim per rung of the scale ladder (number: seeds; other rungs: seed 42 unless run with more)"
@@ -145,7 +134,7 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
     for i, r in zip(d.index, d.itertuples()):
         a, b = yi[r.y], xi[r.x]
         z[a, b], text[a, b], idx[a, b] = code[r.verdict], str(int(r.n_seeds)), i
-        hover[a, b] = (f"{_wrap(r.claim, 60)}<br>{r.setting} · {r.rung}<br><b>{r.verdict}</b> "
+        hover[a, b] = (f"{style.wrap(r.claim, 60)}<br>{r.setting} · {r.rung}<br><b>{r.verdict}</b> "
                        f"({int(r.n_seeds)} seed{'s' if r.n_seeds != 1 else ''})<br>click for the evidence")
     n = max(len(verdicts), 1)
     scale = [[(k + e) / n, style.verdict_color(v)] for k, v in enumerate(verdicts) for e in (0, 1)] or \
@@ -158,12 +147,17 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=v,
                                  marker=dict(symbol="square", size=12, color=style.verdict_color(v),
                                              line=dict(color="#888888", width=1))))
-    fig.update_xaxes(side="top", type="category", categoryorder="array", categoryarray=xs, tickangle=0)
+    fig.update_xaxes(side="top", type="category", categoryorder="array", categoryarray=xs, tickangle=0,
+                     tickfont=dict(size=11))
     fig.update_yaxes(autorange="reversed", type="category", categoryorder="array", categoryarray=ys,
                      tickfont=dict(size=11))
-    height = 110 + 28 * max(len(ys), 1)
+    # the legend below the cells, not beside them: in a half-width card (a 1,280-px screen) a legend at the right
+    # left the five setting columns too narrow for their labels, which overlapped (tests/browser.py)
+    row = 28 if all("<br>" not in y for y in ys) else 32  # two lines of 11-px labels need 32 px apart
+    height = 130 + row * max(len(ys), 1)  # the legend below takes about 40 px of it
     style.layout(fig, title, height=height, margin=dict(l=10, r=10, t=95, b=10))
-    return fig.update_layout(legend=dict(x=1.01, y=1, yanchor="top", font=dict(size=11)), title_font_size=15)
+    return fig.update_layout(legend=dict(orientation="h", x=0, xanchor="left", y=-0.01, yanchor="top",
+                                         font=dict(size=11)), title_font_size=15)
 
 
 NO_DEPOSIT = -1  # the x position of "no single-head deposit" in the deposit map
@@ -208,10 +202,11 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
                                      customdata=s["run_id"]), row=1, col=c)
         fig.update_xaxes(tickmode="array", tickvals=[NO_DEPOSIT] + list(range(n_layers)),
                          ticktext=["none"] + [str(i) for i in range(n_layers)], range=[-1.6, n_layers + 0.1],
-                         title_text="layer of the largest single-head deposit", row=1, col=c)
+                         title_text="layer", row=1, col=c)
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows if c == 1 else [""] * len(rows),
                          range=[len(rows) - 0.5, -0.5], showgrid=True, row=1, col=c)
-    style.layout(fig, "Where the largest single-head deposit falls (a marker per seed; size, number: its drop)", height=150 + 24 * max(len(rows), 1),
+    style.layout(fig, "Where the largest single-head deposit falls<br><sup>its layer; a marker per seed, its size "
+                      "and number the zero-ablation drop</sup>", height=150 + 24 * max(len(rows), 1),
                  margin=dict(l=20, r=20, t=90, b=60))
     return fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
 

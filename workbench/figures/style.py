@@ -134,10 +134,48 @@ def share_bars(df: pd.DataFrame, part: str, parts: dict[str, tuple[str, str]], c
     return fig
 
 
+TITLE_WIDTH = 72  # characters a title line holds in a half-width dashboard card on a 1,280-px screen
+
+
+def wrap(label: str, width: int = 12) -> str:
+    """A label broken into lines of about `width` characters at spaces ("<br>" between them), so that no tick label
+    needs rotating and no title runs past its figure."""
+    lines, cur = [], ""
+    for word in label.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}".strip()
+    return "<br>".join(lines + [cur])
+
+
+def wrap_title(title: str, width: int = TITLE_WIDTH) -> str:
+    """A title's first line broken where it is longer than `width` characters: after its " — " (the run it shows
+    then reads on a line of its own) where both parts fit, else at spaces (`wrap`). A subtitle after "<br>" is kept
+    as it is; plotly does not wrap titles itself, and cuts what passes the figure's right edge."""
+    head, sep, rest = title.partition("<br>")
+    if len(head) <= width:
+        return title
+    a, dash, b = head.rpartition(" — ")
+    head = f"{a}<br>— {b}" if dash and len(a) <= width and len(b) + 2 <= width else wrap(head, width)
+    return head + sep + rest
+
+
+TITLE_LINE = 20  # px a title line takes: the top margin grows by it for each line `wrap_title` adds
+
+
 def layout(fig: go.Figure, title: str, **kw) -> go.Figure:
-    """House template, title and margins."""
-    kw.setdefault("margin", dict(l=70, r=30, t=80, b=60))
-    fig.update_layout(title=title, template="plotly_white", legend=dict(groupclick="togglegroup"), **kw)
+    """House template, title (`wrap_title`, the top margin grown for the lines it adds) and margins."""
+    margin = dict(dict(l=70, r=30, t=80, b=60), **kw.pop("margin", {}))
+    wrapped = wrap_title(title)
+    added = wrapped.count("<br>") - title.count("<br>")
+    margin["t"] += TITLE_LINE * added
+    # plotly puts a title's first baseline at the middle of the top margin and its further lines below it, into the
+    # subplot titles; a title broken here hangs from the top instead
+    top = dict(yref="container", y=1, yanchor="top", pad=dict(t=12)) if added else {}
+    fig.update_layout(title=dict(text=wrapped, **top), template="plotly_white", legend=dict(groupclick="togglegroup"),
+                      margin=margin, **kw)
     return finish(fig)
 
 
