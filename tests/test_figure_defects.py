@@ -192,6 +192,10 @@ def test_spectral_figures_show_structure_when_logits_are_in_the_millions():
     tame = FIGURES["spectral"](spectral_table(2.0))
     assert not any("outside" in (a.text or "") for a in tame.layout.annotations)
     assert all("×" not in t.name for t in tame.data if t.type == "scatter"), "similar layers keep their units"
+    # a few decades (a demo run's ranges: 0.7 to 70): plotly's own log ticks label every digit and 9 ran into 10 in
+    # the report; labels at 1, 2 and 5 of each decade only. Over many decades plotly's decade ticks are kept
+    assert FIGURES["spectral_eigen"](spectral_table(20.0)).layout.yaxis.dtick == "D2"
+    assert eig.layout.yaxis.dtick is None
 
 
 def test_distance_bias_axis_and_legend_stay_readable():

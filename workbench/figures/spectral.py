@@ -69,7 +69,9 @@ def spectral_eigen(df: pd.DataFrame) -> go.Figure:
     S.integer_axis(fig, per_head["head"], "x", title_text="head")
     fig.update_yaxes(title_text="eigenvalue range of (T + Tᵀ)/2", type="log")
     if vals.size:  # every bar ends inside the axis, with room above the tallest for its value
-        fig.update_yaxes(range=[np.log10(vals.min()) - 0.1, np.log10(vals.max()) + 0.35])
+        lo, hi = np.log10(vals.min()) - 0.1, np.log10(vals.max()) + 0.35
+        # over a few decades plotly labels every digit (1, 2, ..., 9, 10), and 9 runs into 10: only 1, 2 and 5
+        fig.update_yaxes(range=[lo, hi], **({"dtick": "D2"} if hi - lo <= 4 else {}))
     if "mean_logit" in df.columns:
         S.range_note(fig, df["mean_logit"], S.SANE_LOGIT, "attention logits")
     return S.layout(fig, S.title_for(df, "Spectrum of the Toeplitz part"), barmode="group")
