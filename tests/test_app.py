@@ -186,6 +186,8 @@ def test_heads_page_map_card_and_hints(drv, server, smoke):
     text = page_text(drv)
     assert "Layer " in text and "paper's ablation-only" in text
     assert_clean(drv, "heads page")
+    unreadable = B.unreadable_text(drv)  # an own run: the attention pattern's tokens, the legends below the axes
+    assert not unreadable, "\n".join(unreadable)
     open_page(drv, f"{server.url}/heads?run={smoke.nope}", need_traces=False)
     text = page_text(drv)
     assert f"no head_summary table yet for {smoke.nope}" in text and "Traceback" not in text

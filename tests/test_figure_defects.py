@@ -307,3 +307,25 @@ def test_table1_levels_come_from_the_runs():
     out = table1(pd.DataFrame(rows)).set_index("setting")
     assert out.loc["paper", "chance"] == 0.25 and out.loc["paper", "length_only"] == pytest.approx(0.3)
     assert np.isnan(out.loc["authors-mla", "chance"]) and np.isnan(out.loc["authors-mla", "length_only"])
+
+
+def test_an_attention_patterns_tokens_are_labelled_a_few_apart_triggers_first():
+    """48 tokens labelled on each axis ran into each other on the Heads page (the demo's own runs); at most
+    TOKEN_TICKS labels, at least k positions apart, trigger tokens placed first."""
+    from workbench.figures.heads import TOKEN_TICKS, _token_ticks
+
+    tokens = [f"*w{i}" if i in (3, 4, 5, 30) else f"w{i}" for i in range(48)]
+    ticks = _token_ticks(tokens)
+    vals = ticks["tickvals"]
+    step = -(-48 // TOKEN_TICKS)
+    assert len(vals) <= TOKEN_TICKS + 1 and min(b - a for a, b in zip(vals, vals[1:])) >= step
+    assert 3 in vals and 30 in vals and ticks["ticktext"][vals.index(30)] == "*w30"
+    assert _token_ticks(tokens[:10])["tickvals"] == list(range(10)), "a short example keeps every label"
+
+
+def test_a_legend_below_sits_under_the_axis_titles():
+    """The edge and q/k/v figures put their legend at y = -0.15 of the plot, on the x axis' title at some heights;
+    `legend_below` anchors it to the figure's bottom edge and grows the bottom margin for it."""
+    fig = S.legend_below(S.layout(go.Figure(go.Scatter(x=[0], y=[0], name="a")), "t"), x=1, xanchor="right")
+    assert fig.layout.legend.yref == "container" and fig.layout.legend.y == 0 and fig.layout.legend.yanchor == "bottom"
+    assert fig.layout.margin.b == 60 + S.LEGEND_ROOM

@@ -3,6 +3,8 @@ query / key / value), probes, trigger attention, direct logit attribution, the h
 attention pattern. Each is built from its table alone; trace counts are given in the docstrings (tests check them)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -143,13 +145,12 @@ def edges(df: pd.DataFrame, top: int = 15) -> go.Figure:
                                  name="path patch (real)", marker=dict(symbol="diamond", size=9, color="black"),
                                  error_x=dict(type="data", symmetric=False, array=best["path_hi"] - best["path_effect"],
                                               arrayminus=best["path_effect"] - best["path_lo"])), row=1, col=2)
-        fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=-0.15))
     fig.update_xaxes(title_text="normalised effect", zeroline=True, row=1, col=2)
     note = str(df["note"].iloc[0]) if "note" in df.columns and str(df["note"].iloc[0]) else ""
     steps = _ig_steps(df)
     what = f"EAP-IG, {steps} steps" if steps else "EAP"
     title = _title(df, f"Edge attribution ({what}: which later component reads each head)")
-    return _layout(fig, f"{title}<br><sup>{note}</sup>" if note else title)
+    return style.legend_below(_layout(fig, f"{title}<br><sup>{note}</sup>" if note else title), x=1, xanchor="right")
 
 
 def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
@@ -185,11 +186,10 @@ def qkv(df: pd.DataFrame, positions: str = "all") -> go.Figure:
         style.add_baseline(fig, span, "equal", span, label="estimate = patch", row=1, col=2)
         fig.update_xaxes(title_text="real patch effect", row=1, col=2)
         fig.update_yaxes(title_text="estimate", row=1, col=2)
-        fig.update_layout(legend=dict(orientation="h", x=1, xanchor="right", y=-0.15))
     if "note" in df.columns and str(df["note"].iloc[0]):
         note = str(df["note"].iloc[0])
     title = _title(df, "Queries, keys or values: where each head's effect enters (AtP*)")
-    return _layout(fig, f"{title}<br><sup>{note}</sup>")
+    return style.legend_below(_layout(fig, f"{title}<br><sup>{note}</sup>"), x=1, xanchor="right")
 
 
 SITE_COLORS = {"query": "#1f77b4", "key": "#d62728", "value": "#7f7f7f"}
@@ -381,6 +381,22 @@ def head_card(df: pd.DataFrame, layer: int = 0, head: int = 0) -> go.Figure:
                         f"<br><sup>the paper's ablation-only definition: {paper}</sup>")
 
 
+TOKEN_TICKS = 16  # token labels an axis of the attention pattern shows at most (more ran into each other)
+
+
+def _token_ticks(tokens: list) -> dict:
+    """tickvals / ticktext for a pattern's axis: positions at least k apart, k such that at most TOKEN_TICKS are
+    labelled; trigger tokens ('*') first, then every k-th position where it fits (the hover names every token, and
+    the red marks every trigger)."""
+    step = max(1, math.ceil(len(tokens) / TOKEN_TICKS))
+    keep: list[int] = []
+    for i in [i for i, t in enumerate(tokens) if str(t).startswith("*")] + list(range(0, len(tokens), step)):
+        if all(abs(i - j) >= step for j in keep):
+            keep.append(i)
+    keep.sort()
+    return {"tickvals": keep, "ticktext": [str(tokens[i]) for i in keep]}
+
+
 def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
     """One head's attention pattern on one example (an attention_patterns table, apps.pages.explorer.pattern_table;
     `head`: which head, default the table's first; trigger tokens start with '*'): heatmap (1 trace) and the
@@ -400,8 +416,8 @@ def head_attention(df: pd.DataFrame, head: int | None = None) -> go.Figure:
     trig = [i for i, t in enumerate(k_tok) if str(t).startswith("*")]
     fig.add_trace(go.Scatter(x=trig + [-0.9] * len(trig), y=[-0.9] * len(trig) + trig, mode="markers",
                              name="trigger", marker=dict(symbol="triangle-down", size=10, color="#d62728")))
-    fig.update_xaxes(title_text="key position", ticktext=k_tok, tickvals=list(range(K)))
-    fig.update_yaxes(title_text="query position", autorange="reversed", ticktext=q_tok, tickvals=list(range(Q)))
+    fig.update_xaxes(title_text="key position", tickfont=dict(size=10), **_token_ticks(k_tok))
+    fig.update_yaxes(title_text="query position", autorange="reversed", tickfont=dict(size=10), **_token_ticks(q_tok))
     layer = int(df["layer"].iloc[0])
     return _layout(fig, f"Attention of layer {layer}, head {head} (triggers marked)")
 

@@ -52,11 +52,12 @@ def self_repair(df: pd.DataFrame, top: int = 10) -> go.Figure:
                              hovertemplate="%{y}: %{x:+.3f} logits<extra>" + PART_NAMES[part] + "</extra>"),
                       row=1, col=2)
     fig.update_xaxes(title_text="self-repair (logits)", row=1, col=2)
-    fig.update_layout(barmode="relative", legend=dict(orientation="h", x=1, xanchor="right", y=-0.18))
+    fig.update_layout(barmode="relative")
     title = _title(df, f"Self-repair after {mode} ablation: how much of each head's direct effect the rest makes up")
     measure = str(d["measure"].iloc[0]) if "measure" in d.columns and len(d) else "margin"
-    return _layout(fig, f"{title}<br><sup>{MEASURE_TEXT.get(measure, measure)}; between the line and 0: made up "
-                        "downstream; beyond it: the head also acts through later components</sup>")
+    return style.legend_below(_layout(fig, f"{title}<br><sup>{MEASURE_TEXT.get(measure, measure)}; between the line "
+                                           "and 0: made up downstream; beyond it: the head also acts through later "
+                                           "components</sup>"), x=1, xanchor="right")
 
 
 INDIRECT = 2.0  # summed |total| over summed |direct| above which a run's shares are flagged as saying little

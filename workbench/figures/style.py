@@ -162,6 +162,18 @@ def wrap_title(title: str, width: int = TITLE_WIDTH) -> str:
     return head + sep + rest
 
 
+LEGEND_ROOM = 40  # px the bottom margin grows by for a legend below the axis titles (`legend_below`)
+
+
+def legend_below(fig: go.Figure, x: float = 0, xanchor: str = "left") -> go.Figure:
+    """A horizontal legend at the figure's bottom edge, under the x axes' titles, the bottom margin grown by
+    LEGEND_ROOM (after `layout`, which sets the margins). A legend placed in paper units below the plot (y < 0) sat
+    on the axis title or not depending on the figure's height (the Heads page's edge and q/k/v figures)."""
+    fig.update_layout(legend=dict(orientation="h", x=x, xanchor=xanchor, yref="container", y=0, yanchor="bottom"),
+                      margin_b=(fig.layout.margin.b or 60) + LEGEND_ROOM)
+    return fig
+
+
 TITLE_LINE = 20  # px a title line takes: the top margin grows by it for each line `wrap_title` adds
 
 
