@@ -123,7 +123,7 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
     modules = page_modules()
     for m in modules:
         dash.register_page(m.__name__, path=m.PATH, name=m.NAME, title=f"PE-Lab · {m.NAME}", order=m.ORDER,
-                           layout=m.layout)
+                           layout=m.layout, redirect_from=getattr(m, "ALIASES", None))
     nav = html.Nav([html.Span("PE-Lab", className="brand")]
                    + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'findings'}")
                       for m in modules]

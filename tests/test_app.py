@@ -131,6 +131,8 @@ def test_every_page_is_routed_and_served(tmp_path):
         assert r.status_code == 200 and b"_dash-config" in r.data, path
     layout = client.get("/_dash-layout").get_json()
     assert "pelab-root" not in str(layout) and str(tmp_path) not in str(layout)  # no store path in the page
+    r = client.get("/findings")  # the Findings page by its name, not only at /
+    assert r.status_code in (301, 302, 307, 308) and r.headers["Location"] in ("/", "http://localhost/"), r.headers
 
 
 @pytest.mark.slow

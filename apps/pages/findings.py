@@ -20,6 +20,7 @@ from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
 PATH, NAME, ORDER = "/", "Findings", -1
+ALIASES = ["/findings"]  # the page's name as a path (it was a 404) redirects to it
 P = "find"
 EVIDENCE_KINDS = ("accuracy", "curves", "deposits", "overfit")
 CLAIM_COLUMNS = ["no", "claim", "paper", "setting", "verdict", "holds_across_scale", "n_runs"]  # evidence: a click
