@@ -94,6 +94,7 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
     `cache_dir` holds the background-job cache (default: a fresh temporary folder, removed at exit)."""
     import dash
     import diskcache
+    import flask
     from dash import DiskcacheManager, dcc, html
 
     from workbench.store import StoreSet
@@ -123,7 +124,11 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
     modules = page_modules()
     for m in modules:
         dash.register_page(m.__name__, path=m.PATH, name=m.NAME, title=f"PE-Lab · {m.NAME}", order=m.ORDER,
-                           layout=m.layout, redirect_from=getattr(m, "ALIASES", None))
+                           layout=m.layout)
+        for alias in getattr(m, "ALIASES", ()):  # a Flask route of this app (Dash's redirect_from adds its routes at
+            # the first request of every app built in the process, which Flask refuses once another app has served)
+            app.server.add_url_rule(alias, endpoint=f"alias:{alias}",
+                                    view_func=lambda to=m.PATH: flask.redirect(app.get_relative_path(to)))
     nav = html.Nav([html.Span("PE-Lab", className="brand")]
                    + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'findings'}")
                       for m in modules]
