@@ -34,6 +34,21 @@ def page_modules():
             explorer]
 
 
+def not_found(modules):
+    """The page an unknown address shows (Dash's `not_found_404`; its own is a bare "404 - Page not found"): that
+    there is no page there, and a link to each page that there is, the Findings page first."""
+    from dash import dcc, html
+
+    from .common import hint
+
+    return html.Div([
+        html.H2("No page at this address"),
+        hint("This address is not one of the dashboard's pages (an old link, or a typo). The pages are listed below; "
+             "each one picks its runs from a menu on the page.", kind="missing"),
+        html.Ul([html.Li([dcc.Link(m.NAME, href=m.PATH), html.Span(f"  {m.PATH}", className="job-note")])
+                 for m in modules], id="not-found-pages")], id="not-found")
+
+
 def _shown_path(path) -> str:
     """A store folder as a user named it: relative to the working folder when under it, else its name alone
     (no server path reaches the page)."""
@@ -129,6 +144,8 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
             # the first request of every app built in the process, which Flask refuses once another app has served)
             app.server.add_url_rule(alias, endpoint=f"alias:{alias}",
                                     view_func=lambda to=m.PATH: flask.redirect(app.get_relative_path(to)))
+    dash.register_page("not_found_404", path="/not-found", title="PE-Lab · no such page",  # Dash's name for it
+                       layout=lambda **_: not_found(modules))
     nav = html.Nav([html.Span("PE-Lab", className="brand")]
                    + [dcc.Link(m.NAME, href=m.PATH, className="nav-link", id=f"nav-{m.PATH.strip('/') or 'findings'}")
                       for m in modules]

@@ -144,11 +144,16 @@ runs.groupby(["setting", "task"]).variant.agg(lambda v: ", ".join(sorted(set(v))
 from IPython.display import Markdown
 
 Markdown(scale_disclaimer(preset))  # read this first: how the preset differs from the paper's setup'''),
-    new_markdown_cell("## Table 1: the paper's test accuracy next to PE-Lab's (mean and the seeds' range)"),
+    new_markdown_cell("""\
+## Table 1: the paper's test accuracy next to PE-Lab's (mean and the seeds' range)
+The amber lines on the bars: the same cells trained at the paper's own scale on a GPU (below), dotted where a run of
+them is still learning."""),
     new_code_cell('''\
+from workbench.report.paper_scale import paper_root, with_paper_scale_table1
+
 t1 = table1(runs)
 display(t1.drop(columns=["runs"]))
-FIGURES["table1"](t1)'''),
+FIGURES["table1"](with_paper_scale_table1(t1, paper_root(root)))  # + the paper-scale means, where there are any'''),
     new_markdown_cell("""\
 ## Table 1 at the paper's own scale (GPU runs)
 The runs trained at the `paper` preset (the paper's model and data with the authors' settings) on a lent GPU, kept
@@ -157,7 +162,7 @@ paper's number and the CPU mean above (`cpu_mean`). Fewer seeds than the CPU row
 epoch cannot settle a claim. Below it, where each of those runs puts its largest single-head deposit
 (the deposit map, from the head ablations run on the GPU)."""),
     new_code_cell('''\
-from workbench.report.paper_scale import paper_root, paper_scale_deposits, paper_scale_note, paper_scale_table1
+from workbench.report.paper_scale import paper_scale_deposits, paper_scale_note, paper_scale_table1
 
 print(paper_scale_note(paper_root(root), "results/paper"))
 display(paper_scale_table1(t1, paper_root(root)).drop(columns=["runs"]))

@@ -133,6 +133,11 @@ def test_every_page_is_routed_and_served(tmp_path):
     assert "pelab-root" not in str(layout) and str(tmp_path) not in str(layout)  # no store path in the page
     r = client.get("/findings")  # the Findings page by its name, not only at /
     assert r.status_code in (301, 302, 307, 308) and r.headers["Location"] in ("/", "http://localhost/"), r.headers
+    import dash
+
+    missing = dash.page_registry["not_found_404"]["layout"]()  # what an unknown address shows (not Dash's bare 404)
+    links = [c.href for c in missing._traverse() if type(c).__name__ == "Link"]
+    assert links == paths and "No page at this address" in str(missing)
 
 
 @pytest.mark.slow
@@ -333,6 +338,10 @@ def test_hostile_urls_and_inputs_give_hints_in_the_page(drv, server, smoke):
         assert_clean(drv, url)
     open_page(drv, f"{server.url}/explorer?run={smoke.rope}&ablate=0.1|99.99&layer=1", need_traces=False)
     assert_clean(drv, "explorer with an unknown head")
+    open_page(drv, f"{server.url}/no/such-page", need_traces=False)
+    text = page_text(drv)
+    assert "No page at this address" in text and "Attention explorer" in text and "404 - Page not found" not in text
+    assert_clean(drv, "an unknown address")
     assert str(smoke.root) not in drv.page_source
 
 

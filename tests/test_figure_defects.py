@@ -113,6 +113,46 @@ def test_table1_bars_sit_on_their_labels_and_one_seed_bars_are_marked():
 S_PATTERN = "/"
 
 
+def test_table1_draws_each_paper_scale_mean_across_its_own_bar_and_dots_the_ones_still_learning():
+    """`paper_scale_mean` (report.paper_scale.with_paper_scale_table1): an amber line across the bar of the same
+    (setting, scheme, task) at that mean, dotted where a run of it is still learning, the seeds and status in its
+    hover; cells without a paper-scale run, and a table without the columns, draw none and keep the old title."""
+    df = t1_table()
+    plain = FIGURES["table1"](df)
+    assert not any(t.meta and "paper_scale" in t.meta for t in plain.data) and "GPU" not in plain.layout.title.text
+    df["paper_scale_mean"], df["paper_scale_n_seeds"] = np.nan, np.nan
+    df["paper_scale_seeds"], df["paper_scale_status"] = "", ""
+    cells = {("authors", "rope", "trigger-distance"): (0.94, 2, "0.942, 0.946", "2 learned"),
+             ("authors", "rope", "trigger-count"): (0.61, 2, "0.590, 0.626", "2 still learning"),
+             ("authors-mla", "mla", "trigger-distance"): (0.89, 1, "0.893", "1 still learning"),
+             ("authors", "nope", "trigger-distance"): (0.04, 1, "0.039", "1 did not learn")}
+    for (setting, scheme, task), v in cells.items():
+        i = df.index[(df.setting == setting) & (df.scheme == scheme) & (df.task == task)][0]
+        df.loc[i, ["paper_scale_mean", "paper_scale_n_seeds", "paper_scale_seeds", "paper_scale_status"]] = v
+    fig = FIGURES["table1"](df)
+    assert "GPU" in fig.layout.title.text
+    marks = [t for t in fig.data if t.meta and "paper_scale" in t.meta]
+    assert {(t.meta["paper_scale"], t.line.dash, t.xaxis or "x") for t in marks} == {
+        ("learned", "solid", "x"), ("still learning", "dot", "x"), ("still learning", "dot", "x2")}
+    bars = {(t.xaxis or "x", t.name): t for t in fig.data if isinstance(t, go.Bar) and t.x[0] is not None}
+    seen = []
+    for t in marks:
+        x, y = np.array([np.nan if v is None else v for v in t.x], float), np.array(
+            [np.nan if v is None else v for v in t.y], float)
+        for k in range(0, len(x), 4):  # left end, centre, right end, gap
+            scheme = t.hovertemplate.split(" at the paper's")[0]
+            bar = bars[(t.xaxis or "x", scheme)]
+            j = list(bar.x).index(x[k + 1])  # the centre sits on a bar of its own scheme
+            assert x[k + 2] - x[k] == pytest.approx(bar.width) and y[k] == y[k + 1] == y[k + 2]
+            setting = bar.customdata[j, 0]
+            seen.append((setting, scheme, t.xaxis or "x", round(y[k], 6), t.text[k]))
+    from workbench.analysis.settings import SETTINGS
+    want = {(SETTINGS[s], {"rope": "RoPE", "mla": "MLA", "nope": "NoPE"}[k], "x" if task == "trigger-distance"
+             else "x2", round(100 * v[0], 6), f"{v[1]} seed{'s' if v[1] != 1 else ''}: {v[2]}; {v[3]}")
+            for (s, k, task), v in cells.items()}
+    assert set(seen) == want and len(seen) == len(want)
+
+
 # ---- heatmaps ----------------------------------------------------------------------------------------------
 def test_heatmaps_write_only_the_cells_that_matter():
     z = pd.DataFrame(np.zeros((6, 16)), index=range(6), columns=range(16))

@@ -22,6 +22,7 @@ def test_without_paper_runs_every_cell_says_not_run_yet(tmp_path, trained):
     runs = run_table(store)
     t1 = with_paper_scale_table1(table1(runs), tmp_path / "absent")
     assert len(t1) and (t1["paper_scale"] == NOT_RUN).all()
+    assert t1["paper_scale_mean"].isna().all() and (t1["paper_scale_status"] == "").all()  # no mark on any bar
     cl = with_paper_scale_claims(claims(store, runs), tmp_path / "absent")
     assert (cl["paper_scale"] == NOT_RUN).all()
     (tmp_path / "empty").mkdir()
@@ -34,6 +35,10 @@ def test_with_paper_runs_the_column_holds_their_accuracy(trained):
     t1 = with_paper_scale_table1(table1(run_table(store)), store.root)
     row = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
     assert row["paper_scale"].startswith(f"{100 * run.final['test_acc']:.2f} [") and row["paper_scale"].endswith("(1 seed)")
+    assert row["paper_scale_mean"] == pytest.approx(run.final["test_acc"]) and row["paper_scale_n_seeds"] == 1
+    assert row["paper_scale_seeds"] == f"{run.final['test_acc']:.3f}" and row["paper_scale_status"].startswith("1 ")
+    others = t1.drop(index=row.name)  # the Table 1 figure's marks: only the cell trained at paper scale has one
+    assert others["paper_scale_mean"].isna().all() and (others["paper_scale"] == "no run").all()
     cl = with_paper_scale_claims(claims(store), store.root)
     for r in cl.itertuples():  # the same store on both sides: each row's own verdict and evidence
         few = " (few runs)" if r.few_runs else ""

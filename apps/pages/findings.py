@@ -82,7 +82,8 @@ def _computed(store) -> dict:
     from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1)
     from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
     from workbench.report.paper_scale import (NOT_RUN, paper_root, paper_scale_deposits, paper_scale_note,
-                                              paper_scale_table1, paper_store, with_paper_scale_claims)
+                                              paper_scale_table1, paper_store, with_paper_scale_claims,
+                                              with_paper_scale_table1)
     from workbench.train.presets import LADDER
 
     gpu_root = paper_root(store.root)
@@ -101,6 +102,7 @@ def _computed(store) -> dict:
         at_scale = with_paper_scale_claims(cl, gpu_root)
         _TABLES[key].update({  # the paper's own scale: the GPU runs beside the shipped store (results/paper)
             "paper_t1": paper_scale_table1(_TABLES[key]["table1"], gpu_root),
+            "table1_fig": with_paper_scale_table1(_TABLES[key]["table1"], gpu_root),  # their means on the bars
             "paper_claims": at_scale[~at_scale.paper_scale.isin(["–", NOT_RUN])
                                      & ~at_scale.paper_scale.str.startswith("pending")],  # judged there
             "paper_note": paper_scale_note(gpu_root, "results/paper"),
@@ -160,7 +162,7 @@ def layout(claim: str | None = None, **query):
     shallow = [o["value"] for o, r in zip(options, m.itertuples()) if r.claim.startswith("RoPE's largest single-head")
                and r.setting == "paper" and r.claim_no >= 0]  # the headline question: where RoPE puts position
     chosen = claim if claim in values else (shallow or [o["value"] for o in options] or [None])[0]
-    t1_fig, t1_missing = C.build_figure("table1", t1)  # with each setting's chance and length-only levels
+    t1_fig, t1_missing = C.build_figure("table1", t["table1_fig"])  # chance, length-only and paper-scale marks
     t1_view = percent_table(t1, ("paper", "mean", "lo", "hi")).drop(columns=["runs"])
     return html.Div([
         header,

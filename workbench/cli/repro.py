@@ -305,7 +305,10 @@ def compare_cmd(
         from workbench.figures.export import write_figure
 
         if figure is not None:
-            write_figure(FIGURES["table1"](table1(judged.runs)), figure, width=1100, height=480)
+            from workbench.report.paper_scale import paper_root, with_paper_scale_table1
+
+            t1 = with_paper_scale_table1(table1(judged.runs), paper_root(results) if paper is None else paper)
+            write_figure(FIGURES["table1"](t1), figure, width=1100, height=480)
             typer.echo(f"wrote {figure}")
         if study_figure is not None:
             write_figure(FIGURES["study_map"](judged.study), study_figure, width=1100, height=420)

@@ -15,6 +15,8 @@ SCHEMES = ("mla", "rope", "nope")
 BAR_WIDTH = 0.26  # up to three bars per setting, side by side and centred on the setting's label
 ONE_SEED_PATTERN = "/"  # a bar of one seed (no interval) is hatched
 MARK_MERGE = 0.02  # a length-only level within 2 points of chance is not drawn apart from it (Task 2)
+SCALE_COLOR = "#f0a000"  # the paper-scale (GPU) mean: an amber line across its bar (reads on every scheme's colour)
+SCALE_RANK = 1100  # its legend entries after the others (plotly's default rank is 1000)
 
 
 def _level_marks(fig, d: pd.DataFrame, settings: list, column: str, kind: str, label: str, col: int) -> None:
@@ -42,8 +44,11 @@ def table1(df: pd.DataFrame) -> go.Figure:
     on every bar the paper's number for that scheme as a black diamond (the paper ran one setting; the diamond is
     the target each setting is compared with). When the table has `chance` / `length_only` columns (per
     setting and task, from `claims.table1`), each setting's levels are grey marks across its bars
-    (length-only only where it is more than MARK_MERGE above chance). Traces: one bar trace per scheme
-    present, one marker trace per task for the paper, one per baseline present, and the one-seed legend key."""
+    (length-only only where it is more than MARK_MERGE above chance). When it has `paper_scale_mean`
+    (`report.paper_scale.with_paper_scale_table1`: the same cell trained at the paper's own scale on a GPU), that
+    mean is an amber line across the bar, dotted where a run of it is still learning. Traces: one bar trace per
+    scheme present, one marker trace per task for the paper, one per baseline present, one per task and kind of
+    paper-scale mark present, and the one-seed legend key."""
     from workbench.analysis.claims import SETTINGS
 
     tasks = [t for t in ("trigger-distance", "trigger-count") if t in set(df["task"])]
@@ -80,6 +85,7 @@ def table1(df: pd.DataFrame) -> go.Figure:
             px += list(x[ok])
             py += list(100 * s["paper"].to_numpy()[ok])
             pt += [scheme_label(scheme)] * int(ok.sum())
+            _scale_marks(fig, s, x, scheme, c)
         _level_marks(fig, d, settings, "chance", "chance", "chance", c)  # drawn over the bars
         if {"chance", "length_only"} <= set(d.columns):  # where length-only is chance (Task 2), one mark says both
             d = d.assign(length_only=d["length_only"].where((d["length_only"] - d["chance"]).abs() > MARK_MERGE))
@@ -95,8 +101,40 @@ def table1(df: pd.DataFrame) -> go.Figure:
                              marker=dict(color="#bbbbbb", pattern=dict(shape=ONE_SEED_PATTERN, fgcolor="white"))),
                       row=1, col=1)
     fig.update_yaxes(title_text="test accuracy (%)", range=[0, 105], row=1, col=1)
-    return style.layout(fig, "Table 1: the paper's test accuracy (diamonds) and PE-Lab's (bars: mean over seeds, "
-                             "whiskers: the seeds' range)", height=480)
+    scale = any(t.meta and "paper_scale" in t.meta for t in fig.data)
+    title = ("Table 1: the paper's test accuracy (diamonds), PE-Lab's on CPU (bars: mean over seeds, whiskers: "
+             "range) and on a GPU at paper scale (amber)" if scale else
+             "Table 1: the paper's test accuracy (diamonds) and PE-Lab's (bars: mean over seeds, whiskers: the seeds' "
+             "range)")
+    return style.layout(fig, title, height=480)
+
+
+def _scale_marks(fig, s: pd.DataFrame, x: np.ndarray, scheme: str, col: int) -> None:
+    """The paper-scale means of one scheme's bars (`s`: its rows by setting, `x`: its bars' positions) as amber
+    lines across them, one trace per kind (`meta.paper_scale`: "learned", or "still learning", dotted), listed after
+    the other legend entries, with the seeds and what the runs can show in the hover (at the line's three points);
+    nothing without `paper_scale_mean`."""
+    if "paper_scale_mean" not in s:
+        return
+    mean = pd.to_numeric(s["paper_scale_mean"], errors="coerce").to_numpy()
+    n = pd.to_numeric(s["paper_scale_n_seeds"], errors="coerce").fillna(0).astype(int).to_numpy()
+    seeds = s["paper_scale_seeds"].fillna("").astype(str).to_numpy()
+    status = s["paper_scale_status"].fillna("").astype(str).to_numpy()
+    learning = np.array(["still learning" in v for v in status], dtype=bool)
+    for learning_kind, (kind, pick) in enumerate((("learned", ~learning), ("still learning", learning))):
+        xs, ys, info = [], [], []
+        for i in np.flatnonzero(np.isfinite(mean) & np.isfinite(x) & pick):
+            xs += [x[i] - BAR_WIDTH / 2, x[i], x[i] + BAR_WIDTH / 2, None]
+            ys += [100 * mean[i]] * 3 + [None]
+            info += [f"{n[i]} seed{'s' if n[i] != 1 else ''}: {seeds[i]}; {status[i]}"] * 3 + [""]
+        if xs:
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", name="at paper scale (GPU)" + (  # no wider than the widest other entry
+                    ",<br>still learning" if kind == "still learning" else ""),
+                legendgroup=f"scale-{kind}", legendrank=SCALE_RANK + learning_kind, meta={"paper_scale": kind},
+                line=dict(color=SCALE_COLOR, width=4, dash="dot" if kind == "still learning" else "solid"),
+                text=info, hovertemplate=f"{scheme_label(scheme)} at the paper's own scale (GPU): %{{y:.2f}} % "
+                                         "(%{text})<extra></extra>"), row=1, col=col)
 
 
 def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:

@@ -30,7 +30,8 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     `paper/` beside the store: `paper_scale.paper_scale_sentence`); every claim's evidence folded under its row."""
     from workbench.analysis.claims import base_claims, table1
     from workbench.analysis.findings import deposit_map, verdict_matrix
-    from workbench.report.paper_scale import paper_root, paper_scale_deposits, paper_scale_sentence, paper_scale_table1
+    from workbench.report.paper_scale import (paper_root, paper_scale_deposits, paper_scale_sentence, paper_scale_table1,
+                                              with_paper_scale_table1)
     from workbench.train.presets import LADDER
 
     doc.parts.append('<section id="findings">')
@@ -58,11 +59,12 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     if len(dep):
         doc.figure("deposit_map", dep, "findings", list(dep["run_id"]), ["deposit"])
     t1 = table1(bc.runs)
-    doc.figure("table1", t1, "findings", list(bc.runs["run_id"]), ["metrics"])
-    paper = paper_scale_table1(t1, paper_root(store.root))  # GPU runs in paper/ beside a shipped store
+    gpu = paper_root(store.root)  # GPU runs in paper/ beside a shipped store: their means on the bars
+    doc.figure("table1", with_paper_scale_table1(t1, gpu), "findings", list(bc.runs["run_id"]), ["metrics"])
+    paper = paper_scale_table1(t1, gpu)
     if not paper.empty:
         doc.p(paper_scale_sentence(paper), "note")
-        paper_dep = paper_scale_deposits(paper_root(store.root))
+        paper_dep = paper_scale_deposits(gpu)
         if len(paper_dep):
             doc.p("Where each paper-scale run puts its largest single-head deposit:", "note")
             doc.figure("deposit_map", paper_dep, "findings", list(paper_dep["run_id"]), ["deposit"])

@@ -2,7 +2,7 @@
 `paper` preset (the runs shipped to results/paper by `make repro-gpu`, grids/paper.toml) beside the CPU
 reproduction's, or "not run yet".
 
-    t1 = with_paper_scale_table1(table1(runs), "results/paper")    # + column `paper_scale` (text per row)
+    t1 = with_paper_scale_table1(table1(runs), "results/paper")    # + `paper_scale` (text per row), its numbers
     cl = with_paper_scale_claims(claims(store, runs), "results/paper")   # + column `paper_scale` (verdict)
     note = paper_scale_note("results/paper")                      # one markdown paragraph: status + command
     rows = paper_scale_table1(table1(runs), paper_root(store.root))   # the page's rows trained at paper scale
@@ -57,17 +57,19 @@ def _acc_text(r) -> str:
 def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     """`t1` (claims.table1 of the CPU runs) with a `paper_scale` column: the paper-preset test accuracy
     (mean and seed range, in %) of the same (setting, scheme, task), "no run" where that row was not trained at paper
-    scale, NOT_RUN everywhere when `root` holds no finished run."""
+    scale, NOT_RUN everywhere when `root` holds no finished run; and the numbers behind it for the Table 1 figure's
+    paper-scale marks (`figures.findings.table1`): `paper_scale_mean`, `paper_scale_n_seeds` (NaN where no run),
+    `paper_scale_seeds` and `paper_scale_status` (claims.table1's, "" where no run)."""
     from workbench.analysis.claims import table1
 
     out = t1.copy()
     store, runs = paper_runs(root)
-    if store is None:
-        out["paper_scale"] = NOT_RUN
-        return out
-    paper = table1(runs).set_index(["setting", "scheme", "task"])
-    out["paper_scale"] = [_acc_text(paper.loc[k]) if k in paper.index else "no run"
-                          for k in zip(out.setting, out.scheme, out.task)]
+    paper = None if store is None else table1(runs).set_index(["setting", "scheme", "task"])
+    rows = [paper.loc[k] if paper is not None and k in paper.index else None
+            for k in zip(out.setting, out.scheme, out.task)]
+    out["paper_scale"] = NOT_RUN if paper is None else [_acc_text(r) if r is not None else "no run" for r in rows]
+    for col, none in (("mean", np.nan), ("n_seeds", np.nan), ("seeds", ""), ("status", "")):
+        out[f"paper_scale_{col}"] = [none if r is None else r[col] for r in rows]
     return out
 
 
