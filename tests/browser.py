@@ -429,6 +429,13 @@ _CUT_TABLES_JS = """return Array.from(document.querySelectorAll('.content .dash-
 }).filter(t => t.over > 2 || t.scroll > 2);"""
 
 
+def set_folds(drv, open_: bool) -> None:
+    """Open (or close) every <details> fold of the page's content; an opened one gets a second to lay out."""
+    drv.execute_script(f"document.querySelectorAll('.content details').forEach(d => d.open = {str(open_).lower()})")
+    if open_:
+        time.sleep(1.0)
+
+
 def findings_look(drv, url: str, timeout: float = 180) -> dict:
     """Open the Findings page at SHOT_WIDTH and measure what a reader meets: seconds until its verdict matrix and
     deposit map are drawn and no callback is in flight (`render_s`; the page's tables are computed once per store
@@ -447,11 +454,10 @@ def findings_look(drv, url: str, timeout: float = 180) -> dict:
            "height": int(drv.execute_script("return document.documentElement.scrollHeight")),
            "tops": drv.execute_script("return ['find-matrix', 'find-deposits'].map(i => Math.round("
                                       "document.getElementById(i).getBoundingClientRect().top))")}
-    drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = true)")
-    time.sleep(1.0)
+    set_folds(drv, True)
     out["cut"] = drv.execute_script(_CUT_TABLES_JS)
     out["tables"] = len(drv.find_elements(By.CSS_SELECTOR, ".content .dash-spreadsheet-container"))
-    drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = false)")
+    set_folds(drv, False)
     return out
 
 
@@ -463,8 +469,7 @@ def unreadable_at(drv, url: str, width: int, timeout: float = 180) -> list[str]:
     drv.set_window_size(width, 1000)
     drv.get(url)
     _settle(drv, url, timeout)
-    drv.execute_script("document.querySelectorAll('.content details').forEach(d => d.open = true)")
-    time.sleep(1.0)
+    set_folds(drv, True)
     wait_until(lambda: drv.execute_script(_DRAWN_JS) and dash_idle(drv), timeout, what=f"{url}'s folded graphs")
     return [f"{width} px: {t}" for t in unreadable_text(drv)]
 
