@@ -225,14 +225,16 @@ MAX_LINES = 10   # lines a figure draws by default (readable defaults: "all runs
 
 
 def curve_runs(df: pd.DataFrame, show: str = "schemes", limit: int = MAX_LINES) -> list[str]:
-    """The runs whose curves a figure draws by default: `schemes` -- per task the untagged variants (one per
-    scheme; tier 1), those with the most seeds first (only those with several seeds when there are 3 or more of
-    them), at most `limit` of them (all variants when none is untagged); `variants` and `runs` -- every run with an
-    epoch done."""
+    """The runs whose curves a figure draws by default: `schemes` -- per task the plain variants (one per
+    scheme, `settings.plain_variant`: tier 1, the authors' `rope` of scheme rope+sinusoidal too), those with the
+    most seeds first (only those with several seeds when there are 3 or more of them), at most `limit` of them (all
+    variants when none is plain); `variants` and `runs` -- every run with an epoch done."""
+    from workbench.analysis.settings import plain_variant
+
     df = df[df["epoch"].fillna(0) > 0] if "epoch" in df.columns else df
     if show != "schemes" or df.empty:
         return list(df["id"])
-    plain = df[df["variant"] == df["scheme"]]
+    plain = df[plain_variant(df)]
     pool = plain if not plain.empty else df
     keep = []
     for _, sub in pool.groupby("task"):

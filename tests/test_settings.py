@@ -114,6 +114,28 @@ def test_convergence_splits_settings_bands_seeds_and_merges_coinciding_baselines
     assert "one run per line" in single.layout.title.text and "mean over" not in single.layout.title.text
 
 
+def test_the_authors_rope_and_its_variants_are_drawn_in_ropes_colour():
+    """The authors' `rope` runs rope+sinusoidal; its curve, legend "RoPE", is RoPE's blue (as in Table 1), not
+    rope+sinusoidal's green, and its tier-4 variant a lighter shade of that blue; the paper arch's own
+    rope+sinusoidal keeps its green."""
+    from workbench.analysis.settings import base_scheme
+
+    assert [base_scheme(v, s) for v, s in (("rope", "rope+sinusoidal"), ("rope-final-ln", "rope+sinusoidal"),
+                                           ("rope+sinusoidal", "rope+sinusoidal"), ("mla-paper-arch", "mla"),
+                                           ("rope {\"rope_heads\": 1}", "rope"), ("alibi", "alibi"))] == [
+        "rope", "rope", "rope+sinusoidal", "mla", "rope", "alibi"]
+    rows = [conv_rows("a", "authors", "rope", 1, [0.5, 0.9]), conv_rows("b", "authors", "rope-final-ln", 1, [0.4, 0.6]),
+            conv_rows("c", "paper", "rope+sinusoidal", 1, [0.3, 0.5])]
+    rows[0]["scheme"] = rows[1]["scheme"] = "rope+sinusoidal"
+    fig = FIGURES["convergence"](pd.concat(rows, ignore_index=True), splits=("test",))
+    color = {t.name: t.line.color for t in fig.data if not S.is_baseline(t) and t.fill is None}
+    rope = next(c for n, c in color.items() if n.startswith("RoPE") and "final" not in n)
+    final = next(c for n, c in color.items() if "final" in n)
+    both = next(c for n, c in color.items() if "sinusoidal" in n.lower() and "final" not in n)
+    assert rope == S.scheme_color("rope") and final == S.shade(S.scheme_color("rope"), 1, 2)
+    assert both == S.scheme_color("rope+sinusoidal"), color
+
+
 def test_run_accuracy_bars_per_setting_and_variant_with_train_beside_test():
     rt = pd.DataFrame({"run_id": ["a", "b", "c"], "setting": ["paper", "paper", "authors"], "preset": "repro",
                        "variant": ["rope"] * 3, "scheme": ["rope"] * 3, "task": "trigger-distance", "seed": [1, 2, 1],
@@ -175,6 +197,25 @@ def test_runs_page_curves_default_to_multi_seed_schemes():
     default = curve_runs(df)
     assert {r.rsplit("-", 1)[0] for r in default} == {"rope", "nope", "alibi", "mla"} and len(default) == 12
     assert len(curve_runs(df, "runs")) == len(df)
+
+
+def test_the_authors_rope_is_their_settings_plain_run_and_its_curves_are_drawn_by_default():
+    """The authors' transformer script tags its Table 1 runs `rope` and `nope` while its RoPE's scheme is
+    rope+sinusoidal: `plain_variant` takes both as the setting's plain runs (tier 4's one-field variants and partial
+    RoPE are not), so the Runs page draws RoPE's curves and Task 2's panel there too (only NoPE's were drawn: the
+    paper-scale runs of results/paper showed one curve of five runs)."""
+    from apps.common import curve_runs
+    from workbench.analysis.settings import plain_variant
+
+    rows = [{"id": f"{v}-{t}-{seed}", "scheme": scheme, "variant": v, "task": task, "epoch": 3}
+            for v, scheme in (("rope", "rope+sinusoidal"), ("nope", "nope"), ("rope-final-ln", "rope+sinusoidal"),
+                              ("rope-k1-l0", "rope"))
+            for t, task in (("t1", "trigger-distance"), ("t2", "trigger-count")) for seed in (42, 43)]
+    df = pd.DataFrame(rows)
+    assert list(df.loc[plain_variant(df), "variant"].unique()) == ["rope", "nope"]
+    default = curve_runs(df)
+    assert sorted(default) == sorted(f"{v}-{t}-{seed}" for v in ("rope", "nope") for t in ("t1", "t2")
+                                     for seed in (42, 43))
 
 
 def fake_claims() -> pd.DataFrame:

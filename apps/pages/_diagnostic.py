@@ -17,6 +17,7 @@ from dash.exceptions import PreventUpdate
 
 from apps import common as C
 from apps.jobs import analysis_work, register_job, register_recreate
+from workbench.analysis.settings import plain_variant
 from workbench.report.build import not_applicable
 
 
@@ -78,7 +79,7 @@ def default_runs(store, df: pd.DataFrame, d: Diagnostic, n: int = 6) -> list[str
     first = C.default_run(df, None, need_table=d.analysis, store=store, prefer=d.prefer)
     row = df.set_index("id").loc[first]
     same = df[(df["setting"] == row["setting"]) & (df["preset"] == row["preset"]) & (df["task"] == row["task"])
-              & (df["variant"] == df["scheme"])]
+              & plain_variant(df)]
     schemes = list(d.prefer) + sorted(set(same["scheme"]) - set(d.prefer))
     out = []
     for scheme in schemes:

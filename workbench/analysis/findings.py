@@ -57,12 +57,13 @@ SCHEME_ORDER = ("rope", "mla", "nope")  # Table 1's schemes first, then the othe
 def deposit_map(store, runs: pd.DataFrame) -> pd.DataFrame:
     """Where each run's largest single-head deposit falls (the accuracy rows of its stored `deposit` table: the
     deposit head with the largest zero-ablation drop): one row per run of a plain scheme (untagged, or tagged as
-    Table 1's `claims.BASE_VARIANTS`; not partial RoPE; `scheme` is that variant) of `runs` (`claims.run_table`, one preset) with a deposit table. `layer` / `head` / `drop` are NaN when
-    the run has no single-head deposit. Ordered Table 1's schemes first, settings in `SETTINGS` order, Task 1 first."""
-    from .claims import BASE_VARIANTS, largest_deposit
-    from .settings import SETTINGS
+    Table 1's variants: `settings.plain_variant`; not partial RoPE; `scheme` is that variant) of `runs`
+    (`claims.run_table`, one preset) with a deposit table. `layer` / `head` / `drop` are NaN when the run has no
+    single-head deposit. Ordered Table 1's schemes first, settings in `SETTINGS` order, Task 1 first."""
+    from .claims import largest_deposit
+    from .settings import SETTINGS, plain_variant
 
-    plain = runs[((runs.variant == runs.scheme) | runs.variant.isin(BASE_VARIANTS)) & ~runs.partial.astype(bool)]
+    plain = runs[plain_variant(runs) & ~runs.partial.astype(bool)]
     rows = []
     for r in plain.itertuples():
         run = store.get(r.run_id)

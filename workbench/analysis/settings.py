@@ -31,6 +31,7 @@ SETTINGS = {  # setting key -> label (the order of the tables)
 SHORT = {"paper": "paper arch", "authors": "authors' script", "authors-mla": "authors' MLA script",
          "encoder": "encoder arch", "decoder": "decoder arch"}   # in run pickers, where space is short
 DEFAULT_SETTING = "paper"   # what pages open on: PE-Lab's own `paper`-arch runs (tier 1 of the shipped grid)
+BASE_VARIANTS = ("rope", "nope", "mla")  # Table 1's variants; tier 4 names its runs `<base>-<what changed>`
 
 
 def setting_of(config: dict[str, Any]) -> str:
@@ -53,6 +54,21 @@ def variant_of(config: dict[str, Any]) -> str:
     scheme = (config.get("model") or {}).get("scheme", "?")
     kw = _kwargs(config)
     return scheme + (" " + json.dumps(kw, sort_keys=True) if kw else "")
+
+
+def plain_variant(df: pd.DataFrame) -> pd.Series:
+    """Which rows of an annotated index (`annotate`, or `claims.run_table`) are their setting's plain run of a scheme,
+    not a variant of it (tier 4's `rope-final-ln`, partial RoPE's `rope-k4-l0`): the variant is the scheme itself,
+    or one of Table 1's BASE_VARIANTS, which the authors' settings name their runs by whatever their scheme (`rope`
+    is `rope+sinusoidal` there)."""
+    return (df["variant"] == df["scheme"]) | df["variant"].isin(BASE_VARIANTS)
+
+
+def base_scheme(variant: str, scheme: str) -> str:
+    """The scheme a variant stands for in figures (its colour): the BASE_VARIANT it is named as or after (the
+    authors' `rope` and its tier-4 `rope-final-ln` are RoPE, whatever rope+sinusoidal they run), else its scheme."""
+    v = str(variant)
+    return next((b for b in BASE_VARIANTS if v == b or v.startswith(f"{b}-")), scheme)
 
 
 def setting_label(setting: str, preset: str | None = None, short: bool = False) -> str:

@@ -186,9 +186,13 @@ def run_accuracy(df: pd.DataFrame, train: bool = False) -> go.Figure:
 
 
 def _label_colors(d: pd.DataFrame, key: str) -> dict:
-    """Colour per label: its scheme's colour; the plain scheme keeps it, other labels of the scheme (tags, kwargs,
-    settings) get lighter shades of it."""
+    """Colour per label: the colour of the scheme it stands for (`settings.base_scheme`: the authors' `rope` is
+    RoPE's blue, though it runs rope+sinusoidal); the plain scheme keeps it, other labels of the scheme (tags,
+    kwargs, settings) get lighter shades of it."""
+    from workbench.analysis.settings import base_scheme
+
     schemes = d.groupby(key)["scheme"].first() if "scheme" in d.columns else pd.Series({l: l for l in d[key].unique()})
+    schemes = pd.Series({label: base_scheme(str(label).split(" · ")[0], s) for label, s in schemes.items()})
     out = {}
     for scheme, labels in schemes.groupby(schemes):
         base = S.scheme_color(scheme)

@@ -92,8 +92,8 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
     min-max), a table of each variant's seeds and accuracy (%), and at the base preset the seed-averaged zero-ablation
     atlas of each of Table 1's schemes per task."""
     from workbench.analysis import EXPERIMENTS, aggregate_seeds
-    from workbench.analysis.claims import BASE_VARIANTS, base_preset
-    from workbench.analysis.settings import SETTINGS
+    from workbench.analysis.claims import base_preset
+    from workbench.analysis.settings import SETTINGS, plain_variant
 
     doc.parts.append('<section id="settings">')
     doc.h(2, "Per setting (seeds together)")
@@ -108,7 +108,7 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
     for k, ((preset, setting), g) in enumerate(groups, 1):
         log(f"per setting {k}/{len(groups)}: {preset} · {setting} ({len(g)} runs)")
         doc.h(3, f"{preset} · {SETTINGS.get(setting, setting)} ({len(g)} runs)", id=f"setting-{preset}-{setting}")
-        plain = g[((g.variant == g.scheme) | g.variant.isin(BASE_VARIANTS)) & ~g.partial.astype(bool)]
+        plain = g[plain_variant(g) & ~g.partial.astype(bool)]
         try:
             curves = EXPERIMENTS["convergence"](runs=[store.get(r) for r in plain["run_id"]])
             doc.figure("convergence", curves, "settings", list(plain["run_id"]), ["metrics"], {"splits": ("test",)})

@@ -34,7 +34,7 @@ from .orderings import PAPER_SIX, paired, ORDER_IDS
 from .deposits import ROPE_SHALLOW, concentrated, CAUSAL_METHODS, decodable_layers, scheme_overview, all_deposits
 from .mla import largest_drop
 from .partial_rope import DEEPER_LAYERS, partial_rope_pairs
-from .one_field import BASE_VARIANTS, PAD_FIELDS, config_changes, one_setting, one_setting_effect
+from .one_field import PAD_FIELDS, config_changes, one_setting, one_setting_effect
 from .questions import QUESTIONS, ANSWER_OF, answer_of, answers
 from .judge import claims
 from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUMNS, every_seed_claims, rung_claims,

@@ -7,12 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..settings import BASE_VARIANTS
 from .rules import json_value, _deposit_heads, _row_settled
 from .runs import mean_ci
-
-
-BASE_VARIANTS = ("rope", "nope", "mla")  # Table 1's variants; tier 4 names its runs `<base>-<what changed>`
-
 
 PAD_FIELDS = ("model.attn_pad_mask", "model.readout_include_pad", "model.pad_trained")  # what pads change
 
