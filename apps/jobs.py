@@ -242,7 +242,10 @@ def register_recreate(app, prefix: str, run_input: str, wanted: Callable[..., bo
         if not C.needs_recreate(stores, rid):
             return False
         try:
-            return wanted is None or bool(wanted(stores.get(rid), *values))
+            run = stores.get(rid)
+            if C.gpu_needed(run):  # trained on a GPU and none here: the page's hint says so, no button that fails
+                return False
+            return wanted is None or bool(wanted(run, *values))
         except Exception:  # a hostile extra value: no button
             return False
 

@@ -259,3 +259,38 @@ def test_a_run_from_other_numerics_is_recreated_with_the_note_that_says_so(smoke
     assert "torch 0.0-other there" in result["message"]
     # then how the finished copy compares: here the same floats (only the recorded torch string was changed)
     assert "Every metric of every epoch equals the shipped run's (bit-identical)" in result["message"]
+
+
+def test_a_run_trained_on_a_gpu_is_not_offered_for_re_creation_on_a_machine_without_one(tmp_path):
+    """A paper-scale run of results/paper (run.json: device cuda, NVIDIA H200): `recreate` refuses it before it
+    writes anything (it trained with --device cuda; on 2 CPU cores it would take days), no Re-create button shows,
+    and the pages' hints say why and where it can be re-created instead of offering a job that would fail."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU: the run can be re-created here")
+    from pathlib import Path
+
+    from apps import create_app
+    from apps import common as C
+    from apps.pages._diagnostic import render
+    from apps.pages.spectral import SPEC
+    from workbench.store import RunStore, StoreError
+    from workbench.train.recreate import recreate
+
+    paper = Path(__file__).resolve().parents[1] / "results" / "paper"
+    rid = "t1-rope-paper-s42-82c372"
+    assert RunStore(paper, readonly=True).get(rid).info["device"] == "cuda"
+    own = RunStore(tmp_path / "own")
+    with pytest.raises(StoreError, match=r"trained on a GPU \(.*\) and is re-trained only on one"):
+        recreate(RunStore(paper, readonly=True), own, rid)
+    assert not own.exists(rid) and not (own.root / rid).exists(), "nothing written before the refusal"
+    app = create_app(tmp_path / "empty", shipped=paper, cache_dir=tmp_path / "cache")
+    client = app.server.test_client()
+    assert not shown(panel(app, client, "spec", rid), "spec") and not shown(panel(app, client, "exp", rid), "exp")
+    with app.server.test_request_context():
+        text = json.dumps([c.to_plotly_json() for c in render(SPEC, C.stores(), [rid])], default=str)
+        live = str(C.no_weights_hint(C.stores().get(rid)))
+    assert f"no spectral table for the shipped run {rid}, and no weights to compute it" in text
+    assert "re-create it in your store first" not in text and "trained on a GPU" in text
+    assert "nothing can run live here" in live and f"workbench recreate {rid}" in live

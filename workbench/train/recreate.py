@@ -55,6 +55,19 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
     return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
 
 
+def gpu_needed(info: dict) -> str | None:
+    """Why a shipped run cannot be re-trained on this machine: run.json says it trained on a GPU (`device`, `gpu`)
+    and torch sees none here (a re-training runs where the run was trained, and a paper-scale run would take days on
+    a CPU); None where it can."""
+    import torch
+
+    device = info.get("device") or "cpu"
+    if device == "cpu" or torch.cuda.is_available():
+        return None
+    return (f"it was trained on a GPU ({info.get('gpu') or device}) and is re-trained only on one, which this machine "
+            "lacks")
+
+
 def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
@@ -104,6 +117,10 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     if own.run_id(src.config) != run_id:
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)
+    why = gpu_needed(src.info)
+    if why:  # before anything is written to `own`
+        raise StoreError(f"cannot re-create it here: {why}; on a machine with a CUDA GPU: `workbench recreate "
+                         f"{run_id}`", run_id)
     device = src.info.get("device") or "cpu"  # re-train where it was trained: a CPU run re-run on CUDA cannot match
     threads = threads or src.info.get("threads")
     env = simd_hold(src.info) if hold and not (mine and mine.status == "finished" and not retrain) else {}
