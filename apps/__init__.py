@@ -49,19 +49,11 @@ def not_found(modules):
                  for m in modules], id="not-found-pages")], id="not-found")
 
 
-def _shown_path(path) -> str:
-    """A store folder as a user named it: relative to the working folder when under it, else its name alone
-    (no server path reaches the page)."""
-    p = Path(path).resolve()
-    try:
-        return str(p.relative_to(Path.cwd().resolve())) or "."
-    except ValueError:
-        return p.name
-
-
 def store_caption(own, shipped=None) -> str:
     """`your runs: runs · shipped: results/repro` for the navigation bar (the folders as given, not resolved)."""
-    return f"your runs: {_shown_path(own)}" + (f" · shipped: {_shown_path(shipped)}" if shipped else "")
+    from .common import shown_path
+
+    return f"your runs: {shown_path(own)}" + (f" · shipped: {shown_path(shipped)}" if shipped else "")
 
 
 def _exit_on_sigterm() -> None:

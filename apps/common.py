@@ -284,6 +284,16 @@ def run_state_hint(run) -> html.Div | None:
     return hint(f"Run {run.id} has not been trained yet (status {status}).", cmd=cmd, kind="warn")
 
 
+def shown_path(path) -> str:
+    """A store folder as a user named it: relative to the working folder when under it, else its name alone
+    (no server path reaches the page)."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return p.name
+
+
 def gpu_needed(run) -> str | None:
     """`recreate.gpu_needed` of a shipped run (trained on a GPU, none here: no Re-create button), else None."""
     from workbench.train.recreate import gpu_needed as needed

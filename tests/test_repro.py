@@ -450,6 +450,25 @@ def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipp
         assert list(t["paper_deposits"].run_id) == [ids[0]] and "find-paper-deposits" in page
 
 
+def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
+    """`workbench app --shipped results/paper`: the page judges the GPU runs, titled and described as such (it said
+    "reproduced on CPU" and "results/repro" whatever it read), with the `paper` preset's disclaimer, and no
+    paper-scale card of the store beside itself (`paper_scale.paper_root` is None there)."""
+    from apps import create_app
+    from apps.pages import findings
+    from workbench.report.paper_scale import paper_root
+
+    paper = Path(__file__).resolve().parents[1] / "results" / "paper"
+    assert paper_root(paper) is None and paper_root(paper.parent / "repro") == paper.parent / "paper"
+    app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=paper)
+    with app.server.test_request_context("/"):
+        page = str(findings.layout())
+    assert "the core paper at its own scale (GPU runs)" in page and "reproduced on CPU" not in page
+    assert "paper/COMPARISON.md" in page and "results/repro" not in page
+    assert "results at the `paper` preset: the paper" in page and "bf16 autocast" in page  # its own disclaimer
+    assert "find-paper-table1" not in page and "At the paper's own scale (GPU runs)" not in page
+
+
 @pytest.mark.slow
 def test_findings_notebook_executes_on_shipped_results_without_training(shipped, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")

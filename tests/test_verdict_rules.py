@@ -336,6 +336,10 @@ def test_the_disclaimer_states_the_presets_scale_from_its_config():
     assert set(PRESETS) >= {"repro-long", "repro-wide", "repro-paperdata"}
     with pytest.raises(ValueError, match="unknown preset"):
         scale_disclaimer("huge")
+    gpu = scale_disclaimer("paper")  # the paper's own setup: no "but" of sizes, no optimiser tuned on RoPE
+    assert gpu.startswith("> **Read this first: results at the `paper` preset: the paper's model, data")
+    assert "100.0 % of the paper's 7,000,000" in gpu and "150 epochs (paper 150)" in gpu
+    assert "tuned on RoPE" not in gpu and "bf16 autocast" in gpu and "(few runs)" in gpu
 
 
 def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():

@@ -138,13 +138,21 @@ def _tables(store):
     return t["runs"], t["table1"], t["claims"]
 
 
+def _header(store, preset: str | None) -> html.Div:
+    """The page's title and lead for the shipped store it reads (results/repro as a rule; `workbench app --shipped
+    results/paper` judges the paper-scale GPU runs instead): where it is, at what preset."""
+    where = C.shown_path(store.root) if store is not None else "results/repro"
+    title = ("Findings: the core paper at its own scale (GPU runs)" if preset == "paper" else
+             "Findings: the core paper reproduced on CPU")
+    return C.page_header(
+        title, f"Shipped results ({where}, read-only): each claim of the paper per setting, coloured by its verdict "
+        "(the number: seeds behind it), and where each scheme puts its largest single-head deposit. Click a cell "
+        f"for its evidence. The full text: {where}/COMPARISON.md (`workbench compare {where}`).")
+
+
 def layout(claim: str | None = None, **query):
     store = _shipped()
-    header = C.page_header(
-        "Findings: the core paper reproduced on CPU",
-        "Shipped results (results/repro, read-only): each claim of the paper per setting, coloured by its verdict "
-        "(the number: seeds behind it), and where each scheme puts its largest single-head deposit. Click a cell "
-        "for its evidence. The full text: results/repro/COMPARISON.md (`workbench compare results/repro`).")
+    header = _header(store, None)
     if store is None:
         return html.Div([header, C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
                                         "checkout (it reads results/repro) or pass `workbench app --shipped DIR`. "
@@ -152,6 +160,7 @@ def layout(claim: str | None = None, **query):
                                         kind="missing")])
     t = _computed(store)
     runs, t1, cl, m = t["runs"], t["table1"], t["claims"], t["matrix"]
+    header = _header(store, str(runs.preset.iloc[0]) if len(runs) else None)
     if runs.empty:
         return html.Div([header, C.hint("No runs in the shipped results store yet (the reproduction grid fills it: "
                                         "docs/reproduction.md). Your own runs (`workbench train ...`) are on the "
@@ -167,7 +176,7 @@ def layout(claim: str | None = None, **query):
     return html.Div([
         header,
         *C.damaged_hints(C.stores()),  # runs that do not read or changed since shipped: named, left out
-        html.Details([html.Summary("What these CPU runs can and cannot say (scale disclaimer)"),
+        html.Details([html.Summary("What these runs can and cannot say (scale disclaimer)"),
                       disclaimer(str(runs.preset.iloc[0]))], className="disclaimer-fold"),
         html.Div([
             html.Div([_figure("verdict_matrix", m, f"{P}-matrix")], className="glance-cell"),
@@ -213,6 +222,8 @@ def _paper_scale_view(t: dict) -> html.Div:
     from workbench.report.paper_scale import paper_scale_sentence
 
     note = t["paper_note"].strip()
+    if not note:  # the store read is the paper-scale one (`paper_scale.paper_root` is None): nothing beside it
+        return html.Div(id=f"{P}-paper-scale")
     if t["paper_t1"].empty:
         return html.Div(dcc.Markdown(f"**At the paper's own scale (GPU runs).** {note}"), id=f"{P}-paper-scale",
                         className="job-note")

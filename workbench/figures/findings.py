@@ -244,9 +244,11 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(rows))), ticktext=rows if c == 1 else [""] * len(rows),
                          range=[len(rows) - 0.5, -0.5], showgrid=True, row=1, col=c)
     style.layout(fig, "Where the largest single-head deposit falls<br><sup>its layer; a marker per seed, its size "
-                      "and number the zero-ablation drop</sup>", height=150 + 24 * max(len(rows), 1),
-                 margin=dict(l=20, r=20, t=90, b=60))
-    return fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.08, x=0))
+                      "and number the zero-ablation drop</sup>",
+                 height=150 + 24 * max(len(rows), 1) + style.LEGEND_ROOM, margin=dict(l=20, r=20, t=90, b=60))
+    # the legend at the figure's bottom edge, under the axis titles: placed in plot units (y -0.08) it sat on the
+    # layer ticks of a map of a few rows (the paper-scale runs' three)
+    return style.legend_below(fig)
 
 
 FIGURES = {"table1": table1, "verdict_matrix": verdict_matrix, "deposit_map": deposit_map}

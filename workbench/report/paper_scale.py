@@ -22,15 +22,20 @@ NOT_RUN = "not run yet"
 COMMAND = "make repro-gpu TIER=1"
 
 
-def paper_root(shipped_root: str | Path) -> Path:
-    """Where the paper-scale runs are kept: `paper/` beside the shipped store (results/paper beside results/repro)."""
-    return Path(shipped_root).parent / "paper"
+def paper_root(shipped_root: str | Path) -> Path | None:
+    """Where the paper-scale runs are kept: `paper/` beside the shipped store (results/paper beside results/repro);
+    None when the shipped store is that folder itself (`workbench app --shipped results/paper`: its runs are the
+    ones judged, with nothing beside them)."""
+    root = Path(shipped_root).parent / "paper"
+    return None if root.resolve() == Path(shipped_root).resolve() else root
 
 
-def paper_store(root: str | Path):
-    """The read-only store at `root` when it holds at least one finished run, else None."""
+def paper_store(root: str | Path | None):
+    """The read-only store at `root` when it holds at least one finished run, else None (also for no `root`)."""
     from workbench.store import RunStore
 
+    if root is None:
+        return None
     root = Path(root)
     if not root.is_dir():
         return None
@@ -150,9 +155,12 @@ def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     return out
 
 
-def paper_scale_note(root: str | Path, label: str | None = None) -> str:
+def paper_scale_note(root: str | Path | None, label: str | None = None) -> str:
     """A paragraph for COMPARISON.md: how many paper-scale runs the column rests on, or how to produce them;
-    `label` names the folder in the text (default: `root` as given)."""
+    `label` names the folder in the text (default: `root` as given); "" without a `root` (`paper_root`: the store
+    judged is the paper-scale one)."""
+    if root is None:
+        return ""
     store = paper_store(root)
     label = label or Path(root).as_posix()
     if store is None:

@@ -532,7 +532,8 @@ def preset_task_spec(preset: str, task: str):
 def scale_disclaimer(preset: str = "repro") -> str:
     """The box that opens every report of results at `preset` (issue 21): how the preset differs from the
     paper's setup (width, labels, length, epochs, the share of the paper's data exposure = train examples x
-    epochs), that its optimiser was tuned on one scheme, and what a verdict at it can and cannot say."""
+    epochs), that its optimiser was tuned on one scheme, and what a verdict at it can and cannot say; at `paper`
+    (the paper's setup on a GPU) what differs there: the GPU's numerics and the few seeds."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; presets: {list(PRESETS)}")
     p, paper = PRESETS[preset], PRESETS["paper"]
@@ -553,6 +554,20 @@ def scale_disclaimer(preset: str = "repro") -> str:
                      f"{ps.vocab_size}); {ep} epochs (paper {pep}), about {ours:,} training sequences seen, "
                      f"{100 * ours / theirs:.1f} % of the paper's {theirs:,}")
     m, pm = p["model"], paper["model"]
+    if preset == "paper":  # the paper's model, data, epochs and optimiser: what differs is how and how often
+        return "\n".join([
+            f"> **Read this first: results at the `paper` preset: the paper's model, data, epochs and optimiser, few "
+            f"seeds.** {m['n_layers']} layers x {m['n_heads']} heads, d_model {m['d_model']} / d_ff {m['d_ff']}, "
+            f"dropout {m['dropout']}, AdamW lr {p['train']['lr']:g}, batch {p['train']['batch_size']} (1024 in the "
+            "authors' MLA script's settings, as theirs).",
+            ">",
+            *[f"> - {line}" for line in lines],
+            "> - Trained on a GPU under bf16 autocast, with the attention dropout inside the attention kernel: GPU "
+            "kernels are not bit-reproducible, so a re-run agrees within the seeds' spread, not bit for bit.",
+            "> - Few seeds (grids/paper.toml orders three a cell, each GPU window trains a few runs; the paper ran "
+            "one): a claim on fewer runs than its registered minimum says \"(few runs)\", an ordering needs three "
+            "pairs (docs/preregistration.md), and a run still learning at its last epoch cannot settle a claim.",
+        ])
     return "\n".join([
         f"> **Read this first: results at the `{preset}` preset, not the paper's setup.** "
         f"{m['n_layers']} layers x {m['n_heads']} heads like the paper, but d_model {m['d_model']} / d_ff "
