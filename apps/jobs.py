@@ -68,8 +68,12 @@ def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params
     progress(0.05, f"loading run {run_id}")
     run = ctx.stores().get(run_id)  # StoreError "unknown run" for anything but a run of the stores
     if run.store.readonly:
-        raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; press "
-                         f"Re-create this run (or run `workbench recreate {run_id}`) to get it into your store")
+        from apps.common import gpu_needed
+
+        why = gpu_needed(run)
+        raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; " + (
+            f"{why} (`workbench recreate {run_id}` on a machine with a CUDA GPU)" if why else
+            f"press Re-create this run (or run `workbench recreate {run_id}`) to get it into your store"))
     before = _table_stamps(run)
     start = time.time()
     stop = _heartbeat(progress, f"running {name} on {run_id}", start, 0.1, 0.95, expected_s=20)

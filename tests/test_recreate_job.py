@@ -294,3 +294,7 @@ def test_a_run_trained_on_a_gpu_is_not_offered_for_re_creation_on_a_machine_with
     assert f"no spectral table for the shipped run {rid}, and no weights to compute it" in text
     assert "re-create it in your store first" not in text and "trained on a GPU" in text
     assert "nothing can run live here" in live and f"workbench recreate {rid}" in live
+    from apps.jobs import analysis_work
+
+    with pytest.raises(ValueError, match=r"trained on a GPU .* on a machine with a CUDA GPU"):  # a Compute press
+        analysis_work(lambda *a: None, app.server.config["PELAB"], rid, "spectral")
