@@ -316,3 +316,27 @@ def test_header_names_the_stores_as_given_without_server_paths(tmp_path, monkeyp
     elsewhere = tmp_path.parent / "tmp.CwJX6Qlyc"
     assert store_caption(elsewhere) == "your runs: tmp.CwJX6Qlyc"
     assert str(tmp_path.parent) not in store_caption(elsewhere)
+
+
+def test_mla_rope_nope_takes_the_authors_rope_with_the_papers_number_and_ropes_colour():
+    """The experiment behind notebook 02's "MLA vs RoPE vs NoPE": it selected runs by scheme, so the authors' RoPE
+    (rope+sinusoidal, tagged rope) was left out; on the paper-scale runs of results/paper it kept 2 of 6. Now each
+    run of a variant standing for mla / rope / nope is a row, the paper's Table 1 number beside its plain run, its bar
+    in that scheme's colour."""
+    from pathlib import Path
+
+    from workbench.analysis import experiments
+    from workbench.analysis.experiments import PAPER_TABLE1
+    from workbench.store import RunStore
+
+    store = RunStore(Path(__file__).resolve().parents[1] / "results" / "paper", readonly=True)
+    runs = [store.get(r) for r in store.run_ids()]
+    df = experiments.mla_rope_nope(runs=runs, compute_missing=False)
+    assert sorted(df["run_id"]) == sorted(r.id for r in runs) and set(df["base"]) == {"rope", "nope", "mla"}
+    rope = df[df["variant"] == "rope"]
+    assert (rope["scheme"] == "rope+sinusoidal").all() and len(rope) == 4
+    assert [PAPER_TABLE1[("rope", t)] for t in rope["task"]] == list(rope["paper_test_acc"])
+    fig = FIGURES["mla_rope_nope"](df)
+    colors = dict(zip(fig.data[0].x, fig.data[0].marker.color))
+    assert {c for x, c in colors.items() if x.startswith("RoPE")} == {S.scheme_color("rope")}, colors
+    assert sum(1 for v in fig.data[1].y if v == v) == len(colors), "every bar here is a plain run: a paper bar each"

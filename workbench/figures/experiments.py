@@ -116,9 +116,12 @@ def rope_vs_rope_sinusoidal(df: pd.DataFrame) -> go.Figure:
 
 
 def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
-    """Grouped bars per (setting, variant, task): PE-Lab test accuracy (%, mean over seeds, the scheme's colour) and
-    the paper's Table 1 (same colour, hatched; the paper's number of the plain scheme only): 2 traces. Runs of two
-    settings or two variants (tier-4 diagnoses) are separate bars."""
+    """Grouped bars per (setting, variant, task): PE-Lab test accuracy (%, mean over seeds, the colour of the scheme
+    the variant stands for, `settings.base_scheme`) and the paper's Table 1 (same colour, hatched; the paper's number
+    of a setting's plain run only, `settings.plain_variant`): 2 traces. Runs of two settings or two variants (tier-4
+    diagnoses) are separate bars."""
+    from workbench.analysis.settings import base_scheme, plain_variant
+
     d = df.copy()
     for col, default in (("variant", d["scheme"]), ("setting", None), ("preset", None)):
         if col not in d.columns:
@@ -126,16 +129,17 @@ def mla_rope_nope(df: pd.DataFrame) -> go.Figure:
     g = d.groupby(["task", "preset", "setting", "variant"], dropna=False).agg(
         scheme=("scheme", "first"), test_acc=("test_acc", "mean"), paper=("paper_test_acc", "first"),
         single=("n_single_deposits", "mean"), n=("test_acc", "size")).reset_index()
-    g.loc[g["variant"] != g["scheme"], "paper"] = np.nan  # the paper ran the plain schemes only
+    g.loc[~plain_variant(g), "paper"] = np.nan  # the paper ran the plain schemes only
+    g["base"] = [base_scheme(v, sc) for v, sc in zip(g["variant"], g["scheme"])]
     settings = _settings(d)
     rank = {p: i for i, p in enumerate(settings)}
     order = {t: i for i, t in enumerate(S.tasks_of(g))}
-    g["_o"] = [(order[t], rank.get((p, s), 0), {"mla": 0, "rope": 1, "nope": 2}.get(sc, 3), v != sc, v)
-               for t, p, s, sc, v in zip(g["task"], g["preset"], g["setting"], g["scheme"], g["variant"])]
+    g["_o"] = [(order[t], rank.get((p, s), 0), {"mla": 0, "rope": 1, "nope": 2}.get(b, 3), v != b, v)
+               for t, p, s, b, v in zip(g["task"], g["preset"], g["setting"], g["base"], g["variant"])]
     g = g.sort_values("_o", ignore_index=True)
     x = ["<br>".join(b for b in (f"{_pretty(v)}, {task_label(t)}", _setting_name((p, s), len(settings))) if b)
          for v, t, p, s in zip(g["variant"], g["task"], g["preset"], g["setting"])]
-    colors = [S.scheme_color(s) for s in g["scheme"]]
+    colors = [S.scheme_color(b) for b in g["base"]]
     acc, paper = S.percent(g["test_acc"]), S.percent(g["paper"])
     fig = go.Figure([go.Bar(x=x, y=acc, name="PE-Lab", marker_color=colors,
                             text=[f"{a:.1f}" for a in acc], textposition="outside",
