@@ -298,3 +298,29 @@ def test_a_run_trained_on_a_gpu_is_not_offered_for_re_creation_on_a_machine_with
 
     with pytest.raises(ValueError, match=r"trained on a GPU .* on a machine with a CUDA GPU"):  # a Compute press
         analysis_work(lambda *a: None, app.server.config["PELAB"], rid, "spectral")
+
+
+def test_the_heads_page_offers_compute_only_for_a_run_of_your_own_store(smoke, tmp_path):
+    """A shipped run's tables cannot be added (`analysis_work` refuses): the Heads page hides its Compute panel for
+    one, and shows it for an own run (a re-created copy included, as the own store is read first)."""
+    from apps import create_app
+
+    app = create_app(tmp_path / "empty", shipped=smoke.shipped, cache_dir=tmp_path / "cache")
+    client = app.server.test_client()
+    key = next(k for k in app.callback_map if "heads-compute.style" in k)
+    spec = app.callback_map[key]
+    outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+
+    def compute_style(store_app, store_client, run_id):
+        ins = [{"id": i["id"], "property": i["property"],
+                "value": run_id if i["id"] == "heads-run" else ("n_agree" if i["id"] == "heads-measure" else None)}
+               for i in spec["inputs"]]
+        r = store_client.post("/_dash-update-component", json={"output": key, "outputs": outs, "inputs": ins,
+                                                                "state": [], "changedPropIds": ["heads-run.value"]})
+        assert r.status_code == 200, r.get_data(as_text=True)[:300]
+        return r.get_json()["response"]["heads-compute"]["style"]["display"]
+
+    assert compute_style(app, client, smoke.rope) == "none"  # shipped, not in the own store
+    assert compute_style(app, client, "../etc") == "none"
+    own = create_app(smoke.root, shipped=smoke.shipped, cache_dir=tmp_path / "cache2")  # the runs are own runs here
+    assert compute_style(own, own.server.test_client(), smoke.rope) == "block"

@@ -57,11 +57,13 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
             html.Div([html.Div(id=f"{P}-map"),
                       dcc.Graph(id=f"{P}-map-graph", config=C.GRAPH_CONFIG, style={"display": "none"}),
                       html.P(id=f"{P}-map-note", className="stat-sentence"),
-                      C.labelled("compute", dcc.Dropdown(id=f"{P}-what", value="head_summary", clearable=False,
-                                                         options=[{"label": n, "value": n} for n in COMPUTABLE]),
-                                 width="240px"),
-                      C.job_panel(P, "Compute", note="stores the chosen table for the run (head_summary joins "
-                                                     "the per-head tables already stored)")], className="card"),
+                      html.Div([  # hidden for a shipped run: its tables cannot be added (`_computable`)
+                          C.labelled("compute", dcc.Dropdown(id=f"{P}-what", value="head_summary", clearable=False,
+                                                             options=[{"label": n, "value": n} for n in COMPUTABLE]),
+                                     width="240px"),
+                          C.job_panel(P, "Compute", note="stores the chosen table for the run (head_summary joins "
+                                                         "the per-head tables already stored)")], id=f"{P}-compute")],
+                     className="card"),
             html.Div([html.H3("Head card (click a head on the map)"), html.Div(id=f"{P}-card")], className="card"),
         ], className="two-col"),
         html.Div(id=f"{P}-details"),
@@ -160,6 +162,15 @@ def render_details(store, run_id: str | None) -> list:
     return cards
 
 
+def _computable(store, run_id) -> bool:
+    """Whether the Compute button can store a table for `run_id`: a run of your own store (a shipped run's tables
+    cannot be added; its hints say how to re-create it, where it can be)."""
+    try:
+        return store.store_of(run_id)[0] == "own"
+    except Exception:  # an unknown or hostile id: the map's hint says so
+        return False
+
+
 def register_callbacks(app):
     def work(progress, ctx, run_id, what):
         if what not in COMPUTABLE:
@@ -171,16 +182,18 @@ def register_callbacks(app):
 
     @app.callback(Output(f"{P}-map", "children"), Output(f"{P}-map-graph", "figure"),
                   Output(f"{P}-map-graph", "style"), Output(f"{P}-map-note", "children"),
-                  Output(f"{P}-details", "children"), Input(f"{P}-run", "value"),
-                  Input(f"{P}-measure", "value"), Input(f"{P}-job-result", "data"))
-    def show(run_id, measure, _job):
+                  Output(f"{P}-details", "children"), Output(f"{P}-compute", "style"), Input(f"{P}-run", "value"),
+                  Input(f"{P}-measure", "value"), Input(f"{P}-job-result", "data"),
+                  Input(f"{P}-recreate-job-result", "data"))
+    def show(run_id, measure, _job, _recreated):
         store = C.stores()
         if not run_id:
-            return [C.no_runs_hint(store)], {}, {"display": "none"}, "", []
+            return [C.no_runs_hint(store)], {}, {"display": "none"}, "", [], {"display": "none"}
         hints, fig, text = render_map(store, run_id, measure or "n_agree")
         # a responsive graph fills its container: without a height the map grows with the grid row it sits in
         shown = {"display": "block", "height": "440px"} if fig is not None else {"display": "none"}
-        return hints, fig or {}, shown, text, render_details(store, run_id)
+        compute = {"display": "block"} if _computable(store, run_id) else {"display": "none"}
+        return hints, fig or {}, shown, text, render_details(store, run_id), compute
 
     @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
                   Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"),
