@@ -299,7 +299,7 @@ def gpu_needed(run) -> str | None:
     from workbench.train.recreate import gpu_needed as needed
 
     try:
-        return needed(run.info)
+        return needed(run.info, run.id)
     except Exception:  # an unreadable run.json: the pages' other hints say so
         return None
 
@@ -310,8 +310,8 @@ def no_weights_hint(run) -> html.Div:
     if run.store.readonly:
         why = gpu_needed(run)
         if why:
-            return hint(f"{run.id} is a shipped run without weights, and {why}: nothing can run live here "
-                        f"(`workbench recreate {run.id}` on a machine with a CUDA GPU).", kind="missing")
+            return hint(f"{run.id} is a shipped run without weights: nothing can run live here; {why}.",
+                        kind="missing")
         return hint(f"{run.id} is a shipped run without weights: nothing can run live until it is re-created in "
                     f"your store (Re-create this run, or `workbench recreate {run.id}`).", kind="missing")
     return run_state_hint(run) or hint(f"{run.id} has no checkpoint yet.")
@@ -376,9 +376,8 @@ def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
     if getattr(run.store, "readonly", False):  # computing it needs the weights, which are not shipped
         why = gpu_needed(run)
         if why:
-            return hint(f"no {name} table for the shipped run {run.id}, and no weights to compute it: {why}. On a "
-                        f"machine with a CUDA GPU: `workbench recreate {run.id}`, then `{analyze_cmd(run.id, name)}`.",
-                        kind="missing")
+            return hint(f"no {name} table for the shipped run {run.id}, and no weights to compute it: {why}, then "
+                        f"`{analyze_cmd(run.id, name)}`.", kind="missing")
         return hint(f"no {name} table for the shipped run {run.id}: re-create it in your store first (Re-create "
                     f"this run, or `workbench recreate {run.id}`), then run `{analyze_cmd(run.id, name)}`{tail}.",
                     kind="missing")

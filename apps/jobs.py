@@ -72,8 +72,7 @@ def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params
 
         why = gpu_needed(run)
         raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; " + (
-            f"{why} (`workbench recreate {run_id}` on a machine with a CUDA GPU)" if why else
-            f"press Re-create this run (or run `workbench recreate {run_id}`) to get it into your store"))
+            why or f"press Re-create this run (or run `workbench recreate {run_id}`) to get it into your store"))
     before = _table_stamps(run)
     start = time.time()
     stop = _heartbeat(progress, f"running {name} on {run_id}", start, 0.1, 0.95, expected_s=20)

@@ -152,9 +152,8 @@ def _header(store, preset: str | None) -> html.Div:
 
 def layout(claim: str | None = None, **query):
     store = _shipped()
-    header = _header(store, None)
     if store is None:
-        return html.Div([header, C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
+        return html.Div([_header(store, None), C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
                                         "checkout (it reads results/repro) or pass `workbench app --shipped DIR`. "
                                         "Your own runs (`workbench train ...`) are on the Runs page.",
                                         kind="missing")])

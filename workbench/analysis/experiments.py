@@ -26,7 +26,7 @@ from ._common import NotApplicable, run_meta, task_label
 from .baselines import run_baselines
 from .deposit import compute as deposit_compute
 from .deposit import deposit_sentence
-from .settings import base_scheme, describe, plain_variant
+from .settings import base_scheme, describe, is_plain
 
 PAPER_TABLE1 = {("mla", "trigger-distance"): 0.8834, ("mla", "trigger-count"): 0.9741,
                 ("rope", "trigger-distance"): 0.9264, ("rope", "trigger-count"): 0.6943,
@@ -141,7 +141,7 @@ def rope_vs_rope_sinusoidal(store=None, runs=None, task=None, compute_missing: b
 def mla_rope_nope(store=None, runs=None, task=None, compute_missing: bool = True, **ablation_params) -> pd.DataFrame:
     """One row per run of mla / rope / nope -- the variants that stand for them (`settings.base_scheme`: the authors'
     `rope`, which runs rope+sinusoidal, and tier 4's `rope-final-ln` too; not partial RoPE): accuracy next to the
-    paper's Table 1 (on a setting's plain run only, `settings.plain_variant`) and the deposit summary."""
+    paper's Table 1 (on a setting's plain run only, `settings.is_plain`) and the deposit summary."""
     rows = []
     for run in _select(store, runs, schemes=["mla", "rope", "nope", "rope+sinusoidal"], task=task):
         meta = _meta(run)
@@ -149,11 +149,11 @@ def mla_rope_nope(store=None, runs=None, task=None, compute_missing: bool = True
         if base not in ("mla", "rope", "nope") or (meta["scheme"] == "rope" and (
                 _kwargs(run).get("rope_heads") is not None or _kwargs(run).get("rope_layers") is not None)):
             continue
-        plain = bool(plain_variant(pd.DataFrame([meta])).iloc[0])
         dep = run_deposit(run, compute_missing, **ablation_params)
         dep = dep[dep["metric"] == "accuracy"]
         rows.append({**meta, **final_metrics(run), "base": base,
-                     "paper_test_acc": PAPER_TABLE1.get((base, meta["task"]), np.nan) if plain else np.nan,
+                     "paper_test_acc": PAPER_TABLE1.get((base, meta["task"]), np.nan)
+                     if is_plain(meta["variant"], meta["scheme"]) else np.nan,
                      "n_single_deposits": int(dep["single_head_deposit"].sum()),
                      "n_average_deposits": int(dep["average_deposit"].sum()),
                      "max_concentration": float(dep["concentration"].max()),

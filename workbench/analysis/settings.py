@@ -60,8 +60,13 @@ def plain_variant(df: pd.DataFrame) -> pd.Series:
     """Which rows of an annotated index (`annotate`, or `claims.run_table`) are their setting's plain run of a scheme,
     not a variant of it (tier 4's `rope-final-ln`, partial RoPE's `rope-k4-l0`): the variant is the scheme itself,
     or one of Table 1's BASE_VARIANTS, which the authors' settings name their runs by whatever their scheme (`rope`
-    is `rope+sinusoidal` there)."""
-    return (df["variant"] == df["scheme"]) | df["variant"].isin(BASE_VARIANTS)
+    is `rope+sinusoidal` there): `is_plain` row by row."""
+    return pd.Series([is_plain(v, s) for v, s in zip(df["variant"], df["scheme"])], index=df.index, dtype=bool)
+
+
+def is_plain(variant: str, scheme: str) -> bool:
+    """One run's `plain_variant`: its variant is its scheme, or one of BASE_VARIANTS."""
+    return variant == scheme or variant in BASE_VARIANTS
 
 
 def base_scheme(variant: str, scheme: str) -> str:

@@ -121,7 +121,7 @@ def _scale_marks(fig, s: pd.DataFrame, x: np.ndarray, scheme: str, col: int) -> 
     seeds = s["paper_scale_seeds"].fillna("").astype(str).to_numpy()
     status = s["paper_scale_status"].fillna("").astype(str).to_numpy()
     learning = np.array(["still learning" in v for v in status], dtype=bool)
-    for learning_kind, (kind, pick) in enumerate((("learned", ~learning), ("still learning", learning))):
+    for kind, pick in (("learned", ~learning), ("still learning", learning)):
         xs, ys, info = [], [], []
         for i in np.flatnonzero(np.isfinite(mean) & np.isfinite(x) & pick):
             xs += [x[i] - BAR_WIDTH / 2, x[i], x[i] + BAR_WIDTH / 2, None]
@@ -131,7 +131,7 @@ def _scale_marks(fig, s: pd.DataFrame, x: np.ndarray, scheme: str, col: int) -> 
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines", name="at paper scale (GPU)" + (  # no wider than the widest other entry
                     ",<br>still learning" if kind == "still learning" else ""),
-                legendgroup=f"scale-{kind}", legendrank=SCALE_RANK + learning_kind, meta={"paper_scale": kind},
+                legendgroup=f"scale-{kind}", legendrank=SCALE_RANK + (kind != "learned"), meta={"paper_scale": kind},
                 line=dict(color=SCALE_COLOR, width=4, dash="dot" if kind == "still learning" else "solid"),
                 text=info, hovertemplate=f"{scheme_label(scheme)} at the paper's own scale (GPU): %{{y:.2f}} % "
                                          "(%{text})<extra></extra>"), row=1, col=col)

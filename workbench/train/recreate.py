@@ -55,17 +55,17 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
     return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
 
 
-def gpu_needed(info: dict) -> str | None:
-    """Why a shipped run cannot be re-trained on this machine: run.json says it trained on a GPU (`device`, `gpu`)
-    and torch sees none here (a re-training runs where the run was trained, and a paper-scale run would take days on
-    a CPU); None where it can."""
+def gpu_needed(info: dict, run_id: str) -> str | None:
+    """Why a shipped run cannot be re-trained on this machine, and where it can: run.json says it trained on a GPU
+    (`device`, `gpu`) and torch sees none here (a re-training runs where the run was trained, and a paper-scale run
+    would take days on a CPU); None where it can. The one phrase `recreate`, the pages' hints and their jobs say."""
     import torch
 
     device = info.get("device") or "cpu"
     if device == "cpu" or torch.cuda.is_available():
         return None
     return (f"it was trained on a GPU ({info.get('gpu') or device}) and is re-trained only on one, which this machine "
-            "lacks")
+            f"lacks (`workbench recreate {run_id}` on a machine with a CUDA GPU)")
 
 
 def numerics_note(info: dict, threads: int | None = None) -> str | None:
@@ -117,10 +117,9 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
     if own.run_id(src.config) != run_id:
         raise StoreError(f"its config hashes to {own.run_id(src.config)} with this code version; the config format "
                          "changed since it was shipped", run_id)
-    why = gpu_needed(src.info)
+    why = gpu_needed(src.info, run_id)
     if why:  # before anything is written to `own`
-        raise StoreError(f"cannot re-create it here: {why}; on a machine with a CUDA GPU: `workbench recreate "
-                         f"{run_id}`", run_id)
+        raise StoreError(f"cannot re-create it here: {why}", run_id)
     device = src.info.get("device") or "cpu"  # re-train where it was trained: a CPU run re-run on CUDA cannot match
     threads = threads or src.info.get("threads")
     env = simd_hold(src.info) if hold and not (mine and mine.status == "finished" and not retrain) else {}
