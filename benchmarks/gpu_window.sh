@@ -8,8 +8,9 @@
 #   3. the training job: `workbench sweep grids/paper.toml --deadline` up to the window's end less RESERVE: Table 1's
 #      runs (TAGS) of tier TIER in grid order, only runs expected to finish (--no-partial: a checkpoint does not come
 #      back), beside `workbench ship --follow --while-pid` (each finished run analysed, TABLES, its head ablations on
-#      the GPU, and shipped while the next trains; it stops as the sweep ends, and 20 s before the window's end
-#      whatever it is doing: a run being shipped is left unshipped, never half-written); where the sweep ends with
+#      the GPU, and shipped while the next trains, then analysed for THEN_TABLES on the CPU and shipped again; it
+#      stops as the sweep ends, and 20 s before the window's end whatever it is doing: a run being shipped is left
+#      unshipped or with its first ship, never half-written); where the sweep ends with
 #      SPARE_MIN s or more left (no run fitted them), benchmarks/gpu_step.py SPARE in that time (logs/spare_step.json:
 #      RoPE's step, the Triton attention kernel's agreement and steps, and MLA's step, by default);
 #   4. the shipped runs packed into OUT/results-paper.tgz (members results/paper/RUN_ID/...), every run's metrics (no
@@ -28,7 +29,8 @@
 #        # idle): waits for the job (at most BUDGET s less the packing) and packs everything; a job that did not
 #        # survive the first call's end is resumed from its checkpoints in this call, in the time left
 #   make repro-gpu WINDOW=BUDGET                            # the one-call form without the check
-# Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), RESULTS (results/paper),
+# Variables: GRID TIER TAGS (grids/paper.toml, 1, rope,nope,mla), TABLES (ablation,deposit), THEN_TABLES
+# (qk_means,angles,spectral,distance_bias; empty: none), RESULTS (results/paper),
 # PAPER_RUNS (runs-paper), STORED_MS (benchmarks/measured/step_ms.json: the planner's ms a step, filling the
 # schemes a check did not time), STEP_MS (the check's step_ms.json where it ran, else STORED_MS), COMPILE (auto|yes|no: auto, compiled unless the check says eager is faster),
 # COMPILE_MODE (torch.compile's; default), SDPA_BACKEND (PyTorch's order; a backend, or auto: the check's choice; triton: PE-Lab's kernel, after its agreement check),
@@ -71,6 +73,9 @@ grid=${GRID:-grids/paper.toml}
 tier=${TIER:-1}
 tags=${TAGS-rope,nope,mla}   # TAGS= : every variant of the tier
 tables=${TABLES:-ablation,deposit}
+# analysed once a run is shipped with TABLES, then shipped again (a kill in that step leaves the first ship whole):
+# the fast analyses, on the CPU (at paper scale 3.3-3.9 s each on 2 threads of the CPU machine); THEN_TABLES= : none
+then_tables=${THEN_TABLES-qk_means,angles,spectral,distance_bias}
 # what the job measures in the time the sweep leaves (no run fitted it; at least SPARE_MIN s): gpu_step.py's
 # arguments; SPARE= : nothing. By default RoPE's step, then PE-Lab's Triton attention kernel (its agreement with
 # SDPA, then RoPE's eager and compiled steps with it, beside SDPA's in one process), then MLA's step (issue 41's
@@ -153,7 +158,9 @@ train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESE
     sweep=$!
     OMP_NUM_THREADS=${SHIP_THREADS:-8} timeout $(( stop - $(date +%s) - 20 )) "$py" -m workbench ship --grid "$grid" \
         --tier "$tier" $([ -n "$tags" ] && echo --tags "$tags") --root "$runs" --to "$shipto" --tables "$tables" \
-        --device "$device" --follow 20 --while-pid "$sweep" 2>&1 | tee -a "$state/logs/ship.log"
+        --device "$device" $([ -n "$then_tables" ] && echo --then-tables "$then_tables") --follow 20 \
+        --while-pid "$sweep" 2>&1 | tee -a "$state/logs/ship.log"
+    restore_aside
     wait "$sweep"; rc=$?
     case "$flags" in
       *--sdpa-backend*) [ "$rc" = 0 ] && break
@@ -165,6 +172,15 @@ train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESE
   say "sweep exit $rc"
   spare_check "$stop"
   echo "$rc" > "$state/job.rc"   # after the spare measurement: an --attach call waits for it, then packs
+}
+
+restore_aside() {  # a re-ship killed between its two renames: the copy shipped before put back (store.ship)
+  local old rid
+  for old in "$shipto"/.*.old; do
+    [ -d "$old" ] || continue
+    rid=${old##*/.}; rid=${rid%.old}
+    [ -e "$shipto/$rid" ] || { mv "$old" "$shipto/$rid" && say "$rid: its shipped copy put back after a cut re-ship"; }
+  done
 }
 
 spare_check() {  # the time the sweep left before epoch second $1 (no run fitted it): SPARE's step measurement

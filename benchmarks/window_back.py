@@ -30,6 +30,7 @@ import hashlib
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -110,6 +111,17 @@ def runs_table(results: Path, run_ids: list[str]) -> list[str]:
     return lines
 
 
+def analysis_lines(ship_log: str) -> list[str]:
+    """The ship's analyses in the window (its log's "RUN TABLE: ran in Xs" lines, `analysis.suite.run_suite`), a
+    line per table: the runs, the median and the range of seconds, in the order they first ran; the head ablations
+    ran on the GPU, the rest (THEN_TABLES) on the host's CPU."""
+    times: dict[str, list[float]] = {}
+    for m in re.finditer(r"^\S+ (\w+): ran in ([0-9.]+)s$", ship_log, re.M):
+        times.setdefault(m.group(1), []).append(float(m.group(2)))
+    return [f"- {t}: {statistics.median(v):.1f} s ({len(v)} run{'s' if len(v) > 1 else ''}, "
+            f"{min(v):.1f}-{max(v):.1f} s)" for t, v in times.items()]
+
+
 def draft_readme(folder: Path, results: Path, added: list[str], device: str | None, torch_version: str | None,
                  spare: dict | None) -> str:
     """What `window_back` knows of a window, as the start of its benchmarks/measured README: the card, the code,
@@ -129,6 +141,10 @@ def draft_readme(folder: Path, results: Path, added: list[str], device: str | No
                 for x in said if "left for the next window" in x]
         out += ["", "## The sweep", ""] + [f"- {x}" for x in done[-1:]]
         out += [f"- left for the next window ({len(left)}): {', '.join(left)}"] if left else []
+    ship = folder / "ship.log"
+    timed = analysis_lines(ship.read_text()) if ship.exists() else []
+    if timed:
+        out += ["", "## The analyses before each ship (ship.log)", ""] + timed
     if spare and spare.get("step"):
         out += ["", "## The step measurement in the time the sweep left (spare_step.json)", ""]
         out += [f"- {k}: eager {r['eager_ms']:.2f} ms, compiled {r['compiled_ms']:.2f} ms "

@@ -466,6 +466,43 @@ def test_head_figures_build_from_their_tables(name, head_tables):
     fig.to_json()
 
 
+def test_heads_page_maps_a_run_from_its_ablation_tables_when_no_summary_is_stored(head_tables):
+    """A shipped run with only its ablation tables (the paper-scale GPU runs) gets its map and head card from those
+    tables joined on the page, said in a hint, equal to `head_summary.compute` of them; a run with no per-head table
+    keeps the missing-table hint; a stored summary is shown as stored."""
+    import json
+    from types import SimpleNamespace
+
+    from apps.pages.heads import render_card, render_map
+    from workbench.analysis import head_summary
+
+    def stand_in(tables: dict, readonly=True):
+        run = SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"}},
+                              tables=lambda: list(tables), load_table=lambda name: tables[name].copy(),
+                              status="finished", info={}, has_table=lambda name: name in tables,
+                              store=SimpleNamespace(readonly=readonly, root="results/paper"))
+        return SimpleNamespace(get=lambda rid: run)
+
+    abl = {"ablation": head_tables["ablation"]}
+    store = stand_in(abl)
+    hints, fig, text = render_map(store, "r1", "zero_delta")
+    said = json.dumps([h.to_plotly_json() for h in hints], default=str)
+    assert fig is not None and "stores no head_summary table" in said and "(ablation)" in said
+    assert "--what head-summary" not in said  # a shipped run's tables cannot be added
+    want = head_summary.compute(abl)
+    assert np.allclose(np.asarray(fig.data[0].z, float)[want.layer, want["head"]], want.zero_delta)
+    card = json.dumps([c.to_plotly_json() for c in render_card(store, "r1", None, 0)], default=str)
+    assert "zero_delta" in card and "stores no head_summary" not in card
+    own = json.dumps([h.to_plotly_json() for h in render_map(stand_in(abl, readonly=False), "r1", "n_agree")[0]],
+                     default=str)
+    assert "--what head-summary" in own
+    hints, fig, _ = render_map(stand_in({"qk_means": head_tables["ablation"]}), "r1", "n_agree")
+    assert fig is None and "no head_summary table" in json.dumps([h.to_plotly_json() for h in hints], default=str)
+    hints, fig, _ = render_map(stand_in({"head_summary": head_tables["head_summary"], **abl}), "r1", "n_agree")
+    assert fig is not None and "stores no head_summary" not in json.dumps([h.to_plotly_json() for h in hints],
+                                                                          default=str)
+
+
 def test_dla_figure_draws_the_chosen_margin(head_tables):
     """The dla figure draws the margin vs the runner-up where the table has it, vs the mean when asked or when an
     older table has only that; the heads' heatmap and the components' bars are that column."""

@@ -86,6 +86,11 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
     shipped = [p.name for p in results.iterdir()]
     assert len(shipped) == 1 and shipped[0].startswith("t1-rope-smoke-s42")
     assert {"manifest.json", "tables.parquet", "metrics.jsonl"} <= {p.name for p in (results / shipped[0]).iterdir()}
+    from workbench.store import RunStore
+
+    # shipped with TABLES, then with THEN_TABLES (the fast analyses) too
+    assert set(RunStore(results, readonly=True).get(shipped[0]).tables()) == {
+        "ablation", "deposit", "qk_means", "angles", "spectral", "distance_bias"}
     assert {p.name for p in out.iterdir()} == {"window.log", "results-paper.tgz", "runs-paper-meta.tgz", "logs.tgz"}
     assert shipped_in(out / "results-paper.tgz") == set(shipped)
     with tarfile.open(out / "runs-paper-meta.tgz") as t:
@@ -93,7 +98,9 @@ def test_gpu_window_trains_ships_and_packs_on_cpu(tmp_path):
         assert any(n.endswith("metrics.jsonl") for n in names) and not any(n.endswith(".safetensors") for n in names)
     with tarfile.open(out / "logs.tgz") as t:
         sweep_log = t.extractfile("./sweep.log").read().decode()
+        ship_log = t.extractfile("./ship.log").read().decode()
     assert "its time unknown: no --step-ms entry for 'nope'" in sweep_log
+    assert f"{shipped[0]}: shipped again, with qk_means, angles, spectral, distance_bias" in ship_log
     assert "environment ready" in (out / "window.log").read_text()
     log = (out / "window.log").read_text()
     assert "flags: --sdpa-backend math;" in log
@@ -648,3 +655,18 @@ def test_the_draft_readme_says_what_the_triton_kernel_measured():
     assert "agreement with SDPA FAILED" in triton_line(check) and "step" not in triton_line(check)
     check["sdpa"]["triton"] = {"error": "triton: no module"}
     assert triton_line(check) == "- the Triton attention kernel failed: triton: no module"
+
+
+def test_the_draft_readme_times_each_analysis_of_the_window_from_its_ship_log():
+    """window_back.analysis_lines: each table's median and range of seconds over the runs the ship log timed, in the
+    order they first ran; a table kept or not applicable is not timed."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from window_back import analysis_lines
+
+    log = ("t1-a ablation: ran in 2.7s\nt1-a deposit: ran in 0.0s\nt1-a qk_means: ran in 1.5s\n"
+           "t1-a angles: not applicable: nope has no rotary dimensions\nfollowing: 1 run(s) to ship\n"
+           "t2-b ablation: ran in 1.7s\nt2-b qk_means: ran in 2.5s\nt2-b angles: ran in 3.0s\nt2-c ablation: kept\n"
+           "t2-c ablation: ran in 5.0s\n")
+    assert analysis_lines(log) == ["- ablation: 2.7 s (3 runs, 1.7-5.0 s)", "- deposit: 0.0 s (1 run, 0.0-0.0 s)",
+                                   "- qk_means: 2.0 s (2 runs, 1.5-2.5 s)", "- angles: 3.0 s (1 run, 3.0-3.0 s)"]
+    assert analysis_lines("nothing timed\n") == []

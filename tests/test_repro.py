@@ -710,6 +710,74 @@ def test_shipping_again_leaves_an_unchanged_run_alone(shipped):
     assert "extra" in RunStore(base / "results", readonly=True).get(ids[0]).tables()
 
 
+def test_then_tables_ship_a_run_twice_and_a_failed_second_step_keeps_the_first(tmp_path, monkeypatch):
+    """`ship --tables A --then-tables B`: the run is shipped with A, then analysed for B and shipped again; where
+    the second step fails (here qk_means raises, as a kill would cut it), the first ship stays whole and readable."""
+    from workbench import analysis
+    from workbench.cli import app
+
+    data, runs = tmp_path / "data", tmp_path / "runs"
+    own = RunStore(runs, data_dir=data)
+    rid = train(resolve_config("smoke", "rope", "trigger-distance", sets=TINY, store=own), own, progress=False,
+                threads=1).id
+    args = ["ship", rid, "--root", str(runs), "--n-boot", "20", "--tables", "ablation,deposit"]
+    env = {"PELAB_DATA": str(data)}
+
+    def broken(run, **kw):
+        raise RuntimeError("simulated: cut off in the second step")
+
+    monkeypatch.setitem(analysis.ANALYSES, "qk_means", broken)
+    res = CliRunner().invoke(app, [*args, "--to", str(tmp_path / "a"), "--then-tables", "qk_means,angles"], env=env)
+    assert res.exit_code != 0 and "cut off" in str(res.exception)
+    first = RunStore(tmp_path / "a", readonly=True).get(rid)
+    assert set(first.tables()) == {"ablation", "deposit"}
+    assert not any(p.name.startswith(".") for p in (tmp_path / "a").iterdir())  # no half-shipped folder left
+    monkeypatch.undo()
+    res = CliRunner().invoke(app, [*args, "--to", str(tmp_path / "a"), "--then-tables", "qk_means,angles"], env=env)
+    assert res.exit_code == 0, res.output
+    assert f"{rid}: shipped already, unchanged" in res.output and f"{rid}: shipped again, with qk_means, angles" in res.output
+    again = RunStore(tmp_path / "a", readonly=True).get(rid)
+    assert set(again.tables()) == {"ablation", "deposit", "qk_means", "angles"}
+    assert again.load_table("ablation").equals(first.load_table("ablation"))
+    res = CliRunner().invoke(app, [*args, "--to", str(tmp_path / "b"), "--then-tables", "qk_mean"], env=env)
+    assert res.exit_code != 0 and "--then-tables 'qk_mean': unknown qk_mean" in res.output
+    res = CliRunner().invoke(app, ["ship", rid, "--root", str(runs), "--to", str(tmp_path / "b"),
+                                   "--then-tables", "qk_means"], env=env)
+    assert res.exit_code != 0 and "--then-tables needs --tables" in res.output
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_reship_cut_between_its_renames_gets_its_copy_back(shipped, tmp_path, monkeypatch):
+    """Re-shipping moves the shipped copy aside (.RUN.old) and the new one in: where a kill fell between the two,
+    the next ship (and `restore_aside`) puts the copy back instead of deleting it, so that ship failing too
+    loses nothing."""
+    import shutil
+
+    from workbench.store import ship
+    from workbench.store.ship import restore_aside, ship_run
+
+    base, ids = shipped
+    dest = tmp_path / "results"
+    shutil.copytree(base / "results", dest)
+    (dest / ids[0]).rename(dest / f".{ids[0]}.old")  # the state a kill between the renames leaves
+    assert not RunStore(dest, readonly=True).exists(ids[0])
+    assert restore_aside(dest, ids[0]) and RunStore(dest, readonly=True).get(ids[0]).tables()
+    assert not restore_aside(dest, ids[0])  # nothing aside: nothing done
+    (dest / ids[1]).rename(dest / f".{ids[1]}.old")
+    before = RunStore(base / "results", readonly=True).get(ids[1]).tables()
+
+    def full_disk(tables):
+        raise OSError("simulated: no space left on device")
+
+    monkeypatch.setattr(ship, "bundle_bytes", full_disk)
+    with pytest.raises(OSError, match="no space"):
+        ship_run(RunStore(base / "runs").get(ids[1]), dest)
+    assert RunStore(dest, readonly=True).get(ids[1]).tables() == before
+    monkeypatch.undo()
+    ship_run(RunStore(base / "runs").get(ids[1]), dest)
+    assert not (dest / f".{ids[1]}.old").exists() and RunStore(dest, readonly=True).get(ids[1]).tables() == before
+
+
 def test_encoder_and_decoder_runs_of_the_grid_reach_table1():
     """Tier 2's encoder/decoder points are tagged with their scheme, so Table 1 has their rows (a run tagged
     'encoder-rope' would be left out: Table 1 reads variant == scheme)."""

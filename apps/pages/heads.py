@@ -15,7 +15,8 @@ from dash import Input, Output, State, dcc, html
 
 from apps import common as C
 from apps.jobs import analysis_work, register_job, register_recreate
-from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote
+from workbench.analysis import NotApplicable
+from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote, sources_of, summarise
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
@@ -70,15 +71,32 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
     ])
 
 
+def summary_of(run) -> tuple[pd.DataFrame | None, list]:
+    """(head summary, hints): the stored `head_summary` table; else the run's stored per-head tables joined here
+    (`head_summary.summarise`: no weights needed, so a shipped run that ships only its ablation tables still gets
+    its map), said in a hint; else (None, [the missing table's hint])."""
+    df, missing = C.load_table(run, "head_summary")
+    if df is not None or run.has_table("head_summary"):  # stored (or stored and unreadable: its error hint)
+        return df, [missing] if df is None else []
+    try:
+        df = summarise(run)
+    except NotApplicable:
+        return None, [missing]
+    own = "" if run.store.readonly else f"; `{C.analyze_cmd(run.id, 'head_summary')}` stores it"
+    return df, [C.hint(f"{run.id} stores no head_summary table: the map joins its stored per-head tables here "
+                       f"({', '.join(sources_of(run))}); a method without a table has no vote{own}.", kind="info")]
+
+
 def render_map(store, run_id: str | None, measure: str):
     """(hints, map figure or None, sentence) of a run's head summary."""
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err], None, ""
     out = [h for h in [C.run_state_hint(run)] if h is not None]
-    df, missing = C.load_table(run, "head_summary")
+    df, notes = summary_of(run)
+    out += notes
     if df is None:
-        return out + [missing], None, ""
+        return out, None, ""
     if mean_dla_vote(df):
         out.append(C.hint(DLA_LEFT_OUT, cmd=C.analyze_cmd(run.id, "dla,head-summary"), kind="info"))
     df = counted(df)
@@ -128,9 +146,9 @@ def render_card(store, run_id: str | None, click, example) -> list:
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err]
-    df, missing = C.load_table(run, "head_summary")
+    df, notes = summary_of(run)
     if df is None:
-        return [missing]
+        return notes
     df = counted(df)
     layer, head = _selected(df, click)
     out = [C.figure_or_hint("head_card", df, layer=layer, head=head, height=380)]

@@ -178,10 +178,20 @@ def counted(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def sources_of(run) -> list[str]:
+    """The per-head tables (SOURCES) the run has stored: what its summary joins."""
+    present = set(run.tables())
+    return [name for name in SOURCES if name in present]
+
+
+def summarise(run, **params) -> pd.DataFrame:
+    """The run's stored per-head tables joined (`compute`), not saved: it needs no weights, so a shipped run's
+    summary can be read from its tables. NotApplicable when it has none of them."""
+    return tag(compute({name: run.load_table(name) for name in sources_of(run)}, **params), run)
+
+
 def run(run, **params) -> pd.DataFrame:
     """Join the run's stored per-head tables, save as table `head_summary`."""
-    present = set(run.tables())
-    tables = {name: run.load_table(name) for name in SOURCES if name in present}
-    df = tag(compute(tables, **params), run)
+    df = summarise(run, **params)
     run.save_table("head_summary", df)
     return df

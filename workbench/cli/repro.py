@@ -53,6 +53,9 @@ def ship_cmd(
                                  "that exist)"),
     tables: Optional[str] = typer.Option(None, "--tables", help="analyse only these tables, comma-separated "
                                          "(a lean ship, e.g. ablation,deposit; default: every analysis)"),
+    then_tables: Optional[str] = typer.Option(None, "--then-tables", help="after a run is shipped with --tables: "
+                                              "analyse these too and ship it again, e.g. qk_means,angles (a ship "
+                                              "cut off in this second step leaves the first one whole)"),
     n_boot: int = typer.Option(1000, "--n-boot", min=1, help="bootstrap resamples for the intervals"),
     max_examples: Optional[int] = typer.Option(1000, "--max-examples", min=1,
                                                help="ablation/extrapolation: a seeded sample of this many test "
@@ -108,6 +111,10 @@ def ship_cmd(
     shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
     opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty,
                 tables=_table_list(tables), replace=replace, device=_analysis_device(device))
+    if then_tables is not None:
+        if tables is None or not analyze:
+            _fail("--then-tables needs --tables (the tables shipped first) and the analyses on")
+        opts["then_tables"] = _table_list(then_tables, "--then-tables")
     if tags is not None and grid is None:
         _fail("--tags needs --grid GRID.toml")
     if while_pid is not None and follow is None:
@@ -168,7 +175,7 @@ def _sleep(seconds: float, while_pid: Optional[int]) -> None:
         time.sleep(min(1.0, max(0.0, end - time.monotonic())))
 
 
-def _table_list(tables: Optional[str]) -> Optional[list[str]]:
+def _table_list(tables: Optional[str], option: str = "--tables") -> Optional[list[str]]:
     """`--tables a,b` as a list checked against the analyses' table names (None: every analysis)."""
     if tables is None:
         return None
@@ -180,7 +187,7 @@ def _table_list(tables: Optional[str]) -> Optional[list[str]]:
     names = [t.strip() for t in tables.split(",") if t.strip()]
     bad = [t for t in names if t not in known]
     if not names or bad:
-        _fail(f"--tables {tables!r}: {'unknown ' + ', '.join(bad) if bad else 'empty'}; known: {', '.join(sorted(known))}")
+        _fail(f"{option} {tables!r}: {'unknown ' + ', '.join(bad) if bad else 'empty'}; known: {', '.join(sorted(known))}")
     return names
 
 
@@ -198,13 +205,15 @@ def _analysis_device(device: str) -> str:
 
 def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_examples: Optional[int],
               shipped=None, quiet: bool = False, allow_dirty: Optional[str] = None,
-              tables: Optional[list[str]] = None, replace: bool = False, device: str = "cpu") -> str:
+              tables: Optional[list[str]] = None, replace: bool = False, device: str = "cpu",
+              then_tables: Optional[list[str]] = None) -> str:
     """Analyse and ship one run if it is finished: "shipped", "unchanged" (shipped already), "skipped" (failed,
     or absent from the store but in `shipped`, the read-only store at `to`), "failed" (its folder does not read, or
     shipping it was refused: a dirty tree without code.diff) or "waiting" (absent, created, running
     or interrupted: it may still finish; or held by another process that trains or ships it). A run shipped before
     with other metrics is refused before its analyses unless `replace` (`check_replacement`). `quiet` leaves out
-    the per-look message of a waiting run."""
+    the per-look message of a waiting run. `then_tables`: once shipped (or found shipped) with `tables`, the run is
+    analysed for these too and shipped again, so a kill in that second step leaves the first ship whole."""
     from workbench.analysis.suite import run_suite
     from workbench.store import RunLocked, StoreError
     from workbench.store.ship import check_replacement, is_shipped, ship_run
@@ -231,29 +240,40 @@ def _ship_one(store, rid: str, to: Path, *, analyze: bool, n_boot: int, max_exam
         if not quiet:
             typer.echo(f"{e}; skipped", err=True)
         return "waiting"
+
+    def analyse(names: Optional[list[str]]) -> None:
+        suite = dict(n_boot=n_boot, max_examples=max_examples, tables=names, log=lambda msg: typer.echo(msg, err=True))
+        try:
+            run_suite(run, device=device, **suite)
+        except RuntimeError as e:  # e.g. out of GPU memory beside the sweep: the CPU still ships the run
+            if device == "cpu":
+                raise
+            typer.secho(f"{rid}: the analysis on {device} failed ({str(e).splitlines()[0][:200]}); "
+                        "again on the CPU", fg=typer.colors.YELLOW, err=True)
+            run_suite(run, **suite)
+
+    outcome = "unchanged"
     with lock:
         try:
             check_replacement(run, to, replace)  # before the analyses: a refused run is not analysed for nothing
             if analyze:
-                suite = dict(n_boot=n_boot, max_examples=max_examples, tables=tables,
-                             log=lambda msg: typer.echo(msg, err=True))
-                try:
-                    run_suite(run, device=device, **suite)
-                except RuntimeError as e:  # e.g. out of GPU memory beside the sweep: the CPU still ships the run
-                    if device == "cpu":
-                        raise
-                    typer.secho(f"{rid}: the analysis on {device} failed ({str(e).splitlines()[0][:200]}); "
-                                "again on the CPU", fg=typer.colors.YELLOW, err=True)
-                    run_suite(run, **suite)
+                analyse(tables)
             if is_shipped(run, to):
                 typer.echo(f"{rid}: shipped already, unchanged")
-                return "unchanged"
-            ship_run(run, to, allow_dirty=allow_dirty, replace=replace)
+            else:
+                ship_run(run, to, allow_dirty=allow_dirty, replace=replace)
+                typer.echo(f"{rid}: shipped to {Path(to) / rid}")
+                outcome = "shipped"
+            if then_tables:  # the first ship is whole: a kill from here on costs only these tables
+                analyse(then_tables)
+                if not is_shipped(run, to):
+                    ship_run(run, to, allow_dirty=allow_dirty, replace=replace)
+                    typer.echo(f"{rid}: shipped again, with {', '.join(then_tables)}")
+                    outcome = "shipped"
         except StoreError as e:
             typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
             return "failed"
-    typer.echo(f"{rid}: shipped to {Path(to) / rid}")
-    return "shipped"
+    return outcome
 
 
 def bundle_cmd(

@@ -77,6 +77,16 @@ def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = Fa
                      "--replace to overwrite the shipped results with it, or ship it to another folder", run.id)
 
 
+def restore_aside(dest_root: str | os.PathLike, run_id: str) -> bool:
+    """Put back `.<run id>.old` as `<run id>` where a re-ship was cut between its two renames (the copy shipped
+    before moved aside, the new one not yet in place); True when it did."""
+    final, old = Path(dest_root) / run_id, Path(dest_root) / f".{run_id}.old"
+    if old.is_dir() and not final.exists():
+        os.replace(old, final)
+        return True
+    return False
+
+
 def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = None, replace: bool = False) -> Path:
     """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`, its
     tables as one bundle, and a manifest of what was shipped. A run trained from a dirty tree needs its
@@ -96,6 +106,7 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
     dest_root = Path(dest_root)
     dest_root.mkdir(parents=True, exist_ok=True)
     final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", dest_root / f".{run.id}.old"
+    restore_aside(dest_root, run.id)
     for leftover in (tmp, old):
         shutil.rmtree(leftover, ignore_errors=True)
     tmp.mkdir()
