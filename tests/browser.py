@@ -286,7 +286,8 @@ MAX_DECIMALS = 4         # significant decimals per table cell (0.000123 has 3)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+\.(\d+)(?![\w.])")
 
 # in the page: per plotly graph, its number of traces, of traces with data, and of legend entries
-_GRAPHS_JS = """return Array.from(document.querySelectorAll('.content .js-plotly-plot')).map(g => {
+_GRAPHS_JS = """return Array.from(document.querySelectorAll('.content .js-plotly-plot')).filter(
+    g => !g.closest('[style*="display: none"]')).map(g => {  // a graph hidden on purpose (style) is not shown
   const data = g._fullData || g.data || [];
   const filled = data.filter(t => t.visible !== false && ['x', 'y', 'z', 'values'].some(
       k => t[k] && (t[k].length > 0 || (t[k].bdata && t[k].bdata.length > 0)))).length;

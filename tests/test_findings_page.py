@@ -35,11 +35,21 @@ def matrix():
 
 
 def test_the_verdict_matrix_has_every_base_claim_and_counts_its_seeds(matrix):
+    """Every base claim of a setting the store has runs of, each with its verdict and seeds; a setting with no run
+    at all (here the authors' settings: only `paper`-arch NoPE runs) is left out, not drawn as a column of
+    "pending" cells; with no run of any setting, every claim stays."""
     bc, m = matrix
     base = m[m.rung == "repro"]
-    assert len(base) == len(bc.claims) and list(base.claim_no) == list(bc.claims.index)
+    ran = bc.claims[bc.claims.setting == "paper"]
+    assert set(bc.claims.setting) > {"paper"} and set(base.setting) == {"paper"}
+    assert list(base.claim_no) == list(ran.index)
     row = base[base.claim == "NoPE does not generalise on Task 1"].iloc[0]
     assert row.verdict == bc.claims.loc[row.claim_no, "verdict"] and row.n_seeds == 3
+    frame = _runs_frame([{"run_id": "p", "variant": "fope", "scheme": "fope", "task": "trigger-distance",
+                          "seed": 42, "test_acc": 0.9, "test_acc_auc": 0.9}])  # a scheme no claim reads
+    none_read = base_claims(FakeStore([FakeRun("p", {})]), frame, RUNGS)
+    assert (none_read.claims.runs.str.len() == 0).all()
+    assert list(verdict_matrix(none_read, FakeStore([])).claim_no) == list(none_read.claims.index)
 
 
 def test_other_rungs_read_seed_42_alone_unless_run_with_more_seeds(matrix):

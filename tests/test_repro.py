@@ -453,7 +453,10 @@ def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipp
 def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     """`workbench app --shipped results/paper`: the page judges the GPU runs, titled and described as such (it said
     "reproduced on CPU" and "results/repro" whatever it read), with the `paper` preset's disclaimer, and no
-    paper-scale card of the store beside itself (`paper_scale.paper_root` is None there)."""
+    paper-scale card of the store beside itself (`paper_scale.paper_root` is None there). Its verdict matrix has no
+    column for a setting the store has no run of (the `paper` arch's was all "pending"), its evidence opens on the
+    RoPE deposit claim of a setting with runs, and the CPU-only seed study and scale ladder (which said "0 of 40
+    runs shipped") are named as being in results/repro."""
     from apps import create_app
     from apps.pages import findings
     from workbench.report.paper_scale import paper_root
@@ -462,9 +465,17 @@ def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     assert paper_root(paper) is None and paper_root(paper.parent / "repro") == paper.parent / "paper"
     app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=paper)
     with app.server.test_request_context("/"):
-        page = str(findings.layout())
+        lay = findings.layout()
+        m = findings._computed(findings._shipped())["matrix"]
+    page = str(lay)
     assert "the core paper at its own scale (GPU runs)" in page and "reproduced on CPU" not in page
-    assert "paper/COMPARISON.md" in page and "results/repro" not in page
+    assert "paper/COMPARISON.md" in page and "results/repro/COMPARISON.md" not in page
+    assert set(m.setting) == {"authors", "authors-mla"}  # tier 1 at paper scale: the authors' settings only
+    chosen = next(c.value for c in lay._traverse() if getattr(c, "id", None) == "find-claim")
+    row = m[m.claim_no == int(chosen)].iloc[0] if chosen.isdigit() else None  # a base claim's index
+    assert row is not None and row.claim.startswith("RoPE's largest single-head") and row.n_seeds >= 2
+    assert "The seed study and the scale ladder" in page and "runs shipped (`make study`" not in page
+    assert "find-ladder-matrix" in page  # the clicks' callback needs its id
     assert "results at the `paper` preset: the paper" in page and "bf16 autocast" in page  # its own disclaimer
     assert "find-paper-table1" not in page and "At the paper's own scale (GPU runs)" not in page
 

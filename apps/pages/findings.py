@@ -159,7 +159,8 @@ def layout(claim: str | None = None, **query):
                                         kind="missing")])
     t = _computed(store)
     runs, t1, cl, m = t["runs"], t["table1"], t["claims"], t["matrix"]
-    header = _header(store, str(runs.preset.iloc[0]) if len(runs) else None)
+    preset = str(runs.preset.iloc[0]) if len(runs) else None
+    header = _header(store, preset)
     if runs.empty:
         return html.Div([header, C.hint("No runs in the shipped results store yet (the reproduction grid fills it: "
                                         "docs/reproduction.md). Your own runs (`workbench train ...`) are on the "
@@ -167,9 +168,11 @@ def layout(claim: str | None = None, **query):
     options = [{"label": f"{r.claim} ({r.setting}, {r.rung}): {r.verdict}", "value": _key(i, r)}
                for i, r in m.iterrows()]
     values = {o["value"] for o in options}
-    shallow = [o["value"] for o, r in zip(options, m.itertuples()) if r.claim.startswith("RoPE's largest single-head")
-               and r.setting == "paper" and r.claim_no >= 0]  # the headline question: where RoPE puts position
-    chosen = claim if claim in values else (shallow or [o["value"] for o in options] or [None])[0]
+    # the headline question, where RoPE puts position: a cell with runs, in the `paper` arch where it has them
+    shallow = sorted((r.n_seeds == 0, r.setting != "paper", k) for k, r in enumerate(m.itertuples())
+                     if r.claim.startswith("RoPE's largest single-head") and r.claim_no >= 0)
+    chosen = claim if claim in values else ([options[k]["value"] for *_, k in shallow[:1]]
+                                            or [o["value"] for o in options] or [None])[0]
     t1_fig, t1_missing = C.build_figure("table1", t["table1_fig"])  # chance, length-only and paper-scale marks
     t1_view = percent_table(t1, ("paper", "mean", "lo", "hi")).drop(columns=["runs"])
     return html.Div([
@@ -186,14 +189,14 @@ def layout(claim: str | None = None, **query):
                          className="job-note"),
                   dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
                   html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
-        _study_view(t["study"], t["tier2"]),
-        html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
-                  _figure("verdict_matrix", m, f"{P}-ladder-matrix", by="rung") if (m["claim_no"] < 0).any() else
-                  html.Div([C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: `make "
-                                   "ladder`).", kind="missing"), dcc.Graph(id=f"{P}-ladder-matrix",
-                                                                           style={"display": "none"})]),
-                  html.Details([html.Summary("the ladder's tables: questions, Table 1's cells per rung, the gaps "
-                                             "each rung explains"), _scale_view(t)])], className="card"),
+        *(_cpu_studies_elsewhere() if preset == "paper" else [
+            _study_view(t["study"], t["tier2"]),
+            html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
+                      _figure("verdict_matrix", m, f"{P}-ladder-matrix", by="rung") if (m["claim_no"] < 0).any()
+                      else html.Div([C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: "
+                                            "`make ladder`).", kind="missing"), _no_ladder_graph()]),
+                      html.Details([html.Summary("the ladder's tables: questions, Table 1's cells per rung, the gaps "
+                                                 "each rung explains"), _scale_view(t)])], className="card")]),
         html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(t1_fig) if t1_fig is not None else t1_missing,
                   html.Details([html.Summary("the numbers"),
                                 _table(t1_view, id=f"{P}-table1", page_size=20)]),
@@ -242,6 +245,21 @@ def _paper_scale_view(t: dict) -> html.Div:
         html.P(f"The claims judged on these runs ({len(judged)}; the others wait for runs not trained yet):",
                className="job-note"),
         _table(judged, id=f"{P}-paper-claims", page_size=20)], id=f"{P}-paper-scale")
+
+
+def _no_ladder_graph() -> dcc.Graph:
+    """The ladder matrix's graph, hidden, where there is no ladder to draw (its clicks' callback needs the id)."""
+    return dcc.Graph(id=f"{P}-ladder-matrix", style={"display": "none"})
+
+
+def _cpu_studies_elsewhere() -> list:
+    """In place of the seed study and the scale ladder on the paper-scale store: both are CPU grids, shipped to the
+    CPU reproduction's store, and none of their runs is in this one."""
+    return [html.Div([html.H3("The seed study and the scale ladder"),
+                      html.P("Both are CPU grids at the `repro` presets (docs/preregistration.md, "
+                             "docs/reproduction.md), shipped to results/repro: their verdicts are on the Findings "
+                             "page of that store (`workbench app`, its default). This store holds the paper-scale GPU "
+                             "runs of Table 1 only.", className="job-note"), _no_ladder_graph()], className="card")]
 
 
 def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:

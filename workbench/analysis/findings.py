@@ -46,7 +46,11 @@ def verdict_matrix(bc, store) -> pd.DataFrame:
         else:
             rows.append({"claim": r.claim, "setting": r.setting, "rung": r.rung, "verdict": r.verdict, "n_seeds": 1,
                          "evidence": "seed 42 alone: " + r.evidence, "runs": [], "claim_no": -1})
-    return pd.DataFrame(rows, columns=MATRIX_COLUMNS)
+    m = pd.DataFrame(rows, columns=MATRIX_COLUMNS)
+    # a setting the store has no run of (results/paper: tier 1 trains the authors' settings only) would be a column
+    # of "pending" cells: left out, unless no setting has a run
+    ran = set(m.loc[m["n_seeds"] > 0, "setting"])
+    return m[m["setting"].isin(ran)] if ran else m
 
 
 DEPOSIT_COLUMNS = ["scheme", "setting", "task", "seed", "layer", "head", "drop", "n_layers", "learned", "status",
