@@ -197,7 +197,9 @@ def test_heads_page_map_card_and_hints(drv, server, smoke):
     assert not unreadable, "\n".join(unreadable)
     open_page(drv, f"{server.url}/heads?run={smoke.nope}", need_traces=False)
     text = page_text(drv)
-    assert f"no head_summary table yet for {smoke.nope}" in text and "Traceback" not in text
+    # no head_summary stored: the map joins the run's stored per-head tables, says so, and how to store it
+    assert f"{smoke.nope} stores no head_summary table: the map joins its stored per-head tables" in text
+    assert f"workbench analyze {smoke.nope} --what head-summary" in text and "Traceback" not in text
     assert_clean(drv, "heads page of a run without the tables")
 
 
