@@ -20,7 +20,8 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
    card: on another card, the schemes the check did not time keep the old card's figures scaled by the ratio on
    those it did, and say so under "filled");
 5. `workbench compare results/repro --readme README.md --figure ... --study-figure ...`: COMPARISON.md's paper-scale
-   column, the README block and the findings figures (`--no-compare`: left for later).
+   column, the README block and the findings figures; then `workbench compare results/paper`, the GPU runs' own
+   COMPARISON.md (`--no-compare`: both left for later).
 """
 from __future__ import annotations
 
@@ -280,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if added and not a.no_compare:
         rc |= subprocess.run(workbench + COMPARE, cwd=REPO).returncode
+        # the GPU runs' own COMPARISON.md (its default grid: grids/paper.toml)
+        rc |= subprocess.run(workbench + ["compare", str(a.results)], cwd=REPO).returncode
     return rc
 
 

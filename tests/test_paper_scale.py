@@ -89,3 +89,29 @@ def test_the_paper_scale_deposit_map_reads_each_shipped_runs_deposit_table(tmp_p
             assert dep.loc[rid].isna()[["layer", "head", "drop"]].all()
         else:
             assert (dep.loc[rid, "layer"], dep.loc[rid, "drop"]) == (top["layer"], pytest.approx(top["top_delta"]))
+
+
+def test_the_paper_scale_stores_own_comparison_says_what_its_gpu_runs_are():
+    """`workbench compare results/paper`: titled GPU, no "at paper scale" column of itself, no CPU-only seed study or
+    ladder (named as being in results/repro), the GPUs in its provenance and no CPU bit-for-bit promise, the CPU
+    presets' "trained on 2 CPU cores" nowhere, and the registration said to come before the runs by their dates;
+    results/repro's keeps its CPU text."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from workbench.report.comparison import _registered_before, comparison_markdown
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    text = comparison_markdown(RunStore(results / "paper", readonly=True))
+    assert text.startswith("# The core paper at the `paper` preset (GPU): comparison")
+    assert "PE-Lab at paper scale" not in text and "| at paper scale |" not in text  # no column of itself
+    assert "## The seed study and the scale ladder" in text and "## The scale ladder" not in text
+    assert "../repro/COMPARISON.md" in text and "Holds across scale" not in text
+    assert "- trained on a GPU: NVIDIA H200 (5), a GPU, not named (1)" in text
+    assert "equal a CPU run bit for bit" not in text and "trained on 2 CPU cores" not in text
+    assert "2026-11-26, before the first run here started (2026-11-27 16:02 UTC)" in text
+    runs = pd.DataFrame({"started": ["2026-11-26T09:00:00+00:00", "2026-11-28T10:00:00+00:00"]})
+    assert _registered_before(runs, "2026-11-26").startswith("not before the first run here started")
+    assert _registered_before(runs.iloc[1:], "2026-11-26").startswith("before the first run here started")
+    assert "cannot be told" in _registered_before(pd.DataFrame({"started": [None]}), "2026-11-26")

@@ -569,17 +569,20 @@ def test_causal_claims_leave_out_a_dla_vote_on_the_mean_margin():
 
 
 @pytest.mark.slow
-def test_the_shipped_comparison_is_what_its_tables_give():
-    """results/repro/COMPARISON.md in the repository is exactly what `workbench compare results/repro` writes."""
-    from workbench.cli.repro import PENDING_GRIDS
+@pytest.mark.parametrize("name", ["repro", "paper"])
+def test_the_shipped_comparison_is_what_its_tables_give(name):
+    """results/repro/COMPARISON.md (and results/paper's, the GPU runs') in the repository is exactly what
+    `workbench compare results/<name>` writes (its default grids: grids/paper.toml for the paper store)."""
+    from workbench.cli.repro import PAPER_GRID, PENDING_GRIDS
     from workbench.report.comparison import comparison_markdown, pending_points, registration_commits
 
     repo = Path(__file__).resolve().parents[1]
-    shipped = repo / "results" / "repro"
+    shipped = repo / "results" / name
     if not (shipped / "COMPARISON.md").exists():
         pytest.skip("no shipped results in this checkout")
     store = RunStore(shipped, readonly=True)
-    pending = [line for g in PENDING_GRIDS for line in pending_points(store, repo / g)]
+    grids = [PAPER_GRID] if name == "paper" else PENDING_GRIDS
+    pending = [line for g in grids for line in pending_points(store, repo / g)]
     text, want = comparison_markdown(store, pending=pending or None), (shipped / "COMPARISON.md").read_text()
     if not registration_commits():  # a shallow clone or an export: the rules' commits cannot be read here
         text, want = (re.sub(r"`[0-9a-f]{7}` \(\d{4}-\d\d-\d\d\)|registered \S+ \(no git history here\)", "COMMIT", t)

@@ -21,6 +21,7 @@ import typer
 from .options import parse_tiers, say_created
 
 PENDING_GRIDS = ("grids/repro.toml", "grids/ladder.toml", "grids/study.toml")  # `compare` lists their unfinished runs
+PAPER_GRID = "grids/paper.toml"  # ... and this one's, for a store of `paper`-preset runs (results/paper)
 
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
@@ -296,8 +297,10 @@ def bundle_cmd(
 def compare_cmd(
     results: Path = typer.Argument(..., exists=True, file_okay=False, help="a results store, e.g. results/repro"),
     out: Optional[Path] = typer.Option(None, "--out", help="default: RESULTS/COMPARISON.md"),
-    grid: List[Path] = typer.Option([Path(g) for g in PENDING_GRIDS], "--grid",
-                                    help="the grids whose unfinished points are listed as pending (repeatable)"),
+    grid: Optional[List[Path]] = typer.Option(None, "--grid",
+                                              help="the grids whose unfinished points are listed as pending "
+                                                   "(repeatable; default: grids/paper.toml for a store of `paper`-"
+                                                   f"preset runs, else {', '.join(PENDING_GRIDS)})"),
     readme: Optional[Path] = typer.Option(None, "--readme", exists=True, dir_okay=False,
                                           help="also fill this file's <!-- findings:start/end --> block"),
     figure: Optional[Path] = typer.Option(None, "--figure", help="also export the Table 1 figure (png/svg/pdf; "
@@ -315,8 +318,10 @@ def compare_cmd(
     from workbench.train.presets import LADDER
 
     store = RunStore(results, readonly=True)
-    pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
     judged = base_claims(store, run_table(store), LADDER)  # once, for COMPARISON.md and the README block
+    if not grid:  # results/paper's grid is the paper-scale one: the CPU grids' points would all read pending there
+        grid = [Path(PAPER_GRID)] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
+    pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper,
                             judged=judged)
     typer.echo(f"wrote {path}")

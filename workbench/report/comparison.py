@@ -270,6 +270,20 @@ def _vendor_level(runs: pd.DataFrame) -> pd.Series:
     return (who + " at " + runs.simd.astype(str)).where(runs.simd.notna(), who + ", level not recorded")
 
 
+def _registered_before(runs: pd.DataFrame, registered: str) -> str:
+    """Whether the registration (a date) came before every run judged here started (run.json `started`, UTC):
+    the sentence that says so, with the first run's start."""
+    started = pd.to_datetime(runs["started"], utc=True, errors="coerce").dropna() if len(runs) else pd.Series()
+    if started.empty:
+        return "and no run here records when it started: whether the rules came before them cannot be told."
+    first = started.min()
+    if first.normalize() > pd.Timestamp(registered, tz="UTC"):
+        return (f"before the first run here started ({first:%Y-%m-%d %H:%M} UTC): these runs are judged by rules "
+                "fixed before them.")
+    return (f"not before the first run here started ({first:%Y-%m-%d %H:%M} UTC): for the runs trained by then the "
+            "rules are a stricter re-reading, not a prediction.")
+
+
 def _provenance_section(runs: pd.DataFrame) -> str:
     lines = [f"- runs: {len(runs)} finished; total wall time {runs.wall_time_s.sum() / 3600:.2f} h, "
              f"CPU time {runs.cpu_time_s.sum() / 3600:.2f} h "
@@ -278,13 +292,22 @@ def _provenance_section(runs: pd.DataFrame) -> str:
              "depends on what else the machine ran, the training process's CPU time does not; a run trained in a "
              "pack of K seeds counts 1/K of its pack's process)",
              "- code versions: " + ", ".join(f"`{v}` ({n})" for v, n in runs.code_version.value_counts().items()),
-             "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items()),
-             "- where a re-training can equal a run bit for bit (`workbench verify`; docs/reproduction.md): on a CPU "
-             "of the same vendor at the same SIMD level ATen dispatched to (with the same torch build and the run's "
-             "thread count); a lower level is held by `recreate`, a higher one no machine below it can run. By "
-             "vendor and level: " + ", ".join(f"{v} ({n})" for v, n in _vendor_level(runs).value_counts().items()),
-             "- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
-                                                    runs.threads.astype(str).value_counts().items())]
+             "- machines: " + ", ".join(f"{v} ({n})" for v, n in runs.cpu.fillna("unknown").value_counts().items())]
+    gpu = runs["gpu"].dropna() if "gpu" in runs else pd.Series(dtype=object)
+    if len(gpu):
+        lines.append("- trained on a GPU: " + ", ".join(f"{v} ({n})" for v, n in gpu.value_counts().items())
+                     + " (run.json `gpu`, recorded since 2026-11-27); under bf16 autocast a GPU re-training is not "
+                     "bit-identical: `workbench verify` judges one by its rule for other numerics "
+                     "(docs/reproduction.md)")
+    cpu = runs[runs["gpu"].isna()] if "gpu" in runs else runs
+    if len(cpu):
+        lines.append("- where a re-training can equal a CPU run bit for bit (`workbench verify`; docs/reproduction.md): "
+                     "on a CPU of the same vendor at the same SIMD level ATen dispatched to (with the same torch build "
+                     "and the run's thread count); a lower level is held by `recreate`, a higher one no machine below "
+                     "it can run. By vendor and level: "
+                     + ", ".join(f"{v} ({n})" for v, n in _vendor_level(cpu).value_counts().items()))
+    lines.append("- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
+                                                          runs.threads.astype(str).value_counts().items()))
     dirty = runs[runs.code_version.astype(str).str.endswith("-dirty")]
     lines.append(f"- trained from a dirty tree (run.json `code_version` ending `-dirty`: uncommitted changes, not "
                  f"recorded with the run, so `workbench recreate` may not re-create it bit for bit): {len(dirty)} of "
@@ -448,18 +471,21 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     judged = base_claims(store, run_table(store), LADDER, th) if judged is None else judged
     runs_all, base, runs, cl = judged.runs_all, judged.base, judged.runs, judged.claims
     lad, rungs, seeded = judged.ladder, judged.rungs, judged.seeded
-    t1 = with_paper_scale_table1(table1(runs), paper_root)
-    cl = with_paper_scale_claims(cl, paper_root)
+    t1 = table1(runs)
+    if paper_root is not None:  # None: this store is the paper-scale one, with nothing beside it
+        t1, cl = with_paper_scale_table1(t1, paper_root), with_paper_scale_claims(cl, paper_root)
+    gpu = base == "paper"  # the paper's own scale is trained on a GPU (docs/training.md)
     parts = [
-        f"# The core paper at the `{base}` preset (CPU): comparison",
+        f"# The core paper at the `{base}` preset ({'GPU' if gpu else 'CPU'}): comparison",
         "",
         scale_disclaimer(base),
         "",
         "Generated by `workbench compare` from the tables shipped in this folder (no weights, nothing re-run); "
         "do not edit by hand. Paper: *spectral analysis of content-position coupling* (docs/paper.md). "
         "Each run folder here holds its config, provenance (run.json), metrics and analysis tables; "
-        "`workbench recreate RUN_ID` re-trains any of them and `workbench verify RUN_ID` checks the re-run "
-        "against these numbers.",
+        f"`workbench recreate RUN_ID` re-trains any of them{' on a machine with a CUDA GPU' if gpu else ''} and "
+        "`workbench verify RUN_ID` checks the re-run against these numbers"
+        f"{' (by its rule for other numerics: GPU kernels are not bit-reproducible)' if gpu else ''}.",
         "",
         f"**Verdicts at `{base}`:** {verdict_summary(cl)}.",
         "",
@@ -494,7 +520,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "scale ladder's questions are answered at each rung run so far, on every seed run there (one seed cannot "
         "tell).",
         "",
-        _questions_section(cl, judged.answers),
+        _questions_section(cl, None if gpu else judged.answers),
         "## The paper's claims",
         "",
         "One row per claim and setting; only *reproduced*, *mixed* and *not reproduced* count as tests of the paper. "
@@ -505,34 +531,41 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "the layer's second, bootstrap interval of the gap above 0) on zero-ablation of each head's `hook_z`; "
         "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task and settled count (a ceiling run is not exempt); the decision reads 0.05, "
         "the verdict at 0.10 is in the evidence and flagged *threshold-sensitive* where it differs; *specificity*: "
-        "the same rule applied to the scheme the paper contrasts the claim with (*not specific* when it passes too). "
-        "*Holds across scale*: the "
-        f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict, said "
-        "as one seed's (\"seed 42 agrees with the paper\": one seed cannot reproduce a claim), then the verdict on "
-        "every seed run at that rung where it was run with more.",
+        "the same rule applied to the scheme the paper contrasts the claim with (*not specific* when it passes too)."
+        + ("" if gpu else " *Holds across scale*: the "
+           f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict, said "
+           "as one seed's (\"seed 42 agrees with the paper\": one seed cannot reproduce a claim), then the verdict "
+           "on every seed run at that rung where it was run with more."),
         "",
-        _claims_section(cl),
+        _claims_section(cl.drop(columns=["holds_across_scale"], errors="ignore") if gpu else cl),
         "## The registration",
         "",
         "Every rule above is the registered one (docs/preregistration.md; `workbench/analysis/claims/registry.toml`), "
         "named here with the commit that registered it. The registration was committed on "
-        f"{load_registry().registered}, before the seed study trained any run and after the runs at `{base}` and the "
-        "scale ladder were trained: for those runs the rules are a stricter re-reading, not a prediction; only the "
-        "seed study is judged by rules fixed before its runs. A rule changed later keeps its id, bumps its version "
-        "and is flagged where it changed after the runs it judges were trained.",
+        f"{load_registry().registered}, "
+        + (_registered_before(runs_all, load_registry().registered) if gpu else
+           f"before the seed study trained any run and after the runs at `{base}` and the scale ladder were "
+           "trained: for those runs the rules are a stricter re-reading, not a prediction; only the seed study is "
+           "judged by rules fixed before its runs.")
+        + " A rule changed later keeps its id, bumps its version and is flagged where it changed after the runs it "
+        "judges were trained.",
         "",
         _registration_section(cl, runs_all, registration_commits()),
-        "## The seed study",
-        "",
-        _study_section(judged.study, runs_all, judged.tier2),
-        "## The scale ladder",
-        "",
-        f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
-        "paper (grids/ladder.toml; costs in docs/reproduction.md):",
-        "",
-        *[f"- `{r}`: {PRESETS[r]['doc'].removeprefix('scale ladder: ')}" for r in rungs[1:]],
-        "",
-        _ladder_section(runs_all, lad, rungs, seeded),
+        *(["## The seed study and the scale ladder", "",
+           "Both are CPU grids at the `repro` presets (docs/preregistration.md, docs/reproduction.md), shipped to "
+           "results/repro: their verdicts are in its COMPARISON.md (`../repro/COMPARISON.md`). None of their runs "
+           "is in this folder.", ""] if gpu else [
+            "## The seed study",
+            "",
+            _study_section(judged.study, runs_all, judged.tier2),
+            "## The scale ladder",
+            "",
+            f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
+            "paper (grids/ladder.toml; costs in docs/reproduction.md):",
+            "",
+            *[f"- `{r}`: {PRESETS[r]['doc'].removeprefix('scale ladder: ')}" for r in rungs[1:]],
+            "",
+            _ladder_section(runs_all, lad, rungs, seeded)]),
         "## Every single-head deposit",
         "",
         "Every deposit the spec's rule finds, in every shipped run with a deposit table, whatever claim reads it.",
@@ -577,15 +610,20 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         "## What differs from the paper's setup",
         "",
-        "These runs were trained on 2 CPU cores (a GPU is lent to this project only now and then, for minutes, "
-        "too short for a paper-scale tier: docs/training.md), so the reproduction keeps the paper's shape "
-        "(6 layers x 16 heads, the `paper` architecture, both tasks) and scales width, data and epochs down to "
-        "what 2 CPU cores train in minutes. Side by side (from the presets in `workbench/train/presets.py` and the task presets in "
+        ("These runs were trained on a GPU (each short lent window trains a few: docs/training.md) at the paper's "
+         "own setup: its model, data, epochs and optimiser" if gpu else
+         "These runs were trained on 2 CPU cores (a GPU is lent to this project only now and then, for minutes, "
+         "too short for a paper-scale tier: docs/training.md), so the reproduction keeps the paper's shape "
+         "(6 layers x 16 heads, the `paper` architecture, both tasks) and scales width, data and epochs down to "
+         "what 2 CPU cores train in minutes")
+        + ". Side by side (from the presets in `workbench/train/presets.py` and the task presets in "
         "`synthetic_tasks/specs.py`):",
         "",
         _scale_section(runs_all, rungs),
         "Other differences: the paper's data were words from a subword tokenizer that is not published; PE-Lab "
-        "draws token ids directly. The paper reports one run per setting; PE-Lab reports seeds 42, 43, 44.",
+        "draws token ids directly. The paper reports one run per setting; PE-Lab's grids order seeds 42, 43, 44"
+        + (" (the runs shipped so far: *What was run* above); they trained under bf16 autocast, with the attention "
+           "dropout inside the attention kernel, which the paper does not report." if gpu else "."),
         "",
         "## Provenance",
         "",

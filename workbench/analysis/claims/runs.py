@@ -81,6 +81,8 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "epochs": int(len(m)), "wall_time_s": float(info.get("wall_time_s") or np.nan),
             "cpu_time_s": cpu_time_share(info), "threads": info.get("threads"),
             "code_version": info.get("code_version"), "cpu": (info.get("machine") or {}).get("cpu"),
+            # the GPU a run trained on (run.json `gpu`, recorded since 2026-11-27); None for a CPU run
+            "gpu": (info.get("gpu") or "a GPU, not named") if (info.get("device") or "cpu") != "cpu" else None,
             "simd": numerics.get("cpu_capability"), "cpu_vendor": numerics.get("cpu_vendor"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
             "n_test": n_test, "chance": 1.0 / n_classes,
@@ -90,7 +92,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
             "test_acc", "train_acc",
             "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
-            "simd", "cpu_vendor", "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
+            "gpu", "simd", "cpu_vendor", "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
     df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
     df.attrs["corrupt"] = corrupt
     return df
