@@ -111,6 +111,7 @@ def test_the_paper_scale_stores_own_comparison_says_what_its_gpu_runs_are():
     assert "- trained on a GPU: NVIDIA H200 (5), a GPU, not named (1)" in text
     assert "equal a CPU run bit for bit" not in text and "trained on 2 CPU cores" not in text
     assert "2026-11-26, before the first run here started (2026-11-27 16:02 UTC)" in text
+    assert "tier 2 of grids/paper.toml" in text and "tier 4 of grids/paper.toml" in text  # its own grid's tiers
     runs = pd.DataFrame({"started": ["2026-11-26T09:00:00+00:00", "2026-11-28T10:00:00+00:00"]})
     assert _registered_before(runs, "2026-11-26").startswith("not before the first run here started")
     assert _registered_before(runs.iloc[1:], "2026-11-26").startswith("before the first run here started")

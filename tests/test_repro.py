@@ -476,6 +476,7 @@ def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     assert row is not None and row.claim.startswith("RoPE's largest single-head") and row.n_seeds >= 2
     assert "The seed study and the scale ladder" in page and "runs shipped (`make study`" not in page
     assert "find-ladder-matrix" in page  # the clicks' callback needs its id
+    assert "tier 2 of grids/paper.toml" in page and "grids/repro.toml" not in page  # the folds name its own grid
     assert "results at the `paper` preset: the paper" in page and "bf16 autocast" in page  # its own disclaimer
     assert "find-paper-table1" not in page and "At the paper's own scale (GPU runs)" not in page
 
@@ -573,7 +574,8 @@ def test_causal_claims_leave_out_a_dla_vote_on_the_mean_margin():
 def test_the_shipped_comparison_is_what_its_tables_give(name):
     """results/repro/COMPARISON.md (and results/paper's, the GPU runs') in the repository is exactly what
     `workbench compare results/<name>` writes (its default grids: grids/paper.toml for the paper store)."""
-    from workbench.cli.repro import PAPER_GRID, PENDING_GRIDS
+    from workbench.cli.repro import PENDING_GRIDS
+    from workbench.train.presets import reproduction_grid
     from workbench.report.comparison import comparison_markdown, pending_points, registration_commits
 
     repo = Path(__file__).resolve().parents[1]
@@ -581,7 +583,7 @@ def test_the_shipped_comparison_is_what_its_tables_give(name):
     if not (shipped / "COMPARISON.md").exists():
         pytest.skip("no shipped results in this checkout")
     store = RunStore(shipped, readonly=True)
-    grids = [PAPER_GRID] if name == "paper" else PENDING_GRIDS
+    grids = [reproduction_grid("paper")] if name == "paper" else PENDING_GRIDS
     pending = [line for g in grids for line in pending_points(store, repo / g)]
     text, want = comparison_markdown(store, pending=pending or None), (shipped / "COMPARISON.md").read_text()
     if not registration_commits():  # a shallow clone or an export: the rules' commits cannot be read here

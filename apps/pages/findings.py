@@ -355,11 +355,18 @@ def _scale_view(t: dict):
     return html.Div(out)
 
 
+def _grid(runs) -> str:
+    """The grid that trains the store's preset (grids/paper.toml for results/paper)."""
+    from workbench.train.presets import reproduction_grid
+
+    return reproduction_grid(str(runs.preset.iloc[0]) if len(runs) else None)
+
+
 def _one_setting_view(store, runs, t: dict | None = None):
     """The tier-4 pairs (`claims.one_setting`): accuracies in %, the change and both runs' deposits."""
     pairs = t["one_setting"] if t else one_setting(store, runs)
     if pairs.empty:
-        return C.hint("No one-setting-at-a-time runs shipped yet (tier 4 of grids/repro.toml: the authors' settings "
+        return C.hint(f"No one-setting-at-a-time runs shipped yet (tier 4 of {_grid(runs)}: the authors' settings "
                       "with one field set back to PE-Lab's value).", kind="missing")
     interval = [c for c in ("delta_lo", "delta_hi") if pairs[c].notna().any()]  # one seed: no interval
     view = percent_table(pairs, ("base_acc", "acc", "delta", *interval)).assign(  # the delta in points
@@ -387,7 +394,7 @@ def _partial_rope_view(store, runs, t: dict | None = None):
     """Tier 2's partial-RoPE runs (`claims.partial_rope_pairs`) beside full RoPE of the same task and seeds."""
     pairs = t["partial"] if t else partial_rope_pairs(store, runs)
     if pairs.empty:
-        return C.hint("No partial-RoPE runs shipped yet (tier 2 of grids/repro.toml: RoPE on the first k heads of "
+        return C.hint(f"No partial-RoPE runs shipped yet (tier 2 of {_grid(runs)}: RoPE on the first k heads of "
                       "every layer, or of one layer, NoPE on the rest).", kind="missing")
     view = percent_table(pairs, ("acc", "full_acc")).drop(columns=["runs"])
     return html.Div([html.P("RoPE on the first k heads of every layer (the authors' script) or of one layer (the "

@@ -21,7 +21,6 @@ import typer
 from .options import parse_tiers, say_created
 
 PENDING_GRIDS = ("grids/repro.toml", "grids/ladder.toml", "grids/study.toml")  # `compare` lists their unfinished runs
-PAPER_GRID = "grids/paper.toml"  # ... and this one's, for a store of `paper`-preset runs (results/paper)
 
 ROOT_HELP = "your run store (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = "the shipped results store (default: $PELAB_SHIPPED, else results/repro of this checkout)"
@@ -315,12 +314,12 @@ def compare_cmd(
     from workbench.analysis.claims import base_claims, run_table, table1
     from workbench.report.comparison import pending_points, readme_block, replace_block, write_comparison
     from workbench.store import RunStore, atomic_write_text
-    from workbench.train.presets import LADDER
+    from workbench.train.presets import LADDER, reproduction_grid
 
     store = RunStore(results, readonly=True)
     judged = base_claims(store, run_table(store), LADDER)  # once, for COMPARISON.md and the README block
     if not grid:  # results/paper's grid is the paper-scale one: the CPU grids' points would all read pending there
-        grid = [Path(PAPER_GRID)] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
+        grid = [Path(reproduction_grid("paper"))] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
     pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper,
                             judged=judged)

@@ -229,9 +229,9 @@ def _overview_section(d: pd.DataFrame) -> str:
                       "single-head deposits", "runs"], rows) + "\n"
 
 
-def _partial_rope_section(d: pd.DataFrame) -> str:
+def _partial_rope_section(d: pd.DataFrame, grid: str = "grids/repro.toml") -> str:
     if d.empty:
-        return "No partial-RoPE run has finished yet (tier 2 of grids/repro.toml).\n"
+        return f"No partial-RoPE run has finished yet (tier 2 of {grid}).\n"
     rows = [[r.variant, str(r.rope_heads), r.rope_layers, task_label(r.task), str(r.n_seeds), _pct(r.acc),
              _pct(r.full_acc), r.deposit, r.deposits_on_rope_heads, r.full_deposit, _links(r.runs, 2)]
             for r in d.itertuples()]
@@ -464,7 +464,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
     from workbench.report.paper_scale import (paper_root as beside, paper_scale_note, with_paper_scale_claims,
                                               with_paper_scale_table1)
-    from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
+    from workbench.train.presets import LADDER, PRESETS, reproduction_grid, scale_disclaimer
 
     label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
     paper_root = beside(store.root) if paper_root is None else paper_root
@@ -592,12 +592,12 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "task and seeds: test accuracy and the single-head deposits (layer, head, zero-ablation drop; layers "
         "counted from 0), and how many of the partial run's deposits sit on a head that has RoPE.",
         "",
-        _partial_rope_section(partial_rope_pairs(store, runs)),
+        _partial_rope_section(partial_rope_pairs(store, runs), reproduction_grid(base)),
         "## One setting at a time",
         "",
         "Where the authors' setup and PE-Lab's `paper` arch disagree, the cause is shown by changing one field: "
         "each row is a run of the authors' setting with one field set back to PE-Lab's value (tier 4 of "
-        "grids/repro.toml; docs/fidelity.md says what each field does), next to the authors' setting itself "
+        f"{reproduction_grid(base)}; docs/fidelity.md says what each field does), next to the authors' setting itself "
         "(same task and seed): both runs' test accuracy and single-head deposits (layer, head, zero-ablation "
         "drop), so a setting that moves the deposit shows as well as one that moves the accuracy. A single-seed "
         "difference within the baseline's seed spread (the range of its three seeds) is not an effect. The change "
