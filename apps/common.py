@@ -517,7 +517,20 @@ def job_panel(prefix: str, label: str = "Run", note: str | None = None) -> html.
         html.Span(note or "", className="job-note"),
         html.Div(id=f"{prefix}-job-message", className="job-message"),
         dcc.Store(id=f"{prefix}-job-result"),
-    ], className="job-panel")
+    ], className="job-panel", id=f"{prefix}-job-panel")
+
+
+def any_own_run(store, run_ids) -> bool:
+    """Whether a job can store a table for one of `run_ids` (an id or a list): a run of your own store. A shipped
+    run's tables cannot be added; its hints say how to re-create it, where it can be. Unknown or hostile ids: no."""
+    ids = [run_ids] if isinstance(run_ids, str) else list(run_ids or [])
+    for rid in ids:
+        try:
+            if store.store_of(rid)[0] == "own":
+                return True
+        except Exception:
+            continue
+    return False
 
 
 def recreate_panel(prefix: str) -> html.Div:

@@ -188,13 +188,23 @@ def _with_epoch_progress(progress: Progress, epochs: int, fit: Callable[[Callabl
     return out
 
 
-def register_job(app, prefix: str, states: list[State], work: Callable[..., dict]) -> None:
+def register_job(app, prefix: str, states: list[State], work: Callable[..., dict],
+                 runs_from: str | None = None) -> None:
     """Wire the job panel `apps.common.job_panel(prefix)` to `work(progress, ctx, *state_values)`, where `ctx` is
-    the app's `AppContext` captured here (server-side; the forked job inherits it).
+    the app's `AppContext` captured here (server-side; the forked job inherits it). With `runs_from` (the id of the
+    page's run dropdown) the panel shows only while a picked run is of your own store (`common.any_own_run`): a
+    shipped run's press could only end in a refusal.
 
     The result lands in `{prefix}-job-result` (a dcc.Store: {"ok", "run_id", "table", "message", "t"}), which
     pages use as an Input to re-read the store."""
     ctx = app.server.config["PELAB"]
+    if runs_from is not None:
+        @app.callback(Output(f"{prefix}-job-panel", "style"), Input(runs_from, "value"),
+                      Input(f"{prefix}-recreate-job-result", "data"))
+        def _own_only(run_ids, _recreated):
+            from apps.common import any_own_run
+
+            return {} if any_own_run(ctx.stores(), run_ids) else {"display": "none"}
 
     @app.callback(
         Output(f"{prefix}-job-result", "data"),

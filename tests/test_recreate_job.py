@@ -324,3 +324,27 @@ def test_the_heads_page_offers_compute_only_for_a_run_of_your_own_store(smoke, t
     assert compute_style(app, client, "../etc") == "none"
     own = create_app(smoke.root, shipped=smoke.shipped, cache_dir=tmp_path / "cache2")  # the runs are own runs here
     assert compute_style(own, own.server.test_client(), smoke.rope) == "block"
+
+
+@pytest.mark.parametrize("panel,dropdown", [("abl-a-job-panel", "abl-run-a"), ("spec-job-panel", "spec-run"),
+                                            ("extr-job-panel", "extr-run")])
+def test_the_run_buttons_show_only_for_a_run_of_your_own_store(smoke, tmp_path, panel, dropdown):
+    """The Ablation atlas's and the diagnostic pages' Run button (`register_job(runs_from=...)`) hides for a shipped
+    run, whose press `analysis_work` could only refuse, and for an unknown id; it shows for an own run."""
+    from apps import create_app
+
+    def style(app, run_id):
+        key = f"{panel}.style"
+        spec = app.callback_map[key]
+        ins = [{"id": i["id"], "property": i["property"], "value": run_id if i["id"] == dropdown else None}
+               for i in spec["inputs"]]
+        r = app.server.test_client().post("/_dash-update-component", json={
+            "output": key, "outputs": {"id": panel, "property": "style"}, "inputs": ins, "state": [],
+            "changedPropIds": [f"{dropdown}.value"]})
+        assert r.status_code == 200, r.get_data(as_text=True)[:300]
+        return r.get_json()["response"][panel]["style"]
+
+    shipped = create_app(tmp_path / "empty", shipped=smoke.shipped, cache_dir=tmp_path / "cache")
+    assert style(shipped, smoke.rope) == {"display": "none"} and style(shipped, "../etc") == {"display": "none"}
+    own = create_app(smoke.root, shipped=smoke.shipped, cache_dir=tmp_path / "cache2")
+    assert style(own, smoke.rope) == {}

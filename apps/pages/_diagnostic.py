@@ -167,7 +167,7 @@ def register(app, d: Diagnostic) -> None:
                 messages.append(f"{rid}: not applicable: {e}")
         return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
 
-    register_job(app, d.prefix, [State(f"{d.prefix}-run", "value")], work)
+    register_job(app, d.prefix, [State(f"{d.prefix}-run", "value")], work, runs_from=f"{d.prefix}-run")
     register_recreate(app, d.prefix, f"{d.prefix}-run", wanted=lambda run: not run.has_table(d.analysis) and not
                       not_applicable(run.config["model"].get("scheme")).get(d.analysis))
 

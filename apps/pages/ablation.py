@@ -117,7 +117,8 @@ def register_callbacks(app):
         def work(progress, ctx, run_id, mode):
             return analysis_work(progress, ctx, run_id, "ablation", {"mode": mode or "zero"})
 
-        register_job(app, f"{P}-{side}", [State(f"{P}-run-{side}", "value"), State(f"{P}-mode", "value")], work)
+        register_job(app, f"{P}-{side}", [State(f"{P}-run-{side}", "value"), State(f"{P}-mode", "value")], work,
+                     runs_from=f"{P}-run-{side}")
         register_recreate(app, f"{P}-{side}", f"{P}-run-{side}", extra=(f"{P}-mode",),
                           wanted=lambda run, mode: not run.has_table(table_name(mode)))
 

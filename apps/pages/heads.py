@@ -58,7 +58,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
             html.Div([html.Div(id=f"{P}-map"),
                       dcc.Graph(id=f"{P}-map-graph", config=C.GRAPH_CONFIG, style={"display": "none"}),
                       html.P(id=f"{P}-map-note", className="stat-sentence"),
-                      html.Div([  # hidden for a shipped run: its tables cannot be added (`_computable`)
+                      html.Div([  # hidden for a shipped run: its tables cannot be added (`C.any_own_run`)
                           C.labelled("compute", dcc.Dropdown(id=f"{P}-what", value="head_summary", clearable=False,
                                                              options=[{"label": n, "value": n} for n in COMPUTABLE]),
                                      width="240px"),
@@ -180,15 +180,6 @@ def render_details(store, run_id: str | None) -> list:
     return cards
 
 
-def _computable(store, run_id) -> bool:
-    """Whether the Compute button can store a table for `run_id`: a run of your own store (a shipped run's tables
-    cannot be added; its hints say how to re-create it, where it can be)."""
-    try:
-        return store.store_of(run_id)[0] == "own"
-    except Exception:  # an unknown or hostile id: the map's hint says so
-        return False
-
-
 def register_callbacks(app):
     def work(progress, ctx, run_id, what):
         if what not in COMPUTABLE:
@@ -210,7 +201,7 @@ def register_callbacks(app):
         hints, fig, text = render_map(store, run_id, measure or "n_agree")
         # a responsive graph fills its container: without a height the map grows with the grid row it sits in
         shown = {"display": "block", "height": "440px"} if fig is not None else {"display": "none"}
-        compute = {"display": "block"} if _computable(store, run_id) else {"display": "none"}
+        compute = {"display": "block"} if C.any_own_run(store, run_id) else {"display": "none"}
         return hints, fig or {}, shown, text, render_details(store, run_id), compute
 
     @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
