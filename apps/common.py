@@ -523,7 +523,7 @@ def job_panel(prefix: str, label: str = "Run", note: str | None = None) -> html.
 def any_own_run(store, run_ids) -> bool:
     """Whether a job can store a table for one of `run_ids` (an id or a list): a run of your own store. A shipped
     run's tables cannot be added; its hints say how to re-create it, where it can be. Unknown or hostile ids: no."""
-    ids = [run_ids] if isinstance(run_ids, str) else list(run_ids or [])
+    ids = [run_ids] if isinstance(run_ids, str) else run_ids if isinstance(run_ids, list) else []
     for rid in ids:
         try:
             if store.store_of(rid)[0] == "own":

@@ -345,6 +345,7 @@ def test_the_run_buttons_show_only_for_a_run_of_your_own_store(smoke, tmp_path, 
         return r.get_json()["response"][panel]["style"]
 
     shipped = create_app(tmp_path / "empty", shipped=smoke.shipped, cache_dir=tmp_path / "cache")
-    assert style(shipped, smoke.rope) == {"display": "none"} and style(shipped, "../etc") == {"display": "none"}
+    for bad in (smoke.rope, "../etc", -1, True, {"a": 1}):  # shipped, hostile, not an id: no button, no error
+        assert style(shipped, bad) == {"display": "none"}
     own = create_app(smoke.root, shipped=smoke.shipped, cache_dir=tmp_path / "cache2")
     assert style(own, smoke.rope) == {}
