@@ -108,9 +108,16 @@ def test_the_paper_scale_stores_own_comparison_says_what_its_gpu_runs_are():
     assert "PE-Lab at paper scale" not in text and "| at paper scale |" not in text  # no column of itself
     assert "## The seed study and the scale ladder" in text and "## The scale ladder" not in text
     assert "../repro/COMPARISON.md" in text and "Holds across scale" not in text
-    assert "- trained on a GPU: NVIDIA H200 (5), a GPU, not named (1)" in text
+    import collections
+    import json
+
+    gpus = collections.Counter(json.loads(f.read_text()).get("gpu") or "a GPU, not named"
+                               for f in (results / "paper").glob("*/run.json"))  # each run's, as run.json says
+    said = text.split("- trained on a GPU: ", 1)[1].split(" (run.json", 1)[0]
+    want = [f"{g} ({n})" for g, n in gpus.items()]
+    assert want and all(w in said for w in want) and len(said) == len(", ".join(want))
     assert "equal a CPU run bit for bit" not in text and "trained on 2 CPU cores" not in text
-    assert "2026-11-26, before the first run here started (2026-11-27 16:02 UTC)" in text
+    assert "2026-11-26, before the first run here started (2026-11-27 16:02 UTC)" in text  # the H100 run, first
     assert "tier 2 of grids/paper.toml" in text and "tier 4 of grids/paper.toml" in text  # its own grid's tiers
     runs = pd.DataFrame({"started": ["2026-11-26T09:00:00+00:00", "2026-11-28T10:00:00+00:00"]})
     assert _registered_before(runs, "2026-11-26").startswith("not before the first run here started")

@@ -466,17 +466,18 @@ def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     app = create_app(tmp_path / "own", cache_dir=tmp_path / "cache", shipped=paper)
     with app.server.test_request_context("/"):
         lay = findings.layout()
-        m = findings._computed(findings._shipped())["matrix"]
+        t = findings._computed(findings._shipped())
+        m = t["matrix"]
     page = str(lay)
     assert "the core paper at its own scale (GPU runs)" in page and "reproduced on CPU" not in page
     assert "paper/COMPARISON.md" in page and "results/repro/COMPARISON.md" not in page
-    assert set(m.setting) == {"authors", "authors-mla"}  # tier 1 at paper scale: the authors' settings only
+    assert set(m.setting) == set(t["runs"].setting)  # only settings with runs: the window trains the authors' ones
     chosen = next(c.value for c in lay._traverse() if getattr(c, "id", None) == "find-claim")
     row = m[m.claim_no == int(chosen)].iloc[0] if chosen.isdigit() else None  # a base claim's index
     assert row is not None and row.claim.startswith("RoPE's largest single-head") and row.n_seeds >= 2
     assert "The seed study and the scale ladder" in page and "runs shipped (`make study`" not in page
     assert "find-ladder-matrix" in page  # the clicks' callback needs its id
-    assert "tier 2 of grids/paper.toml" in page and "grids/repro.toml" not in page  # the folds name its own grid
+    assert "grids/paper.toml" in page and "grids/repro.toml" not in page  # the folds name its own grid
     assert "results at the `paper` preset: the paper" in page and "bf16 autocast" in page  # its own disclaimer
     assert "find-paper-table1" not in page and "At the paper's own scale (GPU runs)" not in page
 
