@@ -174,13 +174,11 @@ train_job() {  # train and ship until epoch second $1 (the sweep's deadline RESE
   echo "$rc" > "$state/job.rc"   # after the spare measurement: an --attach call waits for it, then packs
 }
 
-restore_aside() {  # a re-ship killed between its two renames: the copy shipped before put back (store.ship)
-  local old rid
-  for old in "$shipto"/.*.old; do
-    [ -d "$old" ] || continue
-    rid=${old##*/.}; rid=${rid%.old}
-    [ -e "$shipto/$rid" ] || { mv "$old" "$shipto/$rid" && say "$rid: its shipped copy put back after a cut re-ship"; }
-  done
+restore_aside() {  # a re-ship killed between its two renames: the copies shipped before put back (store.ship)
+  local back
+  back=$("$py" -c "import sys; from workbench.store.ship import restore_aside; print(*restore_aside(sys.argv[1]))" \
+    "$shipto" 2>>"$out/window.log")
+  [ -z "$back" ] || say "shipped copies put back after a cut re-ship: $back"
 }
 
 spare_check() {  # the time the sweep left before epoch second $1 (no run fitted it): SPARE's step measurement

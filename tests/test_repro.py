@@ -795,6 +795,24 @@ def test_a_reship_cut_between_its_renames_gets_its_copy_back(shipped, tmp_path, 
     assert not (dest / f".{ids[1]}.old").exists() and RunStore(dest, readonly=True).get(ids[1]).tables() == before
 
 
+def test_every_copy_a_cut_reship_left_aside_is_put_back_at_once(shipped, tmp_path):
+    """`restore_aside(root)` (the GPU window's, after its ship process ends): every `.RUN.old` whose run folder is
+    missing goes back; one beside its run folder (a re-ship that finished) is left for the next ship to remove."""
+    import shutil
+
+    from workbench.store.ship import restore_aside
+
+    base, ids = shipped
+    dest = tmp_path / "results"
+    shutil.copytree(base / "results", dest)
+    for rid in ids[:2]:
+        (dest / rid).rename(dest / f".{rid}.old")
+    shutil.copytree(dest / ids[2], dest / f".{ids[2]}.old")
+    assert sorted(restore_aside(dest)) == sorted(ids[:2])
+    assert all(RunStore(dest, readonly=True).exists(rid) for rid in ids) and (dest / f".{ids[2]}.old").is_dir()
+    assert restore_aside(dest) == []
+
+
 def test_encoder_and_decoder_runs_of_the_grid_reach_table1():
     """Tier 2's encoder/decoder points are tagged with their scheme, so Table 1 has their rows (a run tagged
     'encoder-rope' would be left out: Table 1 reads variant == scheme)."""

@@ -319,7 +319,7 @@ def compare_cmd(
     store = RunStore(results, readonly=True)
     judged = base_claims(store, run_table(store), LADDER)  # once, for COMPARISON.md and the README block
     if not grid:  # results/paper's grid is the paper-scale one: the CPU grids' points would all read pending there
-        grid = [Path(reproduction_grid("paper"))] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
+        grid = [Path(reproduction_grid(judged.base))] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
     pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper,
                             judged=judged)

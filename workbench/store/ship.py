@@ -77,14 +77,25 @@ def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = Fa
                      "--replace to overwrite the shipped results with it, or ship it to another folder", run.id)
 
 
-def restore_aside(dest_root: str | os.PathLike, run_id: str) -> bool:
+def _aside(dest_root: str | os.PathLike, run_id: str) -> Path:
+    """Where a re-ship moves the run's shipped copy while the new one goes in."""
+    return Path(dest_root) / f".{run_id}.old"
+
+
+def restore_aside(dest_root: str | os.PathLike, run_ids: str | list[str] | None = None) -> list[str]:
     """Put back `.<run id>.old` as `<run id>` where a re-ship was cut between its two renames (the copy shipped
-    before moved aside, the new one not yet in place); True when it did."""
-    final, old = Path(dest_root) / run_id, Path(dest_root) / f".{run_id}.old"
-    if old.is_dir() and not final.exists():
-        os.replace(old, final)
-        return True
-    return False
+    before moved aside, the new one not yet in place), for one run id, a list, or (None) every copy set aside in
+    `dest_root`; the run ids put back."""
+    root = Path(dest_root)
+    if run_ids is None:
+        run_ids = [p.name[1:-len(".old")] for p in root.glob(".*.old")]
+    done = []
+    for rid in [run_ids] if isinstance(run_ids, str) else run_ids:
+        old, final = _aside(root, rid), root / rid
+        if old.is_dir() and not final.exists():
+            os.replace(old, final)
+            done.append(rid)
+    return done
 
 
 def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = None, replace: bool = False) -> Path:
@@ -105,7 +116,7 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
                          "(the reason is recorded)", run.id)
     dest_root = Path(dest_root)
     dest_root.mkdir(parents=True, exist_ok=True)
-    final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", dest_root / f".{run.id}.old"
+    final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", _aside(dest_root, run.id)
     restore_aside(dest_root, run.id)
     for leftover in (tmp, old):
         shutil.rmtree(leftover, ignore_errors=True)
