@@ -95,38 +95,69 @@ def query_runs(store, **filters) -> pd.DataFrame:
     return store.query(**clean)
 
 
-LEARNED_AT = 0.5   # test accuracy at which a run counts as having learned the task (claims.Thresholds.no_generalise)
+NOT_LEARNED = ("did not learn", "did not learn, still learning", "diverged")  # claims.STATUSES that did not learn
+STATUS_PHRASE = {"ceiling": "at the ceiling", "ceiling, not settled": "at the ceiling, not settled"}
+_STATUS: dict[str, tuple[tuple, str | None]] = {}  # run folder -> (its index state, its run status)
 
 
-def learned(acc) -> bool | None:
-    """Whether a run with test accuracy `acc` learned the task (None when it has no accuracy yet)."""
-    return bool(acc >= LEARNED_AT) if isinstance(acc, (int, float)) and acc == acc else None
+def run_statuses(store, df: pd.DataFrame) -> list[str | None]:
+    """Each indexed run's status by the registered run rules (`claims.status_of_run`, the run table's and the
+    verdicts' one reading: learned, still learning, ceiling, did not learn, diverged ...), None for a run without an
+    epoch or that cannot be read. Memoised per run folder while its index state (updated, epoch, status, test
+    accuracy) stays the same, so a page refresh reads only the runs that changed."""
+    from workbench.analysis.claims import status_of_run
+
+    out = []
+    for r in df.to_dict("records"):
+        epoch = r.get("epoch")
+        if not isinstance(epoch, (int, float)) or not epoch > 0 or r.get("status") == "corrupt":
+            out.append(None)
+            continue
+        key = (r.get("updated"), epoch, r.get("status"), r.get("test_acc"))
+        hit = _STATUS.get(r.get("path"))
+        if hit is None or hit[0] != key:
+            try:
+                st = status_of_run(store.get(r["id"]))["status"] or None
+            except Exception:  # a run that cannot be read says no status (the pages name damaged runs)
+                st = None
+            hit = _STATUS[r.get("path")] = (key, st)
+        out.append(hit[1])
+    return out
+
+
+def learned(row: dict | pd.Series) -> bool | None:
+    """Whether an indexed run learned the task by the registered rule (its `run_status`; None when unknown)."""
+    st = row.get("run_status")
+    return None if not isinstance(st, str) else st not in NOT_LEARNED
 
 
 def index(store, **filters) -> pd.DataFrame:
-    """`query_runs` plus each run's setting (`workbench.analysis.settings.annotate`)."""
+    """`query_runs` plus each run's setting (`workbench.analysis.settings.annotate`) and `run_status`
+    (`run_statuses`)."""
     from workbench.analysis.settings import annotate
 
-    return annotate(query_runs(store, **filters))
+    df = annotate(query_runs(store, **filters))
+    df["run_status"] = run_statuses(store, df) if len(df) else pd.Series(dtype=object)
+    return df
 
 
 def run_label(row: dict | pd.Series) -> str:
-    """`variant · Task n · seed s · setting · acc 98.3 % learned · status — run id`: which run it is at a glance,
-    the full id last."""
+    """`variant · Task n · seed s · setting · acc 98.3 % still learning · status — run id`: which run it is at a
+    glance (what it can show by the registered run rules, `run_status`, when the index has it), the full id last."""
     from workbench.analysis._common import task_label
     from workbench.analysis.settings import setting_label
     from workbench.figures.style import pct
 
     acc = row.get("test_acc")
-    ok = learned(acc)
     bits = [str(row.get("variant") or row.get("scheme") or "?"), task_label(row.get("task")) or str(row.get("task"))]
     seed = row.get("seed")
     if isinstance(seed, (int, float)) and seed == seed:
         bits.append(f"seed {int(seed)}")
     if row.get("setting"):
         bits.append(setting_label(row["setting"], row.get("preset"), short=True))
-    if ok is not None:
-        bits.append(f"acc {pct(acc)} {'learned' if ok else 'did not learn'}")
+    if isinstance(acc, (int, float)) and acc == acc:
+        st = row.get("run_status")
+        bits.append(f"acc {pct(acc)}" + (f" {STATUS_PHRASE.get(st, st)}" if isinstance(st, str) else ""))
     status = row.get("status")
     if status and status != "finished":
         bits.append(str(status))
@@ -204,7 +235,7 @@ def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | Non
         own = r.get("source", "own") == "own"
         newest = -pd.Timestamp(r["created"]).value if own and isinstance(r.get("created"), str) else 0
         return (r.get("status") != "finished", need_weights and not own,
-                learned_first and learned(r.get("test_acc")) is not True, not own, scheme_rank, newest,
+                learned_first and learned(r) is not True, not own, scheme_rank, newest,
                 r.get("setting") != DEFAULT_SETTING or r.get("variant") != r.get("scheme"),
                 r.get("preset") != HEADLINE_PRESET, r.get("task") != "trigger-distance",
                 r.get("seed") if isinstance(r.get("seed"), (int, float)) and r.get("seed") == r.get("seed")

@@ -11,8 +11,10 @@ from apps.pages.runs import opening_setting
 
 def row(rid, scheme="rope", preset="repro", setting="paper", variant=None, task="trigger-distance", seed=42,
         acc=1.0, source="shipped", created="2026-11-01T00:00:00+00:00"):
+    """An index row as `C.index` gives it; `run_status` (the registered rules' reading) is set by hand here."""
     return {"id": rid, "scheme": scheme, "preset": preset, "setting": setting, "variant": variant or scheme,
-            "task": task, "seed": seed, "test_acc": acc, "status": "finished", "source": source, "created": created}
+            "task": task, "seed": seed, "test_acc": acc, "status": "finished", "source": source, "created": created,
+            "run_status": "learned" if acc > 0.5 else "did not learn"}
 
 
 SHIPPED = [row("t1-rope-repro-wide-s42", preset="repro-wide"), row("t1-rope-repro-long-s42", preset="repro-long"),

@@ -106,20 +106,54 @@ def test_extrapolation_page_table_and_run_labels_show_accuracy_in_percent():
     rows = shown.data
     assert rows[0]["accuracy"] == 99.81 and rows[1]["acc_lo"] == 40.0 and rows[0]["loss"] == 0.01, rows
     assert table["accuracy"].iloc[0] == 0.99812, "the stored table stays a fraction"
-    assert "acc 98.8 % learned" in C.run_label({"id": "r", "variant": "rope", "task": "trigger-distance",
-                                                "test_acc": 0.98765})
+    row = {"id": "r", "variant": "rope", "task": "trigger-distance", "test_acc": 0.98765}
+    assert C.run_label(row).endswith("acc 98.8 % — r"), "no status word where the rules have not read the run"
+    assert "acc 98.8 % still learning" in C.run_label(row | {"run_status": "still learning"})
+    assert "acc 98.8 % at the ceiling, not settled" in C.run_label(row | {"run_status": "ceiling, not settled"})
     d = _describe(run)
     assert d["final.test_acc (%)"] == 98.77 and d["final.train_acc (%)"] == 100.0 and d["final.test_loss"] == 0.043
 
 
-def test_runs_index_shows_accuracy_in_percent_and_learned_from_the_fraction():
+def test_runs_index_shows_accuracy_in_percent_and_the_registered_run_status():
     from types import SimpleNamespace
 
     from apps.pages.runs import _with_tables
 
     df = pd.DataFrame({"id": ["a", "b"], "setting": "paper", "preset": "repro", "task": "trigger-distance",
-                       "variant": "rope", "seed": [1, 2], "test_acc": [0.9876, 0.3], "train_acc": [1.0, 0.95]})
+                       "variant": "rope", "seed": [1, 2], "test_acc": [0.9876, 0.3], "train_acc": [1.0, 0.95],
+                       "run_status": ["still learning", "did not learn"]})
     store = SimpleNamespace(get=lambda rid: SimpleNamespace(tables=lambda: ["ablation"]))
     shown = _with_tables(store, df).set_index("id")
     assert shown.loc["a", "test_acc"] == 98.76 and shown.loc["b", "train_acc"] == 95.0
-    assert list(shown["learned"]) == ["yes", "no"], "learned reads the stored fraction (>= 0.5)"
+    assert list(shown["run_status"]) == ["still learning", "did not learn"]
+
+
+def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_path, monkeypatch):
+    """The pickers' status word is the run's status by the registered rules (claims.status_of_run), as COMPARISON.md
+    gives it: the authors' RoPE at 91.6 % rose over its last half ("still learning", which a >= 0.5 threshold called
+    "learned"); it is computed once per run and state."""
+    from pathlib import Path
+
+    import apps.common as C
+    from workbench.analysis import claims
+    from workbench.store import RunStore, StoreSet
+
+    shipped = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro", readonly=True)
+    stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
+    ids = ["t1-rope-repro-s42-40a0c6", "t1-nope-repro-s43-8d1651", "t1-rope-repro-s42-e451f6"]
+    table = claims.run_table(runs=[shipped.get(i) for i in ids]).set_index("run_id")
+    calls = []
+    real = claims.status_of_run
+    monkeypatch.setattr(claims, "status_of_run", lambda run, *a: calls.append(run.id) or real(run, *a))
+    monkeypatch.setattr(C, "_STATUS", {})
+    df = C.index(stores)
+    got = df.set_index("id").loc[ids, "run_status"]
+    assert list(got) == [table.loc[i, "status"] for i in ids] == ["still learning", "did not learn", "ceiling"]
+    labels = {o["value"]: o["label"] for o in C.run_options(df)}
+    assert "acc 91.6 % still learning" in labels[ids[0]] and "acc 15.1 % did not learn" in labels[ids[1]]
+    assert "acc 100.0 % at the ceiling —" in labels[ids[2]]
+    assert C.learned(df.set_index("id").loc[ids[0]]) and not C.learned(df.set_index("id").loc[ids[1]])
+    n = len(calls)
+    assert n == len(df[df.epoch > 0])
+    C.index(stores)
+    assert len(calls) == n, "a second page load reads no run again"

@@ -123,3 +123,26 @@ def test_the_paper_scale_stores_own_comparison_says_what_its_gpu_runs_are():
     assert _registered_before(runs, "2026-11-26").startswith("not before the first run here started")
     assert _registered_before(runs.iloc[1:], "2026-11-26").startswith("before the first run here started")
     assert "cannot be told" in _registered_before(pd.DataFrame({"started": [None]}), "2026-11-26")
+
+
+def test_the_paper_store_is_read_once_per_state(trained, monkeypatch):
+    """The four paper-scale cell families (Table 1 text and marks, the page's rows, the claims, the deposits) read
+    the paper store's run table once while it stays the same, and again once it changes."""
+    import workbench.analysis.claims as claims_pkg
+    from workbench.report import paper_scale as ps
+
+    store, run = trained
+    calls = []
+    real = claims_pkg.run_table
+    monkeypatch.setattr(claims_pkg, "run_table", lambda s=None, runs=None: calls.append(1) or real(s, runs))
+    monkeypatch.setattr(ps, "_RUNS", {})
+    t1 = table1(real(store))
+    ps.with_paper_scale_table1(t1, store.root), ps.paper_scale_table1(t1, store.root)
+    ps.with_paper_scale_claims(claims(store, real(store)), store.root), ps.paper_scale_deposits(store.root)
+    assert len(calls) == 1
+    runs = ps.paper_runs(store.root)[1]
+    runs["extra"] = 1  # a caller's column does not reach the cache
+    assert "extra" not in ps.paper_runs(store.root)[1] and len(calls) == 1
+    run.update_info(note="touched")  # run.json rewritten: a new state of the store
+    ps.paper_runs(store.root)
+    assert len(calls) == 2

@@ -576,7 +576,7 @@ def test_the_shipped_comparison_is_what_its_tables_give(name):
     """results/repro/COMPARISON.md (and results/paper's, the GPU runs') in the repository is exactly what
     `workbench compare results/<name>` writes (its default grids: grids/paper.toml for the paper store)."""
     from workbench.cli.repro import PENDING_GRIDS
-    from workbench.train.presets import reproduction_grid
+    from workbench.analysis.settings import reproduction_grid
     from workbench.report.comparison import comparison_markdown, pending_points, registration_commits
 
     repo = Path(__file__).resolve().parents[1]

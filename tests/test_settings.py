@@ -166,12 +166,16 @@ def test_every_verdict_has_its_own_colour_and_unknown_is_grey():
 
 # ---- pages (their functions, no server) -----------------------------------------------------------------------
 def index_rows() -> pd.DataFrame:
-    rows = [("mla-diag", "mla", "authors-mla", "mla-no-input-pe", 0.15), ("nope", "nope", "paper", "nope", 0.15),
-            ("rope-enc", "rope", "encoder", "rope", 1.0), ("rope-k1", "rope", "paper", "rope-k1-all", 0.9),
-            ("rope", "rope", "paper", "rope", 0.998), ("rope-t2", "rope", "paper", "rope", 0.99)]
+    rows = [("mla-diag", "mla", "authors-mla", "mla-no-input-pe", 0.15, "did not learn"),
+            ("nope", "nope", "paper", "nope", 0.15, "did not learn"),
+            ("rope-enc", "rope", "encoder", "rope", 1.0, "ceiling"),
+            ("rope-k1", "rope", "paper", "rope-k1-all", 0.9, "still learning"),
+            ("rope", "rope", "paper", "rope", 0.998, "ceiling"),
+            ("rope-t2", "rope", "paper", "rope", 0.99, "ceiling")]
     return pd.DataFrame([{"id": i, "scheme": s, "setting": st, "variant": v, "test_acc": a, "status": "finished",
-                          "preset": "repro", "seed": 42, "task": "trigger-count" if i.endswith("t2") else
-                          "trigger-distance"} for i, s, st, v, a in rows])
+                          "run_status": rs, "preset": "repro", "seed": 42,
+                          "task": "trigger-count" if i.endswith("t2") else "trigger-distance"}
+                         for i, s, st, v, a, rs in rows])
 
 
 def test_default_run_is_a_learned_tier1_paper_run_of_the_preferred_scheme():

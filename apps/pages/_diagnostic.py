@@ -85,7 +85,7 @@ def default_runs(store, df: pd.DataFrame, d: Diagnostic, n: int = 6) -> list[str
     for scheme in schemes:
         sub = same[same["scheme"] == scheme]
         rid = C.default_run(sub, None, need_table=d.analysis, store=store) if not sub.empty else None
-        if rid and _has(store, rid, d.analysis) and C.learned(sub.set_index("id").loc[rid, "test_acc"]):
+        if rid and _has(store, rid, d.analysis) and C.learned(sub.set_index("id").loc[rid]):
             out.append(rid)
         if len(out) == n:
             break

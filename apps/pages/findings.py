@@ -357,9 +357,9 @@ def _scale_view(t: dict):
 
 def _grid(runs) -> str:
     """The grid that trains the store's preset (grids/paper.toml for results/paper)."""
-    from workbench.train.presets import reproduction_grid
+    from workbench.analysis.settings import runs_grid
 
-    return reproduction_grid(str(runs.preset.iloc[0]) if len(runs) else None)
+    return runs_grid(runs)
 
 
 def _one_setting_view(store, runs, t: dict | None = None):

@@ -34,6 +34,17 @@ DEFAULT_SETTING = "paper"   # what pages open on: PE-Lab's own `paper`-arch runs
 BASE_VARIANTS = ("rope", "nope", "mla")  # Table 1's variants; tier 4 names its runs `<base>-<what changed>`
 
 
+def reproduction_grid(preset: str | None) -> str:
+    """The grid that trains the core paper's reproduction at `preset`: grids/paper.toml at the paper's own scale
+    (a GPU), else the CPU reproduction's grids/repro.toml (same tiers: partial RoPE tier 2, one setting tier 4)."""
+    return "grids/paper.toml" if preset == "paper" else "grids/repro.toml"
+
+
+def runs_grid(runs: pd.DataFrame) -> str:
+    """`reproduction_grid` of a run table's preset (the first row's: the runs judged together are of one preset)."""
+    return reproduction_grid(str(runs.preset.iloc[0]) if len(runs) and "preset" in runs else None)
+
+
 def setting_of(config: dict[str, Any]) -> str:
     """The setting a run belongs to: the authors' named fidelity settings, else its architecture."""
     fidelity = config.get("fidelity") or "pelab"

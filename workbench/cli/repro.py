@@ -314,7 +314,8 @@ def compare_cmd(
     from workbench.analysis.claims import base_claims, run_table, table1
     from workbench.report.comparison import pending_points, readme_block, replace_block, write_comparison
     from workbench.store import RunStore, atomic_write_text
-    from workbench.train.presets import LADDER, reproduction_grid
+    from workbench.analysis.settings import reproduction_grid
+    from workbench.train.presets import LADDER
 
     store = RunStore(results, readonly=True)
     judged = base_claims(store, run_table(store), LADDER)  # once, for COMPARISON.md and the README block

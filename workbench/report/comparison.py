@@ -464,7 +464,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
     from workbench.report.paper_scale import (paper_root as beside, paper_scale_note, with_paper_scale_claims,
                                               with_paper_scale_table1)
-    from workbench.train.presets import LADDER, PRESETS, reproduction_grid, scale_disclaimer
+    from workbench.analysis.settings import reproduction_grid
+    from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
 
     label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
     paper_root = beside(store.root) if paper_root is None else paper_root

@@ -43,13 +43,24 @@ def paper_store(root: str | Path | None):
     return store if len(store.query(status="finished")) else None
 
 
+_RUNS: dict[tuple[str, str], tuple] = {}  # (root, its contents stamp) -> (store, run table): the last root only
+
+
 def paper_runs(root: str | Path):
     """(the read-only store at `root`, its `claims.run_table`), or (None, None) without a finished run: what every
-    paper-scale cell below is computed from."""
+    paper-scale cell below is computed from. The run table is read once per state of the store
+    (`RunStore.contents_stamp`), not once per cell family (the Findings page and COMPARISON.md ask for four)."""
     from workbench.analysis.claims import run_table
 
     store = paper_store(root)
-    return (None, None) if store is None else (store, run_table(store))
+    if store is None:
+        return None, None
+    key = (str(store.root.resolve()), store.contents_stamp())
+    if key not in _RUNS:
+        _RUNS.clear()
+        _RUNS[key] = (store, run_table(store))
+    cached, runs = _RUNS[key]
+    return cached, runs.copy()  # callers may add columns; the cache stays as it is
 
 
 def _acc_text(r) -> str:

@@ -72,11 +72,6 @@ PAPERDATA_EXAMPLES = 14_000  # repro-paperdata: the paper's data generator, this
 LADDER = ("repro", "repro-long", "repro-wide", "repro-paperdata", "repro-paperdata-long")  # `repro` first
 
 
-def reproduction_grid(preset: str | None) -> str:
-    """The grid that trains the core paper's reproduction at `preset`: grids/paper.toml at the paper's own scale
-    (a GPU), else the CPU reproduction's grids/repro.toml (same tiers: partial RoPE tier 2, one setting tier 4)."""
-    return "grids/paper.toml" if preset == "paper" else "grids/repro.toml"
-
 PRESETS: dict[str, dict[str, Any]] = {
     # docs/paper.md §2: the paper's scale. Needs a GPU (about two days per 100-epoch run on 2 CPU cores).
     "paper": {

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..experiments import _kwargs
+from ..settings import runs_grid
 from .rules import (largest_layer, specificity, _deposit_agreement, _deposit_text, _deposits, _largest, _learned,
                     _row, _seed_label, _settled, _single_layers, _two_extra, _two_thresholds, _uncounted_notes,
                     _unshown, _verdict)
@@ -35,7 +36,8 @@ def _partial_rope_claim(store, runs, th) -> dict:
     if not all_sub.empty:
         all_sub, full = all_sub[all_sub.task == t1], full[full.task == t1]
     if all_sub.empty:
-        return _row(claim, paper, "paper", "pending", "no partial-RoPE run on Task 1 yet (tier 2 of grids/repro.toml)",
+        return _row(claim, paper, "paper", "pending",
+                    f"no partial-RoPE run on Task 1 yet (tier 2 of {runs_grid(runs)})",
                     [], claim_id="partial-rope-deeper")
     learned, sub = _learned(all_sub), _settled(all_sub)
 

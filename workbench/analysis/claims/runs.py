@@ -43,6 +43,22 @@ def cpu_time_share(info: dict) -> float:
     return cpu / packed if packed > 1 and "pack_cpu_time_s" not in info else cpu
 
 
+def status_of_run(run, metrics: pd.DataFrame | None = None) -> dict:
+    """What one run can show by the registered rules (`status.run_status` of its metrics so far, against its test
+    split's size, chance and length-only levels from `run_baselines`): {n_test, chance, length_only, *STATUS_COLUMNS};
+    without an epoch of metrics the status columns are False / NaN / absent. The run table and the dashboard's run
+    labels read runs through this one function. `metrics`: the run's, when already read."""
+    m = run.metrics() if metrics is None else metrics
+    bl = run_baselines(run)
+    test_bl = bl[bl["split"] == "test"].iloc[0] if bl is not None else {}
+    n_classes = int(run.config["model"].get("n_classes") or 2)
+    n_test = int(test_bl.get("n", 0)) or None
+    length_only = float(test_bl.get("length_only", np.nan))
+    st = run_status(m, n_classes, length_only, n_test=n_test) if len(m) else {}
+    return {"n_test": n_test, "chance": 1.0 / n_classes, "length_only": length_only,
+            **{k: st.get(k, np.nan if k == "reference" else False) for k in STATUS_COLUMNS}}
+
+
 def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
@@ -63,11 +79,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
         m = run.metrics()
         fm = final_metrics(run)
         kw = _kwargs(run)
-        bl = run_baselines(run)
-        test_bl = bl[bl["split"] == "test"].iloc[0] if bl is not None else {}
-        n_classes = int(cfg["model"].get("n_classes") or 2)
-        n_test = int(test_bl.get("n", 0)) or None
-        st = run_status(m, n_classes, float(test_bl.get("length_only", np.nan)), n_test=n_test) if len(m) else {}
+        st = status_of_run(run, m)
         numerics = recorded_numerics(info) if (info.get("device") or "cpu") == "cpu" else {}
         rows.append({
             "run_id": run.id, "setting": setting_of(cfg), "variant": cfg.get("tag") or cfg["model"]["scheme"],
@@ -85,9 +97,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "gpu": (info.get("gpu") or "a GPU, not named") if (info.get("device") or "cpu") != "cpu" else None,
             "simd": numerics.get("cpu_capability"), "cpu_vendor": numerics.get("cpu_vendor"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
-            "n_test": n_test, "chance": 1.0 / n_classes,
-            "length_only": float(test_bl.get("length_only", np.nan)),
-            **{k: st.get(k, np.nan if k == "reference" else False) for k in STATUS_COLUMNS},
+            **st,
         })
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
             "test_acc", "train_acc",
