@@ -148,3 +148,22 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
     for m in modules:
         m.register_callbacks(app)
     return app
+
+
+def warm_up(ctx) -> None:
+    """What the first visitor would otherwise wait for: every run's status (the run pickers, `common.warm_index`),
+    then the Findings page's tables of the shipped results (`findings.warm`)."""
+    from .common import warm_index
+    from .pages.findings import warm
+
+    warm_index(ctx)
+    if ctx.shipped_root:
+        warm(ctx.shipped_root)
+
+
+def start_warm_up(app) -> None:
+    """`warm_up` of an app made by `create_app`, in a daemon thread (`workbench app` and `make demo` call it at
+    start)."""
+    import threading
+
+    threading.Thread(target=warm_up, args=(app.server.config["PELAB"],), daemon=True).start()

@@ -125,6 +125,16 @@ def run_statuses(store, df: pd.DataFrame) -> list[str | None]:
     return out
 
 
+def warm_index(ctx: AppContext) -> None:
+    """Read every run's status once (`index` of the app's stores), so the first page's run pickers do not wait for
+    it (the server calls it in a thread at start, before the Findings page's tables); a failure is left for the
+    pages to show."""
+    try:
+        index(ctx.stores())
+    except Exception:
+        pass
+
+
 def learned(row: dict | pd.Series) -> bool | None:
     """Whether an indexed run learned the task by the registered rule (its `run_status`; None when unknown)."""
     st = row.get("run_status")

@@ -90,11 +90,35 @@ def test_cli_app_binds_localhost_unless_public(monkeypatch, tmp_path):
 
 def quiet_app_cmd(monkeypatch):
     """`workbench app` without a server: every port free, no warm-up thread over the checkout's results."""
-    from apps.pages import findings
+    import apps
     from workbench.cli import app_cmd
 
     monkeypatch.setattr(app_cmd, "port_in_use", lambda host, port: None)
-    monkeypatch.setattr(findings, "warm", lambda root: None)
+    monkeypatch.setattr(apps, "start_warm_up", lambda app: None)
+
+
+def test_the_warm_up_reads_the_run_statuses_then_the_findings_tables(monkeypatch, tmp_path):
+    """At start, a thread reads every run's status (the run pickers) and then the Findings page's tables; a store
+    that cannot be read does not stop the second."""
+    import apps.common as C
+    from apps.pages import findings
+    from apps import warm_up
+
+    calls = []
+
+    def broken_index(stores):
+        calls.append(("index", stores))
+        raise OSError("unreadable")
+
+    monkeypatch.setattr(C, "index", broken_index)
+    monkeypatch.setattr(findings, "warm", lambda root: calls.append(("findings", root)))
+    (tmp_path / "shipped").mkdir()
+    ctx = C.AppContext(store_root=tmp_path / "runs", cache_dir=tmp_path / "cache", shipped_root=tmp_path / "shipped")
+    warm_up(ctx)
+    assert [c[0] for c in calls] == ["index", "findings"] and calls[1][1] == tmp_path / "shipped"
+    calls.clear()
+    warm_up(C.AppContext(store_root=tmp_path / "runs", cache_dir=tmp_path / "cache"))
+    assert [c[0] for c in calls] == ["index"], "no shipped results: no Findings tables to compute"
 
 
 def test_cli_app_on_a_busy_port_says_so_and_exits_1_before_running(monkeypatch, tmp_path):

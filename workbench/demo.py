@@ -130,15 +130,12 @@ def main(argv: list[str] | None = None) -> None:
           f"  log        {log}\n  report     {store.root / 'report.html'} (a first one after training and the fast "
           f"analyses, the full one when all analyses are done)\n",
           flush=True)
-    import threading
+    from apps import create_app, start_warm_up
 
-    from apps import create_app
-    from apps.pages.findings import warm
-
-    if shipped:  # the Findings page's tables, computed before the first visit
-        threading.Thread(target=warm, args=(shipped,), daemon=True).start()
+    app = create_app(store.root)
+    start_warm_up(app)  # the run statuses and the Findings page's tables, computed before the first visit
     try:
-        create_app(store.root).run(host="127.0.0.1", port=8050, debug=False)
+        app.run(host="127.0.0.1", port=8050, debug=False)
     finally:
         if worker.poll() is None:
             worker.terminate()  # the sweep resumes where it stopped on the next `make demo`

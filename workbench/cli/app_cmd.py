@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         """Start the PE-Lab dashboard (runs, ablation atlas, partial RoPE, diagnostics, attention explorer).
 
         The stores are fixed here, at start; nothing a browser sends selects another folder."""
-        from apps import create_app
+        from apps import create_app, start_warm_up
 
         store_root = existing_root(pick_root(root, runs, "--runs"))  # a mistyped root: exit 2, nothing created
         bind = "0.0.0.0" if public else host
@@ -39,12 +39,7 @@ def register(app: typer.Typer) -> None:
                         "start jobs", fg=typer.colors.YELLOW, err=True)
         ctx = dash_app.server.config["PELAB"]
         shipped_s = f", shipped results {ctx.shipped_root}" if ctx.shipped_root else ""
-        if ctx.shipped_root:  # the Findings page's tables, computed before the first visitor asks
-            import threading
-
-            from apps.pages.findings import warm
-
-            threading.Thread(target=warm, args=(ctx.shipped_root,), daemon=True).start()
+        start_warm_up(dash_app)
         typer.echo(f"PE-Lab dashboard on http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}/ "
                    f"(store {ctx.store_root}{shipped_s})")
         dash_app.run(host=bind, port=port, debug=debug)
