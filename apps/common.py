@@ -101,28 +101,13 @@ _STATUS: dict[str, tuple[tuple, str | None]] = {}  # run folder -> (its index st
 
 
 def run_statuses(store, df: pd.DataFrame) -> list[str | None]:
-    """Each indexed run's status by the registered run rules (`claims.status_of_run`, the run table's and the
-    verdicts' one reading: learned, still learning, ceiling, did not learn, diverged ...), None for a run without an
-    epoch or that cannot be read. Memoised per run folder while its index state (updated, epoch, status, test
-    accuracy) stays the same, so a page refresh reads only the runs that changed."""
-    from workbench.analysis.claims import status_of_run
+    """Each indexed run's status by the registered run rules (`claims.index_statuses`: the run table's and the
+    verdicts' one reading, learned, still learning, ceiling, did not learn, diverged ...), None for a run without an
+    epoch or that cannot be read; memoised across page loads in `_STATUS`, so a refresh reads only the runs that
+    changed."""
+    from workbench.analysis.claims import index_statuses
 
-    out = []
-    for r in df.to_dict("records"):
-        epoch = r.get("epoch")
-        if not isinstance(epoch, (int, float)) or not epoch > 0 or r.get("status") == "corrupt":
-            out.append(None)
-            continue
-        key = (r.get("updated"), epoch, r.get("status"), r.get("test_acc"))
-        hit = _STATUS.get(r.get("path"))
-        if hit is None or hit[0] != key:
-            try:
-                st = status_of_run(store.get(r["id"]))["status"] or None
-            except Exception:  # a run that cannot be read says no status (the pages name damaged runs)
-                st = None
-            hit = _STATUS[r.get("path")] = (key, st)
-        out.append(hit[1])
-    return out
+    return index_statuses(store, df, _STATUS)
 
 
 def warm_index(ctx: AppContext) -> None:

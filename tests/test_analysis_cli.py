@@ -108,3 +108,24 @@ def test_dla_measure_reaches_the_head_summary(store):
     res = CliRunner().invoke(app, ["analyze", ids["rope"], "--what", "head-summary", "--dla-measure", "median",
                                    "--root", str(st.root)])
     assert res.exit_code == 2 and "--dla-measure 'median'" in res.output
+
+
+def test_runs_rules_adds_what_each_run_can_show(store, tmp_path):
+    """`workbench runs --rules`: each run's status by the registered run rules (claims.status_of_run), in the table
+    (`shows`) and the JSON (`run_status`); without the flag neither, and no run is read."""
+    import json
+
+    from workbench.analysis.claims import status_of_run
+
+    st, ids = store
+    (tmp_path / "no-shipped").mkdir()
+    base = ["runs", "--root", str(st.root), "--shipped", str(tmp_path / "no-shipped")]
+    res = CliRunner().invoke(app, base + ["--rules", "--json"])
+    assert res.exit_code == 0, res.output
+    got = {r["id"]: r["run_status"] for r in json.loads(res.output)}
+    want = {rid: status_of_run(st.get(rid))["status"] for rid in ids.values()}
+    assert got == want and all(isinstance(v, str) and v for v in got.values())
+    table = CliRunner().invoke(app, base + ["--rules"]).output
+    assert "shows" in table and all(v in table for v in want.values())
+    plain = CliRunner().invoke(app, base + ["--json"]).output
+    assert "run_status" not in plain and "shows" not in CliRunner().invoke(app, base).output

@@ -142,11 +142,13 @@ def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_
     stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
     ids = ["t1-rope-repro-s42-40a0c6", "t1-nope-repro-s43-8d1651", "t1-rope-repro-s42-e451f6"]
     table = claims.run_table(runs=[shipped.get(i) for i in ids]).set_index("run_id")
+    from workbench.analysis.claims import runs as claim_runs
+
     calls = []
     real = claims.status_of_run
-    monkeypatch.setattr(claims, "status_of_run", lambda run, *a: calls.append(run.id) or real(run, *a))
+    monkeypatch.setattr(claim_runs, "status_of_run", lambda run, *a: calls.append(run.id) or real(run, *a))
     monkeypatch.setattr(C, "_STATUS", {})
-    filters = dict(scheme=["rope", "nope"], task="trigger-distance", preset="repro")  # 12 runs, not all 245
+    filters = dict(scheme=["rope", "rope+sinusoidal", "nope"], task="trigger-distance", preset="repro")  # not all 245
     df = C.index(stores, **filters)
     got = df.set_index("id").loc[ids, "run_status"]
     assert list(got) == [table.loc[i, "status"] for i in ids] == ["still learning", "did not learn", "ceiling"]

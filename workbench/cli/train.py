@@ -147,11 +147,14 @@ def runs_cmd(
     tag: Optional[List[str]] = typer.Option(None, "--tag"),
     as_json: bool = typer.Option(False, "--json", help="print JSON records instead of a table"),
     reindex: bool = typer.Option(False, "--reindex", help="rebuild the index from the run folders first"),
+    rules: bool = typer.Option(False, "--rules", help="add what each run can show by the registered run rules "
+                               "(learned, still learning, ceiling, did not learn, diverged; docs/preregistration.md): "
+                               "reads each run's metrics and data, seconds for the shipped runs"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
 ) -> None:
     """List the runs of your store and of the shipped results (column `source`; filters repeat: --scheme rope
-    --scheme nope)."""
+    --scheme nope; `--rules`: column `shows`, as the dashboard's run pickers and COMPARISON.md read each run)."""
     from workbench.store import LISTED_STATUSES, StoreSet
     from workbench.train import canonical_task
 
@@ -164,6 +167,10 @@ def runs_cmd(
     task = [canonical_task(t) for t in task] if task else None
     df = store.query(scheme=scheme or None, task=task, arch=arch or None, preset=preset or None, seed=seed or None,
                      status=status or None, tag=tag or None)
+    if rules:
+        from workbench.analysis.claims import index_statuses
+
+        df["run_status"] = index_statuses(store, df) if len(df) else []
     if as_json:
         typer.echo(df.drop(columns=["config"]).to_json(orient="records", indent=1))
         return
@@ -172,7 +179,9 @@ def runs_cmd(
 
     where = f"{store.root}" + (f" and {store.shipped.root} (shipped, read-only)" if store.shipped else "")
     table = Table(title=f"{len(df)} runs in {where}")
-    for col in ("id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "test acc", "wall", "updated"):
+    cols = ("id", "source", "scheme", "task", "arch", "preset", "seed", "status", "epoch", "test acc",
+            *(("shows",) if rules else ()), "wall", "updated")
+    for col in cols:
         table.add_column(col, justify="right" if col in ("seed", "epoch", "test acc", "wall") else "left")
     colors = {"finished": "green", "running": "cyan", "failed": "red", "interrupted": "yellow", "corrupt": "red",
               "incomplete": "red"}
@@ -182,8 +191,9 @@ def runs_cmd(
         epoch = "" if r.epochs is None or r.epochs != r.epochs else f"{int(r.epoch or 0)}/{int(r.epochs)}"
         seed_s = "" if r.seed is None or r.seed != r.seed else str(int(r.seed))
         st = f"[{colors.get(r.status, 'white')}]{r.status}[/]"
-        table.add_row(r.id, r.source, str(r.scheme), str(r.task), str(r.arch), str(r.preset), seed_s, st, epoch, acc, wall,
-                      str(r.updated or ""))
+        shows = (r.run_status or "",) if rules else ()
+        table.add_row(r.id, r.source, str(r.scheme), str(r.task), str(r.arch), str(r.preset), seed_s, st, epoch, acc,
+                      *shows, wall, str(r.updated or ""))
     console = Console()
     if not console.is_terminal:  # piped / captured: do not squeeze the ids into 80 columns
         console = Console(width=200)

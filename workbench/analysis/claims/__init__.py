@@ -19,6 +19,8 @@ and the run status beside them. Tidy tables, no I/O but reads.
                    `tier2_readouts` (NoPE vs RoPE on Task 2, the ordering rule), `tier2_title`
 
     runs = run_table(store)            one row per finished run
+    status_of_run(run)["status"]       what one run can show (learned, still learning, ceiling ...); every surface
+                                       reads runs through it (`index_statuses`: a store index's rows)
     t1 = table1(runs)                  Table 1: the paper's numbers next to the mean and range over seeds
     cl = claims(store, runs)           one row per (claim, setting): verdict, evidence, the registered rule it reads
     st = study_table(store, runs)      the seed study, one row per run
@@ -27,7 +29,7 @@ from ..settings import SETTINGS, setting_of  # noqa: F401 (the one definition of
 from .registry import REGISTRY, Registry, load_registry, parse_registry
 from .status import STATUSES, StatusRules, run_status, settle_window, wilson
 from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, status_of_run,
-                   DEFAULT_DATA_SEED, seeds_text, mean_ci, accuracy_ci, table1, is_study)
+                   index_statuses, DEFAULT_DATA_SEED, seeds_text, mean_ci, accuracy_ci, table1, is_study)
 from .rules import (Thresholds, TESTS, UNRANKED, OUTCOMES, OUTCOME_RULES, verdict_summary, share, specificity,
                     ROW_COLUMNS, largest_deposit, largest_layer, thresholds_table, json_value)
 from .orderings import PAPER_SIX, paired, ORDER_IDS

@@ -59,6 +59,30 @@ def status_of_run(run, metrics: pd.DataFrame | None = None) -> dict:
             **{k: st.get(k, np.nan if k == "reference" else False) for k in STATUS_COLUMNS}}
 
 
+def index_statuses(store, index: pd.DataFrame, memo: dict | None = None) -> list[str | None]:
+    """`status_of_run(...)["status"]` of each run of a store index (`RunStore.query` rows: id, path, epoch, status,
+    updated, test_acc), None for a run without an epoch or that cannot be read. `memo` (a dict kept by the caller:
+    the dashboard's) holds each run folder's status while its index state (updated, epoch, status, test accuracy)
+    stays the same, so a second call reads only the runs that changed."""
+    memo = {} if memo is None else memo
+    out = []
+    for r in index.to_dict("records"):
+        epoch = r.get("epoch")
+        if not isinstance(epoch, (int, float)) or not epoch > 0 or r.get("status") == "corrupt":
+            out.append(None)
+            continue
+        key = (r.get("updated"), epoch, r.get("status"), r.get("test_acc"))
+        hit = memo.get(r.get("path"))
+        if hit is None or hit[0] != key:
+            try:
+                st = status_of_run(store.get(r["id"]))["status"] or None
+            except Exception:  # a run that cannot be read has no status (every surface names damaged runs)
+                st = None
+            hit = memo[r.get("path")] = (key, st)
+        out.append(hit[1])
+    return out
+
+
 def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
