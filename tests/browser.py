@@ -365,7 +365,9 @@ def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
     if run_dropdown:
         shown = drv.find_elements(By.ID, run_dropdown)
         label = shown[0].text if shown else ""
-        if "did not learn" in label:
+        from apps.common import NOT_LEARNED
+
+        if any(f" {word} " in label for word in NOT_LEARNED):  # the label's registered status word
             out.append(f"{name}: the default run did not learn the task: {label[:120]!r}")
         if not label.strip():
             out.append(f"{name}: no default run in #{run_dropdown}")
