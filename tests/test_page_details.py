@@ -125,7 +125,7 @@ def test_runs_index_shows_accuracy_in_percent_and_the_registered_run_status():
     store = SimpleNamespace(get=lambda rid: SimpleNamespace(tables=lambda: ["ablation"]))
     shown = _with_tables(store, df).set_index("id")
     assert shown.loc["a", "test_acc"] == 98.76 and shown.loc["b", "train_acc"] == 95.0
-    assert list(shown["run_status"]) == ["still learning", "did not learn"]
+    assert list(shown["shows"]) == ["still learning", "did not learn"]
 
 
 def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_path, monkeypatch):

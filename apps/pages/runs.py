@@ -16,7 +16,7 @@ from apps.jobs import register_job, train_work
 PATH, NAME, ORDER = "/runs", "Runs", 0
 P = "runs"
 INDEX_COLUMNS = ["id", "setting", "variant", "task", "seed", "preset", "source", "status", "epoch", "epochs",
-                 "test_acc", "run_status", "train_acc", "test_loss", "wall_time_s", "n_tables", "error"]
+                 "test_acc", "shows", "train_acc", "test_loss", "wall_time_s", "n_tables", "error"]
 CURVE_METRICS = [("accuracy", "accuracy"), ("loss", "loss")]
 CURVE_SPLITS = [("test", "test only"), ("train|test", "train (dashed) and test (solid)")]
 CURVE_SHOW = [("schemes", "one line per scheme, seeds averaged (at most 10)"),
@@ -132,8 +132,8 @@ def fidelity_choices(fidelity, arch, scheme) -> tuple:
 
 
 def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
-    """The index as shown: setting labels, what each run can show (`run_status`), how many tables it has,
-    accuracies in %."""
+    """The index as shown: setting labels, what each run can show (`shows`: its `run_status`), how many tables it
+    has, accuracies in %."""
     from workbench.analysis.settings import setting_label
     from workbench.figures.style import percent_table
 
@@ -146,7 +146,7 @@ def _with_tables(store, df: pd.DataFrame) -> pd.DataFrame:
             tables.append([])
     df["tables"] = [", ".join(t) for t in tables]
     df["n_tables"] = [len(t) for t in tables]
-    df["run_status"] = df["run_status"].fillna("") if "run_status" in df else ""
+    df["shows"] = df["run_status"].fillna("") if "run_status" in df else ""  # as `workbench runs --rules` heads it
     df = C.sort_index(df)
     if "source" in df.columns:  # the user's own runs first, the shipped ones after
         df = df.sort_values("source", key=lambda s: s != "own", kind="stable")
@@ -221,7 +221,7 @@ def register_callbacks(app):
         table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, tooltip_data=[
             {"n_tables": {"value": t or "no tables", "type": "text"}} for t in shown["tables"]],
             tooltip_duration=None, style_data_conditional=[
-            *[{"if": {"filter_query": f'{{run_status}} = "{st}"', "column_id": ["test_acc", "run_status"]},
+            *[{"if": {"filter_query": f'{{shows}} = "{st}"', "column_id": ["test_acc", "shows"]},
                "color": "#a04030"} for st in C.NOT_LEARNED],
             {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'},
              "backgroundColor": "#fbeceb"},
