@@ -48,7 +48,8 @@ def test_summary_matches_the_store(report, smoke):
     from workbench.store import RunStore
 
     store = RunStore(smoke.root)
-    _, _, summary = report
+    _, html, summary = report
+    assert "<th>shows</th>" in html.split('<section id="runs">')[1].split("</section>")[0]  # the runs table's column
     ids = {r["id"] for r in summary["runs"]}
     expected = set(store.query(task="trigger-distance")["id"])
     assert ids == expected and smoke.count not in ids  # the Task 2 run is not selected
@@ -57,6 +58,9 @@ def test_summary_matches_the_store(report, smoke):
     run = store.get(smoke.rope)
     assert rope["final"]["test_acc"] == pytest.approx(run.final["test_acc"])
     assert rope["config"]["model"]["scheme"] == "rope" and rope["status"] == "finished"
+    from workbench.analysis.claims import status_of_run
+
+    assert rope["run_status"] == status_of_run(run)["status"] and rope["run_status"]  # the registered reading
     assert set(rope["tables"]["present"]) == set(run.tables())
     for name, path in rope["tables"]["files"].items():
         pd.testing.assert_frame_equal(pd.read_parquet(path), run.load_table(name))
@@ -71,6 +75,7 @@ def test_summary_matches_the_store(report, smoke):
         assert rope["deposit_sentence"] == deposit.deposit_sentence(stats)
     created = by_id[smoke.created]
     assert created["status"] == "created" and "ablation" in created["tables"]["missing"]
+    assert created["run_status"] is None  # no epoch: nothing to read
     assert by_id[smoke.failed]["status"] == "failed"
     assert "CUDA out of memory" in by_id[smoke.failed]["error"]
 

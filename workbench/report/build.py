@@ -277,7 +277,7 @@ def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict], damaged: 
         rows.append({"id": s["id"], "scheme": s.get("scheme"), "task": s.get("task"), "arch": s.get("arch"),
                      "preset": s.get("preset"), "seed": s.get("seed"), "status": s.get("status"),
                      "epochs": f"{s.get('epochs_done', 0)}/{s.get('epochs')}", "test_acc": fin.get("test_acc"),
-                     "train_acc": fin.get("train_acc"), "tables": ", ".join(s["tables"]["present"])
+                     "shows": s.get("run_status") or "", "train_acc": fin.get("train_acc"), "tables": ", ".join(s["tables"]["present"])
                      if "tables" in s else ""})
     if rows:  # accuracies in %, as on every page and in every figure
         from workbench.figures.style import percent_table
@@ -452,6 +452,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         check_export()  # fail before the work, with a clear message, when no browser is available
     import plotly
 
+    from workbench.analysis.claims import index_statuses
     from workbench.analysis.findings import MemoStore
     from workbench.report.overview import MAX_DETAIL_RUNS, findings_section, finished_table, settings_section
     from workbench.store import StoreSet, code_version
@@ -470,6 +471,9 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
             summaries.append(summarize_run(store.get(row["id"]), row))
         except Exception as e:
             summaries.append({"id": row["id"], "status": "corrupt", "error": str(e)})
+    shows = dict(zip(runs["id"], index_statuses(store, runs))) if len(runs) else {}
+    for s in summaries:  # what each run can show by the registered run rules, as the pickers and `runs --rules` say
+        s["run_status"] = shows.get(s["id"])
     summary: dict[str, Any] = {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "query": query or "all",
         "filters": parse_query(query) if not isinstance(query, dict) else query,
