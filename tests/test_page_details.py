@@ -98,6 +98,7 @@ def test_extrapolation_page_table_and_run_labels_show_accuracy_in_percent():
                           "max_len": [48, 96], "n": 100, "accuracy": [0.99812, 0.5], "acc_lo": [0.99, 0.4],
                           "acc_hi": [1.0, 0.6], "loss": [0.01, 1.2]})
     run = SimpleNamespace(id="r", status="finished", info={}, config={"model": {"scheme": "rope"}},
+                          metrics=lambda: pd.DataFrame(),
                           has_checkpoint=lambda: True, has_table=lambda n: True, load_table=lambda n: table,
                           final={"test_acc": 0.98765, "train_acc": 1.0, "test_loss": 0.04321, "wall_time_s": 12.34},
                           tables=lambda: ["extrapolation"])
@@ -160,3 +161,8 @@ def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_
     assert n == len(df[df.epoch > 0])
     C.index(stores, **filters)
     assert len(calls) == n, "a second page load reads no run again"
+    from apps.pages.runs import _describe
+
+    d = _describe(shipped.get(ids[0]))  # the Runs page's comparison: the status and why, as COMPARISON.md says it
+    why = d["shows.why"]
+    assert d["shows"] == "still learning" and why == table.loc[ids[0], "why"] and "epoch 1 -> 3" in why

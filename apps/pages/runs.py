@@ -277,7 +277,8 @@ def register_callbacks(app):
         note = None
         if len(ids) == 2:
             differs = [str(r[ids[0]]) != str(r[ids[1]]) for r in rows]
-            keep = [d or r["field"].split(".")[0] in ("status", "final", "tables") for d, r in zip(differs, rows)]
+            keep = [d or r["field"].split(".")[0] in ("status", "shows", "final", "tables")
+                    for d, r in zip(differs, rows)]
             diff["differs"] = ["≠" if d else "" for d in differs]
             hidden = len(diff) - sum(keep)
             diff = diff[keep].sort_values("differs", ascending=False, kind="stable")
@@ -297,10 +298,13 @@ def _flatten(d, prefix=""):
 
 
 def _describe(run) -> dict:
-    """Status, final metrics (accuracies in %), stored tables and the flattened config of one run."""
+    """Status, what the run can show by the registered run rules and why (`claims.status_of_run`), final metrics
+    (accuracies in %), stored tables and the flattened config of one run."""
+    from workbench.analysis.claims import status_of_run
     from workbench.figures.style import ACCURACY_COLUMNS
 
-    d = {"status": run.status}
+    st = status_of_run(run)
+    d = {"status": run.status, "shows": st["status"] or "", "shows.why": st["why"] or ""}
     for k, v in (run.final or {}).items():  # house precision: times to 0.1 s, accuracies 2 decimals in %, else 3
         if k in ACCURACY_COLUMNS and isinstance(v, (int, float)):
             d[f"final.{k} (%)"] = round(100 * v, 2)
