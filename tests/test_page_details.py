@@ -166,3 +166,35 @@ def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_
     d = _describe(shipped.get(ids[0]))  # the Runs page's comparison: the status and why, as COMPARISON.md says it
     why = d["shows.why"]
     assert d["shows"] == "still learning" and why == table.loc[ids[0], "why"] and "epoch 1 -> 3" in why
+
+
+def test_index_statuses_reads_each_run_once_per_state_and_never_lends_one_runs_status_to_another():
+    """`claims.index_statuses`: rows without a path are kept apart by id; a row without an epoch, or whose run cannot
+    be read, has no status; the memo serves a row while its index state is the same and re-reads it once it moves."""
+    from types import SimpleNamespace
+
+    from workbench.analysis.claims import index_statuses
+    from workbench.store import StoreError
+
+    def run(accs):
+        m = pd.DataFrame({"epoch": range(1, len(accs) + 1), "test_acc": accs, "train_loss": 0.1, "test_loss": 0.1})
+        return SimpleNamespace(metrics=lambda: m, config={"model": {"n_classes": 26}}, info={})
+
+    runs = {"flat": run([0.95, 0.95, 0.951]), "rising": run([0.3, 0.6, 0.9])}
+    reads = []
+
+    def get(rid):
+        reads.append(rid)
+        if rid == "gone":
+            raise StoreError("unknown run 'gone'")
+        return runs[rid]
+
+    store = SimpleNamespace(get=get)
+    index = pd.DataFrame({"id": ["flat", "rising", "new", "gone"], "path": None, "epoch": [3, 3, 0, 3],
+                          "status": "finished", "updated": "t0", "test_acc": [0.951, 0.9, None, 0.5]})
+    memo: dict = {}
+    assert index_statuses(store, index, memo) == ["learned", "still learning", None, None]
+    assert index_statuses(store, index, memo) == ["learned", "still learning", None, None] and len(reads) == 3
+    runs["rising"] = run([0.3, 0.9, 0.9, 0.905])  # epoch 2 -> 4: +0.005, settled
+    index.loc[1, ["epoch", "updated", "test_acc"]] = [4, "t1", 0.905]
+    assert index_statuses(store, index, memo)[:2] == ["learned", "learned"] and reads[3:] == ["rising"]

@@ -71,14 +71,14 @@ def index_statuses(store, index: pd.DataFrame, memo: dict | None = None) -> list
         if not isinstance(epoch, (int, float)) or not epoch > 0 or r.get("status") == "corrupt":
             out.append(None)
             continue
-        key = (r.get("updated"), epoch, r.get("status"), r.get("test_acc"))
-        hit = memo.get(r.get("path"))
+        key, slot = (r.get("updated"), epoch, r.get("status"), r.get("test_acc")), r.get("path") or r["id"]
+        hit = memo.get(slot)
         if hit is None or hit[0] != key:
             try:
                 st = status_of_run(store.get(r["id"]))["status"] or None
             except Exception:  # a run that cannot be read has no status (every surface names damaged runs)
                 st = None
-            hit = memo[r.get("path")] = (key, st)
+            hit = memo[slot] = (key, st)
         out.append(hit[1])
     return out
 
