@@ -95,7 +95,6 @@ def query_runs(store, **filters) -> pd.DataFrame:
     return store.query(**clean)
 
 
-NOT_LEARNED = ("did not learn", "did not learn, still learning", "diverged")  # claims.STATUSES that did not learn
 STATUS_PHRASE = {"ceiling": "at the ceiling", "ceiling, not settled": "at the ceiling, not settled"}
 _STATUS: dict[str, tuple[tuple, str | None]] = {}  # run folder -> (its index state, its run status)
 
@@ -122,6 +121,8 @@ def warm_index(ctx: AppContext) -> None:
 
 def learned(row: dict | pd.Series) -> bool | None:
     """Whether an indexed run learned the task by the registered rule (its `run_status`; None when unknown)."""
+    from workbench.analysis.claims import NOT_LEARNED
+
     st = row.get("run_status")
     return None if not isinstance(st, str) else st not in NOT_LEARNED
 

@@ -365,7 +365,7 @@ def page_problems(drv, name: str, run_dropdown: str | None) -> list[str]:
     if run_dropdown:
         shown = drv.find_elements(By.ID, run_dropdown)
         label = shown[0].text if shown else ""
-        from apps.common import NOT_LEARNED
+        from workbench.analysis.claims import NOT_LEARNED
 
         if any(f" {word} " in label for word in NOT_LEARNED):  # the label's registered status word
             out.append(f"{name}: the default run did not learn the task: {label[:120]!r}")

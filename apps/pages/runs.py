@@ -202,6 +202,7 @@ def register_callbacks(app):
         Input(f"{P}-tick", "n_intervals"), State(f"{P}-cmp-a", "value"), State(f"{P}-cmp-b", "value"),
     )
     def update(scheme, task, arch, preset, status, setting, metric, splits, show, _n, _job, _tick, cmp_a, cmp_b):
+        from workbench.analysis.claims import NOT_LEARNED
         from workbench.analysis.settings import in_setting
 
         store = C.stores()
@@ -222,7 +223,7 @@ def register_callbacks(app):
             {"n_tables": {"value": t or "no tables", "type": "text"}} for t in shown["tables"]],
             tooltip_duration=None, style_data_conditional=[
             *[{"if": {"filter_query": f'{{shows}} = "{st}"', "column_id": ["test_acc", "shows"]},
-               "color": "#a04030"} for st in C.NOT_LEARNED],
+               "color": "#a04030"} for st in NOT_LEARNED],
             {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'},
              "backgroundColor": "#fbeceb"},
             {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},

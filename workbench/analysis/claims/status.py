@@ -48,6 +48,7 @@ class StatusRules:
 
 STATUSES = ("diverged", "did not learn, still learning", "did not learn", "still learning", "ceiling, not settled",
             "ceiling", "learned")
+NOT_LEARNED = ("diverged", "did not learn, still learning", "did not learn")  # the STATUSES of a run that did not learn
 
 
 def wilson(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
