@@ -311,6 +311,35 @@ def run_state_hint(run) -> html.Div | None:
     return hint(f"Run {run.id} has not been trained yet (status {status}).", cmd=cmd, kind="warn")
 
 
+def run_reading(run) -> dict | None:
+    """A finished run's reading by the registered run rules (`claims.reading_of`: status and why), None for a run
+    not finished (`run_state_hint` speaks for it) or without a reading."""
+    from workbench.analysis.claims import reading_of
+
+    try:
+        finished = run.status == "finished"
+    except Exception:
+        return None
+    return reading_of(run) if finished else None
+
+
+def reading_hint(run, reading: dict | None) -> html.Div | None:
+    """What a run's reading means for its heads, above a page that reads them (ablation, heads): a warning for a run
+    that did not learn or diverged (its heads hold no learned mechanism; a missing deposit is no evidence), a note
+    for one still learning (provisional until it settles), None for one the claims count (`claims.COUNTS`)."""
+    from workbench.analysis.claims import COUNTS, NOT_LEARNED
+
+    if not reading or reading["status"] in COUNTS:
+        return None
+    st, why = reading["status"], reading["why"]
+    if st in NOT_LEARNED:
+        word = "diverged" if st == "diverged" else "did not learn the task"
+        return hint(f"{run.id} {word} by the registered run rules ({why}). What its heads do is no learned "
+                    "mechanism: a deposit, or its absence, cannot be read from it.", kind="warn")
+    return hint(f"{run.id} is {STATUS_PHRASE.get(st, st)} by the registered run rules ({why}). Read its heads as "
+                "provisional: the claims count a run once it settles.", kind="info")
+
+
 def shown_path(path) -> str:
     """A store folder as a user named it: relative to the working folder when under it, else its name alone
     (no server path reaches the page)."""

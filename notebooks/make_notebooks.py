@@ -326,10 +326,11 @@ if run:
                       "else `deposit.compute` on the ablation table)."),
     new_code_cell('''\
 from workbench.analysis import deposit
+from workbench.analysis.claims import as_read, reading_of
 
-if run:
+if run:  # the sentence as the run's status lets it be read: "cannot tell" for a run that did not learn
     stats = deposit_of(run)
-    print(deposit.deposit_sentence(stats))
+    print(as_read(deposit.deposit_sentence(stats), reading_of(run)))
     display(FIGURES["deposit"](stats))
     display(stats[["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "gap", "gap_lo",
                    "gap_hi"]])'''),
@@ -390,9 +391,10 @@ pd.DataFrame([{"variant": k, "run": r.id, "status": r.status, "test_acc": r.fina
                       "the ablation sweep is run and stored first when missing)."),
     new_code_cell('''\
 from workbench.analysis import deposit
+from workbench.analysis.claims import as_read, reading_of
 
-for name, r in family.items():
-    print(f"{name:32s} {deposit.deposit_sentence(deposit_of(r))}")'''),
+for name, r in family.items():  # each read by its run's status ("cannot tell" for a run that did not learn)
+    print(f"{name:32s} {as_read(deposit.deposit_sentence(deposit_of(r)), reading_of(r))}")'''),
     new_markdown_cell("## The partial-RoPE experiment table and its figure\n"
                       "One row per RoPE run: k heads with RoPE, the RoPE layer (-1: every layer), accuracy and the "
                       "deepest layer with a deposit."),
@@ -469,10 +471,11 @@ if run:
     new_markdown_cell("## 1. The paper's view: zero-ablation and the deposit test"),
     new_code_cell('''\
 from workbench.analysis import deposit
+from workbench.analysis.claims import as_read, reading_of
 
 if run:
     ablation = table(run, "ablation")
-    print(deposit.deposit_sentence(deposit_of(run)))
+    print(as_read(deposit.deposit_sentence(deposit_of(run)), reading_of(run)))
     acc = ablation[ablation.metric == "accuracy"]
     top = acc.sort_values("delta", ascending=False).iloc[0]
     L, H = int(top["layer"]), int(top["head"])

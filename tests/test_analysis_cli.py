@@ -41,6 +41,14 @@ def test_analyze_all_saves_tables_and_prints_the_deposit_sentence(store):
     assert "vs the runner-up class: layer" in res.output  # dla's line
     assert "logits; its zero ablation" in res.output  # self-repair's line
     assert st.get(ids["rope"]).load_table("head_summary")["self_repair"].notna().all()
+    # one epoch on 300 examples: the run did not learn, so its deposit sentence is "cannot tell", with the rule's why
+    from workbench.analysis.claims import NOT_LEARNED, status_of_run
+
+    reading = status_of_run(st.get(ids["rope"]))
+    assert reading["status"] in NOT_LEARNED
+    flat = " ".join(res.output.split())
+    assert f"{ids['rope']} ({reading['status']}: {' '.join(reading['why'].split())})" in flat  # the table's title
+    assert f"cannot tell, the run did not learn ({' '.join(reading['why'].split())}): RoPE, Task 1:" in flat
 
 
 def test_analyze_says_plainly_what_does_not_apply(store):
@@ -129,3 +137,15 @@ def test_runs_rules_adds_what_each_run_can_show(store, tmp_path):
     assert "shows" in table and all(v in table for v in want.values())
     plain = CliRunner().invoke(app, base + ["--json"]).output
     assert "run_status" not in plain and "shows" not in CliRunner().invoke(app, base).output
+
+
+def test_the_pooled_deposit_names_the_runs_the_rules_do_not_count(store):
+    """`--aggregate` pools the ablation tables; the line says which of them did not learn (and so do not count).
+    Last in this file: it stores an ablation table in the `learned` run, which the tests above expect without."""
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], ids["learned"], "--what", "ablation", "--aggregate",
+                                   "--n-boot", "20", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "mean over 2 runs (2 of them the registered run rules do not count: " in flat
+    assert f"{ids['rope']} did not learn" in flat and f"{ids['learned']} did not learn" in flat

@@ -198,3 +198,44 @@ def test_index_statuses_reads_each_run_once_per_state_and_never_lends_one_runs_s
     runs["rising"] = run([0.3, 0.9, 0.9, 0.905])  # epoch 2 -> 4: +0.005, settled
     index.loc[1, ["epoch", "updated", "test_acc"]] = [4, "t1", 0.905]
     assert index_statuses(store, index, memo)[:2] == ["learned", "learned"] and reads[3:] == ["rising"]
+
+
+def test_the_ablation_and_heads_pages_read_a_runs_heads_by_its_status(tmp_path):
+    """A run that did not learn gets a warning above its heads and a "cannot tell" deposit sentence; one still
+    learning a note and a provisional sentence; a run at the ceiling (learned, settled) neither: the same reading as
+    the pickers' status word and COMPARISON.md's (`claims.status_of_run`)."""
+    import json
+    from pathlib import Path
+
+    from apps.pages import ablation, heads
+    from workbench.analysis import deposit
+    from workbench.analysis.claims import status_of_run
+    from workbench.store import RunStore, StoreSet
+
+    shipped = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro", readonly=True)
+    stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
+    still, no, ceiling = "t1-rope-repro-s42-40a0c6", "t1-nope-repro-s43-8d1651", "t1-rope-repro-s42-e451f6"
+
+    def text(parts) -> str:
+        return json.dumps([p.to_plotly_json() if hasattr(p, "to_plotly_json") else p for p in parts], default=str)
+
+    for rid, status in ((still, "still learning"), (no, "did not learn"), (ceiling, "ceiling")):
+        reading = status_of_run(shipped.get(rid))
+        assert reading["status"] == status
+        page = text(ablation.render(stores, rid, "accuracy", "zero"))
+        raw = deposit.deposit_sentence(deposit.compute(shipped.get(rid).load_table("ablation"), metric="accuracy"))
+        hints, _, sentence = heads.render_map(stores, rid, "n_agree")
+        hints = text(hints)
+        if status == "did not learn":
+            warn = f"{rid} did not learn the task by the registered run rules ({reading['why']})"
+            assert warn in page and warn in hints and "hint-warn" in page
+            assert f"cannot tell, the run did not learn ({reading['why']}): {raw}" in page
+            assert sentence.startswith(f"cannot tell, the run did not learn ({reading['why']}): ")
+        elif status == "still learning":
+            note = f"{rid} is still learning by the registered run rules ({reading['why']})"
+            assert note in page and note in hints
+            assert f"{raw} (provisional: the run is still learning, {reading['why']};" in page
+            assert "(provisional: the run is still learning" in sentence
+        else:
+            assert "by the registered run rules" not in page + hints and "provisional" not in page + sentence
+            assert "cannot tell" not in page + sentence and f'"{raw}"' in page

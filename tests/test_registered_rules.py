@@ -71,6 +71,35 @@ def test_a_ceiling_run_that_rose_late_does_not_count_for_a_mechanism_claim():
     assert row.verdict == "inconclusive (still learning)" and "not counted" in row.evidence
 
 
+def test_a_runs_deposit_sentence_is_read_by_its_status():
+    """`as_read`: a run that counts for a mechanism claim (learned, settled, not diverged: `COUNTS`) keeps its
+    sentence; one that did not learn or diverged reads "cannot tell" with the rule's why first; one still learning
+    or at the ceiling but unsettled is marked provisional. Every status a curve can give is covered."""
+    from workbench.analysis.claims import COUNTS, NOT_LEARNED, STATUSES, as_read
+
+    curves = {"learned": curve([0.4, 0.6, 0.6, 0.6]), "ceiling": curve([0.99] * 4),
+              "still learning": curve([0.3, 0.4, 0.5, 0.6]), "ceiling, not settled": curve([0.5, 0.6, 0.8, 0.99]),
+              "did not learn": curve([0.04] * 4), "did not learn, still learning": curve([0.04, 0.01, 0.02, 0.04]),
+              "diverged": curve([0.4, 0.6, 0.6, 0.6], loss=float("nan"))}
+    assert set(curves) == set(STATUSES)
+    sentence = "RoPE, Task 1: no deposit"
+    for want, c in curves.items():
+        st = run_status(c, 26, n_test=6000)
+        assert st["status"] == want
+        counts = st["learned"] and st["settled"] and not st["diverged"]
+        assert (want in COUNTS) == counts  # the registered rule for a mechanism claim
+        got = as_read(sentence, st)
+        if counts:
+            assert got == sentence
+        elif want in NOT_LEARNED:
+            word = "diverged" if want == "diverged" else "did not learn"
+            assert got == f"cannot tell, the run {word} ({st['why']}): {sentence}"
+        else:
+            assert got.startswith(sentence + " (provisional: the run is ") and st["why"] in got
+        assert as_read(sentence, want).startswith(got.split(" (")[0])  # the status word alone reads the same
+    assert as_read(sentence, None) == as_read(sentence, {"status": None, "why": None}) == sentence
+
+
 # ---- shallow = layer 0 ------------------------------------------------------------------------------------------
 def _rope_frame(layers, **kw):
     seeds = range(42, 42 + len(layers))

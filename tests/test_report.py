@@ -2,6 +2,7 @@
 file opened offline in headless chromium)."""
 from __future__ import annotations
 
+from html import escape
 import json
 import re
 
@@ -48,8 +49,8 @@ def test_summary_matches_the_store(report, smoke):
     from workbench.store import RunStore
 
     store = RunStore(smoke.root)
-    _, html, summary = report
-    assert "<th>shows</th>" in html.split('<section id="runs">')[1].split("</section>")[0]  # the runs table's column
+    _, html_text, summary = report
+    assert "<th>shows</th>" in html_text.split('<section id="runs">')[1].split("</section>")[0]  # the runs table's column
     ids = {r["id"] for r in summary["runs"]}
     expected = set(store.query(task="trigger-distance")["id"])
     assert ids == expected and smoke.count not in ids  # the Task 2 run is not selected
@@ -60,7 +61,9 @@ def test_summary_matches_the_store(report, smoke):
     assert rope["config"]["model"]["scheme"] == "rope" and rope["status"] == "finished"
     from workbench.analysis.claims import status_of_run
 
-    assert rope["run_status"] == status_of_run(run)["status"] and rope["run_status"]  # the registered reading
+    reading = status_of_run(run)
+    assert rope["run_status"] == reading["status"] and rope["run_status"]  # the registered reading
+    assert rope["run_why"] == reading["why"]
     assert set(rope["tables"]["present"]) == set(run.tables())
     for name, path in rope["tables"]["files"].items():
         pd.testing.assert_frame_equal(pd.read_parquet(path), run.load_table(name))
@@ -73,6 +76,12 @@ def test_summary_matches_the_store(report, smoke):
         assert [d["concentration"] for d in rope["deposits"]] == pytest.approx(list(stats["concentration"]),
                                                                                  nan_ok=True)
         assert rope["deposit_sentence"] == deposit.deposit_sentence(stats)
+        # the HTML reads the sentence by the run's status, as the dashboard and `analyze` do
+        from workbench.analysis.claims import as_read
+
+        read = as_read(rope["deposit_sentence"], reading)
+        assert escape(read) in html_text
+        assert (read != rope["deposit_sentence"]) == (reading["status"] not in ("learned", "ceiling"))
     created = by_id[smoke.created]
     assert created["status"] == "created" and "ablation" in created["tables"]["missing"]
     assert created["run_status"] is None  # no epoch: nothing to read

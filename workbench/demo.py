@@ -65,6 +65,7 @@ def train_all(preset: str) -> None:
 
     import synthetic_tasks as st
     from workbench.analysis import deposit_sentence
+    from workbench.analysis.claims import as_read, reading_of
     from workbench.cli.data import summary_table
     from workbench.report import build_report
     from workbench.store import RunStore
@@ -95,7 +96,8 @@ def train_all(preset: str) -> None:
         if tables is not None:
             for run in runs:
                 acc = run.final.get("test_acc", float("nan"))
-                console.print(f"{run.id}: test acc {acc:.3f}; {deposit_sentence(run.load_table('deposit'))}")
+                sentence = as_read(deposit_sentence(run.load_table("deposit")), reading_of(run))
+                console.print(f"{run.id}: test acc {acc:.3f}; {sentence}")
         rule(f"{what} report")
         build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})",
                      log=lambda msg: console.print(f"  [dim]report: {msg}"))

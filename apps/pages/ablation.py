@@ -68,13 +68,16 @@ DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta",
                    "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
 
 
-def deposit_block(df, metric: str, **scale) -> list:
-    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions; `scale`:
-    the figure's shared axis range (`shared_scale`)."""
+def deposit_block(df, metric: str, reading: dict | None = None, **scale) -> list:
+    """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions, the sentence
+    read by the run's status (`claims.as_read`: "cannot tell" for a run that did not learn); `scale`: the figure's
+    shared axis range (`shared_scale`)."""
     from workbench.analysis import deposit
+    from workbench.analysis.claims import as_read
 
     stats = deposit.compute(df, metric=metric)
-    out = [html.H4("Deposit statistics"), html.P(deposit.deposit_sentence(stats), className="stat-sentence")]
+    sentence = as_read(deposit.deposit_sentence(stats), reading)
+    out = [html.H4("Deposit statistics"), html.P(sentence, className="stat-sentence")]
     out.append(C.figure_or_hint("deposit", stats, height=300, **scale))
     out.append(C.table_component(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]], page_size=12))
     return out
@@ -91,6 +94,8 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
         out.append(state)
         if not C.has_checkpoint(run):
             return out
+    reading = C.run_reading(run)
+    out += [h for h in [C.reading_hint(run, reading)] if h is not None]
     name = table_name(mode)
     df, missing = C.load_table(run, name)
     if df is None:
@@ -106,7 +111,7 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
     out.append(C.figure_or_hint("ablation", df, metric=metric, height=340, **scale["ablation"]))
     out.append(C.figure_or_hint(view, df, metric=metric, height=340, **scale[view]))
     try:
-        out += deposit_block(df, metric, **scale["deposit"])
+        out += deposit_block(df, metric, reading, **scale["deposit"])
     except Exception as e:
         out.append(C.hint(f"Deposit statistics unavailable: {type(e).__name__}: {e}", kind="error"))
     return out

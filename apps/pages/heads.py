@@ -92,7 +92,8 @@ def render_map(store, run_id: str | None, measure: str):
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err], None, ""
-    out = [h for h in [C.run_state_hint(run)] if h is not None]
+    reading = C.run_reading(run)  # what the run can show: the sentence below is read by it (`claims.as_read`)
+    out = [h for h in [C.run_state_hint(run), C.reading_hint(run, reading)] if h is not None]
     df, notes = summary_of(run)
     out += notes
     if df is None:
@@ -109,7 +110,9 @@ def render_map(store, run_id: str | None, measure: str):
     more = f" and {len(dep) - MAX_NAMED} more (circles on the map)" if len(dep) > MAX_NAMED else ""
     text = (f"{len(dep)} deposit head{'s' if len(dep) > 1 else ''}: {named}{more}" if len(dep)
             else f"no head is flagged by {int(df['min_agree'].iloc[0])} methods")
-    return out, fig, text
+    from workbench.analysis.claims import as_read
+
+    return out, fig, as_read(text, reading)
 
 
 def _selected(df, click) -> tuple[int, int]:

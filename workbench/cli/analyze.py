@@ -50,10 +50,6 @@ def summarize(name: str, df) -> str:
         r = acc.loc[acc["delta"].idxmax()]
         return (f"largest accuracy drop: layer {int(r.layer)}, head {int(r['head'])}, delta {r.delta:.3f} "
                 f"[{r.ci_lo:.3f}, {r.ci_hi:.3f}] (clean accuracy {r.clean:.3f}, {int(r.n_examples)} examples)")
-    if name == "deposit":
-        from workbench.analysis import deposit_sentence
-
-        return deposit_sentence(df)
     if name == "qk_means":
         u = df[df.undertrained]
         rest = df[~df.undertrained]
@@ -199,6 +195,7 @@ def analyze_cmd(
     from rich.table import Table
 
     from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
+    from workbench.analysis.claims import COUNTS, as_read, reading_of
     from workbench.analysis import deposit as deposit_mod
     from workbench.analysis.ablation import MODES
     from workbench.analysis.head_summary import DLA_MEASURES
@@ -239,12 +236,14 @@ def analyze_cmd(
         "head_summary": dict(min_agree=min_agree, dla_measure=dla_measure),
     }
     not_applicable = failed = False
-    ablations = []
+    ablations, uncounted = [], []
     for run in runs:
         if device != "cpu":
             load = run.load_model
             run.load_model = lambda device_=device, load=load: load(device_)
-        table = Table(title=f"{run.id}", show_lines=False)
+        reading = reading_of(run)  # what it can show by the registered run rules (`as_read`)
+        shows = f" ({reading['status']}: {reading['why']})" if reading else ""
+        table = Table(title=f"{run.id}{shows}", show_lines=False)
         for col in ("analysis", "rows", "time", "summary"):
             table.add_column(col, overflow="fold")
         sentence = None
@@ -262,18 +261,22 @@ def analyze_cmd(
                 failed = True
                 continue
             dt = time.perf_counter() - t0
-            table.add_row(key, str(len(df)), f"{dt:.1f}s", summarize(key, df))
             if key == "deposit":
-                sentence = deposit_sentence(df)
+                sentence = as_read(deposit_sentence(df), reading)
+            table.add_row(key, str(len(df)), f"{dt:.1f}s", sentence if key == "deposit" else summarize(key, df))
             if key == "ablation":
                 ablations.append(df)
+                if reading and reading["status"] not in COUNTS:
+                    uncounted.append(f"{run.id} {reading['status']}")
         console.print(table)
         if sentence:
             console.print(f"[bold]{sentence}[/]")
     if aggregate and len(ablations) > 1:
         agg = aggregate_seeds(ablations)
         dep = deposit_mod.compute(agg)
-        console.print(f"[bold]mean over {len(ablations)} runs:[/] {deposit_sentence(dep)}")
+        note = (f" ({len(uncounted)} of them the registered run rules do not count: {'; '.join(uncounted)})"
+                if uncounted else "")
+        console.print(f"[bold]mean over {len(ablations)} runs{note}:[/] {deposit_sentence(dep)}")
     if failed:
         raise typer.Exit(1)
     if not_applicable:

@@ -316,6 +316,8 @@ def _convergence_section(doc: Doc, store, runs: pd.DataFrame) -> None:
 
 def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
     doc.parts.append('<section id="ablation">')
+    from workbench.analysis.claims import as_read
+
     doc.h(2, "Ablation atlas")
     doc.p("delta(l, h) = metric(clean) - metric(head h of layer l zeroed before W_O); 95 % bootstrap intervals over "
           "test examples; deposit statistics per layer (docs/paper.md §5).", "note")
@@ -339,7 +341,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
         except Exception as e:
             doc.error(f"deposit statistics of {s['id']} failed: {type(e).__name__}: {e}")
             continue
-        doc.p(sentence, "sentence")
+        doc.p(as_read(sentence, {"status": s.get("run_status"), "why": s.get("run_why")}), "sentence")
         doc.figure("deposit", stats, "ablation", [s["id"]], ["ablation"])
         doc.table(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]])
         s["deposits"], s["deposit_sentence"] = records(stats), sentence
@@ -452,7 +454,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         check_export()  # fail before the work, with a clear message, when no browser is available
     import plotly
 
-    from workbench.analysis.claims import index_statuses
+    from workbench.analysis.claims import reading_of
     from workbench.analysis.findings import MemoStore
     from workbench.report.overview import MAX_DETAIL_RUNS, findings_section, finished_table, settings_section
     from workbench.store import StoreSet, code_version
@@ -471,9 +473,9 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
             summaries.append(summarize_run(store.get(row["id"]), row))
         except Exception as e:
             summaries.append({"id": row["id"], "status": "corrupt", "error": str(e)})
-    shows = dict(zip(runs["id"], index_statuses(store, runs))) if len(runs) else {}
     for s in summaries:  # what each run can show by the registered run rules, as the pickers and `runs --rules` say
-        s["run_status"] = shows.get(s["id"])
+        reading = reading_of(store.get(s["id"])) if s.get("status") != "corrupt" else None
+        s["run_status"], s["run_why"] = (reading["status"], reading["why"]) if reading else (None, None)
     summary: dict[str, Any] = {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "query": query or "all",
         "filters": parse_query(query) if not isinstance(query, dict) else query,

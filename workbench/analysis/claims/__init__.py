@@ -21,14 +21,16 @@ and the run status beside them. Tidy tables, no I/O but reads.
     runs = run_table(store)            one row per finished run
     status_of_run(run)["status"]       what one run can show (learned, still learning, ceiling ...); every surface
                                        reads runs through it (`index_statuses`: a store index's rows)
+    as_read(sentence, reading)         a run's deposit sentence as its status lets it be read ("cannot tell, the run
+                                       did not learn (...): ...", "... (provisional: the run is still learning ...)")
     t1 = table1(runs)                  Table 1: the paper's numbers next to the mean and range over seeds
     cl = claims(store, runs)           one row per (claim, setting): verdict, evidence, the registered rule it reads
     st = study_table(store, runs)      the seed study, one row per run
 """
 from ..settings import SETTINGS, setting_of  # noqa: F401 (the one definition of a run's setting)
 from .registry import REGISTRY, Registry, load_registry, parse_registry
-from .status import NOT_LEARNED, STATUSES, StatusRules, run_status, settle_window, wilson
-from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, status_of_run,
+from .status import COUNTS, NOT_LEARNED, STATUSES, as_read, StatusRules, run_status, settle_window, wilson
+from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, status_of_run, reading_of,
                    index_statuses, DEFAULT_DATA_SEED, seeds_text, mean_ci, accuracy_ci, table1, is_study)
 from .rules import (Thresholds, TESTS, UNRANKED, OUTCOMES, OUTCOME_RULES, verdict_summary, share, specificity,
                     ROW_COLUMNS, largest_deposit, largest_layer, thresholds_table, json_value)

@@ -59,6 +59,16 @@ def status_of_run(run, metrics: pd.DataFrame | None = None) -> dict:
             **{k: st.get(k, np.nan if k == "reference" else False) for k in STATUS_COLUMNS}}
 
 
+def reading_of(run) -> dict | None:
+    """`status_of_run(run)` (status, why ...) of a run with an epoch of metrics, None for one without or that cannot
+    be read (every surface names damaged runs on its own)."""
+    try:
+        st = status_of_run(run)
+    except Exception:
+        return None
+    return st if st.get("status") else None
+
+
 def index_statuses(store, index: pd.DataFrame, memo: dict | None = None) -> list[str | None]:
     """`status_of_run(...)["status"]` of each run of a store index (`RunStore.query` rows: id, path, epoch, status,
     updated, test_acc), None for a run without an epoch or that cannot be read. `memo` (a dict kept by the caller:
@@ -75,10 +85,10 @@ def index_statuses(store, index: pd.DataFrame, memo: dict | None = None) -> list
         hit = memo.get(slot)
         if hit is None or hit[0] != key:
             try:
-                st = status_of_run(store.get(r["id"]))["status"] or None
-            except Exception:  # a run that cannot be read has no status (every surface names damaged runs)
-                st = None
-            hit = memo[slot] = (key, st)
+                reading = reading_of(store.get(r["id"]))
+            except Exception:  # an id the store cannot resolve: no status, as for a run that cannot be read
+                reading = None
+            hit = memo[slot] = (key, reading and reading["status"])
         out.append(hit[1])
     return out
 

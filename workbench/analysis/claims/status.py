@@ -49,6 +49,24 @@ class StatusRules:
 STATUSES = ("diverged", "did not learn, still learning", "did not learn", "still learning", "ceiling, not settled",
             "ceiling", "learned")
 NOT_LEARNED = ("diverged", "did not learn, still learning", "did not learn")  # the STATUSES of a run that did not learn
+COUNTS = ("learned", "ceiling")  # the STATUSES of a run a mechanism claim counts: learned, settled, not diverged
+
+
+def as_read(sentence: str, reading: dict | str | None) -> str:
+    """One run's sentence about its heads (its deposits, `deposit.deposit_sentence`) as the run rules let it be
+    read: unchanged for a run that counts for a mechanism claim (`COUNTS`) or without a reading; led by "cannot
+    tell" for one that did not learn or diverged (`NOT_LEARNED`: what its heads do is no learned mechanism, and a
+    deposit's absence is no evidence); marked provisional for one still learning or at the ceiling but not settled
+    (its mechanism may still be forming). `reading`: `status_of_run(run)` (status and why) or its status alone."""
+    status, why = (reading.get("status"), reading.get("why")) if isinstance(reading, dict) else (reading, None)
+    if not isinstance(status, str) or not status or status in COUNTS:
+        return sentence
+    because = f", {why}" if why else ""
+    if status in NOT_LEARNED:
+        word = "diverged" if status == "diverged" else "did not learn"  # its why says whether it still moves
+        return f"cannot tell, the run {word} ({why or 'by the registered run rules'}): {sentence}"
+    phrase = "is at the ceiling, not settled" if status == "ceiling, not settled" else f"is {status}"
+    return f"{sentence} (provisional: the run {phrase}{because}; the claims count a run once it settles)"
 
 
 def wilson(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
