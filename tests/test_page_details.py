@@ -239,3 +239,39 @@ def test_the_ablation_and_heads_pages_read_a_runs_heads_by_its_status(tmp_path):
         else:
             assert "by the registered run rules" not in page + hints and "provisional" not in page + sentence
             assert "cannot tell" not in page + sentence and f'"{raw}"' in page
+
+
+def test_the_partial_rope_pages_tables_read_each_runs_deposit_by_its_status(tmp_path):
+    """The Partial RoPE page's tables (partial RoPE; MLA vs RoPE vs NoPE) give each run's status by the registered
+    run rules (`shows`) and read its deposit sentence by it: at `repro` the `paper` arch's NoPE runs did not learn,
+    so their deposit sentence reads "cannot tell"; a run that learned and settled keeps its sentence."""
+    from pathlib import Path
+
+    from apps.pages import partial_rope
+    from workbench.analysis.claims import NOT_LEARNED, run_table
+    from workbench.store import RunStore, StoreSet
+
+    def tables(component) -> list:  # the DataTables' rows, anywhere in a page's components
+        found = [component.data] if hasattr(component, "data") and isinstance(component.data, list) else []
+        kids = getattr(component, "children", None)
+        for kid in kids if isinstance(kids, list) else [kids] if kids is not None else []:
+            found += tables(kid)
+        return found
+
+    shipped = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro", readonly=True)
+    stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
+    related = sum((tables(c) for c in partial_rope.render_related(stores, "trigger-distance", "repro/paper")), [])
+    main = sum((tables(c) for c in partial_rope.render(stores, "trigger-distance", "repro/paper")), [])
+    assert len(related) == 2 and len(main) == 1
+    rows = [r for t in related + main for r in t]
+    table = run_table(runs=[shipped.get(i) for i in {r["run_id"] for r in rows}]).set_index("run_id")
+    for r in rows:
+        st = table.loc[r["run_id"], "status"]
+        assert r["shows"] == st
+        if "deposit" in r:
+            assert r["deposit"].startswith("cannot tell, the run did not learn (by the registered run rules): ") == (
+                st in NOT_LEARNED)
+    shows = {r["shows"] for r in rows}
+    assert "did not learn" in shows and "ceiling" in shows, shows  # NoPE did not learn; some RoPE runs settled
+    settled = [r for r in rows if r["shows"] == "ceiling" and "deposit" in r]
+    assert settled and all("provisional" not in r["deposit"] and "cannot tell" not in r["deposit"] for r in settled)

@@ -11,7 +11,7 @@ from apps.jobs import analysis_work, register_job
 
 PATH, NAME, ORDER = "/partial-rope", "Partial RoPE", 2
 P = "prope"
-TABLE_COLUMNS = ["run_id", "variant", "k", "layer", "rope_layers", "k_per_layer", "test_acc", "train_acc",
+TABLE_COLUMNS = ["run_id", "variant", "k", "layer", "rope_layers", "k_per_layer", "test_acc", "shows", "train_acc",
                  "deepest_single_deposit_layer", "deepest_deposit_layer", "n_single_deposits", "max_concentration",
                  "deposit"]
 RELATED = [("mla_rope_nope", "MLA vs RoPE vs NoPE (Table 1)", ("mla", "rope", "nope")),
@@ -70,6 +70,21 @@ def _rope_runs(store, task: str | None, setting: str | None = None):
     return have, lack
 
 
+def read_by_status(store, view):
+    """`view` (an experiment table, one or more rows a run) with `shows`, each run's status by the registered run
+    rules (as the run pickers give it, `C.run_statuses`), and its `deposit` sentence read by it (`claims.as_read`:
+    "cannot tell, the run did not learn: ..." for a run that did not learn)."""
+    from workbench.analysis.claims import as_read
+
+    rows = store.query()
+    rows = rows[rows["id"].isin(set(view["run_id"]))]
+    shows = dict(zip(rows["id"], C.run_statuses(store, rows))) if len(rows) else {}
+    view = view.assign(shows=view["run_id"].map(shows))
+    if "deposit" in view.columns:
+        view["deposit"] = [as_read(d, st) for d, st in zip(view["deposit"], view["shows"])]
+    return view
+
+
 def render(store, task: str | None, setting: str | None = None) -> list:
     from workbench.analysis import EXPERIMENTS
 
@@ -93,8 +108,9 @@ def render(store, task: str | None, setting: str | None = None) -> list:
     out.append(C.figure_or_hint("partial_rope", table, height=420))
     from workbench.figures.style import percent_table
 
-    view = percent_table(table)
-    out.append(html.P("Accuracies in %; layers from 0.", className="job-note"))
+    view = read_by_status(store, percent_table(table))
+    out.append(html.P("Accuracies in %; layers from 0; `shows`: what the run can show by the registered run rules "
+                      "(its deposit is read by it).", className="job-note"))
     out.append(C.table_component(view[[c for c in TABLE_COLUMNS if c in view.columns]], id=f"{P}-table"))
     return out
 
@@ -116,9 +132,9 @@ def render_related(store, task: str | None, setting: str | None = None) -> list:
             continue
         if table.empty:
             continue
-        cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "paper_test_acc",
-                            "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in table.columns]
-        view = percent_table(table)  # accuracies in %
+        view = read_by_status(store, percent_table(table))  # accuracies in %, each run's status beside them
+        cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "shows", "paper_test_acc",
+                            "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in view.columns]
         cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
                                C.table_component(view[cols], page_size=8)], className="card"))
     return cards
