@@ -89,6 +89,22 @@ def test_summary_matches_the_store(report, smoke):
     assert "CUDA out of memory" in by_id[smoke.failed]["error"]
 
 
+def test_the_experiment_tables_read_each_runs_deposit_by_its_status(report):
+    """The section-5 experiment tables (partial RoPE, MLA vs RoPE vs NoPE, ...) give each run's status (`shows`, as
+    summary.json's run_status) and read its deposit sentence by it, as the Partial RoPE page does."""
+    from workbench.analysis.claims import as_read
+
+    _, html_text, summary = report
+    section = html_text.split('<section id="experiments">')[1].split("</section>")[0]
+    status = {r["id"]: r["run_status"] for r in summary["runs"]}
+    assert summary["experiments"], "the smoke store's Task 1 runs make at least one experiment table"
+    assert "<th>shows</th>" in section
+    read = [as_read(row["deposit"], status[row["run_id"]]) for rows in summary["experiments"].values()
+            for row in rows if "deposit" in row]
+    assert read and all(escape(r) in section for r in read)
+    assert any(r.startswith("cannot tell, the run did not learn") for r in read)  # smoke runs of 2 epochs
+
+
 def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     from plotly.offline import get_plotlyjs
 

@@ -74,15 +74,11 @@ def read_by_status(store, view):
     """`view` (an experiment table, one or more rows a run) with `shows`, each run's status by the registered run
     rules (as the run pickers give it, `C.run_statuses`), and its `deposit` sentence read by it (`claims.as_read`:
     "cannot tell, the run did not learn: ..." for a run that did not learn)."""
-    from workbench.analysis.claims import as_read
+    from workbench.analysis.claims import read_runs
 
     rows = store.query()
     rows = rows[rows["id"].isin(set(view["run_id"]))]
-    shows = dict(zip(rows["id"], C.run_statuses(store, rows))) if len(rows) else {}
-    view = view.assign(shows=view["run_id"].map(shows))
-    if "deposit" in view.columns:
-        view["deposit"] = [as_read(d, st) for d, st in zip(view["deposit"], view["shows"])]
-    return view
+    return read_runs(view, dict(zip(rows["id"], C.run_statuses(store, rows))) if len(rows) else {})
 
 
 def render(store, task: str | None, setting: str | None = None) -> list:

@@ -366,6 +366,7 @@ def _deposits_section(doc: Doc, stats: pd.DataFrame) -> None:
 def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) -> None:
     """Cross-run experiment tables (partial RoPE, MLA vs RoPE vs NoPE, RoPE vs RoPE+sinusoidal) over the
     selected runs that have an ablation table, when there is something to compare."""
+    from workbench.analysis.claims import read_runs
     from workbench.figures.style import percent_table
 
     doc.parts.append('<section id="experiments">')
@@ -391,7 +392,8 @@ def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) 
             continue  # nothing to compare in this selection
         doc.h(3, title)
         doc.figure(name, table, f"experiments/{name}", list(dict.fromkeys(table["run_id"])), ["ablation"])
-        doc.table(percent_table(table, headers=True))  # accuracies in %; deltas stay fractions
+        shows = {s["id"]: s.get("run_status") for s in summaries}  # each run's status, its deposit read by it
+        doc.table(percent_table(read_runs(table, shows), headers=True))  # accuracies in %; deltas stay fractions
         summary["experiments"][name] = records(table)
         shown = True
     if not shown:

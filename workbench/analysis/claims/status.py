@@ -69,6 +69,15 @@ def as_read(sentence: str, reading: dict | str | None) -> str:
     return f"{sentence} (provisional: the run {phrase}{because}; the claims count a run once it settles)"
 
 
+def read_runs(table: pd.DataFrame, shows: dict) -> pd.DataFrame:
+    """`table` (an experiment table: rows of runs, `run_id`) with `shows`, each run's status ({run id: status}, as
+    the run pickers give it), and its `deposit` sentence, where it has one, read by it (`as_read`)."""
+    table = table.assign(shows=table["run_id"].map(shows))
+    if "deposit" in table.columns:
+        table["deposit"] = [as_read(d, st) for d, st in zip(table["deposit"], table["shows"])]
+    return table
+
+
 def wilson(p: float, n: int, z: float = 1.959964) -> tuple[float, float]:
     """Wilson score 95 % interval of a proportion p measured on n trials (Wilson 1927): a run's accuracy on its n
     test examples, or a share of k agreeing runs of n."""
