@@ -324,20 +324,13 @@ def run_reading(run) -> dict | None:
 
 
 def reading_hint(run, reading: dict | None) -> html.Div | None:
-    """What a run's reading means for its heads, above a page that reads them (ablation, heads): a warning for a run
-    that did not learn or diverged (its heads hold no learned mechanism; a missing deposit is no evidence), a note
-    for one still learning (provisional until it settles), None for one the claims count (`claims.COUNTS`)."""
-    from workbench.analysis.claims import COUNTS, NOT_LEARNED
+    """What a run's reading means for its heads, above a page that reads them (ablation, heads;
+    `claims.reading_note`): a warning for a run that did not learn or diverged, a note for one still learning, None
+    for one the claims count."""
+    from workbench.analysis.claims import reading_note
 
-    if not reading or reading["status"] in COUNTS:
-        return None
-    st, why = reading["status"], reading["why"]
-    if st in NOT_LEARNED:
-        word = "diverged" if st == "diverged" else "did not learn the task"
-        return hint(f"{run.id} {word} by the registered run rules ({why}). What its heads do is no learned "
-                    "mechanism: a deposit, or its absence, cannot be read from it.", kind="warn")
-    return hint(f"{run.id} is {STATUS_PHRASE.get(st, st)} by the registered run rules ({why}). Read its heads as "
-                "provisional: the claims count a run once it settles.", kind="info")
+    note = reading_note(reading)
+    return None if note is None else hint(f"{run.id} {note[1]}", kind=note[0])
 
 
 def shown_path(path) -> str:

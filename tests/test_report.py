@@ -105,6 +105,30 @@ def test_the_experiment_tables_read_each_runs_deposit_by_its_status(report):
     assert any(r.startswith("cannot tell, the run did not learn") for r in read)  # smoke runs of 2 epochs
 
 
+def test_each_runs_ablation_and_heads_say_what_its_status_lets_them_show(report):
+    """Under a run's heading in the ablation atlas and the Heads section: the dashboard's warning for a run that did
+    not learn (`claims.reading_note`, with the rule's why), a note for one still learning, nothing for one that
+    learned and settled."""
+    from workbench.analysis.claims import reading_note
+
+    _, html_text, summary = report
+    seen = set()
+    for r in summary["runs"]:
+        note = reading_note({"status": r["run_status"], "why": r["run_why"]})
+        for part in ("abl", "heads"):
+            if f'<h3 id="{part}-{r["id"]}">' not in html_text:
+                continue
+            block = html_text.split(f'<h3 id="{part}-{r["id"]}">')[1].split("<h3")[0]
+            if "no ablation table yet" in block or "no head summary yet" in block:
+                continue
+            if note is None:
+                assert 'class="reading-' not in block
+            else:
+                assert f'<p class="reading-{note[0]}">' in block and escape(f"{r['id']} {note[1]}") in block
+                seen.add(note[0])
+    assert "warn" in seen, "the smoke runs (2 epochs) did not learn"
+
+
 def test_html_is_self_contained_with_one_plotly_and_every_figure(report):
     from plotly.offline import get_plotlyjs
 

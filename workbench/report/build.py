@@ -164,6 +164,16 @@ class Doc:
     def missing(self, text: str) -> None:
         self.parts.append(f'<p class="missing">○ {html.escape(text)}</p>')
 
+    def reading(self, summary: dict) -> None:
+        """What a run's status by the registered run rules means for its heads (`claims.reading_note`), under its
+        heading; nothing for a run the claims count. `summary`: the run's summary (run_status, run_why)."""
+        from workbench.analysis.claims import reading_note
+
+        note = reading_note({"status": summary.get("run_status"), "why": summary.get("run_why")})
+        if note is not None:
+            mark = "!" if note[0] == "warn" else "i"
+            self.parts.append(f'<p class="reading-{note[0]}">{mark} {html.escape(summary["id"] + " " + note[1])}</p>')
+
     def error(self, text: str) -> None:
         self.problems.append(text)
         self.parts.append(f'<p class="error">✕ {html.escape(text)}</p>')
@@ -217,6 +227,7 @@ table.tbl th{background:#f1f3f6} .missing{color:#6b7488} .error{color:#b03a2e}
 .tblwrap{overflow-x:auto;max-width:100%} .tblwrap table.tbl td:first-child{position:sticky;left:0;background:#fff}
 .tblwrap table.tbl th:first-child{position:sticky;left:0;z-index:1}
 .sentence{font-style:italic;color:#2c3a55} .note{color:#6b7488;font-size:12px}
+.reading-warn{background:#fff8e1;border-left:3px solid #d69e2e;padding:4px 8px} .reading-info{color:#2c3a55}
 .status-failed{color:#b03a2e;font-weight:600} .status-interrupted,.status-created,.status-running{color:#b7791f}
 """
 
@@ -325,6 +336,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
     for s in summaries:
         run = store.get(s["id"])
         doc.h(3, s["id"], id=f"abl-{s['id']}")
+        doc.reading(s)
         if "ablation" not in s.get("tables", {}).get("present", []):
             doc.missing(f"no ablation table yet: run `workbench analyze {s['id']} --what ablation`")
             continue

@@ -42,6 +42,7 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
                         "resample,patching,attribution,edges,qkv,probes,trigger-attention,dla,self-repair,"
                         "head-summary)")
             continue
+        doc.reading(s)  # a run that did not learn: its heads hold no learned mechanism
         run = store.get(s["id"])
         for table, name, kw in FIGURES:
             if table not in present:

@@ -52,6 +52,14 @@ NOT_LEARNED = ("diverged", "did not learn, still learning", "did not learn")  # 
 COUNTS = ("learned", "ceiling")  # the STATUSES of a run a mechanism claim counts: learned, settled, not diverged
 
 
+def _said(status: str) -> str:
+    """How a status that does not count reads after "the run": diverged, did not learn (its why says whether it
+    still moves), is still learning, is at the ceiling, not settled."""
+    if status in NOT_LEARNED:
+        return "diverged" if status == "diverged" else "did not learn"
+    return "is at the ceiling, not settled" if status == "ceiling, not settled" else f"is {status}"
+
+
 def as_read(sentence: str, reading: dict | str | None) -> str:
     """One run's sentence about its heads (its deposits, `deposit.deposit_sentence`) as the run rules let it be
     read: unchanged for a run that counts for a mechanism claim (`COUNTS`) or without a reading; led by "cannot
@@ -61,12 +69,26 @@ def as_read(sentence: str, reading: dict | str | None) -> str:
     status, why = (reading.get("status"), reading.get("why")) if isinstance(reading, dict) else (reading, None)
     if not isinstance(status, str) or not status or status in COUNTS:
         return sentence
-    because = f", {why}" if why else ""
     if status in NOT_LEARNED:
-        word = "diverged" if status == "diverged" else "did not learn"  # its why says whether it still moves
-        return f"cannot tell, the run {word} ({why or 'by the registered run rules'}): {sentence}"
-    phrase = "is at the ceiling, not settled" if status == "ceiling, not settled" else f"is {status}"
-    return f"{sentence} (provisional: the run {phrase}{because}; the claims count a run once it settles)"
+        return f"cannot tell, the run {_said(status)} ({why or 'by the registered run rules'}): {sentence}"
+    because = f", {why}" if why else ""
+    return f"{sentence} (provisional: the run {_said(status)}{because}; the claims count a run once it settles)"
+
+
+def reading_note(reading: dict | None) -> tuple[str, str] | None:
+    """(kind, text) of what a run's reading (`status_of_run`: status and why) means for its heads, for the surfaces
+    that show them after the run's id: "warn" for a run that did not learn or diverged (its heads hold no learned
+    mechanism; a missing deposit is no evidence), "info" for one still learning or at the ceiling but not settled
+    (provisional), None for one that counts (`COUNTS`) or without a reading."""
+    if not reading or not reading.get("status") or reading["status"] in COUNTS:
+        return None
+    st, why = reading["status"], reading.get("why") or "no reason recorded"
+    if st in NOT_LEARNED:
+        task = "" if st == "diverged" else " the task"
+        return "warn", (f"{_said(st)}{task} by the registered run rules ({why}). What its heads do is no learned "
+                        "mechanism: a deposit, or its absence, cannot be read from it.")
+    return "info", (f"{_said(st)} by the registered run rules ({why}). Read its heads as provisional: the claims "
+                    "count a run once it settles.")
 
 
 def read_runs(table: pd.DataFrame, shows: dict) -> pd.DataFrame:
