@@ -130,7 +130,8 @@ def render_related(store, task: str | None, setting: str | None = None) -> list:
             continue
         view = read_by_status(store, percent_table(table))  # accuracies in %, each run's status beside them
         cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "shows", "paper_test_acc",
-                            "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit") if c in view.columns]
+                            "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit")
+                if c in view.columns]
         cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
                                C.table_component(view[cols], page_size=8)], className="card"))
     return cards

@@ -29,7 +29,8 @@ and the run status beside them. Tidy tables, no I/O but reads.
 """
 from ..settings import SETTINGS, setting_of  # noqa: F401 (the one definition of a run's setting)
 from .registry import REGISTRY, Registry, load_registry, parse_registry
-from .status import COUNTS, NOT_LEARNED, STATUSES, as_read, read_runs, reading_note, StatusRules, run_status, settle_window, wilson
+from .status import (COUNTS, NOT_LEARNED, STATUSES, as_read, read_runs, reading_note, StatusRules, run_status,
+                     settle_window, wilson)
 from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, status_of_run, reading_of,
                    index_statuses, DEFAULT_DATA_SEED, seeds_text, mean_ci, accuracy_ci, table1, is_study)
 from .rules import (Thresholds, TESTS, UNRANKED, OUTCOMES, OUTCOME_RULES, verdict_summary, share, specificity,
