@@ -201,13 +201,14 @@ def test_index_statuses_reads_each_run_once_per_state_and_never_lends_one_runs_s
 
 
 def test_the_ablation_and_heads_pages_read_a_runs_heads_by_its_status(tmp_path):
-    """A run that did not learn gets a warning above its heads and a "cannot tell" deposit sentence; one still
-    learning a note and a provisional sentence; a run at the ceiling (learned, settled) neither: the same reading as
-    the pickers' status word and COMPARISON.md's (`claims.status_of_run`)."""
+    """A run that did not learn gets a warning above its heads (Ablation, Heads and the diagnostic pages) and a
+    "cannot tell" deposit sentence; one still learning a note and a provisional sentence; a run at the ceiling
+    (learned, settled) neither: the same reading as the pickers' status word and COMPARISON.md's
+    (`claims.status_of_run`)."""
     import json
     from pathlib import Path
 
-    from apps.pages import ablation, heads
+    from apps.pages import _diagnostic, ablation, distance_bias, heads
     from workbench.analysis import deposit
     from workbench.analysis.claims import status_of_run
     from workbench.store import RunStore, StoreSet
@@ -226,18 +227,19 @@ def test_the_ablation_and_heads_pages_read_a_runs_heads_by_its_status(tmp_path):
         raw = deposit.deposit_sentence(deposit.compute(shipped.get(rid).load_table("ablation"), metric="accuracy"))
         hints, _, sentence = heads.render_map(stores, rid, "n_agree")
         hints = text(hints)
+        diag = text(_diagnostic.render(distance_bias.SPEC, stores, [rid]))  # a diagnostic page, one note a run
         if status == "did not learn":
             warn = f"{rid} did not learn the task by the registered run rules ({reading['why']})"
-            assert warn in page and warn in hints and "hint-warn" in page
+            assert warn in page and warn in hints and warn in diag and "hint-warn" in page
             assert f"cannot tell, the run did not learn ({reading['why']}): {raw}" in page
             assert sentence.startswith(f"cannot tell, the run did not learn ({reading['why']}): ")
         elif status == "still learning":
             note = f"{rid} is still learning by the registered run rules ({reading['why']})"
-            assert note in page and note in hints
+            assert note in page and note in hints and note in diag
             assert f"{raw} (provisional: the run is still learning, {reading['why']};" in page
             assert "(provisional: the run is still learning" in sentence
         else:
-            assert "by the registered run rules" not in page + hints and "provisional" not in page + sentence
+            assert "by the registered run rules" not in page + hints + diag and "provisional" not in page + sentence
             assert "cannot tell" not in page + sentence and f'"{raw}"' in page
 
 
@@ -269,9 +271,11 @@ def test_the_partial_rope_pages_tables_read_each_runs_deposit_by_its_status(tmp_
         st = table.loc[r["run_id"], "status"]
         assert r["shows"] == st
         if "deposit" in r:
-            assert r["deposit"].startswith("cannot tell, the run did not learn (by the registered run rules): ") == (
-                st in NOT_LEARNED)
+            assert r["deposit"].startswith("cannot tell, the run did not learn: ") == (st in NOT_LEARNED)
+            assert r["deposit"].endswith(")") or "provisional" not in r["deposit"]
     shows = {r["shows"] for r in rows}
     assert "did not learn" in shows and "ceiling" in shows, shows  # NoPE did not learn; some RoPE runs settled
     settled = [r for r in rows if r["shows"] == "ceiling" and "deposit" in r]
     assert settled and all("provisional" not in r["deposit"] and "cannot tell" not in r["deposit"] for r in settled)
+    still = [r for r in rows if r["shows"] == "still learning" and "deposit" in r]
+    assert still and all(r["deposit"].endswith(" (provisional: the run is still learning)") for r in still)

@@ -97,6 +97,9 @@ def test_a_runs_deposit_sentence_is_read_by_its_status():
         else:
             assert got.startswith(sentence + " (provisional: the run is ") and st["why"] in got
         assert as_read(sentence, want).startswith(got.split(" (")[0])  # the status word alone reads the same
+        brief = as_read(sentence, st, brief=True)  # beside a `shows` column: no why
+        assert brief == sentence if counts else (st["why"] not in brief and ("cannot tell" in brief) == (
+            want in NOT_LEARNED) and ("provisional" in brief) == (want not in NOT_LEARNED))
     assert as_read(sentence, None) == as_read(sentence, {"status": None, "why": None}) == sentence
 
 

@@ -120,8 +120,7 @@ def render(d: Diagnostic, store, run_ids: list[str], choice=None) -> list:
         elif df is None:
             notes.append(missing)
         else:
-            if state is not None:
-                notes.append(state)
+            notes += [h for h in (state, C.reading_hint(run, C.run_reading(run))) if h is not None]
             frames.append(df)
     if not frames:
         return notes

@@ -60,15 +60,20 @@ def _said(status: str) -> str:
     return "is at the ceiling, not settled" if status == "ceiling, not settled" else f"is {status}"
 
 
-def as_read(sentence: str, reading: dict | str | None) -> str:
+def as_read(sentence: str, reading: dict | str | None, brief: bool = False) -> str:
     """One run's sentence about its heads (its deposits, `deposit.deposit_sentence`) as the run rules let it be
     read: unchanged for a run that counts for a mechanism claim (`COUNTS`) or without a reading; led by "cannot
     tell" for one that did not learn or diverged (`NOT_LEARNED`: what its heads do is no learned mechanism, and a
     deposit's absence is no evidence); marked provisional for one still learning or at the ceiling but not settled
-    (its mechanism may still be forming). `reading`: `status_of_run(run)` (status and why) or its status alone."""
+    (its mechanism may still be forming). `reading`: `status_of_run(run)` (status and why) or its status alone.
+    `brief`: the short form, for a table whose `shows` column gives the status beside it ("cannot tell, the run did
+    not learn: ...", "... (provisional: the run is still learning)")."""
     status, why = (reading.get("status"), reading.get("why")) if isinstance(reading, dict) else (reading, None)
     if not isinstance(status, str) or not status or status in COUNTS:
         return sentence
+    if brief:
+        return (f"cannot tell, the run {_said(status)}: {sentence}" if status in NOT_LEARNED
+                else f"{sentence} (provisional: the run {_said(status)})")
     if status in NOT_LEARNED:
         return f"cannot tell, the run {_said(status)} ({why or 'by the registered run rules'}): {sentence}"
     because = f", {why}" if why else ""
@@ -85,18 +90,18 @@ def reading_note(reading: dict | None) -> tuple[str, str] | None:
     st, why = reading["status"], reading.get("why") or "no reason recorded"
     if st in NOT_LEARNED:
         task = "" if st == "diverged" else " the task"
-        return "warn", (f"{_said(st)}{task} by the registered run rules ({why}). What its heads do is no learned "
-                        "mechanism: a deposit, or its absence, cannot be read from it.")
+        return "warn", (f"{_said(st)}{task} by the registered run rules ({why}). Its heads hold no learned "
+                        "mechanism: what they show, or lack, is no evidence of how the task is solved.")
     return "info", (f"{_said(st)} by the registered run rules ({why}). Read its heads as provisional: the claims "
                     "count a run once it settles.")
 
 
 def read_runs(table: pd.DataFrame, shows: dict) -> pd.DataFrame:
     """`table` (an experiment table: rows of runs, `run_id`) with `shows`, each run's status ({run id: status}, as
-    the run pickers give it), and its `deposit` sentence, where it has one, read by it (`as_read`)."""
+    the run pickers give it), and its `deposit` sentence, where it has one, read by it (`as_read`, brief)."""
     table = table.assign(shows=table["run_id"].map(shows))
     if "deposit" in table.columns:
-        table["deposit"] = [as_read(d, st) for d, st in zip(table["deposit"], table["shows"])]
+        table["deposit"] = [as_read(d, st, brief=True) for d, st in zip(table["deposit"], table["shows"])]
     return table
 
 
