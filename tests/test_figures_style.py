@@ -505,3 +505,34 @@ def test_percent_helpers_scale_for_display_only():
     assert df["test_acc"].iloc[0] == 0.99812, "the stored table is not touched"
     assert list(S.percent_table(df, headers=True).columns) == ["test_acc (%)", "top_delta", "accuracy (%)"]
     assert S.pct(0.998) == "99.8 %" and S.pct(float("nan")) == "n/a"
+
+
+def test_figure_cli_says_when_a_runs_figure_shows_a_run_that_did_not_learn(tmp_path, monkeypatch):
+    """`workbench figure RUN ablation`: a run that did not learn by the registered run rules gets the dashboard's
+    warning on stderr (`claims.reading_note`); a run that learned and settled, none; the figure is written either
+    way."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from workbench.analysis.claims import reading_note, reading_of
+    from workbench.cli import app
+    from workbench.figures import export
+    from workbench.store import RunStore
+
+    written = []
+    monkeypatch.setattr(export, "write_figure", lambda fig, out, **kw: written.append(out))  # no browser needed
+    shipped = Path(__file__).resolve().parents[1] / "results" / "repro"
+    own = RunStore(tmp_path / "own")
+    nope, rope = "t1-nope-repro-s43-8d1651", "t1-rope-repro-s42-e451f6"
+    note = reading_note(reading_of(RunStore(shipped, readonly=True).get(nope)))
+    assert note is not None and note[0] == "warn"
+    for rid, warned in ((nope, True), (rope, False)):
+        res = CliRunner().invoke(app, ["figure", rid, "ablation", "--out", str(tmp_path / f"{rid}.svg"),
+                                       "--root", str(own.root), "--shipped", str(shipped)])
+        assert res.exit_code == 0, res.output
+        assert ("note: " in res.stderr) == warned and f"wrote {tmp_path / f'{rid}.svg'}" in res.stdout
+    assert f"note: {nope} {note[1]}" in " ".join(CliRunner().invoke(app, [
+        "figure", f"{rope},{nope}", "extrapolation", "--out", str(tmp_path / "x.svg"), "--root", str(own.root),
+        "--shipped", str(shipped)]).stderr.split())
+    assert len(written) == 3

@@ -92,8 +92,9 @@ def figure_cmd(
     if name not in FIGURES:
         _fail(f"unknown figure {figure!r}; choose from {', '.join(sorted(FIGURES))}")
     export_format(out)  # bad input (ValueError, StoreError, no browser: ExportError) -> the group's `error: ...`, 2
+    stores = StoreSet.open(existing_root(root), shipped)
     try:
-        df = figure_table(StoreSet.open(existing_root(root), shipped), run, TABLE_OF[name])
+        df = figure_table(stores, run, TABLE_OF[name])
         fig = FIGURES[name](df, **parse_kwargs(kw))
     except TypeError as e:
         _fail(f"figure {name}: {e} (check the --kw names against its docstring: workbench.figures.FIGURES[{name!r}])")
@@ -101,6 +102,14 @@ def figure_cmd(
         _fail(str(e))
     write_figure(fig, out, width=width, height=height, scale=scale)
     typer.echo(f"wrote {out} ({name}, {len(fig.data)} traces)")
+    from workbench.analysis import EXPERIMENTS, STANDALONE
+    from workbench.analysis.claims import reading_note, reading_of
+
+    if TABLE_OF[name] not in EXPERIMENTS and TABLE_OF[name] not in STANDALONE:
+        for rid in dict.fromkeys(r.strip() for r in run.split(",") if r.strip()):
+            note = reading_note(reading_of(stores.get(rid)))  # a figure of a run that did not learn says so
+            if note is not None:
+                typer.secho(f"note: {rid} {note[1]}", fg=typer.colors.YELLOW, err=True)
 
 
 def register(app: typer.Typer) -> None:
