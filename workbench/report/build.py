@@ -326,9 +326,9 @@ def _convergence_section(doc: Doc, store, runs: pd.DataFrame) -> None:
 
 
 def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
-    doc.parts.append('<section id="ablation">')
     from workbench.analysis.claims import as_read
 
+    doc.parts.append('<section id="ablation">')
     doc.h(2, "Ablation atlas")
     doc.p("delta(l, h) = metric(clean) - metric(head h of layer l zeroed before W_O); 95 % bootstrap intervals over "
           "test examples; deposit statistics per layer (docs/paper.md §5).", "note")
@@ -336,10 +336,10 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
     for s in summaries:
         run = store.get(s["id"])
         doc.h(3, s["id"], id=f"abl-{s['id']}")
-        doc.reading(s)
         if "ablation" not in s.get("tables", {}).get("present", []):
             doc.missing(f"no ablation table yet: run `workbench analyze {s['id']} --what ablation`")
             continue
+        doc.reading(s)  # a run that did not learn: its heads hold no learned mechanism
         try:
             df = run.load_table("ablation")
         except Exception as e:
