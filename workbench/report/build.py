@@ -166,10 +166,10 @@ class Doc:
 
     def reading(self, summary: dict) -> None:
         """What a run's status by the registered run rules means for its heads (`claims.reading_note`), under its
-        heading; nothing for a run the claims count. `summary`: the run's summary (run_status, run_why)."""
+        heading; nothing for a run the claims count. `summary`: the run's summary (`reading_in`)."""
         from workbench.analysis.claims import reading_note
 
-        note = reading_note({"status": summary.get("run_status"), "why": summary.get("run_why")})
+        note = reading_note(reading_in(summary))
         if note is not None:
             mark = "!" if note[0] == "warn" else "i"
             self.parts.append(f'<p class="reading-{note[0]}">{mark} {html.escape(summary["id"] + " " + note[1])}</p>')
@@ -274,6 +274,12 @@ def summarize_run(run, row: dict | None = None) -> dict:
     return _clean(out)
 
 
+def reading_in(summary: dict) -> dict:
+    """A run summary's reading by the registered run rules (its `run_status` and `run_why`), as `claims.as_read` and
+    `claims.reading_note` take it."""
+    return {"status": summary.get("run_status"), "why": summary.get("run_why")}
+
+
 def _status_cell(status: str) -> str:
     return f'<span class="status-{html.escape(status)}">{html.escape(status)}</span>'
 
@@ -353,7 +359,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
         except Exception as e:
             doc.error(f"deposit statistics of {s['id']} failed: {type(e).__name__}: {e}")
             continue
-        doc.p(as_read(sentence, {"status": s.get("run_status"), "why": s.get("run_why")}), "sentence")
+        doc.p(as_read(sentence, reading_in(s)), "sentence")
         doc.figure("deposit", stats, "ablation", [s["id"]], ["ablation"])
         doc.table(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]])
         s["deposits"], s["deposit_sentence"] = records(stats), sentence
