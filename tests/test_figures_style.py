@@ -4,6 +4,7 @@ ticks on layer/head axes, no two axis titles at one place (nor a colour bar over
 trace where the statistic has one. Plus the baselines' definitions, table precision and static export."""
 import math
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -386,6 +387,34 @@ def test_export_refuses_unknown_formats_and_a_missing_browser(tmp_path, monkeypa
     monkeypatch.delenv("PELAB_CHROMIUM", raising=False)
     with pytest.raises(export.ExportError, match="BROWSER_PATH=.*not an executable.*chromium"):
         export.write_figure(go.Figure(), tmp_path / "f.svg")
+
+
+def test_export_checks_every_file_was_written_and_retries_the_missing_once(tmp_path, monkeypatch):
+    """kaleido can return without writing a file and without an error: the export writes again the figures whose file
+    is missing, empty or unchanged, once, then says which it could not write (never "wrote" a file that is not
+    there). A file from an earlier export does not count as written."""
+    import plotly.io as pio
+
+    from workbench.figures import export
+
+    monkeypatch.setenv("PELAB_CHROMIUM", "/bin/true")  # any executable: kaleido itself is replaced below
+    calls = []
+
+    def flaky(figs, paths, **kw):  # the first call writes only its first file, the second writes all it is given
+        calls.append([Path(p).name for p in paths])
+        for p in paths[:1] if len(calls) == 1 else paths:
+            Path(p).write_text("<svg/>")
+
+    monkeypatch.setattr(pio, "write_images", flaky)
+    old = tmp_path / "b.svg"
+    old.write_text("<svg>an earlier export</svg>")
+    os.utime(old, ns=(0, 0))
+    out = export.write_figures([go.Figure(), go.Figure()], [tmp_path / "a.svg", old])
+    assert calls == [["a.svg", "b.svg"], ["b.svg"]] and all(p.read_text() == "<svg/>" for p in out)
+    monkeypatch.setattr(pio, "write_images", lambda figs, paths, **kw: calls.append(paths))
+    with pytest.raises(export.ExportError, match=r"the browser wrote no file for .*c\.svg \(twice\)"):
+        export.write_figure(go.Figure(), tmp_path / "c.svg")
+    assert len(calls) == 4
 
 
 def test_export_one_figure_to_svg(tables, tmp_path):

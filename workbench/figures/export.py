@@ -92,11 +92,33 @@ def write_figures(figs: Iterable[go.Figure], paths: Iterable[str | Path], fmt: s
 
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
-    with _browser():
-        pio.write_images(figs, paths, format=fmts, scale=scale,
-                         width=[width or f.layout.width or 1000 for f in figs],
-                         height=[height or f.layout.height or 600 for f in figs])
-    return paths
+    todo = list(range(len(figs)))
+    for attempt in range(2):  # kaleido can return without writing a file, and without an error (Kaleido #92)
+        before = {i: _stamp(paths[i]) for i in todo}
+        with _browser():
+            pio.write_images([figs[i] for i in todo], [paths[i] for i in todo], format=[fmts[i] for i in todo],
+                             scale=scale, width=[width or figs[i].layout.width or 1000 for i in todo],
+                             height=[height or figs[i].layout.height or 600 for i in todo])
+        todo = [i for i in todo if not _written(paths[i], before[i])]
+        if not todo:
+            return paths
+    raise ExportError("the browser wrote no file for " + ", ".join(str(paths[i]) for i in todo)
+                      + " (twice); run the export again, or with fewer figures at once")
+
+
+def _stamp(path: Path) -> tuple | None:
+    """(modification time, size) of a file, None when there is none."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _written(path: Path, before: tuple | None) -> bool:
+    """Whether an export wrote `path`: a non-empty file, new or changed since `before` (`_stamp`)."""
+    now = _stamp(path)
+    return now is not None and now[1] > 0 and now != before
 
 
 def write_figure(fig: go.Figure, path: str | Path, fmt: str | None = None, **kw) -> Path:
