@@ -432,6 +432,35 @@ _CUT_TABLES_JS = """return Array.from(document.querySelectorAll('.content .dash-
 }).filter(t => t.over > 2 || t.scroll > 2);"""
 
 
+REPORT_SHOT_HEIGHT = 1700  # px of the report's top in docs/img/report.png: the box, then the verdict matrix
+
+
+def shoot_report(shipped: str = str(REPO / "results" / "repro"), to_docs: bool = False) -> Path:
+    """`workbench report` as a user of a fresh checkout gets it (an empty own store beside the shipped results,
+    every run), opened from disk in headless chromium at 1,400 px, its first REPORT_SHOT_HEIGHT px screenshotted
+    once every figure has drawn (artifacts/report.png, and docs/img/report.png with `to_docs`)."""
+    from workbench.report import build_report
+    from workbench.store import StoreSet
+
+    root = ARTIFACTS / "empty-store"
+    root.mkdir(parents=True, exist_ok=True)
+    out = ARTIFACTS / "report-shot" / "report.html"
+    summary = build_report(StoreSet.open(root, shipped=shipped), "all", out)
+    drv = driver()
+    drv.set_window_size(1400, REPORT_SHOT_HEIGHT)
+    drv.get(out.as_uri())
+    n = len(summary["figures"])
+    wait_until(lambda: len([c for c in trace_counts(drv) if c > 0]) == n, 120, what=f"{n} rendered plotly graphs")
+    time.sleep(0.5)
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "report.png"
+    drv.save_screenshot(str(path))
+    drv.set_window_size(1400, 1000)
+    if to_docs:
+        shutil.copyfile(path, DOCS_IMG / "report.png")
+    return path
+
+
 def set_folds(drv, open_: bool) -> None:
     """Open (or close) every <details> fold of the page's content; an opened one gets a second to lay out."""
     drv.execute_script(f"document.querySelectorAll('.content details').forEach(d => d.open = {str(open_).lower()})")
@@ -477,11 +506,12 @@ def unreadable_at(drv, url: str, width: int, timeout: float = 180) -> list[str]:
     return [f"{width} px: {t}" for t in unreadable_text(drv)]
 
 
-USAGE = """usage: python tests/browser.py screenshots [--shipped DIR] [--store DIR] [--pages findings,heads,...]
+USAGE = """usage: python tests/browser.py screenshots [--shipped DIR] [--store DIR] [--pages findings,heads,report,...]
 
 Serves the dashboard on the shipped results (default results/repro; own store: an empty one, or --store), opens
 every page with its defaults in headless chromium and writes docs/img/dashboard_<page>.png, then prints what
-`page_problems` finds wrong on each page (exit status 1 when anything is)."""
+`page_problems` finds wrong on each page (exit status 1 when anything is). `report` (in the default list too):
+`workbench report` of the shipped results, the top of it as docs/img/report.png (`shoot_report`)."""
 
 
 if __name__ == "__main__":
@@ -495,8 +525,11 @@ if __name__ == "__main__":
     parser.add_argument("--pages", default=None, help="comma-separated page names (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    written, found = shoot_pages(args.shipped, args.store, args.pages.split(",") if args.pages else None,
-                                 to_docs=True)
+    pages = args.pages.split(",") if args.pages else None
+    dash_pages = [q for q in pages if q != "report"] if pages else None
+    written, found = shoot_pages(args.shipped, args.store, dash_pages, to_docs=True) if dash_pages != [] else ([], [])
+    if pages is None or "report" in pages:
+        written.append(shoot_report(args.shipped, to_docs=True))
     for p in written:
         print("wrote", p)
     for p in found:

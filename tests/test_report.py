@@ -206,6 +206,47 @@ def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_h
     assert len(paper_maps) == 1 and "largest single-head deposit:" in html  # where the GPU run's deposit falls
 
 
+def test_the_report_says_first_how_its_preset_differs_from_the_papers_setup(report):
+    """Before any result, the box of the selection's preset (`presets.disclaimer`): here the smoke store's, with
+    its 2 layers x 4 heads set against the paper's 6 x 16; summary.json carries it as markdown."""
+    from workbench.train.presets import scale_disclaimer
+
+    _, html_text, summary = report
+    body = html_text[html_text.index("<main>"):]
+    first = body.index('<section id="read-first">')
+    assert first < body.index('<section id="findings">') and first < body.index('<div class="fig">')
+    box = body[first:body.index("</section>", first)]
+    assert "<strong>Read this first: results at the <code>smoke</code> preset, not the paper's setup.</strong>" in box
+    assert "2 layers x 4 heads (paper 6 x 16)" in box and "<em>not reproduced at this preset</em>" in box
+    assert box.count("<li>") == 4 and "<details" not in box  # one preset: one open box, no folds
+    assert summary["disclaimers"] == {"smoke": scale_disclaimer("smoke")}
+
+
+def test_a_report_of_several_presets_opens_with_the_base_ones_box_and_folds_the_others(tmp_path):
+    """Shipped runs at `repro` and `repro-long`: the `repro` box open (the findings judge that preset), the
+    `repro-long` one folded below it. A setting whose selected runs are all variants (the authors' script's
+    rope-no-sinusoid alone) gets a note, not a failed figure."""
+    from workbench.report import build_report
+    from workbench.store import StoreSet
+
+    shipped = B.REPO / "results" / "repro"
+    ids = ["t1-rope-repro-s42-e451f6", "t1-rope-repro-long-s42-df23f5",  # RoPE, PE-Lab's paper arch
+           "t1-rope-no-sinusoid-repro-s42-80fca9"]  # the authors' script, a variant of its rope
+    if not all((shipped / i).is_dir() for i in ids):
+        pytest.skip("no shipped results in this checkout")
+    (tmp_path / "own").mkdir()
+    store = StoreSet.open(tmp_path / "own", shipped=shipped)
+    s = build_report(store, "id=" + "|".join(ids), tmp_path / "r.html")
+    text = (tmp_path / "r.html").read_text()
+    assert list(s["disclaimers"]) == ["repro", "repro-long"]
+    box = text[text.index('<section id="read-first">'):text.index('<section id="findings">')]
+    assert box.index('data-preset="repro"') < box.index('<details class="disclaimer" data-preset="repro-long"')
+    assert "How the <code>repro-long</code> preset differs from the paper's setup" in box
+    assert "12 epochs (paper 100)" in box and box.count("<details") == 1
+    assert s["problems"] == [], s["problems"]  # no "learning curves ... NotApplicable" for the variant-only setting
+    assert "No plain run of a scheme at this setting in the selection (only rope-no-sinusoid)" in text
+
+
 def test_report_with_no_matching_runs_says_so(smoke, tmp_path):
     from workbench.report import build_report
 
@@ -234,4 +275,4 @@ def test_report_renders_in_the_browser(report):
     assert not unreadable, "\n".join(unreadable)
     fetched = drv.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert not [u for u in fetched if u.startswith(("http:", "https:"))], f"the report fetched {fetched}"
-    B.screenshot(drv, "report")
+    B.screenshot(drv, "report_smoke")  # artifacts/; docs/img/report.png: `browser.py screenshots --pages report`

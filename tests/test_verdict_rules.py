@@ -338,8 +338,35 @@ def test_the_disclaimer_states_the_presets_scale_from_its_config():
         scale_disclaimer("huge")
     gpu = scale_disclaimer("paper")  # the paper's own setup: no "but" of sizes, no optimiser tuned on RoPE
     assert gpu.startswith("> **Read this first: results at the `paper` preset: the paper's model, data")
-    assert "100.0 % of the paper's 7,000,000" in gpu and "150 epochs (paper 150)" in gpu
+    assert "100.0 % of the paper's 7,000,000" in gpu and "150 epochs like the paper" in gpu
     assert "tuned on RoPE" not in gpu and "bf16 autocast" in gpu and "(few runs)" in gpu
+    assert "(paper " not in gpu  # nothing of the paper's setup is set against itself
+
+
+def test_the_disclaimer_calls_like_the_paper_only_what_is_and_says_how_each_optimiser_was_chosen():
+    """The model line names "like the paper" only what matches it (the `cpu` and `smoke` presets have fewer layers
+    and heads than the paper; `repro-wide` has its width), what matches is not set against itself ("256 / 512 (paper
+    256 / 512)"), a smoke run's tiny share of the paper's data does not round to 0.0 %, and each preset says how its
+    optimiser was chosen."""
+    from workbench.train.presets import disclaimer, scale_disclaimer
+
+    cpu = disclaimer("cpu")
+    assert cpu.lead.startswith("4 layers x 8 heads (paper 6 x 16), d_model 64 / d_ff 128 (paper 256 / 512)")
+    assert "like the paper" not in cpu.lead and "NoPE stays near chance" in scale_disclaimer("cpu")
+    assert "seed 42 only" not in scale_disclaimer("cpu")  # the repro preset's tuning, not the cpu preset's
+    smoke = scale_disclaimer("smoke")
+    assert "2 layers x 4 heads (paper 6 x 16)" in smoke and "0.04 % of the paper's 7,000,000" in smoke
+    assert "not tuned" in smoke and "tuned on RoPE" not in smoke
+    wide = disclaimer("repro-wide")
+    assert wide.lead.startswith("6 layers x 16 heads, d_model 256 / d_ff 512 like the paper, but dropout 0.0")
+    assert "(paper 256 / 512)" not in wide.lead and "tuned on RoPE, Task 1, seed 42" in scale_disclaimer("repro-wide")
+    data = scale_disclaimer("repro-paperdata")
+    assert ("Task 1: 72 labels, up to 120 tokens in 128 positions, vocab 574 like the paper; 3 epochs (paper 100)"
+            in data)
+    assert "120 tokens in 128 positions (8 pads an example), vocab 574 like the paper" in data
+    assert "(paper 72)" not in data and "(paper 574)" not in data
+    assert scale_disclaimer("repro") == disclaimer("repro").markdown()
+    assert disclaimer("repro").lead.startswith("6 layers x 16 heads like the paper, but d_model 128 / d_ff 256")
 
 
 def test_the_ladder_grid_runs_every_deciding_setting_at_each_rung():

@@ -4,14 +4,17 @@ Query syntax (`workbench report --runs QUERY`): `all`, or comma-separated `key=v
 index (`scheme`, `task`, `arch`, `preset`, `seed`, `status`, `tag`, and `id`); `|` separates alternatives
 and a repeated key adds alternatives: `scheme=rope|nope,task=trigger-distance`.
 
-Sections: runs (config summary, status, final accuracies), convergence curves, the ablation atlas (heatmap,
-per-layer strip plot, deposit statistics with intervals per run), deposit statistics of all runs, the
-partial-RoPE experiment when the selection holds partial-RoPE runs, then every diagnostic table stored for
-the runs (missing ones listed as missing). plotly.js is written once into <head>; every figure is a div.
+Sections: first, what differs from the paper's setup (the box of the selection's preset, `presets.disclaimer`;
+one folded box per other preset it holds), then the findings and a view per setting (`overview.py`), the runs
+(config summary, status, final accuracies), and for at most `overview.MAX_DETAIL_RUNS` runs: convergence curves, the
+ablation atlas (heatmap, per-layer strip plot, deposit statistics with intervals per run), deposit statistics of all
+runs, the cross-run experiments the selection supports, every diagnostic table stored for the runs (missing ones
+listed as missing) and the heads. plotly.js is written once into <head>; every figure is a div.
 
 `summary.json` (next to the HTML) is for scripts: per run the config summary, final metrics, deposit
 statistics, the tables present/missing with their parquet paths, and for every figure in the report the
-builder name, its keyword arguments and the tables it was drawn from, so the figures can be regenerated.
+builder name, its keyword arguments and the tables it was drawn from, so the figures can be regenerated;
+`disclaimers`: {preset: its box as markdown} for the presets of the selection, the base preset first.
 """
 from __future__ import annotations
 
@@ -229,6 +232,9 @@ table.tbl th{background:#f1f3f6} .missing{color:#6b7488} .error{color:#b03a2e}
 .sentence{font-style:italic;color:#2c3a55} .note{color:#6b7488;font-size:12px}
 .reading-warn{background:#fff8e1;border-left:3px solid #d69e2e;padding:4px 8px} .reading-info{color:#2c3a55}
 .status-failed{color:#b03a2e;font-weight:600} .status-interrupted,.status-created,.status-running{color:#b7791f}
+.disclaimer{background:#fdf6e3;border:1px solid #e0a100;border-left:5px solid #e0a100;border-radius:6px}
+.disclaimer{padding:4px 12px;margin:6px 0;font-size:13.5px;max-width:1200px}
+.disclaimer ul{margin:4px 0;padding-left:20px} .disclaimer p{margin:4px 0} details.disclaimer summary{cursor:pointer}
 """
 
 
@@ -476,7 +482,8 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
 
     from workbench.analysis.claims import reading_of
     from workbench.analysis.findings import MemoStore
-    from workbench.report.overview import MAX_DETAIL_RUNS, findings_section, finished_table, settings_section
+    from workbench.report.overview import (MAX_DETAIL_RUNS, disclaimer_section, findings_section, finished_table,
+                                           settings_section)
     from workbench.store import StoreSet, code_version
 
     log = log or (lambda msg: None)
@@ -522,6 +529,7 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         except Exception as e:
             doc.error(f"the run table could not be read: {type(e).__name__}: {e}")
             rt = pd.DataFrame()
+        disclaimer_section(doc, runs, rt, summary)  # what differs from the paper's setup, before any result
         findings_section(doc, memo, rt, summary, log)
         settings_section(doc, memo, rt, log)
         _runs_section(doc, runs, summaries, damaged)

@@ -5,6 +5,7 @@ runs. Per-run diagnostics are `build.py`'s, for selections of at most `MAX_DETAI
 from __future__ import annotations
 
 import html
+import re
 from typing import Callable
 
 import numpy as np
@@ -22,6 +23,48 @@ def finished_table(store, runs: pd.DataFrame) -> pd.DataFrame:
 
     ids = [i for i, s in zip(runs["id"], runs["status"]) if s == "finished"]
     return run_table(runs=[store.get(i) for i in ids])
+
+
+def inline_html(text: str) -> str:
+    """Escaped text with the inline markdown `presets.Disclaimer` uses: `code` and *emphasis*."""
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", out)
+
+
+def disclaimer_html(preset: str, folded: bool = False) -> str:
+    """`presets.disclaimer(preset)` as HTML: the headline in bold, the model line, a point a line; `folded`: in a
+    <details> fold whose summary names the preset."""
+    from workbench.train.presets import disclaimer
+
+    d = disclaimer(preset)
+    points = "<ul>" + "".join(f"<li>{inline_html(x)}</li>" for x in d.points) + "</ul>"
+    if folded:
+        return (f'<details class="disclaimer" data-preset="{html.escape(preset)}"><summary><strong>How the '
+                f"<code>{html.escape(preset)}</code> preset differs from the paper's setup</strong></summary>"
+                f"<p>{inline_html(d.lead)}</p>{points}</details>")
+    return (f'<div class="disclaimer" data-preset="{html.escape(preset)}"><p><strong>{inline_html(d.headline)}'
+            f"</strong> {inline_html(d.lead)}</p>{points}</div>")
+
+
+def disclaimer_section(doc: Doc, runs: pd.DataFrame, rt: pd.DataFrame, summary: dict) -> None:
+    """What differs from the paper's setup, said before any result (issue 21, the house rule): the box of the
+    selection's base preset (the one the findings judge: `claims.base_preset`) open, one folded box per other preset
+    the selection holds. summary.json `disclaimers`: {preset: the box as markdown}, base first."""
+    from workbench.analysis.claims import base_preset
+    from workbench.train.presets import PRESETS, disclaimer
+
+    held = set(runs["preset"].dropna().astype(str)) if "preset" in runs else set()
+    if not held & set(PRESETS):
+        return
+    base = base_preset(rt if len(rt) else runs)
+    order = sorted(held & set(PRESETS), key=lambda x: (x != base, list(PRESETS).index(x)))
+    summary["disclaimers"] = {x: disclaimer(x).markdown() for x in order}
+    doc.parts.append('<section id="read-first">')
+    doc.parts.append(disclaimer_html(order[0]))
+    if len(order) > 1:
+        doc.p("The selection also holds runs of other presets; how each differs from the paper's setup:", "note")
+        doc.parts.extend(disclaimer_html(x, folded=True) for x in order[1:])
+    doc.parts.append("</section>")
 
 
 def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Callable[[str], None]) -> None:
@@ -109,11 +152,16 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
         log(f"per setting {k}/{len(groups)}: {preset} · {setting} ({len(g)} runs)")
         doc.h(3, f"{preset} · {SETTINGS.get(setting, setting)} ({len(g)} runs)", id=f"setting-{preset}-{setting}")
         plain = g[plain_variant(g) & ~g.partial.astype(bool)]
-        try:
-            curves = EXPERIMENTS["convergence"](runs=[store.get(r) for r in plain["run_id"]])
-            doc.figure("convergence", curves, "settings", list(plain["run_id"]), ["metrics"], {"splits": ("test",)})
-        except Exception as e:
-            doc.error(f"learning curves of {preset} · {setting}: {type(e).__name__}: {e}")
+        if plain.empty:  # e.g. `--runs scheme=rope` keeps only the authors' rope-no-sinusoid there: no plain scheme
+            doc.p(f"No plain run of a scheme at this setting in the selection (only {', '.join(sorted(set(g.variant)))}"
+                  "): no learning curves; their accuracies are in the table.", "note")
+        else:
+            try:
+                curves = EXPERIMENTS["convergence"](runs=[store.get(r) for r in plain["run_id"]])
+                doc.figure("convergence", curves, "settings", list(plain["run_id"]), ["metrics"],
+                           {"splits": ("test",)})
+            except Exception as e:
+                doc.error(f"learning curves of {preset} · {setting}: {type(e).__name__}: {e}")
         summary = (g.groupby(["variant", "task"], sort=False)
                    .agg(seeds=("seed", lambda s: ", ".join(str(x) for x in sorted(s))),
                         test_acc=("test_acc", lambda a: round(100 * float(np.mean(a)), 2)),
