@@ -478,7 +478,8 @@ def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     assert "The seed study and the scale ladder" in page and "runs shipped (`make study`" not in page
     assert "find-ladder-matrix" in page  # the clicks' callback needs its id
     assert "grids/paper.toml" in page and "grids/repro.toml" not in page  # the folds name its own grid
-    assert "results at the `paper` preset: the paper" in page and "bf16 autocast" in page  # its own disclaimer
+    assert "Code('paper'), \" preset: the paper's model, data, epochs and optimiser" in page  # its own disclaimer
+    assert "bf16 autocast" in page
     assert "find-paper-table1" not in page and "At the paper's own scale (GPU runs)" not in page
 
 

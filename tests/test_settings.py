@@ -248,11 +248,19 @@ def test_findings_shows_new_columns_and_colours_every_verdict():
 
 
 def test_findings_disclaimer_box_is_the_presets_scale_disclaimer():
+    """The Findings page says first what differs from the paper's setup: the preset's headline and model line in
+    view (the fold's summary, not a bare "scale disclaimer" title), its points inside the fold."""
     from apps.pages import findings as F
-    from workbench.train.presets import scale_disclaimer
+    from workbench.train.presets import disclaimer
 
-    box = F.disclaimer("repro")
-    assert box.className == "disclaimer" and box.children.children == scale_disclaimer("repro")
+    d, box = disclaimer("repro"), F.disclaimer("repro")
+    summary, points = box.children
+    strong, _, lead, _ = summary.children
+    assert box.className == "disclaimer" and type(box).__name__ == "Details"
+    assert not getattr(box, "open", False)  # folded: the summary alone is in view
+    assert "".join(c if isinstance(c, str) else f"`{c.children}`" for c in strong.children) == d.headline
+    assert lead == d.lead and lead.startswith("6 layers x 16 heads like the paper, but d_model 128")
+    assert points.children == "\n".join(f"- {x}" for x in d.points)
     assert F.disclaimer("not-a-preset") is None
 
 

@@ -40,13 +40,21 @@ def verdict_legend(verdicts=()) -> html.Div:
                        for v in names], className="verdict-legend")
 
 
-def disclaimer(preset: str) -> html.Div | None:
-    """The scale disclaimer box of the runs' preset (`presets.scale_disclaimer`, markdown)."""
-    from workbench.train.presets import PRESETS, scale_disclaimer
+def disclaimer(preset: str) -> html.Details | None:
+    """The scale disclaimer of the runs' preset (`presets.disclaimer`), said first: its headline and model line in
+    view above the answers, the rest (data, epochs, how the optimiser was chosen, what a verdict can say) in its
+    fold."""
+    from workbench.train.presets import PRESETS, disclaimer as preset_disclaimer
 
     if preset not in PRESETS:
         return None
-    return html.Div(dcc.Markdown(scale_disclaimer(preset)), className="disclaimer", id=f"{P}-disclaimer")
+    d = preset_disclaimer(preset)
+    headline = [html.Code(x) if k % 2 else x for k, x in enumerate(d.headline.split("`"))]  # `repro` as code
+    return html.Details([html.Summary([html.Strong(headline), " ", d.lead,
+                                       html.Span(" What else differs, and what a verdict here can say",
+                                                 className="fold-more")]),
+                         dcc.Markdown("\n".join(f"- {x}" for x in d.points))],
+                        className="disclaimer", id=f"{P}-disclaimer")
 
 
 def evidence_kind(row) -> str:
@@ -178,8 +186,7 @@ def layout(claim: str | None = None, **query):
     return html.Div([
         header,
         *C.damaged_hints(C.stores()),  # runs that do not read or changed since shipped: named, left out
-        html.Details([html.Summary("What these runs can and cannot say (scale disclaimer)"),
-                      disclaimer(str(runs.preset.iloc[0]))], className="disclaimer-fold"),
+        disclaimer(str(runs.preset.iloc[0])),  # what differs from the paper's setup, before the answers
         html.Div([
             html.Div([_figure("verdict_matrix", m, f"{P}-matrix")], className="glance-cell"),
             html.Div([_figure("deposit_map", t["deposits"], f"{P}-deposits")], className="glance-cell"),
