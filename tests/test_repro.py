@@ -143,6 +143,54 @@ def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
     assert res.exit_code == 0, res.output
     assert "bit-identical" in res.output
     assert RunStore(tmp_path / "mine").get(ids[1]).status == "finished"
+    # its shipped head ablation and deposits, recomputed from the re-trained weights (in memory), agree
+    for table in ("ablation", "deposit"):
+        assert (f"{table}: recomputed from the re-run's weights (bootstrap 50 on 120 test examples, as shipped): "
+                "every value equals the shipped table's (floats at its float32 precision); agrees") in res.output
+    assert "  the same sentence: NoPE, Task 1:" in res.output
+    assert "its ablation and deposit tables recomputed from its weights agree with the shipped ones" in res.output
+
+
+def test_verify_recomputes_the_shipped_head_ablation_and_fails_on_one_the_weights_do_not_give(shipped, tmp_path):
+    """A shipped run whose ablation table (consistent with its manifest) is not what its weights give: one head's
+    delta moved by 0.2. The metrics re-train bit for bit, the recomputed table differs there: NOT verified, exit 1.
+    The recomputation writes nothing to the re-run's folder; `--tables none` checks the metrics only, and a table
+    name that cannot be re-checked is refused before anything trains."""
+    import shutil
+
+    from workbench.cli import app
+    from workbench.store.bundle import BUNDLE, bundle_bytes
+
+    base, ids = shipped
+    fake, rid = tmp_path / "results", ids[0]
+    shutil.copytree(base / "results" / rid, fake / rid)
+    run = RunStore(fake, readonly=True).get(rid)
+    tables = {n: run.load_table(n) for n in run.tables()}
+    abl = tables["ablation"]
+    abl.loc[(abl["layer"] == 1) & (abl["head"] == 0) & (abl["metric"] == "accuracy"), "delta"] += 0.2
+    (fake / rid / BUNDLE).write_bytes(bundle_bytes(tables))
+    write_manifest(fake / rid)  # a consistent fake (else it reads as damaged)
+    env = {"PELAB_DATA": str(base / "data")}
+    mine = tmp_path / "mine"
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--tol", "0"],
+                             env=env)
+    assert res.exit_code == 1, res.output
+    assert "ablation: recomputed from the re-run's weights" in res.output and "in delta; DIFFERS" in res.output
+    assert "deposit: recomputed" in res.output and "; agrees" in res.output.split("deposit: recomputed")[1]
+    assert ("NOT verified: the metrics agree (bit-identical), but the shipped ablation table is not what the "
+            "re-trained weights give") in res.output
+    own = RunStore(mine).get(rid)
+    before = {p.name: p.stat().st_mtime_ns for p in own.path.rglob("*") if p.is_file()}
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q"], env=env)
+    assert res.exit_code == 1  # the own copy (checked out) is used again, and judged the same
+    assert {p.name: p.stat().st_mtime_ns for p in own.path.rglob("*") if p.is_file()} == before  # nothing written
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--tables",
+                                   "none"], env=env)
+    assert res.exit_code == 0 and "recomputed" not in res.output, res.output
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "other"), "-q",
+                                   "--tables", "ablation,probes"], env=env)
+    assert res.exit_code != 0 and "'probes' cannot be re-checked; pick from ablation, deposit" in res.output
+    assert not (tmp_path / "other" / rid).exists()  # refused before training
 
 
 def test_verify_fails_when_the_shipped_metrics_differ(shipped, tmp_path):

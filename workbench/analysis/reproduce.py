@@ -9,10 +9,15 @@ then judged by ONE rule, `RULE`:
     its n test examples; and the re-run has the shipped run's status, learned / did not learn (`run_status`).
 
     verdict = rerun_verdict(shipped_store, shipped_run, rerun)   # {"ok", "lo", "hi", "seeds", ...}
+
+The shipped analysis tables (no weights are shipped) are re-checked the same way from the re-training's weights:
+`recompute_tables` runs the suite `workbench ship` ran, in memory, with the shipped table's bootstrap and test
+subsample; `table_agreement` compares at the shipped precision (float32).
 """
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -67,3 +72,99 @@ def rerun_verdict(shipped_store, shipped_run, rerun) -> dict[str, Any]:
            f"{n_test or '?'} test examples); status {status[learned_rerun]} (shipped: {status[learned_shipped]})")
     return {"ok": ok, "acc": acc, "lo": lo, "hi": hi, "seeds": seeds, "n_test": n_test,
             "learned_shipped": learned_shipped, "learned_rerun": learned_rerun, "why": why}
+
+
+# ---- the shipped analysis tables, recomputed from a re-training's weights (`workbench verify --tables`) --------
+RECHECK_TABLES = ("ablation", "deposit")  # the default: what every head verdict reads (zero ablation, its deposits)
+RECHECKABLE = ("ablation", "deposit", "ablation_mean", "deposit_mean", "ablation_resample", "deposit_resample")
+SHIP_PARAMS = {"n_boot": 1000, "max_examples": 1000, "seed": 0}  # `workbench ship`'s defaults
+
+
+def recheck_names(text: str) -> list[str]:
+    """`--tables` as a list of RECHECKABLE names ("none": []); ValueError naming the choices otherwise."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if names == ["none"]:
+        return []
+    bad = [t for t in names if t not in RECHECKABLE]
+    if bad or not names:
+        raise ValueError(f"--tables {text!r}: {', '.join(map(repr, bad)) or 'nothing'} cannot be re-checked; pick "
+                         f"from {', '.join(RECHECKABLE)} (comma-separated), or 'none' for the metrics only")
+    return names
+
+
+class _InMemory:
+    """A run whose analyses save their tables in memory (`saved`) and read only those: the shipped suite runs on
+    it as on the run itself, and nothing of the run's folder is read as a table or written."""
+
+    def __init__(self, run):
+        self._run, self.saved = run, {}
+
+    def __getattr__(self, name):
+        return getattr(self._run, name)
+
+    def save_table(self, name, df):
+        self.saved[name] = df
+
+    def tables(self):
+        return list(self.saved)
+
+    def has_table(self, name):
+        return name in self.saved
+
+    def load_table(self, name):
+        return self.saved[name]
+
+
+def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:
+    """({name: table}, parameters) of `names` computed on `rerun`'s weights by the suite `workbench ship` runs
+    (`suite.run_suite`), in memory: each deposit table with its own ablation recomputed first, the bootstrap and
+    the test subsample as the shipped ablation table records them (`n_boot`, `n_examples`; else ship's defaults).
+    A table the run cannot support is left out."""
+    from .suite import run_suite
+
+    params = dict(SHIP_PARAMS)
+    abl = shipped_run.load_table("ablation") if "ablation" in shipped_run.tables() else None
+    if abl is not None and len(abl) and {"n_boot", "n_examples"} <= set(abl.columns):
+        params.update(n_boot=int(abl["n_boot"].iloc[0]), max_examples=int(abl["n_examples"].iloc[0]))
+    wanted = set(names) | {"ablation" + n[len("deposit"):] for n in names if n.startswith("deposit")}
+    scratch = _InMemory(rerun)
+    run_suite(scratch, tables=wanted, skip_existing=False, **params)
+    return {n: scratch.saved[n] for n in names if n in scratch.saved}, params
+
+
+def table_agreement(shipped, mine) -> dict[str, Any]:
+    """How a recomputed table compares with the shipped one (shipped tables hold float32 values: `store.bundle`):
+    {"equal": every value equal at the shipped precision (floats rounded to float32, the rest exactly),
+    "max_abs": the largest |difference| of a float column, "column": where, "why": what differs}. Rows are matched
+    by their non-float columns; `analysed_on` (the device) is not a value of the analysis and is left out."""
+    cols = [c for c in shipped.columns if c != "analysed_on"]
+    other = [c for c in mine.columns if c != "analysed_on"]
+    if set(cols) != set(other) or len(shipped) != len(mine):
+        return {"equal": False, "max_abs": math.inf, "column": None,
+                "why": f"{len(mine)} rows, columns {sorted(other)} against the shipped {len(shipped)} rows, "
+                       f"columns {sorted(cols)}"}
+    from pandas.api.types import is_float_dtype
+
+    floats = [c for c in cols if is_float_dtype(shipped[c].dtype) or is_float_dtype(mine[c].dtype)]
+    keys = [c for c in cols if c not in floats]
+    a = shipped[cols].sort_values(keys, kind="stable").reset_index(drop=True)
+    b = mine[cols].sort_values(keys, kind="stable").reset_index(drop=True)
+    for c in keys:
+        wrong = int((a[c].astype(str) != b[c].astype(str)).sum())
+        if wrong:
+            return {"equal": False, "max_abs": math.inf, "column": c, "why": f"{wrong} rows differ in {c}"}
+    worst, where, equal = 0.0, None, True
+    for c in floats:
+        x = a[c].to_numpy(np.float64).astype(np.float32)
+        y = b[c].to_numpy(np.float64).astype(np.float32)
+        if not np.array_equal(x, y, equal_nan=True):
+            equal = False
+        gap = np.abs(x.astype(np.float64) - y.astype(np.float64))
+        gap = gap[np.isfinite(gap)]
+        if (np.isnan(x) != np.isnan(y)).any():
+            gap = np.append(gap, math.inf)
+        if len(gap) and float(gap.max()) > worst:
+            worst, where = float(gap.max()), c
+    why = ("every value equals the shipped table's (floats at its float32 precision)" if equal else
+           f"largest |difference| {worst:.3g} in {where}")
+    return {"equal": equal, "max_abs": worst, "column": where, "why": why}

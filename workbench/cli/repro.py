@@ -388,20 +388,31 @@ def verify_cmd(
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     tol: float = typer.Option(1e-4, "--tol", min=0.0, help="largest accepted |difference| of any metric"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
+    tables: str = typer.Option("ablation,deposit", "--tables",
+                               help="shipped analysis tables to recompute from the re-run's weights and compare "
+                                    "(comma-separated: ablation, deposit, ablation_mean, deposit_mean, "
+                                    "ablation_resample, deposit_resample); 'none': the metrics only"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Re-train a shipped run (or use your re-created copy, once its weights and metrics check out) and compare
-    every epoch's metrics with the shipped ones.
+    """Re-train a shipped run (or use your re-created copy, once its weights and metrics check out), compare
+    every epoch's metrics with the shipped ones, then recompute its shipped head-ablation and deposit tables from
+    the re-run's weights (--tables) and compare them too.
 
     Where the recorded numerics (torch, SIMD level, CPU vendor, BLAS / MKL / oneDNN, threads) match: verified when
-    every metric agrees within --tol ("bit-identical" when equal). Where they differ, the re-run is judged by one
-    rule (workbench.analysis.reproduce.RULE). Exit 0 when verified, 1 otherwise."""
-    from workbench.analysis.reproduce import RULE, rerun_verdict
+    every metric agrees within --tol ("bit-identical" when equal) and every recomputed table equals the shipped one
+    (at its float32 precision, or within --tol). Where they differ, the re-run is judged by one rule
+    (workbench.analysis.reproduce.RULE) and its tables are compared but not judged (other weights). Exit 0 when
+    verified, 1 otherwise."""
+    from workbench.analysis.reproduce import RULE, recheck_names, rerun_verdict
     from workbench.store import RunStore
     from workbench.store.run import numerics_differences, recorded_numerics
     from workbench.train.recreate import metric_differences, simd_hold
 
+    try:
+        names = recheck_names(tables)  # bad input is refused before anything trains
+    except ValueError as e:
+        _fail(str(e))
     src_store, own = _shipped(shipped), RunStore(root)
     say_created(own)
     src = src_store.get(run_id)  # a damaged shipped run is refused here, naming the file
@@ -433,7 +444,14 @@ def verify_cmd(
         typer.echo(f"(your copy was trained at {differs['cpu_capability'][1]}: `workbench recreate {run_id} --retrain` "
                    "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
     if worst <= tol:
-        typer.echo(f"{run_id}: verified ({'bit-identical' if worst == 0 else f'within {tol}'}; {how})")
+        agree = "bit-identical" if worst == 0 else f"within {tol}"
+        wrong, said = _recheck_tables(src, run, names, tol, judged=True)
+        if wrong:
+            typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {' and '.join(wrong)} "
+                        f"table{'s are' if len(wrong) > 1 else ' is'} not what the re-trained weights give ({how})",
+                        fg=typer.colors.RED, err=True)
+            raise typer.Exit(1)
+        typer.echo(f"{run_id}: verified ({agree}; {how}{said})")
         return
     if not differs:
         typer.secho(f"{run_id}: NOT verified: the recorded numerics match, yet the largest difference is "
@@ -442,10 +460,47 @@ def verify_cmd(
     verdict = rerun_verdict(src_store, src, run)
     typer.echo(f"the numerics differ ({', '.join(differs)}), so the floats cannot be bit-identical; rule: {RULE}")
     if verdict["ok"]:
+        _recheck_tables(src, run, names, tol, judged=False)
         typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
         return
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     raise typer.Exit(1)
+
+
+def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tuple[list[str], str]:
+    """Recompute the shipped tables `names` from `run`'s weights (`reproduce.recompute_tables`, in memory) and print
+    how each compares with the shipped one (a deposit table with its sentence too); `judged`: the weights are the
+    shipped run's (its metrics agree), so a table must agree (equal at float32, or within `tol`). Returns (the
+    tables that do not agree when judged, the clause the verdict line adds)."""
+    from workbench.analysis import deposit_sentence
+    from workbench.analysis.reproduce import recompute_tables, table_agreement
+
+    have = set(src.tables())
+    for n in [n for n in names if n not in have]:
+        typer.echo(f"{n}: not shipped with this run; not re-checked")
+    names = [n for n in names if n in have]
+    if not names:
+        return [], ""
+    mine, params = recompute_tables(run, src, names)
+    how = f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped"
+    wrong, equal = [], []
+    for n in names:
+        if n not in mine:
+            typer.echo(f"{n}: not applicable to the re-run; not re-checked")
+            continue
+        a = table_agreement(src.load_table(n), mine[n])
+        ok = a["equal"] or a["max_abs"] <= tol
+        verdict = ("agrees" if ok else "DIFFERS") if judged else "not judged: the weights differ with the numerics"
+        typer.echo(f"{n}: recomputed from the re-run's weights ({how}): {a['why']}; {verdict}")
+        if n.startswith("deposit"):
+            was, now = deposit_sentence(src.load_table(n)), deposit_sentence(mine[n])
+            typer.echo(f"  {'the same sentence' if was == now else 'shipped'}: {was}"
+                       + ("" if was == now else f"\n  recomputed: {now}"))
+        (equal if ok else wrong).append(n)
+    said = (f"; its {' and '.join(equal)} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
+            f"agree{'' if len(equal) > 1 else 's'} with the shipped one{'s' if len(equal) > 1 else ''}"
+            if equal and not wrong else "")
+    return (wrong if judged else []), said
 
 
 def check_cmd(
