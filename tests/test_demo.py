@@ -5,6 +5,7 @@ import pytest
 
 from workbench import demo
 from workbench.store import RunStore
+from workbench.train.presets import scale_disclaimer
 
 
 @pytest.mark.slow
@@ -25,6 +26,10 @@ def test_demo_loop_at_smoke_preset(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "runs" / "report.html").stat().st_size > 100_000  # plotly.js embedded
     out, err = capsys.readouterr()
     assert "deposit" in out
+    # what differs from the paper's setup comes first, before the datasets and any training
+    head = "Read this first: results at the smoke preset, not the paper's setup. 2 layers x 4 heads (paper 6 x 16)"
+    assert out.index(head) < out.index("datasets (smoke preset)") and out.index(head) < (out + err).index("epoch 1/2")
+    assert summary["disclaimers"] == {"smoke": scale_disclaimer("smoke")}  # and the report opens with its box
     # the first report comes before the slow analyses, the full one after them
     first, full = out.index("first report written:"), out.index("full report written:")
     assert out.index("probes: ran") > first and out.index("patching: ran") > first and full > out.rindex("probes:")

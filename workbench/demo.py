@@ -70,6 +70,7 @@ def train_all(preset: str) -> None:
     from workbench.report import build_report
     from workbench.store import RunStore
     from workbench.train import load_grid, sweep
+    from workbench.train.presets import disclaimer
 
     console = Console(soft_wrap=True)  # a log file gets whole lines
     t0 = time.perf_counter()
@@ -78,6 +79,8 @@ def train_all(preset: str) -> None:
         console.rule(f"[bold]{title} [+{time.perf_counter() - t0:.0f} s]")
 
     store = RunStore()
+    d = disclaimer(preset)  # what differs from the paper's setup, said before anything trains
+    console.print(f"[bold]{d.headline.replace('`', '')}[/bold] {d.lead}", markup=True, highlight=False)
     rule(f"datasets ({preset} preset)")
     for task in st.TASKS:
         console.print(summary_table(st.load_or_generate(st.get_spec(task, preset=preset))))
