@@ -211,6 +211,41 @@ def test_verify_fails_when_the_shipped_metrics_differ(shipped, tmp_path):
     assert "numerics differ" not in res.output  # same machine: the difference is not explained away
 
 
+def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, tmp_path):
+    """`verify --sample 2 --seed 1` draws two of the three shipped runs (printed; the same draw on any machine),
+    verifies each and ends with a line a run; a named run that is not shipped is refused before anything trains;
+    one run that fails makes the exit status 1 and is named in the summary."""
+    import random
+    import shutil
+
+    from workbench.cli import app
+
+    base, ids = shipped
+    env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
+    where = ["--root", str(mine), "-q", "--tables", "none"]
+    res = CliRunner().invoke(app, ["verify", "--sample", "2", "--seed", "1", "--shipped", str(base / "results"),
+                                   *where], env=env)
+    drawn = random.Random(1).sample(sorted(ids), 2)
+    assert res.exit_code == 0, res.output
+    assert f"drawn with --seed 1 from the 3 finished runs of {base / 'results'}: {', '.join(drawn)}" in res.output
+    assert res.output.index(f"-- {drawn[0]}") < res.output.index(f"-- {drawn[1]}")
+    assert res.output.rstrip().endswith(f"2 of 2 runs verified\n  {drawn[0]}: verified\n  {drawn[1]}: verified")
+    res = CliRunner().invoke(app, ["verify", ids[0], "t1-rope-smoke-s42-000000", "--shipped",
+                                   str(base / "results"), "--root", str(tmp_path / "other"), "-q"], env=env)
+    assert res.exit_code != 0 and "t1-rope-smoke-s42-000000" in res.output
+    assert not (tmp_path / "other" / ids[0]).exists()  # refused before the first run trained
+    fake = tmp_path / "results"
+    for rid in ids[:2]:
+        shutil.copytree(base / "results" / rid, fake / rid)
+    rows = [json.loads(line) for line in (fake / ids[1] / "metrics.jsonl").read_text().splitlines()]
+    rows[-1]["test_acc"] += 0.01
+    (fake / ids[1] / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / ids[1])
+    res = CliRunner().invoke(app, ["verify", ids[0], ids[1], "--shipped", str(fake), *where], env=env)
+    assert res.exit_code == 1, res.output
+    assert f"1 of 2 runs verified\n  {ids[0]}: verified\n  {ids[1]}: NOT verified" in res.output
+
+
 def test_machine_identity_records_the_cpu_vendor_and_simd_level():
     import torch  # noqa: F401  (loaded: the SIMD level torch dispatches to is recorded)
 

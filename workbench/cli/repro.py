@@ -5,7 +5,7 @@
     workbench compare results/repro                        # writes results/repro/COMPARISON.md from its tables
     workbench bundle results/repro                         # one-off: tables/*.parquet -> tables.parquet per run
     workbench recreate RUN_ID                              # re-train a shipped run into your store (same run id)
-    workbench verify RUN_ID                                # re-train it and compare the metrics with the shipped ones
+    workbench verify RUN_ID [RUN_ID ...] [--sample K]      # re-train, compare metrics and head ablations
     workbench check [results/repro]                        # every shipped run's files against its manifest
 """
 from __future__ import annotations
@@ -384,7 +384,10 @@ def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bo
 
 
 def verify_cmd(
-    run_id: str = typer.Argument(..., help="a shipped run id"),
+    run_ids: Optional[List[str]] = typer.Argument(None, help="shipped run ids (or --sample K)"),
+    sample: Optional[int] = typer.Option(None, "--sample", min=1,
+                                         help="also verify K shipped finished runs drawn at random (--seed)"),
+    seed: int = typer.Option(0, "--seed", help="the draw of --sample (printed, so another machine draws the same)"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     tol: float = typer.Option(1e-4, "--tol", min=0.0, help="largest accepted |difference| of any metric"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
@@ -395,26 +398,57 @@ def verify_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
-    """Re-train a shipped run (or use your re-created copy, once its weights and metrics check out), compare
-    every epoch's metrics with the shipped ones, then recompute its shipped head-ablation and deposit tables from
-    the re-run's weights (--tables) and compare them too.
+    """Re-train shipped runs (or use your re-created copies, once their weights and metrics check out), compare
+    every epoch's metrics with the shipped ones, then recompute each run's shipped head-ablation and deposit tables
+    from the re-run's weights (--tables) and compare them too. Several runs: one after another, then a line each.
 
     Where the recorded numerics (torch, SIMD level, CPU vendor, BLAS / MKL / oneDNN, threads) match: verified when
     every metric agrees within --tol ("bit-identical" when equal) and every recomputed table equals the shipped one
     (at its float32 precision, or within --tol). Where they differ, the re-run is judged by one rule
     (workbench.analysis.reproduce.RULE) and its tables are compared but not judged (other weights). Exit 0 when
-    verified, 1 otherwise."""
-    from workbench.analysis.reproduce import RULE, recheck_names, rerun_verdict
-    from workbench.store import RunStore
-    from workbench.store.run import numerics_differences, recorded_numerics
-    from workbench.train.recreate import metric_differences, simd_hold
+    every run is verified, 1 otherwise."""
+    import random
+
+    from workbench.analysis.reproduce import recheck_names
+    from workbench.store import RunStore, finished_runs
 
     try:
         names = recheck_names(tables)  # bad input is refused before anything trains
     except ValueError as e:
         _fail(str(e))
     src_store, own = _shipped(shipped), RunStore(root)
+    ids = list(dict.fromkeys(run_ids or []))
+    for rid in ids:  # every named run checked before the first trains: a typo or a damaged run costs nothing
+        src_store.get(rid)
+    if sample:
+        pool = sorted(r.id for r in finished_runs(src_store)[0] if r.id not in ids)
+        drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
+        typer.echo(f"drawn with --seed {seed} from the {len(pool)} finished runs of {src_store.root}: "
+                   f"{', '.join(drawn)}")
+        ids += drawn
+    if not ids:
+        _fail("name a shipped run id (`workbench runs` lists them: source shipped) or draw some with --sample K")
     say_created(own)
+    verdicts = {}
+    for rid in ids:
+        if len(ids) > 1:
+            typer.echo(f"-- {rid}")
+        verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet)
+    if len(ids) > 1:
+        typer.echo(f"{sum(verdicts.values())} of {len(ids)} runs verified" + "".join(
+            f"\n  {rid}: {'verified' if ok else 'NOT verified'}" for rid, ok in verdicts.items()))
+    if not all(verdicts.values()):
+        raise typer.Exit(1)
+
+
+def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int], names: list[str],
+                quiet: bool) -> bool:
+    """`workbench verify` of one shipped run (see verify_cmd); prints what it compared and its verdict line, and
+    returns whether it is verified."""
+    from workbench.analysis.reproduce import RULE, rerun_verdict
+    from workbench.store.run import numerics_differences, recorded_numerics
+    from workbench.train.recreate import metric_differences, simd_hold
+
     src = src_store.get(run_id)  # a damaged shipped run is refused here, naming the file
     retrain, before = False, None
     if own.exists(run_id):
@@ -430,7 +464,9 @@ def verify_cmd(
     run = _recreate(src_store, own, run_id, threads, quiet, retrain)
     problems = run.trust_problems()
     if problems:  # cannot happen for a training just made; a safeguard, never "verified" unchecked
-        _fail(f"{run_id}: the re-run's files do not check out: {'; '.join(problems)}")
+        typer.secho(f"{run_id}: NOT verified: the re-run's files do not check out: {'; '.join(problems)}",
+                    fg=typer.colors.RED, err=True)
+        return False
     how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"
     diff = metric_differences(src.metric_rows(), run.metric_rows())
     worst = max(diff.values()) if diff else math.inf
@@ -450,21 +486,21 @@ def verify_cmd(
             typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {' and '.join(wrong)} "
                         f"table{'s are' if len(wrong) > 1 else ' is'} not what the re-trained weights give ({how})",
                         fg=typer.colors.RED, err=True)
-            raise typer.Exit(1)
+            return False
         typer.echo(f"{run_id}: verified ({agree}; {how}{said})")
-        return
+        return True
     if not differs:
         typer.secho(f"{run_id}: NOT verified: the recorded numerics match, yet the largest difference is "
                     f"{worst:.3g} > {tol} ({how})", fg=typer.colors.RED, err=True)
-        raise typer.Exit(1)
+        return False
     verdict = rerun_verdict(src_store, src, run)
     typer.echo(f"the numerics differ ({', '.join(differs)}), so the floats cannot be bit-identical; rule: {RULE}")
     if verdict["ok"]:
         _recheck_tables(src, run, names, tol, judged=False)
         typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
-        return
+        return True
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
-    raise typer.Exit(1)
+    return False
 
 
 def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tuple[list[str], str]:
