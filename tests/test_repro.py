@@ -211,6 +211,25 @@ def test_verify_fails_when_the_shipped_metrics_differ(shipped, tmp_path):
     assert "numerics differ" not in res.output  # same machine: the difference is not explained away
 
 
+def test_a_recomputed_table_is_compared_and_read_at_the_shipped_precision():
+    """Shipped tables hold float32 values: a recomputed float64 table equals its float32 copy at that precision,
+    and a deposit interval at a rounding edge (0.725 in float64 reads 0.72, its float32 0.7250000 reads 0.73) is
+    read from it as from the shipped table (seen on t2-mla-repro-s42-901034: '[0.67, 0.73]' shipped)."""
+    from workbench.analysis.reproduce import as_shipped, table_agreement
+
+    mine = pd.DataFrame({"layer": [0, 1], "pattern": ["single", "none"], "delta": [0.725, 0.1 + 0.2],
+                         "n": [1000, 1000]})
+    shipped = as_shipped(mine)
+    assert list(shipped.dtypes.astype(str)) == ["int64", "object" if mine.pattern.dtype == object
+                                                else str(mine.pattern.dtype), "float32", "int64"]
+    assert f"{mine.delta[0]:.2f}" == "0.72" and f"{shipped.delta[0]:.2f}" == "0.73"
+    assert table_agreement(shipped, mine)["equal"]  # compared at float32
+    moved = mine.assign(delta=[0.725, 0.31])
+    a = table_agreement(shipped, moved)
+    assert not a["equal"] and a["column"] == "delta" and a["max_abs"] == pytest.approx(0.01, abs=1e-6)
+    assert not table_agreement(shipped, mine.assign(pattern=["none", "none"]))["equal"]
+
+
 def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, tmp_path):
     """`verify --sample 2 --seed 1` draws two of the three shipped runs (printed; the same draw on any machine),
     verifies each and ends with a line a run; a named run that is not shipped is refused before anything trains;

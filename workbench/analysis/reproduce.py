@@ -132,6 +132,14 @@ def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:
     return {n: scratch.saved[n] for n in names if n in scratch.saved}, params
 
 
+def as_shipped(df):
+    """A table at the precision `workbench ship` stores it (`store.bundle`: float columns as float32), so what is
+    read from it (a deposit sentence's rounded intervals) reads as from the shipped table."""
+    from pandas.api.types import is_float_dtype
+
+    return df.astype({c: "float32" for c in df.columns if is_float_dtype(df[c].dtype)})
+
+
 def table_agreement(shipped, mine) -> dict[str, Any]:
     """How a recomputed table compares with the shipped one (shipped tables hold float32 values: `store.bundle`):
     {"equal": every value equal at the shipped precision (floats rounded to float32, the rest exactly),

@@ -509,7 +509,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     shipped run's (its metrics agree), so a table must agree (equal at float32, or within `tol`). Returns (the
     tables that do not agree when judged, the clause the verdict line adds)."""
     from workbench.analysis import deposit_sentence
-    from workbench.analysis.reproduce import recompute_tables, table_agreement
+    from workbench.analysis.reproduce import as_shipped, recompute_tables, table_agreement
 
     have = set(src.tables())
     for n in [n for n in names if n not in have]:
@@ -529,7 +529,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         verdict = ("agrees" if ok else "DIFFERS") if judged else "not judged: the weights differ with the numerics"
         typer.echo(f"{n}: recomputed from the re-run's weights ({how}): {a['why']}; {verdict}")
         if n.startswith("deposit"):
-            was, now = deposit_sentence(src.load_table(n)), deposit_sentence(mine[n])
+            was, now = deposit_sentence(src.load_table(n)), deposit_sentence(as_shipped(mine[n]))
             typer.echo(f"  {'the same sentence' if was == now else 'shipped'}: {was}"
                        + ("" if was == now else f"\n  recomputed: {now}"))
         (equal if ok else wrong).append(n)
