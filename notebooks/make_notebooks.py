@@ -118,7 +118,9 @@ table of each run, no weights) and shows what the reproduction found: the paper'
 numbers over seeds, each of the paper's claims with a verdict, and the seed-aggregated ablation atlas behind the
 central claim. Nothing is trained. Notebooks 01-03 read the same shipped runs head by head, and look inside a
 model once its run is re-created (`workbench recreate RUN_ID`, which re-trains it deterministically). The full
-text is `results/repro/COMPARISON.md`."""),
+text is `results/repro/COMPARISON.md`. To re-check a shipped run yourself, `workbench verify RUN_ID` (or
+`--sample 3`) re-trains it, compares every epoch's metrics and recomputes its head ablation and deposits from the
+re-trained weights (docs/reproduction.md)."""),
     new_code_cell('''\
 # Parameters. The test suite runs this notebook with PELAB_SHIPPED=<a small shipped store>.
 import os
