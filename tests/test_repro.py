@@ -246,7 +246,8 @@ def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, t
                                    *where], env=env)
     drawn = random.Random(1).sample(sorted(ids), 2)
     assert res.exit_code == 0, res.output
-    assert f"drawn with --seed 1 from the 3 finished runs of {base / 'results'}: {', '.join(drawn)}" in res.output
+    assert (f"drawn with --seed 1 from the 3 finished runs of {base / 'results'} this machine can re-train: "
+            f"{', '.join(drawn)}") in res.output
     assert res.output.index(f"-- {drawn[0]}") < res.output.index(f"-- {drawn[1]}")
     assert res.output.rstrip().endswith(f"2 of 2 runs verified\n  {drawn[0]}: verified\n  {drawn[1]}: verified")
     res = CliRunner().invoke(app, ["verify", ids[0], "t1-rope-smoke-s42-000000", "--shipped",
@@ -263,6 +264,19 @@ def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, t
     res = CliRunner().invoke(app, ["verify", ids[0], ids[1], "--shipped", str(fake), *where], env=env)
     assert res.exit_code == 1, res.output
     assert f"1 of 2 runs verified\n  {ids[0]}: verified\n  {ids[1]}: NOT verified" in res.output
+    import torch
+
+    if not torch.cuda.is_available():  # a run trained on a GPU is never drawn, and refused by name, on a CPU
+        shutil.copytree(base / "results" / ids[2], fake / ids[2])
+        info = json.loads((fake / ids[2] / "run.json").read_text())
+        (fake / ids[2] / "run.json").write_text(json.dumps(info | {"device": "cuda", "gpu": "NVIDIA H200"}))
+        write_manifest(fake / ids[2])
+        res = CliRunner().invoke(app, ["verify", "--sample", "3", "--shipped", str(fake), *where], env=env)
+        assert "from the 2 finished runs of" in res.output and "(1 trained on a GPU left out: no CUDA GPU here)" \
+            in res.output and f"-- {ids[2]}" not in res.output
+        res = CliRunner().invoke(app, ["verify", ids[0], ids[2], "--shipped", str(fake), *where], env=env)
+        assert res.exit_code != 0 and f"run {ids[2]!r}: cannot re-check it here: it was trained on a GPU" in res.output
+        assert "-- " not in res.output  # refused before the first run
 
 
 def test_machine_identity_records_the_cpu_vendor_and_simd_level():

@@ -410,7 +410,8 @@ def verify_cmd(
     import random
 
     from workbench.analysis.reproduce import recheck_names
-    from workbench.store import RunStore, finished_runs
+    from workbench.store import RunStore, StoreError, finished_runs
+    from workbench.train.recreate import gpu_needed
 
     try:
         names = recheck_names(tables)  # bad input is refused before anything trains
@@ -418,13 +419,20 @@ def verify_cmd(
         _fail(str(e))
     src_store, own = _shipped(shipped), RunStore(root)
     ids = list(dict.fromkeys(run_ids or []))
-    for rid in ids:  # every named run checked before the first trains: a typo or a damaged run costs nothing
-        src_store.get(rid)
+    for rid in ids:  # every named run checked before the first trains: a typo, a damaged or a GPU run costs nothing
+        why = gpu_needed(src_store.get(rid).info, rid)
+        if why:
+            _fail(f"run {rid!r}: cannot re-check it here: {why}")
     if sample:
-        pool = sorted(r.id for r in finished_runs(src_store)[0] if r.id not in ids)
+        runs = [r for r in finished_runs(src_store)[0] if r.id not in ids]
+        pool = sorted(r.id for r in runs if not gpu_needed(r.info, r.id))
+        gpu = len(runs) - len(pool)
+        left = f" ({gpu} trained on a GPU left out: no CUDA GPU here)" if gpu else ""
+        if not pool:
+            _fail(f"none of the finished runs of {src_store.root} can be re-trained on this machine{left}")
         drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
-        typer.echo(f"drawn with --seed {seed} from the {len(pool)} finished runs of {src_store.root}: "
-                   f"{', '.join(drawn)}")
+        typer.echo(f"drawn with --seed {seed} from the {len(pool)} finished runs of {src_store.root} this machine "
+                   f"can re-train{left}: {', '.join(drawn)}")
         ids += drawn
     if not ids:
         _fail("name a shipped run id (`workbench runs` lists them: source shipped) or draw some with --sample K")
@@ -433,7 +441,13 @@ def verify_cmd(
     for rid in ids:
         if len(ids) > 1:
             typer.echo(f"-- {rid}")
-        verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet)
+        try:
+            verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet)
+        except StoreError as e:  # e.g. your store holds a plain copy of it: said, and the next run goes on
+            if len(ids) == 1:
+                raise
+            typer.secho(f"{rid}: NOT verified: {e}", fg=typer.colors.RED, err=True)
+            verdicts[rid] = False
     if len(ids) > 1:
         typer.echo(f"{sum(verdicts.values())} of {len(ids)} runs verified" + "".join(
             f"\n  {rid}: {'verified' if ok else 'NOT verified'}" for rid, ok in verdicts.items()))
