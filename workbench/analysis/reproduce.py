@@ -75,7 +75,6 @@ def rerun_verdict(shipped_store, shipped_run, rerun) -> dict[str, Any]:
 
 
 # ---- the shipped analysis tables, recomputed from a re-training's weights (`workbench verify --tables`) --------
-RECHECK_TABLES = ("ablation", "deposit")  # the default: what every head verdict reads (zero ablation, its deposits)
 RECHECKABLE = ("ablation", "deposit", "ablation_mean", "deposit_mean", "ablation_resample", "deposit_resample")
 SHIP_PARAMS = {"n_boot": 1000, "max_examples": 1000, "seed": 0}  # `workbench ship`'s defaults
 

@@ -538,12 +538,13 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         if n not in mine:
             typer.echo(f"{n}: not applicable to the re-run; not re-checked")
             continue
-        a = table_agreement(src.load_table(n), mine[n])
+        shipped_table = src.load_table(n)
+        a = table_agreement(shipped_table, mine[n])
         ok = a["equal"] or a["max_abs"] <= tol
         verdict = ("agrees" if ok else "DIFFERS") if judged else "not judged: the weights differ with the numerics"
         typer.echo(f"{n}: recomputed from the re-run's weights ({how}): {a['why']}; {verdict}")
         if n.startswith("deposit"):
-            was, now = deposit_sentence(src.load_table(n)), deposit_sentence(as_shipped(mine[n]))
+            was, now = deposit_sentence(shipped_table), deposit_sentence(as_shipped(mine[n]))
             typer.echo(f"  {'the same sentence' if was == now else 'shipped'}: {was}"
                        + ("" if was == now else f"\n  recomputed: {now}"))
         (equal if ok else wrong).append(n)

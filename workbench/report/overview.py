@@ -31,12 +31,9 @@ def inline_html(text: str) -> str:
     return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", out)
 
 
-def disclaimer_html(preset: str, folded: bool = False) -> str:
-    """`presets.disclaimer(preset)` as HTML: the headline in bold, the model line, a point a line; `folded`: in a
-    <details> fold whose summary names the preset."""
-    from workbench.train.presets import disclaimer
-
-    d = disclaimer(preset)
+def disclaimer_html(preset: str, d, folded: bool = False) -> str:
+    """`d` = `presets.disclaimer(preset)` as HTML: the headline in bold, the model line, a point a line; `folded`: in
+    a <details> fold whose summary names the preset."""
     points = "<ul>" + "".join(f"<li>{inline_html(x)}</li>" for x in d.points) + "</ul>"
     if folded:
         return (f'<details class="disclaimer" data-preset="{html.escape(preset)}"><summary><strong>How the '
@@ -58,12 +55,13 @@ def disclaimer_section(doc: Doc, runs: pd.DataFrame, rt: pd.DataFrame, summary: 
         return
     base = base_preset(rt if len(rt) else runs)
     order = sorted(held & set(PRESETS), key=lambda x: (x != base, list(PRESETS).index(x)))
-    summary["disclaimers"] = {x: disclaimer(x).markdown() for x in order}
+    boxes = {x: disclaimer(x) for x in order}
+    summary["disclaimers"] = {x: d.markdown() for x, d in boxes.items()}
     doc.parts.append('<section id="read-first">')
-    doc.parts.append(disclaimer_html(order[0]))
+    doc.parts.append(disclaimer_html(order[0], boxes[order[0]]))
     if len(order) > 1:
         doc.p("The selection also holds runs of other presets; how each differs from the paper's setup:", "note")
-        doc.parts.extend(disclaimer_html(x, folded=True) for x in order[1:])
+        doc.parts.extend(disclaimer_html(x, boxes[x], folded=True) for x in order[1:])
     doc.parts.append("</section>")
 
 
