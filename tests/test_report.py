@@ -105,6 +105,19 @@ def test_the_experiment_tables_read_each_runs_deposit_by_its_status(report):
     assert any(r.startswith("cannot tell, the run did not learn") for r in read)  # smoke runs of 2 epochs
 
 
+def test_the_report_names_its_store_by_folder_and_leaks_no_path_of_this_machine(report, smoke):
+    """A report is a file to share: its header names the store's folder; the full paths stay in summary.json."""
+    from pathlib import Path
+
+    out, html_text, summary = report
+    root = Path(smoke.root).resolve()
+    assert summary["store"] == str(root)  # scripts on this machine still get the full path
+    meta = html_text.split('<div class="meta">')[1].split("</div>")[0]
+    assert f"store {escape(root.name)} ·" in meta
+    for path in {str(root), str(root.parent), str(out.parent.resolve())}:
+        assert escape(path) not in html_text, f"{path} is printed in the report"
+
+
 def test_each_runs_ablation_and_heads_say_what_its_status_lets_them_show(report):
     """Under a run's heading in the ablation atlas and the Heads section: the dashboard's warning for a run that did
     not learn (`claims.reading_note`, with the rule's why), a note for one still learning, nothing for one that

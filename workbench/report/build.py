@@ -551,7 +551,10 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
          ("experiments", "Experiments"), ("diagnostics", "Diagnostics"), ("heads", "Heads"))
         if summary.get("per_run_diagnostics") else ())
     toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in sections)
-    meta = (f"{len(runs)} run(s) · store {html.escape(summary['store'])} · code {html.escape(summary['code_version'])}"
+    # the store by its folder's name: a report is a file to share, and its machine's paths are nobody else's
+    # (summary.json, for scripts on this machine, keeps the full paths)
+    meta = (f"{len(runs)} run(s) · store {html.escape(Path(summary['store']).name)} · code "
+            f"{html.escape(summary['code_version'])}"
             f" · generated {html.escape(summary['generated'])}")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{CSS}</style>{plotly_loader()}</head><body>"
