@@ -143,12 +143,19 @@ def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
     assert res.exit_code == 0, res.output
     assert "bit-identical" in res.output
     assert RunStore(tmp_path / "mine").get(ids[1]).status == "finished"
-    # its shipped head ablation and deposits, recomputed from the re-trained weights (in memory), agree
-    for table in ("ablation", "deposit"):
-        assert (f"{table}: recomputed from the re-run's weights (bootstrap 50 on 120 test examples, as shipped): "
-                "every value equals the shipped table's (floats at its float32 precision); agrees") in res.output
+    # every table it was shipped with, recomputed from the re-trained weights (in memory, at the shipped run's one
+    # thread), agrees: the head ablations and deposits, and what the head summary joins (patching, probes, dla)
+    shipped_tables = RunStore(base / "results", readonly=True).get(ids[1]).tables()
+    assert {"ablation", "deposit", "patching", "probes", "dla", "head_summary", "qk_means"} <= set(shipped_tables)
+    for table in shipped_tables:
+        line = next((ln for ln in res.output.splitlines() if ln.startswith(f"{table}: ")), None)
+        assert line and line.startswith(
+            f"{table}: recomputed from the re-run's weights (bootstrap 50 on 120 test examples, as shipped; 1 thread): "
+            "every value equals the shipped table's (floats at its float32 precision)") and line.endswith("; agrees")
     assert "  the same sentence: NoPE, Task 1:" in res.output
-    assert "its ablation and deposit tables recomputed from its weights agree with the shipped ones" in res.output
+    assert "not shipped with this run, not re-checked: " in res.output  # e.g. attribution (not in ship's suite)
+    assert f"tables recomputed from its weights agree with the shipped ones" in res.output
+    assert "made by an earlier analysis" not in res.output  # shipped by today's code: every table judged
 
 
 def test_verify_recomputes_the_shipped_head_ablation_and_fails_on_one_the_weights_do_not_give(shipped, tmp_path):
@@ -188,8 +195,9 @@ def test_verify_recomputes_the_shipped_head_ablation_and_fails_on_one_the_weight
                                    "none"], env=env)
     assert res.exit_code == 0 and "recomputed" not in res.output, res.output
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "other"), "-q",
-                                   "--tables", "ablation,probes"], env=env)
-    assert res.exit_code != 0 and "'probes' cannot be re-checked; pick from ablation, deposit" in res.output
+                                   "--tables", "ablation,probs"], env=env)
+    assert res.exit_code != 0 and "'probs' cannot be re-checked; pick from ablation, deposit" in res.output
+    assert "'all', or 'none'" in res.output
     assert not (tmp_path / "other" / rid).exists()  # refused before training
 
 
@@ -1155,3 +1163,106 @@ def test_provenance_names_the_vendor_and_simd_level_a_bit_identical_re_training_
                                          "AMD EPYC, level not recorded", "AuthenticAMD, level not recorded"]
     shipped = (Path(__file__).resolve().parents[1] / "results" / "repro" / "COMPARISON.md").read_text()
     assert "By vendor and level: " in shipped and " at AVX2 (" in shipped  # the rest: test_the_shipped_comparison_...
+
+
+def test_a_recomputed_table_is_compared_on_the_shipped_columns_and_names_the_added_ones():
+    """Today's analysis may add columns to a table shipped earlier (dla's runner-up margin, patching's note): those
+    are named and not compared; a shipped column the recomputed table lacks makes it differ."""
+    from workbench.analysis.reproduce import table_agreement
+
+    shipped = pd.DataFrame({"layer": [0, 1], "dla": np.float32([0.5, 0.25])})
+    mine = shipped.astype({"dla": "float64"}).assign(dla_vs_runner_up=[0.1, 0.2], note=["", "x"])
+    a = table_agreement(shipped, mine)
+    assert a["equal"] and a["added"] == ["dla_vs_runner_up", "note"]
+    assert a["why"].endswith("(columns added since it was shipped, not compared: dla_vs_runner_up, note)")
+    a = table_agreement(shipped.assign(old=[1, 2]), mine)
+    assert not a["equal"] and "the shipped columns old are not recomputed" in a["why"]
+    assert not table_agreement(shipped, mine.assign(dla=[0.5, 0.3]))["equal"]  # a shared column is still compared
+    # a vote left out reads None from a shipped parquet and NaN when recomputed: the same missing value
+    votes = pd.DataFrame({"layer": [0, 1], "by_patching": pd.Series([True, None], dtype=object)})
+    assert table_agreement(votes, votes.assign(by_patching=pd.Series([True, np.nan], dtype=object)))["equal"]
+    assert not table_agreement(votes, votes.assign(by_patching=pd.Series([False, np.nan], dtype=object)))["equal"]
+    assert table_agreement(pd.DataFrame({"x": [0.5]}), pd.DataFrame({"x": [0.5]}))["equal"]  # floats only
+
+
+class _Shipped:
+    """A shipped run as `reproduce` reads it: its info and tables."""
+
+    def __init__(self, shipped: str, tables: dict):
+        self.info, self._tables = {"shipped": shipped}, tables
+
+    def tables(self):
+        return list(self._tables)
+
+    def load_table(self, name):
+        return self._tables[name]
+
+
+def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
+    """`made_before`: a probes table shipped before the probes' solver changed (6a3fc22) came from the old solver,
+    and so did a head summary that joins it; one shipped after, or a table whose analysis did not change, did
+    not."""
+    from workbench.analysis.reproduce import CHANGES, made_before
+
+    landed = CHANGES["probes"].landed
+    t = {"probes": pd.DataFrame(), "head_summary": pd.DataFrame(), "dla": pd.DataFrame()}
+    old, new = _Shipped("2026-11-22T06:48:34+00:00", t), _Shipped("2026-11-26T17:56:00+00:00", t)
+    assert old.info["shipped"] < landed < new.info["shipped"]
+    assert made_before("probes", old) is CHANGES["probes"] and made_before("head_summary", old) is CHANGES["probes"]
+    assert made_before("dla", old) is None and made_before("probes", new) is None
+    assert made_before("head_summary", _Shipped(old.info["shipped"], {"head_summary": pd.DataFrame()})) is None
+
+
+def test_the_recomputation_reads_its_parameters_from_the_shipped_tables():
+    """The bootstrap and test sample from the ablation table; a head summary's thresholds read back as the decimals
+    they were written from (float32 0.05 -> 0.05), and its dla margin: the recorded one, else the mean margin every
+    summary voted on before `dla_measure` was recorded (f041229)."""
+    from workbench.analysis.reproduce import DLA_MEASURE_BEFORE, SHIP_PARAMS, shipped_params
+
+    abl = pd.DataFrame({"n_boot": [200], "n_examples": [300]})
+    hs = pd.DataFrame({"min_delta": np.float32([0.05]), "min_effect": np.float32([0.1]), "min_agree": [3]})
+    params, per = shipped_params(_Shipped("2026-11-22", {"ablation": abl, "head_summary": hs}))
+    assert params == dict(SHIP_PARAMS, n_boot=200, max_examples=300)
+    assert per == {"head_summary": {"min_delta": 0.05, "min_effect": 0.1, "min_agree": 3,
+                                    "dla_measure": DLA_MEASURE_BEFORE}}
+    _, per = shipped_params(_Shipped("2026-11-30", {"head_summary": hs.assign(dla_measure="runner_up")}))
+    assert per["head_summary"]["dla_measure"] == "runner_up"
+    assert shipped_params(_Shipped("2026-11-30", {})) == (SHIP_PARAMS, {})
+
+
+def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_changed(shipped, tmp_path):
+    """A shipped probes table that today's solver does not give (a score moved by 0.05): shipped after the solver
+    changed (6a3fc22), the run is NOT verified; shipped before it, the table came from the old solver, so it is
+    compared and said, not judged, and the run verifies (its other tables agree)."""
+    import shutil
+
+    from workbench.analysis.reproduce import CHANGES
+    from workbench.cli import app
+    from workbench.store.bundle import BUNDLE, bundle_bytes
+
+    base, ids = shipped
+    fake, rid = tmp_path / "results", ids[2]
+    shutil.copytree(base / "results" / rid, fake / rid)
+    run = RunStore(fake, readonly=True).get(rid)
+    tables = {n: run.load_table(n) for n in run.tables()}
+    tables["probes"].loc[tables["probes"].index[0], "score"] += 0.05
+    (fake / rid / BUNDLE).write_bytes(bundle_bytes(tables))
+    env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
+    args = ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--tables", "probes,head_summary,dla"]
+    info = json.loads((fake / rid / "run.json").read_text())
+    for shipped_at, code in (("2026-11-20T00:00:00+00:00", 0), (info["shipped"], 1)):
+        (fake / rid / "run.json").write_text(json.dumps(info | {"shipped": shipped_at}))
+        write_manifest(fake / rid)
+        res = CliRunner().invoke(app, args, env=env)
+        assert res.exit_code == code, res.output
+        probes = next(ln for ln in res.output.splitlines() if ln.startswith("probes: "))
+        assert "largest |difference| 0.05 in score" in probes
+        assert [ln.startswith(f"{n}: ") and ln.endswith("; agrees") for n in ("head_summary", "dla")
+                for ln in res.output.splitlines() if ln.startswith(f"{n}: ")] == [True, True]
+        if code == 0:
+            assert probes.endswith(f"; not judged: shipped before {CHANGES['probes'].commit} (2026-11-25) changed it: "
+                                   f"{CHANGES['probes'].what}")
+            assert ("its head_summary and dla tables recomputed from its weights agree with the shipped ones (probes "
+                    "made by an earlier analysis: compared, not judged)") in res.output
+        else:
+            assert probes.endswith("; DIFFERS") and "but the shipped probes table is not what" in res.output

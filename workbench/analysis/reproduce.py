@@ -10,15 +10,17 @@ then judged by ONE rule, `RULE`:
 
     verdict = rerun_verdict(shipped_store, shipped_run, rerun)   # {"ok", "lo", "hi", "seeds", ...}
 
-The shipped analysis tables (no weights are shipped) are re-checked the same way from the re-training's weights:
-`recompute_tables` runs the suite `workbench ship` ran, in memory, with the shipped table's bootstrap and test
-subsample; `table_agreement` compares at the shipped precision (float32).
+The shipped analysis tables (no weights are shipped) are re-checked from the re-training's weights:
+`recompute_tables` runs the suite `workbench ship` ran, in memory, with the parameters the shipped tables record
+(bootstrap, test subsample, a head summary's thresholds and dla margin) at the run's thread count (the probes'
+L-BFGS sums in another order on another count); `table_agreement` compares at the shipped precision (float32).
+A table made before its analysis changed its numbers (`CHANGES`) is compared, not judged (`made_before`).
 """
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -75,20 +77,70 @@ def rerun_verdict(shipped_store, shipped_run, rerun) -> dict[str, Any]:
 
 
 # ---- the shipped analysis tables, recomputed from a re-training's weights (`workbench verify --tables`) --------
-RECHECKABLE = ("ablation", "deposit", "ablation_mean", "deposit_mean", "ablation_resample", "deposit_resample")
 SHIP_PARAMS = {"n_boot": 1000, "max_examples": 1000, "seed": 0}  # `workbench ship`'s defaults
+HEAD_SUMMARY_PARAMS = ("min_delta", "min_effect", "min_selectivity", "min_dla", "min_agree")  # stored per row
+DLA_MEASURE_BEFORE = "mean"  # a head summary without a `dla_measure` column (before f041229) voted on this margin
+
+
+class Change(NamedTuple):
+    """An analysis whose numbers changed on the same weights: tables made before `landed` came from the old code."""
+    landed: str  # ISO time of the commit
+    commit: str
+    what: str
+
+
+CHANGES = {
+    "probes": Change("2026-11-25T03:10:39+00:00", "6a3fc22",
+                     "the label probes' solver: a batched L-BFGS in torch replaced scikit-learn's LogisticRegression "
+                     "(the same objective; measured on t2-rope-repro-s42-333ab3, scores up to 0.015 apart)"),
+}
+
+
+def recheckable() -> tuple[str, ...]:
+    """Every table `workbench ship`'s suite (`suite.run_suite`) makes: each ablation mode and its deposit table,
+    then every other analysis (the head summary joins the run's per-head tables)."""
+    from . import ANALYSES
+    from .ablation import MODES, table_name
+
+    abl = [table_name(m) for m in MODES]
+    return tuple([n for a in abl for n in (a, "deposit" + a[len("ablation"):])]
+                 + [k for k in ANALYSES if not k.startswith(("ablation", "deposit"))])
 
 
 def recheck_names(text: str) -> list[str]:
-    """`--tables` as a list of RECHECKABLE names ("none": []); ValueError naming the choices otherwise."""
+    """`--tables` as a list of `recheckable` names ("all": every one; "none": []); ValueError naming the choices
+    otherwise."""
     names = [t.strip() for t in text.split(",") if t.strip()]
     if names == ["none"]:
         return []
-    bad = [t for t in names if t not in RECHECKABLE]
+    if names == ["all"]:
+        return list(recheckable())
+    bad = [t for t in names if t not in recheckable()]
     if bad or not names:
         raise ValueError(f"--tables {text!r}: {', '.join(map(repr, bad)) or 'nothing'} cannot be re-checked; pick "
-                         f"from {', '.join(RECHECKABLE)} (comma-separated), or 'none' for the metrics only")
+                         f"from {', '.join(recheckable())} (comma-separated), 'all', or 'none' for the metrics only")
     return names
+
+
+def _needs(name: str) -> tuple[str, ...]:
+    """The tables `name` is made from: a deposit table from its ablation, the head summary from the per-head
+    tables it joins."""
+    from .head_summary import SOURCES
+
+    if name.startswith("deposit"):
+        return ("ablation" + name[len("deposit"):],)
+    return SOURCES if name == "head_summary" else ()
+
+
+def made_before(name: str, shipped_run) -> Change | None:
+    """The change (`CHANGES`) that landed after `shipped_run` was shipped in the analysis of table `name`, or of a
+    table it is made from; None when the shipped table came from today's analysis."""
+    shipped = str(shipped_run.info.get("shipped") or shipped_run.info.get("finished") or "")
+    for n in (name, *_needs(name)):
+        change = CHANGES.get(n)
+        if change and n in shipped_run.tables() and shipped and shipped < change.landed:
+            return change
+    return None
 
 
 class _InMemory:
@@ -114,21 +166,49 @@ class _InMemory:
         return self.saved[name]
 
 
-def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:
-    """({name: table}, parameters) of `names` computed on `rerun`'s weights by the suite `workbench ship` runs
-    (`suite.run_suite`), in memory: each deposit table with its own ablation recomputed first, the bootstrap and
-    the test subsample as the shipped ablation table records them (`n_boot`, `n_examples`; else ship's defaults).
-    A table the run cannot support is left out."""
-    from .suite import run_suite
-
-    params = dict(SHIP_PARAMS)
-    abl = shipped_run.load_table("ablation") if "ablation" in shipped_run.tables() else None
+def shipped_params(shipped_run) -> tuple[dict, dict[str, dict]]:
+    """The parameters `shipped_run`'s tables were made with, as they record them: (the suite's `n_boot`,
+    `max_examples`, `seed`: from the ablation table, else ship's defaults; {table: its own parameters}: the head
+    summary's thresholds, and its dla margin, `DLA_MEASURE_BEFORE` where it records none)."""
+    params, per_table = dict(SHIP_PARAMS), {}
+    have = set(shipped_run.tables())
+    abl = shipped_run.load_table("ablation") if "ablation" in have else None
     if abl is not None and len(abl) and {"n_boot", "n_examples"} <= set(abl.columns):
         params.update(n_boot=int(abl["n_boot"].iloc[0]), max_examples=int(abl["n_examples"].iloc[0]))
-    wanted = set(names) | {"ablation" + n[len("deposit"):] for n in names if n.startswith("deposit")}
+    hs = shipped_run.load_table("head_summary") if "head_summary" in have else None
+    if hs is not None and len(hs):
+        first = {k: hs[k].iloc[0] for k in (*HEAD_SUMMARY_PARAMS, "dla_measure") if k in hs}  # each in its dtype
+        # a float32 threshold read back as the decimal it was written from (0.05, not 0.0500000007)
+        kw = {k: float(str(v)) if isinstance(v, (float, np.floating)) else int(v)
+              for k, v in first.items() if k != "dla_measure"}
+        kw["dla_measure"] = str(first.get("dla_measure", DLA_MEASURE_BEFORE))
+        per_table["head_summary"] = kw
+    return params, per_table
+
+
+def recompute_tables(rerun, shipped_run, names, threads: int | None = None) -> tuple[dict, dict]:
+    """({name: table}, parameters) of `names` computed on `rerun`'s weights by the suite `workbench ship` runs
+    (`suite.run_suite`), in memory: what a table is made from recomputed first (a deposit table's ablation, the
+    head summary's per-head tables as shipped), the bootstrap and the test subsample as the shipped ablation table
+    records them (`n_boot`, `n_examples`; else ship's defaults), a head summary's thresholds and dla margin as
+    the shipped one records them, on `threads` torch threads (default: the shipped run's count). A table the run
+    cannot support is left out."""
+    import torch
+
+    from .suite import run_suite
+
+    params, per_table = shipped_params(shipped_run)
+    have = set(shipped_run.tables())
+    wanted = set(names) | {n for name in names for n in _needs(name) if n in have or n.startswith("ablation")}
     scratch = _InMemory(rerun)
-    run_suite(scratch, tables=wanted, skip_existing=False, **params)
-    return {n: scratch.saved[n] for n in names if n in scratch.saved}, params
+    threads = threads or shipped_run.info.get("threads") or torch.get_num_threads()
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        run_suite(scratch, tables=wanted, skip_existing=False, params=per_table, **params)
+    finally:
+        torch.set_num_threads(before)
+    return {n: scratch.saved[n] for n in names if n in scratch.saved}, dict(params, threads=int(threads))
 
 
 def as_shipped(df):
@@ -141,25 +221,33 @@ def as_shipped(df):
 
 def table_agreement(shipped, mine) -> dict[str, Any]:
     """How a recomputed table compares with the shipped one (shipped tables hold float32 values: `store.bundle`):
-    {"equal": every value equal at the shipped precision (floats rounded to float32, the rest exactly),
-    "max_abs": the largest |difference| of a float column, "column": where, "why": what differs}. Rows are matched
-    by their non-float columns; `analysed_on` (the device) is not a value of the analysis and is left out."""
+    {"equal": every shipped value equal at the shipped precision (floats rounded to float32, the rest exactly),
+    "max_abs": the largest |difference| of a float column, "column": where, "added": columns today's analysis adds
+    (not compared), "why": what differs}. Rows are matched by their non-float columns; `analysed_on` (the device) is
+    not a value of the analysis and is left out; a shipped column the recomputed table lacks makes it differ."""
     cols = [c for c in shipped.columns if c != "analysed_on"]
-    other = [c for c in mine.columns if c != "analysed_on"]
-    if set(cols) != set(other) or len(shipped) != len(mine):
-        return {"equal": False, "max_abs": math.inf, "column": None,
-                "why": f"{len(mine)} rows, columns {sorted(other)} against the shipped {len(shipped)} rows, "
-                       f"columns {sorted(cols)}"}
+    added = [c for c in mine.columns if c != "analysed_on" and c not in cols]
+    lacks = [c for c in cols if c not in mine.columns]
+    if lacks or len(shipped) != len(mine):
+        return {"equal": False, "max_abs": math.inf, "column": None, "added": added,
+                "why": f"{len(mine)} rows against the shipped {len(shipped)}"
+                       + (f"; the shipped columns {', '.join(lacks)} are not recomputed" if lacks else "")}
+    mine = mine[cols]
     from pandas.api.types import is_float_dtype
 
     floats = [c for c in cols if is_float_dtype(shipped[c].dtype) or is_float_dtype(mine[c].dtype)]
     keys = [c for c in cols if c not in floats]
-    a = shipped[cols].sort_values(keys, kind="stable").reset_index(drop=True)
-    b = mine[cols].sort_values(keys, kind="stable").reset_index(drop=True)
+    def keyed(df):  # rows in the order of their non-float values; a missing one (None or NaN) reads "<NA>"
+        k = df[keys].astype(object).where(df[keys].notna(), "<NA>").astype(str)
+        order = k.sort_values(keys, kind="stable").index if keys else df.index
+        return df.loc[order, cols].reset_index(drop=True), k.loc[order].reset_index(drop=True)
+
+    (a, ka), (b, kb) = keyed(shipped), keyed(mine)
     for c in keys:
-        wrong = int((a[c].astype(str) != b[c].astype(str)).sum())
+        wrong = int((ka[c] != kb[c]).sum())
         if wrong:
-            return {"equal": False, "max_abs": math.inf, "column": c, "why": f"{wrong} rows differ in {c}"}
+            return {"equal": False, "max_abs": math.inf, "column": c, "added": added,
+                    "why": f"{wrong} rows differ in {c}"}
     worst, where, equal = 0.0, None, True
     for c in floats:
         x = a[c].to_numpy(np.float64).astype(np.float32)
@@ -174,4 +262,6 @@ def table_agreement(shipped, mine) -> dict[str, Any]:
             worst, where = float(gap.max()), c
     why = ("every value equals the shipped table's (floats at its float32 precision)" if equal else
            f"largest |difference| {worst:.3g} in {where}")
-    return {"equal": equal, "max_abs": worst, "column": where, "why": why}
+    if added:
+        why += f" (columns added since it was shipped, not compared: {', '.join(added)})"
+    return {"equal": equal, "max_abs": worst, "column": where, "added": added, "why": why}

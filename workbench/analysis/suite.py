@@ -24,10 +24,12 @@ def _accepted(fn: Callable, offered: dict) -> dict:
 
 def run_suite(run, n_boot: int = 1000, max_examples: int | None = None, seed: int = 0, skip_existing: bool = True,
               log: Callable[[str], None] = lambda msg: None, tables: Iterable[str] | None = None,
-              device: str = "cpu") -> dict[str, str]:
+              device: str = "cpu", params: dict[str, dict] | None = None) -> dict[str, str]:
     """Run every analysis on `run` (only the `tables` named, when given); returns {table: "ran in Xs" | "kept" |
     "not applicable: ..." }. The head ablations run on `device` (one forward a head: 153 s for a paper-scale run
-    on 8 CPU threads of the H100 machine); every other analysis on the CPU."""
+    on 8 CPU threads of the H100 machine); every other analysis on the CPU. `params`: {table: keyword arguments}
+    for the analyses after the ablations, over the shared `seed`, `n_boot`, `max_examples` (e.g. a head summary's
+    thresholds, as `workbench verify` reads them from a shipped one)."""
     from . import ANALYSES, COMPUTE
 
     done: dict[str, str] = {}
@@ -57,5 +59,6 @@ def run_suite(run, n_boot: int = 1000, max_examples: int | None = None, seed: in
         if key.startswith(("ablation", "deposit")):  # every mode ran above
             continue
         kw = _accepted(COMPUTE.get(key, fn), {"seed": seed, "n_boot": n_boot, "max_examples": max_examples})
+        kw.update((params or {}).get(key, {}))
         step(key, lambda fn=fn, kw=kw: fn(run, **kw))
     return done

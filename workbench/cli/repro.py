@@ -391,22 +391,24 @@ def verify_cmd(
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     tol: float = typer.Option(1e-4, "--tol", min=0.0, help="largest accepted |difference| of any metric"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
-    tables: str = typer.Option("ablation,deposit", "--tables",
-                               help="shipped analysis tables to recompute from the re-run's weights and compare "
-                                    "(comma-separated: ablation, deposit, ablation_mean, deposit_mean, "
-                                    "ablation_resample, deposit_resample); 'none': the metrics only"),
+    tables: str = typer.Option("all", "--tables",
+                               help="shipped analysis tables to recompute from the re-run's weights and compare: "
+                                    "'all' (every table the run was shipped with), comma-separated names (e.g. "
+                                    "ablation,deposit,probes,head_summary), or 'none' (the metrics only)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
     """Re-train shipped runs (or use your re-created copies, once their weights and metrics check out), compare
-    every epoch's metrics with the shipped ones, then recompute each run's shipped head-ablation and deposit tables
-    from the re-run's weights (--tables) and compare them too. Several runs: one after another, then a line each.
+    every epoch's metrics with the shipped ones, then recompute each run's shipped analysis tables from the re-run's
+    weights (--tables: head ablations, deposits, patching, probes, DLA, the head summary, ...) and compare them too.
+    Several runs: one after another, then a line each.
 
     Where the recorded numerics (torch, SIMD level, CPU vendor, BLAS / MKL / oneDNN, threads) match: verified when
     every metric agrees within --tol ("bit-identical" when equal) and every recomputed table equals the shipped one
-    (at its float32 precision, or within --tol). Where they differ, the re-run is judged by one rule
-    (workbench.analysis.reproduce.RULE) and its tables are compared but not judged (other weights). Exit 0 when
-    every run is verified, 1 otherwise."""
+    (at its float32 precision, or within --tol), but a table made before its analysis changed its numbers
+    (workbench.analysis.reproduce.CHANGES), which is compared and said, not judged. Where they differ, the re-run is
+    judged by one rule (workbench.analysis.reproduce.RULE) and its tables are compared but not judged (other
+    weights). Exit 0 when every run is verified, 1 otherwise."""
     import random
 
     from workbench.analysis.reproduce import recheck_names
@@ -495,9 +497,9 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                    "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
     if worst <= tol:
         agree = "bit-identical" if worst == 0 else f"within {tol}"
-        wrong, said = _recheck_tables(src, run, names, tol, judged=True)
+        wrong, said = _recheck_tables(src, run, names, tol, judged=True, threads=threads)
         if wrong:
-            typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {' and '.join(wrong)} "
+            typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {_and(wrong)} "
                         f"table{'s are' if len(wrong) > 1 else ' is'} not what the re-trained weights give ({how})",
                         fg=typer.colors.RED, err=True)
             return False
@@ -510,30 +512,34 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     verdict = rerun_verdict(src_store, src, run)
     typer.echo(f"the numerics differ ({', '.join(differs)}), so the floats cannot be bit-identical; rule: {RULE}")
     if verdict["ok"]:
-        _recheck_tables(src, run, names, tol, judged=False)
+        _recheck_tables(src, run, names, tol, judged=False, threads=threads)
         typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
         return True
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     return False
 
 
-def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tuple[list[str], str]:
+def _recheck_tables(src, run, names: list[str], tol: float, judged: bool,
+                    threads: Optional[int] = None) -> tuple[list[str], str]:
     """Recompute the shipped tables `names` from `run`'s weights (`reproduce.recompute_tables`, in memory) and print
     how each compares with the shipped one (a deposit table with its sentence too); `judged`: the weights are the
-    shipped run's (its metrics agree), so a table must agree (equal at float32, or within `tol`). Returns (the
-    tables that do not agree when judged, the clause the verdict line adds)."""
+    shipped run's (its metrics agree), so a table must agree (equal at float32, or within `tol`), unless it was made
+    before its analysis changed (`reproduce.made_before`: compared and said). Returns (the tables that do not agree
+    when judged, the clause the verdict line adds)."""
     from workbench.analysis import deposit_sentence
-    from workbench.analysis.reproduce import as_shipped, recompute_tables, table_agreement
+    from workbench.analysis.reproduce import CHANGES, as_shipped, made_before, recompute_tables, table_agreement
 
     have = set(src.tables())
-    for n in [n for n in names if n not in have]:
-        typer.echo(f"{n}: not shipped with this run; not re-checked")
+    absent = [n for n in names if n not in have]
+    if absent:
+        typer.echo(f"not shipped with this run, not re-checked: {', '.join(absent)}")
     names = [n for n in names if n in have]
     if not names:
         return [], ""
-    mine, params = recompute_tables(run, src, names)
-    how = f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped"
-    wrong, equal = [], []
+    mine, params = recompute_tables(run, src, names, threads)
+    how = (f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped; "
+           f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}")
+    wrong, equal, older = [], [], []
     for n in names:
         if n not in mine:
             typer.echo(f"{n}: not applicable to the re-run; not re-checked")
@@ -541,17 +547,31 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         shipped_table = src.load_table(n)
         a = table_agreement(shipped_table, mine[n])
         ok = a["equal"] or a["max_abs"] <= tol
-        verdict = ("agrees" if ok else "DIFFERS") if judged else "not judged: the weights differ with the numerics"
+        change = made_before(n, src)
+        if not judged:
+            verdict = "not judged: the weights differ with the numerics"
+        elif change and not ok:
+            verdict = (f"not judged: shipped before {change.commit} ({change.landed[:10]}) changed "
+                       f"{'it' if n in CHANGES else 'a table it joins'}: {change.what}")
+        else:
+            verdict = "agrees" if ok else "DIFFERS"
         typer.echo(f"{n}: recomputed from the re-run's weights ({how}): {a['why']}; {verdict}")
         if n.startswith("deposit"):
             was, now = deposit_sentence(shipped_table), deposit_sentence(as_shipped(mine[n]))
             typer.echo(f"  {'the same sentence' if was == now else 'shipped'}: {was}"
                        + ("" if was == now else f"\n  recomputed: {now}"))
-        (equal if ok else wrong).append(n)
-    said = (f"; its {' and '.join(equal)} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
-            f"agree{'' if len(equal) > 1 else 's'} with the shipped one{'s' if len(equal) > 1 else ''}"
-            if equal and not wrong else "")
+        (equal if ok else older if change else wrong).append(n)
+    said = ""
+    if equal and not wrong:
+        said = (f"; its {_and(equal)} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
+                f"agree{'' if len(equal) > 1 else 's'} with the shipped one{'s' if len(equal) > 1 else ''}"
+                + (f" ({_and(older)} made by an earlier analysis: compared, not judged)" if older else ""))
     return (wrong if judged else []), said
+
+
+def _and(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def check_cmd(
