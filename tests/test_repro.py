@@ -145,12 +145,14 @@ def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
     assert RunStore(tmp_path / "mine").get(ids[1]).status == "finished"
     # every table it was shipped with, recomputed from the re-trained weights (in memory, at the shipped run's one
     # thread), agrees: the head ablations and deposits, and what the head summary joins (patching, probes, dla)
-    shipped_tables = RunStore(base / "results", readonly=True).get(ids[1]).tables()
+    src = RunStore(base / "results", readonly=True).get(ids[1])
+    shipped_tables, n = src.tables(), int(src.load_table("probes")["threads"].iloc[0])  # the count they were made on
     assert {"ablation", "deposit", "patching", "probes", "dla", "head_summary", "qk_means"} <= set(shipped_tables)
     for table in shipped_tables:
         line = next((ln for ln in res.output.splitlines() if ln.startswith(f"{table}: ")), None)
         assert line and line.startswith(
-            f"{table}: recomputed from the re-run's weights (bootstrap 50 on 120 test examples, as shipped; 1 thread): "
+            f"{table}: recomputed from the re-run's weights (bootstrap 50 on 120 test examples, as shipped; {n} "
+            f"thread{'s' if n > 1 else ''}): "
             "every value equals the shipped table's (floats at its float32 precision)") and line.endswith("; agrees")
     assert "  the same sentence: NoPE, Task 1:" in res.output
     assert "not shipped with this run, not re-checked: " in res.output  # e.g. attribution (not in ship's suite)
@@ -1266,3 +1268,21 @@ def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_cha
                     "made by an earlier analysis: compared, not judged)") in res.output
         else:
             assert probes.endswith("; DIFFERS") and "but the shipped probes table is not what" in res.output
+
+
+def test_the_recomputation_runs_on_the_thread_count_the_tables_were_made_on(shipped):
+    """The probes' L-BFGS sums in float32 in an order that follows torch's thread count, so the probes table records
+    it and `verify` recomputes on it; a table shipped before it was recorded: the run's training threads."""
+    import torch
+
+    from workbench.analysis.reproduce import analysis_threads
+
+    base, ids = shipped
+    probes = RunStore(base / "results", readonly=True).get(ids[0]).load_table("probes")
+    assert set(probes["threads"]) == {torch.get_num_threads()}  # the ship ran in this process
+    old = probes.drop(columns="threads")
+    assert analysis_threads(_Shipped("2026-11-30", {"probes": probes.assign(threads=3)})) == 3
+    run = _Shipped("2026-11-22", {"probes": old})
+    assert analysis_threads(run) is None
+    run.info["threads"] = 1
+    assert analysis_threads(run) == 1

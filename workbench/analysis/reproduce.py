@@ -186,12 +186,24 @@ def shipped_params(shipped_run) -> tuple[dict, dict[str, dict]]:
     return params, per_table
 
 
-def recompute_tables(rerun, shipped_run, names, threads: int | None = None) -> tuple[dict, dict]:
+def analysis_threads(shipped_run) -> int | None:
+    """The torch thread count `shipped_run`'s tables were made on: its probes table records it (the one analysis
+    whose numbers follow it: the L-BFGS's float32 sums); else the count it was trained with (the grids analyse
+    each run in its worker, on its training threads)."""
+    if "probes" in shipped_run.tables():
+        p = shipped_run.load_table("probes")
+        if "threads" in p and len(p) and p["threads"].notna().all():
+            return int(p["threads"].iloc[0])
+    t = shipped_run.info.get("threads")
+    return int(t) if t else None
+
+
+def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:
     """({name: table}, parameters) of `names` computed on `rerun`'s weights by the suite `workbench ship` runs
     (`suite.run_suite`), in memory: what a table is made from recomputed first (a deposit table's ablation, the
     head summary's per-head tables as shipped), the bootstrap and the test subsample as the shipped ablation table
     records them (`n_boot`, `n_examples`; else ship's defaults), a head summary's thresholds and dla margin as
-    the shipped one records them, on `threads` torch threads (default: the shipped run's count). A table the run
+    the shipped one records them, on the shipped tables' torch thread count (`analysis_threads`). A table the run
     cannot support is left out."""
     import torch
 
@@ -201,7 +213,7 @@ def recompute_tables(rerun, shipped_run, names, threads: int | None = None) -> t
     have = set(shipped_run.tables())
     wanted = set(names) | {n for name in names for n in _needs(name) if n in have or n.startswith("ablation")}
     scratch = _InMemory(rerun)
-    threads = threads or shipped_run.info.get("threads") or torch.get_num_threads()
+    threads = analysis_threads(shipped_run) or torch.get_num_threads()
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:

@@ -497,7 +497,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                    "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
     if worst <= tol:
         agree = "bit-identical" if worst == 0 else f"within {tol}"
-        wrong, said = _recheck_tables(src, run, names, tol, judged=True, threads=threads)
+        wrong, said = _recheck_tables(src, run, names, tol, judged=True)
         if wrong:
             typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {_and(wrong)} "
                         f"table{'s are' if len(wrong) > 1 else ' is'} not what the re-trained weights give ({how})",
@@ -512,15 +512,14 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     verdict = rerun_verdict(src_store, src, run)
     typer.echo(f"the numerics differ ({', '.join(differs)}), so the floats cannot be bit-identical; rule: {RULE}")
     if verdict["ok"]:
-        _recheck_tables(src, run, names, tol, judged=False, threads=threads)
+        _recheck_tables(src, run, names, tol, judged=False)
         typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
         return True
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     return False
 
 
-def _recheck_tables(src, run, names: list[str], tol: float, judged: bool,
-                    threads: Optional[int] = None) -> tuple[list[str], str]:
+def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tuple[list[str], str]:
     """Recompute the shipped tables `names` from `run`'s weights (`reproduce.recompute_tables`, in memory) and print
     how each compares with the shipped one (a deposit table with its sentence too); `judged`: the weights are the
     shipped run's (its metrics agree), so a table must agree (equal at float32, or within `tol`), unless it was made
@@ -536,7 +535,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool,
     names = [n for n in names if n in have]
     if not names:
         return [], ""
-    mine, params = recompute_tables(run, src, names, threads)
+    mine, params = recompute_tables(run, src, names)
     how = (f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped; "
            f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}")
     wrong, equal, older = [], [], []
