@@ -273,7 +273,7 @@ def table_agreement(shipped, mine) -> dict[str, Any]:
         if len(gap) and float(gap.max()) > worst:
             worst, where = float(gap.max()), c
     why = ("every value equals the shipped table's (floats at its float32 precision)" if equal else
-           f"largest |difference| {worst:.3g} in {where}")
+           f"every non-float value (a vote, a label) equal; largest |difference| {worst:.3g} in {where}")
     if added:
         why += f" (columns added since it was shipped, not compared: {', '.join(added)})"
     return {"equal": equal, "max_abs": worst, "column": where, "added": added, "why": why}

@@ -562,7 +562,8 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         (equal if ok else older if change else wrong).append(n)
     said = ""
     if equal and not wrong:
-        said = (f"; its {_and(equal)} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
+        which = _and(equal) if len(equal) <= 3 else f"{len(equal)} re-checked"
+        said = (f"; its {which} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
                 f"agree{'' if len(equal) > 1 else 's'} with the shipped one{'s' if len(equal) > 1 else ''}"
                 + (f" ({_and(older)} made by an earlier analysis: compared, not judged)" if older else ""))
     return (wrong if judged else []), said
