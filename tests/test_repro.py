@@ -1286,3 +1286,27 @@ def test_the_recomputation_runs_on_the_thread_count_the_tables_were_made_on(ship
     assert analysis_threads(run) is None
     run.info["threads"] = 1
     assert analysis_threads(run) == 1
+
+
+def test_comparison_says_which_runs_probes_came_from_the_former_solver(shipped, tmp_path):
+    """The decodable-layer table reads every run's probes; where some were shipped before the probes' solver
+    changed, COMPARISON.md says how many, and what changed; where none were, it says nothing of it."""
+    import shutil
+
+    from workbench.analysis.reproduce import CHANGES
+    from workbench.report.comparison import comparison_markdown
+
+    base, ids = shipped
+    results = tmp_path / "results"
+    shutil.copytree(base / "results", results)
+
+    def section():
+        text = comparison_markdown(RunStore(results, readonly=True))
+        return text.split("## Where the label first becomes linearly decodable")[1].split("\n## ")[0]
+
+    assert "former solver" not in section()
+    info = json.loads((results / ids[0] / "run.json").read_text())
+    (results / ids[0] / "run.json").write_text(json.dumps(info | {"shipped": "2026-11-20T00:00:00+00:00"}))
+    write_manifest(results / ids[0])
+    assert (f"1 of these 3 runs was shipped before {CHANGES['probes'].commit} (2026-11-25), so their probes come "
+            "from the former solver") in section()

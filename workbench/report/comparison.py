@@ -202,7 +202,18 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
         layers = ", ".join(f"seed {r.seed}: {'never' if r.first_layer is None or pd.isna(r.first_layer) else int(r.first_layer)}"
                            f" (best {r.best_score:.2f})" for r in g.itertuples())
         rows.append([SETTINGS.get(setting, setting), variant, task_label(task), layers])
-    return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n"
+    old = int(d["solved_before"].sum())
+    note = ""
+    if old:  # two solvers behind one table: said, with what their difference is
+        from workbench.analysis.reproduce import CHANGES
+
+        c = CHANGES["probes"]
+        note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} shipped before {c.commit} "
+                f"({c.landed[:10]}), so their probes "
+                f"come from the former solver and the others' from today's. What changed: {c.what}. `workbench "
+                "verify` recomputes a run's probes and says how far apart the two are (docs/reproduction.md).\n")
+    return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n" \
+        + note
 
 
 def _one_setting_section(d: pd.DataFrame) -> str:

@@ -274,7 +274,10 @@ def _vote_counts(dep: pd.DataFrame) -> str:
 
 def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.DataFrame:
     """Where the label first becomes linearly decodable: per run, the first layer whose pooled-stream label probe
-    reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input."""
+    reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input.
+    `solved_before`: the table was shipped before the probes' solver changed (`reproduce.made_before`)."""
+    from ..reproduce import made_before
+
     rows = []
     for r in runs.itertuples():
         run = store.get(r.run_id)
@@ -285,8 +288,10 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
         hit = p[(p["score"] >= min_acc) & (p["selectivity"] > 0)]
         rows.append({"setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed,
                      "first_layer": int(hit["layer"].iloc[0]) if len(hit) else None,
-                     "best_score": float(p["score"].max()) if len(p) else np.nan, "min_acc": min_acc})
-    return pd.DataFrame(rows, columns=["setting", "variant", "task", "seed", "first_layer", "best_score", "min_acc"])
+                     "best_score": float(p["score"].max()) if len(p) else np.nan, "min_acc": min_acc,
+                     "solved_before": made_before("probes", run) is not None})
+    return pd.DataFrame(rows, columns=["setting", "variant", "task", "seed", "first_layer", "best_score", "min_acc",
+                                       "solved_before"])
 
 
 def scheme_overview(store, runs: pd.DataFrame, setting: str = "paper") -> pd.DataFrame:
