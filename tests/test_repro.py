@@ -146,7 +146,7 @@ def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
     # every table it was shipped with, recomputed from the re-trained weights (in memory, at the shipped run's one
     # thread), agrees: the head ablations and deposits, and what the head summary joins (patching, probes, dla)
     src = RunStore(base / "results", readonly=True).get(ids[1])
-    shipped_tables, n = src.tables(), int(src.load_table("probes")["threads"].iloc[0])  # the count they were made on
+    shipped_tables, n = src.tables(), src.provenance_of("probes")["numerics"]["threads"]  # the count they were made on
     assert {"ablation", "deposit", "patching", "probes", "dla", "head_summary", "qk_means"} <= set(shipped_tables)
     for table in shipped_tables:
         line = next((ln for ln in res.output.splitlines() if ln.startswith(f"{table}: ")), None)
@@ -910,7 +910,7 @@ def test_a_reship_cut_between_its_renames_gets_its_copy_back(shipped, tmp_path, 
     (dest / ids[1]).rename(dest / f".{ids[1]}.old")
     before = RunStore(base / "results", readonly=True).get(ids[1]).tables()
 
-    def full_disk(tables):
+    def full_disk(tables, provenance=None):
         raise OSError("simulated: no space left on device")
 
     monkeypatch.setattr(ship, "bundle_bytes", full_disk)
@@ -1188,16 +1188,19 @@ def test_a_recomputed_table_is_compared_on_the_shipped_columns_and_names_the_add
 
 
 class _Shipped:
-    """A shipped run as `reproduce` reads it: its info and tables."""
+    """A shipped run as `reproduce` reads it: its info, tables and what made each (`provenance`)."""
 
-    def __init__(self, shipped: str, tables: dict):
-        self.info, self._tables = {"shipped": shipped}, tables
+    def __init__(self, shipped: str, tables: dict, provenance: dict | None = None):
+        self.info, self._tables, self._made = {"shipped": shipped}, tables, provenance or {}
 
     def tables(self):
         return list(self._tables)
 
     def load_table(self, name):
         return self._tables[name]
+
+    def provenance_of(self, name):
+        return self._made.get(name)
 
 
 def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
@@ -1213,6 +1216,11 @@ def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
     assert made_before("probes", old) is CHANGES["probes"] and made_before("head_summary", old) is CHANGES["probes"]
     assert made_before("dla", old) is None and made_before("probes", new) is None
     assert made_before("head_summary", _Shipped(old.info["shipped"], {"head_summary": pd.DataFrame()})) is None
+    # a table records when it was made: that, not the ship date, decides (analysed before, shipped after)
+    late = _Shipped(new.info["shipped"], t, {"probes": {"analysed": "2026-11-24T00:00:00+00:00"}})
+    assert made_before("probes", late) is CHANGES["probes"] and made_before("head_summary", late) is CHANGES["probes"]
+    fresh = _Shipped(old.info["shipped"], t, {"probes": {"analysed": "2026-11-26T00:00:00+00:00"}})
+    assert made_before("probes", fresh) is None
 
 
 def test_the_recomputation_reads_its_parameters_from_the_shipped_tables():
@@ -1271,21 +1279,23 @@ def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_cha
 
 
 def test_the_recomputation_runs_on_the_thread_count_the_tables_were_made_on(shipped):
-    """The probes' L-BFGS sums in float32 in an order that follows torch's thread count, so the probes table records
-    it and `verify` recomputes on it; a table shipped before it was recorded: the run's training threads."""
+    """The probes' L-BFGS sums in float32 in an order that follows torch's thread count; each table records what
+    made it (its provenance, carried into the shipped bundle), so `verify` recomputes on the probes' count; a table
+    shipped before tables recorded it: the run's training threads."""
     import torch
 
     from workbench.analysis.reproduce import analysis_threads
 
     base, ids = shipped
-    probes = RunStore(base / "results", readonly=True).get(ids[0]).load_table("probes")
-    assert set(probes["threads"]) == {torch.get_num_threads()}  # the ship ran in this process
-    old = probes.drop(columns="threads")
-    assert analysis_threads(_Shipped("2026-11-30", {"probes": probes.assign(threads=3)})) == 3
-    run = _Shipped("2026-11-22", {"probes": old})
-    assert analysis_threads(run) is None
-    run.info["threads"] = 1
-    assert analysis_threads(run) == 1
+    run = RunStore(base / "results", readonly=True).get(ids[0])
+    made = run.provenance_of("probes")
+    assert made["numerics"]["threads"] == torch.get_num_threads()  # the ship analysed it in this process
+    assert analysis_threads(run) == made["numerics"]["threads"]
+    assert analysis_threads(_Shipped("2026-11-30", {"probes": None}, {"probes": {"numerics": {"threads": 3}}})) == 3
+    old = _Shipped("2026-11-22", {"probes": None})
+    assert analysis_threads(old) is None
+    old.info["threads"] = 1
+    assert analysis_threads(old) == 1
 
 
 def test_comparison_says_which_runs_probes_came_from_the_former_solver(shipped, tmp_path):
@@ -1305,8 +1315,12 @@ def test_comparison_says_which_runs_probes_came_from_the_former_solver(shipped, 
         return text.split("## Where the label first becomes linearly decodable")[1].split("\n## ")[0]
 
     assert "former solver" not in section()
-    info = json.loads((results / ids[0] / "run.json").read_text())
-    (results / ids[0] / "run.json").write_text(json.dumps(info | {"shipped": "2026-11-20T00:00:00+00:00"}))
+    from workbench.store.bundle import BUNDLE, bundle_bytes
+
+    run = RunStore(results, readonly=True).get(ids[0])  # its probes made before the solver changed, as recorded
+    made = {n: run.provenance_of(n) for n in run.tables()}
+    made["probes"] = dict(made["probes"], analysed="2026-11-20T00:00:00+00:00")
+    (results / ids[0] / BUNDLE).write_bytes(bundle_bytes({n: run.load_table(n) for n in run.tables()}, made))
     write_manifest(results / ids[0])
     assert (f"1 of these 3 runs was shipped before {CHANGES['probes'].commit} (2026-11-25), so their probes come "
             "from the former solver") in section()

@@ -230,6 +230,41 @@ def test_tables_roundtrip(store):
         run.save_table("../escape", df)
 
 
+def test_a_table_records_what_made_it_and_a_bundle_keeps_it(store, tmp_path):
+    """Each saved table records its provenance (code version, when, CPU, numerics with the thread count) in its
+    parquet metadata, without changing the frame it reads back; a copied table keeps its source's record (None:
+    unknown); bundling a run's tables keeps every record."""
+    import shutil
+
+    import numpy as np
+
+    from workbench.store import code_version
+    from workbench.store.ship import bundle_run
+
+    run = store.create(make_config())
+    df = pd.DataFrame({"layer": [0, 1], "delta": np.float32([0.5, 0.25])})  # as shipped tables hold floats
+    run.save_table("ablation", df)
+    made = run.provenance_of("ablation")
+    assert made["code_version"] == code_version() and made["numerics"]["threads"] == torch.get_num_threads()
+    from datetime import datetime, timezone
+
+    assert abs((datetime.now(timezone.utc) - datetime.fromisoformat(made["analysed"])).total_seconds()) < 600
+    assert made["cpu"]
+    pd.testing.assert_frame_equal(run.load_table("ablation"), df)
+    pd.testing.assert_frame_equal(pd.read_parquet(run.table_file("ablation")), df)  # any parquet reader
+    run.save_table("probes", df, provenance={"analysed": "2026-11-01T00:00:00+00:00"})
+    run.save_table("dla", df, provenance=None)
+    assert run.provenance_of("probes") == {"analysed": "2026-11-01T00:00:00+00:00"}
+    assert run.provenance_of("dla") is None
+    folder = tmp_path / run.id
+    shutil.copytree(run.path, folder)
+    bundle_run(folder)
+    shipped = RunStore(tmp_path, readonly=True).get(run.id)
+    assert not (folder / "tables").exists() and shipped.tables() == ["ablation", "dla", "probes"]
+    assert [shipped.provenance_of(n) for n in ("ablation", "probes", "dla")] == \
+        [made, {"analysed": "2026-11-01T00:00:00+00:00"}, None]
+
+
 # ---- every reader tolerates every malformed run folder (issue 10) ------------------------------------
 def _flip_byte(path, at=5):
     data = bytearray(path.read_bytes())

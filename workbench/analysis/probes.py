@@ -194,14 +194,12 @@ def compute(model, data, probes=PROBES, layers: list[int] | None = None, n_examp
     folds = KFold(n_folds, shuffle=True, random_state=seed)
     rows = []
 
-    threads = torch.get_num_threads()  # the L-BFGS's float32 sums follow it (1 vs 2: scores up to 0.012 apart)
-
     def add(probe, layer, head, metric, real, ctrl, baseline, n):
         score, lo, hi = _interval(real, level)
         rows.append({"probe": probe, "layer": layer, "head": head, "metric": metric, "score": score,
                      "score_lo": lo, "score_hi": hi, "control": float(ctrl.mean()),
                      "selectivity": score - float(ctrl.mean()), "baseline": baseline, "n_rows": n,
-                     "n_folds": n_folds, "level": level, "threads": threads})
+                     "n_folds": n_folds, "level": level})
 
     if "position" in probes:
         if len(np.unique(feats["group"])) < n_folds:

@@ -132,14 +132,22 @@ def _needs(name: str) -> tuple[str, ...]:
     return SOURCES if name == "head_summary" else ()
 
 
+def _analysed(shipped_run, name: str) -> str:
+    """When table `name` was made, as its provenance records it (`store.run.table_provenance`), else when the run
+    was shipped (tables are made before a run is shipped)."""
+    made = shipped_run.provenance_of(name) or {}
+    return str(made.get("analysed") or shipped_run.info.get("shipped") or shipped_run.info.get("finished") or "")
+
+
 def made_before(name: str, shipped_run) -> Change | None:
-    """The change (`CHANGES`) that landed after `shipped_run` was shipped in the analysis of table `name`, or of a
-    table it is made from; None when the shipped table came from today's analysis."""
-    shipped = str(shipped_run.info.get("shipped") or shipped_run.info.get("finished") or "")
+    """The change (`CHANGES`) that landed after table `name` of `shipped_run`, or a table it is made from, was made
+    (`_analysed`); None when the shipped table came from today's analysis."""
     for n in (name, *_needs(name)):
         change = CHANGES.get(n)
-        if change and n in shipped_run.tables() and shipped and shipped < change.landed:
-            return change
+        if change and n in shipped_run.tables():
+            when = _analysed(shipped_run, n)
+            if when and when < change.landed:
+                return change
     return None
 
 
@@ -187,15 +195,12 @@ def shipped_params(shipped_run) -> tuple[dict, dict[str, dict]]:
 
 
 def analysis_threads(shipped_run) -> int | None:
-    """The torch thread count `shipped_run`'s tables were made on: its probes table records it (the one analysis
-    whose numbers follow it: the L-BFGS's float32 sums); else the count it was trained with (the grids analyse
-    each run in its worker, on its training threads)."""
-    if "probes" in shipped_run.tables():
-        p = shipped_run.load_table("probes")
-        if "threads" in p and len(p) and p["threads"].notna().all():
-            return int(p["threads"].iloc[0])
-    t = shipped_run.info.get("threads")
-    return int(t) if t else None
+    """The torch thread count `shipped_run`'s tables were made on: as the probes table's provenance records it (the
+    one analysis whose numbers follow it: the L-BFGS's float32 sums); else the count it was trained with (the grids
+    analyse each run in its worker, on its training threads)."""
+    made = shipped_run.provenance_of("probes") if "probes" in shipped_run.tables() else None
+    threads = ((made or {}).get("numerics") or {}).get("threads") or shipped_run.info.get("threads")
+    return int(threads) if threads else None
 
 
 def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:

@@ -26,12 +26,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BUNDLE = "tables.parquet"
 META_KEY = b"pelab.tables"
+PROVENANCE_KEY = b"pelab.provenance"  # {table: what made it}, for the tables whose own file recorded it
 
 
-def bundle_bytes(tables: "dict[str, pd.DataFrame]") -> bytes:
+def bundle_bytes(tables: "dict[str, pd.DataFrame]", provenance: "dict[str, dict] | None" = None) -> bytes:
     """`tables` ({name: DataFrame}) as one parquet file: float64 columns stored as float32 (7 significant digits;
     integers, strings and booleans exactly), floats byte-stream-split, zstd 19, no statistics or pandas
-    metadata."""
+    metadata; `provenance` ({name: what made it}, `store.run.table_provenance`) kept in its metadata."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -66,7 +67,18 @@ def bundle_bytes(tables: "dict[str, pd.DataFrame]") -> bytes:
                           column_encoding={k: "BYTE_STREAM_SPLIT" for k in floats}) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({META_KEY.decode(): json.dumps(meta, separators=(",", ":"))})
+        kept = {name: p for name, p in (provenance or {}).items() if p and name in tables}
+        if kept:
+            writer.add_key_value_metadata({PROVENANCE_KEY.decode(): json.dumps(kept, separators=(",", ":"))})
     return buf.getvalue()
+
+
+def bundle_provenance(path: str | os.PathLike) -> "dict[str, dict]":
+    """{table: what made it} as the bundle records it ({} for a bundle shipped before tables recorded it)."""
+    import pyarrow.parquet as pq
+
+    raw = (pq.read_metadata(path).metadata or {}).get(PROVENANCE_KEY)
+    return json.loads(raw) if raw else {}
 
 
 def _read_footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list]]:

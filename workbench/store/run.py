@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
-from .bundle import BUNDLE, bundle_names, read_bundle_table
+from .bundle import BUNDLE, bundle_names, bundle_provenance, read_bundle_table
 from .errors import StoreError
 from .manifest import CODE_DIFF, MANIFEST, sha256_file, verify_manifest
 
@@ -65,6 +65,9 @@ INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dic
 def learned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A run's metrics rows without their timings: what two trainings of the same model share bit for bit."""
     return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
+
+
+TABLE_META = b"pelab.provenance"  # a table file's key-value metadata: what made it (`table_provenance`)
 
 
 def now_iso() -> str:
@@ -182,12 +185,37 @@ def process_alive(info: dict[str, Any]) -> bool:
 
 
 
-def parquet_bytes(df: "pd.DataFrame") -> bytes:
-    """`df` as parquet bytes (no index): a run store's own table file. Shipped runs hold all their tables in one
-    compact file instead (`workbench.store.bundle`)."""
+def table_provenance() -> dict[str, Any]:
+    """What made a table saved now: the code (`code_version`), when (`analysed`, UTC), the CPU, and the numerics
+    (`numerics_identity`: torch, SIMD level, BLAS, threads ...: the probes' L-BFGS sums in an order that follows
+    the thread count, 0.012 apart at 1 and 2 threads on the same weights)."""
+    from .runstore import code_version
+
+    return {"code_version": code_version(), "analysed": now_iso(), "cpu": machine_identity().get("cpu"),
+            "numerics": numerics_identity()}
+
+
+def parquet_bytes(df: "pd.DataFrame", provenance: dict[str, Any] | None = None) -> bytes:
+    """`df` as parquet bytes (no index): a run store's own table file, with `provenance` in its key-value metadata
+    (`TABLE_META`; `pd.read_parquet` reads the frame as before). Shipped runs hold all their tables in one compact
+    file instead (`workbench.store.bundle`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.Table.from_pandas(df, preserve_index=False)
+    if provenance is not None:
+        t = t.replace_schema_metadata({**(t.schema.metadata or {}), TABLE_META: json.dumps(provenance)})
     buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
+    pq.write_table(t, buf)
     return buf.getvalue()
+
+
+def parquet_provenance(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The provenance a table file records (`parquet_bytes`); None for one saved before tables recorded it."""
+    import pyarrow.parquet as pq
+
+    raw = (pq.read_schema(path).metadata or {}).get(TABLE_META)
+    return json.loads(raw) if raw else None
 
 
 def safetensors_bytes(tensors: dict, metadata: dict[str, str]) -> bytes:
@@ -518,10 +546,23 @@ class Run:
             raise ValueError(f"table name {name!r} may only contain letters, digits, '_', '.', '-'")
         return self.path / TABLES / f"{name}.parquet"
 
-    def save_table(self, name: str, df: "pd.DataFrame") -> Path:
-        """Store an analysis table as tables/<name>.parquet (atomically; replaces an older one)."""
+    def save_table(self, name: str, df: "pd.DataFrame", provenance: dict[str, Any] | None | str = "now") -> Path:
+        """Store an analysis table as tables/<name>.parquet (atomically; replaces an older one), with what made it:
+        "now" (`table_provenance`: code version, time, CPU, numerics and threads), or the record of the table it
+        copies (None: not known)."""
         self.store.check_writable(self.id)
-        return atomic_write_bytes(self._table_path(name), parquet_bytes(df))
+        made = table_provenance() if provenance == "now" else provenance
+        return atomic_write_bytes(self._table_path(name), parquet_bytes(df, made))
+
+    def provenance_of(self, name: str) -> dict[str, Any] | None:
+        """What made table `name` (`table_provenance`), from its own file or the bundle's record; None where it was
+        saved before tables recorded it."""
+        p = self.table_file(name)
+        try:
+            return (bundle_provenance(p).get(name) if p.name == BUNDLE else parquet_provenance(p))
+        except Exception as e:
+            raise StoreError(f"corrupted parquet ({self._rel(p)}): {e}", self.id, self._rel(p).split("/", 1)[1]) \
+                from None
 
     def table_file(self, name: str) -> Path:
         """The file that holds table `name`: its own `tables/<name>.parquet`, else the run's bundle

@@ -29,7 +29,7 @@ from .atomic import atomic_write_bytes, atomic_write_json
 from .bundle import BUNDLE, bundle_bytes, read_bundle_table
 from .errors import StoreError
 from .manifest import CODE_DIFF, write_manifest
-from .run import CONFIG, INFO, METRICS, TABLES, Run, learned, now_iso
+from .run import CONFIG, INFO, METRICS, TABLES, Run, learned, now_iso, parquet_provenance
 
 
 def is_dirty(info: dict) -> bool:
@@ -127,7 +127,8 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
     atomic_write_json(tmp / INFO, dict(info, shipped=now_iso(), weights_shipped=False, **extra))
     names = run.tables()
     if names:
-        atomic_write_bytes(tmp / BUNDLE, bundle_bytes({name: run.load_table(name) for name in names}))
+        atomic_write_bytes(tmp / BUNDLE, bundle_bytes({name: run.load_table(name) for name in names},
+                                                      {name: run.provenance_of(name) for name in names}))
     write_manifest(tmp)
     if final.exists():
         os.replace(final, old)
@@ -179,9 +180,10 @@ def bundle_run(path: str | os.PathLike) -> tuple[int, int]:
         return 0, bundle.stat().st_size if bundle.exists() else 0
     try:
         frames = {p.stem: pd.read_parquet(p) for p in files}
+        provenance = {p.stem: parquet_provenance(p) for p in files}
     except Exception as e:
         raise StoreError(f"a table does not read ({e}); nothing converted", folder.name) from None
-    data = bundle_bytes(frames)
+    data = bundle_bytes(frames, provenance)
     check = folder / f".{BUNDLE}.check"
     try:
         check.write_bytes(data)

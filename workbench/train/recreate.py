@@ -133,7 +133,7 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
         diff = metric_differences(src.metric_rows(), run.metric_rows())
         copied = [name for name in src.tables() if not run.has_table(name)] if max(diff.values()) <= tol else []
         for name in copied:
-            run.save_table(name, src.load_table(name))
+            run.save_table(name, src.load_table(name), provenance=src.provenance_of(name))  # what made the copy
         if say:
             say(agreement_line(run_id, diff, tol, copied))
     return run
