@@ -67,6 +67,10 @@ def test_summary_matches_the_store(report, smoke):
     assert set(rope["tables"]["present"]) == set(run.tables())
     for name, path in rope["tables"]["files"].items():
         pd.testing.assert_frame_equal(pd.read_parquet(path), run.load_table(name))
+    # what made each table, as the store records it (code version, when, numerics with the thread count)
+    assert rope["tables"]["provenance"] and set(rope["tables"]["provenance"]) <= set(run.tables())
+    for name, made in rope["tables"]["provenance"].items():
+        assert made == run.provenance_of(name) and made["code_version"] and made["numerics"]["threads"] >= 1
     # deposit statistics, regenerated from the stored table, give the numbers in summary.json
     if "ablation" in run.tables():
         from workbench.analysis import deposit

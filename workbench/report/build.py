@@ -275,7 +275,8 @@ def summarize_run(run, row: dict | None = None) -> dict:
            "config": _config_summary(cfg), "final": run.final,
            "tables": {"present": present, "missing": [t for t in wanted if t not in present],
                       "not_applicable": {t: na[t] for t in na if t not in present},
-                      "files": {t: str(run.table_file(t).resolve()) for t in present}},
+                      "files": {t: str(run.table_file(t).resolve()) for t in present},
+                      "provenance": {t: made for t in present if (made := run.provenance_of(t))}},
            "deposits": None, "deposit_sentence": None}
     return _clean(out)
 

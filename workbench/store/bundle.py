@@ -74,22 +74,22 @@ def bundle_bytes(tables: "dict[str, pd.DataFrame]", provenance: "dict[str, dict]
 
 
 def bundle_provenance(path: str | os.PathLike) -> "dict[str, dict]":
-    """{table: what made it} as the bundle records it ({} for a bundle shipped before tables recorded it)."""
-    import pyarrow.parquet as pq
-
-    raw = (pq.read_metadata(path).metadata or {}).get(PROVENANCE_KEY)
-    return json.loads(raw) if raw else {}
+    """{table: what made it} as the bundle records it ({} for a bundle shipped before tables recorded it); read
+    from the footer once per state of the file, like the table index."""
+    return dict(_footer(os.path.realpath(path), stat_key(path))[2])
 
 
-def _read_footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list]]:
-    """The bundle's column names and table index (`stat`: the file's `stat_key`, only a key of the memo below)."""
+def _read_footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list], dict[str, dict]]:
+    """The bundle's column names, table index and provenance records (`stat`: the file's `stat_key`, only a key
+    of the memo below)."""
     import pyarrow.parquet as pq
 
     md = pq.read_metadata(path)
     raw = (md.metadata or {}).get(META_KEY)
     if raw is None:
         raise ValueError(f"no {META_KEY.decode()} metadata: not a table bundle")
-    return tuple(md.schema.names), json.loads(raw)
+    made = (md.metadata or {}).get(PROVENANCE_KEY)
+    return tuple(md.schema.names), json.loads(raw), json.loads(made) if made else {}
 
 
 def _read_table(path: str, stat: tuple | None, name: str) -> "pd.DataFrame":
@@ -98,7 +98,7 @@ def _read_table(path: str, stat: tuple | None, name: str) -> "pd.DataFrame":
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    names, meta = _footer(path, stat)
+    names, meta, _ = _footer(path, stat)
     offset, rows, idx = meta[name]
     cols = [names[i] for i in idx]
     t = pq.read_table(path, columns=cols).take(pa.array(range(offset, offset + rows), type=pa.int64()))
@@ -112,7 +112,7 @@ _cached_footer = functools.lru_cache(maxsize=4096)(_read_footer)
 _cached_table = functools.lru_cache(maxsize=1024)(_read_table)
 
 
-def _footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list]]:
+def _footer(path: str, stat: tuple | None) -> tuple[tuple[str, ...], dict[str, list], dict[str, dict]]:
     return (_cached_footer if stat else _read_footer)(path, stat)
 
 
