@@ -1209,18 +1209,22 @@ def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
     not."""
     from workbench.analysis.reproduce import CHANGES, made_before
 
-    landed = CHANGES["probes"].landed
+    landed = CHANGES["probes"][0].landed
     t = {"probes": pd.DataFrame(), "head_summary": pd.DataFrame(), "dla": pd.DataFrame()}
     old, new = _Shipped("2026-11-22T06:48:34+00:00", t), _Shipped("2026-11-26T17:56:00+00:00", t)
     assert old.info["shipped"] < landed < new.info["shipped"]
-    assert made_before("probes", old) is CHANGES["probes"] and made_before("head_summary", old) is CHANGES["probes"]
+    probes_change = CHANGES["probes"][0]
+    assert made_before("probes", old) is probes_change and made_before("head_summary", old) is probes_change
     assert made_before("dla", old) is None and made_before("probes", new) is None
     assert made_before("head_summary", _Shipped(old.info["shipped"], {"head_summary": pd.DataFrame()})) is None
     # a table records when it was made: that, not the ship date, decides (analysed before, shipped after)
     late = _Shipped(new.info["shipped"], t, {"probes": {"analysed": "2026-11-24T00:00:00+00:00"}})
-    assert made_before("probes", late) is CHANGES["probes"] and made_before("head_summary", late) is CHANGES["probes"]
+    assert made_before("probes", late) is probes_change and made_before("head_summary", late) is probes_change
     fresh = _Shipped(old.info["shipped"], t, {"probes": {"analysed": "2026-11-26T00:00:00+00:00"}})
     assert made_before("probes", fresh) is None
+    # a summary joining two tables made before their changes follows the first change (patching's, 15 min earlier)
+    both = _Shipped(old.info["shipped"], dict(t, patching=pd.DataFrame()))
+    assert made_before("head_summary", both) is CHANGES["patching"][0] < CHANGES["probes"][0]
 
 
 def test_the_recomputation_reads_its_parameters_from_the_shipped_tables():
@@ -1270,8 +1274,9 @@ def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_cha
         assert [ln.startswith(f"{n}: ") and ln.endswith("; agrees") for n in ("head_summary", "dla")
                 for ln in res.output.splitlines() if ln.startswith(f"{n}: ")] == [True, True]
         if code == 0:
-            assert probes.endswith(f"; not judged: shipped before {CHANGES['probes'].commit} (2026-11-25) changed it: "
-                                   f"{CHANGES['probes'].what}")
+            change = CHANGES["probes"][0]
+            assert probes.endswith(f"; not judged: shipped before {change.commit} (2026-11-25) changed it: "
+                                   f"{change.what}")
             assert ("its head_summary and dla tables recomputed from its weights agree with the shipped ones (probes "
                     "made by an earlier analysis: compared, not judged)") in res.output
         else:
@@ -1322,5 +1327,5 @@ def test_comparison_says_which_runs_probes_came_from_the_former_solver(shipped, 
     made["probes"] = dict(made["probes"], analysed="2026-11-20T00:00:00+00:00")
     (results / ids[0] / BUNDLE).write_bytes(bundle_bytes({n: run.load_table(n) for n in run.tables()}, made))
     write_manifest(results / ids[0])
-    assert (f"1 of these 3 runs was shipped before {CHANGES['probes'].commit} (2026-11-25), so their probes come "
+    assert (f"1 of these 3 runs was shipped before {CHANGES['probes'][0].commit} (2026-11-25), so their probes come "
             "from the former solver") in section()

@@ -89,10 +89,14 @@ class Change(NamedTuple):
     what: str
 
 
-CHANGES = {
-    "probes": Change("2026-11-25T03:10:39+00:00", "6a3fc22",
-                     "the label probes' solver: a batched L-BFGS in torch replaced scikit-learn's LogisticRegression "
-                     "(the same objective; measured on t2-rope-repro-s42-333ab3, scores up to 0.015 apart)"),
+CHANGES = {  # table -> the changes of its numbers, oldest first
+    "patching": (Change("2026-11-25T02:55:10+00:00", "eccf8f7",
+                        "patching's effect where the counterfactual moves nothing (LD_cf = LD_clean, e.g. NoPE on "
+                        "Task 1): NaN with a note instead of a ratio over a rounding-size denominator (measured on "
+                        "t1-nope-repro-s42-9a509a: shipped effects up to 3e5, every vote no)"),),
+    "probes": (Change("2026-11-25T03:10:39+00:00", "6a3fc22",
+                      "the label probes' solver: a batched L-BFGS in torch replaced scikit-learn's LogisticRegression "
+                      "(the same objective; measured on t2-rope-repro-s42-333ab3, scores up to 0.015 apart)"),),
 }
 
 
@@ -140,15 +144,11 @@ def _analysed(shipped_run, name: str) -> str:
 
 
 def made_before(name: str, shipped_run) -> Change | None:
-    """The change (`CHANGES`) that landed after table `name` of `shipped_run`, or a table it is made from, was made
-    (`_analysed`); None when the shipped table came from today's analysis."""
-    for n in (name, *_needs(name)):
-        change = CHANGES.get(n)
-        if change and n in shipped_run.tables():
-            when = _analysed(shipped_run, n)
-            if when and when < change.landed:
-                return change
-    return None
+    """The first change (`CHANGES`) that landed after table `name` of `shipped_run`, or a table it is made from,
+    was made (`_analysed`); None when the shipped table came from today's analysis."""
+    later = [c for n in (name, *_needs(name)) if n in shipped_run.tables()
+             for c in CHANGES.get(n, ()) if (when := _analysed(shipped_run, n)) and when < c.landed]
+    return min(later, key=lambda c: c.landed) if later else None
 
 
 class _InMemory:

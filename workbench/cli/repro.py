@@ -551,7 +551,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
             verdict = "not judged: the weights differ with the numerics"
         elif change and not ok:
             verdict = (f"not judged: shipped before {change.commit} ({change.landed[:10]}) changed "
-                       f"{'it' if n in CHANGES else 'a table it joins'}: {change.what}")
+                       f"{'it' if change in CHANGES.get(n, ()) else 'a table it joins'}: {change.what}")
         else:
             verdict = "agrees" if ok else "DIFFERS"
         typer.echo(f"{n}: recomputed from the re-run's weights ({how}): {a['why']}; {verdict}")

@@ -207,7 +207,7 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
     if old:  # two solvers behind one table: said, with what their difference is
         from workbench.analysis.reproduce import CHANGES
 
-        c = CHANGES["probes"]
+        c = CHANGES["probes"][-1]
         note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} shipped before {c.commit} "
                 f"({c.landed[:10]}), so their probes "
                 f"come from the former solver and the others' from today's. What changed: {c.what}. `workbench "
