@@ -12,8 +12,9 @@ then judged by ONE rule, `RULE`:
 
 The shipped analysis tables (no weights are shipped) are re-checked from the re-training's weights:
 `recompute_tables` runs the suite `workbench ship` ran, in memory, with the parameters the shipped tables record
-(bootstrap, test subsample, a head summary's thresholds and dla margin) at the run's thread count (the probes'
-L-BFGS sums in another order on another count); `table_agreement` compares at the shipped precision (float32).
+(bootstrap, test subsample, a head summary's thresholds and dla margin) on the thread count they were made on (the
+probes' L-BFGS sums in another order on another count); `table_agreement` compares at the shipped precision
+(float32).
 A table made before its analysis changed its numbers (`CHANGES`) is compared, not judged (`made_before`).
 """
 from __future__ import annotations
@@ -254,6 +255,7 @@ def table_agreement(shipped, mine) -> dict[str, Any]:
 
     floats = [c for c in cols if is_float_dtype(shipped[c].dtype) or is_float_dtype(mine[c].dtype)]
     keys = [c for c in cols if c not in floats]
+
     def keyed(df):  # rows in the order of their non-float values; a missing one (None or NaN) reads "<NA>"
         k = df[keys].astype(object).where(df[keys].notna(), "<NA>").astype(str)
         order = k.sort_values(keys, kind="stable").index if keys else df.index
