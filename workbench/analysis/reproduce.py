@@ -91,6 +91,11 @@ class Change(NamedTuple):
 
 
 CHANGES = {  # table -> the changes of its numbers, oldest first
+    "distance_bias": (Change("2026-11-29T05:33:12+00:00", "ad1275b",
+                             "the histogram's shared bin edges: no longer stretched by one extreme head "
+                             "(`shared_edges`), so runs with such a head got narrower bins (49 of the 205 runs "
+                             "shipped before it; measured on t2-mla-repro-s42-901034: the counts of 1,730 of 3,840 "
+                             "bins moved)"),),
     "patching": (Change("2026-11-25T02:55:10+00:00", "eccf8f7",
                         "patching's effect where the counterfactual moves nothing (LD_cf = LD_clean, e.g. NoPE on "
                         "Task 1): NaN with a note instead of a ratio over a rounding-size denominator (measured on "
