@@ -1207,24 +1207,27 @@ def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
     """`made_before`: a probes table shipped before the probes' solver changed (6a3fc22) came from the old solver,
     and so did a head summary that joins it; one shipped after, or a table whose analysis did not change, did
     not."""
-    from workbench.analysis.reproduce import CHANGES, made_before
+    from workbench.analysis.reproduce import CHANGES, made_before, said_changes
 
     landed = CHANGES["probes"][0].landed
     t = {"probes": pd.DataFrame(), "head_summary": pd.DataFrame(), "dla": pd.DataFrame()}
     old, new = _Shipped("2026-11-22T06:48:34+00:00", t), _Shipped("2026-11-26T17:56:00+00:00", t)
     assert old.info["shipped"] < landed < new.info["shipped"]
-    probes_change = CHANGES["probes"][0]
-    assert made_before("probes", old) is probes_change and made_before("head_summary", old) is probes_change
-    assert made_before("dla", old) is None and made_before("probes", new) is None
-    assert made_before("head_summary", _Shipped(old.info["shipped"], {"head_summary": pd.DataFrame()})) is None
+    probes_change = [("probes", CHANGES["probes"][0])]
+    assert made_before("probes", old) == probes_change and made_before("head_summary", old) == probes_change
+    assert made_before("dla", old) == [] and made_before("probes", new) == []
+    assert made_before("head_summary", _Shipped(old.info["shipped"], {"head_summary": pd.DataFrame()})) == []
     # a table records when it was made: that, not the ship date, decides (analysed before, shipped after)
     late = _Shipped(new.info["shipped"], t, {"probes": {"analysed": "2026-11-24T00:00:00+00:00"}})
-    assert made_before("probes", late) is probes_change and made_before("head_summary", late) is probes_change
+    assert made_before("probes", late) == probes_change and made_before("head_summary", late) == probes_change
     fresh = _Shipped(old.info["shipped"], t, {"probes": {"analysed": "2026-11-26T00:00:00+00:00"}})
-    assert made_before("probes", fresh) is None
-    # a summary joining two tables made before their changes follows the first change (patching's, 15 min earlier)
+    assert made_before("probes", fresh) == []
+    # a summary joining two tables made before their changes names both, oldest first, by commit and table
     both = _Shipped(old.info["shipped"], dict(t, patching=pd.DataFrame()))
-    assert made_before("head_summary", both) is CHANGES["patching"][0] < CHANGES["probes"][0]
+    assert made_before("head_summary", both) == [("patching", CHANGES["patching"][0])] + probes_change
+    assert said_changes("head_summary", made_before("head_summary", both)) == \
+        "changes of tables it joins: eccf8f7 (patching, 2026-11-25), 6a3fc22 (probes, 2026-11-25)"
+    assert said_changes("probes", probes_change) == f"6a3fc22 (2026-11-25) changed it: {CHANGES['probes'][0].what}"
 
 
 def test_the_recomputation_reads_its_parameters_from_the_shipped_tables():
@@ -1275,7 +1278,7 @@ def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_cha
                 for ln in res.output.splitlines() if ln.startswith(f"{n}: ")] == [True, True]
         if code == 0:
             change = CHANGES["probes"][0]
-            assert probes.endswith(f"; not judged: shipped before {change.commit} (2026-11-25) changed it: "
+            assert probes.endswith(f"; not judged: made before {change.commit} (2026-11-25) changed it: "
                                    f"{change.what}")
             assert ("its head_summary and dla tables recomputed from its weights agree with the shipped ones (probes "
                     "made by an earlier analysis: compared, not judged)") in res.output

@@ -149,12 +149,20 @@ def _analysed(shipped_run, name: str) -> str:
     return str(made.get("analysed") or shipped_run.info.get("shipped") or shipped_run.info.get("finished") or "")
 
 
-def made_before(name: str, shipped_run) -> Change | None:
-    """The first change (`CHANGES`) that landed after table `name` of `shipped_run`, or a table it is made from,
-    was made (`_analysed`); None when the shipped table came from today's analysis."""
-    later = [c for n in (name, *_needs(name)) if n in shipped_run.tables()
+def made_before(name: str, shipped_run) -> list[tuple[str, Change]]:
+    """[(table, change)] of the changes (`CHANGES`) that landed after table `name` of `shipped_run`, or a table it
+    is made from, was made (`_analysed`), oldest first; [] when the shipped table came from today's analyses."""
+    later = [(n, c) for n in (name, *_needs(name)) if n in shipped_run.tables()
              for c in CHANGES.get(n, ()) if (when := _analysed(shipped_run, n)) and when < c.landed]
-    return min(later, key=lambda c: c.landed) if later else None
+    return sorted(later, key=lambda nc: nc[1].landed)
+
+
+def said_changes(name: str, changes: list[tuple[str, Change]]) -> str:
+    """`made_before`'s changes in words: a table's own change with what it changed, those of a table it joins by
+    their commit and table."""
+    own = [f"{c.commit} ({c.landed[:10]}) changed it: {c.what}" for n, c in changes if n == name]
+    joined = [f"{c.commit} ({n}, {c.landed[:10]})" for n, c in changes if n != name]
+    return "; ".join(own + ([f"changes of tables it joins: {', '.join(joined)}"] if joined else []))
 
 
 class _InMemory:

@@ -526,7 +526,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     before its analysis changed (`reproduce.made_before`: compared and said). Returns (the tables that do not agree
     when judged, the clause the verdict line adds)."""
     from workbench.analysis import deposit_sentence
-    from workbench.analysis.reproduce import CHANGES, as_shipped, made_before, recompute_tables, table_agreement
+    from workbench.analysis.reproduce import as_shipped, made_before, recompute_tables, said_changes, table_agreement
 
     have = set(src.tables())
     absent = [n for n in names if n not in have]
@@ -550,8 +550,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         if not judged:
             verdict = "not judged: the weights differ with the numerics"
         elif change and not ok:
-            verdict = (f"not judged: shipped before {change.commit} ({change.landed[:10]}) changed "
-                       f"{'it' if change in CHANGES.get(n, ()) else 'a table it joins'}: {change.what}")
+            verdict = f"not judged: made before {said_changes(n, change)}"
         else:
             verdict = "agrees" if ok else "DIFFERS"
         typer.echo(f"{n}: recomputed from the re-run's weights ({how}): {a['why']}; {verdict}")

@@ -289,7 +289,7 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
         rows.append({"setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed,
                      "first_layer": int(hit["layer"].iloc[0]) if len(hit) else None,
                      "best_score": float(p["score"].max()) if len(p) else np.nan, "min_acc": min_acc,
-                     "solved_before": made_before("probes", run) is not None})
+                     "solved_before": bool(made_before("probes", run))})
     return pd.DataFrame(rows, columns=["setting", "variant", "task", "seed", "first_layer", "best_score", "min_acc",
                                        "solved_before"])
 
