@@ -279,3 +279,21 @@ def test_the_partial_rope_pages_tables_read_each_runs_deposit_by_its_status(tmp_
     assert settled and all("provisional" not in r["deposit"] and "cannot tell" not in r["deposit"] for r in settled)
     still = [r for r in rows if r["shows"] == "still learning" and "deposit" in r]
     assert still and all(r["deposit"].endswith(" (provisional: the run is still learning)") for r in still)
+
+
+def test_the_runs_comparison_says_what_made_each_runs_tables():
+    """The Runs page's comparison groups a run's tables by what made them (code version, day, threads: each table's
+    provenance) in the order of its tables, the ones without a record last; a run none of whose tables records it shows no such field."""
+    from types import SimpleNamespace
+
+    from apps.pages.runs import _made_by
+
+    made = {"ablation": {"code_version": "2d0d6e3", "analysed": "2026-12-02T07:00:00+00:00",
+                         "numerics": {"threads": 1}},
+            "deposit": {"code_version": "2d0d6e3", "analysed": "2026-12-02T07:01:00+00:00", "numerics": {"threads": 1}},
+            "probes": None,
+            "dla": {"code_version": "0f079c6", "analysed": "2026-12-01T23:00:00+00:00", "numerics": {"threads": 2}}}
+    run = SimpleNamespace(tables=lambda: list(made), provenance_of=made.get)
+    assert _made_by(run) == ("2d0d6e3 on 2026-12-02 at 1 thread(s): ablation, deposit; 0f079c6 on 2026-12-01 at 2 "
+                             "thread(s): dla; not recorded: probes")
+    assert _made_by(SimpleNamespace(tables=lambda: ["probes"], provenance_of=lambda n: None)) == ""
