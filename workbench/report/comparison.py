@@ -209,9 +209,9 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
 
         c = CHANGES["probes"][-1]
         note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} shipped before {c.commit} "
-                f"({c.landed[:10]}), so their probes "
-                f"come from the former solver and the others' from today's. What changed: {c.what}. `workbench "
-                "verify` recomputes a run's probes and says how far apart the two are (docs/reproduction.md).\n")
+                f"({c.landed[:10]}), so their probes come from the former solver and the others' from today's. "
+                f"What changed: {c.what}. `workbench verify` recomputes a run's probes and says how far apart the "
+                "two are (docs/reproduction.md).\n")
     return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n" \
         + note
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BUNDLE = "tables.parquet"
 META_KEY = b"pelab.tables"
-PROVENANCE_KEY = b"pelab.provenance"  # {table: what made it}, for the tables whose own file recorded it
+PROVENANCE_KEY = b"pelab.provenance"  # what made a table (`run.table_provenance`): in a table file, and here per table
 
 
 def bundle_bytes(tables: "dict[str, pd.DataFrame]", provenance: "dict[str, dict] | None" = None) -> bytes:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
-from .bundle import BUNDLE, bundle_names, bundle_provenance, read_bundle_table
+from .bundle import BUNDLE, PROVENANCE_KEY, bundle_names, bundle_provenance, read_bundle_table
 from .errors import StoreError
 from .manifest import CODE_DIFF, MANIFEST, sha256_file, verify_manifest
 
@@ -65,9 +65,6 @@ INFO_TYPES: dict[str, tuple] = {"status": (str,), "epoch": (int,), "final": (dic
 def learned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A run's metrics rows without their timings: what two trainings of the same model share bit for bit."""
     return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
-
-
-TABLE_META = b"pelab.provenance"  # a table file's key-value metadata: what made it (`table_provenance`)
 
 
 def now_iso() -> str:
@@ -197,14 +194,14 @@ def table_provenance() -> dict[str, Any]:
 
 def parquet_bytes(df: "pd.DataFrame", provenance: dict[str, Any] | None = None) -> bytes:
     """`df` as parquet bytes (no index): a run store's own table file, with `provenance` in its key-value metadata
-    (`TABLE_META`; `pd.read_parquet` reads the frame as before). Shipped runs hold all their tables in one compact
-    file instead (`workbench.store.bundle`)."""
+    (`bundle.PROVENANCE_KEY`, the key a bundle keeps them under; `pd.read_parquet` reads the frame as before).
+    Shipped runs hold all their tables in one compact file instead (`workbench.store.bundle`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     t = pa.Table.from_pandas(df, preserve_index=False)
     if provenance is not None:
-        t = t.replace_schema_metadata({**(t.schema.metadata or {}), TABLE_META: json.dumps(provenance)})
+        t = t.replace_schema_metadata({**(t.schema.metadata or {}), PROVENANCE_KEY: json.dumps(provenance)})
     buf = io.BytesIO()
     pq.write_table(t, buf)
     return buf.getvalue()
@@ -214,7 +211,7 @@ def parquet_provenance(path: str | os.PathLike) -> dict[str, Any] | None:
     """The provenance a table file records (`parquet_bytes`); None for one saved before tables recorded it."""
     import pyarrow.parquet as pq
 
-    raw = (pq.read_schema(path).metadata or {}).get(TABLE_META)
+    raw = (pq.read_schema(path).metadata or {}).get(PROVENANCE_KEY)
     return json.loads(raw) if raw else None
 
 
