@@ -119,7 +119,7 @@ numbers over seeds, each of the paper's claims with a verdict, and the seed-aggr
 central claim. Nothing is trained. Notebooks 01-03 read the same shipped runs head by head, and look inside a
 model once its run is re-created (`workbench recreate RUN_ID`, which re-trains it deterministically). The full
 text is `results/repro/COMPARISON.md`. To re-check a shipped run yourself, `workbench verify RUN_ID` (or
-`--sample 3`) re-trains it, compares every epoch's metrics and recomputes its head ablation and deposits from the
+`--sample 3`) re-trains it, compares every epoch's metrics and recomputes every table it was shipped with from the
 re-trained weights (docs/reproduction.md)."""),
     new_code_cell('''\
 # Parameters. The test suite runs this notebook with PELAB_SHIPPED=<a small shipped store>.

@@ -101,7 +101,7 @@ def test_extrapolation_page_table_and_run_labels_show_accuracy_in_percent():
                           metrics=lambda: pd.DataFrame(),
                           has_checkpoint=lambda: True, has_table=lambda n: True, load_table=lambda n: table,
                           final={"test_acc": 0.98765, "train_acc": 1.0, "test_loss": 0.04321, "wall_time_s": 12.34},
-                          tables=lambda: ["extrapolation"])
+                          tables=lambda: ["extrapolation"], provenance_of=lambda n: None)
     store = SimpleNamespace(query=lambda **k: pd.DataFrame({"id": ["r"]}), get=lambda rid: run)
     shown = _data_table(_diagnostic.render(extrapolation.SPEC, store, ["r"]))
     rows = shown.data

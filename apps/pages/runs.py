@@ -322,12 +322,9 @@ def _describe(run) -> dict:
 def _made_by(run) -> str:
     """What made the run's tables, grouped: "2d0d6e3 on 2026-12-02 at 1 thread: ablation, deposit; not recorded:
     probes" (each table's provenance, `store.run.table_provenance`; "" when none records it)."""
-    provenance_of = getattr(run, "provenance_of", None)
-    if provenance_of is None:
-        return ""
     groups: dict[str, list[str]] = {}
     for name in run.tables():
-        made = provenance_of(name)
+        made = run.provenance_of(name)
         key = "not recorded" if not made else (
             f"{made.get('code_version', '?')} on {str(made.get('analysed', '?'))[:10]} at "
             f"{(made.get('numerics') or {}).get('threads', '?')} thread(s)")

@@ -120,15 +120,15 @@ def recheckable() -> tuple[str, ...]:
 def recheck_names(text: str) -> list[str]:
     """`--tables` as a list of `recheckable` names ("all": every one; "none": []); ValueError naming the choices
     otherwise."""
-    names = [t.strip() for t in text.split(",") if t.strip()]
+    names, known = [t.strip() for t in text.split(",") if t.strip()], recheckable()
     if names == ["none"]:
         return []
     if names == ["all"]:
-        return list(recheckable())
-    bad = [t for t in names if t not in recheckable()]
+        return list(known)
+    bad = [t for t in names if t not in known]
     if bad or not names:
         raise ValueError(f"--tables {text!r}: {', '.join(map(repr, bad)) or 'nothing'} cannot be re-checked; pick "
-                         f"from {', '.join(recheckable())} (comma-separated), 'all', or 'none' for the metrics only")
+                         f"from {', '.join(known)} (comma-separated), 'all', or 'none' for the metrics only")
     return names
 
 
