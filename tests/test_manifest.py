@@ -120,6 +120,38 @@ def test_ship_writes_a_manifest_of_every_shipped_file(tmp_path):
         RunStore(tmp_path / "out", readonly=True).get(rid)
 
 
+def test_refresh_tables_refuses_a_damaged_run_or_a_table_it_was_not_shipped_with_and_changes_nothing(tmp_path):
+    """`store.ship.refresh_tables` (what `verify --refresh` writes with): a shipped folder that does not match its
+    manifest is refused naming the file, a table the run was not shipped with is refused; either way every file
+    is as it was and no staging folder is left. Refreshing one table keeps the others and their bytes' values."""
+    import pandas as pd
+
+    from workbench.store.ship import refresh_tables
+
+    src = _copy(tmp_path, ROPE_T1)
+    rid, other = ROPE_T1[0], ROPE_T1[1]
+    run = RunStore(src, readonly=True).get(rid)
+    qk = run.load_table("qk_means")
+    snapshot = {p.name: p.read_bytes() for p in (src / rid).iterdir()}
+    with pytest.raises(StoreError, match="was not shipped with nonesuch: only shipped tables are refreshed"):
+        refresh_tables(src, rid, {"nonesuch": qk}, {}, {"refreshed": "now"})
+    assert {p.name: p.read_bytes() for p in (src / rid).iterdir()} == snapshot
+    _flip_mid_table(src / other)
+    damaged = {p.name: p.read_bytes() for p in (src / other).iterdir()}
+    with pytest.raises(StoreError, match="damaged: tables.parquet changed since it was shipped"):
+        refresh_tables(src, other, {"qk_means": qk}, {}, {"refreshed": "now"})
+    assert {p.name: p.read_bytes() for p in (src / other).iterdir()} == damaged
+    assert not list(src.glob(".*"))  # nothing staged, nothing set aside
+    refresh_tables(src, rid, {"qk_means": qk.assign(mean=qk["mean"] * 0)}, {"qk_means": {"analysed": "x"}},
+                   {"refreshed": "now"})
+    again = RunStore(src, readonly=True).get(rid)
+    assert again.tables() == run.tables() and again.provenance_of("qk_means") == {"analysed": "x"}
+    assert (again.load_table("qk_means")["mean"] == 0).all()
+    pd.testing.assert_frame_equal(again.load_table("ablation"), run.load_table("ablation"))
+    assert json.loads((src / rid / "run.json").read_text())["refreshed"] == [{"refreshed": "now"}]
+    assert check_store(src)[0].keys() == {other}
+
+
 def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless_asked(tmp_path, monkeypatch):
     """A run re-trained on a machine of other numerics is another trajectory with the same id: shipping it over the
     shipped copy would replace the shipped results, not add tables to them. ship_run and `workbench ship` refuse,

@@ -1332,3 +1332,145 @@ def test_comparison_says_which_runs_probes_came_from_the_former_solver(shipped, 
     write_manifest(results / ids[0])
     assert (f"1 of these 3 runs was shipped before {CHANGES['probes'][0].commit} (2026-11-25), so their probes come "
             "from the former solver") in section()
+
+
+def _stale_copy(base, rid, dest, shipped_at="2026-11-20T00:00:00+00:00", probe_shift=0.05):
+    """A copy of shipped run `rid` in `dest` as a run shipped on `shipped_at` would be: its tables without the
+    record of what made them (so the ship date says when), one probe score moved by `probe_shift` (what the former
+    solver could have given), its manifest consistent."""
+    import shutil
+
+    from workbench.store.bundle import BUNDLE, bundle_bytes
+
+    shutil.copytree(base / "results" / rid, dest / rid)
+    run = RunStore(dest, readonly=True).get(rid)
+    tables = {n: run.load_table(n) for n in run.tables()}
+    tables["probes"].loc[tables["probes"].index[0], "score"] += probe_shift
+    (dest / rid / BUNDLE).write_bytes(bundle_bytes(tables))
+    info = json.loads((dest / rid / "run.json").read_text())
+    (dest / rid / "run.json").write_text(json.dumps(info | {"shipped": shipped_at}))
+    write_manifest(dest / rid)
+    return tables
+
+
+def test_verify_refresh_ships_the_tables_recomputed_in_place_of_those_made_before_their_analysis_changed(
+        shipped, tmp_path, monkeypatch):
+    """`verify --refresh` of a run whose probes (and what joins them) were made before the probes' solver changed:
+    its metrics re-train bit for bit, so the recomputed tables replace the stale ones in the shipped store; config,
+    metrics and every other table stay as shipped, run.json keeps its record and adds what was refreshed, when, by
+    which code and why; the manifest checks out; a second verify judges the new tables and they agree. A tree with
+    uncommitted changes is refused before anything trains."""
+    import workbench.store.runstore as runstore
+    from workbench.analysis.reproduce import CHANGES
+    from workbench.cli import app
+
+    base, ids = shipped
+    fake, rid = tmp_path / "results", ids[2]
+    before = _stale_copy(base, rid, fake)
+    kept = {n: (fake / rid / n).read_bytes() for n in ("config.json", "metrics.jsonl")}
+    info = json.loads((fake / rid / "run.json").read_text())
+    env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234-dirty")
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],
+                             env=env)
+    assert res.exit_code != 0 and "uncommitted changes (abc1234-dirty): commit or stash them" in res.output
+    assert not (mine / rid).exists()  # refused before training
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234")
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],
+                             env=env)
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if ln.startswith(f"{rid}: refreshed "))
+    stale = ["distance_bias", "patching", "probes", "head_summary"]  # shipped 2026-11-20: before each change
+    assert all(n in line for n in stale) and "made before eccf8f7, 6a3fc22, ad1275b" in line
+    assert CliRunner().invoke(app, ["check", str(fake)]).exit_code == 0  # every file matches the new manifest
+    assert {n: (fake / rid / n).read_bytes() for n in kept} == kept
+    now = json.loads((fake / rid / "run.json").read_text())
+    record = now.pop("refreshed")
+    assert now == info  # the training record as shipped
+    assert len(record) == 1 and sorted(record[0]["tables"]) == sorted(stale)
+    assert record[0]["code_version"] == "abc1234" and record[0]["changes"] == ["eccf8f7", "6a3fc22", "ad1275b"]
+    assert record[0]["retrained"]["metrics"].startswith("equal to the shipped ones at every epoch")
+    run = RunStore(fake, readonly=True).get(rid)
+    truth = RunStore(base / "results", readonly=True).get(rid)  # shipped by today's code from the same weights
+    pd.testing.assert_frame_equal(run.load_table("probes"), truth.load_table("probes"))  # the shift is gone
+    assert abs(run.load_table("probes")["score"].iloc[0] - before["probes"]["score"].iloc[0]) > 0.04
+    for n in set(before) - set(stale):  # the rest as it was, with no record made up for it
+        pd.testing.assert_frame_equal(run.load_table(n), before[n])
+        assert run.provenance_of(n) is None
+    made = run.provenance_of("probes")
+    assert made["analysed"] > CHANGES["probes"][0].landed and made["code_version"] == "abc1234"
+    assert made["numerics"]["threads"] == record[0]["threads"]
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],
+                             env=env)
+    assert res.exit_code == 0, res.output
+    assert "made by an earlier analysis" not in res.output and "not judged" not in res.output
+    assert all(ln.endswith("; agrees") for ln in res.output.splitlines() if ln.startswith(("probes: ", "head_sum")))
+    assert f"{rid}: nothing to refresh" in res.output
+
+
+def test_verify_refreshes_nothing_unless_the_metrics_are_bit_identical(shipped, tmp_path, monkeypatch):
+    """A re-training whose metrics agree only within --tol may not have the shipped weights: verified, its stale
+    tables are compared but not replaced, and the shipped folder is left byte for byte."""
+    import workbench.store.runstore as runstore
+    from workbench.cli import app
+
+    base, ids = shipped
+    fake, rid = tmp_path / "results", ids[2]
+    _stale_copy(base, rid, fake)
+    rows = [json.loads(ln) for ln in (fake / rid / "metrics.jsonl").read_text().splitlines()]
+    rows[-1]["test_loss"] += 1e-6
+    (fake / rid / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / rid)
+    files = {p.name: p.read_bytes() for p in (fake / rid).iterdir()}
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234")
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q",
+                                   "--tol", "1e-3", "--refresh", "--tables", "probes"],
+                             env={"PELAB_DATA": str(base / "data")})
+    assert res.exit_code == 0, res.output
+    assert f"{rid}: not refreshed: its metrics agree within --tol, not bit for bit" in res.output
+    assert {p.name: p.read_bytes() for p in (fake / rid).iterdir()} == files
+
+
+def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_changed(shipped, tmp_path):
+    """`--stale probes` re-checks the shipped runs whose probes came before the solver changed, of those a CPU of
+    this machine's vendor trained, shortest first; `--shard I/N` splits them for N processes; none left: said, exit
+    0. Bad shards and a shard without --stale are refused before anything trains."""
+    import shutil
+
+    from workbench.cli import app
+
+    base, ids = shipped
+    fake = tmp_path / "results"
+    _stale_copy(base, ids[0], fake, probe_shift=0.0)
+    shutil.copytree(base / "results" / ids[1], fake / ids[1])  # shipped by today's code: not stale
+    env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
+    args = ["verify", "--shipped", str(fake), "--root", str(mine), "-q", "--tables", "none", "--stale", "probes"]
+    res = CliRunner().invoke(app, args + ["--shard", "2/2"], env=env)
+    assert res.exit_code == 0, res.output
+    assert "1 shipped runs of" in res.output and "a probes table made before its analysis changed" in res.output
+    assert "0 of them in shard 2/2" in res.output and "no shipped run of" in res.output
+    assert not mine.exists() or not any(mine.iterdir())
+    res = CliRunner().invoke(app, args + ["--shard", "1/2"], env=env)
+    assert res.exit_code == 0, res.output
+    assert "1 of them in shard 1/2" in res.output and f"{ids[0]}: verified (bit-identical" in res.output
+    assert not (mine / ids[1]).exists()
+    other = ["verify", "--shipped", str(fake), "--root", str(tmp_path / "other")]
+    for bad, says in ((["--stale", "probes", "--shard", "3/2"], "write I/N with 1 <= I <= N"),
+                      (["--stale", "probs"], "'probs' cannot be re-checked"),
+                      (["--shard", "1/2"], "--shard I/N splits the runs --stale selects; add --stale")):
+        res = CliRunner().invoke(app, other + bad, env=env)
+        assert res.exit_code != 0 and says in res.output, res.output
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_run_trained_on_another_cpu_vendor_cannot_be_retrained_bit_for_bit_here(monkeypatch):
+    """`vendor_differs`: the vendor run.json records, else the one its CPU model names, against this machine's."""
+    import workbench.store.run as run_mod
+    from workbench.train.recreate import vendor_differs
+
+    monkeypatch.setattr(run_mod, "machine_identity", lambda: {"cpu_vendor": "GenuineIntel"})
+    assert vendor_differs({"machine": {"cpu": "AMD EPYC"}}) == \
+        "trained on AMD EPYC (AuthenticAMD), this machine is GenuineIntel"
+    assert vendor_differs({"machine": {"cpu": "Intel(R) Xeon(R) Processor @ 2.10GHz"}}) is None
+    assert vendor_differs({"machine": {"cpu": "some CPU", "cpu_vendor": "AuthenticAMD"}}).endswith("GenuineIntel")
+    assert vendor_differs({"machine": {"cpu": "some CPU"}}) is None  # nothing to tell by

@@ -15,7 +15,9 @@ The shipped analysis tables (no weights are shipped) are re-checked from the re-
 (bootstrap, test subsample, a head summary's thresholds and dla margin) on the thread count they were made on (the
 probes' L-BFGS sums in another order on another count); `table_agreement` compares at the shipped precision
 (float32).
-A table made before its analysis changed its numbers (`CHANGES`) is compared, not judged (`made_before`).
+A table made before its analysis changed its numbers (`CHANGES`) is compared, not judged (`made_before`);
+`stale_tables` lists them, and `workbench verify --refresh` ships the recomputed ones in their place where the
+re-training's metrics equal the shipped ones at every epoch (`refresh_record` says what, when and why).
 """
 from __future__ import annotations
 
@@ -157,6 +159,30 @@ def made_before(name: str, shipped_run) -> list[tuple[str, Change]]:
     return sorted(later, key=lambda nc: nc[1].landed)
 
 
+def stale_tables(shipped_run) -> list[str]:
+    """The tables of `shipped_run` made before a registered change of their numbers, or of a table they join
+    (`made_before`): what `workbench verify --refresh` recomputes and ships again."""
+    return [n for n in shipped_run.tables() if made_before(n, shipped_run)]
+
+
+def refresh_record(shipped_run, rerun, names: list[str], threads: int) -> dict[str, Any]:
+    """What run.json's `refreshed` list records when the tables `names` of `shipped_run` are replaced by ones
+    recomputed from `rerun`'s weights: when and by which code, the changes they were made before, the re-training
+    (when, by which code, on which CPU; its metrics equal the shipped ones at every epoch), the thread count."""
+    from workbench.store.run import now_iso
+    from workbench.store.runstore import code_version
+
+    changes = sorted({(c.landed, c.commit) for n in names for _, c in made_before(n, shipped_run)})
+    info = rerun.info
+    return {"refreshed": now_iso(), "code_version": code_version(), "tables": list(names),
+            "changes": [commit for _, commit in changes], "threads": int(threads),
+            "retrained": {"finished": info.get("finished"), "code_version": info.get("code_version"),
+                          "cpu": (info.get("machine") or {}).get("cpu"),
+                          "metrics": "equal to the shipped ones at every epoch (timings aside)"},
+            "why": "made before their analysis changed its numbers (reproduce.CHANGES); recomputed with the "
+                   "shipped parameters from the re-trained weights"}
+
+
 def said_changes(name: str, changes: list[tuple[str, Change]]) -> str:
     """`made_before`'s changes in words: a table's own change with what it changed, those of a table it joins by
     their commit and table."""
@@ -166,17 +192,20 @@ def said_changes(name: str, changes: list[tuple[str, Change]]) -> str:
 
 
 class _InMemory:
-    """A run whose analyses save their tables in memory (`saved`) and read only those: the shipped suite runs on
-    it as on the run itself, and nothing of the run's folder is read as a table or written."""
+    """A run whose analyses save their tables in memory (`saved`, with what made each: `made`) and read only those:
+    the shipped suite runs on it as on the run itself, and nothing of the run's folder is read as a table or
+    written."""
 
     def __init__(self, run):
-        self._run, self.saved = run, {}
+        self._run, self.saved, self.made = run, {}, {}
 
     def __getattr__(self, name):
         return getattr(self._run, name)
 
     def save_table(self, name, df):
-        self.saved[name] = df
+        from workbench.store.run import table_provenance
+
+        self.saved[name], self.made[name] = df, table_provenance()
 
     def tables(self):
         return list(self.saved)
@@ -217,13 +246,13 @@ def analysis_threads(shipped_run) -> int | None:
     return int(threads) if threads else None
 
 
-def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:
-    """({name: table}, parameters) of `names` computed on `rerun`'s weights by the suite `workbench ship` runs
-    (`suite.run_suite`), in memory: what a table is made from recomputed first (a deposit table's ablation, the
-    head summary's per-head tables as shipped), the bootstrap and the test subsample as the shipped ablation table
-    records them (`n_boot`, `n_examples`; else ship's defaults), a head summary's thresholds and dla margin as
-    the shipped one records them, on the shipped tables' torch thread count (`analysis_threads`). A table the run
-    cannot support is left out."""
+def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict, dict]:
+    """({name: table}, parameters, {name: what made it}) of `names` computed on `rerun`'s weights by the suite
+    `workbench ship` runs (`suite.run_suite`), in memory: what a table is made from recomputed first (a deposit
+    table's ablation, the head summary's per-head tables as shipped), the bootstrap and the test subsample as the
+    shipped ablation table records them (`n_boot`, `n_examples`; else ship's defaults), a head summary's thresholds
+    and dla margin as the shipped one records them, on the shipped tables' torch thread count (`analysis_threads`;
+    the provenance records it). A table the run cannot support is left out."""
     import torch
 
     from .suite import run_suite
@@ -239,7 +268,9 @@ def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict]:
         run_suite(scratch, tables=wanted, skip_existing=False, params=per_table, **params)
     finally:
         torch.set_num_threads(before)
-    return {n: scratch.saved[n] for n in names if n in scratch.saved}, dict(params, threads=int(threads))
+    done = [n for n in names if n in scratch.saved]
+    return ({n: scratch.saved[n] for n in done}, dict(params, threads=int(threads)),
+            {n: scratch.made[n] for n in done})
 
 
 def as_shipped(df):

@@ -395,6 +395,18 @@ def verify_cmd(
                                help="shipped analysis tables to recompute from the re-run's weights and compare: "
                                     "'all' (every table the run was shipped with), comma-separated names (e.g. "
                                     "ablation,deposit,probes,head_summary), or 'none' (the metrics only)"),
+    stale: Optional[str] = typer.Option(None, "--stale", metavar="TABLES",
+                                        help="also every shipped run whose TABLES (comma-separated, or 'all') were "
+                                             "made before their analysis changed its numbers (reproduce.CHANGES), "
+                                             "of those this machine may re-train bit for bit (trained on a CPU of "
+                                             "its vendor), shortest training first"),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N",
+                                        help="with --stale: only every N-th of them from the I-th (I = 1..N), for N "
+                                             "processes side by side"),
+    refresh: bool = typer.Option(False, "--refresh",
+                                 help="where a re-training's metrics equal the shipped ones at every epoch, ship the "
+                                      "tables recomputed from its weights in place of those made before their "
+                                      "analysis changed (run.json `refreshed` records it); needs a committed tree"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -408,17 +420,30 @@ def verify_cmd(
     (at its float32 precision, or within --tol), but a table made before its analysis changed its numbers
     (workbench.analysis.reproduce.CHANGES), which is compared and said, not judged. Where they differ, the re-run is
     judged by one rule (workbench.analysis.reproduce.RULE) and its tables are compared but not judged (other
-    weights). Exit 0 when every run is verified, 1 otherwise."""
+    weights). Exit 0 when every run is verified, 1 otherwise.
+
+    --refresh: where the metrics are bit-identical, the tables made before a change of their analysis are replaced
+    in the shipped store by the recomputed ones (`workbench compare` then regenerates COMPARISON.md);
+    `--stale --refresh` does it for every such run this machine may re-train bit for bit, and resumes (a refreshed
+    run is stale no more)."""
     import random
 
     from workbench.analysis.reproduce import recheck_names
     from workbench.store import RunStore, StoreError, finished_runs
+    from workbench.store.runstore import code_version
     from workbench.train.recreate import gpu_needed
 
     try:
         names = recheck_names(tables)  # bad input is refused before anything trains
+        part = _shard(shard) if shard else None
+        wanted = recheck_names(stale) if stale else None
     except ValueError as e:
         _fail(str(e))
+    if shard and not stale:
+        _fail("--shard I/N splits the runs --stale selects; add --stale")
+    if refresh and code_version().endswith("-dirty"):
+        _fail(f"--refresh records the code that made each table, and this tree has uncommitted changes "
+              f"({code_version()}): commit or stash them first (or run it from a clean checkout)")
     src_store, own = _shipped(shipped), RunStore(root)
     ids = list(dict.fromkeys(run_ids or []))
     for rid in ids:  # every named run checked before the first trains: a typo, a damaged or a GPU run costs nothing
@@ -436,7 +461,13 @@ def verify_cmd(
         typer.echo(f"drawn with --seed {seed} from the {len(pool)} finished runs of {src_store.root} this machine "
                    f"can re-train{left}: {', '.join(drawn)}")
         ids += drawn
+    if stale:
+        ids += [rid for rid in _stale_ids(src_store, wanted, part) if rid not in ids]
     if not ids:
+        if stale:
+            typer.echo(f"no shipped run of {src_store.root} left whose {stale} tables were made before their "
+                       "analysis changed and that this machine may re-train bit for bit")
+            return
         _fail("name a shipped run id (`workbench runs` lists them: source shipped) or draw some with --sample K")
     say_created(own)
     verdicts = {}
@@ -444,7 +475,7 @@ def verify_cmd(
         if len(ids) > 1:
             typer.echo(f"-- {rid}")
         try:
-            verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet)
+            verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet, refresh)
         except StoreError as e:  # e.g. your store holds a plain copy of it: said, and the next run goes on
             if len(ids) == 1:
                 raise
@@ -457,10 +488,46 @@ def verify_cmd(
         raise typer.Exit(1)
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """`--shard I/N` as (I, N), 1 <= I <= N; ValueError saying what to write otherwise."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        i = n = 0
+    if not 1 <= i <= n:
+        raise ValueError(f"--shard {text!r}: write I/N with 1 <= I <= N, e.g. 1/2 and 2/2 for two processes")
+    return i, n
+
+
+def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) -> list[str]:
+    """`--stale TABLES`: the finished shipped runs with one of `tables` made before its analysis changed
+    (`stale_tables`) that this machine may re-train bit for bit (a CPU run, trained on a CPU of this machine's
+    vendor), shortest recorded training first; every N-th from the I-th with `part` (I, N). Says how many, and how
+    many were left out and why."""
+    from workbench.analysis.reproduce import stale_tables
+    from workbench.store import finished_runs
+    from workbench.train.recreate import gpu_needed, vendor_differs
+
+    runs = [r for r in finished_runs(src_store)[0] if set(stale_tables(r)) & set(tables)]
+    gpu = [r for r in runs if gpu_needed(r.info, r.id)]
+    vendor = [r for r in runs if r not in gpu and vendor_differs(r.info)]
+    fit = sorted((r for r in runs if r not in gpu and r not in vendor),
+                 key=lambda r: (float(r.info.get("wall_time_s") or 0), r.id))
+    ids = [r.id for r in fit][part[0] - 1::part[1]] if part else [r.id for r in fit]
+    left = [f"{len(gpu)} trained on a GPU"] * bool(gpu) + [f"{len(vendor)} on another CPU vendor"] * bool(vendor)
+    which = "a table" if len(tables) > 1 else f"a {tables[0]} table"
+    typer.echo(f"{len(runs)} shipped runs of {src_store.root} hold {which} made before its analysis changed; "
+               f"{len(fit)} may be re-trained here bit for bit" + (f", {len(ids)} of them in shard {part[0]}/{part[1]}"
+                                                                  if part else "")
+               + (f" (left out: {', '.join(left)})" if left else ""))
+    return ids
+
+
 def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int], names: list[str],
-                quiet: bool) -> bool:
+                quiet: bool, refresh: bool = False) -> bool:
     """`workbench verify` of one shipped run (see verify_cmd); prints what it compared and its verdict line, and
-    returns whether it is verified."""
+    returns whether it is verified. `refresh`: where the metrics are bit-identical, the recomputed tables replace
+    those made before their analysis changed, in the shipped store (`store.ship.refresh_tables`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store.run import numerics_differences, recorded_numerics
     from workbench.train.recreate import metric_differences, simd_hold
@@ -497,13 +564,15 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                    "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
     if worst <= tol:
         agree = "bit-identical" if worst == 0 else f"within {tol}"
-        wrong, said = _recheck_tables(src, run, names, tol, judged=True)
+        wrong, said, stale = _recheck_tables(src, run, names, tol, judged=True)
         if wrong:
             typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {_and(wrong)} "
                         f"table{'s are' if len(wrong) > 1 else ' is'} not what the re-trained weights give ({how})",
                         fg=typer.colors.RED, err=True)
             return False
         typer.echo(f"{run_id}: verified ({agree}; {how}{said})")
+        if refresh:
+            _refresh(src_store, src, run, stale, bit_identical=worst == 0)
         return True
     if not differs:
         typer.secho(f"{run_id}: NOT verified: the recorded numerics match, yet the largest difference is "
@@ -513,18 +582,45 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     typer.echo(f"the numerics differ ({', '.join(differs)}), so the floats cannot be bit-identical; rule: {RULE}")
     if verdict["ok"]:
         _recheck_tables(src, run, names, tol, judged=False)
+        if refresh:
+            typer.echo(f"{run_id}: not refreshed: the re-training ran on other numerics, so its weights are not the "
+                       "shipped run's")
         typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
         return True
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     return False
 
 
-def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tuple[list[str], str]:
+def _refresh(src_store, src, run, stale: dict, bit_identical: bool) -> None:
+    """`verify --refresh` of one verified run: the recomputed tables `stale` ({name: (table, provenance)}) replace
+    the shipped ones (`store.ship.refresh_tables`, with `reproduce.refresh_record`), only where the re-training's
+    metrics equal the shipped ones at every epoch (its weights are then the shipped run's)."""
+    from workbench.analysis.reproduce import refresh_record
+    from workbench.store.ship import refresh_tables
+
+    if not stale:
+        typer.echo(f"{src.id}: nothing to refresh (no re-checked table was made before its analysis changed)")
+        return
+    if not bit_identical:
+        typer.echo(f"{src.id}: not refreshed: its metrics agree within --tol, not bit for bit, so its weights may "
+                   "not be the shipped run's")
+        return
+    names = list(stale)
+    threads = int(stale[names[0]][1]["numerics"]["threads"])
+    record = refresh_record(src, run, names, threads)
+    refresh_tables(src_store.root, src.id, {n: t for n, (t, _) in stale.items()},
+                   {n: p for n, (_, p) in stale.items()}, record)
+    typer.echo(f"{src.id}: refreshed {_and(names)} in {src_store.root} (made before {', '.join(record['changes'])}); "
+               "`workbench compare` regenerates COMPARISON.md from them")
+
+
+def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tuple[list[str], str, dict]:
     """Recompute the shipped tables `names` from `run`'s weights (`reproduce.recompute_tables`, in memory) and print
     how each compares with the shipped one (a deposit table with its sentence too); `judged`: the weights are the
     shipped run's (its metrics agree), so a table must agree (equal at float32, or within `tol`), unless it was made
     before its analysis changed (`reproduce.made_before`: compared and said). Returns (the tables that do not agree
-    when judged, the clause the verdict line adds)."""
+    when judged, the clause the verdict line adds, {name: (recomputed table, its provenance)} of those made before
+    their analysis changed)."""
     from workbench.analysis import deposit_sentence
     from workbench.analysis.reproduce import as_shipped, made_before, recompute_tables, said_changes, table_agreement
 
@@ -534,8 +630,8 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         typer.echo(f"not shipped with this run, not re-checked: {', '.join(absent)}")
     names = [n for n in names if n in have]
     if not names:
-        return [], ""
-    mine, params = recompute_tables(run, src, names)
+        return [], "", {}
+    mine, params, made = recompute_tables(run, src, names)
     how = (f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped; "
            f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}")
     wrong, equal, older = [], [], []
@@ -565,7 +661,8 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         said = (f"; its {which} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
                 f"agree{'' if len(equal) > 1 else 's'} with the shipped one{'s' if len(equal) > 1 else ''}"
                 + (f" ({_and(older)} made by an earlier analysis: compared, not judged)" if older else ""))
-    return (wrong if judged else []), said
+    stale = {n: (mine[n], made[n]) for n in names if n in mine and made_before(n, src)}
+    return (wrong if judged else []), said, stale
 
 
 def _and(names: list[str]) -> str:

@@ -1,6 +1,7 @@
 """Shipping runs without their weights: a read-only results store (e.g. `results/repro/`) that anyone can open.
 
     ship_run(run, "results/repro")      # config.json, run.json, metrics.jsonl, tables.parquet, manifest.json
+    refresh_tables("results/repro", run_id, {name: df}, provenance, record)  # tables recomputed from its weights
     bundle_shipped("results/repro")     # one-off: a shipped store's tables/*.parquet -> tables.parquet per run
 
 A shipped run's tables are one compact file, `tables.parquet` (`bundle.py`: float32 values, byte-stream-split,
@@ -24,12 +25,16 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .atomic import atomic_write_bytes, atomic_write_json
 from .bundle import BUNDLE, bundle_bytes, read_bundle_table
 from .errors import StoreError
 from .manifest import CODE_DIFF, write_manifest
 from .run import CONFIG, INFO, METRICS, TABLES, Run, learned, now_iso, parquet_provenance
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 
 def is_dirty(info: dict) -> bool:
@@ -114,13 +119,8 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
                          f"{info.get('code_version')}) and records no {CODE_DIFF}, so nobody could re-create it; "
                          "re-train it from a clean tree, or pass --allow-dirty REASON to ship it anyway "
                          "(the reason is recorded)", run.id)
-    dest_root = Path(dest_root)
-    dest_root.mkdir(parents=True, exist_ok=True)
-    final, tmp, old = dest_root / run.id, dest_root / f".{run.id}.shipping", _aside(dest_root, run.id)
-    restore_aside(dest_root, run.id)
-    for leftover in (tmp, old):
-        shutil.rmtree(leftover, ignore_errors=True)
-    tmp.mkdir()
+    Path(dest_root).mkdir(parents=True, exist_ok=True)
+    tmp = _staging(dest_root, run.id)
     for name in (CONFIG, METRICS) + ((CODE_DIFF,) if has_diff else ()):
         shutil.copy2(run.path / name, tmp / name)
     extra = {"dirty_allowed": allow_dirty} if is_dirty(info) and not has_diff else {}
@@ -129,12 +129,58 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
     if names:
         atomic_write_bytes(tmp / BUNDLE, bundle_bytes({name: run.load_table(name) for name in names},
                                                       {name: run.provenance_of(name) for name in names}))
+    return _install(dest_root, run.id, tmp)
+
+
+def _staging(dest_root: str | os.PathLike, run_id: str) -> Path:
+    """An empty `.<run id>.shipping` folder in `dest_root` to build a run's new shipped folder in (a copy set aside
+    by a re-ship that was cut is put back first, leftovers of one are removed)."""
+    tmp = Path(dest_root) / f".{run_id}.shipping"
+    restore_aside(dest_root, run_id)
+    for leftover in (tmp, _aside(dest_root, run_id)):
+        shutil.rmtree(leftover, ignore_errors=True)
+    tmp.mkdir()
+    return tmp
+
+
+def _install(dest_root: str | os.PathLike, run_id: str, tmp: Path) -> Path:
+    """Write `tmp`'s manifest and put it in place as the run's shipped folder: the old one is renamed aside, the
+    new one into place, the old one deleted (a cut between the renames is undone by `restore_aside`)."""
+    final, old = Path(dest_root) / run_id, _aside(dest_root, run_id)
     write_manifest(tmp)
     if final.exists():
         os.replace(final, old)
     os.replace(tmp, final)
     shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def refresh_tables(dest_root: str | os.PathLike, run_id: str, tables: "dict[str, pd.DataFrame]",
+                   provenance: dict[str, dict], record: dict) -> Path:
+    """Replace tables of a shipped run by ones recomputed from its own weights (`workbench verify --refresh`: a
+    re-training whose metrics equal the shipped ones at every epoch), keeping everything else as shipped: config,
+    metrics and code diff byte for byte, the other tables with their provenance, run.json's training record, to
+    which `record` is appended under `refreshed` (what, when, why). Refused, naming the file, where the shipped
+    folder does not match its manifest; all or nothing (built beside it, renamed into place)."""
+    from .manifest import verify_manifest
+
+    folder = Path(dest_root) / run_id
+    verify_manifest(folder, run_id)
+    shipped = Run(_Readonly(dest_root), run_id)
+    unknown = sorted(set(tables) - set(shipped.tables()))
+    if unknown:
+        raise StoreError(f"was not shipped with {', '.join(unknown)}: only shipped tables are refreshed", run_id)
+    info = json.loads((folder / INFO).read_text())
+    tmp = _staging(dest_root, run_id)
+    for name in (CONFIG, METRICS, CODE_DIFF):
+        if (folder / name).is_file():
+            shutil.copy2(folder / name, tmp / name)
+    atomic_write_json(tmp / INFO, dict(info, refreshed=[*info.get("refreshed", []), record]))
+    names = shipped.tables()
+    atomic_write_bytes(tmp / BUNDLE, bundle_bytes(
+        {n: tables[n] if n in tables else shipped.load_table(n) for n in names},
+        {n: provenance.get(n) if n in tables else shipped.provenance_of(n) for n in names}))
+    return _install(dest_root, run_id, tmp)
 
 
 def is_shipped(run: Run, dest_root: str | os.PathLike) -> bool:

@@ -68,6 +68,23 @@ def gpu_needed(info: dict, run_id: str) -> str | None:
             f"lacks (`workbench recreate {run_id}` on a machine with a CUDA GPU)")
 
 
+def vendor_differs(info: dict) -> str | None:
+    """Why this machine's CPU vendor rules out re-training a shipped CPU run bit for bit (MKL takes other code paths
+    on AMD than on Intel: a run re-trained across vendors differs from its first epoch), or None: the vendor
+    run.json records (`numerics`, `machine.cpu_vendor`), else the one its CPU model names, is this machine's, or
+    neither is known."""
+    from workbench.store.run import machine_identity
+
+    machine = info.get("machine") if isinstance(info.get("machine"), dict) else {}
+    model = str(machine.get("cpu") or "")
+    there = recorded_numerics(info).get("cpu_vendor") or machine.get("cpu_vendor") or (
+        "GenuineIntel" if "Intel" in model else "AuthenticAMD" if "AMD" in model else None)
+    here = machine_identity().get("cpu_vendor")
+    if there and here and there != here:
+        return f"trained on {model or there} ({there}), this machine is {here}"
+    return None
+
+
 def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
