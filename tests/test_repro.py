@@ -1370,6 +1370,16 @@ def test_verify_refresh_ships_the_tables_recomputed_in_place_of_those_made_befor
     kept = {n: (fake / rid / n).read_bytes() for n in ("config.json", "metrics.jsonl")}
     info = json.loads((fake / rid / "run.json").read_text())
     env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
+
+    def provenance():  # COMPARISON.md's provenance lines on the tables
+        from workbench.report.comparison import comparison_markdown
+
+        text = comparison_markdown(RunStore(fake, readonly=True)).split("## Provenance")[1].split("\n## ")[0]
+        return [ln for ln in text.splitlines() if ln.startswith("- tables ")]
+
+    assert provenance() == ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`; `workbench "
+                            "verify` compares them with a re-computation and does not judge them; `--refresh` re-makes "
+                            "them): distance_bias of 1 run, head_summary of 1 run, patching of 1 run, probes of 1 run"]
     monkeypatch.setattr(runstore, "code_version", lambda: "abc1234-dirty")
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],
                              env=env)
@@ -1399,6 +1409,11 @@ def test_verify_refresh_ships_the_tables_recomputed_in_place_of_those_made_befor
         assert run.provenance_of(n) is None
     made = run.provenance_of("probes")
     assert made["analysed"] > CHANGES["probes"][0].landed and made["code_version"] == "abc1234"
+    day = record[0]["refreshed"][:10]
+    assert provenance()[0].endswith("re-makes them): none") and provenance()[1] == (
+        "- tables refreshed from a re-training whose metrics equal the shipped ones at every epoch (`workbench verify "
+        f"--refresh`, run.json `refreshed`; {day}): 1 run: distance_bias of 1, head_summary of 1, "
+        "patching of 1, probes of 1")
     assert made["numerics"]["threads"] == record[0]["threads"]
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],
                              env=env)

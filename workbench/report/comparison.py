@@ -211,7 +211,8 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
         note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} shipped before {c.commit} "
                 f"({c.landed[:10]}), so their probes come from the former solver and the others' from today's. "
                 f"What changed: {c.what}. `workbench verify` recomputes a run's probes and says how far apart the "
-                "two are (docs/reproduction.md).\n")
+                "two are; `workbench verify --refresh` re-makes them where a re-training is bit-identical "
+                "(docs/reproduction.md).\n")
     return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n" \
         + note
 
@@ -295,7 +296,35 @@ def _registered_before(runs: pd.DataFrame, registered: str) -> str:
             "rules are a stricter re-reading, not a prediction.")
 
 
-def _provenance_section(runs: pd.DataFrame) -> str:
+def _tables_made_before(store, runs: pd.DataFrame) -> list[str]:
+    """Provenance lines on the tables: how many runs hold a table made before its analysis changed its numbers
+    (`reproduce.stale_tables`, per table), and which runs' tables were refreshed from a re-training whose metrics
+    equal the shipped ones (`workbench verify --refresh`, run.json `refreshed`)."""
+    from collections import Counter
+
+    from workbench.analysis.reproduce import stale_tables
+
+    stale, refreshed, when = Counter(), Counter(), []
+    for rid in runs.run_id:
+        run = store.get(rid)
+        stale.update(stale_tables(run))
+        for r in run.info.get("refreshed") or []:
+            refreshed.update(r.get("tables") or [])
+            when.append(str(r.get("refreshed", ""))[:10])
+    lines = ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`; `workbench verify` "
+             "compares them with a re-computation and does not judge them; `--refresh` re-makes them): "
+             + (", ".join(f"{t} of {n} run{'s' * (n != 1)}" for t, n in sorted(stale.items())) if stale
+                else "none")]
+    if when:
+        span = min(when) if min(when) == max(when) else f"{min(when)} to {max(when)}"
+        n = sum(bool(store.get(rid).info.get("refreshed")) for rid in runs.run_id)
+        lines.append(f"- tables refreshed from a re-training whose metrics equal the shipped ones at every epoch "
+                     f"(`workbench verify --refresh`, run.json `refreshed`; {span}): {n} run{'s' * (n != 1)}: "
+                     + ", ".join(f"{t} of {k}" for t, k in sorted(refreshed.items())))
+    return lines
+
+
+def _provenance_section(runs: pd.DataFrame, store=None) -> str:
     lines = [f"- runs: {len(runs)} finished; total wall time {runs.wall_time_s.sum() / 3600:.2f} h, "
              f"CPU time {runs.cpu_time_s.sum() / 3600:.2f} h "
              f"(per run: median wall {runs.wall_time_s.median():.0f} s, max {runs.wall_time_s.max():.0f} s; "
@@ -324,6 +353,8 @@ def _provenance_section(runs: pd.DataFrame) -> str:
                  f"recorded with the run, so `workbench recreate` may not re-create it bit for bit): {len(dirty)} of "
                  f"{len(runs)}" + (": " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in dirty.itertuples())
                                    if len(dirty) else ""))
+    if store is not None:
+        lines += _tables_made_before(store, runs)
     return "\n".join(lines) + "\n"
 
 
@@ -639,7 +670,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         "## Provenance",
         "",
-        _provenance_section(runs_all) if len(runs_all) else "Nothing yet.\n",
+        _provenance_section(runs_all, store) if len(runs_all) else "Nothing yet.\n",
         "## Runs",
         "",
         _runs_section(runs_all) if len(runs_all) else "Nothing yet.\n",
