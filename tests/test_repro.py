@@ -258,7 +258,7 @@ def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, t
     assert res.exit_code == 0, res.output
     assert (f"drawn with --seed 1 from the 3 finished runs of {base / 'results'} this machine can re-train: "
             f"{', '.join(drawn)}") in res.output
-    assert res.output.index(f"-- {drawn[0]}") < res.output.index(f"-- {drawn[1]}")
+    assert res.output.index(f"-- {drawn[0]} (1 of 2, ") < res.output.index(f"-- {drawn[1]} (2 of 2, ")
     assert res.output.rstrip().endswith(f"2 of 2 runs verified\n  {drawn[0]}: verified\n  {drawn[1]}: verified")
     res = CliRunner().invoke(app, ["verify", ids[0], "t1-rope-smoke-s42-000000", "--shipped",
                                    str(base / "results"), "--root", str(tmp_path / "other"), "-q"], env=env)

@@ -471,9 +471,9 @@ def verify_cmd(
         _fail("name a shipped run id (`workbench runs` lists them: source shipped) or draw some with --sample K")
     say_created(own)
     verdicts = {}
-    for rid in ids:
+    for i, rid in enumerate(ids, 1):
         if len(ids) > 1:
-            typer.echo(f"-- {rid}")
+            typer.echo(f"-- {rid} ({i} of {len(ids)}, {time.strftime('%H:%M:%S')})")
         try:
             verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet, refresh)
         except StoreError as e:  # e.g. your store holds a plain copy of it: said, and the next run goes on
