@@ -297,3 +297,14 @@ def test_the_runs_comparison_says_what_made_each_runs_tables():
     assert _made_by(run) == ("2d0d6e3 on 2026-12-02 at 1 thread(s): ablation, deposit; 0f079c6 on 2026-12-01 at 2 "
                              "thread(s): dla; not recorded: probes")
     assert _made_by(SimpleNamespace(tables=lambda: ["probes"], provenance_of=lambda n: None)) == ""
+
+
+def test_the_runs_comparison_says_which_tables_were_refreshed_and_why():
+    """run.json `refreshed` (`workbench verify --refresh`) read as one field: each refresh's tables, day, code and the
+    changes they predated; nothing for a run never refreshed."""
+    from apps.pages.runs import _refreshed
+
+    info = {"refreshed": [{"refreshed": "2026-12-02T09:41:09+00:00", "code_version": "1f5c075",
+                           "tables": ["probes", "head_summary"], "changes": ["6a3fc22"]}]}
+    assert _refreshed(info) == "probes, head_summary on 2026-12-02 by 1f5c075 (made before 6a3fc22)"
+    assert _refreshed({}) == ""

@@ -315,8 +315,19 @@ def _describe(run) -> dict:
     made = _made_by(run)
     if made:
         d["tables.made_by"] = made
+    refreshed = _refreshed(run.info)
+    if refreshed:
+        d["tables.refreshed"] = refreshed
     d.update(_flatten(run.config))
     return d
+
+
+def _refreshed(info: dict) -> str:
+    """A shipped run's tables re-made from a bit-identical re-training (run.json `refreshed`, `workbench verify
+    --refresh`), each time: "probes, head_summary on 2026-12-02 by 1f5c075 (made before 6a3fc22)"; "" when none."""
+    return "; ".join(f"{', '.join(r.get('tables') or [])} on {str(r.get('refreshed', '?'))[:10]} by "
+                     f"{r.get('code_version', '?')} (made before {', '.join(r.get('changes') or []) or '?'})"
+                     for r in info.get("refreshed") or [])
 
 
 def _made_by(run) -> str:
