@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: demo test venv browser clean repro ladder study repro-gpu gpu-wheels
+.PHONY: demo test venv browser clean repro ladder study refresh repro-gpu gpu-wheels
 
 venv: $(STAMP)
 
@@ -83,6 +83,21 @@ study: $(STAMP)
 	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
 	    --to results/repro && exit $$rc
 	$(COMPARE)
+
+# Re-make the shipped tables made before their analysis changed its numbers (docs/reproduction.md, "Refreshing such
+# tables"): `verify --stale $(STALE) --refresh`, two niced single-thread processes (--shard 1/2, 2/2), re-trains each
+# such run this machine may re-train bit for bit, shortest first, into $(REFRESH_RUNS) and, where every epoch's metrics
+# equal the shipped ones, ships the tables recomputed from its weights in their place; then COMPARISON.md. Resumes (a
+# refreshed run is stale no more). Needs a committed tree, left unedited while it runs (each table records the code
+# that made it): a worktree (`git worktree add ../pe-refresh HEAD`) keeps yours free.
+STALE ?= probes
+REFRESH_RUNS ?= runs-refresh
+refresh: $(STAMP)
+	pids=; for i in 1 2; do \
+	    $(CPU_RUN) verify --stale $(STALE) --shard $$i/2 --refresh -q --root $(REFRESH_RUNS) \
+	        --shipped results/repro & pids="$$pids $$!"; done; \
+	rc=0; for p in $$pids; do wait $$p || rc=$$?; done; \
+	$(COMPARE) && exit $$rc
 
 # The paper-scale reproduction in a lent GPU window (docs/training.md, "One GPU window"): benchmarks/gpu_window.sh
 # installs the wheels the image lacks from .whl/ (git-ignored, carried), trains what fits of tier $(TIER) of
