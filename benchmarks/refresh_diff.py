@@ -4,10 +4,10 @@ Reads tables alone (no weights, nothing trained).
 
     .venv/bin/python benchmarks/refresh_diff.py [--store results/repro] [--json OUT]
 
-Per run: the probes' largest |difference| of a score and of a selectivity, and how many probe votes of its head summary flipped; each of the
-head summary's votes (ablation, patching, probe, dla) that changed, and the deposit heads (>= min_agree votes, as
-stored) gained and lost; the distance-bias bins whose counts moved, of all; patching effects that became NaN (the
-zero denominator), and the largest other |difference|.
+Per run: the probes' largest |difference| of a score and of a selectivity; how many of each of the head summary's
+votes (ablation, patching, probe, dla) flipped, and the deposit heads (>= min_agree votes, as stored) gained and lost;
+the distance-bias bins whose counts moved, of all; patching effects that became NaN (the zero denominator), and the
+largest other |difference|.
 """
 from __future__ import annotations
 

@@ -1489,3 +1489,30 @@ def test_a_run_trained_on_another_cpu_vendor_cannot_be_retrained_bit_for_bit_her
     assert vendor_differs({"machine": {"cpu": "Intel(R) Xeon(R) Processor @ 2.10GHz"}}) is None
     assert vendor_differs({"machine": {"cpu": "some CPU", "cpu_vendor": "AuthenticAMD"}}).endswith("GenuineIntel")
     assert vendor_differs({"machine": {"cpu": "some CPU"}}) is None  # nothing to tell by
+
+
+def test_refresh_diff_says_what_a_refresh_changed():
+    """benchmarks/refresh_diff.py's comparison of a run's tables before and after a refresh: the probes' largest
+    differences, each head-summary vote flipped, deposit heads gained and lost, distance-bias bins moved, patching
+    effects that became NaN."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from refresh_diff import compare
+
+    probes = pd.DataFrame({"probe": ["head"] * 2, "layer": [0, 1], "head": [0, 0], "metric": ["acc"] * 2,
+                           "level": ["head"] * 2, "score": [0.5, 0.6], "selectivity": [0.1, 0.2]})
+    hs = pd.DataFrame({"layer": [0, 1], "head": [0, 0], "by_ablation": [True, True], "by_patching": [False, False],
+                       "by_probe": [True, False], "by_dla": [False, False], "deposit_head": [True, False]})
+    bins = pd.DataFrame({"count": [1, 2, 3]})
+    patch = pd.DataFrame({"effect": [0.1, 3e5, 0.2]})
+    new_hs = hs.assign(by_probe=[False, True], deposit_head=[False, True])
+    out = compare({"probes": probes, "head_summary": hs, "distance_bias": bins, "patching": patch},
+                  {"probes": probes.assign(score=[0.5, 0.63], selectivity=[0.08, 0.2]), "head_summary": new_hs,
+                   "distance_bias": bins.assign(count=[1, 3, 2]), "patching": patch.assign(effect=[0.1, np.nan, 0.25])})
+    assert out["probes_max_score_diff"] == pytest.approx(0.03)
+    assert out["probes_max_selectivity_diff"] == pytest.approx(0.02)
+    assert out["votes_flipped"] == {"by_ablation": 0, "by_patching": 0, "by_probe": 2, "by_dla": 0}
+    assert (out["deposit_gained"], out["deposit_lost"], out["deposit_heads"]) == (["L1.H0"], ["L0.H0"], 1)
+    assert out["distance_bias_bins_moved"] == [2, 3]
+    assert out["patching_now_nan"] == 1 and out["patching_max_diff"] == pytest.approx(0.05)
