@@ -304,11 +304,13 @@ def _tables_made_before(store, runs: pd.DataFrame) -> list[str]:
 
     from workbench.analysis.reproduce import stale_tables
 
-    stale, refreshed, when = Counter(), Counter(), []
+    stale, refreshed, when, n = Counter(), Counter(), [], 0
     for rid in runs.run_id:
         run = store.get(rid)
         stale.update(stale_tables(run))
-        for r in run.info.get("refreshed") or []:
+        records = run.info.get("refreshed") or []
+        n += bool(records)
+        for r in records:
             refreshed.update(r.get("tables") or [])
             when.append(str(r.get("refreshed", ""))[:10])
     lines = ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`; `workbench verify` "
@@ -317,7 +319,6 @@ def _tables_made_before(store, runs: pd.DataFrame) -> list[str]:
                 else "none")]
     if when:
         span = min(when) if min(when) == max(when) else f"{min(when)} to {max(when)}"
-        n = sum(bool(store.get(rid).info.get("refreshed")) for rid in runs.run_id)
         lines.append(f"- tables refreshed from a re-training whose metrics equal the shipped ones at every epoch "
                      f"(`workbench verify --refresh`, run.json `refreshed`; {span}): {n} run{'s' * (n != 1)}: "
                      + ", ".join(f"{t} of {k}" for t, k in sorted(refreshed.items())))
