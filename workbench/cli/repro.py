@@ -634,7 +634,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     mine, params, made = recompute_tables(run, src, names)
     how = (f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped; "
            f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}")
-    wrong, equal, older = [], [], []
+    wrong, equal, older, stale = [], [], [], {}
     for n in names:
         if n not in mine:
             typer.echo(f"{n}: not applicable to the re-run; not re-checked")
@@ -643,6 +643,8 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         a = table_agreement(shipped_table, mine[n])
         ok = a["equal"] or a["max_abs"] <= tol
         change = made_before(n, src)
+        if change:
+            stale[n] = (mine[n], made[n])
         if not judged:
             verdict = "not judged: the weights differ with the numerics"
         elif change and not ok:
@@ -661,7 +663,6 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
         said = (f"; its {which} table{'s' if len(equal) > 1 else ''} recomputed from its weights "
                 f"agree{'' if len(equal) > 1 else 's'} with the shipped one{'s' if len(equal) > 1 else ''}"
                 + (f" ({_and(older)} made by an earlier analysis: compared, not judged)" if older else ""))
-    stale = {n: (mine[n], made[n]) for n in names if n in mine and made_before(n, src)}
     return (wrong if judged else []), said, stale
 
 
