@@ -1446,7 +1446,7 @@ def test_verify_refreshes_nothing_unless_the_metrics_are_bit_identical(shipped, 
     assert {p.name: p.read_bytes() for p in (fake / rid).iterdir()} == files
 
 
-def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_changed(shipped, tmp_path):
+def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_changed(shipped, tmp_path, monkeypatch):
     """`--stale probes` re-checks the shipped runs whose probes came before the solver changed, of those a CPU of
     this machine's vendor trained, shortest first; `--shard I/N` splits them for N processes; none left: said, exit
     0. Bad shards and a shard without --stale are refused before anything trains."""
@@ -1465,6 +1465,13 @@ def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_cha
     assert "1 shipped runs of" in res.output and "a probes table made before its analysis changed" in res.output
     assert "0 of them in shard 2/2" in res.output and "no shipped run of" in res.output
     assert not mine.exists() or not any(mine.iterdir())
+    with monkeypatch.context() as m:  # a machine whose kernels reach less than the run was trained at
+        import torch
+
+        m.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
+        res = CliRunner().invoke(app, args, env=env)
+    assert res.exit_code == 0, res.output
+    assert "0 may be re-trained here bit for bit (left out: 1 at a SIMD level above this machine's)" in res.output
     res = CliRunner().invoke(app, args + ["--shard", "1/2"], env=env)
     assert res.exit_code == 0, res.output
     assert "1 of them in shard 1/2" in res.output and f"{ids[0]}: verified (bit-identical" in res.output
@@ -1489,6 +1496,24 @@ def test_a_run_trained_on_another_cpu_vendor_cannot_be_retrained_bit_for_bit_her
     assert vendor_differs({"machine": {"cpu": "Intel(R) Xeon(R) Processor @ 2.10GHz"}}) is None
     assert vendor_differs({"machine": {"cpu": "some CPU", "cpu_vendor": "AuthenticAMD"}}).endswith("GenuineIntel")
     assert vendor_differs({"machine": {"cpu": "some CPU"}}) is None  # nothing to tell by
+
+
+def test_a_run_trained_at_a_simd_level_above_this_machines_cannot_be_retrained_bit_for_bit_here(monkeypatch):
+    """`simd_beyond`: ATen is held down to a run's lower SIMD level, never up; an AVX-512 run on an AVX2 machine is
+    named, the same or a lower level, an unrecorded one or a GPU run is not."""
+    import torch
+
+    from workbench.train.recreate import simd_beyond
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert simd_beyond({"numerics": {"cpu_capability": "AVX512"}}) == \
+        "trained at AVX512, this machine's kernels reach AVX2"
+    assert simd_beyond({"machine": {"cpu_capability": "AVX512"}}) is not None  # recorded before `numerics` was
+    for info in ({"numerics": {"cpu_capability": "AVX2"}}, {"numerics": {"cpu_capability": "DEFAULT"}},
+                 {"machine": {"cpu": "AMD EPYC"}}, {"device": "cuda", "numerics": {"cpu_capability": "AVX512"}}):
+        assert simd_beyond(info) is None, info
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    assert simd_beyond({"numerics": {"cpu_capability": "AVX512"}}) is None
 
 
 def test_refresh_diff_says_what_a_refresh_changed():

@@ -399,7 +399,7 @@ def verify_cmd(
                                         help="also every shipped run whose TABLES (comma-separated, or 'all') were "
                                              "made before their analysis changed its numbers (reproduce.CHANGES), "
                                              "of those this machine may re-train bit for bit (trained on a CPU of "
-                                             "its vendor), shortest training first"),
+                                             "its vendor, at a SIMD level it reaches), shortest training first"),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N",
                                         help="with --stale: only every N-th of them from the I-th (I = 1..N), for N "
                                              "processes side by side"),
@@ -502,19 +502,21 @@ def _shard(text: str) -> tuple[int, int]:
 def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) -> list[str]:
     """`--stale TABLES`: the finished shipped runs with one of `tables` made before its analysis changed
     (`stale_tables`) that this machine may re-train bit for bit (a CPU run, trained on a CPU of this machine's
-    vendor), shortest recorded training first; every N-th from the I-th with `part` (I, N). Says how many, and how
-    many were left out and why."""
+    vendor at a SIMD level it reaches), shortest recorded training first; every N-th from the I-th with `part`
+    (I, N). Says how many, and how many were left out and why."""
     from workbench.analysis.reproduce import stale_tables
     from workbench.store import finished_runs
-    from workbench.train.recreate import gpu_needed, vendor_differs
+    from workbench.train.recreate import gpu_needed, simd_beyond, vendor_differs
 
     runs = [r for r in finished_runs(src_store)[0] if set(stale_tables(r)) & set(tables)]
     gpu = [r for r in runs if gpu_needed(r.info, r.id)]
     vendor = [r for r in runs if r not in gpu and vendor_differs(r.info)]
-    fit = sorted((r for r in runs if r not in gpu and r not in vendor),
+    simd = [r for r in runs if r not in gpu and r not in vendor and simd_beyond(r.info)]
+    fit = sorted((r for r in runs if r not in gpu and r not in vendor and r not in simd),
                  key=lambda r: (float(r.info.get("wall_time_s") or 0), r.id))
     ids = [r.id for r in fit][part[0] - 1::part[1]] if part else [r.id for r in fit]
-    left = [f"{len(gpu)} trained on a GPU"] * bool(gpu) + [f"{len(vendor)} on another CPU vendor"] * bool(vendor)
+    left = [f"{len(gpu)} trained on a GPU"] * bool(gpu) + [f"{len(vendor)} on another CPU vendor"] * bool(vendor) + [
+        f"{len(simd)} at a SIMD level above this machine's"] * bool(simd)
     which = "a table" if len(tables) > 1 else f"a {tables[0]} table"
     typer.echo(f"{len(runs)} shipped runs of {src_store.root} hold {which} made before its analysis changed; "
                f"{len(fit)} may be re-trained here bit for bit" + (f", {len(ids)} of them in shard {part[0]}/{part[1]}"

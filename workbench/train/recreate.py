@@ -85,6 +85,19 @@ def vendor_differs(info: dict) -> str | None:
     return None
 
 
+def simd_beyond(info: dict) -> str | None:
+    """Why this machine cannot re-train a shipped CPU run bit for bit though its vendor matches: the run recorded a
+    SIMD level above this machine's (`simd_hold` holds ATen down to a lower level, never up: an AVX-512 run re-trained
+    on an AVX2 machine follows another trajectory); None where the level is not above or not recorded."""
+    import torch
+
+    level, top = recorded_numerics(info).get("cpu_capability"), torch.backends.cpu.get_cpu_capability()
+    if (info.get("device") or "cpu") == "cpu" and level in SIMD_LEVELS and top in SIMD_LEVELS \
+            and SIMD_LEVELS.index(level) > SIMD_LEVELS.index(top):
+        return f"trained at {level}, this machine's kernels reach {top}"
+    return None
+
+
 def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
