@@ -475,6 +475,35 @@ def test_a_held_re_training_ends_with_the_process_that_started_it(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_held_re_training_stopped_by_its_epoch_callback_is_left_interrupted_and_resumable(tmp_path):
+    """`verify --refresh` stops a re-training at its first epoch off the shipped trajectory
+    (`stop_at_first_difference`); held to a lower SIMD level it trains in a child (`_train_held`), which is ended
+    there: its copy reads `interrupted`, with the reason, and resumes."""
+    import os
+
+    import torch
+
+    from workbench.train.recreate import metric_differences, recreate, stop_at_first_difference
+
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("this machine's ATen runs its DEFAULT kernels: there is no lower level to hold a re-run to")
+    env = os.environ | {"PELAB_DATA": str(tmp_path / "data"), "OMP_NUM_THREADS": "1"}
+    _, rid = _shipped_from_default_kernels(tmp_path, env, ["task.n_examples=2500", "train.epochs=6"])
+    shipped = RunStore(tmp_path / "results", readonly=True)
+    rows = shipped.get(rid).metric_rows()
+    rows[0] = rows[0] | {"test_acc": rows[0]["test_acc"] + 0.01}  # as another machine's floats would have it
+    said = []
+    run = recreate(shipped, RunStore(tmp_path / "mine", data_dir=tmp_path / "data"), rid, threads=1, tables=False,
+                   on_epoch=stop_at_first_difference(rows), say=said.append)
+    assert any("held to it" in s for s in said), said
+    assert run.status == "interrupted" and 1 <= len(run.metric_rows()) < 6, (run.status, run.metric_rows())
+    assert run.info["error"].startswith("epoch 1 of 6 is not the shipped run's (|difference| 0.01 in test_acc)")
+    run = recreate(shipped, RunStore(tmp_path / "mine", data_dir=tmp_path / "data"), rid, threads=1, tables=False)
+    assert run.status == "finished"  # resumed held, from the epoch it was stopped at: the shipped run bit for bit
+    assert set(metric_differences(shipped.get(rid).metric_rows(), run.metric_rows()).values()) == {0.0}
+
+
+@pytest.mark.slow
 def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verifies_bit_identically(tmp_path):
     """A CPU run trained at a lower SIMD level than this machine's (here: ATen's DEFAULT kernels, as an AVX2 run
     is on an AVX-512 machine) was re-trained at this machine's level, so its floats followed another trajectory

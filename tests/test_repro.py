@@ -1446,6 +1446,37 @@ def test_verify_refreshes_nothing_unless_the_metrics_are_bit_identical(shipped, 
     assert {p.name: p.read_bytes() for p in (fake / rid).iterdir()} == files
 
 
+def test_verify_refresh_stops_a_retraining_at_its_first_epoch_off_the_shipped_trajectory(shipped, tmp_path,
+                                                                                           monkeypatch):
+    """With --refresh a re-training whose first epoch is not the shipped run's (here: the shipped record moved by
+    1e-3, as another machine's floats would move it) is stopped there, resumable: said, neither verified nor refuted,
+    exit 1, the shipped folder left byte for byte; a second --refresh trains nothing; verify without --refresh
+    trains it on and judges it."""
+    import workbench.store.runstore as runstore
+    from workbench.cli import app
+
+    base, ids = shipped
+    fake, rid, mine = tmp_path / "results", ids[1], tmp_path / "mine"
+    _stale_copy(base, rid, fake)
+    rows = [json.loads(ln) for ln in (fake / rid / "metrics.jsonl").read_text().splitlines()]
+    rows[0]["train_loss"] += 1e-3
+    (fake / rid / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / rid)
+    files = {p.name: p.read_bytes() for p in (fake / rid).iterdir()}
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234")
+    args, env = ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q"], {"PELAB_DATA": str(base / "data")}
+    said = f"{rid}: not refreshed and not judged: epoch 1 of {len(rows)} is not the shipped run's (|difference| 0.001"
+    for _ in range(2):  # the second finds the copy already off the trajectory and trains nothing
+        res = CliRunner().invoke(app, args + ["--refresh", "--tables", "probes"], env=env)
+        assert res.exit_code == 1 and said in res.output, res.output
+        copy = RunStore(mine, readonly=True).get(rid)
+        assert copy.status == "interrupted" and len(copy.metric_rows()) == 1
+    assert {p.name: p.read_bytes() for p in (fake / rid).iterdir()} == files
+    res = CliRunner().invoke(app, args + ["--tables", "none"], env=env)
+    assert "not refreshed" not in res.output and "largest difference is 0.001" in res.output, res.output
+    assert RunStore(mine, readonly=True).get(rid).status == "finished"
+
+
 def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_changed(shipped, tmp_path, monkeypatch):
     """`--stale probes` re-checks the shipped runs whose probes came before the solver changed, of those a CPU of
     this machine's vendor trained, shortest first; `--shard I/N` splits them for N processes; none left: said, exit

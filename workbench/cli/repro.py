@@ -375,12 +375,13 @@ def recreate_cmd(
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
 
-def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool, retrain: bool = False):
+def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool, retrain: bool = False,
+              on_epoch=None):
     """`workbench.train.recreate.recreate` with the CLI's progress bar (its StoreError becomes `error: ...`)."""
     from workbench.train.recreate import recreate
 
     return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain,
-                    say=lambda line: typer.echo(line, err=True))
+                    on_epoch=on_epoch, say=lambda line: typer.echo(line, err=True))
 
 
 def verify_cmd(
@@ -406,7 +407,9 @@ def verify_cmd(
     refresh: bool = typer.Option(False, "--refresh",
                                  help="where a re-training's metrics equal the shipped ones at every epoch, ship the "
                                       "tables recomputed from its weights in place of those made before their "
-                                      "analysis changed (run.json `refreshed` records it); needs a committed tree"),
+                                      "analysis changed (run.json `refreshed` records it); needs a committed tree. "
+                                      "A re-training is stopped at its first epoch before the last that is not "
+                                      "the shipped run's (it cannot refresh anything)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -425,7 +428,8 @@ def verify_cmd(
     --refresh: where the metrics are bit-identical, the tables made before a change of their analysis are replaced
     in the shipped store by the recomputed ones (`workbench compare` then regenerates COMPARISON.md);
     `--stale --refresh` does it for every such run this machine may re-train bit for bit, and resumes (a refreshed
-    run is stale no more)."""
+    run is stale no more). With --refresh a re-training is stopped at its first epoch before the last whose metrics
+    are not the shipped ones (its weights cannot be the shipped run's): said, neither verified nor refuted."""
     import random
 
     from workbench.analysis.reproduce import recheck_names
@@ -482,10 +486,13 @@ def verify_cmd(
             typer.secho(f"{rid}: NOT verified: {e}", fg=typer.colors.RED, err=True)
             verdicts[rid] = False
     if len(ids) > 1:
-        typer.echo(f"{sum(verdicts.values())} of {len(ids)} runs verified" + "".join(
-            f"\n  {rid}: {'verified' if ok else 'NOT verified'}" for rid, ok in verdicts.items()))
+        typer.echo(f"{sum(map(bool, verdicts.values()))} of {len(ids)} runs verified" + "".join(
+            f"\n  {rid}: {_VERDICT[ok]}" for rid, ok in verdicts.items()))
     if not all(verdicts.values()):
         raise typer.Exit(1)
+
+
+_VERDICT = {True: "verified", False: "NOT verified", None: "stopped: not the shipped trajectory, not refreshed"}
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -526,13 +533,15 @@ def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) ->
 
 
 def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int], names: list[str],
-                quiet: bool, refresh: bool = False) -> bool:
+                quiet: bool, refresh: bool = False) -> bool | None:
     """`workbench verify` of one shipped run (see verify_cmd); prints what it compared and its verdict line, and
     returns whether it is verified. `refresh`: where the metrics are bit-identical, the recomputed tables replace
-    those made before their analysis changed, in the shipped store (`store.ship.refresh_tables`)."""
+    those made before their analysis changed, in the shipped store (`store.ship.refresh_tables`); a re-training
+    that leaves the shipped trajectory before its last epoch is stopped there (`stop_at_first_difference`), None."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store.run import numerics_differences, recorded_numerics
-    from workbench.train.recreate import metric_differences, simd_hold
+    from workbench.train.loop import StopTraining
+    from workbench.train.recreate import metric_differences, simd_hold, stop_at_first_difference
 
     src = src_store.get(run_id)  # a damaged shipped run is refused here, naming the file
     retrain, before = False, None
@@ -546,7 +555,16 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                 retrain = True
             else:
                 before = mine.info.get("finished")
-    run = _recreate(src_store, own, run_id, threads, quiet, retrain)
+    check = stop_at_first_difference(src.metric_rows()) if refresh else None
+    if check and own.exists(run_id) and not retrain and own.get(run_id).status not in ("finished", "running"):
+        try:  # an unfinished copy that already left the shipped trajectory is not trained on
+            for row in own.get(run_id).metric_rows():
+                check(own.get(run_id), row)
+        except StopTraining as e:
+            return _not_refreshable(run_id, own, str(e))
+    run = _recreate(src_store, own, run_id, threads, quiet, retrain, on_epoch=check)
+    if check and run.status == "interrupted":
+        return _not_refreshable(run_id, own, str(run.info.get("error") or "stopped"))
     problems = run.trust_problems()
     if problems:  # cannot happen for a training just made; a safeguard, never "verified" unchecked
         typer.secho(f"{run_id}: NOT verified: the re-run's files do not check out: {'; '.join(problems)}",
@@ -591,6 +609,15 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
         return True
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     return False
+
+
+def _not_refreshable(run_id: str, own, why: str) -> None:
+    """`verify --refresh` of a re-training stopped at its first epoch that is not the shipped run's (`why`): said,
+    neither verified nor refuted (None), and how to have it judged."""
+    typer.secho(f"{run_id}: not refreshed and not judged: {why} (this machine's numerics are not the ones it was "
+                f"trained with); `workbench verify {run_id} --root {own.root}` without --refresh trains it on from "
+                "there and judges it by the statistical rule", fg=typer.colors.YELLOW, err=True)
+    return None
 
 
 def _refresh(src_store, src, run, stale: dict, bit_identical: bool) -> None:

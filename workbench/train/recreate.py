@@ -21,9 +21,9 @@ import time
 from typing import Any, Callable
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import numerics_differences, numerics_identity, recorded_numerics
+from workbench.store.run import now_iso, numerics_differences, numerics_identity, recorded_numerics
 
-from .loop import train
+from .loop import StopTraining, train
 from .workers import exit_with_parent
 
 METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
@@ -53,6 +53,26 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
     if [r["epoch"] for r in shipped_rows] != [r["epoch"] for r in rerun_rows]:
         return {"epochs": math.inf}
     return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
+
+
+def stop_at_first_difference(shipped_rows: list[dict]) -> Callable[[Run, dict[str, Any]], None]:
+    """An `on_epoch` for a re-training that is worth only if bit-identical (`workbench verify --refresh`): raises
+    StopTraining at the first epoch, before the shipped run's last, whose metrics are not exactly the shipped ones,
+    saying where and by how much (the run is left `interrupted`, resumable). A last epoch that differs is left to the
+    caller: the run is then finished and judged as any other."""
+    by_epoch = {int(r["epoch"]): r for r in shipped_rows}
+    last = max(by_epoch, default=0)
+
+    def check(run: Run, row: dict[str, Any]) -> None:
+        shipped = by_epoch.get(int(row["epoch"]))
+        if shipped is None or int(row["epoch"]) >= last:
+            return
+        diff = {k: abs(float(row[k]) - float(shipped[k])) for k in METRIC_KEYS}
+        worst = max(diff, key=diff.get)
+        if diff[worst] > 0:
+            raise StopTraining(f"epoch {row['epoch']} of {last} is not the shipped run's (|difference| "
+                               f"{diff[worst]:.3g} in {worst}): stopped there, its weights cannot be the shipped ones")
+    return check
 
 
 def gpu_needed(info: dict, run_id: str) -> str | None:
@@ -203,7 +223,7 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
            "retrain" if retrain else "resume", "progress" if progress else "quiet"]
     errors = tempfile.TemporaryFile("w+")  # not a pipe: nothing reads it while the child runs
     child = subprocess.Popen(cmd, env=os.environ | env, stderr=None if progress else errors, text=True)
-    reported = 0
+    reported, stopped = 0, ""
     try:
         while True:
             done = child.poll() is not None
@@ -216,14 +236,18 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
             if done:
                 break
             time.sleep(0.5)
+    except StopTraining as e:  # `on_epoch` stopped it: the child is ended below, its copy left interrupted
+        stopped = str(e) if child.poll() is None else ""  # (unless it has finished meanwhile: then it stays so)
     finally:
         if child.poll() is None:
             child.terminate()
             child.wait()
+    if stopped:  # as the loop records a StopTraining of its own
+        own.get(run_id).update_info(status="interrupted", interrupted=now_iso(), error=stopped)
     errors.seek(0)
     tail = " ".join(errors.read().strip().splitlines()[-3:])
     errors.close()
-    if child.returncode:
+    if child.returncode and not stopped:
         tail = f"; {tail}" if tail else ""
         raise StoreError(f"the re-training held to {level.upper()} failed (exit status {child.returncode}{tail})",
                          run_id)
