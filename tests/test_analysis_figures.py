@@ -129,6 +129,18 @@ def test_convergence_table(runs):
         experiments.convergence(runs=[])
 
 
+def test_long_frame_is_the_concat_of_a_frame_per_block():
+    """`experiments.long_frame` frames `convergence`'s blocks once: the same frame as a DataFrame a block,
+    concatenated (scalars repeated, lists as rows, a column a block lacks NaN there, the order of first sight)."""
+    blocks = [({"run_id": "a", "seed": 1, "epoch": [1, 2], "value": [0.5, 0.75], "tag": "x"}, 2),
+              ({"run_id": "b", "seed": None, "epoch": [1], "value": [0.25], "chance": 0.1, "tag": None}, 1),
+              ({"run_id": "c", "epoch": [1, 2, 3], "value": [0.0, 0.5, 1.0], "seed": 3, "tag": "y"}, 3)]
+    framed = experiments.long_frame(blocks)
+    pd.testing.assert_frame_equal(framed, pd.concat([pd.DataFrame(b) for b, _ in blocks], ignore_index=True))
+    assert list(framed.columns) == ["run_id", "seed", "epoch", "value", "tag", "chance"]
+    assert framed["chance"].isna().tolist() == [True, True, False, True, True, True]
+
+
 def test_aggregated_ablation_feeds_deposit_and_figures():
     ts = [delta_table([[0.4 + s, 0.0, 0.01, 0.0]]) for s in (0.0, 0.02, -0.02)]
     agg = aggregate_seeds(ts)

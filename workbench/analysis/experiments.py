@@ -168,26 +168,42 @@ def convergence(store=None, runs=None, schemes=None, task=None, baselines: bool 
     run's tag, else the scheme plus its non-default scheme_kwargs.
     With `baselines`, accuracy rows also carry the split's `chance` and `length_only` levels
     (`baselines.run_baselines`, read from the run's dataset; NaN for loss rows and runs without a dataset)."""
-    frames = []
-    for run in _select(store, runs, schemes=schemes, task=task, status=None):
+    blocks = list(_convergence_blocks(_select(store, runs, schemes=schemes, task=task, status=None), baselines))
+    if not blocks:
+        raise NotApplicable("no run with per-epoch metrics matched; train some runs first (`workbench train`)")
+    return long_frame(blocks)
+
+
+def _convergence_blocks(runs, baselines: bool):
+    """`convergence`'s rows as (columns, n) blocks, one a run, split and metric: meta scalars and per-epoch lists."""
+    for run in runs:
         m = run.metrics()
         if m.empty:
             continue
         meta = _meta(run)
-        label = meta["variant"]
         bl = run_baselines(run) if baselines else None
         bl = bl.set_index("split") if bl is not None else None
+        epochs = m["epoch"].astype(int).tolist()
         for split in ("train", "test"):
             for metric, col in (("accuracy", f"{split}_acc"), ("loss", f"{split}_loss")):
                 if col not in m.columns:
                     continue
                 ref = {k: (float(bl.loc[split, k]) if bl is not None and metric == "accuracy" else np.nan)
                        for k in ("chance", "length_only")}
-                frames.append(pd.DataFrame({**meta, "label": label, "epoch": m["epoch"].astype(int), "split": split,
-                                            "metric": metric, "value": m[col].astype(float), **ref}))
-    if not frames:
-        raise NotApplicable("no run with per-epoch metrics matched; train some runs first (`workbench train`)")
-    return pd.concat(frames, ignore_index=True)
+                yield ({**meta, "label": meta["variant"], "epoch": epochs, "split": split, "metric": metric,
+                        "value": m[col].astype(float).tolist(), **ref}, len(epochs))
+
+
+def long_frame(blocks: list[tuple[dict[str, Any], int]]) -> pd.DataFrame:
+    """One frame of (columns, n) blocks, framed once: a list is a block's n values, a scalar is repeated n times, a
+    column a block lacks is NaN there, a column holding None keeps it (object): the frame pd.concat of a frame a block
+    gives, which took 20 ms a run's four blocks over the shipped store's runs (benchmarks/bench_convergence.py)."""
+    def column(k):
+        values = [x for block, n in blocks for x in (
+            block[k] if isinstance(block.get(k), list) else [block.get(k, np.nan)] * n)]
+        return pd.Series(values, dtype=object) if any(v is None for v in values) else values  # None kept, as concat
+
+    return pd.DataFrame({k: column(k) for k in dict.fromkeys(k for block, _ in blocks for k in block)})
 
 
 def _per_run(table: str, rows, hint: str, store=None, runs=None, schemes=None, task=None) -> pd.DataFrame:
