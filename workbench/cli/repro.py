@@ -556,10 +556,11 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
             else:
                 before = mine.info.get("finished")
     check = stop_at_first_difference(src.metric_rows()) if refresh else None
-    if check and own.exists(run_id) and not retrain and own.get(run_id).status not in ("finished", "running"):
+    copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
+    if copy is not None and copy.status not in ("finished", "running"):
         try:  # an unfinished copy that already left the shipped trajectory is not trained on
-            for row in own.get(run_id).metric_rows():
-                check(own.get(run_id), row)
+            for row in copy.metric_rows():
+                check(copy, row)
         except StopTraining as e:
             return _not_refreshable(run_id, own, str(e))
     run = _recreate(src_store, own, run_id, threads, quiet, retrain, on_epoch=check)

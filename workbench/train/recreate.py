@@ -67,7 +67,7 @@ def stop_at_first_difference(shipped_rows: list[dict]) -> Callable[[Run, dict[st
         shipped = by_epoch.get(int(row["epoch"]))
         if shipped is None or int(row["epoch"]) >= last:
             return
-        diff = {k: abs(float(row[k]) - float(shipped[k])) for k in METRIC_KEYS}
+        diff = metric_differences([shipped], [row])
         worst = max(diff, key=diff.get)
         if diff[worst] > 0:
             raise StopTraining(f"epoch {row['epoch']} of {last} is not the shipped run's (|difference| "
