@@ -1477,6 +1477,41 @@ def test_verify_refresh_stops_a_retraining_at_its_first_epoch_off_the_shipped_tr
     assert RunStore(mine, readonly=True).get(rid).status == "finished"
 
 
+def test_verify_epochs_compares_only_the_first_epochs_and_leaves_the_copy_to_resume(shipped, tmp_path):
+    """`verify --epochs N`: the first N epochs re-trained and compared bit for bit (exit 0, not a verdict on the
+    run), the copy left interrupted and used as it is the next time; a first epoch off the shipped one is said and
+    exits 1; N at least the run's epochs is a whole verify; with --refresh it is refused before anything trains."""
+    import shutil
+
+    from workbench.cli import app
+
+    base, ids = shipped
+    rid, env, mine = ids[0], {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
+    args = ["verify", rid, "--shipped", str(base / "results"), "--root", str(mine), "-q", "--tables", "none"]
+    res = CliRunner().invoke(app, args + ["--epochs", "1"], env=env)
+    assert res.exit_code == 0, res.output
+    assert f"{rid}: its first 1 of 2 epochs are the shipped run's bit for bit (re-trained just now" in res.output
+    copy = RunStore(mine, readonly=True).get(rid)
+    assert copy.status == "interrupted" and len(copy.metric_rows()) == 1
+    res = CliRunner().invoke(app, args + ["--epochs", "1"], env=env)
+    assert res.exit_code == 0 and f"epochs are the shipped run's bit for bit (your copy in {mine})" in res.output
+    res = CliRunner().invoke(app, args + ["--epochs", "2"], env=env)  # all of them: the whole verify, resumed
+    assert res.exit_code == 0 and f"{rid}: verified (bit-identical" in res.output, res.output
+
+    fake = tmp_path / "results"
+    shutil.copytree(base / "results" / rid, fake / rid)
+    rows = [json.loads(ln) for ln in (fake / rid / "metrics.jsonl").read_text().splitlines()]
+    rows[0]["test_acc"] += 0.25
+    (fake / rid / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / rid)
+    other = ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "other"), "-q", "--epochs", "1"]
+    res = CliRunner().invoke(app, other, env=env)
+    assert res.exit_code == 1 and f"{rid}: epoch 1 of 2 is not the shipped run's (|difference| 0.25 in test_acc; " \
+        "re-trained just now" in res.output, res.output
+    res = CliRunner().invoke(app, other + ["--refresh"], env=env)
+    assert res.exit_code != 0 and "drop --epochs or --refresh" in res.output
+
+
 def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_changed(shipped, tmp_path, monkeypatch):
     """`--stale probes` re-checks the shipped runs whose probes came before the solver changed, of those a CPU of
     this machine's vendor trained, shortest first; `--shard I/N` splits them for N processes; none left: said, exit

@@ -410,6 +410,11 @@ def verify_cmd(
                                       "analysis changed (run.json `refreshed` records it); needs a committed tree. "
                                       "A re-training is stopped at its first epoch before the last that is not "
                                       "the shipped run's (it cannot refresh anything)"),
+    epochs: Optional[int] = typer.Option(None, "--epochs", min=1,
+                                         help="re-train only the first N epochs and compare them with the shipped "
+                                              "ones bit for bit: in minutes, whether this machine reproduces the "
+                                              "shipped floats (no verdict on the run, no table compared; the copy "
+                                              "is left for a later verify to train on)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
 ) -> None:
@@ -429,7 +434,10 @@ def verify_cmd(
     in the shipped store by the recomputed ones (`workbench compare` then regenerates COMPARISON.md);
     `--stale --refresh` does it for every such run this machine may re-train bit for bit, and resumes (a refreshed
     run is stale no more). With --refresh a re-training is stopped at its first epoch before the last whose metrics
-    are not the shipped ones (its weights cannot be the shipped run's): said, neither verified nor refuted."""
+    are not the shipped ones (its weights cannot be the shipped run's): said, neither verified nor refuted.
+
+    --epochs N: only the first N epochs, each compared bit for bit, stopping at the first that differs; exit 0 when
+    all N are the shipped ones (`verify --sample 5 --epochs 1`: does this machine reproduce the shipped floats?)."""
     import random
 
     from workbench.analysis.reproduce import recheck_names
@@ -445,6 +453,9 @@ def verify_cmd(
         _fail(str(e))
     if shard and not stale:
         _fail("--shard I/N splits the runs --stale selects; add --stale")
+    if epochs and refresh:
+        _fail("--epochs re-trains only the first epochs, whose weights no table is made from: drop --epochs or "
+              "--refresh")
     if refresh and code_version().endswith("-dirty"):
         _fail(f"--refresh records the code that made each table, and this tree has uncommitted changes "
               f"({code_version()}): commit or stash them first (or run it from a clean checkout)")
@@ -479,20 +490,21 @@ def verify_cmd(
         if len(ids) > 1:
             typer.echo(f"-- {rid} ({i} of {len(ids)}, {time.strftime('%H:%M:%S')})")
         try:
-            verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet, refresh)
+            verdicts[rid] = _verify_one(src_store, own, rid, tol, threads, names, quiet, refresh, epochs)
         except StoreError as e:  # e.g. your store holds a plain copy of it: said, and the next run goes on
             if len(ids) == 1:
                 raise
             typer.secho(f"{rid}: NOT verified: {e}", fg=typer.colors.RED, err=True)
             verdicts[rid] = False
     if len(ids) > 1:
-        typer.echo(f"{sum(map(bool, verdicts.values()))} of {len(ids)} runs verified" + "".join(
+        typer.echo(f"{sum(v is True for v in verdicts.values())} of {len(ids)} runs verified" + "".join(
             f"\n  {rid}: {_VERDICT[ok]}" for rid, ok in verdicts.items()))
     if not all(verdicts.values()):
         raise typer.Exit(1)
 
 
-_VERDICT = {True: "verified", False: "NOT verified", None: "stopped: not the shipped trajectory, not refreshed"}
+_VERDICT = {True: "verified", False: "NOT verified", None: "stopped: off the shipped trajectory, not judged",
+            "epochs": "its first epochs bit-identical, not judged whole"}
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -533,11 +545,12 @@ def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) ->
 
 
 def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int], names: list[str],
-                quiet: bool, refresh: bool = False) -> bool | None:
+                quiet: bool, refresh: bool = False, epochs: Optional[int] = None) -> bool | str | None:
     """`workbench verify` of one shipped run (see verify_cmd); prints what it compared and its verdict line, and
     returns whether it is verified. `refresh`: where the metrics are bit-identical, the recomputed tables replace
     those made before their analysis changed, in the shipped store (`store.ship.refresh_tables`); a re-training
-    that leaves the shipped trajectory before its last epoch is stopped there (`stop_at_first_difference`), None."""
+    that leaves the shipped trajectory before its last epoch is stopped there (`stop_at_first_difference`), None.
+    `epochs` below the run's: only those (`_first_epochs`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store.run import numerics_differences, recorded_numerics
     from workbench.train.loop import StopTraining
@@ -555,6 +568,8 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                 retrain = True
             else:
                 before = mine.info.get("finished")
+    if epochs and epochs < len(src.metric_rows()):
+        return _first_epochs(src_store, own, src, epochs, threads, quiet, retrain)
     check = stop_at_first_difference(src.metric_rows()) if refresh else None
     copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
     if copy is not None and copy.status not in ("finished", "running"):
@@ -610,6 +625,43 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
         return True
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     return False
+
+
+def _first_epochs(src_store, own, src, epochs: int, threads: Optional[int], quiet: bool,
+                  retrain: bool) -> str | None:
+    """`verify --epochs N` of one run: its first N epochs from your copy where it has them (or already left the
+    shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to resume), each compared
+    with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first that is not."""
+    from workbench.train.recreate import metric_differences, stop_at_first_difference
+
+    shipped = {int(r["epoch"]): r for r in src.metric_rows()}
+
+    def first_off(rows):  # (epoch, metric, |difference|) of the first epoch that is not the shipped one, or None
+        for row in rows:
+            d = metric_differences([shipped[int(row["epoch"])]], [row])
+            worst = max(d, key=d.get)
+            if d[worst] > 0:
+                return int(row["epoch"]), worst, d[worst]
+        return None
+
+    copy = own.get(src.id) if own.exists(src.id) and not retrain else None
+    rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" else []
+    how = f"your copy in {own.root}"
+    if len(rows) < epochs and first_off(rows) is None:
+        run = _recreate(src_store, own, src.id, threads, quiet, retrain,
+                        on_epoch=stop_at_first_difference(src.metric_rows(), epochs))
+        rows, how = run.metric_rows()[:epochs], f"re-trained just now into {own.root}"
+    off = first_off(rows)
+    if off:
+        typer.secho(f"{src.id}: epoch {off[0]} of {len(shipped)} is not the shipped run's (|difference| {off[2]:.3g} "
+                    f"in {off[1]}; {how}): this machine's numerics are not the ones it was trained with, so it "
+                    f"cannot re-train it bit for bit; `workbench verify {src.id} --root {own.root}` without --epochs "
+                    "trains it on and judges it by the statistical rule", fg=typer.colors.YELLOW, err=True)
+        return None
+    typer.echo(f"{src.id}: its first {len(rows)} of {len(shipped)} epochs are the shipped run's bit for bit ({how}): "
+               f"this machine reproduces its floats so far; not judged whole (`workbench verify {src.id} --root "
+               f"{own.root}` trains it on from there and judges it)")
+    return "epochs"
 
 
 def _not_refreshable(run_id: str, own, why: str) -> None:
