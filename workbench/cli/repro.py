@@ -632,26 +632,17 @@ def _first_epochs(src_store, own, src, epochs: int, threads: Optional[int], quie
     """`verify --epochs N` of one run: its first N epochs from your copy where it has them (or already left the
     shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to resume), each compared
     with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first that is not."""
-    from workbench.train.recreate import metric_differences, stop_at_first_difference
+    from workbench.train.recreate import first_difference, stop_at_first_difference
 
-    shipped = {int(r["epoch"]): r for r in src.metric_rows()}
-
-    def first_off(rows):  # (epoch, metric, |difference|) of the first epoch that is not the shipped one, or None
-        for row in rows:
-            d = metric_differences([shipped[int(row["epoch"])]], [row])
-            worst = max(d, key=d.get)
-            if d[worst] > 0:
-                return int(row["epoch"]), worst, d[worst]
-        return None
-
+    shipped = src.metric_rows()
     copy = own.get(src.id) if own.exists(src.id) and not retrain else None
     rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" else []
     how = f"your copy in {own.root}"
-    if len(rows) < epochs and first_off(rows) is None:
+    if len(rows) < epochs and first_difference(shipped, rows) is None:
         run = _recreate(src_store, own, src.id, threads, quiet, retrain,
-                        on_epoch=stop_at_first_difference(src.metric_rows(), epochs))
+                        on_epoch=stop_at_first_difference(shipped, epochs))
         rows, how = run.metric_rows()[:epochs], f"re-trained just now into {own.root}"
-    off = first_off(rows)
+    off = first_difference(shipped, rows)
     if off:
         typer.secho(f"{src.id}: epoch {off[0]} of {len(shipped)} is not the shipped run's (|difference| {off[2]:.3g} "
                     f"in {off[1]}; {how}): this machine's numerics are not the ones it was trained with, so it "

@@ -55,24 +55,36 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
     return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
 
 
+def first_difference(shipped_rows: list[dict], rows: list[dict]) -> tuple[int, str, float] | None:
+    """(epoch, metric, |difference|) of the first of `rows` whose metrics are not exactly the shipped run's at that
+    epoch (an epoch the shipped run lacks: metric "epochs", inf), or None where every one is."""
+    shipped = {int(r["epoch"]): r for r in shipped_rows}
+    for row in rows:
+        epoch = int(row["epoch"])
+        diff = metric_differences([shipped[epoch]], [row]) if epoch in shipped else {"epochs": math.inf}
+        worst = max(diff, key=diff.get)
+        if diff[worst] > 0:
+            return epoch, worst, diff[worst]
+    return None
+
+
 def stop_at_first_difference(shipped_rows: list[dict],
                              upto: int | None = None) -> Callable[[Run, dict[str, Any]], None]:
     """An `on_epoch` for a re-training that is worth only if bit-identical (`workbench verify --refresh`, `--epochs`):
     raises StopTraining at the first epoch, before the shipped run's last, whose metrics are not exactly the shipped
-    ones, saying where and by how much, and with `upto` after that many equal epochs (the run is left `interrupted`,
-    resumable). A last epoch that differs is left to the caller: the run is then finished and judged as any other."""
-    by_epoch = {int(r["epoch"]): r for r in shipped_rows}
-    last = max(by_epoch, default=0)
+    ones (`first_difference`), saying where and by how much, and with `upto` after that many equal epochs (the run is
+    left `interrupted`, resumable). A last epoch that differs is left to the caller: the run is then finished and
+    judged as any other."""
+    last = max((int(r["epoch"]) for r in shipped_rows), default=0)
 
     def check(run: Run, row: dict[str, Any]) -> None:
-        shipped, epoch = by_epoch.get(int(row["epoch"])), int(row["epoch"])
-        if shipped is None or epoch >= last:
+        epoch = int(row["epoch"])
+        if epoch >= last:
             return
-        diff = metric_differences([shipped], [row])
-        worst = max(diff, key=diff.get)
-        if diff[worst] > 0:
-            raise StopTraining(f"epoch {epoch} of {last} is not the shipped run's (|difference| "
-                               f"{diff[worst]:.3g} in {worst}): stopped there, its weights cannot be the shipped ones")
+        off = first_difference(shipped_rows, [row])
+        if off:
+            raise StopTraining(f"epoch {epoch} of {last} is not the shipped run's (|difference| {off[2]:.3g} in "
+                               f"{off[1]}): stopped there, its weights cannot be the shipped ones")
         if upto is not None and epoch >= upto:
             raise StopTraining(f"stopped after epoch {epoch} of {last}: the first {epoch} equal the shipped run's")
     return check
