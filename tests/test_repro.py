@@ -1490,11 +1490,11 @@ def test_verify_epochs_compares_only_the_first_epochs_and_leaves_the_copy_to_res
     args = ["verify", rid, "--shipped", str(base / "results"), "--root", str(mine), "-q", "--tables", "none"]
     res = CliRunner().invoke(app, args + ["--epochs", "1"], env=env)
     assert res.exit_code == 0, res.output
-    assert f"{rid}: its first 1 of 2 epochs are the shipped run's bit for bit (re-trained just now" in res.output
+    assert f"{rid}: its first epoch of 2 is the shipped run's bit for bit (re-trained just now" in res.output
     copy = RunStore(mine, readonly=True).get(rid)
     assert copy.status == "interrupted" and len(copy.metric_rows()) == 1
     res = CliRunner().invoke(app, args + ["--epochs", "1"], env=env)
-    assert res.exit_code == 0 and f"epochs are the shipped run's bit for bit (your copy in {mine})" in res.output
+    assert res.exit_code == 0 and f"is the shipped run's bit for bit (your copy in {mine})" in res.output
     res = CliRunner().invoke(app, args + ["--epochs", "2"], env=env)  # all of them: the whole verify, resumed
     assert res.exit_code == 0 and f"{rid}: verified (bit-identical" in res.output, res.output
 

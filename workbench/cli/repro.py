@@ -649,9 +649,10 @@ def _first_epochs(src_store, own, src, epochs: int, threads: Optional[int], quie
                     f"cannot re-train it bit for bit; `workbench verify {src.id} --root {own.root}` without --epochs "
                     "trains it on and judges it by the statistical rule", fg=typer.colors.YELLOW, err=True)
         return None
-    typer.echo(f"{src.id}: its first {len(rows)} of {len(shipped)} epochs are the shipped run's bit for bit ({how}): "
-               f"this machine reproduces its floats so far; not judged whole (`workbench verify {src.id} --root "
-               f"{own.root}` trains it on from there and judges it)")
+    first = "its first epoch" if len(rows) == 1 else f"its first {len(rows)} epochs"
+    typer.echo(f"{src.id}: {first} of {len(shipped)} {'is' if len(rows) == 1 else 'are'} the shipped run's bit for "
+               f"bit ({how}): this machine reproduces its floats so far; not judged whole (`workbench verify "
+               f"{src.id} --root {own.root}` trains it on from there and judges it)")
     return "epochs"
 
 
