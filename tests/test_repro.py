@@ -1497,6 +1497,10 @@ def test_verify_epochs_compares_only_the_first_epochs_and_leaves_the_copy_to_res
     assert res.exit_code == 0 and f"is the shipped run's bit for bit (your copy in {mine})" in res.output
     res = CliRunner().invoke(app, args + ["--epochs", "2"], env=env)  # all of them: the whole verify, resumed
     assert res.exit_code == 0 and f"{rid}: verified (bit-identical" in res.output, res.output
+    res = CliRunner().invoke(app, args + [ids[2], "--epochs", "1"], env=env)  # the finished copy's first epoch read
+    assert res.exit_code == 0 and res.output.rstrip().endswith(
+        f"0 of 2 runs verified, 2 with their first epochs bit-identical\n  {rid}: its first epochs bit-identical, "
+        f"not judged whole\n  {ids[2]}: its first epochs bit-identical, not judged whole"), res.output
 
     fake = tmp_path / "results"
     shutil.copytree(base / "results" / rid, fake / rid)

@@ -497,7 +497,9 @@ def verify_cmd(
             typer.secho(f"{rid}: NOT verified: {e}", fg=typer.colors.RED, err=True)
             verdicts[rid] = False
     if len(ids) > 1:
-        typer.echo(f"{sum(v is True for v in verdicts.values())} of {len(ids)} runs verified" + "".join(
+        first = sum(v == "epochs" for v in verdicts.values())
+        typer.echo(f"{sum(v is True for v in verdicts.values())} of {len(ids)} runs verified"
+                   + (f", {first} with their first epochs bit-identical" if first else "") + "".join(
             f"\n  {rid}: {_VERDICT[ok]}" for rid, ok in verdicts.items()))
     if not all(verdicts.values()):
         raise typer.Exit(1)
