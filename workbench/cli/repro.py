@@ -570,9 +570,10 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                 retrain = True
             else:
                 before = mine.info.get("finished")
-    if epochs and epochs < len(src.metric_rows()):
-        return _first_epochs(src_store, own, src, epochs, threads, quiet, retrain)
-    check = stop_at_first_difference(src.metric_rows()) if refresh else None
+    shipped_rows = src.metric_rows()  # read once: the epoch checks and the comparison below
+    if epochs and epochs < len(shipped_rows):
+        return _first_epochs(src_store, own, src, shipped_rows, epochs, threads, quiet, retrain)
+    check = stop_at_first_difference(shipped_rows) if refresh else None
     copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
     if copy is not None and copy.status not in ("finished", "running"):
         try:  # an unfinished copy that already left the shipped trajectory is not trained on
@@ -589,7 +590,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                     fg=typer.colors.RED, err=True)
         return False
     how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"
-    diff = metric_differences(src.metric_rows(), run.metric_rows())
+    diff = metric_differences(shipped_rows, run.metric_rows())
     worst = max(diff.values()) if diff else math.inf
     for key, d in diff.items():
         typer.echo(f"{key}: max |shipped - re-run| = {d:.3g}")
@@ -629,14 +630,14 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     return False
 
 
-def _first_epochs(src_store, own, src, epochs: int, threads: Optional[int], quiet: bool,
+def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads: Optional[int], quiet: bool,
                   retrain: bool) -> str | None:
-    """`verify --epochs N` of one run: its first N epochs from your copy where it has them (or already left the
-    shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to resume), each compared
-    with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first that is not."""
+    """`verify --epochs N` of one run (`shipped`: its metric rows): its first N epochs from your copy where it has
+    them (or already left the shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to
+    resume), each compared with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first
+    that is not."""
     from workbench.train.recreate import first_difference, stop_at_first_difference
 
-    shipped = src.metric_rows()
     copy = own.get(src.id) if own.exists(src.id) and not retrain else None
     rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" else []
     how = f"your copy in {own.root}"
