@@ -555,8 +555,8 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     `epochs` below the run's: only those (`_first_epochs`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store.run import numerics_differences, recorded_numerics
-    from workbench.train.loop import StopTraining
-    from workbench.train.recreate import metric_differences, simd_hold, stop_at_first_difference
+    from workbench.train.recreate import (first_difference, metric_differences, said_difference, simd_hold,
+                                          stop_at_first_difference)
 
     src = src_store.get(run_id)  # a damaged shipped run is refused here, naming the file
     retrain, before = False, None
@@ -575,12 +575,12 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
         return _first_epochs(src_store, own, src, shipped_rows, epochs, threads, quiet, retrain)
     check = stop_at_first_difference(shipped_rows) if refresh else None
     copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
-    if copy is not None and copy.status not in ("finished", "running"):
-        try:  # an unfinished copy that already left the shipped trajectory is not trained on
-            for row in copy.metric_rows():
-                check(copy, row)
-        except StopTraining as e:
-            return _not_refreshable(run_id, own, str(e))
+    if copy is not None and copy.status not in ("finished", "running"):  # one already off the trajectory: not
+        last = len(shipped_rows)                                          # trained on
+        off = first_difference(shipped_rows, [r for r in copy.metric_rows() if int(r["epoch"]) < last])
+        if off:
+            return _not_refreshable(run_id, own, f"{said_difference(off, last)}: your copy left the shipped run's "
+                                                 "trajectory there, its weights cannot be the shipped ones")
     run = _recreate(src_store, own, run_id, threads, quiet, retrain, on_epoch=check)
     if check and run.status == "interrupted":
         return _not_refreshable(run_id, own, str(run.info.get("error") or "stopped"))
@@ -636,7 +636,7 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
     them (or already left the shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to
     resume), each compared with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first
     that is not."""
-    from workbench.train.recreate import first_difference, stop_at_first_difference
+    from workbench.train.recreate import first_difference, said_difference, stop_at_first_difference
 
     copy = own.get(src.id) if own.exists(src.id) and not retrain else None
     rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" else []
@@ -647,8 +647,7 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
         rows, how = run.metric_rows()[:epochs], f"re-trained just now into {own.root}"
     off = first_difference(shipped, rows)
     if off:
-        typer.secho(f"{src.id}: epoch {off[0]} of {len(shipped)} is not the shipped run's (|difference| {off[2]:.3g} "
-                    f"in {off[1]}; {how}): this machine's numerics are not the ones it was trained with, so it "
+        typer.secho(f"{src.id}: {said_difference(off, len(shipped))} ({how}): this machine's numerics are not the ones it was trained with, so it "
                     f"cannot re-train it bit for bit; `workbench verify {src.id} --root {own.root}` without --epochs "
                     "trains it on and judges it by the statistical rule", fg=typer.colors.YELLOW, err=True)
         return None

@@ -68,6 +68,12 @@ def first_difference(shipped_rows: list[dict], rows: list[dict]) -> tuple[int, s
     return None
 
 
+def said_difference(off: tuple[int, str, float], last: int) -> str:
+    """`first_difference`'s (epoch, metric, |difference|) in words: "epoch 1 of 3 is not the shipped run's
+    (|difference| 0.0206 in train_loss)"; `last`: the shipped run's epochs."""
+    return f"epoch {off[0]} of {last} is not the shipped run's (|difference| {off[2]:.3g} in {off[1]})"
+
+
 def stop_at_first_difference(shipped_rows: list[dict],
                              upto: int | None = None) -> Callable[[Run, dict[str, Any]], None]:
     """An `on_epoch` for a re-training that is worth only if bit-identical (`workbench verify --refresh`, `--epochs`):
@@ -83,8 +89,7 @@ def stop_at_first_difference(shipped_rows: list[dict],
             return
         off = first_difference(shipped_rows, [row])
         if off:
-            raise StopTraining(f"epoch {epoch} of {last} is not the shipped run's (|difference| {off[2]:.3g} in "
-                               f"{off[1]}): stopped there, its weights cannot be the shipped ones")
+            raise StopTraining(f"{said_difference(off, last)}: stopped there, its weights cannot be the shipped ones")
         if upto is not None and epoch >= upto:
             raise StopTraining(f"stopped after epoch {epoch} of {last}: the first {epoch} equal the shipped run's")
     return check

@@ -98,9 +98,6 @@ def _row_settled(r) -> bool:
 # The outcomes of a claim row. Only the first three test the paper; the others say why the runs cannot.
 TESTS = ("reproduced", "mixed", "not reproduced")
 # A comparison the runs cannot rank: both sides at the ceiling, or their difference within the seeds' spread.
-
-
-# A comparison the runs cannot rank: both sides at the ceiling, or their difference within the seeds' spread.
 UNRANKED = ("inconclusive (ceiling)", "inconclusive (within seed spread)")
 
 
