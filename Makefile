@@ -29,8 +29,10 @@ browser:
 	   || echo "warning: could not install chromium; browser tests will be skipped" )
 
 # TEST_WORKERS pytest processes (pytest-xdist), each given whole files, the slow ones first (tests/conftest.py);
-# TEST_WORKERS=0 runs them in this process, one at a time.
-TEST_WORKERS ?= 2
+# TEST_WORKERS=0 runs them in this process, one at a time. Three on 2 cores: many tests wait on a browser, a child
+# process or a server, and a third worker fills those waits (measured on a 2-core AMD EPYC: 2 workers about 12 min,
+# 3 about 10.6, 4 about 11.2; benchmarks/measured/cpu-suite-2026-12-05).
+TEST_WORKERS ?= 3
 test: $(STAMP) browser
 	$(PY) -m workbench check results/repro
 	$(PY) -m workbench check results/paper

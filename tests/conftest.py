@@ -12,8 +12,8 @@ if not torch.cuda.is_available():  # Triton kernels (model/triton_attention.py) 
 def pytest_collection_modifyitems(config, items):
     """`@pytest.mark.gpu` tests need CUDA: skipped, with the reason, on a machine without it. Then the files
     holding `@pytest.mark.slow` tests (those of 10 s or more) go first, most such tests first: `make test` deals
-    whole files to its workers in this order (`-n 2 --dist loadfile --no-loadscope-reorder`), so a long file does
-    not start last while the other worker idles."""
+    whole files to its workers in this order (`-n 3 --dist loadfile --no-loadscope-reorder`), so a long file does
+    not start last while the other workers idle."""
     if not torch.cuda.is_available():
         skip = pytest.mark.skip(reason="needs CUDA (a `gpu` test); this machine has none")
         for item in items:
