@@ -575,8 +575,8 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
         return _first_epochs(src_store, own, src, shipped_rows, epochs, threads, quiet, retrain)
     check = stop_at_first_difference(shipped_rows) if refresh else None
     copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
-    if copy is not None and copy.status not in ("finished", "running"):  # one already off the trajectory: not
-        last = len(shipped_rows)                                          # trained on
+    if copy is not None and copy.status not in ("finished", "running"):  # not trained on once off the trajectory
+        last = len(shipped_rows)
         off = first_difference(shipped_rows, [r for r in copy.metric_rows() if int(r["epoch"]) < last])
         if off:
             return _not_refreshable(run_id, own, f"{said_difference(off, last)}: your copy left the shipped run's "
@@ -647,9 +647,10 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
         rows, how = run.metric_rows()[:epochs], f"re-trained just now into {own.root}"
     off = first_difference(shipped, rows)
     if off:
-        typer.secho(f"{src.id}: {said_difference(off, len(shipped))} ({how}): this machine's numerics are not the ones it was trained with, so it "
-                    f"cannot re-train it bit for bit; `workbench verify {src.id} --root {own.root}` without --epochs "
-                    "trains it on and judges it by the statistical rule", fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"{src.id}: {said_difference(off, len(shipped))} ({how}): this machine's numerics are not the "
+                    f"ones it was trained with, so it cannot re-train it bit for bit; `workbench verify {src.id} "
+                    f"--root {own.root}` without --epochs trains it on and judges it by the statistical rule",
+                    fg=typer.colors.YELLOW, err=True)
         return None
     first = "its first epoch" if len(rows) == 1 else f"its first {len(rows)} epochs"
     typer.echo(f"{src.id}: {first} of {len(shipped)} {'is' if len(rows) == 1 else 'are'} the shipped run's bit for "
