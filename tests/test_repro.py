@@ -1466,9 +1466,10 @@ def test_verify_refresh_stops_a_retraining_at_its_first_epoch_off_the_shipped_tr
     monkeypatch.setattr(runstore, "code_version", lambda: "abc1234")
     args, env = ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q"], {"PELAB_DATA": str(base / "data")}
     said = f"{rid}: not refreshed and not judged: epoch 1 of {len(rows)} is not the shipped run's (|difference| 0.001"
-    for how in ("stopped there", "your copy left the shipped run's trajectory there"):  # the second finds the
-        res = CliRunner().invoke(app, args + ["--refresh", "--tables", "probes"], env=env)  # copy already off the
-        assert res.exit_code == 1 and said in res.output and how in res.output, res.output  # trajectory: no training
+    # the first re-training is stopped; the second finds the copy already off the trajectory and trains nothing
+    for how in ("stopped there", "your copy left the shipped run's trajectory there"):
+        res = CliRunner().invoke(app, args + ["--refresh", "--tables", "probes"], env=env)
+        assert res.exit_code == 1 and said in res.output and how in res.output, res.output
         copy = RunStore(mine, readonly=True).get(rid)
         assert copy.status == "interrupted" and len(copy.metric_rows()) == 1
     assert {p.name: p.read_bytes() for p in (fake / rid).iterdir()} == files
