@@ -22,7 +22,8 @@ def quiet(msg):
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray", reason="the Ray engine needs the extra: pip install 'pe-lab[ray]'")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False,
+             _system_config={"worker_niceness": 0})
     yield ray
     ray.shutdown()
 

@@ -697,9 +697,25 @@ def test_causal_claims_leave_out_a_dla_vote_on_the_mean_margin():
     assert row.result == "mixed"
 
 
+@pytest.fixture(scope="module")
+def judged():
+    """`base_claims` of a repository store, judged once in this module: `workbench compare --readme` writes the
+    shipped COMPARISON.md and the README's block from one judging, and their tests below read one too."""
+    from workbench.analysis.claims import base_claims
+    from workbench.train.presets import LADDER
+
+    memo = {}
+
+    def of(store):
+        if store.root not in memo:
+            memo[store.root] = base_claims(store, run_table(store), LADDER)
+        return memo[store.root]
+    return of
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["repro", "paper"])
-def test_the_shipped_comparison_is_what_its_tables_give(name):
+def test_the_shipped_comparison_is_what_its_tables_give(name, judged):
     """results/repro/COMPARISON.md (and results/paper's, the GPU runs') in the repository is exactly what
     `workbench compare results/<name>` writes (its default grids: grids/paper.toml for the paper store)."""
     from workbench.cli.repro import PENDING_GRIDS
@@ -713,7 +729,8 @@ def test_the_shipped_comparison_is_what_its_tables_give(name):
     store = RunStore(shipped, readonly=True)
     grids = [reproduction_grid("paper")] if name == "paper" else PENDING_GRIDS
     pending = [line for g in grids for line in pending_points(store, repo / g)]
-    text, want = comparison_markdown(store, pending=pending or None), (shipped / "COMPARISON.md").read_text()
+    text, want = comparison_markdown(store, pending=pending or None, judged=judged(store)), \
+        (shipped / "COMPARISON.md").read_text()
     if not registration_commits():  # a shallow clone or an export: the rules' commits cannot be read here
         text, want = (re.sub(r"`[0-9a-f]{7}` \(\d{4}-\d\d-\d\d\)|registered \S+ \(no git history here\)", "COMMIT", t)
                       for t in (text, want))
@@ -721,7 +738,7 @@ def test_the_shipped_comparison_is_what_its_tables_give(name):
 
 
 @pytest.mark.slow
-def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
+def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget(judged):
     """The repository's results/repro: every run finished, no weights, under the issue's 30 MB; the README's findings
     block is what `make study`'s `workbench compare --readme README.md --figure docs/img/findings_table1.png
     --study-figure docs/img/findings_study.png` writes from it."""
@@ -739,7 +756,7 @@ def test_the_shipped_store_and_the_readme_block_are_current_and_within_budget():
     readme = (repo / "README.md").read_text()
     block = readme[readme.index(README_START):readme.index(README_END) + len(README_END)]
     assert block.strip() == readme_block(store, "docs/img/findings_table1.png", "results/repro",
-                                         study_figure="docs/img/findings_study.png").strip()
+                                         study_figure="docs/img/findings_study.png", judged=judged(store)).strip()
 
 
 @pytest.mark.parametrize("task", ["trigger-distance", "trigger-count"])

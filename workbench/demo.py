@@ -4,8 +4,9 @@
    (results/repro, no training needed);
 2. meanwhile, in a background process (`nice`): generate both datasets, train `grids/demo.toml` (RoPE, NoPE and
    MLA on Task 1, RoPE on Task 2: the deposit, its absence and MLA's) two runs at a time (`WORKERS` processes, one
-   thread each), skipping finished runs; run the fast analyses (`FIRST`) on every run, two runs at a time, and
-   write a first `runs/report.html` + `runs/summary.json`; then the slower ones, and write the full report over it.
+   thread each), skipping finished runs; run the fast analyses (`FIRST`) on every run, two runs at a time (in two
+   processes kept for the second pass too), and write a first `runs/report.html` + `runs/summary.json`; then the
+   slower ones, and write the full report over it.
    Its runs appear on the Runs page (which opens on them) as they finish; its log `runs/demo.log` has a line per
    epoch and per analysis, and the elapsed time of each phase.
 
@@ -44,19 +45,25 @@ def _suite(root: str, run_id: str, tables, threads: int) -> list[str]:
     return lines
 
 
-def analyse_all(store, runs: list, tables, log, workers: int = WORKERS) -> None:
-    """`run_suite` on every run, `workers` runs at a time in fresh processes (spawn: one torch thread each), each
-    run's log lines printed when it is done."""
+def analysis_pool(n_runs: int, workers: int = WORKERS):
+    """`workers` fresh processes (spawn: one torch thread each) for `analyse_all`, kept for both passes: each costs
+    seconds of imports (torch, transformer-lens) before it analyses anything."""
     import concurrent.futures as cf
     import multiprocessing as mp
 
+    return cf.ProcessPoolExecutor(max_workers=max(1, min(workers, n_runs)), mp_context=mp.get_context("spawn"))
+
+
+def analyse_all(pool, store, runs: list, tables, log) -> None:
+    """`run_suite` on every run, in the processes of `pool` (`analysis_pool`), each run's log lines printed when it
+    is done."""
+    import concurrent.futures as cf
+
     threads = int(os.environ.get("PELAB_THREADS", "1"))
-    with cf.ProcessPoolExecutor(max_workers=max(1, min(workers, len(runs))),
-                                mp_context=mp.get_context("spawn")) as pool:
-        jobs = [pool.submit(_suite, str(store.root), run.id, tables, threads) for run in runs]
-        for job in cf.as_completed(jobs):
-            for line in job.result():
-                log(line)
+    jobs = [pool.submit(_suite, str(store.root), run.id, tables, threads) for run in runs]
+    for job in cf.as_completed(jobs):
+        for line in job.result():
+            log(line)
 
 
 def train_all(preset: str) -> None:
@@ -93,18 +100,19 @@ def train_all(preset: str) -> None:
         else:
             console.print(f"[red]{run.id}: {run.status}, skipped")
     out = store.root / "report.html"
-    for tables, what in ((FIRST, "first"), (None, "full")):
-        rule(f"analyses for the {what} report")
-        analyse_all(store, runs, tables, lambda msg: console.print(f"  [dim]{msg}"))
-        if tables is not None:
-            for run in runs:
-                acc = run.final.get("test_acc", float("nan"))
-                sentence = as_read(deposit_sentence(run.load_table("deposit")), reading_of(run))
-                console.print(f"{run.id}: test acc {acc:.3f}; {sentence}")
-        rule(f"{what} report")
-        build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})",
-                     log=lambda msg: console.print(f"  [dim]report: {msg}"))
-        console.print(f"{what} report written: {out}  summary: {out.with_name('summary.json')}")
+    with analysis_pool(len(runs)) as pool:  # the same processes for both passes
+        for tables, what in ((FIRST, "first"), (None, "full")):
+            rule(f"analyses for the {what} report")
+            analyse_all(pool, store, runs, tables, lambda msg: console.print(f"  [dim]{msg}"))
+            if tables is not None:
+                for run in runs:
+                    acc = run.final.get("test_acc", float("nan"))
+                    sentence = as_read(deposit_sentence(run.load_table("deposit")), reading_of(run))
+                    console.print(f"{run.id}: test acc {acc:.3f}; {sentence}")
+            rule(f"{what} report")
+            build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})",
+                         log=lambda msg: console.print(f"  [dim]report: {msg}"))
+            console.print(f"{what} report written: {out}  summary: {out.with_name('summary.json')}")
     rule("done")
 
 

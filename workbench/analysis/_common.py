@@ -1,7 +1,9 @@
 """Helpers shared by the analyses: data access, batching, hooks, rotary-plane discovery, run tagging."""
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -225,6 +227,19 @@ def run_meta(run) -> dict[str, Any]:
     task_name = task.get("name") or task.get("task") if isinstance(task, dict) else task
     return {"run_id": getattr(run, "id", None), "scheme": model.get("scheme"), "task": task_name,
             "arch": model.get("arch"), "seed": train.get("seed", model.get("seed"))}
+
+
+@functools.lru_cache(maxsize=256)
+def _row_type(fields: tuple) -> type:
+    return collections.namedtuple("Pandas", fields, rename=True)
+
+
+def tuples(df: pd.DataFrame) -> Iterator[tuple]:
+    """The rows of `df` as `df.itertuples()` gives them (a namedtuple each: Index, then the columns, as Python
+    scalars), read through one object array instead of one Series per column: about 4x faster on the 35-column run
+    table, which the claims read in small pieces some 1,500 times per judging."""
+    row = _row_type(("Index", *df.columns))
+    return (row._make((i, *values)) for i, values in zip(df.index.tolist(), df.to_numpy(object).tolist()))
 
 
 def tag(df: pd.DataFrame, run) -> pd.DataFrame:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._common import tuples
+
 MATRIX_COLUMNS = ["claim", "setting", "rung", "verdict", "n_seeds", "evidence", "runs", "claim_no"]
 
 
@@ -32,9 +34,9 @@ def verdict_matrix(bc, store) -> pd.DataFrame:
     rows = [{"claim": r.claim, "setting": r.setting, "rung": bc.base, "verdict": r.verdict,
              "n_seeds": _seeds(runs_all, r.runs), "evidence": r.evidence, "runs": list(r.runs), "claim_no": i}
             for i, r in bc.claims.iterrows()]
-    seeded = {(r.rung, r.claim, r.setting) for r in bc.seeded.itertuples()}
-    full = {} if every is None else {(r.rung, r.claim, r.setting): r for r in every.itertuples()}
-    for r in bc.ladder.itertuples():
+    seeded = {(r.rung, r.claim, r.setting) for r in tuples(bc.seeded)}
+    full = {} if every is None else {(r.rung, r.claim, r.setting): r for r in tuples(every)}
+    for r in tuples(bc.ladder):
         if r.rung == bc.base or r.verdict == "pending":
             continue
         key = (r.rung, r.claim, r.setting)
@@ -69,7 +71,7 @@ def deposit_map(store, runs: pd.DataFrame) -> pd.DataFrame:
 
     plain = runs[plain_variant(runs) & ~runs.partial.astype(bool)]
     rows = []
-    for r in plain.itertuples():
+    for r in tuples(plain):
         run = store.get(r.run_id)
         if "deposit" not in run.tables():
             continue

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import NotApplicable, tag
+from ._common import NotApplicable, tag, tuples
 from .deposit import compute as deposit_stats
 
 SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "qkv", "probes", "dla",
@@ -134,7 +134,7 @@ def compute(tables: dict[str, pd.DataFrame], min_delta: float = 0.05, min_effect
     df["paper_deposit"] = False
     if "ablation" in have:
         dep = deposit_stats(have["ablation"], metric="accuracy", **(deposit_kwargs or {}))
-        for r in dep[dep["pattern"] == "single-head"].itertuples():
+        for r in tuples(dep[dep["pattern"] == "single-head"]):
             df.loc[(df["layer"] == r.layer) & (df["head"] == r.top_head), "paper_deposit"] = True
     for k, v in (("min_delta", min_delta), ("min_effect", min_effect), ("min_selectivity", min_selectivity),
                  ("min_dla", min_dla), ("min_agree", min_agree), ("dla_measure", dla_measure)):

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis._common import scheme_label, task_label
+from workbench.analysis._common import scheme_label, task_label, tuples
 
 from . import style
 
@@ -169,7 +169,7 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
     hover = np.full((len(ys), len(xs)), "", dtype=object)
     idx = np.full((len(ys), len(xs)), -1)
     yi, xi = {y: i for i, y in enumerate(ys)}, {x: i for i, x in enumerate(xs)}
-    for i, r in zip(d.index, d.itertuples()):
+    for i, r in zip(d.index, tuples(d)):
         a, b = yi[r.y], xi[r.x]
         z[a, b], text[a, b], idx[a, b] = code[r.verdict], str(int(r.n_seeds)), i
         hover[a, b] = (f"{style.wrap(r.claim, 60)}<br>{r.setting} · {r.rung}<br><b>{r.verdict}</b> "
@@ -232,7 +232,7 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
             text = [f"{v:.2f}" if v == v else "" for v in s["drop"]]
             hover = [f"{scheme_label(r.scheme)} · {r.setting} · seed {r.seed}<br>"
                      + (f"L{int(r.layer)}.H{int(r.head)}: drop {100 * r.drop:.1f} points" if r.drop == r.drop
-                        else name) + f"<br>{r.run_id}" for r in s.itertuples()]
+                        else name) + f"<br>{r.run_id}" for r in tuples(s)]
             fig.add_trace(go.Scatter(x=x, y=s["y"], mode="markers+text" if name == "deposit" else "markers",
                                      text=text, textposition="middle right", textfont=dict(size=9),
                                      marker=marker, name=name, legendgroup=name, showlegend=c == 1,

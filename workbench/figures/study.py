@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis._common import scheme_label
+from workbench.analysis._common import scheme_label, tuples
 
 from . import style
 
@@ -42,7 +42,7 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
     zmax = max([0.1, *drops])
     for i, scheme in enumerate(schemes, start=1):
         g = st[st.scheme == scheme]
-        cols = [_seed_label(r) for r in g.itertuples()]
+        cols = [_seed_label(r) for r in tuples(g)]
         z = np.full((n_layers, len(g)), np.nan)
         text = [["" for _ in cols] for _ in range(n_layers)]
         layers, vals, heads = _cells(g, scheme, threshold)
@@ -60,7 +60,7 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
         if none:
             fig.add_trace(go.Scatter(x=none, y=[n_layers - 0.2] * len(none), mode="text", text=["none"] * len(none),
                                      showlegend=False, name="no deposit"), row=1, col=i)
-        off = [c for c, r in zip(cols, g.itertuples()) if not r.counted]
+        off = [c for c, r in zip(cols, tuples(g)) if not r.counted]
         if off:
             fig.add_trace(go.Scatter(x=off, y=[-0.8] * len(off), mode="markers", marker=dict(symbol="x", size=8,
                                      color=style.BASELINE_COLOR), name="not counted (not learned or not settled)",

@@ -22,7 +22,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        study_readouts, table1, thresholds_table, tier2_pairs,
                                        tier2_title, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
-from workbench.analysis._common import scheme_label, task_label
+from workbench.analysis._common import scheme_label, task_label, tuples
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 from workbench.store.runstore import DEFAULT_DATA_SEED
@@ -82,7 +82,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
     return _md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + _md_table(
         ["setting", "scheme", "task", "rests on", "seeds (test accuracy)", "runs"],
         [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.rests_on, r.seeds, r.status]
-         for r in t1.itertuples()]) + "\n"
+         for r in tuples(t1)]) + "\n"
 
 
 def _questions_section(cl: pd.DataFrame, scale: pd.DataFrame | None = None) -> str:
@@ -91,10 +91,10 @@ def _questions_section(cl: pd.DataFrame, scale: pd.DataFrame | None = None) -> s
     lines = []
     for question, g in answers(cl).groupby("question", sort=False):
         lines.append(f"- **{question}**")
-        lines += [f"  - {r.setting}: **{r.answer}** ({r.verdict}). {r.evidence}" for r in g.itertuples()]
+        lines += [f"  - {r.setting}: **{r.answer}** ({r.verdict}). {r.evidence}" for r in tuples(g)]
     for question, g in ([] if scale is None else scale.groupby("question", sort=False)):
         lines.append(f"- **{question}** (the scale ladder)")
-        lines += [f"  - at `{r.rung}`: **{r.answer}**. {r.evidence}" for r in g.itertuples()]
+        lines += [f"  - at `{r.rung}`: **{r.answer}**. {r.evidence}" for r in tuples(g)]
     return "\n".join(lines) + "\n"
 
 
@@ -116,7 +116,7 @@ def _claims_section(cl: pd.DataFrame) -> str:
              SETTINGS.get(r.setting, r.setting), _verdict_cell(r), getattr(r, "rests_on", "") or "–",
              getattr(r, "specificity", "") or "–", r.evidence]
             + ([r.holds_across_scale] if scale else []) + ([r.paper_scale] if paper else [])
-            + [_links(r.runs, 3) if len(r.runs) else ""] for r in cl.itertuples()]
+            + [_links(r.runs, 3) if len(r.runs) else ""] for r in tuples(cl)]
     header = ["claim", "registered rule", "setting", "verdict", "rests on", "specificity", "evidence"] \
         + (["holds across scale"] if scale else []) + (["at paper scale"] if paper else []) + ["runs"]
     return f"Verdicts: {verdict_summary(cl)}.\n\n" + _md_table(header, rows) + "\n"
@@ -136,7 +136,7 @@ def _deposits_section(d: pd.DataFrame, runs_all: pd.DataFrame) -> str:
     if d.empty:
         return "No shipped run has a deposit table yet.\n" + note
     rows = [[f"`{r.preset}`", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task), str(r.seed), r.status,
-             r.deposits, _links([r.run_id], 1)] for r in d.itertuples()]
+             r.deposits, _links([r.run_id], 1)] for r in tuples(d)]
     return _md_table(["preset", "setting", "variant", "task", "seed", "run", "single-head deposits", "run id"],
                      rows) + "\n" + note
 
@@ -156,17 +156,17 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
                                   for rung in rungs] for d in t.to_dict("records")]
     gaps = ladder_gaps(t, rungs)
     what = {g: [f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at {r.rung}: "
-                f"{_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})" for r in gaps[gaps.gap == g].itertuples()]
+                f"{_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})" for r in tuples(gaps[gaps.gap == g])]
             for g in ("explains", "does not explain", "cannot tell yet", "no gap")}
     explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
-    base_v = {(r.claim, r.setting): r.result for r in lad[lad.rung == rungs[0]].itertuples()}
+    base_v = {(r.claim, r.setting): r.result for r in tuples(lad[lad.rung == rungs[0]])}
     moves = [f"- {r.claim} ({SETTINGS.get(r.setting, r.setting)}): `{rungs[0]}` "
              f"{seed_verdict(base_v.get((r.claim, r.setting), '–'))} -> `{r.rung}` {seed_verdict(r.result)}"
              + (" (beyond the paper)" if r.verdict == "beyond the paper" else "")
-             for r in changed.itertuples() if base_v.get((r.claim, r.setting)) != r.result]
+             for r in tuples(changed) if base_v.get((r.claim, r.setting)) != r.result]
     out += ["Claims whose seed-42 outcome changes at a rung (every row, \"beyond the paper\" rows included):", ""] \
         + (moves or ["- none so far"]) + [""]
     pts = f"{100 * GAP_CLOSER:g} points"
@@ -182,14 +182,14 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
                 "number):", ""] + [f"- {x}" for x in what["no gap"]] + [""]
     if seeded is not None and len(seeded):
         cells = [f"- {SETTINGS.get(setting, setting)} {scheme_label(variant)} {task_label(task)} at `{rung}`: "
-                 + ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in g.itertuples())
+                 + ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in tuples(g))
                  for (rung, setting, variant, task), g in
                  rung_seed_cells(runs_all, rungs).groupby(["rung", "setting", "variant", "task"], sort=False)]
         out += ["Where seed 42's verdict changed, the rung is run with seeds 43 and 44 too; its claims on every seed "
                 "(the rules of the claims above, two seeds at least):", ""] + cells + [""]
         out += [_md_table(["rung", "claim", "setting", "verdict", "evidence"],
                           [[f"`{r.rung}`", r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict), r.evidence]
-                           for r in seeded.itertuples()]), ""]
+                           for r in tuples(seeded)]), ""]
     return "\n".join(out)
 
 
@@ -200,7 +200,7 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
     rows = []
     for (setting, variant, task), g in d.groupby(["setting", "variant", "task"]):
         layers = ", ".join(f"seed {r.seed}: {'never' if r.first_layer is None or pd.isna(r.first_layer) else int(r.first_layer)}"
-                           f" (best {r.best_score:.2f})" for r in g.itertuples())
+                           f" (best {r.best_score:.2f})" for r in tuples(g))
         rows.append([SETTINGS.get(setting, setting), variant, task_label(task), layers])
     old = int(d["solved_before"].sum())
     note = ""
@@ -224,7 +224,7 @@ def _one_setting_section(d: pd.DataFrame) -> str:
              _pct(r.base_acc), _pct(r.acc),
              f"{100 * r.delta:+.2f}" + ("" if r.n_seeds < 2 else f" [{100 * r.delta_lo:+.2f}, {100 * r.delta_hi:+.2f}]")
              + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})", r.base_deposit, r.deposit,
-             _links(r.runs, 2)] for r in d.itertuples()]
+             _links(r.runs, 2)] for r in tuples(d)]
     return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
                       "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
 
@@ -233,7 +233,7 @@ def _overview_section(d: pd.DataFrame) -> str:
     if d.empty:
         return "No run of the `paper` arch has finished yet.\n"
     rows = []
-    for r in d.itertuples():
+    for r in tuples(d):
         ci = f" [{_pct(r.lo)}, {_pct(r.hi)}]" if r.n_seeds < 2 else f" ({_pct(r.lo)}-{_pct(r.hi)})"
         rows.append([scheme_label(r.scheme), task_label(r.task), str(r.n_seeds), _pct(r.mean) + ci, r.status,
                      r.deposit, _links(r.runs, 3)])
@@ -246,7 +246,7 @@ def _partial_rope_section(d: pd.DataFrame, grid: str = "grids/repro.toml") -> st
         return f"No partial-RoPE run has finished yet (tier 2 of {grid}).\n"
     rows = [[r.variant, str(r.rope_heads), r.rope_layers, task_label(r.task), str(r.n_seeds), _pct(r.acc),
              _pct(r.full_acc), r.deposit, r.deposits_on_rope_heads, r.full_deposit, _links(r.runs, 2)]
-            for r in d.itertuples()]
+            for r in tuples(d)]
     return _md_table(["variant", "RoPE heads k", "RoPE layers", "task", "seeds", "test acc %", "full RoPE test acc %",
                       "single-head deposits", "deposits on a RoPE head", "full RoPE's deposits", "runs"], rows) + "\n"
 
@@ -352,7 +352,7 @@ def _provenance_section(runs: pd.DataFrame, store=None) -> str:
     dirty = runs[runs.code_version.astype(str).str.endswith("-dirty")]
     lines.append(f"- trained from a dirty tree (run.json `code_version` ending `-dirty`: uncommitted changes, not "
                  f"recorded with the run, so `workbench recreate` may not re-create it bit for bit): {len(dirty)} of "
-                 f"{len(runs)}" + (": " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in dirty.itertuples())
+                 f"{len(runs)}" + (": " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in tuples(dirty))
                                    if len(dirty) else ""))
     if store is not None:
         lines += _tables_made_before(store, runs)
@@ -432,7 +432,7 @@ def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame
         out += [_md_table(["group", "scheme", "runs", "counted", "rests on", "readout", "at 0.05", "at 0.10",
                            "decision (0.05)", "decision (0.10)"],
                           [[r.group, scheme_label(r.scheme), str(r.runs), str(r.counted), r.rests_on, r.readout,
-                            r.at_005, r.at_010, r.decision, r.decision_010] for r in reads.itertuples()]), ""]
+                            r.at_005, r.at_010, r.decision, r.decision_010] for r in tuples(reads)]), ""]
     if len(st):
         def cell(r, tag):
             layer = getattr(r, f"layer_{tag}")
@@ -443,7 +443,7 @@ def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame
                           [[r.group, scheme_label(r.scheme), str(r.train_seed), str(r.data_seed), r.status,
                             "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
                             "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
-                           for r in st.itertuples()]), ""]
+                           for r in tuples(st)]), ""]
     return "\n".join(out + [_tier2_section(runs_all, tier2)])
 
 
@@ -472,19 +472,19 @@ def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
     if len(reads):
         out += [_md_table(["group", "pairs", "rests on", "readout", "evidence", "decision"],
                           [[r.group, str(r.pairs), r.rests_on, r.readout, r.evidence, r.decision]
-                           for r in reads.itertuples()]), ""]
+                           for r in tuples(reads)]), ""]
     if len(pairs):
         out += [_md_table(["group", "training seed", "data seed", win, lose, f"{win} - {lose}", "runs"],
                           [[r.group, str(r.train_seed), str(r.data_seed), f"{100 * r.win_acc:.2f} ({r.win_status})",
                             f"{100 * r.lose_acc:.2f} ({r.lose_status})", f"{100 * r.diff:+.2f} points",
-                            _links([r.win_run, r.lose_run], 2)] for r in pairs.itertuples()]), ""]
+                            _links([r.win_run, r.lose_run], 2)] for r in tuples(pairs)]), ""]
     return "\n".join(out)
 
 
 def _runs_section(runs: pd.DataFrame) -> str:
     rows = [[f"[{r.run_id}]({r.run_id}/)", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task),
              str(r.seed), f"{r.test_acc:.4f}", f"{r.train_acc:.4f}", str(r.epochs), f"{r.wall_time_s:.0f}",
-             f"{r.cpu_time_s:.0f}", str(r.threads)] for r in runs.itertuples()]
+             f"{r.cpu_time_s:.0f}", str(r.threads)] for r in tuples(runs)]
     return _md_table(["run", "setting", "variant", "task", "seed", "test acc", "train acc", "epochs", "wall s",
                       "CPU s", "threads"], rows) + "\n"
 
@@ -650,7 +650,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         _one_setting_section(one_setting(store, runs)),
         "Thresholds used above (claims, and the run rules of `workbench/analysis/claims/status.py`):",
         "",
-        _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in thresholds_table(th).itertuples()]),
+        _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in tuples(thresholds_table(th))]),
         "",
         "## What differs from the paper's setup",
         "",
@@ -738,9 +738,9 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     lines += [_table1_section(t1)]
     lines += at_scale
     lines += ["The questions, answered so far (evidence in COMPARISON.md):", ""]
-    lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in g.itertuples())
+    lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in tuples(g))
               for q, g in qa.groupby("question", sort=False)]
-    lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in g.itertuples())
+    lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in tuples(g))
               for q, g in judged.answers.groupby("question", sort=False)]
     lines += study_lines(judged.study, judged.tier2, study_figure)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
@@ -765,14 +765,14 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
     lines += [f"- {scheme_label(r.scheme)}, {r.readout}, at 0.05: {r.at_005}"
               + ("" if "second reading" in r.readout else f": **{r.decision}**"
                  + ("" if r.decision_010 == r.decision else f"; at 0.10: **{r.decision_010}**"))
-              for r in reads.itertuples()] or ["- no study run has finished yet"]
+              for r in tuples(reads)] or ["- no study run has finished yet"]
     if figure:
         lines += ["", f"![The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall]"
                       f"({figure})"]
     lines += ["", f"Tier 2 ({tier2_title()}, {planned_runs(tier=2, all_schemes=True)} runs in "
                   f"{planned_runs(tier=2)} pairs; `make study TIER=2`):", ""]
     lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
-              for r in tier2.itertuples()] or ["- no pair has finished yet"]
+              for r in tuples(tier2)] or ["- no pair has finished yet"]
     return lines
 
 
@@ -787,7 +787,7 @@ def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:
                  f"changes of >= {unit} in test accuracy):", ""]
     lines += [f"- {SETTINGS.get(r.setting, r.setting)}, {task_label(r.task)}, {r.base} -> {r.variant} "
               f"({r.change}): {_pct(r.base_acc)} -> {_pct(r.acc)} % ({100 * r.delta:+.2f} points, "
-              f"{r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})" for r in moved.itertuples()]
+              f"{r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})" for r in tuples(moved)]
     rest = len(d) - len(moved)
     if rest:
         lines.append(f"- {rest} other change{'s' if rest > 1 else ''} moved it by less than {unit}")
@@ -802,7 +802,7 @@ def partial_rope_lines(d: pd.DataFrame) -> list[str]:
                  "arch): test accuracy beside full RoPE's, and the single-head deposits that sit on a RoPE head:", ""]
     lines += [f"- {r.variant} ({task_label(r.task)}, k = {r.rope_heads}, RoPE layers {r.rope_layers}): "
               f"{_pct(r.acc)} % vs {_pct(r.full_acc)} %; deposits on a RoPE head {r.deposits_on_rope_heads}"
-              for r in d.itertuples()]
+              for r in tuples(d)]
     return lines
 
 

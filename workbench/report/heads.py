@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from workbench.analysis._common import tuples
 from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote
 
 # (table, figure builder, kwargs)
@@ -64,7 +65,7 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
                           else pd.DataFrame({"note": ["no head flagged by the methods or by the paper's test"]}))
                 summary["heads"][s["id"]] = [
                     {"layer": int(r.layer), "head": int(r.head), "methods": r.methods, "deposit_head": bool(r.deposit_head),
-                     "paper_deposit": bool(r.paper_deposit)} for r in flagged.itertuples()]
+                     "paper_deposit": bool(r.paper_deposit)} for r in tuples(flagged)]
     from workbench.analysis import EXPERIMENTS
 
     for table, name, title in ACROSS:

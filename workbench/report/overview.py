@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from workbench.analysis._common import tuples
 from workbench.report.build import Doc, records
 
 MAX_DETAIL_RUNS = 30  # per-run diagnostics (figures per run) only for a selection of at most this many runs
@@ -123,7 +124,7 @@ def claims_html(m: pd.DataFrame) -> str:
         f"<tr><td>{html.escape(r.claim)}</td><td>{html.escape(r.setting)}</td>"
         f'<td style="background:{verdict_color(r.verdict)}">{html.escape(r.verdict)}</td><td>{int(r.n_seeds)}</td>'
         f"<td><details><summary>evidence</summary>{html.escape(str(r.evidence))}</details></td></tr>"
-        for r in m.itertuples())
+        for r in tuples(m))
     return ('<div class="tblwrap"><table class="tbl"><thead><tr><th>claim</th><th>setting</th><th>verdict</th>'
             f"<th>seeds</th><th>evidence</th></tr></thead><tbody>{rows}</tbody></table></div>")
 

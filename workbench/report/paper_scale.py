@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workbench.analysis._common import tuples
+
 NOT_RUN = "not run yet"
 COMMAND = "make repro-gpu TIER=1"
 
@@ -133,7 +135,7 @@ def paper_scale_sentence(rows: pd.DataFrame) -> str:
     n = len(set().union(*rows["runs"]))
     return (f"At the paper's own scale ({n} GPU run{'s' if n != 1 else ''} in results/paper, the `paper` preset: the "
             "paper's model and data with the authors' settings, fewer seeds; a run still learning cannot settle a "
-            "claim): " + "; ".join(cell_phrase(r) for r in rows.itertuples()) + ".")
+            "claim): " + "; ".join(cell_phrase(r) for r in tuples(rows)) + ".")
 
 
 def paper_scale_lines(t1: pd.DataFrame, root: str | Path) -> list[str]:
@@ -161,7 +163,7 @@ def with_paper_scale_claims(cl: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     if store is None:
         out["paper_scale"] = NOT_RUN
         return out
-    cells = {(r.claim, r.setting): paper_scale_cell(r) for r in claims(store, runs).itertuples()}
+    cells = {(r.claim, r.setting): paper_scale_cell(r) for r in tuples(claims(store, runs))}
     out["paper_scale"] = [cells.get(k, "–") for k in zip(out.claim, out.setting)]
     return out
 

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label, task_label
+from .._common import scheme_label, task_label, tuples
 from ..head_summary import counted, mean_dla_vote
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
                     _deposit_text, _deposits, _largest, _learned, _row, _runs, _seed_label, _settled, _single_layers,
@@ -108,7 +108,7 @@ def _absolute_heads_claim(store, runs, th) -> dict:
         good = _settled(sub)
         abl = _stored(store, good["run_id"], "ablation")
         return [(r, concentrated(abl[r.run_id], th.indispensable), concentrated(abl[r.run_id], th.also)[0])
-                for r in good.itertuples() if r.run_id in abl], abl, good
+                for r in tuples(good) if r.run_id in abl], abl, good
 
     sub = _runs(runs, "paper", "sinusoidal", "trigger-distance")
     rows, abl, good = judged(sub)
@@ -141,7 +141,7 @@ def _rope_absolute_claim(store, runs, th) -> dict:
     deps = _deposits(store, list(good.run_id) + list(good_full.run_id))
     agree = {th.indispensable: [], th.also: []}
     notes, controls = [], []
-    for r in good.itertuples():
+    for r in tuples(good):
         same = good_full[(good_full.seed == r.seed) & (good_full.get("data_seed", DEFAULT_DATA_SEED)
                                                        == getattr(r, "data_seed", DEFAULT_DATA_SEED))]
         base = [b for b in same.run_id if b in deps]
@@ -189,7 +189,7 @@ def _summaries(store, runs, setting: str, scheme: str, task: str):
 def _dla_note(hs: dict[str, pd.DataFrame], sub: pd.DataFrame) -> str:
     """The evidence's note on the seeds whose head summary's dla vote read the margin vs the mean over classes and
     is left out ("" when none)."""
-    seeds = [str(r.seed) for r in sub.itertuples() if r.run_id in hs and mean_dla_vote(hs[r.run_id])]
+    seeds = [str(r.seed) for r in tuples(sub) if r.run_id in hs and mean_dla_vote(hs[r.run_id])]
     return (f"; seed {', '.join(seeds)}: dla vote left out (its head summary read the margin vs the mean over "
             "classes, not the decision's; docs/analyses.md, head_summary)") if seeds else ""
 
@@ -206,7 +206,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
     for setting in ("paper", "authors"):
         all_sub, sub, hs = _summaries(store, runs, setting, "rope", "trigger-distance")
         agree, notes = [], []
-        for r in sub.itertuples():
+        for r in tuples(sub):
             if r.run_id not in hs:
                 continue
             h = counted(hs[r.run_id])
@@ -232,7 +232,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
         for task in TASKS:
             all_sub, sub, hs = _summaries(store, runs, setting, "mla", task)
             agree, notes = [], []
-            for r in sub.itertuples():
+            for r in tuples(sub):
                 if r.run_id not in hs:
                     continue
                 h = counted(hs[r.run_id])
@@ -279,7 +279,7 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
     from ..reproduce import made_before
 
     rows = []
-    for r in runs.itertuples():
+    for r in tuples(runs):
         run = store.get(r.run_id)
         if "probes" not in run.tables():
             continue
@@ -305,7 +305,7 @@ def scheme_overview(store, runs: pd.DataFrame, setting: str = "paper") -> pd.Dat
         mean, lo, hi, n = accuracy_ci(g.test_acc, _n_test(g))
         rows.append({"scheme": scheme, "task": task, "n_seeds": n, "mean": mean, "lo": lo, "hi": hi,
                      "status": _statuses(g),
-                     "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in g.itertuples()),
+                     "deposit": "; ".join(_deposit_heads(store, r.run_id, r.seed) for r in tuples(g)),
                      "runs": list(g.run_id)})
     return pd.DataFrame(rows, columns=cols)
 
@@ -318,5 +318,5 @@ def all_deposits(store, runs: pd.DataFrame) -> pd.DataFrame:
     deps = _deposits(store, runs.run_id)
     rows = [{"preset": r.preset, "setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed,
              "status": r.status, "deposits": _deposit_text(deps[r.run_id], r.seed).split(": ", 1)[1],
-             "run_id": r.run_id} for r in runs.itertuples() if r.run_id in deps]
+             "run_id": r.run_id} for r in tuples(runs) if r.run_id in deps]
     return pd.DataFrame(rows, columns=cols)

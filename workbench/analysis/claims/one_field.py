@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._common import tuples
 from ..settings import BASE_VARIANTS
 from .rules import json_value, _deposit_heads, _row_settled
 from .runs import mean_ci
@@ -49,7 +50,7 @@ def one_setting(store, runs: pd.DataFrame) -> pd.DataFrame:
             "pad_only", "base_deposit", "deposit", "runs"]
     auth = runs[runs.setting.isin(("authors", "authors-mla"))]
     pairs = []
-    for r in auth.itertuples():
+    for r in tuples(auth):
         base = next((b for b in BASE_VARIANTS if r.variant.startswith(f"{b}-")), None)
         b = auth[(auth.variant == base) & (auth.setting == r.setting) & (auth.task == r.task) & (auth.seed == r.seed)]
         if base is None or b.empty:

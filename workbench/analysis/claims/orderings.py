@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label
+from .._common import scheme_label, tuples
 from ..settings import SETTINGS
 from .registry import load_registry
 from .status import StatusRules
@@ -65,7 +65,7 @@ def _overfit_claim(runs, th) -> dict:
           + ("measured after the last epoch" if measured else "recorded as a running mean over the last epoch "
              "(biased low)") + ": "
           + "; ".join(f"{scheme_label(r.scheme)} seed {r.seed}: train {t:.3f} vs test {r.test_acc:.3f}"
-                      for r, t in zip(sub.itertuples(), train)) + f" (overfitting: gap >= {th.overfit_gap})")
+                      for r, t in zip(tuples(sub), train)) + f" (overfitting: gap >= {th.overfit_gap})")
     if not measured:
         return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id,
                     claim_id="random-overfits", rests_on=seeds_text(sub))
@@ -161,7 +161,7 @@ def _poor_claim(runs, th, scheme, claim, paper) -> dict:
         return _row(claim, paper, "paper", "pending", "runs not finished yet", [], claim_id="alibi-converges-poorly")
     pa, pr = paired(sub, rope)
     ev = f"{why}. " + "; ".join(f"seed {_seed_label(r)}: {r.test_acc:.3f} vs RoPE {q.test_acc:.3f} ({r.status})"
-                                for r, q in zip(pa.itertuples(), pr.itertuples()))
+                                for r, q in zip(tuples(pa), tuples(pr)))
     return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id,
                 claim_id="alibi-converges-poorly", rests_on=seeds_text(pa))
 
@@ -181,7 +181,7 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
             continue
         settled = sub[_is_settled(sub) | sub.diverged.astype(bool)]
         agree = list(~settled.learned.astype(bool))
-        ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why})" for r in sub.itertuples())
+        ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why})" for r in tuples(sub))
         extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
         if agree:
             rope = _runs(runs, setting, "rope", "trigger-distance")
@@ -227,7 +227,7 @@ def _table1_order_claims(runs, th) -> list[dict]:
                 ev = (f"{where}: mean over the {len(pa)} paired seed(s) {la} {pa.test_acc.mean():.3f} vs "
                       f"{lb} {pb.test_acc.mean():.3f}; per seed ({la} vs {lb}) "
                       + ", ".join(f"{_seed_label(x)}: {x.test_acc:.3f} ({x.status}) vs {y.test_acc:.3f} ({y.status})"
-                                  for x, y in zip(pa.itertuples(), pb.itertuples()))
+                                  for x, y in zip(tuples(pa), tuples(pb)))
                       + f"; {how}")
             else:
                 verdict, ev = "pending", "no seed with both runs finished yet"

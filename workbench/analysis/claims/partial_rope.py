@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._common import tuples
 from ..experiments import _kwargs
 from ..settings import runs_grid
 from .rules import (largest_layer, specificity, _deposit_agreement, _deposit_text, _deposits, _largest, _learned,
@@ -46,7 +47,7 @@ def _partial_rope_claim(store, runs, th) -> dict:
 
     deps = _deposits(store, list(learned["run_id"]) + list(full["run_id"]))
     notes = []
-    for r in learned.itertuples():
+    for r in tuples(learned):
         if r.run_id not in deps:
             notes.append(f"{r.variant} seed {_seed_label(r)}: trained, deposit not computed yet")
             continue
@@ -95,7 +96,7 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
         layers, k = kw.get("rope_layers"), kw.get("rope_heads")
         base = full[(full.task == task) & full.seed.isin(g.seed)]
         on_rope = []
-        for r in g.itertuples():
+        for r in tuples(g):
             if r.run_id in deps:
                 d = deps[r.run_id]
                 d = d[d["single_head_deposit"]]
@@ -105,9 +106,9 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "rope_layers": "every" if layers is None else ", ".join(str(l) for l in layers),
                      "acc": float(g.test_acc.mean()),
                      "full_acc": float(base.test_acc.mean()) if len(base) else np.nan,
-                     "deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in g.itertuples()),
+                     "deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in tuples(g)),
                      "deposits_on_rope_heads": "; ".join(on_rope) or "not computed yet",
-                     "full_deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in base.itertuples())
+                     "full_deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in tuples(base))
                      or "no run", "runs": list(g.run_id) + list(base.run_id)})
     if not rows:
         return pd.DataFrame(columns=cols)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .._common import tuples
 from ..settings import SETTINGS
 from .deposits import ROPE_SHALLOW
 
@@ -39,7 +40,7 @@ def answers(cl: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for question, prefix, yes, no, settings in QUESTIONS:
         sub = cl[cl.claim.str.startswith(prefix)]
-        for r in (sub[sub.setting.isin(settings)] if settings else sub).itertuples():
+        for r in tuples(sub[sub.setting.isin(settings)] if settings else sub):
             task = f", {r.claim.split(', ')[-1]}" if ", Task" in r.claim else ""
             rows.append({"question": question, "setting": SETTINGS.get(r.setting, r.setting) + task,
                          "answer": answer_of(r.result, yes, no),

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from .._common import tuples
 from .registry import load_registry
 from .status import StatusRules, wilson
 from .runs import DEFAULT_DATA_SEED
@@ -51,7 +52,7 @@ def _deposits(store, run_ids) -> dict[str, pd.DataFrame]:
 
 def _waiting(sub: pd.DataFrame, have, table: str) -> str:
     """The evidence's note on finished runs of `sub` whose `table` is not computed yet ("" when none)."""
-    seeds = [str(r.seed) for r in sub.itertuples() if r.run_id not in have]
+    seeds = [str(r.seed) for r in tuples(sub) if r.run_id not in have]
     return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
 
 
@@ -88,7 +89,7 @@ def _uncounted_notes(sub: pd.DataFrame, shows: dict[str, str] | None = None,
     return [f"{label(r)}seed {r.seed}: {r.status} ({r.why})" if not r.learned else
             f"{label(r)}seed {r.seed}: not settled ({r.why}), not counted"
             + (f": {shows[r.run_id]}" if r.run_id in shows else "")
-            for r in sub.itertuples() if not (r.learned and _row_settled(r))]
+            for r in tuples(sub) if not (r.learned and _row_settled(r))]
 
 
 def _row_settled(r) -> bool:
@@ -223,7 +224,7 @@ def _dep_shows(dep: pd.DataFrame) -> str:
     if len(s):
         return "single-head deposit " + ", ".join(
             f"L{int(r.layer)}.H{int(r.top_head)} {r.top_delta:.2f} [{r.top_lo:.2f}, {r.top_hi:.2f}]"
-            for r in s.itertuples())
+            for r in tuples(s))
     a = dep[dep["average_deposit"]]
     return "no single-head deposit" + (
         f" (average deposit at layer {', '.join(str(int(l)) for l in a['layer'])})" if len(a) else "")
@@ -274,7 +275,7 @@ def _deposit_agreement(store, sub: pd.DataFrame, th: Thresholds, agrees) -> list
     good = _settled(sub)
     deps = _deposits(store, good["run_id"])
     return [(r, bool(agrees(_at(deps[r.run_id], th.indispensable))), bool(agrees(_at(deps[r.run_id], th.also))))
-            for r in good.itertuples() if r.run_id in deps]
+            for r in tuples(good) if r.run_id in deps]
 
 
 def _seed_label(r) -> str:
@@ -306,7 +307,7 @@ def _deposit_text(dep: pd.DataFrame | None, seed: int) -> str:
         return f"seed {seed}: not computed yet"
     s = dep[dep["single_head_deposit"]]
     return f"seed {seed}: " + (", ".join(f"L{int(r.layer)}.H{int(r.top_head)} {r.top_delta:.2f}"
-                                         for r in s.itertuples()) or "none")
+                                         for r in tuples(s)) or "none")
 
 
 def json_value(v: Any) -> str:

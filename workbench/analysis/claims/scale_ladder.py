@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._common import tuples
 from ..experiments import PAPER_TABLE1
 from ..settings import SETTINGS
 from .deposits import ROPE_SHALLOW
@@ -58,7 +59,7 @@ def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds
                 if sub.empty:
                     continue
                 answer = _learns_answer(sub, th)
-                ev = ", ".join(f"seed {r.seed} {100 * r.test_acc:.2f} % ({r.status})" for r in sub.itertuples())
+                ev = ", ".join(f"seed {r.seed} {100 * r.test_acc:.2f} % ({r.status})" for r in tuples(sub))
             else:
                 prefix, setting, variants, task = (ROPE_SHALLOW, spec, ("rope",), "trigger-distance") \
                     if kind == "deposit" else spec
@@ -82,7 +83,7 @@ def ladder(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(), seed
             continue
         cl = claims(store, sub, replace(th, min_seeds=1))  # seed 42 alone per rung, by design
         out += [{"claim": r.claim, "setting": r.setting, "rung": rung, "verdict": r.verdict, "result": r.result,
-                 "evidence": r.evidence} for r in cl.itertuples()]
+                 "evidence": r.evidence} for r in tuples(cl)]
     return pd.DataFrame(out, columns=["claim", "setting", "rung", "verdict", "result", "evidence"])
 
 
@@ -98,7 +99,7 @@ def every_seed_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresho
         sub = runs[runs.preset == rung]
         if not sub.empty:
             out += [{"rung": rung, **{c: getattr(r, c) for c in EVERY_COLUMNS[1:]}}
-                    for r in claims(store, sub, th).itertuples()]
+                    for r in tuples(claims(store, sub, th))]
     return pd.DataFrame(out, columns=EVERY_COLUMNS)
 
 
@@ -109,7 +110,7 @@ def rung_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(),
     from `store` when not given). One row per (rung, claim, setting) with the verdict and evidence."""
     every = every_seed_claims(store, runs, rungs, th) if every is None else every
     by_id = dict(zip(runs.run_id, runs.seed))
-    keep = [r.verdict != "pending" and any(by_id.get(x, seed) != seed for x in r.runs) for r in every.itertuples()]
+    keep = [r.verdict != "pending" and any(by_id.get(x, seed) != seed for x in r.runs) for r in tuples(every)]
     return every.loc[np.array(keep, dtype=bool), ["rung", "claim", "setting", "verdict", "evidence"]].reset_index(
         drop=True)
 
@@ -132,9 +133,9 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: p
     agree" or "inconclusive" is not read as the claim holding), "changes at r: v0 -> v1" where one differs (each
     side said as one seed's, `seed_verdict`), "not run at other rungs yet" otherwise. Where `seeded` (`rung_claims`) judges the row at that
     rung on more seeds, their verdict follows: "; on every seed run there: reproduced"."""
-    on_all = {} if seeded is None else {(r.rung, r.claim, r.setting): r.verdict for r in seeded.itertuples()}
+    on_all = {} if seeded is None else {(r.rung, r.claim, r.setting): r.verdict for r in tuples(seeded)}
     out = []
-    for r in cl.itertuples():
+    for r in tuples(cl):
         rows = lad[(lad.claim == r.claim) & (lad.setting == r.setting)]
         b = rows[rows.rung == base]
         others = rows[(rows.rung != base) & (rows.verdict != "pending")]
@@ -146,7 +147,7 @@ def holds_across_scale(cl: pd.DataFrame, lad: pd.DataFrame, base: str, seeded: p
         changed = [f"changes at {o.rung}: {seed_verdict(v0, seed)} -> {seed_verdict(getattr(o, col), seed)}"
                    + (f"; on every seed run there: {on_all[(o.rung, r.claim, r.setting)]}"
                       if (o.rung, r.claim, r.setting) in on_all else "")
-                   for o in others.itertuples() if getattr(o, col) != v0]
+                   for o in tuples(others) if getattr(o, col) != v0]
         out.append("; ".join(changed) if changed else
                    f"unchanged at every rung run ({', '.join(others.rung)}): {seed_verdict(v0, seed)}")
     return pd.Series(out, index=cl.index, dtype=object)
@@ -197,7 +198,7 @@ def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
             for task in TASKS:
                 cell = runs[(runs.setting == setting) & (runs.variant == scheme) & (runs.task == task)
                             & (runs.seed == seed)]
-                by = {r.preset: r for r in cell.itertuples()}
+                by = {r.preset: r for r in tuples(cell)}
                 if not any(k in by for k in rungs[1:]):
                     continue
                 row = {"setting": setting, "scheme": scheme, "task": task,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label, task_label
+from .._common import scheme_label, task_label, tuples
 from .registry import load_registry
 from .mla import largest_drop
 from .orderings import paired, _order_verdict
@@ -58,7 +58,7 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
     abl = _stored(store, sub.run_id, "ablation")
     counted = set(_settled(sub).run_id)
     rows = []
-    for r in sub.itertuples():
+    for r in tuples(sub):
         row = {"group": r.group, "scheme": r.scheme, "train_seed": int(r.seed),
                "data_seed": int(getattr(r, "data_seed", DEFAULT_DATA_SEED)), "status": r.status,
                "counted": r.run_id in counted, "test_acc": r.test_acc, "run_id": r.run_id}
@@ -141,7 +141,7 @@ def tier2_pairs(runs: pd.DataFrame) -> pd.DataFrame:
     ordering's two sides (`[study.tier2]` schemes, winner first) with each side's test accuracy and status."""
     rows = []
     for group, win, lose in _tier2_sides(runs):
-        for a, b in zip(win.itertuples(), lose.itertuples()):
+        for a, b in zip(tuples(win), tuples(lose)):
             rows.append({"group": group, "train_seed": int(a.seed), "data_seed": int(a.data_seed),
                          "win_acc": a.test_acc, "win_status": a.status, "lose_acc": b.test_acc,
                          "lose_status": b.status, "diff": a.test_acc - b.test_acc,
