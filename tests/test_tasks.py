@@ -146,6 +146,10 @@ def test_golden_hash():
     """Pins the bytes: a change here means datasets are no longer reproducible (bump GENERATOR_VERSION)."""
     assert st.generate(st.get_spec("trigger-distance", "smoke")).hash.startswith("116fc6d4d28c")
     assert st.generate(st.get_spec("trigger-count", "smoke")).hash.startswith("a14bcfa529c2")
+    # the authors' Task 1 sampling (each segment drawn without replacement), pinned with the full argsort it had
+    # before `_sample_without_replacement` sorted only the first k
+    authors = st.get_spec("trigger-distance", "smoke", sampling="authors", filler_includes_triggers=True)
+    assert st.generate(authors).hash.startswith("e23fccd315f4")
 
 
 @pytest.mark.parametrize("task", list(st.TASKS))
