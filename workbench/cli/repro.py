@@ -187,7 +187,8 @@ def _table_list(tables: Optional[str], option: str = "--tables") -> Optional[lis
     names = [t.strip() for t in tables.split(",") if t.strip()]
     bad = [t for t in names if t not in known]
     if not names or bad:
-        _fail(f"{option} {tables!r}: {'unknown ' + ', '.join(bad) if bad else 'empty'}; known: {', '.join(sorted(known))}")
+        what = "unknown " + ", ".join(bad) if bad else "empty"
+        _fail(f"{option} {tables!r}: {what}; known: {', '.join(sorted(known))}")
     return names
 
 
@@ -308,7 +309,8 @@ def compare_cmd(
                                                 "(layer x run; png/svg/pdf; needs chromium) and show it in the "
                                                 "--readme block"),
     paper: Optional[Path] = typer.Option(None, "--paper", help="the paper-scale (GPU) results store for the "
-                                         "'at paper scale' column (default: paper/ beside RESULTS, e.g. results/paper)"),
+                                         "'at paper scale' column (default: paper/ beside RESULTS, e.g. "
+                                         "results/paper)"),
 ) -> None:
     """Write COMPARISON.md (Table 1, the paper's claims with verdicts, scale, provenance) from shipped tables."""
     from workbench.analysis.claims import base_claims, run_table, table1
@@ -348,7 +350,8 @@ def compare_cmd(
 
 
 def recreate_cmd(
-    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md, or `workbench runs`: rows with source shipped)"),
+    run_id: str = typer.Argument(..., help="a shipped run id (see COMPARISON.md, or `workbench runs`: rows with "
+                                           "source shipped)"),
     shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, help="default: the shipped run's thread count"),
     retrain: bool = typer.Option(False, "--retrain", help="delete your copy of the run first and train it again"),
@@ -555,8 +558,8 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     `epochs` below the run's: only those (`_first_epochs`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store.run import numerics_differences, recorded_numerics
-    from workbench.train.recreate import (first_difference, metric_differences, said_difference, simd_hold,
-                                          stop_at_first_difference)
+    from workbench.train.recreate import (first_difference, last_epoch, metric_differences, said_difference,
+                                          simd_hold, stop_at_first_difference)
 
     src = src_store.get(run_id)  # a damaged shipped run is refused here, naming the file
     retrain, before = False, None
@@ -571,12 +574,12 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
             else:
                 before = mine.info.get("finished")
     shipped_rows = src.metric_rows()  # read once: the epoch checks and the comparison below
-    if epochs and epochs < len(shipped_rows):
+    last = last_epoch(shipped_rows)
+    if epochs and epochs < last:
         return _first_epochs(src_store, own, src, shipped_rows, epochs, threads, quiet, retrain)
     check = stop_at_first_difference(shipped_rows) if refresh else None
     copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
     if copy is not None and copy.status not in ("finished", "running"):  # not trained on once off the trajectory
-        last = len(shipped_rows)
         off = first_difference(shipped_rows, [r for r in copy.metric_rows() if int(r["epoch"]) < last])
         if off:
             return _not_refreshable(run_id, own, f"{said_difference(off, last)}: your copy left the shipped run's "
@@ -636,8 +639,9 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
     them (or already left the shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to
     resume), each compared with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first
     that is not."""
-    from workbench.train.recreate import first_difference, said_difference, stop_at_first_difference
+    from workbench.train.recreate import first_difference, last_epoch, said_difference, stop_at_first_difference
 
+    last = last_epoch(shipped)
     copy = own.get(src.id) if own.exists(src.id) and not retrain else None
     rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" else []
     how = f"your copy in {own.root}"
@@ -647,13 +651,13 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
         rows, how = run.metric_rows()[:epochs], f"re-trained just now into {own.root}"
     off = first_difference(shipped, rows)
     if off:
-        typer.secho(f"{src.id}: {said_difference(off, len(shipped))} ({how}): this machine's numerics are not the "
+        typer.secho(f"{src.id}: {said_difference(off, last)} ({how}): this machine's numerics are not the "
                     f"ones it was trained with, so it cannot re-train it bit for bit; `workbench verify {src.id} "
                     f"--root {own.root}` without --epochs trains it on and judges it by the statistical rule",
                     fg=typer.colors.YELLOW, err=True)
         return None
     first = "its first epoch" if len(rows) == 1 else f"its first {len(rows)} epochs"
-    typer.echo(f"{src.id}: {first} of {len(shipped)} {'is' if len(rows) == 1 else 'are'} the shipped run's bit for "
+    typer.echo(f"{src.id}: {first} of {last} {'is' if len(rows) == 1 else 'are'} the shipped run's bit for "
                f"bit ({how}): this machine reproduces its floats so far; not judged whole (`workbench verify "
                f"{src.id} --root {own.root}` trains it on from there and judges it)")
     return "epochs"

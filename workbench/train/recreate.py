@@ -55,6 +55,11 @@ def metric_differences(shipped_rows: list[dict], rerun_rows: list[dict]) -> dict
     return {k: max(abs(float(a[k]) - float(b[k])) for a, b in zip(shipped_rows, rerun_rows)) for k in METRIC_KEYS}
 
 
+def last_epoch(rows: list[dict]) -> int:
+    """The last epoch of a run's metric rows (0 for none): how many epochs a shipped run trained."""
+    return max((int(r["epoch"]) for r in rows), default=0)
+
+
 def first_difference(shipped_rows: list[dict], rows: list[dict]) -> tuple[int, str, float] | None:
     """(epoch, metric, |difference|) of the first of `rows` whose metrics are not exactly the shipped run's at that
     epoch (an epoch the shipped run lacks: metric "epochs", inf), or None where every one is."""
@@ -81,7 +86,7 @@ def stop_at_first_difference(shipped_rows: list[dict],
     ones (`first_difference`), saying where and by how much, and with `upto` after that many equal epochs (the run is
     left `interrupted`, resumable). A last epoch that differs is left to the caller: the run is then finished and
     judged as any other."""
-    last = max((int(r["epoch"]) for r in shipped_rows), default=0)
+    last = last_epoch(shipped_rows)
 
     def check(run: Run, row: dict[str, Any]) -> None:
         epoch = int(row["epoch"])
