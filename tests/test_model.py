@@ -269,3 +269,36 @@ def test_config_round_trip(tiny_cfg):
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="unknown model config fields"):
         ModelConfig.from_dict(cfg.to_dict() | {"bogus": 1})
+
+
+_TL_SHAPE = """
+import sys, types
+{first}
+import transformer_lens, transformer_lens.utilities
+shape = {{n: sorted(k for k, v in vars(m).items() if isinstance(v, types.ModuleType) or not k.startswith("_"))
+         for n, m in sys.modules.items() if n.startswith("transformer_lens") and hasattr(m, "__path__")}}
+print(repr(shape))
+"""
+
+
+def test_the_model_imports_transformer_lens_hook_classes_without_its_package_and_the_package_is_whole_after():
+    """`workbench.model.tl`: building a model imports neither TransformerLens' package `__init__` nor `transformers`
+    / `datasets` (2 CPU-s a process); a later `import transformer_lens` gives the same classes and packages with the
+    same names and modules as an import without workbench before it; run_with_cache still gives an ActivationCache."""
+    import subprocess
+    import sys
+
+    def run(code):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+    code = ("import sys; from workbench.model import PEClassifier, ModelConfig; "
+            "print(sorted(m for m in ('transformer_lens', 'transformers', 'datasets') if m in sys.modules)); "
+            "import torch; m = PEClassifier(ModelConfig(scheme='rope', d_model=16, n_heads=2, d_ff=16, n_layers=1, "
+            "vocab_size=8, max_len=6, n_classes=2)); "
+            "_, cache = m.run_with_cache(torch.ones(1, 6, dtype=torch.long)); import transformer_lens as tl, "
+            "workbench.model.tl as ours; print(type(cache).__name__, tl.HookedRootModule is ours.HookedRootModule, "
+            "tl.hook_points.HookPoint is ours.HookPoint, [type(f).__name__ for f in sys.meta_path])")
+    lines = run(code).splitlines()
+    assert lines[0] == "[]", "importing the model imported TransformerLens' package"
+    assert lines[1].startswith("ActivationCache True True") and "_GivesModules" not in lines[1], lines[1]
+    assert run(_TL_SHAPE.format(first="import workbench.model")) == run(_TL_SHAPE.format(first=""))

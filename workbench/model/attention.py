@@ -25,9 +25,9 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformer_lens.hook_points import HookPoint
 
 from .config import ModelConfig
+from .tl import HookPoint
 
 MASK_VALUE = -1e9  # finite, so a fully masked row gives a uniform pattern rather than NaN
 # On CPU, SDPA is slower than the explicit path only for tiny score matrices: below d_head x key positions = 256

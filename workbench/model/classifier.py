@@ -16,15 +16,19 @@ dropout sites (`dropout_sites`), no attention biases (`attn_bias`).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformer_lens import ActivationCache, HookedRootModule
-from transformer_lens.hook_points import HookPoint
 
 from .attention import MASK_VALUE, Attention, Dropout, compute_dtype
 from .config import ModelConfig
 from .pe import get_scheme
+from .tl import HookedRootModule, HookPoint
+
+if TYPE_CHECKING:
+    from transformer_lens import ActivationCache
 
 
 class MLP(nn.Module):
@@ -157,7 +161,9 @@ class PEClassifier(HookedRootModule):
         return (x * w).sum(1) / w.sum(1).clamp(min=1.0)
 
     def run_with_cache(self, *args, **kwargs) -> tuple[torch.Tensor, ActivationCache]:
-        """As TransformerLens: returns (logits, ActivationCache)."""
+        """As TransformerLens: returns (logits, ActivationCache); TransformerLens' package imported here (model.tl)."""
+        from transformer_lens import ActivationCache
+
         out, cache = super().run_with_cache(*args, **kwargs)
         return out, ActivationCache(cache, self, has_batch_dim=not kwargs.get("remove_batch_dim", False))
 

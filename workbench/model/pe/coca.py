@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformer_lens.hook_points import HookPoint
 
 from ..attention import Attention, _init_uniform, heads
+from ..tl import HookPoint
 from .base import Scheme, need
 from .registry import register
 from .rope import inv_frequencies, rotate_pairs, table_dtype

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformer_lens.hook_points import HookPoint
 
 from ..attention import Attention, _init_uniform
+from ..tl import HookPoint
 from .base import Scheme, need
 from .learned import LearnedPE
 from .registry import register
