@@ -389,32 +389,37 @@ def test_export_refuses_unknown_formats_and_a_missing_browser(tmp_path, monkeypa
         export.write_figure(go.Figure(), tmp_path / "f.svg")
 
 
-def test_export_checks_every_file_was_written_and_retries_the_missing_once(tmp_path, monkeypatch):
-    """kaleido can return without writing a file and without an error: the export writes again the figures whose file
-    is missing, empty or unchanged, once, then says which it could not write (never "wrote" a file that is not
+def test_export_checks_every_file_was_written_and_retries_the_missing_and_names_what_kaleido_said(tmp_path,
+                                                                                               monkeypatch):
+    """kaleido returns the errors of the renders that failed instead of raising them, and can return without writing
+    a file and without an error: the export renders again the figures whose file is missing, empty or unchanged, up
+    to three tries, then says which it could not write and what kaleido said (never "wrote" a file that is not
     there). A file from an earlier export does not count as written."""
-    import plotly.io as pio
-
     from workbench.figures import export
 
     monkeypatch.setenv("PELAB_CHROMIUM", "/bin/true")  # any executable: kaleido itself is replaced below
     calls = []
 
-    def flaky(figs, paths, **kw):  # the first call writes only its first file, the second writes all it is given
-        calls.append([Path(p).name for p in paths])
-        for p in paths[:1] if len(calls) == 1 else paths:
-            Path(p).write_text("<svg/>")
+    def flaky(specs):  # the first call writes only its first file, the second writes all it is given
+        calls.append([Path(s["path"]).name for s in specs])
+        for s in specs[:1] if len(calls) == 1 else specs:
+            Path(s["path"]).write_text("<svg/>")
+        return []
 
-    monkeypatch.setattr(pio, "write_images", flaky)
+    monkeypatch.setattr(export, "_render", flaky)
     old = tmp_path / "b.svg"
     old.write_text("<svg>an earlier export</svg>")
     os.utime(old, ns=(0, 0))
     out = export.write_figures([go.Figure(), go.Figure()], [tmp_path / "a.svg", old])
     assert calls == [["a.svg", "b.svg"], ["b.svg"]] and all(p.read_text() == "<svg/>" for p in out)
-    monkeypatch.setattr(pio, "write_images", lambda figs, paths, **kw: calls.append(paths))
-    with pytest.raises(export.ExportError, match=r"the browser wrote no file for .*c\.svg \(twice\)"):
+    monkeypatch.setattr(export, "_render", lambda specs: calls.append(specs) or ["TimeoutError: render took 300 s"])
+    with pytest.raises(export.ExportError, match=r"the browser wrote no file for .*c\.svg \(3 tries; kaleido said: "
+                                                 r"TimeoutError: render took 300 s\)"):
         export.write_figure(go.Figure(), tmp_path / "c.svg")
-    assert len(calls) == 4
+    assert len(calls) == 2 + export.ATTEMPTS
+    spec = calls[-1][0]  # what kaleido is handed: the figure's dict, its path, format and layout size
+    assert spec["path"] == tmp_path / "c.svg" and spec["opts"] == {"format": "svg", "width": 1000, "height": 600,
+                                                                   "scale": 1}
 
 
 def test_export_one_figure_to_svg(tables, tmp_path):

@@ -78,32 +78,51 @@ def _browser():
             os.environ["BROWSER_PATH"] = old
 
 
+ATTEMPTS = 3  # kaleido renders that wrote nothing are tried again, each time in a new browser
+RENDER_TIMEOUT_S = 300  # a render kaleido gives up on (its default is 90 s: too short on a loaded 2-core machine)
+
+
 def write_figures(figs: Iterable[go.Figure], paths: Iterable[str | Path], fmt: str | None = None,
                   width: int | None = None, height: int | None = None, scale: float | None = None) -> list[Path]:
     """Write each figure to its path (format from `fmt` or the suffix) in one browser session; returns the paths.
-    width/height default to the figure's layout size (else 1000 x 600 px); `scale` multiplies PNG resolution."""
+    width/height default to the figure's layout size (else 1000 x 600 px); `scale` multiplies PNG resolution.
+    kaleido returns the errors of the renders that failed rather than raising them, and can return without writing
+    a file and without an error (Kaleido #92): the figures whose file was not written are rendered again, up to
+    ATTEMPTS in all, and the error then names each and what kaleido said."""
     figs, paths = list(figs), [Path(p) for p in paths]
     if len(figs) != len(paths):
         raise ValueError(f"{len(figs)} figures but {len(paths)} paths")
     if not figs:
         return []
     fmts = [export_format(p, fmt) for p in paths]
-    import plotly.io as pio
-
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
-    todo = list(range(len(figs)))
-    for attempt in range(2):  # kaleido can return without writing a file, and without an error (Kaleido #92)
+    todo, said = list(range(len(figs))), []
+    for _ in range(ATTEMPTS):
         before = {i: _stamp(paths[i]) for i in todo}
         with _browser():
-            pio.write_images([figs[i] for i in todo], [paths[i] for i in todo], format=[fmts[i] for i in todo],
-                             scale=scale, width=[width or figs[i].layout.width or 1000 for i in todo],
-                             height=[height or figs[i].layout.height or 600 for i in todo])
+            said = _render([{"fig": figs[i].to_dict(), "path": paths[i], "opts": {
+                "format": fmts[i], "width": width or figs[i].layout.width or 1000,
+                "height": height or figs[i].layout.height or 600, "scale": scale or 1}} for i in todo])
         todo = [i for i in todo if not _written(paths[i], before[i])]
         if not todo:
             return paths
-    raise ExportError("the browser wrote no file for " + ", ".join(str(paths[i]) for i in todo)
-                      + " (twice); run the export again, or with fewer figures at once")
+    raise ExportError(f"the browser wrote no file for {', '.join(str(paths[i]) for i in todo)} ({ATTEMPTS} tries; "
+                      f"kaleido said: {'; '.join(said) or 'nothing'}); run the export again, or with fewer figures "
+                      "at once")
+
+
+def _render(specs: list[dict]) -> list[str]:
+    """kaleido's renders of `specs` (as plotly.io.write_images hands them, with its plotly.js, MathJax and
+    topojson settings) in one new browser; the errors it returned, each as a line."""
+    import kaleido
+    import plotly.io as pio
+
+    d = pio.defaults
+    kopts = {"timeout": RENDER_TIMEOUT_S, **{k: getattr(d, k) for k in ("plotlyjs", "mathjax", "headers")
+                                             if getattr(d, k, None)}}
+    errors = kaleido.write_fig_from_object_sync([s | {"topojson": d.topojson} for s in specs], kopts=kopts)
+    return [f"{type(e).__name__}: {e}"[:300] for e in errors or ()]
 
 
 def _stamp(path: Path) -> tuple | None:
