@@ -183,7 +183,7 @@ def test_the_kernel_compiles_inside_a_compiled_model():
 
 def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypatch):
     """benchmarks/gpu_step.py's `kernel_agreement` (what a GPU window checks before it times, and may train with,
-    the kernel): at the smoke preset's RoPE and MLA shapes, batch 8 (MLA's queries and keys d_rope wider), it agrees
+    the kernel): at the smoke preset's RoPE and MLA shapes, batch 2 (MLA's queries and keys d_rope wider), it agrees
     (the attention alone timed at the config's attention dropout, and without where that is not 0);
     a kernel off by a softmax temperature of 1.1 does not, and neither does a call the kernel cannot run."""
     import sys
@@ -195,8 +195,8 @@ def test_the_gpu_check_trusts_the_kernel_only_where_it_agrees_with_sdpa(monkeypa
     from workbench.model import triton_attention
 
     mla_dropout = ["model.dropout=0.1", "train.fused_attention=true", 'model.dropout_sites=["attn_weights"]']
-    cfgs = [gpu_step.tier1_config("rope", "smoke", ["train.batch_size=8"]),
-            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=8", *mla_dropout])]
+    cfgs = [gpu_step.tier1_config("rope", "smoke", ["train.batch_size=2"]),
+            gpu_step.tier1_config("mla", "smoke", ["train.batch_size=2", *mla_dropout])]
     got = gpu_step.kernel_agreement(cfgs, torch.device("cpu"), amp=False, op_steps=1)
     assert got["ok"] and set(got) == {"ok", "what", "rope+sinusoidal", "mla", "tuned"}
     for row, p in ((got["rope+sinusoidal"], 0.0), (got["mla"], 0.1)):  # forward + backward alone, timed
@@ -228,7 +228,7 @@ def test_a_run_trained_with_the_kernel_records_it_and_learns_what_sdpa_learns(tm
     calls, kernel = [], triton_attention._attention
     monkeypatch.setattr(triton_attention, "_attention", lambda *a: calls.append(a[0].shape) or kernel(*a))
 
-    sets = ["train.epochs=1", "task.n_examples=120", "model.d_model=32", "model.n_heads=2", "model.n_layers=1"]
+    sets = ["train.epochs=1", "task.n_examples=48", "model.d_model=32", "model.n_heads=2", "model.n_layers=1"]
     runs = {}
     for backend in (None, "triton"):
         store = RunStore(tmp_path / str(backend), data_dir=tmp_path / "data")
