@@ -1,7 +1,8 @@
 """Helpers for the user-level tests (dashboard, report, notebooks); no pytest fixtures live here.
 
 * `smoke_store()`: a temporary run store with a few smoke-preset runs and their analysis tables, built once
-  per test process (every test module shares it);
+  per test session (the first process to need it builds it, under a lock, where PELAB_SMOKE_SHARED points) and
+  copied into each test process (every test module of the process shares its copy);
 * `AppServer`: the Dash app served on 127.0.0.1 on a free port, in a thread;
 * `driver()`: one headless Debian chromium (/usr/bin/chromium + /usr/bin/chromedriver, never a downloaded
   browser) driven by selenium, shared by the whole process; `browser_skip_reason()` says why it cannot run;
@@ -71,20 +72,49 @@ def _tmp_root() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def smoke_store() -> SimpleNamespace:
-    """Train the smoke runs and compute their tables once per process.
+    """Train the smoke runs and compute their tables once per session; this process's own copy of them.
 
     Returns a namespace: `root` (the store folder), one run id per SMOKE_RUNS key, plus `failed` (a run
-    marked failed) and `created` (a run that never trained), so the UI shows them as such."""
+    marked failed) and `created` (a run that never trained), so the UI shows them as such. The build (about
+    13 CPU-s) goes to $PELAB_SMOKE_SHARED (set by tests/conftest.py for the session's workers) by the first
+    process that asks, under a file lock, whole or not at all (built aside, then renamed); each process copies
+    it, so what a test writes to its store is never seen by another process's tests. Without the variable (a
+    script, or pytest told otherwise), it is built here."""
+    import fcntl
+    import json
+
+    own = _tmp_root()
+    shared = os.environ.get("PELAB_SMOKE_SHARED")
+    if not shared:
+        return _build_smoke_store(own)
+    shared = Path(shared)
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "store" / "ids.json").exists():
+            shutil.rmtree(shared / "building", ignore_errors=True)
+            ids = _build_smoke_store(shared / "building")
+            (shared / "building" / "ids.json").write_text(json.dumps(
+                {k: v for k, v in vars(ids).items() if k not in ("root", "shipped")}))
+            (shared / "building").rename(shared / "store")
+        # not the stores' index.sqlite: a cache of rows that name the folder they were built in (rebuilt here)
+        shutil.copytree(shared / "store", own, dirs_exist_ok=True, ignore=shutil.ignore_patterns("index.sqlite"))
+    ids = json.loads((own / "ids.json").read_text())
+    return SimpleNamespace(root=own / "runs", shipped=own / "shipped", **ids)
+
+
+def _build_smoke_store(base: Path) -> SimpleNamespace:
+    """The smoke store built in base/ (runs/, its data_cache/, shipped/), at one torch thread."""
     with torch_threads(1):
-        return _build_smoke_store()
+        return _train_and_analyse(base)
 
 
-def _build_smoke_store() -> SimpleNamespace:
+def _train_and_analyse(base: Path) -> SimpleNamespace:
     from workbench.store import RunStore
     from workbench.train.loop import train
     from workbench.train.presets import resolve_config
 
-    root = _tmp_root() / "runs"
+    root = base / "runs"
     store = RunStore(root)
     ids = {}
     for key, (scheme, task, kw) in SMOKE_RUNS.items():

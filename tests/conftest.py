@@ -9,6 +9,25 @@ if not torch.cuda.is_available():  # Triton kernels (model/triton_attention.py) 
     os.environ.setdefault("TRITON_INTERPRET", "1")  # read when a kernel is defined, so before any import of them
 
 
+def pytest_configure(config):
+    """The session's smoke store (tests/browser.py `smoke_store`): one folder for every process of this session,
+    named here by the controller before pytest-xdist starts its workers (they inherit the variable); removed when
+    the session ends."""
+    if not hasattr(config, "workerinput") and "PELAB_SMOKE_SHARED" not in os.environ:
+        import tempfile
+
+        config._pelab_smoke = tempfile.mkdtemp(prefix="pelab-smoke-")
+        os.environ["PELAB_SMOKE_SHARED"] = config._pelab_smoke
+
+
+def pytest_unconfigure(config):
+    import shutil
+
+    if getattr(config, "_pelab_smoke", None):
+        shutil.rmtree(config._pelab_smoke, ignore_errors=True)
+        os.environ.pop("PELAB_SMOKE_SHARED", None)
+
+
 def pytest_collection_modifyitems(config, items):
     """`@pytest.mark.gpu` tests need CUDA: skipped, with the reason, on a machine without it. Then the files
     holding `@pytest.mark.slow` tests (those of 10 s or more) go first, most such tests first: `make test` deals
