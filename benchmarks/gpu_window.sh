@@ -101,8 +101,10 @@ install_wheels() {  # the wheels named into GPU_SITE, no index, no dependencies 
     2>&1 | grep -v "^WARNING: Target directory" | tail -5
 }
 
-imports_ok() {  # the imports the window needs; a failure's traceback goes to window.log
-  "$py" -c "import torch, transformer_lens, workbench.cli" 2>>"$out/window.log"
+imports_ok() {  # the imports the window needs, then torch's line (version, CUDA, the GPU or "no GPU"), in one
+  # process (each of three took about 2 CPU-s to import torch); a failure's traceback goes to window.log
+  "$py" -c "import torch, transformer_lens, workbench.cli; print('torch', torch.__version__, 'cuda', \
+torch.version.cuda, torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>>"$out/window.log"
 }
 
 setup() {  # the wheels, the environment, the carried compile cache; the imports checked
@@ -122,15 +124,15 @@ setup() {  # the wheels, the environment, the carried compile cache; the imports
   fi
   # the image's own transformers and hub serve transformer_lens (benchmarks/gpu_wheels.txt, its "image:" lines;
   # the H200 window of 2026-11-28, evening, imported and trained on them)
-  if ! imports_ok; then
+  local torch_line
+  if ! torch_line=$(imports_ok); then
     say "ERROR: $py cannot import torch, transformer_lens and workbench (the traceback is in $out/window.log): on a" \
         "device machine the image has torch and .whl/ the rest (\`make gpu-wheels\`); elsewhere name a Python that" \
         "has them, e.g. GPU_PY=.venv/bin/python"
     exit 1
   fi
-  "$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
-torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')" 2>&1 | tee -a "$out/window.log"
-  if [ "$device" = cuda ] && ! "$py" -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
+  echo "$torch_line" | tee -a "$out/window.log"
+  if [ "$device" = cuda ] && [[ "$torch_line" == *"no GPU" ]]; then
     say "ERROR: no CUDA GPU here: this script trains the paper grid in a lent GPU window (docs/training.md, \"One" \
         "GPU window\"); on CPU, \`make repro\` trains the CPU reproduction (DEVICE=cpu with" \
         "CHECK_ARGS=\"--device cpu --preset smoke\" runs this flow as a dry run)"
@@ -197,6 +199,10 @@ job_running() {  # its pid alive and not a zombie (a killed job waits for init t
   local pid
   pid=$(cat "$state/job.pid" 2>/dev/null) && [ ! -f "$state/job.rc" ] && [ -e "/proc/$pid" ] \
     && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null
+}
+
+session_of() {  # the session of process $1: /proc/PID/stat's 6th field (its name, in parentheses, may hold spaces)
+  sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f4
 }
 
 wait_job() {  # until the job has written its exit status or died, or epoch second $1
@@ -294,6 +300,9 @@ else  # detached: seeded with what is shipped, so the sweep skips it; its own pr
   "$py" -c 'import os, sys; os.setsid(); os.execvp("bash", ["bash"] + sys.argv[1:])' "$0" --job "$end" "$t0" \
       </dev/null >"$state/logs/job.log" 2>&1 &
   echo $! > "$state/job.pid"
+  # until the job has called setsid it is in this call's process group, which the device machine kills at the
+  # call's end (a call that returned at once lost its job so on a loaded machine): wait for it, 30 s at most
+  for _ in $(seq 300); do [ "$(session_of $!)" = "$!" ] && break; sleep 0.1; done
   say "training job detached (pid $!, ends $(( end - t0 )) s after this call's start); this call returns at $(( call_end - t0 )) s"
   wait_job $(( call_end - ${PACK_S:-15} ))
   tail -n 20 "$state/logs/job.log"

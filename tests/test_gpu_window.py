@@ -224,8 +224,10 @@ def test_a_detached_job_outlives_its_call_and_the_next_call_resumes_one_that_did
     A machine that killed the job anyway: `--attach` trains its runs in the time it has and packs them beside the
     earlier ones, as results/paper/RUN_ID/..., leaving results/paper itself as it was."""
     # the job's sweep waits before it trains (a stand-in python), so it is still training when the refusal is
-    # asked on any machine: a tiny run could end within the first call's 2 s on a fast one
-    slow = stand_in_python(tmp_path, "python-slow", '*" sweep "*) sleep 60')
+    # asked on any machine: a tiny run could end within the first call's 2 s on a fast one; and the job's start
+    # waits 1 s before its setsid, as a loaded machine's can: the call must not return before it (the group kill
+    # below would take the job with it)
+    slow = stand_in_python(tmp_path, "python-slow", '*" sweep "*) sleep 60;; *"os.setsid()"*) sleep 1')
     env = window_env(tmp_path, RESULTS=str(tmp_path / "results" / "paper"), PACK_S="1", GPU_PY=str(slow))
     old = tmp_path / "results" / "paper" / "t0-old-run"  # shipped in an earlier window: seeded, so packed again
     old.mkdir(parents=True)
@@ -611,7 +613,7 @@ def test_the_carried_wheels_go_in_and_failing_imports_stop_the_window_with_their
     wheels = tmp_path / "wheels"
     site = tmp_path / "site"
     py = tmp_path / "python"
-    py.write_text(f'#!/bin/bash\nif [ "$2" = "import torch, transformer_lens, workbench.cli" ] && '
+    py.write_text(f'#!/bin/bash\nif [[ "$2" == "import torch, transformer_lens, workbench.cli;"* ]] && '
                   f'[ ! -f {site}/pelab_lean_marker.py ]; then echo "ImportError: stand-in" >&2; exit 1; fi\n'
                   f'exec {sys.executable} "$@"\n')
     py.chmod(0o755)
