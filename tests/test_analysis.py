@@ -8,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 from scipy.linalg import toeplitz
-from transformer_lens import ActivationCache, patching
 
 from workbench.analysis import (ANALYSES, COMPUTE, NotApplicable, ablation, aggregate_seeds, angles, deposit,
                                 deposit_sentence, distance_bias, extrapolation, hadamard_check, qk_means,
@@ -67,6 +66,8 @@ def test_fast_ablation_equals_naive_loop_other_paths(scheme, arch):
 
 
 def test_ablation_agrees_with_transformer_lens_patching():
+    from transformer_lens import ActivationCache, patching  # here: TransformerLens' package costs 2 CPU-s to import
+
     model = make_model("rope", n_layers=3)
     d = make_data(16)
     tokens, labels = torch.as_tensor(d.test_x), torch.as_tensor(d.test_y)

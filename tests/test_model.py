@@ -3,7 +3,6 @@ import math
 
 import pytest
 import torch
-from transformer_lens import ActivationCache, patching
 
 from workbench.model import ModelConfig, PEClassifier, list_schemes
 from workbench.model.pe.alibi import alibi_slopes
@@ -38,6 +37,8 @@ def test_train_step_and_fast_path_match_explicit(scheme, arch, tiny_cfg, tokens)
     model.eval()
     fast = model(tokens)
     explicit, cache = model.run_with_cache(tokens)
+    from transformer_lens import ActivationCache  # here, not at the top: 2 CPU-s in every worker's collection
+
     assert isinstance(cache, ActivationCache)
     torch.testing.assert_close(fast, explicit, atol=1e-5, rtol=1e-5)
     assert cache["blocks.1.attn.hook_z"].shape == (5, 16, 4, 8)
@@ -203,6 +204,8 @@ def test_zeroing_every_head_leaves_only_the_embedding_path(tiny_cfg, tokens):
 
 
 def test_transformer_lens_patching_runs(tiny_cfg, tokens):
+    from transformer_lens import ActivationCache, patching
+
     model = model_for(tiny_cfg("rope"))
     _, cache = model.run_with_cache(tokens)
     zero = ActivationCache({k: torch.zeros_like(v) for k, v in cache.items()}, model)
