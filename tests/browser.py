@@ -86,14 +86,16 @@ def smoke_store() -> SimpleNamespace:
     own = _tmp_root()
     shared = os.environ.get("PELAB_SMOKE_SHARED")
     if not shared:
-        return _build_smoke_store(own)
+        with torch_threads(1):
+            return _build_smoke_store(own)
     shared = Path(shared)
     shared.mkdir(parents=True, exist_ok=True)
     with open(shared / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (shared / "store" / "ids.json").exists():
             shutil.rmtree(shared / "building", ignore_errors=True)
-            ids = _build_smoke_store(shared / "building")
+            with torch_threads(1):
+                ids = _build_smoke_store(shared / "building")
             (shared / "building" / "ids.json").write_text(json.dumps(
                 {k: v for k, v in vars(ids).items() if k not in ("root", "shipped")}))
             (shared / "building").rename(shared / "store")
@@ -104,12 +106,7 @@ def smoke_store() -> SimpleNamespace:
 
 
 def _build_smoke_store(base: Path) -> SimpleNamespace:
-    """The smoke store built in base/ (runs/, its data_cache/, shipped/), at one torch thread."""
-    with torch_threads(1):
-        return _train_and_analyse(base)
-
-
-def _train_and_analyse(base: Path) -> SimpleNamespace:
+    """The smoke store trained and analysed in base/ (runs/, its data_cache/, shipped/)."""
     from workbench.store import RunStore
     from workbench.train.loop import train
     from workbench.train.presets import resolve_config

@@ -1,14 +1,15 @@
 """TransformerLens' `HookPoint` and `HookedRootModule`, imported without TransformerLens' package `__init__`.
 
-`import transformer_lens` (4.3) runs the package's `__init__`, which imports HookedTransformer, the model bridge,
-`transformers` and `datasets`: about 2 CPU-s of the 4.3 of `import workbench.train`, paid by every command, sweep
-worker, analysis process and notebook kernel that builds a model, which needs two classes of two small modules.
-So those modules (and the four they import from TransformerLens' subpackages) are imported with a bare stand-in for
-each package above them (its `__path__` and the names its modules define), and the stand-ins are taken out of
-`sys.modules` at once: a later `import transformer_lens` runs its own `__init__`, which finds these modules imported
-and uses them, so there is one `HookPoint` class, not two, and each package it imports gets these modules as its
-attributes once its `__init__` has run, as a usual import gives them (`_GivesModules`; tests/test_model.py). Where TransformerLens was imported
-already, or its modules are not where 4.3 has them, it is imported as usual: the same classes, at the usual cost.
+`import transformer_lens` (4.3) runs the package's `__init__`, which imports the model bridge, `transformers` and
+`datasets`: 2.7 of the 4.5 CPU-s `import workbench.train` took (benchmarks/bench_import.py), paid by every command,
+sweep worker, analysis process and notebook kernel that builds a model, which needs two classes of two small
+modules. So those modules (and the four they import from TransformerLens' subpackages) are imported with a bare
+stand-in for each package above them (its `__path__` and the names its modules define), and the stand-ins are taken
+out of `sys.modules` at once: a later `import transformer_lens` runs its own `__init__`, which finds these modules
+imported and uses them, so there is one `HookPoint` class, not two, and each package it imports gets these modules
+as its attributes once its `__init__` has run, as a usual import gives them (`_GivesModules`; tests/test_model.py).
+Where TransformerLens was imported already, or its modules are not where 4.3 has them, it is imported as usual: the
+same classes, at the usual cost.
 """
 from __future__ import annotations
 
