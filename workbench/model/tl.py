@@ -54,16 +54,18 @@ class _GivesModules(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _import_without_package_inits(package: str, modules: tuple[str, ...]) -> None:
+def _import_without_package_inits(package: str, modules: tuple[str, ...]) -> dict[str, set[str]]:
     """Import `package.m` for each m in `modules` with a stand-in for `package` and each package between, then drop
-    the stand-ins (and, where anything failed, every module imported under them)."""
+    the stand-ins (and, where anything failed, every module imported under them); returns each package -> the names
+    of its modules imported under its stand-in (what `_GivesModules` sets)."""
     root = importlib.util.find_spec(package).submodule_search_locations[0]
-    stand_ins, before = {}, set(sys.modules)
+    stand_ins, children, before = {}, {}, set(sys.modules)
     try:
         for name in modules:
             parts = name.split(".")
             for i in range(len(parts)):
                 pkg = ".".join([package, *parts[:i]])
+                children.setdefault(pkg, set()).add(parts[i])
                 if pkg not in stand_ins:
                     stand_ins[pkg] = sys.modules[pkg] = types.ModuleType(pkg)
                     stand_ins[pkg].__path__ = [os.path.join(root, *parts[:i])]
@@ -71,6 +73,7 @@ def _import_without_package_inits(package: str, modules: tuple[str, ...]) -> Non
             if len(parts) > 1:  # what the subpackage's `from .module import ...` gives its importers
                 stand_ins[".".join([package, *parts[:-1]])].__dict__.update(
                     {k: v for k, v in vars(mod).items() if not k.startswith("_")})
+        return children
     except Exception:
         for name in set(sys.modules) - before:
             del sys.modules[name]
@@ -82,16 +85,9 @@ def _import_without_package_inits(package: str, modules: tuple[str, ...]) -> Non
 
 if "transformer_lens" not in sys.modules:
     try:
-        _import_without_package_inits("transformer_lens", _MODULES)
+        sys.meta_path.insert(0, _GivesModules(_import_without_package_inits("transformer_lens", _MODULES)))
     except Exception:  # another layout than 4.3's: the usual import below
         pass
-    else:
-        given: dict[str, set[str]] = {}
-        for _name in _MODULES:
-            _parts = f"transformer_lens.{_name}".split(".")
-            for _i in range(1, len(_parts)):
-                given.setdefault(".".join(_parts[:_i]), set()).add(_parts[_i])
-        sys.meta_path.insert(0, _GivesModules(given))
 try:
     HookPoint = sys.modules["transformer_lens.hook_points"].HookPoint
     HookedRootModule = sys.modules["transformer_lens.HookedRootModule"].HookedRootModule
