@@ -301,3 +301,57 @@ def test_report_renders_in_the_browser(report):
     fetched = drv.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
     assert not [u for u in fetched if u.startswith(("http:", "https:"))], f"the report fetched {fetched}"
     B.screenshot(drv, "report_smoke")  # artifacts/; docs/img/report.png: `browser.py screenshots --pages report`
+
+
+def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke, tmp_path, monkeypatch):
+    """`Doc.figure` keeps each figure's HTML by its builder, table content and arguments: the same report built
+    again in one process calls no builder and writes the same page; a changed table redraws only its figures; a
+    static export (the figure objects kept) and a table pandas cannot hash always draw."""
+    from collections import OrderedDict
+    import functools
+    import shutil
+
+    from workbench.report import build
+    from workbench.store import RunStore
+
+    shutil.copytree(smoke.root, tmp_path / "runs", ignore=shutil.ignore_patterns("index.sqlite"))
+    store = RunStore(tmp_path / "runs")
+    calls = []
+    real = build._figures()
+    counting = {name: (lambda n, f: lambda df, **kw: (calls.append(n), f(df, **kw))[1])(name, fn)
+                for name, fn in real.items()}
+    monkeypatch.setattr(build, "_figures", lambda: counting)
+    monkeypatch.setattr(build, "_FIGURE_HTML", OrderedDict())
+
+    def page(out):
+        summary = build.build_report(store, "task=trigger-distance", tmp_path / out)
+        text = (tmp_path / out).read_text(encoding="utf-8")
+        return re.sub(r" · generated [^<]*", "", text), summary
+
+    first, summary = page("a.html")
+    assert len(calls) == len(build._FIGURE_HTML) and 20 < len(calls) <= len(summary["figures"])  # a figure
+    # drawn twice in one report (the same table and arguments) is drawn once
+    calls.clear()
+    again, summary2 = page("b.html")
+    assert calls == [] and again == first and summary2["figures"] == summary["figures"]
+
+    run = store.get(smoke.rope)
+    qk = run.load_table("qk_means")
+    drawn_from = [f["figure"] for f in summary["figures"] if f"{smoke.rope}:qk_means" in
+                  [f"{r}:{t}" for r in f["runs"] for t in f["tables"]]]
+    assert drawn_from, summary["figures"][:3]
+    run.save_table("qk_means", qk.assign(**{c: qk[c] * 2 for c in qk.select_dtypes("float").columns}))
+    changed, _ = page("c.html")
+    assert sorted(calls) == sorted(drawn_from) and changed != first
+
+    monkeypatch.setattr(build, "FIGURE_CACHE_SIZE", 2)  # bounded: the oldest go first
+    calls.clear()
+    doc = build.Doc(keep=True)
+    listed = pd.DataFrame({"layer": [0, 1], "cells": [[1], [2]]})
+    small = qk.head(4)
+    for d in (doc, doc, build.Doc(), build.Doc()):
+        d.figure("qk_means", small, "s", [run.id], ["qk_means"])
+    assert calls == ["qk_means"] * 3 and len(doc.objects) == 2  # kept objects drawn each time; then once
+    key = functools.partial(build._figure_key, counting["qk_means"], kwargs=None, height=None)
+    assert key(listed) == key(listed.copy()) != key(listed.assign(cells=[[1], [3]]))  # a list in a cell: its repr
+    assert len(build._FIGURE_HTML) == 2
