@@ -23,10 +23,12 @@ LIVE = ["01_head_ablation.ipynb", "03_patching_and_probes.ipynb"]  # the ones wi
 PLOTLY = "application/vnd.plotly.v1+json"
 
 
-def execute(names: list[str], cwd: Path) -> dict[str, tuple[list[dict], str]]:
+def execute(names: list[str], cwd: Path, environ: dict[str, dict[str, str]] | None = None
+            ) -> dict[str, tuple[list[dict], str]]:
     """Run the notebooks one after the other in one kernel, each from an empty namespace (`%reset -f` before its
-    first cell; one kernel start instead of one per notebook). name -> (its outputs, its printed text and
-    text/plain displays joined)."""
+    first cell; one kernel start instead of one per notebook), with `environ[name]` set in the kernel's environment
+    before it (its parameters cell reads them). name -> (its outputs, its printed text and text/plain displays
+    joined)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb, spans = None, {}
@@ -35,6 +37,8 @@ def execute(names: list[str], cwd: Path) -> dict[str, tuple[list[dict], str]]:
         nb = nb or nbformat.v4.new_notebook(metadata=src.metadata)
         start = len(nb.cells)
         nb.cells.append(nbformat.v4.new_code_cell("%reset -f"))
+        if environ and name in environ:
+            nb.cells.append(nbformat.v4.new_code_cell(f"import os\nos.environ.update({environ[name]!r})"))
         nb.cells += src.cells
         spans[name] = (start, len(nb.cells))
     for i, cell in enumerate(nb.cells):
@@ -100,20 +104,23 @@ def env(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", TUTORIALS)
-def test_notebook_trains_at_smoke_preset(name, tmp_path, env):
+def test_notebooks_train_at_smoke_preset(tmp_path, env):
+    """Train mode, the three in one kernel, each on its own copy of the smoke store (runs/ + data_cache/: a
+    notebook may add runs, and none sees another's)."""
     smoke = B.smoke_store()
-    work = tmp_path / "store"
-    shutil.copytree(Path(smoke.root).parent, work)  # runs/ + data_cache/: the notebook may add runs
     env.setenv("PELAB_TRAIN", "1")
-    env.setenv("PELAB_RUNS", str(work / "runs"))
-    env.setenv("PELAB_DATA", str(work / "data_cache"))
-    outputs, text = execute([name], tmp_path)[name]
-    assert "train mode: preset smoke" in text
-    # the notebook's figures were produced (plotly mime bundles), not just text
-    assert n_figures(outputs), "no plotly figure output"
-    if name in LIVE:
-        assert "workbench recreate" not in text  # trained runs have their weights: every cell ran
+    stores = {}
+    for name in TUTORIALS:
+        work = tmp_path / name.split("_")[0]
+        shutil.copytree(Path(smoke.root).parent, work)
+        stores[name] = {"PELAB_RUNS": str(work / "runs"), "PELAB_DATA": str(work / "data_cache")}
+    for name, (outputs, text) in execute(TUTORIALS, tmp_path, stores).items():
+        root = Path(stores[name]["PELAB_RUNS"])
+        assert {f"train mode: preset smoke, store {p}" in text for p in (root, root.resolve())} != {False}, name
+        # the notebook's figures were produced (plotly mime bundles), not just text
+        assert n_figures(outputs), f"{name}: no plotly figure output"
+        if name in LIVE:
+            assert "workbench recreate" not in text, name  # trained runs have their weights: every cell ran
 
 
 @pytest.mark.slow
