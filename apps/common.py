@@ -464,10 +464,31 @@ def graph(fig, id: str | dict | None = None, height: int | None = None, **kwargs
 
 def figure_or_hint(name: str, df: pd.DataFrame | None, missing: html.Div | None = None, height: int | None = None,
                    **kwargs):
+    """A graph of FIGURES[name](df, **kwargs) at `height`, or the hint of `build_figure` (`missing` for no table).
+    The figure's JSON is kept (`figures.kept`): the same table shown again is not drawn again."""
     if df is None:
         return missing
-    fig, err = build_figure(name, df, **kwargs)
-    return err if fig is None else graph(fig, height=height)
+    from workbench.figures.kept import key_of
+
+    fn = figures().get(name)
+    key = key_of(fn, df, kwargs=kwargs, height=height) if fn is not None else None
+    drawn = _drawn().get(key)
+    if drawn is None:
+        fig, err = build_figure(name, df, **kwargs)
+        if fig is None:
+            return err
+        if height is not None:
+            fig.update_layout(height=height)
+        drawn = fig.to_plotly_json()  # the figure object goes: nothing can change what is kept
+        _drawn().put(key, drawn)
+    return graph(drawn)
+
+
+@functools.lru_cache(maxsize=1)
+def _drawn():
+    from workbench.figures.kept import Kept
+
+    return Kept(128)
 
 
 # ---- small components --------------------------------------------------------------------------------

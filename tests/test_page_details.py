@@ -308,3 +308,30 @@ def test_the_runs_comparison_says_which_tables_were_refreshed_and_why():
                            "tables": ["probes", "head_summary"], "changes": ["6a3fc22"]}]}
     assert _refreshed(info) == "probes, head_summary on 2026-12-02 by 1f5c075 (made before 6a3fc22)"
     assert _refreshed({}) == ""
+
+
+def test_a_figure_shown_again_is_not_drawn_again_and_a_changed_table_is(monkeypatch):
+    """`figure_or_hint` keeps each figure's JSON by builder, table content, arguments and height: the same table
+    shown again calls no builder and gives the same figure; another table, argument or height draws; a builder
+    that fails is a hint, and nothing is kept for it."""
+    from dash import dcc
+
+    from apps import common as C
+    from workbench.figures.kept import Kept
+
+    kept, calls = Kept(8), []
+    monkeypatch.setattr(C, "_drawn", lambda: kept)
+    real = FIGURES["partial_rope"]
+    monkeypatch.setitem(FIGURES, "partial_rope", lambda df, **kw: (calls.append(len(df)), real(df, **kw))[1])
+    table = partial_table([1.0, 5.0, 1.0], [0.9, 0.8, 1.0])
+
+    first = C.figure_or_hint("partial_rope", table, height=300)
+    again = C.figure_or_hint("partial_rope", table.copy(), height=300)
+    assert isinstance(first, dcc.Graph) and calls == [3] and again.figure is first.figure
+    assert first.figure["layout"]["height"] == 300 and len(first.figure["data"]) == 2
+    C.figure_or_hint("partial_rope", table, height=400)
+    C.figure_or_hint("partial_rope", partial_table([1.0, 5.0], [0.9, 0.8]), height=300)
+    assert calls == [3, 3, 2] and len(kept) == 3
+    monkeypatch.setitem(FIGURES, "partial_rope", lambda df, **kw: 1 / 0)
+    hint = C.figure_or_hint("partial_rope", table.assign(k=2))
+    assert not isinstance(hint, dcc.Graph) and "ZeroDivisionError" in str(hint) and len(kept) == 3

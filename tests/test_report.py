@@ -307,10 +307,10 @@ def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke,
     """`Doc.figure` keeps each figure's HTML by its builder, table content and arguments: the same report built
     again in one process calls no builder and writes the same page; a changed table redraws only its figures; a
     static export (the figure objects kept) and a table pandas cannot hash always draw."""
-    from collections import OrderedDict
     import functools
     import shutil
 
+    from workbench.figures.kept import Kept, key_of
     from workbench.report import build
     from workbench.store import RunStore
 
@@ -321,7 +321,8 @@ def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke,
     counting = {name: (lambda n, f: lambda df, **kw: (calls.append(n), f(df, **kw))[1])(name, fn)
                 for name, fn in real.items()}
     monkeypatch.setattr(build, "_figures", lambda: counting)
-    monkeypatch.setattr(build, "_FIGURE_HTML", OrderedDict())
+    kept = Kept(512)
+    monkeypatch.setattr(build, "_figure_html", lambda: kept)
 
     def page(out):
         summary = build.build_report(store, f"id={smoke.rope}", tmp_path / out)
@@ -329,7 +330,7 @@ def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke,
         return re.sub(r" · generated [^<]*", "", text), summary
 
     first, summary = page("a.html")
-    assert len(calls) == len(build._FIGURE_HTML) and 10 < len(calls) <= len(summary["figures"])  # a figure
+    assert len(calls) == len(kept) and 10 < len(calls) <= len(summary["figures"])  # a figure
     # drawn twice in one report (the same table and arguments) is drawn once
     calls.clear()
     again, summary2 = page("b.html")
@@ -344,7 +345,7 @@ def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke,
     changed, _ = page("c.html")
     assert sorted(calls) == sorted(drawn_from) and changed != first
 
-    monkeypatch.setattr(build, "FIGURE_CACHE_SIZE", 2)  # bounded: the oldest go first
+    kept.size = 2  # bounded: the least recently used go first
     calls.clear()
     doc = build.Doc(keep=True)
     listed = pd.DataFrame({"layer": [0, 1], "cells": [[1], [2]]})
@@ -352,6 +353,8 @@ def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke,
     for d in (doc, doc, build.Doc(), build.Doc()):
         d.figure("qk_means", small, "s", [run.id], ["qk_means"])
     assert calls == ["qk_means"] * 3 and len(doc.objects) == 2  # kept objects drawn each time; then once
-    key = functools.partial(build._figure_key, counting["qk_means"], kwargs=None, height=None)
+    key = functools.partial(key_of, counting["qk_means"], kwargs={}, height=None)
     assert key(listed) == key(listed.copy()) != key(listed.assign(cells=[[1], [3]]))  # a list in a cell: its repr
-    assert len(build._FIGURE_HTML) == 2
+    assert key(listed.rename(columns={"cells": "other"})) != key(listed) != key(listed.set_index("layer"))
+    assert key_of(counting["qk_means"], listed, kwargs={"table": listed}) is None  # not plain data: not kept
+    assert len(kept) == 2

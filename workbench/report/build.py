@@ -19,13 +19,11 @@ builder name, its keyword arguments and the tables it was drawn from, so the fig
 from __future__ import annotations
 
 import functools
-import hashlib
 import html
 import json
 import math
 import time
 import traceback
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,10 +199,12 @@ class Doc:
         if fn is None:
             self.error(f"no figure builder {name!r} in workbench.figures.FIGURES")
             return False
-        key = None if self.keep else _figure_key(fn, df, kwargs, height)  # static export needs the objects
-        if key in _FIGURE_HTML:
-            _FIGURE_HTML.move_to_end(key)
-            div, n_traces = _FIGURE_HTML[key]
+        from workbench.figures.kept import key_of
+
+        key = None if self.keep else key_of(fn, df, kwargs=kwargs or {}, height=height)  # an export needs objects
+        kept = _figure_html().get(key)
+        if kept is not None:
+            div, n_traces = kept
         else:
             try:
                 fig = fn(df, **(kwargs or {}))
@@ -215,10 +215,7 @@ class Doc:
                 fig.update_layout(height=height)
             div, n_traces = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=_FIGURE_SLOT,
                                         config={"displaylogo": False, "responsive": True}), len(fig.data)
-            if key is not None:
-                _FIGURE_HTML[key] = (div, n_traces)
-                while len(_FIGURE_HTML) > FIGURE_CACHE_SIZE:
-                    _FIGURE_HTML.popitem(last=False)
+            _figure_html().put(key, (div, n_traces))
             if self.keep:
                 self.objects.append(fig)
         fid = f"fig-{len(self.figures) + 1}"
@@ -228,30 +225,16 @@ class Doc:
         return True
 
 
-# A figure's HTML by (builder, its table's content, kwargs, height), the div's id left as _FIGURE_SLOT: a report
-# built again in the same process (the demo's full report after its first, the dashboard's downloads) draws only
-# the figures whose tables changed (plotly's objects are most of a report's CPU: 10 of 11.7 s for the smoke demo).
-FIGURE_CACHE_SIZE = 512
+# Each figure's HTML (`figures.kept`), its div's id left as _FIGURE_SLOT: a report built again in the same process
+# (the demo's full report after its first) draws only the figures whose tables changed.
 _FIGURE_SLOT = "pelab-figure-slot-5b1f"
-_FIGURE_HTML: OrderedDict[tuple, tuple[str, int]] = OrderedDict()
 
 
-def _figure_key(fn, df: pd.DataFrame, kwargs: dict | None, height: int | None) -> tuple | None:
-    """The cache key of a figure: the builder, a SHA-256 of the table (values, a cell pandas cannot hash, such as
-    a list, by its repr; index, columns, dtypes, attrs) and the arguments; None (not cached) where even that fails."""
-    try:
-        h = hashlib.sha256(pd.util.hash_pandas_object(df.index).to_numpy().tobytes())
-        for _, col in df.items():
-            try:
-                values = pd.util.hash_pandas_object(col, index=False)
-            except TypeError:
-                values = pd.util.hash_pandas_object(col.map(repr), index=False)
-            h.update(values.to_numpy().tobytes())
-        h.update(repr((list(df.columns), [str(t) for t in df.dtypes], list(df.index.names), df.attrs)).encode())
-        args = json.dumps(_clean(kwargs or {}), sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        return None
-    return fn, h.hexdigest(), args, height
+@functools.lru_cache(maxsize=1)
+def _figure_html():
+    from workbench.figures.kept import Kept
+
+    return Kept(512)
 
 
 CSS = """
