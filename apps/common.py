@@ -463,9 +463,9 @@ def graph(fig, id: str | dict | None = None, height: int | None = None, **kwargs
 
 
 def figure_or_hint(name: str, df: pd.DataFrame | None, missing: html.Div | None = None, height: int | None = None,
-                   **kwargs):
-    """A graph of FIGURES[name](df, **kwargs) at `height`, or the hint of `build_figure` (`missing` for no table).
-    The figure's JSON is kept (`figures.kept`): the same table shown again is not drawn again."""
+                   id: str | dict | None = None, **kwargs):
+    """A graph (with `id`) of FIGURES[name](df, **kwargs) at `height`, or the hint of `build_figure` (`missing` for
+    no table). The figure's JSON is kept (`figures.kept`): the same table shown again is not drawn again."""
     if df is None:
         return missing
     from workbench.figures.kept import key_of
@@ -481,7 +481,7 @@ def figure_or_hint(name: str, df: pd.DataFrame | None, missing: html.Div | None 
             fig.update_layout(height=height)
         drawn = fig.to_plotly_json()  # the figure object goes: nothing can change what is kept
         _drawn().put(key, drawn)
-    return graph(drawn)
+    return graph(drawn, id=id)
 
 
 @functools.lru_cache(maxsize=1)

@@ -569,9 +569,9 @@ def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipp
                                                                "mean"])
         assert len(t["paper_claims"]) and (t["paper_claims"].paper_scale.str.len() > 0).all()
         fig = next(c.figure for c in findings.layout()._traverse() if type(c).__name__ == "Graph"
-                   and "Table 1" in str(getattr(c, "figure", {}) and c.figure.layout.title.text))
-        marks = [tr for tr in fig.data if tr.meta and "paper_scale" in tr.meta]  # the run's mean on its CPU bar
-        assert len(marks) == 1 and marks[0].y[1] == pytest.approx(100 * run.final["test_acc"])
+                   and "Table 1" in str((getattr(c, "figure", None) or {}).get("layout", {}).get("title")))
+        marks = [tr for tr in fig["data"] if "paper_scale" in (tr.get("meta") or "")]  # the run's mean on its CPU bar
+        assert len(marks) == 1 and marks[0]["y"][1] == pytest.approx(100 * run.final["test_acc"])
         assert "deposit" in run.tables()  # where its largest deposit falls, in the card's deposit map
         assert list(t["paper_deposits"].run_id) == [ids[0]] and "find-paper-deposits" in page
 

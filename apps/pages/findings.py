@@ -181,7 +181,6 @@ def layout(claim: str | None = None, **query):
                      if r.claim.startswith("RoPE's largest single-head") and r.claim_no >= 0)
     chosen = claim if claim in values else ([options[k]["value"] for *_, k in shallow[:1]]
                                             or [o["value"] for o in options] or [None])[0]
-    t1_fig, t1_missing = C.build_figure("table1", t["table1_fig"])  # chance, length-only and paper-scale marks
     t1_view = percent_table(t1, ("paper", "mean", "lo", "hi")).drop(columns=["runs"])
     return html.Div([
         header,
@@ -204,7 +203,8 @@ def layout(claim: str | None = None, **query):
                                             "`make ladder`).", kind="missing"), _no_ladder_graph()]),
                       html.Details([html.Summary("the ladder's tables: questions, Table 1's cells per rung, the gaps "
                                                  "each rung explains"), _scale_view(t)])], className="card")]),
-        html.Div([html.H3("Table 1: test accuracy (%)"), C.graph(t1_fig) if t1_fig is not None else t1_missing,
+        # Table 1 with chance, length-only and the paper-scale runs' means marked
+        html.Div([html.H3("Table 1: test accuracy (%)"), C.figure_or_hint("table1", t["table1_fig"]),
                   html.Details([html.Summary("the numbers"),
                                 _table(t1_view, id=f"{P}-table1", page_size=20)]),
                   _paper_scale_view(t)], className="card"),
@@ -316,9 +316,9 @@ def _key(i, r) -> str:
     return str(r.claim_no) if r.claim_no >= 0 else f"m{i}"
 
 
-def _figure(name: str, df, id: str, **kw):
-    fig, missing = C.build_figure(name, df, **kw)
-    return C.graph(fig, id=id) if fig is not None else missing
+def _figure(name: str, df: pd.DataFrame, id: str, **kw):
+    """The figure kept by its table (`C.figure_or_hint`): the page shown again on the same results draws nothing."""
+    return C.figure_or_hint(name, df, id=id, **kw)
 
 
 def _fold(title: str, *children) -> html.Details:
