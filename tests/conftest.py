@@ -46,6 +46,12 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: -n_slow[file_of(item)])  # a stable sort: the rest keep pytest's order
 
 
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """One dataset folder a test module's stores share (each dataset is generated once per module)."""
+    return tmp_path_factory.mktemp("data")
+
+
 @pytest.fixture
 def tiny_cfg():
     """Factory for tiny model configs (2 layers, d_model 32, 4 heads)."""

@@ -9,27 +9,12 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
+from sweeps import TINY, metrics_without_timing, quiet
 from workbench.store import RunStore
 from workbench.train import grid_points, resolve_config, sweep, train
 from workbench.train.workers import warn_oversubscribed
 
-TINY = {"model.d_model": 16, "model.n_heads": 2, "model.d_ff": 32, "model.n_layers": 1, "task.n_examples": 500,
-        "train.batch_size": 32, "train.epochs": 2}
 GRID = {"name": "w", "preset": "smoke", "tasks": ["t1", "t2"], "seeds": [1], "schemes": ["nope", "rope"], "set": TINY}
-
-
-def quiet(msg):
-    pass
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("data")
-
-
-def metrics_without_timing(run):
-    """Metrics rows without the speed and clock fields (epoch_time_s, wall_s, seq_per_s, tok_per_s, time)."""
-    return [{k: v for k, v in row.items() if not k.endswith(("_s", "time"))} for row in run.metric_rows()]
 
 
 @pytest.mark.slow

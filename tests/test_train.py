@@ -14,11 +14,6 @@ TINY = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.n_layers=
         "train.batch_size=32"]
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("data")
-
-
 @pytest.fixture
 def store(tmp_path, data_dir):
     return RunStore(tmp_path / "runs", data_dir=data_dir)
