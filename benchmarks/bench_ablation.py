@@ -16,6 +16,8 @@ every per-example prediction agrees.
 
 --scale paper-cpu: the paper-shaped model the reproduction trains on CPU (6 layers x 16 heads, d_model 128,
 d_ff 256, dropout 0) on the first test examples of the real `cpu` Task 1 data (48 tokens, vocabulary 120).
+--scale cpu: the `cpu` preset's model, which `make demo` trains and analyses (4 layers x 8 heads, d_model 64,
+d_ff 128, dropout 0), on the same data.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from timing import SideBySide  # noqa: E402  (this folder is on sys.path when run as a script)
 from workbench.analysis import ablation  # noqa: E402
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
+from workbench.model.tl import HookedRootModule  # noqa: E402
 
 
 def task1_like_tokens(n: int, seed: int = 0, vocab: int = 574, seq_len: int = 128) -> np.ndarray:
@@ -47,32 +50,40 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=256)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("PELAB_THREADS", "2")))
     ap.add_argument("--scheme", default="rope")
-    ap.add_argument("--scale", choices=["paper", "paper-cpu"], default="paper")
+    ap.add_argument("--scale", choices=["paper", "paper-cpu", "cpu"], default="paper")
     ap.add_argument("--no-naive-trim", action="store_true", help="skip the naive loop on trimmed batches")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     if args.scale == "paper":
-        shape = dict(d_model=256, d_ff=512, max_len=128, vocab_size=574, n_classes=72, dropout=0.1)
+        shape = dict(n_layers=6, n_heads=16, d_model=256, d_ff=512, max_len=128, vocab_size=574, n_classes=72,
+                     dropout=0.1)
         x = task1_like_tokens(args.examples)
         y = np.random.default_rng(1).integers(0, 72, args.examples)
     else:
         from synthetic_tasks import get_spec, load_or_generate
 
         ds = load_or_generate(get_spec("trigger-distance", preset="cpu", seed=42))
-        shape = dict(d_model=128, d_ff=256, max_len=ds.seq_len, vocab_size=int(ds.vocab_size),
-                     n_classes=int(ds.n_classes), dropout=0.0)
+        size = dict(n_layers=4, n_heads=8, d_model=64, d_ff=128) if args.scale == "cpu" else \
+            dict(n_layers=6, n_heads=16, d_model=128, d_ff=256)
+        shape = dict(**size, max_len=ds.seq_len, vocab_size=int(ds.vocab_size), n_classes=int(ds.n_classes),
+                     dropout=0.0)
         x, y = ds.test_x[:args.examples], ds.test_y[:args.examples]
-    model = PEClassifier(ModelConfig(scheme=args.scheme, n_heads=16, n_layers=6, **shape)).eval()
+    model = PEClassifier(ModelConfig(scheme=args.scheme, **shape)).eval()
     lens = (x != 0).sum(1)
-    print(f"model: paper arch, {args.scheme}, 6 layers, d_model {shape['d_model']}, 16 heads, d_ff {shape['d_ff']}; "
+    print(f"model: paper arch, {args.scheme}, {shape['n_layers']} layers, d_model {shape['d_model']}, "
+          f"{shape['n_heads']} heads, d_ff {shape['d_ff']}; "
           f"{args.examples} examples, mean length {lens.mean():.1f} of {shape['max_len']}; torch {torch.__version__}, "
           f"{args.threads} threads, load {os.getloadavg()[0]:.2f}")
     print(f"sweep: {model.cfg.n_layers * model.cfg.n_heads} heads, zero-ablation, accuracy + loss per example")
 
-    bench = SideBySide()
+    bench = SideBySide(width=15)
     measure = bench.measure
     fast = measure("fast", lambda: ablation.per_example(model, x, y, method="fast"))
+    model.remove_all_hook_fns = HookedRootModule.remove_all_hook_fns.__get__(model)
+    tl_reset = measure("fast, TL reset", lambda: ablation.per_example(model, x, y, method="fast"))
+    del model.remove_all_hook_fns
+    assert np.array_equal(tl_reset["pred"], fast["pred"]) and np.array_equal(tl_reset["loss"], fast["loss"])
     naive = measure("naive", lambda: ablation.per_example(model, x, y, method="naive", trim=False, batch_size=128))
     if not args.no_naive_trim:
         naive_t = measure("naive+trim",
@@ -84,7 +95,7 @@ def main() -> None:
     max_loss = float(np.abs(fast["loss"] - naive["loss"]).max())
     print(f"per-example predictions identical: {same}; max |loss difference| {max_loss:.2e}; "
           f"load at the end {os.getloadavg()[0]:.2f}")
-    for ref in ("naive", "naive+trim"):
+    for ref in ("naive", "naive+trim", "fast, TL reset"):
         if ref in bench.times:
             bench.ratio(ref, "fast", "fast (again)")
     if not same:

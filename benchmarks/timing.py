@@ -28,8 +28,8 @@ class SideBySide:
 
     def ratio(self, ref: str, fast: str, again: str) -> None:
         best = [min(self.times[fast][k], self.times[again][k]) for k in (0, 1)]
-        print(f"ratio {ref} / {fast}: wall {self.times[ref][0] / best[0]:5.1f}x   "
-              f"cpu {self.times[ref][1] / best[1]:5.1f}x")
+        print(f"ratio {ref} / {fast}: wall {self.times[ref][0] / best[0]:6.2f}x   "
+              f"cpu {self.times[ref][1] / best[1]:6.2f}x")
 
 
 def run_arguments(ap, examples: int | None = None) -> None:

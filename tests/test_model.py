@@ -59,6 +59,41 @@ def test_hook_shapes_follow_transformer_lens(tiny_cfg, tokens):
     assert (cache["blocks.0.attn.hook_pattern"].sum(-1) - 1).abs().max() < 1e-5
 
 
+def test_hooks_context_removes_what_transformer_lens_removes(tiny_cfg, tokens):
+    """PEClassifier's faster `remove_all_hook_fns` leaves the same hooks as TransformerLens' own: a permanent hook
+    and an outer context's hook stay, the inner context's (forward and backward) go."""
+    from workbench.model.tl import HookedRootModule
+
+    def hooked_state(model):
+        return {n: (len(hp.fwd_hooks), len(hp.bwd_hooks), len(hp._forward_hooks), len(hp._backward_hooks))
+                for n, hp in model.hook_dict.items() if hp.fwd_hooks or hp.bwd_hooks or hp._forward_hooks}
+
+    seen = []
+
+    def note(t, hook):
+        seen.append(hook.name)
+
+    states = []
+    for remove in (PEClassifier.remove_all_hook_fns, HookedRootModule.remove_all_hook_fns):
+        model = model_for(tiny_cfg("rope"))
+        model.remove_all_hook_fns = remove.__get__(model)
+        model.blocks[0].hook_resid_pre.add_perma_hook(note)
+        with model.hooks(fwd_hooks=[("blocks.1.hook_resid_mid", note)]):
+            with model.hooks(fwd_hooks=[("blocks.1.hook_resid_mid", note), ("blocks.0.attn.hook_z", note)],
+                             bwd_hooks=[("hook_embed", note)]):
+                inner = hooked_state(model)
+            states.append((inner, hooked_state(model)))
+        states[-1] += (hooked_state(model),)
+        seen.clear()
+        model(tokens)
+        assert seen == ["blocks.0.hook_resid_pre"]  # only the permanent hook fires after both contexts
+    assert states[0] == states[1]
+    inner, outer, after = states[0]
+    assert inner["blocks.1.hook_resid_mid"][0] == 2 and "hook_embed" in inner and "blocks.0.attn.hook_z" in inner
+    assert set(outer) == {"blocks.0.hook_resid_pre", "blocks.1.hook_resid_mid"} and set(after) == {
+        "blocks.0.hook_resid_pre"}
+
+
 # ---- RoPE ----------------------------------------------------------------------------------------
 def rotation_reference(x: torch.Tensor, pos: int, base: float = 10000.0) -> torch.Tensor:
     """Explicit block-diagonal rotation matrix applied to a [d] vector."""

@@ -86,6 +86,15 @@ class PEClassifier(HookedRootModule):
         self.fused_kv: bool | None = None
         self.setup()
 
+    def remove_all_hook_fns(self, direction="both", including_permanent=False, level=None):
+        """TransformerLens' `remove_all_hook_fns` (what `hooks` and `run_with_hooks` call on exit), visiting only
+        the hook points that hold a hook: TL's re-assigns both hook lists of every hook point (an nn.Module
+        `__setattr__` each), 15 % of a CPU ablation sweep at the `cpu` preset, which enters a `hooks` context
+        per layer and batch (benchmarks/bench_ablation.py). The same hooks are removed."""
+        for hp in self.hook_points():
+            if hp.fwd_hooks or hp.bwd_hooks:
+                hp.remove_hooks(direction, including_permanent=including_permanent, level=level)
+
     def mask(self, tokens: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Additive [batch, 1, q, k] in `dtype`: PAD keys masked (unless `attn_pad_mask` is False); plus the causal
         mask in the decoder."""
