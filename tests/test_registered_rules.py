@@ -62,6 +62,16 @@ def test_settled_reads_the_last_half_of_training_and_the_ceiling_does_not_exempt
     assert run_status(curve([0.9]), 26, 0.18, n_test=6000)["settled"]  # one epoch: e0 = E, as registered
 
 
+def test_a_change_of_exactly_one_point_is_not_settled():
+    """t1-nope-repro-s43: 848 -> 908 of 6,000 (exactly +1 point) computes as +0.00999999999999998 in floats, which
+    read `settled`; the rule says "moved >= 1 point": not settled. 59 of 6,000 (0.98 points) is settled."""
+    assert 908 / 6000 - 848 / 6000 < 0.01  # the float difference that misled the rule
+    st = run_status(curve([848 / 6000, 892 / 6000, 908 / 6000]), 26, n_test=6000)
+    assert not st["settled"] and st["status"] == "did not learn, still learning"
+    assert run_status(curve([848 / 6000, 892 / 6000, 907 / 6000]), 26, n_test=6000)["settled"]
+    assert run_status(curve([0.3, 0.8, 5880 / 6000]), 26, n_test=6000)["ceiling"]  # 98 % exactly: at the ceiling
+
+
 def test_a_ceiling_run_that_rose_late_does_not_count_for_a_mechanism_claim():
     rows = [{"run_id": f"rope-{s}", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": s,
              "test_acc": 0.999, "test_acc_auc": 0.9, "settled": False, "still_learning": False,
