@@ -10,12 +10,15 @@ export PYTHONHASHSEED := 0
 
 venv: $(STAMP)
 
-# torch 2.13.0 (CPU build on CPU machines) goes in first and is pinned by a
-# constraint file, so nothing later can replace it with a CUDA build.
+# torch 2.13.0 goes in first and is pinned by a constraint file, so nothing later can replace it with a CUDA build.
+# Without nvidia-smi it is the CPU build, 2.13.0+cpu: from a wheel pip finds locally (find-links) or on its index,
+# else from PyTorch's CPU index (PyPI's 2.13.0 for Linux is the CUDA build, several GB with its nvidia-* wheels).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "torch==2.13.0"
+	@if command -v nvidia-smi >/dev/null; then $(PY) -m pip install -q "torch==2.13.0"; \
+	 else $(PY) -m pip install -q "torch==2.13.0+cpu" 2>/dev/null || \
+	      $(PY) -m pip install -q "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl/cpu; fi
 	echo "torch==2.13.0" > $(VENV)/constraints.txt
 	$(PY) -m pip install -q -c $(VENV)/constraints.txt -e ".[dev]"
 	@if $(PY) -m pip list 2>/dev/null | grep -i '^nvidia-'; then \

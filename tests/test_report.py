@@ -244,7 +244,8 @@ def test_the_report_says_first_how_its_preset_differs_from_the_papers_setup(repo
     assert opened.startswith('<section id="read-first">\n<div class="disclaimer" data-preset="smoke">')
     assert "<strong>Read this first: results at the <code>smoke</code> preset, not the paper's setup.</strong>" in opened
     assert "2 layers x 4 heads (paper 6 x 16)" in opened and "<em>not reproduced at this preset</em>" in opened
-    assert opened.count("<li>") == 4 and box.count("<details") == len(summary["disclaimers"]) - 1
+    assert opened.count("<li>") == 5 and box.count("<details") == len(summary["disclaimers"]) - 1
+    assert "attends bidirectionally" in opened  # the paper's "decoder" against its code, stated first
 
 
 def test_a_report_of_several_presets_opens_with_the_base_ones_box_and_folds_the_others(tmp_path):

@@ -1017,6 +1017,18 @@ def test_partial_rope_pairs_put_full_rope_of_the_same_task_and_seeds_beside_each
         in lines
     assert partial_rope_lines(partial_rope_pairs(FakeStore(runs), _runs_frame(rows[:2]))) == []
     assert np.isnan(k4.full_acc)
+    assert k1.uncounted == "" and not any("not counted" in line for line in lines)  # both learned and settled
+    rows[2] |= {"still_learning": True}  # k1-42 still learning: its deposits are said not to count
+    lines = partial_rope_lines(partial_rope_pairs(FakeStore(runs), _runs_frame(rows)))
+    assert [line for line in lines if "rope-k1-l0" in line][0].endswith(
+        "seed 42: 0 of 1 (not counted: seed 42 still learning)")
+
+
+def test_the_study_line_says_how_its_preset_differs_from_the_box_above_it():
+    from workbench.report.comparison import preset_difference
+
+    assert preset_difference() == "`repro` with train.epochs 12 (not 3)"
+    assert preset_difference("repro") == "the same as `repro`"
 
 
 def test_scheme_overview_has_one_row_per_scheme_and_task_with_the_seed_interval():

@@ -157,7 +157,9 @@ def test_overfitting_and_task2_mla_heads_are_not_counted_as_tests():
     assert t2.verdict == "beyond the paper" and t2.result == "reproduced"
     summary = verdict_summary(cl)
     tested = sum(cl.verdict.isin(["reproduced", "mixed", "not reproduced"]))
-    assert summary.startswith(f"of {len(cl)} claim rows, {tested} test the paper at this preset")
+    own = sum(cl.claim_id.fillna("") == "")
+    assert own >= 1 and summary.startswith(f"of {len(cl)} claim rows ({own} of them PE-Lab's own questions), "
+                                           f"{tested} test the paper at this preset")
     assert f"{sum(cl.verdict == 'beyond the paper')} beyond the paper" in summary
 
 

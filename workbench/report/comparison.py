@@ -296,6 +296,12 @@ def _registered_before(runs: pd.DataFrame, registered: str) -> str:
             "rules are a stricter re-reading, not a prediction.")
 
 
+def _rules_when(runs: pd.DataFrame) -> str:
+    """'The rules were registered on DATE, ' + whether that came before these runs (`_registered_before`)."""
+    registered = load_registry().registered
+    return f"The rules were registered on {registered}, " + _registered_before(runs, registered)
+
+
 def _tables_made_before(store, runs: pd.DataFrame) -> list[str]:
     """Provenance lines on the tables: how many runs hold a table made before its analysis changed its numbers
     (`reproduce.stale_tables`, per table), and which runs' tables were refreshed from a re-training whose metrics
@@ -531,7 +537,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "`workbench verify RUN_ID` checks the re-run against these numbers"
         f"{' (by its rule for other numerics: GPU kernels are not bit-reproducible)' if gpu else ''}.",
         "",
-        f"**Verdicts at `{base}`:** {verdict_summary(cl)}.",
+        f"**Verdicts at `{base}`:** {verdict_summary(cl)}. {_rules_when(runs)}",
         "",
         "## What was run",
         "",
@@ -745,9 +751,25 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     lines += study_lines(judged.study, judged.tier2, study_figure)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
-    lines += ["", f"The paper's qualitative claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}.", "",
+    lines += ["", f"The claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}. {_rules_when(runs)}", "",
               README_END]
     return "\n".join(lines)
+
+
+def preset_difference(preset: str = "repro-long", base: str = "repro", task: str = "trigger-distance") -> str:
+    """How `preset` differs from `base` on `task` (their resolved configs, field by field): "`repro` with
+    train.epochs 12 (not 3)", the box that opens a report being `base`'s."""
+    from workbench.train.presets import base_config
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+        return out
+
+    a, b = flat(base_config(base, "rope", task)), flat(base_config(preset, "rope", task))
+    diff = [f"{k} {b.get(k)} (not {a.get(k)})" for k in sorted(set(a) | set(b)) if k != "preset" and a.get(k) != b.get(k)]
+    return f"`{base}` with " + ", ".join(diff) if diff else f"the same as `{base}`"
 
 
 def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None) -> list[str]:
@@ -756,8 +778,8 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
     decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2`, `tier2_readouts`)."""
     want = planned_runs(all_schemes=True)
     n_study = int((st.group == "study").sum()) if len(st) else 0
-    lines = ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`, "
-                 f"{want} runs): {n_study} of {want} shipped"
+    lines = ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`: "
+                 f"{preset_difference()}; {want} runs): {n_study} of {want} shipped"
                  + (" so far" if n_study < want else "") + "; readouts under the registered rules "
                  "(COMPARISON.md, \"The seed study\"):", ""]
     reads = study_readouts(st) if len(st) else pd.DataFrame(columns=["group", "decision"])
@@ -802,6 +824,7 @@ def partial_rope_lines(d: pd.DataFrame) -> list[str]:
                  "arch): test accuracy beside full RoPE's, and the single-head deposits that sit on a RoPE head:", ""]
     lines += [f"- {r.variant} ({task_label(r.task)}, k = {r.rope_heads}, RoPE layers {r.rope_layers}): "
               f"{_pct(r.acc)} % vs {_pct(r.full_acc)} %; deposits on a RoPE head {r.deposits_on_rope_heads}"
+              + (f" (not counted: {r.uncounted})" if r.uncounted else "")
               for r in tuples(d)]
     return lines
 

@@ -563,6 +563,13 @@ def _percent(x: float) -> str:
     return f"{x:.1f}" if x >= 0.1 else f"{x:.2g}"
 
 
+# The paper's word for its model against what its code does (docs/fidelity.md, row 1), at every preset.
+ATTENTION_NOTE = ("The paper calls its model a \"6-layer Transformer decoder\"; the authors' released code attends "
+                  "bidirectionally (no causal mask), and so do the `paper` arch and the authors' settings most claims "
+                  "are judged on. The `decoder` rows (causal, read at the last token) are PE-Lab's reading of the "
+                  "word; there the causal mask itself carries position (docs/fidelity.md, row 1).")
+
+
 def disclaimer(preset: str = "repro") -> Disclaimer:
     """The box that opens every report of results at `preset` (issue 21): how the preset differs from the
     paper's setup (the model's shape and width, dropout, optimiser; per task labels, length, vocabulary, epochs and
@@ -595,6 +602,7 @@ def disclaimer(preset: str = "repro") -> Disclaimer:
         lines.append(f"{name}: {data}; {epochs}, about {ours:,} training sequences seen, "
                      f"{_percent(100 * ours / theirs)} % of the paper's {theirs:,}")
     m, pm = p["model"], paper["model"]
+    lines.append(ATTENTION_NOTE)
     if preset == "paper":  # the paper's model, data, epochs and optimiser: what differs is how and how often
         return Disclaimer(
             "Read this first: results at the `paper` preset: the paper's model, data, epochs and optimiser, few "

@@ -12,6 +12,7 @@ from .rules import (largest_layer, specificity, _deposit_agreement, _deposit_tex
                     _row, _seed_label, _settled, _single_layers, _two_extra, _two_thresholds, _uncounted_notes,
                     _unshown, _verdict)
 from .runs import _rests
+from .status import COUNTS
 
 
 def _partial_and_full_rope(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -80,14 +81,24 @@ def _partial_rope_claim(store, runs, th) -> dict:
     return _row(claim, paper, "paper", verdict, ev, all_sub.run_id, **extra)
 
 
+def _uncounted(g: pd.DataFrame) -> str:
+    """The runs of `g` a mechanism claim would not count, with their status: "seed 42 still learning; ...", or
+    "every seed ceiling, not settled" where all of several share one."""
+    out = [(r.seed, r.status) for r in tuples(g) if r.status not in COUNTS]
+    if len(g) > 1 and len(out) == len(g) and len({st for _, st in out}) == 1:
+        return f"every seed {out[0][1]}"
+    return "; ".join(f"seed {seed} {st}" for seed, st in out)
+
+
 def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
     """Tier 2's partial RoPE (RoPE on the first k heads of every layer, as the authors' partial-RoPE script, or of
     one layer only, as the paper's appendix C.3; NoPE on the other heads), `paper` arch, one row per (variant,
     task): k, the RoPE layers, seeds, mean test accuracy next to full RoPE's on the same task and seeds, and both
     runs' single-head deposits per seed (layer, head, zero-ablation drop), and how many of the partial run's
-    deposits sit on a head that has RoPE (head < k in a RoPE layer): does the deposit follow the rotary heads?"""
+    deposits sit on a head that has RoPE (head < k in a RoPE layer): does the deposit follow the rotary heads?
+    `uncounted`: the partial runs a mechanism claim would not count (not learned and settled), with their status."""
     cols = ["variant", "rope_heads", "rope_layers", "task", "n_seeds", "acc", "full_acc", "deposit",
-            "deposits_on_rope_heads", "full_deposit", "runs"]
+            "deposits_on_rope_heads", "full_deposit", "uncounted", "runs"]
     sub, full = _partial_and_full_rope(runs)
     deps = _deposits(store, list(sub.run_id) + list(full.run_id))
     rows = []
@@ -109,7 +120,9 @@ def partial_rope_pairs(store, runs: pd.DataFrame) -> pd.DataFrame:
                      "deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in tuples(g)),
                      "deposits_on_rope_heads": "; ".join(on_rope) or "not computed yet",
                      "full_deposit": "; ".join(_deposit_text(deps.get(r.run_id), r.seed) for r in tuples(base))
-                     or "no run", "runs": list(g.run_id) + list(base.run_id)})
+                     or "no run",
+                     "uncounted": _uncounted(g),
+                     "runs": list(g.run_id) + list(base.run_id)})
     if not rows:
         return pd.DataFrame(columns=cols)
     return pd.DataFrame(rows, columns=cols).sort_values(["task", "rope_layers", "rope_heads"], ignore_index=True)

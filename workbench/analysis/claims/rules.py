@@ -139,11 +139,14 @@ OUTCOME_RULES = {
 
 
 def verdict_summary(cl: pd.DataFrame) -> str:
-    """'Of 35 claim rows, 20 test the paper at this preset: 8 reproduced, ...; the other 15: ...'."""
+    """'of 35 claim rows (6 of them PE-Lab's own questions), 20 test the paper at this preset: 8 reproduced, ...; the
+    other 15: ...'. PE-Lab's own rows are those that read no registered claim (`claim_id` empty)."""
     counts = cl.verdict.value_counts()
     tested = int(sum(counts.get(v, 0) for v in TESTS))
     rest = [f"{int(counts.get(v, 0))} {v}" for v in OUTCOMES[len(TESTS):] if counts.get(v, 0)]
-    return (f"of {len(cl)} claim rows, {tested} test the paper at this preset: "
+    own = int((cl["claim_id"].fillna("") == "").sum()) if "claim_id" in cl else 0
+    return (f"of {len(cl)} claim rows" + (f" ({own} of them PE-Lab's own questions)" if own else "")
+            + f", {tested} test the paper at this preset: "
             + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in TESTS)
             + (f"; the other {len(cl) - tested}: " + ", ".join(rest) if rest else ""))
 
