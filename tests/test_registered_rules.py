@@ -275,6 +275,8 @@ def test_nope_does_not_generalise_is_judged_in_every_setting_it_was_registered_f
     assert paper.verdict == "not reproduced"
     assert set(authors.runs) == {f"nope-authors-{s}" for s in range(42, 50)}
     assert "contrast RoPE Task 1: 0 of 8" in authors.evidence
+    # the training fit beside each test accuracy: memorised (the paper's pattern) or fitted neither
+    assert "test acc 0.040" in authors.evidence and "train acc 1.000 (running mean)" in authors.evidence
 
 
 def test_every_registered_claim_has_a_row_in_every_registered_setting():
