@@ -556,6 +556,8 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
     assert one == "cannot tell (one seed): seed 42 did learn"
     some = answer(base + [mla("repro-long", 42, 0.80), mla("repro-long", 43, 0.15)], learns)
     assert some.loc["repro-long", "answer"] == "in some seeds only (1 of 2)"
+    up = answer(base + [mla("repro-long", s, 0.8, still_learning=s > 42) for s in (42, 43, 44)], learns)
+    assert up.loc["repro-long", "answer"] == "yes, in all 3 seeds (2 still learning at the last epoch)"
     rising = answer(base + [mla("repro-long", s, 0.15, still_learning=True) for s in (42, 43)], learns)
     assert rising.loc["repro-long", "answer"].startswith("cannot tell (still learning")
     assert answer(base + [mla("repro-long", s, 0.15) for s in (42, 43)], learns).loc["repro-long", "answer"] == "no"

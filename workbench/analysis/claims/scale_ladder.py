@@ -33,13 +33,16 @@ LADDER_QUESTIONS = (  # (question, kind, spec): "learns": a cell (setting, varia
 
 def _learns_answer(sub: pd.DataFrame, th: Thresholds) -> str:
     """Does the cell learn at a rung, from its runs' status (`run_status`): yes / no in at least `th.min_seeds`
-    seeds, in some seeds only, or cannot tell (one seed; still learning when none learned yet)."""
+    seeds, in some seeds only, or cannot tell (one seed; still learning when none learned yet); a yes names the runs
+    that learned and are still rising (their accuracy is not final)."""
     k, n = int(sub.learned.sum()), len(sub)
     if k == 0 and sub.still_learning.any():
         return ANSWER_OF["inconclusive (still learning)"]
     if n < th.min_seeds:
         return ANSWER_OF["inconclusive (one seed)"] + f": seed {sub.seed.iloc[0]} {'did' if k else 'did not'} learn"
-    return f"yes, in all {n} seeds" if k == n else "no" if k == 0 else f"in some seeds only ({k} of {n})"
+    rising = int((sub.learned.astype(bool) & sub.still_learning.astype(bool)).sum())
+    still = "" if not rising else f" ({'all' if rising == k else rising} still learning at the last epoch)"
+    return f"yes, in all {n} seeds{still}" if k == n else "no" if k == 0 else f"in some seeds only ({k} of {n}){still}"
 
 
 def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(),
