@@ -559,13 +559,13 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
     up = answer(base + [mla("repro-long", s, 0.8, still_learning=s > 42) for s in (42, 43, 44)], learns)
     assert up.loc["repro-long", "answer"] == "yes, in all 3 seeds (2 still learning at the last epoch)"
     rising = answer(base + [mla("repro-long", s, 0.15, still_learning=True) for s in (42, 43)], learns)
-    assert rising.loc["repro-long", "answer"].startswith("cannot tell (still learning")
+    assert rising.loc["repro-long", "answer"].startswith("cannot tell (not settled")
     assert answer(base + [mla("repro-long", s, 0.15) for s in (42, 43)], learns).loc["repro-long", "answer"] == "no"
 
     behind = "Does RoPE fall behind NoPE"
     both = [t2("repro-paperdata", "rope", 42, 0.24, still_learning=True, learned=True),  # above the 0.08 reference
             t2("repro-paperdata", "nope", 42, 0.19, still_learning=True, learned=True)]
-    assert answer(both, behind).loc["repro-paperdata", "answer"].startswith("cannot tell (still learning")
+    assert answer(both, behind).loc["repro-paperdata", "answer"].startswith("cannot tell (not settled")
     settled = [t2("repro-paperdata", v, s, a + 0.001 * (s - 42) * (v == "nope"))
                for v, a in (("rope", 0.60), ("nope", 0.75)) for s in (42, 43, 44)]
     assert answer(settled, behind).loc["repro-paperdata", "answer"] == "yes"  # the t interval of 3 pairs above 0

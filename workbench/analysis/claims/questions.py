@@ -23,7 +23,7 @@ QUESTIONS = (
 ANSWER_OF = {"mixed": "mixed (the share of agreeing runs may lie on either side of 1/2)", "inconclusive (did not learn)": "cannot tell (the model did not learn)",
              "inconclusive (ceiling)": "cannot tell (both at the ceiling)",
              "inconclusive (within seed spread)": "cannot tell (within the seeds' spread)",
-             "inconclusive (still learning)": "cannot tell (still learning at its last epoch)",
+             "inconclusive (still learning)": "cannot tell (not settled by its last epoch)",
              "inconclusive (one seed)": "cannot tell (one seed)",
              "inconclusive (few pairs)": "cannot tell (fewer than 3 paired runs)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
