@@ -599,7 +599,10 @@ def test_the_ladder_asks_where_ropes_largest_deposit_is_at_each_rung():
     a1 = ladder_answers(FakeStore([FakeRun(f"{p}-{s}", {"deposit": _deposit(v)}) for (p, s), v in one.items()]),
                         _runs_frame([r for r in rows if r["seed"] == 42]), rungs)
     one_run = a1[a1.question.str.contains("PE-Lab")]
-    assert set(one_run.answer) == {"mixed (the share of agreeing runs may lie on either side of 1/2)"}
+    mixed = "mixed (the share of agreeing runs may lie on either side of 1/2)"
+    assert dict(zip(one_run.rung, one_run.answer)) == {  # the study's rung points to the study's own readout
+        "repro-long": mixed + " on the ladder's runs (the seed study below reads this rung on its registered runs)",
+        "repro-wide": mixed}
     assert all("(few runs)" in e for e in one_run.evidence)
     assert not a1.question.str.contains("authors'").any()  # no authors' RoPE run at a rung: no answer
 

@@ -17,6 +17,7 @@ from .judge import claims
 from .questions import ANSWER_OF, answer_of, answers
 from .rules import Thresholds, _runs
 from .runs import TASKS, base_preset, is_study
+from .registry import load_registry
 from .study import study_table, tier2_readouts
 
 
@@ -71,6 +72,9 @@ def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds
                 row = every[(every.rung == rung) & every.claim.str.startswith(prefix)
                             & (every.setting == setting)].iloc[0]
                 answer, ev = answer_of(row["result"]), row["evidence"]
+                study = load_registry().study
+                if kind == "deposit" and (rung, setting) == (study["preset"], study["arch"]):
+                    answer += " on the ladder's runs (the seed study below reads this rung on its registered runs)"
             rows.append({"question": question, "rung": rung, "answer": answer, "evidence": ev})
     return pd.DataFrame(rows, columns=["question", "rung", "answer", "evidence"])
 
