@@ -392,9 +392,10 @@ def test_export_refuses_unknown_formats_and_a_missing_browser(tmp_path, monkeypa
 def test_export_checks_every_file_was_written_and_retries_the_missing_and_names_what_kaleido_said(tmp_path,
                                                                                                monkeypatch):
     """kaleido returns the errors of the renders that failed instead of raising them, and can return without writing
-    a file and without an error: the export renders again the figures whose file is missing, empty or unchanged, up
+    a file and without an error: the export renders again the figures whose file is missing or empty, up
     to three tries, then says which it could not write and what kaleido said (never "wrote" a file that is not
-    there). A file from an earlier export does not count as written."""
+    there). A file from an earlier export does not count as written, and stays whole until the new ones are all
+    written (each is rendered under a temporary name and moved over its target at the end)."""
     from workbench.figures import export
 
     monkeypatch.setenv("PELAB_CHROMIUM", "/bin/true")  # any executable: kaleido itself is replaced below
@@ -411,15 +412,28 @@ def test_export_checks_every_file_was_written_and_retries_the_missing_and_names_
     old.write_text("<svg>an earlier export</svg>")
     os.utime(old, ns=(0, 0))
     out = export.write_figures([go.Figure(), go.Figure()], [tmp_path / "a.svg", old])
-    assert calls == [["a.svg", "b.svg"], ["b.svg"]] and all(p.read_text() == "<svg/>" for p in out)
+    part = f".part{os.getpid()}"  # each is rendered under a temporary name beside its target, then moved over it
+    assert calls == [[f".a{part}-0.svg", f".b{part}-1.svg"], [f".b{part}-1.svg"]]
+    assert all(p.read_text() == "<svg/>" for p in out) and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.svg", "b.svg"]
     monkeypatch.setattr(export, "_render", lambda specs: calls.append(specs) or ["TimeoutError: render took 300 s"])
     with pytest.raises(export.ExportError, match=r"the browser wrote no file for .*c\.svg \(3 tries; kaleido said: "
                                                  r"TimeoutError: render took 300 s\)"):
         export.write_figure(go.Figure(), tmp_path / "c.svg")
     assert len(calls) == 2 + export.ATTEMPTS
-    spec = calls[-1][0]  # what kaleido is handed: the figure's dict, its path, format and layout size
-    assert spec["path"] == tmp_path / "c.svg" and spec["opts"] == {"format": "svg", "width": 1000, "height": 600,
-                                                                   "scale": 1}
+    spec = calls[-1][0]  # what kaleido is handed: the figure's dict, its (temporary) path, format and layout size
+    assert spec["path"] == tmp_path / f".c{part}-0.svg" and spec["opts"] == {
+        "format": "svg", "width": 1000, "height": 600, "scale": 1}
+
+    def half(specs):  # writes the first figure, then the export is interrupted
+        Path(specs[0]["path"]).write_text("<svg>new</svg>")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(export, "_render", half)
+    with pytest.raises(KeyboardInterrupt):
+        export.write_figures([go.Figure(), go.Figure()], [tmp_path / "a.svg", tmp_path / "b.svg"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.svg", "b.svg"]  # no temporary file left
+    assert (tmp_path / "a.svg").read_text() == "<svg/>"  # an interrupted export leaves the earlier files whole
 
 
 def test_export_one_figure_to_svg(tables, tmp_path):

@@ -471,8 +471,11 @@ def test_reading_commands_never_create_a_store_at_a_missing_root(command, tmp_pa
 @pytest.mark.parametrize("grid_text, args, says", [
     ('preset = "smoke"\nschemes = []\n', [], "no schemes or variants"),
     ('preset = "smoke"\nschemes = ["rope"]\n', ["--tier", "9"], "the grid's tiers are [1]"),
+    ('preset = "smoke"\nschemes = ["rope"]\nseeds = [[1, 2]]\n', [], "seeds = [[1, 2]]: each entry must be one"),
+    ('preset = "smoke"\nschemes = ["rope"]\n[[variants]]\nname = "n"\nscheme = "nope"\ntasks = [{a = 1}]\n', [],
+     "tasks of n = [{'a': 1}]: each entry must be one value"),
 ])
-def test_sweep_of_nothing_is_an_error(grid_text, args, says, tmp_path):
+def test_a_grid_of_nothing_or_of_nested_lists_is_an_error(grid_text, args, says, tmp_path):
     from workbench.cli import app
 
     grid = tmp_path / "g.toml"

@@ -56,6 +56,9 @@ BAD_TRAIN = [
     (["--threads", "100000"], ["--threads", "100000", "from 1 to"]),
     (["--device", "bogus"], ["--device", "bogus"]),
     (["--device", "tpu"], ["--device", "tpu"]),
+    (["--set", "model.scheme_kwargs.base=-1"], ["base=-1", "number > 1"]),
+    (["--set", 'model.scheme_kwargs.base="abc"'], ["base='abc'", "number > 1"]),
+    (["--resume", "--force"], ["--resume and --force contradict", "pass one"]),
 ]
 if not torch.cuda.is_available():
     BAD_TRAIN.append((["--device", "cuda"], ["CUDA is not available", "--device cpu"]))
@@ -168,6 +171,13 @@ def test_bad_input_to_every_command_is_a_clear_error(env, trained, args, words, 
         ["index.sqlite", trained.id])
 
 
+def test_compare_of_a_folder_without_runs_is_a_clear_error(env):
+    (env / "empty").mkdir()
+    args = ["compare", str(env / "empty"), "--out", str(env / "C.md")]
+    assert_clear_error(invoke(args), ["holds no finished run", "results/repro"], args)
+    assert not (env / "C.md").exists() and not list((env / "empty").iterdir())
+
+
 def test_old_store_option_names_still_work(env, monkeypatch):
     import dash
 
@@ -218,6 +228,18 @@ def test_non_finite_loss_fails_the_run_instead_of_finishing_it(env, monkeypatch)
     with pytest.raises(FloatingPointError, match="nan"):
         train(cfg, store, progress=False, threads=1)
     assert not store.exists(store.run_id(cfg))  # failed in the first epoch: nothing half-made is kept
+
+
+def test_a_diverging_run_is_a_clear_error_of_the_command(env, monkeypatch):
+    """`train` whose loss becomes NaN ends with the loop's message (lower train.lr ...) as a one-line error, not a
+    traceback, and keeps no half-made run."""
+    import workbench.train.loop as loop
+
+    real = loop.F.cross_entropy
+    monkeypatch.setattr(loop.F, "cross_entropy", lambda *a, **k: real(*a, **k) * float("nan"))
+    args = TRAIN + ["--root", str(env / "runs")]
+    assert_clear_error(invoke(args), ["the training loss became nan", "train.lr"], args)
+    assert not [p for p in (env / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
 
 
 def test_resume_with_another_thread_count_warns(env):

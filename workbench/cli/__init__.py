@@ -26,7 +26,7 @@ class _Group(TyperGroup):
 
         try:
             return super().invoke(ctx)
-        except (ValueError, StoreError) as e:
+        except (ValueError, StoreError, FloatingPointError) as e:  # FloatingPointError: a training run diverged
             fail(str(e))
         except OSError as e:
             fail(f"cannot use {e.filename or 'a path'}: {e.strerror or e}")

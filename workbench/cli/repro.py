@@ -320,7 +320,11 @@ def compare_cmd(
     from workbench.train.presets import LADDER
 
     store = RunStore(results, readonly=True)
-    judged = base_claims(store, run_table(store), LADDER)  # once, for COMPARISON.md and the README block
+    runs = run_table(store)
+    if runs.empty:
+        raise ValueError(f"{results} holds no finished run to compare: pass a results store of shipped runs, e.g. "
+                         "results/repro (`workbench ship` fills one)")
+    judged = base_claims(store, runs, LADDER)  # once, for COMPARISON.md and the README block
     if not grid:  # results/paper's grid is the paper-scale one: the CPU grids' points would all read pending there
         grid = [Path(reproduction_grid(judged.base))] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
     pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None

@@ -72,6 +72,9 @@ def train_cmd(
 
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
+    if resume and force:
+        _fail("--resume and --force contradict each other: --resume continues the stored run, --force deletes it "
+              "and trains it again; pass one")
     try:
         compile = compile_arg(compile, compile_mode)
         sdpa_backend = sdpa_backend_arg(sdpa_backend)

@@ -97,16 +97,24 @@ def write_figures(figs: Iterable[go.Figure], paths: Iterable[str | Path], fmt: s
     fmts = [export_format(p, fmt) for p in paths]
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
+    # kaleido writes each file in place: render beside it under a temporary name and move it over the target only
+    # once every figure is written, so an interrupted or failed export leaves the files that were there as they were
+    parts = [p.with_name(f".{p.stem}.part{os.getpid()}-{i}{p.suffix}") for i, p in enumerate(paths)]
     todo, said = list(range(len(figs))), []
-    for _ in range(ATTEMPTS):
-        before = {i: _stamp(paths[i]) for i in todo}
-        with _browser():
-            said = _render([{"fig": figs[i].to_dict(), "path": paths[i], "opts": {
-                "format": fmts[i], "width": width or figs[i].layout.width or 1000,
-                "height": height or figs[i].layout.height or 600, "scale": scale or 1}} for i in todo])
-        todo = [i for i in todo if not _written(paths[i], before[i])]
-        if not todo:
-            return paths
+    try:
+        for _ in range(ATTEMPTS):
+            with _browser():
+                said = _render([{"fig": figs[i].to_dict(), "path": parts[i], "opts": {
+                    "format": fmts[i], "width": width or figs[i].layout.width or 1000,
+                    "height": height or figs[i].layout.height or 600, "scale": scale or 1}} for i in todo])
+            todo = [i for i in todo if not _written(parts[i])]
+            if not todo:
+                for part, path in zip(parts, paths):
+                    os.replace(part, path)
+                return paths
+    finally:
+        for part in parts:
+            part.unlink(missing_ok=True)
     raise ExportError(f"the browser wrote no file for {', '.join(str(paths[i]) for i in todo)} ({ATTEMPTS} tries; "
                       f"kaleido said: {'; '.join(said) or 'nothing'}); run the export again, or with fewer figures "
                       "at once")
@@ -125,19 +133,12 @@ def _render(specs: list[dict]) -> list[str]:
     return [f"{type(e).__name__}: {e}"[:300] for e in errors or ()]
 
 
-def _stamp(path: Path) -> tuple | None:
-    """(modification time, size) of a file, None when there is none."""
+def _written(path: Path) -> bool:
+    """Whether an export wrote `path` (a temporary name no earlier file had): a non-empty file."""
     try:
-        st = path.stat()
+        return path.stat().st_size > 0
     except FileNotFoundError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-def _written(path: Path, before: tuple | None) -> bool:
-    """Whether an export wrote `path`: a non-empty file, new or changed since `before` (`_stamp`)."""
-    now = _stamp(path)
-    return now is not None and now[1] > 0 and now != before
+        return False
 
 
 def write_figure(fig: go.Figure, path: str | Path, fmt: str | None = None, **kw) -> Path:

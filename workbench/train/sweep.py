@@ -70,8 +70,15 @@ def load_grid(path: str | Path) -> dict[str, Any]:
     return grid
 
 
-def _listify(v: Any) -> list:
-    return list(v) if isinstance(v, (list, tuple)) else [v]
+def _listify(v: Any, key: str = "") -> list:
+    """A grid axis (`key`) as a list: one value or a list of values, each a single value (a nested list or table is
+    an error naming the key)."""
+    out = list(v) if isinstance(v, (list, tuple)) else [v]
+    nested = [x for x in out if isinstance(x, (list, tuple, dict))]
+    if nested:
+        raise ValueError(f"grid: {key or 'an axis'} = {v!r:.80}: each entry must be one value (a name or a number), "
+                         f"not {nested[0]!r:.40}; e.g. seeds = [42, 43]")
+    return out
 
 
 def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[dict[str, Any]]:
@@ -82,14 +89,16 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
     unknown = set(grid) - GRID_KEYS
     if unknown:
         raise ValueError(f"grid: unknown keys {sorted(unknown)}; known: {sorted(GRID_KEYS)}")
-    presets = _listify(grid.get("presets", grid.get("preset", "cpu")))
-    tasks, seeds = _listify(grid.get("tasks", ["trigger-distance"])), _listify(grid.get("seeds", [42]))
-    data_seeds = _listify(grid.get("data_seeds", None))  # None: the preset's data seed
-    archs = _listify(grid.get("archs", grid.get("arch", None)))  # None: the preset's (or the fidelity's) arch
+    presets = _listify(grid.get("presets", grid.get("preset", "cpu")), "presets")
+    tasks = _listify(grid.get("tasks", ["trigger-distance"]), "tasks")
+    seeds = _listify(grid.get("seeds", [42]), "seeds")
+    data_seeds = _listify(grid.get("data_seeds", None), "data_seeds")  # None: the preset's data seed
+    archs = _listify(grid.get("archs", grid.get("arch", None)), "archs")  # None: the preset's (or the fidelity's) arch
     fidelity = grid.get("fidelity", "pelab")
     common = flatten_sets(grid.get("set", {}), where="grid: set")
     base_tier = grid.get("tier", 1)
-    entries = [{"scheme": s, "tag": None, "sets": [], "tier": base_tier} for s in _listify(grid.get("schemes", []))]
+    entries = [{"scheme": s, "tag": None, "sets": [], "tier": base_tier}
+               for s in _listify(grid.get("schemes", []), "schemes")]
     variants = grid.get("variants", [])
     if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
         raise ValueError(f"grid: variants={variants!r:.80} must be a list of tables ([[variants]] with name and "
@@ -114,7 +123,7 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
     if tiers is not None:
         entries = [e for e in entries if e["tier"] in tiers]
     def own(e: dict[str, Any], key: str, default: list) -> list:
-        return _listify(e[key]) if e.get(key) is not None else default
+        return _listify(e[key], f"{key} of {e['tag'] or e['scheme']}") if e.get(key) is not None else default
 
     def union(key: str, default: list) -> list:  # first-seen order
         return list(dict.fromkeys(default + [x for e in entries for x in own(e, key, default)]))

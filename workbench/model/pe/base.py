@@ -71,3 +71,9 @@ class FixedInputPE(nn.Module):
 def need(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
+
+
+def need_base(scheme: str, base) -> None:
+    """A frequency base (rotary: theta_i = base^(-2i/d); sinusoidal alike) must be a number > 1."""
+    need(isinstance(base, (int, float)) and not isinstance(base, bool) and base > 1,
+         f"{scheme} base={base!r} must be a number > 1 (frequencies base^(-2i/d); the papers use 10000)")

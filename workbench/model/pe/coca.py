@@ -44,7 +44,7 @@ from torch import nn
 
 from ..attention import Attention, _init_uniform, heads
 from ..tl import HookPoint
-from .base import Scheme, need
+from .base import Scheme, need, need_base
 from .registry import register
 from .rope import inv_frequencies, rotate_pairs, table_dtype
 
@@ -141,6 +141,6 @@ class CoCA(Scheme):
         need(cfg.d_head % 2 == 0, f"coca is rotary and needs an even d_head; d_model={cfg.d_model} / "
              f"n_heads={cfg.n_heads} = {cfg.d_head}. Change n_heads or d_model so d_head is even")
         need(isinstance(self.kw["strict"], bool), f"coca strict={self.kw['strict']!r} must be true or false")
-        need(self.kw["base"] > 1, f"coca base={self.kw['base']} must be > 1")
+        need_base("coca", self.kw["base"])
         need(self.kw["score"] in ("collinear", "released"),
              f"coca score={self.kw['score']!r} is unknown; use 'collinear' or 'released'")

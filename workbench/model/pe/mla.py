@@ -38,7 +38,7 @@ from torch import nn
 
 from ..attention import Attention, _init_uniform
 from ..tl import HookPoint
-from .base import Scheme, need
+from .base import Scheme, need, need_base
 from .learned import LearnedPE
 from .registry import register
 from .rope import inv_frequencies, rotate_pairs, table_dtype
@@ -177,7 +177,7 @@ class MLA(Scheme):
         need(self.d_rope >= 2 and self.d_rope % 2 == 0,
              f"mla d_rope={self.d_rope} must be an even number >= 2 (rotary dims come in pairs); "
              f"change d_rope, e.g. to {max(2, self.d_rope - self.d_rope % 2)}")
-        need(self.kw["base"] > 1, f"mla base={self.kw['base']} must be > 1")
+        need_base("mla", self.kw["base"])
         need(isinstance(self.kw["shared_rope_q"], bool), f"mla shared_rope_q={self.kw['shared_rope_q']!r} must be "
              "true or false")
         need(self.kw["rope_read"] in ROPE_READS, f"mla rope_read={self.kw['rope_read']!r} is unknown; use one of "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..attention import Attention
-from .base import Scheme, need
+from .base import Scheme, need, need_base
 from .registry import register
 
 
@@ -108,6 +108,7 @@ class RoPE(Scheme):
         cfg, kw = self.cfg, self.kw
         need(cfg.d_head % 2 == 0, f"rotary schemes need an even d_head; d_model={cfg.d_model} / "
              f"n_heads={cfg.n_heads} = {cfg.d_head}. Change n_heads or d_model so d_head is even")
+        need_base(self.name, kw["base"])
         need(0 < kw["rotary_fraction"] <= 1 and self.d_rot >= 2,
              f"rotary_fraction={kw['rotary_fraction']} must be in (0, 1] and leave at least one rotary pair")
         rh = kw["rope_heads"]

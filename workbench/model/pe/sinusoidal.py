@@ -1,7 +1,7 @@
 """Sinusoidal absolute position embedding (Vaswani et al. 2017; the core paper's "absolute")."""
 import numpy as np
 
-from .base import FixedInputPE, Scheme, need
+from .base import FixedInputPE, Scheme, need, need_base
 from .registry import register
 
 LAYOUTS = ("interleaved", "concat")
@@ -41,6 +41,7 @@ class Sinusoidal(Scheme):
     params = {"base": (10000.0, "frequency base"), "layout": LAYOUT_PARAM}
 
     def check(self):
+        need_base(self.name, self.kw["base"])
         check_layout(self)
 
     def input_pe(self):
