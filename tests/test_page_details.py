@@ -141,7 +141,7 @@ def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_
 
     shipped = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro", readonly=True)
     stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
-    ids = ["t1-rope-repro-s42-40a0c6", "t1-nope-repro-s43-8d1651", "t1-rope-repro-s42-e451f6"]
+    ids = ["t1-rope-repro-s42-40a0c6", "t1-nope-repro-s44-107c44", "t1-rope-repro-s42-e451f6"]
     table = claims.run_table(runs=[shipped.get(i) for i in ids]).set_index("run_id")
     from workbench.analysis.claims import runs as claim_runs
 
@@ -154,7 +154,7 @@ def test_run_labels_read_the_registered_run_rules_not_an_accuracy_threshold(tmp_
     got = df.set_index("id").loc[ids, "run_status"]
     assert list(got) == [table.loc[i, "status"] for i in ids] == ["still learning", "did not learn", "ceiling"]
     labels = {o["value"]: o["label"] for o in C.run_options(df)}
-    assert "acc 91.6 % still learning" in labels[ids[0]] and "acc 15.1 % did not learn" in labels[ids[1]]
+    assert "acc 91.6 % still learning" in labels[ids[0]] and "acc 15.2 % did not learn" in labels[ids[1]]
     assert "acc 100.0 % at the ceiling —" in labels[ids[2]]
     assert C.learned(df.set_index("id").loc[ids[0]]) and not C.learned(df.set_index("id").loc[ids[1]])
     n = len(calls)
@@ -215,7 +215,7 @@ def test_the_ablation_and_heads_pages_read_a_runs_heads_by_its_status(tmp_path):
 
     shipped = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro", readonly=True)
     stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
-    still, no, ceiling = "t1-rope-repro-s42-40a0c6", "t1-nope-repro-s43-8d1651", "t1-rope-repro-s42-e451f6"
+    still, no, ceiling = "t1-rope-repro-s42-40a0c6", "t1-nope-repro-s44-107c44", "t1-rope-repro-s42-e451f6"
 
     def text(parts) -> str:
         return json.dumps([p.to_plotly_json() if hasattr(p, "to_plotly_json") else p for p in parts], default=str)
