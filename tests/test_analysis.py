@@ -12,7 +12,7 @@ from scipy.linalg import toeplitz
 from workbench.analysis import (ANALYSES, COMPUTE, NotApplicable, ablation, aggregate_seeds, angles, deposit,
                                 deposit_sentence, distance_bias, extrapolation, hadamard_check, qk_means,
                                 rope_expected_score, spectral)
-from workbench.analysis._common import bootstrap_means, percentile_interval, rotary_planes, tuples
+from workbench.analysis._common import bootstrap_means, percentile_interval, rotary_planes, split_xy, tuples
 from workbench.model import ModelConfig, PEClassifier, list_schemes
 
 SCHEMES = list(list_schemes())
@@ -349,9 +349,14 @@ def test_distance_bias_of_pure_alibi_is_its_slope_times_distance_gap():
     per = df.drop_duplicates(["layer", "head"])
     assert (per["share_positive"] == 1).all() and (per["n_pairs"] == 500).all()
     slopes = 2.0 ** (-8 * np.arange(1, 5) / 4)
-    for h in range(4):
-        r = per[(per.layer == 0) & (per["head"] == h)].iloc[0]
-        assert slopes[h] * 6 - 1e-5 <= r["mean_diff"] <= slopes[h] * 11 + 1e-5  # distance gap in [6, 11]
+    x, _ = split_xy(make_data(40, min_len=12), "test")  # the same triples as compute draws (all examples, seed 0)
+    _, m, ns, nl = distance_bias.sample_triples(x, 500, (0, 2), (8, 11), "paper", 0)
+    gap = np.mean(np.abs(m - nl) - np.abs(m - ns))  # the mean distance gap, long minus short
+    assert 6 <= gap <= 11
+    for l in range(model.cfg.n_layers):
+        for h in range(4):  # score(short) - score(long) = slope (|m - n_long| - |m - n_short|), every layer
+            r = per[(per.layer == l) & (per["head"] == h)].iloc[0]
+            assert r["mean_diff"] == pytest.approx(slopes[h] * gap, rel=1e-5, abs=1e-6), (l, h)
     assert (df.groupby(["layer", "head"])["count"].sum() == 500).all()
     nope = make_model("nope")
     with torch.no_grad():

@@ -149,6 +149,11 @@ def test_run_checks_against_the_runs_patching_table():
     assert last["in_patching_ci"].eq(1.0).all()
     rho = df.groupby("positions")["rank_corr"].first()
     assert set(rho.index) == set(SETS) and ((rho >= -1) & (rho <= 1)).all()
+    from scipy.stats import spearmanr
+
+    for pos in SETS:  # Spearman over the heads of each position set, the estimate against patching
+        heads = df[(df.site == "head") & (df.positions == pos)]
+        assert rho[pos] == pytest.approx(spearmanr(heads["effect"], heads["patching_effect"]).statistic, abs=1e-9)
 
     other = attribution.run(run, n_pairs=16, n_boot=40, seed=7)  # other pairs than the patching table's
     assert (other["check"] == attribution.OTHER_PAIRS).all() and other["patching_effect"].isna().all()
@@ -216,7 +221,10 @@ def test_the_benchmarks_agreement_summary():
     heads = checked[(checked.site == "head") & (checked.positions == "all")]
     assert rows["all"]["inside_ci"] == int(heads["in_patching_ci"].sum())
     assert rows["all"]["max_miss"] == pytest.approx((heads["effect"] - heads["patching_effect"]).abs().max())
-    assert 0 <= rows["all"]["top_found"] <= 3
+    top = [set(heads.nlargest(3, col)[["layer", "head"]].itertuples(index=False))
+           for col in ("effect", "patching_effect")]  # the 3 largest heads of the estimate and of patching
+    assert rows["all"]["top_found"] == len(top[0] & top[1])
+    assert rows["all"]["rank_corr"] == heads["rank_corr"].iloc[0]
 
 
 @pytest.mark.parametrize("arch", ["paper", "decoder"])
@@ -259,3 +267,16 @@ def test_grad_drop_is_atp_on_the_last_layer_and_the_patch_with_layer_one_frozen_
     with pytest.raises(ValueError, match="at least 2 layers"):
         attribution.compute(task_model(n_layers=1), d, n_pairs=4, grad_drop=True)
     assert attribution.compute(model, d, n_pairs=4, n_boot=0)["grad_drop"].isna().all()
+
+
+def test_inside_is_the_closed_interval_to_rounding():
+    """`inside`: 1 where the estimate lies in [lo, hi] (1e-5 either side for float32 rounding), 0 outside, NaN where
+    the interval or the estimate is missing."""
+    import pandas as pd
+
+    from workbench.analysis.attribution import inside
+
+    effect = pd.Series([0.5, 0.0, 1.0, 1.00001, 1.1, -0.2, 0.5, np.nan])
+    lo = pd.Series([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, np.nan, 0.0])
+    hi = pd.Series([1.0] * 8)
+    np.testing.assert_array_equal(inside(effect, lo, hi).to_numpy(), [1, 1, 1, 1, 0, 0, np.nan, np.nan])

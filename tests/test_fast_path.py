@@ -311,6 +311,7 @@ def test_compiled_training_agrees_with_eager_and_pads_its_last_batch(tmp_path):
         loop.train_step = real
     assert compiled.info["compiled"] is True and compiled.status == "finished"
     assert len(set(shapes)) == 1 and len(shapes) == 2 * -(-n_train // 96)
+    assert len(eager.metric_rows()) == len(compiled.metric_rows()) == 2  # every epoch compared, none left out
     for a, b in zip(eager.metric_rows(), compiled.metric_rows()):
         for key in ("train_loss", "test_loss", "train_loss_eval"):
             assert abs(a[key] - b[key]) <= 1e-4, (key, a[key], b[key])
@@ -637,6 +638,16 @@ def test_window_start_up_until_timed_then_the_largest_timed_one(tmp_path):
     assert w.estimate(cfg) == pytest.approx(15 + 3 * per)
     w.start[cost_key(cfg)], w.measured[cost_key(cfg)] = 2.0, 1.0
     assert w.estimate(cfg) == pytest.approx(2 + 3 * 1.0)
+
+
+def test_epoch_seconds_is_the_median_step_between_epochs():
+    """What the window planner learns from a shipped run (the tests below take it as given): the median of the
+    differences of consecutive epochs' wall_s, start-up and compilation (the first epoch's wall) left out."""
+    from workbench.train.sweep import epoch_seconds
+
+    assert epoch_seconds([{"wall_s": w} for w in (30.0, 32.0, 35.0, 36.0)]) == 2.0  # steps 2, 3, 1
+    assert epoch_seconds([{"wall_s": 7.5}]) == 7.5 and epoch_seconds([]) is None  # one epoch: its own wall
+    assert epoch_seconds([{"wall_s": 4.0}, {"epoch": 2}, {"wall_s": 9.0}]) == 5.0  # rows without wall_s skipped
 
 
 def test_window_learns_a_kind_from_a_shipped_seed_on_the_same_hardware_only(tmp_path):

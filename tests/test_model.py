@@ -151,6 +151,21 @@ def test_logit_biases_are_toeplitz(scheme, tiny_cfg):
     assert bias.std() > 0
 
 
+@pytest.mark.parametrize("arch", ["paper", "decoder"])
+def test_t5_bias_reads_the_bucket_of_each_offset(arch, tiny_cfg):
+    """b[h, i, j] = rel_bias[h, bucket(j - i)], 32 buckets: bidirectional (paper arch) keys after the query take
+    buckets 16 + d, keys before it d (exact below 8: half of each sign's 16); causal (decoder) one side only,
+    offsets j > i all bucket 0. Hand-counted buckets, not t5_bucket's."""
+    attn = model_for(tiny_cfg("t5", arch)).blocks[1].attn
+    bias, rel = attn.pos_bias(16, 16), attn.rel_bias.detach()
+    after, before = (18, 2) if arch == "paper" else (0, 2)  # key 2 after the query, key 2 before it
+    torch.testing.assert_close(bias[:, 3, 5], rel[:, after])
+    torch.testing.assert_close(bias[:, 5, 3], rel[:, before])
+    torch.testing.assert_close(bias[:, 4, 4], rel[:, 0])
+    if arch == "paper":
+        torch.testing.assert_close(bias[:, 0, 7], rel[:, 16 + 7])  # the last exact bucket after the query
+
+
 def test_alibi_slopes_and_values(tiny_cfg):
     torch.testing.assert_close(alibi_slopes(8), torch.tensor([2 ** (-h) for h in range(1, 9)], dtype=torch.float32))
     # the authors' released code: exp(-h/H) for h = 0..H-1 (docs/paper.md §7), so head 0 has slope 1

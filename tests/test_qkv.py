@@ -103,6 +103,9 @@ def test_table_known_answers_and_check():
     want = {i for site in qkv.SITES for i in df[df.site == site]["effect"].abs().nlargest(2).index}
     assert len(checked) == 6 and set(checked.index) == want  # the two largest of each site
     assert checked["in_patch_ci"].isin([0.0, 1.0]).all() and checked["atp_in_patch_ci"].isin([0.0, 1.0]).all()
+    for est, flag in (("effect", "in_patch_ci"), ("atp", "atp_in_patch_ci")):  # the flag is what it says
+        inside = (checked[est] >= checked["patch_lo"] - 1e-5) & (checked[est] <= checked["patch_hi"] + 1e-5)
+        assert checked[flag].tolist() == inside.astype(float).tolist(), flag
     assert df.loc[df["patch_effect"].isna(), "in_patch_ci"].isna().all()
     assert (df["ci_lo"] <= df["ci_hi"]).all() and (df["atp_lo"] <= df["atp_hi"]).all()
     v = df[df.site == "value"]

@@ -184,10 +184,11 @@ def test_one_seed_cannot_tell_and_says_what_it_shows():
     assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "mixed"  # layer 1 is not the first
     store, frame = _deposit_rows([42, 43], {42: [0], 43: [4]})
     assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "mixed"
-    one = pd.DataFrame([{"claim": "x", "setting": "paper", "verdict": "inconclusive (one seed)",
-                         "result": "inconclusive (one seed)", "evidence": ""}])
-    assert "inconclusive (one seed)" not in verdict_summary(cl).split(" test the paper")[0]
-    assert set(answers(one.assign(claim=cl.claim.iloc[0])).answer) <= {"cannot tell (one seed)"}
+    one = pd.DataFrame([{"claim": row.claim, "setting": "paper", "verdict": "inconclusive (one seed)",
+                         "result": "inconclusive (one seed)", "evidence": "", "claim_id": "rope-deposit-first-layer"}])
+    assert verdict_summary(one) == ("of 1 claim rows, 0 test the paper at this preset: 0 reproduced, 0 mixed, "
+                                    "0 not reproduced; the other 1: 1 inconclusive (one seed)")  # not a test
+    assert answers(one).answer.tolist() == ["cannot tell (one seed)"]
 
 
 def test_a_mechanism_claim_counts_only_settled_seeds_and_shows_the_others():
