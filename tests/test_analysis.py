@@ -233,6 +233,10 @@ def test_qk_means_partial_rope_and_mla_planes():
     mla = make_model("mla")
     theta = rotary_planes(mla.blocks[0].attn, 4, 8 + mla.blocks[0].attn.d_rope).theta
     assert np.isnan(theta[:, :4]).all() and not np.isnan(theta[:, 4:]).any()  # only the trailing rotary dims
+    odd = make_model("mla", d_model=30, n_heads=2)  # d_head 15: the rotary dims start at dim 15, in no plane
+    for analysis, kw in ((qk_means.compute, {}), (angles.compute, {"n_pairs": 50})):
+        with pytest.raises(NotApplicable, match="odd d_head.*use an even d_head"):
+            analysis(odd, make_data(10), **kw)
 
 
 # ---- initial angles ----------------------------------------------------------------------------
@@ -440,6 +444,10 @@ def test_run_wrapper_saves_tagged_table():
     assert (df["analysed_on"] == "cpu").all()
     dep = ANALYSES["deposit"](run)
     assert "deposit" in saved and deposit_sentence(dep).startswith("RoPE, Task 1: ")
+    mean = ANALYSES["deposit"](run, table="ablation_mean")  # its ablation table missing: computed in its own mode
+    assert set(saved["ablation_mean"]["mode"]) == set(mean["mode"]) == {"mean"}
+    with pytest.raises(ValueError, match="'probes' is not an ablation table"):
+        ANALYSES["deposit"](run, table="probes")
 
 
 def test_analyses_count_what_training_counted_with_ignore_label(tmp_path):

@@ -157,7 +157,8 @@ def rotary_planes(attn, n_heads: int, width: int) -> RotaryPlanes:
     0 unless MLA), `d_rot` (number of rotary dims), `rot_heads` (bool per head, partial RoPE) and, for FoPE,
     `frequencies()` (clipped planes have frequency 0 and do not rotate). A scheme may instead expose
     `rotary_planes() -> [n_heads, width//2]`. Without any of these, `rotate` is probed with basis vectors at
-    positions 0 and 1 (a plane rotates iff e_2j comes back turned inside its plane)."""
+    positions 0 and 1 (a plane rotates iff e_2j comes back turned inside its plane). NotApplicable where the rotary
+    dims start at an odd dim (MLA with an odd d_head): they form no plane (2j, 2j + 1)."""
     if hasattr(attn, "rotary_planes"):
         return RotaryPlanes(np.asarray(attn.rotary_planes(), dtype=np.float64))
     theta = np.full((n_heads, width // 2), np.nan)
@@ -165,6 +166,10 @@ def rotary_planes(attn, n_heads: int, width: int) -> RotaryPlanes:
         freq = attn.frequencies() if hasattr(attn, "frequencies") else attn.inv_freq
         freq = freq.detach().double().cpu().numpy()
         offset = int(getattr(attn, "rot_offset", 0))
+        if offset % 2:
+            raise NotApplicable(f"the rotary dims start at dim {offset} (MLA with an odd d_head): the plane analyses "
+                                "pair dims (2j, 2j + 1), which would mix a content dim into each plane; use an even "
+                                "d_head (d_model / n_heads)")
         d_rot = int(getattr(attn, "d_rot", 2 * len(freq)))
         heads = getattr(attn, "rot_heads", None)
         heads = np.ones(n_heads, bool) if heads is None else heads.detach().cpu().numpy().astype(bool)

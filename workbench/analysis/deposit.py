@@ -80,7 +80,11 @@ def run(run, table: str = "ablation", compute_missing: bool = True, **params) ->
     elif compute_missing:
         from . import ablation as _ablation
 
-        abl = _ablation.run(run)
+        mode = next((m for m in _ablation.MODES if _ablation.table_name(m) == table), None)
+        if mode is None:
+            raise ValueError(f"table={table!r} is not an ablation table: use one of "
+                             f"{[_ablation.table_name(m) for m in _ablation.MODES]}")
+        abl = _ablation.run(run, mode=mode)  # the missing table in its own mode
     else:
         raise NotApplicable(f"run {run.id} has no {table!r} table; run `workbench analyze {run.id} --what ablation`")
     df = compute(abl, **params)

@@ -130,7 +130,7 @@ class FoPE(RoPE):
         "clip": (True, "clip frequencies below 2 pi / max_len to zero (no rotation)"),
         "trainable": (False, "train the Fourier coefficients (the paper freezes them)"),
         "construction": ("paper", "'paper' (the formula above) or 'official' (the released code: clipped "
-                                  "frequencies dropped from the inputs, series on min(kept, d_head/4) planes, C = S = 1 "
+                                  "frequencies dropped from the inputs, series on min(kept, d_rot/4) planes, C = S = 1 "
                                   "on the rest, step identity + Xavier-normal init with gain sigma)"),
     }
     attention_cls = FoPEAttention
