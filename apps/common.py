@@ -636,3 +636,20 @@ def load_model_cached(run):
     state = run.path / "state.json"
     stamp = str(state.stat().st_mtime_ns) if state.exists() else "-"
     return _cached_model(str(run.store.root), run.store.readonly, run.id, stamp)
+
+
+def preset_disclaimer(preset: str, id: str) -> html.Details | None:
+    """The scale disclaimer of the runs' preset (`presets.disclaimer`), said first: its headline and model line in
+    view above the answers, the rest (data, epochs, how the optimiser was chosen, what a verdict can say) in its
+    fold; None for a preset PE-Lab does not define."""
+    from workbench.train.presets import PRESETS, disclaimer
+
+    if preset not in PRESETS:
+        return None
+    d = disclaimer(preset)
+    headline = [html.Code(x) if k % 2 else x for k, x in enumerate(d.headline.split("`"))]  # `repro` as code
+    return html.Details([html.Summary([html.Strong(headline), " ", d.lead,
+                                       html.Span(" What else differs, and what a verdict here can say",
+                                                 className="fold-more")]),
+                         dcc.Markdown("\n".join(f"- {x}" for x in d.points))],
+                        className="disclaimer", id=id)

@@ -111,7 +111,7 @@ def deposit_of(run):
 
 NB0 = [
     new_markdown_cell("""\
-# Findings: the core paper reproduced on CPU (no training needed)
+# Findings: the core paper re-run on CPU (no training needed)
 
 This notebook reads the **shipped results** (`results/repro`: configs, provenance, metrics and every analysis
 table of each run, no weights) and shows what the reproduction found: the paper's Table 1 next to PE-Lab's
@@ -172,9 +172,10 @@ paper_deposits = paper_scale_deposits(paper_root(root))  # where each paper-scal
 FIGURES["deposit_map"](paper_deposits) if len(paper_deposits) else print("no paper-scale run with a deposit table")'''),
     new_markdown_cell("""\
 ## The registered rules
-Every verdict follows a rule registered before the runs it judges (docs/preregistration.md): the paper's own
-sentence, the statistic, and the decision (a share of agreeing runs with its Wilson 95 % interval against 1/2, or a
-paired ordering)."""),
+Every verdict of the paper's claims follows a registered rule (docs/preregistration.md): the paper's own sentence,
+the statistic, and the decision (a share of agreeing runs with its Wilson 95 % interval against 1/2, or a paired
+ordering). The rules were registered on 2026-11-26, after the `repro` runs below were trained (for them a stricter
+re-reading, not a prediction) and before the seed study trained any run; PE-Lab's own questions have no paper rule."""),
     new_code_cell('''\
 from workbench.analysis.claims import load_registry
 
@@ -226,8 +227,10 @@ NB1 = [
 # Head ablation: which heads carry the position signal?
 
 The core paper (seed 003) trains 6-layer classifiers on the *trigger distance* task and zeroes one head at a
-time: with RoPE, one head of a shallow layer carries almost everything (a **single-head deposit**). This
-notebook looks at one RoPE run:
+time: the paper reports that with RoPE one head of a shallow layer carries almost everything (a **single-head
+deposit**; PE-Lab's registered seed study at `repro-long` does not find it in the first layer: the Findings notebook
+and COMPARISON.md). This notebook looks at one RoPE run, at a preset that is not the paper's setup (the box below
+says how it differs):
 
 1. a RoPE run on Task 1: by default a **shipped** run of the reproduction (nothing is trained); with
    `PELAB_TRAIN=1` one trained (or reused) at `PELAB_PRESET`,
@@ -343,12 +346,12 @@ NB2 = [
 # Partial RoPE and MLA
 
 Section 5 of the core paper moves the deposit around by restricting RoPE: **partial RoPE** puts RoPE on the first
-k heads of a layer (NoPE on the rest), and **MLA** (DeepSeek-V3 latent attention) keeps a decoupled rotary part
-shared across heads. This notebook compares NoPE, full RoPE, partial RoPE and MLA on the trigger-distance task:
+k heads of a layer (NoPE on the rest), and **MLA** (DeepSeek-V3 latent attention) keeps a decoupled rotary part:
+a rotary query per head and one rotary key shared by all heads. This notebook compares NoPE, full RoPE, partial RoPE and MLA on the trigger-distance task:
 accuracy and where the ablation deposit sits.
 
 By default it reads the **shipped** runs of the reproduction (`grids/repro.toml`; nothing is trained): NoPE,
-RoPE and MLA are tier 1, the partial-RoPE runs tier 2, which may still be pending (the notebook lists what is).
+RoPE and MLA are tier 1, the partial-RoPE runs tier 2 (the notebook lists any grid point not shipped).
 With `PELAB_TRAIN=1` it trains (or loads) a small family at `PELAB_PRESET` instead -- NoPE, full RoPE, RoPE on
 one head of layer 0 only, RoPE on the first k heads of every layer, MLA -- and ablates every head of each.
 
@@ -410,11 +413,18 @@ if len(partial):
                    "deposit"]])
     display(FIGURES["partial_rope"](partial))
     if not (partial.variant == "partial").any():
-        print("no partial-RoPE run yet: only full RoPE is shown (the tier 2 runs are pending, see above)")
+        print("no partial-RoPE run yet: only full RoPE is shown (train them, or see the grid points listed above)")
 else:
     print("no RoPE run to show")'''),
-    new_markdown_cell("## MLA vs RoPE vs NoPE (the paper's Table 1 next to ours)"),
+    new_markdown_cell("## MLA vs RoPE vs NoPE (the paper's Table 1 next to ours)\nFirst, how the runs' preset "
+                      "differs from the paper's setup."),
     new_code_cell('''\
+from IPython.display import Markdown
+
+from workbench.train.presets import PRESETS, scale_disclaimer
+
+for p in sorted({r.config.get("preset") for r in runs} & set(PRESETS)):  # read this first, per preset
+    display(Markdown(scale_disclaimer(p)))
 mla = EXPERIMENTS["mla_rope_nope"](runs=runs, compute_missing=TRAIN)
 if len(mla):
     display(mla[["scheme", "task", "test_acc", "paper_test_acc", "n_single_deposits", "max_concentration",

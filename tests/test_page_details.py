@@ -262,8 +262,13 @@ def test_the_partial_rope_pages_tables_read_each_runs_deposit_by_its_status(tmp_
 
     shipped = RunStore(Path(__file__).resolve().parents[1] / "results" / "repro", readonly=True)
     stores = StoreSet(RunStore(tmp_path / "own", create=False), shipped)
-    related = sum((tables(c) for c in partial_rope.render_related(stores, "trigger-distance", "repro/paper")), [])
+    cards = partial_rope.render_related(stores, "trigger-distance", "repro/paper")
+    related = sum((tables(c) for c in cards), [])
     main = sum((tables(c) for c in partial_rope.render(stores, "trigger-distance", "repro/paper")), [])
+    # the card beside the paper's Table 1 numbers says first how the `repro` preset differs from the paper's setup
+    mla_card = next(c for c in cards if "Table 1" in c.children[0].children)
+    box = mla_card.children[1]
+    assert box.className == "disclaimer" and "Read this first: results at the " in str(box.children[0])
     assert len(related) == 2 and len(main) == 1
     rows = [r for t in related + main for r in t]
     table = run_table(runs=[shipped.get(i) for i in {r["run_id"] for r in rows}]).set_index("run_id")

@@ -578,7 +578,7 @@ def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipp
 
 def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     """`workbench app --shipped results/paper`: the page judges the GPU runs, titled and described as such (it said
-    "reproduced on CPU" and "results/repro" whatever it read), with the `paper` preset's disclaimer, and no
+    "re-run on CPU" and "results/repro" whatever it read), with the `paper` preset's disclaimer, and no
     paper-scale card of the store beside itself (`paper_scale.paper_root` is None there). Its verdict matrix has no
     column for a setting the store has no run of (the `paper` arch's was all "pending"), its evidence opens on the
     RoPE deposit claim of a setting with runs, and the CPU-only seed study and scale ladder (which said "0 of 40
@@ -595,7 +595,7 @@ def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
         t = findings._computed(findings._shipped())
         m = t["matrix"]
     page = str(lay)
-    assert "the core paper at its own scale (GPU runs)" in page and "reproduced on CPU" not in page
+    assert "the core paper at its own scale (GPU runs)" in page and "re-run on CPU" not in page
     assert "paper/COMPARISON.md" in page and "results/repro/COMPARISON.md" not in page
     assert set(m.setting) == set(t["runs"].setting)  # only settings with runs: the window trains the authors' ones
     chosen = next(c.value for c in lay._traverse() if getattr(c, "id", None) == "find-claim")

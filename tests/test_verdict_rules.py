@@ -507,6 +507,8 @@ def test_a_rung_explains_a_gap_when_it_brings_the_cell_five_points_closer_to_the
     cells = rung_seed_cells(_runs_frame(rows), rungs)
     assert list(zip(cells.rung, cells.seed)) == [("repro-long", 42), ("repro-long", 43)]
     assert rung_seed_cells(_runs_frame(rows[:2]), rungs).empty
+    study = [r | {"run_id": f"study-{s}", "seed": s} for r, s in zip(rows[2:4], (45, 46))]  # the seed study's seeds
+    assert list(rung_seed_cells(_runs_frame(rows + study), rungs).seed) == [42, 43]  # judged by the study alone
 
 
 def test_the_findings_page_shows_the_ladder_its_gaps_and_the_claims_at_rungs_with_more_seeds():

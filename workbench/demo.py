@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
                                    "--preset", preset], stdout=f, stderr=subprocess.STDOUT, env=env)
     shipped = shipped_root()
     print(f"\nPE-Lab dashboard: {URL}  (Ctrl-C to stop)\n"
-          f"  Findings   {URL}/  the core paper reproduced on CPU "
+          f"  Findings   {URL}/  the core paper re-run on CPU "
           f"({'shipped results in ' + str(shipped) if shipped else 'no shipped results found'})\n"
           f"  Runs       {URL}/runs  the demo grid ({preset} preset) trains in the background (pid {worker.pid}); "
           f"its runs appear as they finish\n"

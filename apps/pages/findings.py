@@ -1,4 +1,4 @@
-"""Findings: the core paper reproduced on CPU, from the shipped results (read-only), answered at a glance: the
+"""Findings: the core paper re-run on CPU, from the shipped results (read-only), answered at a glance: the
 verdict matrix (each claim x setting, coloured by outcome, the seeds behind each cell written in it), the deposit map
 (where each scheme's largest single-head deposit falls, per seed) and, behind a click on a cell, the evidence (text,
 the picture its kind calls for, the runs); then the verdicts across the scale ladder, Table 1 (and its cells at the
@@ -41,20 +41,8 @@ def verdict_legend(verdicts=()) -> html.Div:
 
 
 def disclaimer(preset: str) -> html.Details | None:
-    """The scale disclaimer of the runs' preset (`presets.disclaimer`), said first: its headline and model line in
-    view above the answers, the rest (data, epochs, how the optimiser was chosen, what a verdict can say) in its
-    fold."""
-    from workbench.train.presets import PRESETS, disclaimer as preset_disclaimer
-
-    if preset not in PRESETS:
-        return None
-    d = preset_disclaimer(preset)
-    headline = [html.Code(x) if k % 2 else x for k, x in enumerate(d.headline.split("`"))]  # `repro` as code
-    return html.Details([html.Summary([html.Strong(headline), " ", d.lead,
-                                       html.Span(" What else differs, and what a verdict here can say",
-                                                 className="fold-more")]),
-                         dcc.Markdown("\n".join(f"- {x}" for x in d.points))],
-                        className="disclaimer", id=f"{P}-disclaimer")
+    """The runs' scale disclaimer, said first (`C.preset_disclaimer`)."""
+    return C.preset_disclaimer(preset, f"{P}-disclaimer")
 
 
 def evidence_kind(row) -> str:
@@ -151,7 +139,7 @@ def _header(store, preset: str | None) -> html.Div:
     results/paper` judges the paper-scale GPU runs instead): where it is, at what preset."""
     where = C.shown_path(store.root) if store is not None else "results/repro"
     title = ("Findings: the core paper at its own scale (GPU runs)" if preset == "paper" else
-             "Findings: the core paper reproduced on CPU")
+             "Findings: the core paper re-run on CPU")
     return C.page_header(
         title, f"Shipped results ({where}, read-only): each claim of the paper per setting, coloured by its verdict "
         "(the number: seeds behind it), and where each scheme puts its largest single-head deposit. Click a cell "

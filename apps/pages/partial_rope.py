@@ -132,7 +132,11 @@ def render_related(store, task: str | None, setting: str | None = None) -> list:
         cols = [c for c in ("run_id", "variant", "scheme", "layer", "pattern", "test_acc", "shows", "paper_test_acc",
                             "n_single_deposits", "max_concentration", "top_head", "top_delta", "deposit")
                 if c in view.columns]
-        cards.append(html.Div([html.H3(title), C.figure_or_hint(name, table, height=360),
+        first = []  # beside the paper's numbers: first what differs from the paper's setup, per preset of the runs
+        if "paper_test_acc" in table.columns:
+            presets = sorted({r.config.get("preset") for r in runs} - {None})
+            first = [box for k, p in enumerate(presets) if (box := C.preset_disclaimer(p, f"{P}-{name}-setup-{k}"))]
+        cards.append(html.Div([html.H3(title), *first, C.figure_or_hint(name, table, height=360),
                                C.table_component(view[cols], page_size=8)], className="card"))
     return cards
 

@@ -90,7 +90,7 @@ def layout(setting: str | None = None, **query):
                            className="controls"),
                   html.Div(id=f"{P}-compare")], className="card"),
         html.Div([html.H3("Train a run"), _train_controls(),
-                  C.job_panel("train", "Train", note="CPU preset: 3-5 minutes a run on 2 busy cores; smoke: "
+                  C.job_panel("train", "Train", note="CPU preset: about 1-2.5 minutes a run on 2 cores; smoke: "
                                                      "seconds.")], className="card"),
     ])
 

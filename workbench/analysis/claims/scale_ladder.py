@@ -256,9 +256,10 @@ def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
 
 def rung_seed_cells(runs: pd.DataFrame, rungs) -> pd.DataFrame:
     """The runs of each (rung, setting, variant, task) cell run with more than one seed at a rung other than the
-    base (where seed 42's verdict changed): rung, setting, variant, task, seed, test_acc, status, run_id."""
+    base (where seed 42's verdict changed): rung, setting, variant, task, seed, test_acc, status, run_id. The seed
+    study's runs are left out, as the rung's claims leave them out (`base_claims`): the study reads them itself."""
     cols = ["rung", "setting", "variant", "task", "seed", "test_acc", "status", "run_id"]
-    sub = runs[runs.preset.isin(rungs[1:])]
+    sub = runs[runs.preset.isin(rungs[1:]) & ~is_study(runs)]
     if sub.empty:
         return pd.DataFrame(columns=cols)
     n = sub.groupby(["preset", "setting", "variant", "task"]).seed.transform("nunique")
