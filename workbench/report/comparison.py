@@ -759,17 +759,12 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
 def preset_difference(preset: str = "repro-long", base: str = "repro", task: str = "trigger-distance") -> str:
     """How `preset` differs from `base` on `task` (their resolved configs, field by field): "`repro` with
     train.epochs 12 (not 3)", the box that opens a report being `base`'s."""
+    from workbench.analysis.claims.one_field import config_changes
     from workbench.train.presets import base_config
 
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for k, v in d.items():
-            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-        return out
-
-    a, b = flat(base_config(base, "rope", task)), flat(base_config(preset, "rope", task))
-    diff = [f"{k} {b.get(k)} (not {a.get(k)})" for k in sorted(set(a) | set(b)) if k != "preset" and a.get(k) != b.get(k)]
-    return f"`{base}` with " + ", ".join(diff) if diff else f"the same as `{base}`"
+    diff = config_changes(base_config(base, "rope", task), base_config(preset, "rope", task))
+    return (f"`{base}` with " + ", ".join(f"{k} {new} (not {old})" for k, (old, new) in diff.items()) if diff
+            else f"the same as `{base}`")
 
 
 def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None) -> list[str]:
