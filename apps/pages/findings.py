@@ -175,8 +175,8 @@ def layout(claim: str | None = None, **query):
         *C.damaged_hints(C.stores()),  # runs that do not read or changed since shipped: named, left out
         disclaimer(str(runs.preset.iloc[0])),  # what differs from the paper's setup, before the answers
         html.Div([
-            html.Div([_figure("verdict_matrix", m, f"{P}-matrix")], className="glance-cell"),
-            html.Div([_figure("deposit_map", t["deposits"], f"{P}-deposits")], className="glance-cell"),
+            html.Div([C.figure_or_hint("verdict_matrix", m, id=f"{P}-matrix")], className="glance-cell"),
+            html.Div([C.figure_or_hint("deposit_map", t["deposits"], id=f"{P}-deposits")], className="glance-cell"),
         ], className="two-col glance"),
         html.Div([html.H3("Evidence", id=f"{P}-evidence-title"),
                   html.P("Click a cell of a verdict matrix (or a row of the claims table below), or pick a claim:",
@@ -186,7 +186,8 @@ def layout(claim: str | None = None, **query):
         *(_cpu_studies_elsewhere() if preset == "paper" else [
             _study_view(t["study"], t["tier2"]),
             html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
-                      _figure("verdict_matrix", m, f"{P}-ladder-matrix", by="rung") if (m["claim_no"] < 0).any()
+                      C.figure_or_hint("verdict_matrix", m, id=f"{P}-ladder-matrix", by="rung")
+                      if (m["claim_no"] < 0).any()
                       else html.Div([C.hint("No run of the ladder's other rungs shipped yet (grids/ladder.toml: "
                                             "`make ladder`).", kind="missing"), _no_ladder_graph()]),
                       html.Details([html.Summary("the ladder's tables: questions, Table 1's cells per rung, the gaps "
@@ -235,7 +236,7 @@ def _paper_scale_view(t: dict) -> html.Div:
         dcc.Markdown(note, className="job-note"),
         _table(cells, id=f"{P}-paper-table1", page_size=18),
         *([html.P("Where each of these runs puts its largest single-head deposit (its head ablation on the GPU):",
-                  className="job-note"), _figure("deposit_map", t["paper_deposits"], f"{P}-paper-deposits")]
+                  className="job-note"), C.figure_or_hint("deposit_map", t["paper_deposits"], id=f"{P}-paper-deposits")]
           if len(t["paper_deposits"]) else []),
         html.P(f"The claims judged on these runs ({len(judged)}; the others wait for runs not trained yet):",
                className="job-note"),
@@ -281,7 +282,7 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
     answer = "; ".join(f"{r.scheme}, {r.readout}: {r.decision} ({r.at_005})" for r in study_rows.itertuples())
     return html.Div([html.H3("The seed study of the headline claims"), intro,
                      html.P(answer or "No study run has shipped yet.", className="job-note"),
-                     _figure("study_map", st, f"{P}-study"), tier2_view,
+                     C.figure_or_hint("study_map", st, id=f"{P}-study"), tier2_view,
                      html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
                                                 "registration, never pooled)"),
                                    _table(readouts, id=f"{P}-study-readouts", page_size=10)])], className="card")
@@ -302,11 +303,6 @@ def _key(i, r) -> str:
     """A verdict-matrix row's dropdown value: the base claim's index in the claims table (the evidence by kind),
     else `m<row>`."""
     return str(r.claim_no) if r.claim_no >= 0 else f"m{i}"
-
-
-def _figure(name: str, df: pd.DataFrame, id: str, **kw):
-    """The figure kept by its table (`C.figure_or_hint`): the page shown again on the same results draws nothing."""
-    return C.figure_or_hint(name, df, id=id, **kw)
 
 
 def _fold(title: str, *children) -> html.Details:
