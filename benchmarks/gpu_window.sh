@@ -210,19 +210,26 @@ wait_job() {  # until the job has written its exit status or died, or epoch seco
 }
 
 pack() {  # what a call brings back; the shipped runs as results/paper/RUN_ID/..., never a half-shipped folder
-  # (a detached job may still be writing: its files may change or go while they are read)
+  # (a detached job may still be writing: its files may change or go while they are read, and tar then exits 1 with
+  # a whole archive). Each archive is written under a .part name and renamed when tar has ended: a call cut off
+  # mid-pack leaves the last whole one (and a .part, which window_back.py never reads)
   local live="--warning=no-file-changed --warning=no-file-removed --ignore-failed-read"
-  [ -d "$shipto" ] && tar czf "$out/results-paper.tgz" $live -C "$shipto" --exclude='.*.shipping' \
-    --exclude='.*.old' --transform "s,^\.,${results#/}," .
-  [ -d "$runs" ] && tar czf "$out/runs-paper-meta.tgz" $live --exclude='*.safetensors' --exclude='*.tmp' "$runs"
-  [ -f "$state/gpu_step.json" ] && cp "$state/gpu_step.json" "$out/gpu_step.json"
+  [ -d "$shipto" ] && { tar czf "$out/results-paper.tgz.part" $live -C "$shipto" --exclude='.*.shipping' \
+    --exclude='.*.old' --transform "s,^\.,${results#/}," .; mv "$out/results-paper.tgz.part" "$out/results-paper.tgz"; }
+  [ -d "$runs" ] && { tar czf "$out/runs-paper-meta.tgz.part" $live --exclude='*.safetensors' \
+    --exclude='*.safetensors.next' --exclude='*.tmp' "$runs"
+    mv "$out/runs-paper-meta.tgz.part" "$out/runs-paper-meta.tgz"; }
+  [ -f "$state/gpu_step.json" ] && { cp "$state/gpu_step.json" "$out/gpu_step.json.part"
+    mv "$out/gpu_step.json.part" "$out/gpu_step.json"; }
   # Triton's compiled kernels only (keyed by their source, so shared by every model with the same kernel: 2.9 MB
   # packed for RoPE's training); inductor's graph cache (3.1 MB more a model, a hit only for the same model and
   # code) would outgrow the 16 MiB a file may bring back (the whole cache after the check's extra modes did)
-  [ -d "$TORCHINDUCTOR_CACHE_DIR/triton" ] && tar czf "$out/inductor-cache.tgz" \
+  [ -d "$TORCHINDUCTOR_CACHE_DIR/triton" ] && { tar czf "$out/inductor-cache.tgz.part" \
     -C "$(dirname "$TORCHINDUCTOR_CACHE_DIR")" "$(basename "$TORCHINDUCTOR_CACHE_DIR")/triton"
+    mv "$out/inductor-cache.tgz.part" "$out/inductor-cache.tgz"; }
   say "packed"
-  tar czf "$out/logs.tgz" $live -C "$state/logs" . $([ -d "$out/check" ] && echo -C "$out" check) && rm -rf "$out/check"
+  tar czf "$out/logs.tgz.part" $live -C "$state/logs" . $([ -d "$out/check" ] && echo -C "$out" check)
+  mv "$out/logs.tgz.part" "$out/logs.tgz" && rm -rf "$out/check"
 }
 
 if [ "$mode" = job ]; then  # the detached job: the environment from the call that started it, the flags from state
@@ -232,6 +239,9 @@ if [ "$mode" = job ]; then  # the detached job: the environment from the call th
 fi
 if [ "$mode" = attach ]; then
   export TORCHINDUCTOR_CACHE_DIR="${INDUCTOR_CACHE:-$PWD/.inductor-cache}"
+  # packed once at once: a call cut off before its end (the session's device time spent) still brings back what
+  # the job had shipped by now; packed again at the end
+  [ -f "$state/job.pid" ] && job_running && pack
   if job_running; then
     say "the detached job is training (pid $(cat "$state/job.pid")); waiting"
     wait_job $(( call_end - ${PACK_S:-15} ))
@@ -292,7 +302,9 @@ flags=$([ "$compile" = yes ] && echo --compile)
 [ "$compile" = yes ] && [ -n "${COMPILE_MODE:-}" ] && flags="$flags --compile-mode $COMPILE_MODE"
 # SDPA_BACKEND=flash_attention (or another, or auto) tried first by SDPA (gpu_step.json "sdpa" times each)
 [ -n "$sdpa" ] && flags="$flags --sdpa-backend $sdpa"
-printf 'flags=%q\nstep_ms=%q\n' "$flags" "$step_ms" > "$state/job.env"   # for the detached job, or its resume
+# for the detached job, or its resume in --attach: this call's settings, whatever the next call's environment says
+printf 'flags=%q\nstep_ms=%q\ntags=%q\ntier=%q\ntables=%q\nthen_tables=%q\nspare=%q\n' "$flags" "$step_ms" "$tags" \
+  "$tier" "$tables" "$then_tables" "$spare" > "$state/job.env"
 if [ "$mode" = run ]; then
   train_job "$end"
 else  # detached: seeded with what is shipped, so the sweep skips it; its own process session outlives this call

@@ -5,13 +5,18 @@ checkout, ready to commit (docs/training.md, "One GPU window", step 3). Nothing 
 
 1. results-paper.tgz: each run folder (members results/paper/RUN_ID/...) that results/paper lacks is copied there;
    one it holds with another manifest is left as it is and named (`workbench ship` refuses such a replacement
-   too); then `workbench check results/paper`;
+   too); then `workbench check results/paper`. With `--first` (two calls), the first call's results-paper.tgz too,
+   after the last call's: a run the last call did not bring back (a fresh machine for call 2, or call 2 cut off) is
+   still kept; one both brought is the last call's (call 1's may be its first ship, before the THEN_TABLES
+   re-ship). An archive cut off mid-write is named and left out, never half-merged;
 2. inductor-cache.tgz (Triton's compiled kernels) -> benchmarks/kernels/triton.tgz, with triton.json beside it (the
    window, card, torch, size, sha256): tracked, so every later checkout has it and each call carries it with the
    tree (a new checkout used to lose it and compile cold); refused, naming the sizes, where the tracked files, .whl/
-   and it would pass what one call may carry (`window_size.LIMIT_MIB`: tracked and untracked files, .whl/);
-3. window.log, gpu_step.json, the logs of logs.tgz (sweep, ship, the detached job's, the check's) and, with
-   `--first`, the first call's window.log as window-call1.log
+   and it would pass what one call may carry (`window_size.LIMIT_MIB`: tracked and untracked files, .whl/); the
+   first call's where the last brought none;
+3. runs-paper-meta.tgz (every run's metrics, unfinished ones too; up to 2 MB), the logs of logs.tgz (sweep, ship,
+   the detached job's window.log as job-window.log, the check's), each call's own window.log (window.log;
+   `--first`: the first call's as window-call1.log) and gpu_step.json
    into benchmarks/measured/NAME/ (default: the card and today's date, UTC, with a letter added where that folder
    exists), with a draft README.md where it has none (`draft_readme`: the card, the code, the runs added with their
    epochs, times and accuracies, what the sweep left, the spare-time step measurement);
@@ -43,6 +48,7 @@ from window_size import LIMIT_MIB, travel_bytes  # noqa: E402  (beside this scri
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "benchmarks" / "kernels" / "triton.tgz"
+META_KEEP_BYTES = 2_000_000  # runs-paper-meta.tgz is kept in the measured folder up to this size
 COMPARE = ["compare", "results/repro", "--readme", "README.md", "--figure", "docs/img/findings_table1.png",
            "--study-figure", "docs/img/findings_study.png"]
 
@@ -61,15 +67,17 @@ def fresh_name(measured: Path, base: str) -> str:
     raise SystemExit(f"benchmarks/measured has {base} to {base}z: name the folder (--name)")
 
 
-def unpack_runs(tgz: Path, results: Path) -> tuple[list[str], list[str], list[str]]:
-    """The run folders of a window's results-paper.tgz into `results`: (added, unchanged, differing ids)."""
+def unpack_runs(tgz: Path, results: Path, newer: set[str] = frozenset()) -> tuple[list[str], list[str], list[str]]:
+    """The run folders of a window's results-paper.tgz into `results`: (added, unchanged, differing ids). `newer`:
+    runs a later call of the window brought back (left as that call shipped them). A cut-off archive raises
+    tarfile.TarError (or EOFError) before anything is copied."""
     added, same, differ = [], [], []
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(tgz) as t:
         t.extractall(tmp, filter="data")  # our own tarball, but never a path outside `tmp`
         for manifest in sorted(Path(tmp).rglob("manifest.json")):
             run = manifest.parent
-            if run.name.startswith("."):  # a folder being shipped when it was packed (never packed since 11-27)
-                continue
+            if run.name.startswith(".") or run.name in newer:  # a folder being shipped when it was packed (never
+                continue  # packed since 11-27), or the later call's
             dest = results / run.name
             if not dest.exists():
                 shutil.copytree(run, dest)
@@ -166,16 +174,17 @@ def triton_line(check: dict) -> str:
     r, rope = check["sdpa"]["triton"], check.get("step", {}).get("rope", {})
     if "error" in r:
         return f"- the Triton attention kernel failed: {r['error']}"
-    agree = r.get("agree", {})
+    agree = r.get("agree", {})  # one dict per shape, beside `ok` and `tuned` (the autotuner's choices)
+    shapes = {k: v for k, v in agree.items() if isinstance(v, dict) and "triton_err" in v}
     errs = "; ".join(f"{k}: kernel {max(v['triton_err']):.2g}, SDPA {max(v['sdpa_err']):.2g}"
-                     for k, v in agree.items() if isinstance(v, dict))
+                     for k, v in shapes.items())
     by = f" (Triton {check['triton']})" if check.get("triton") else ""
     line = f"- the Triton attention kernel{by}: agreement with SDPA {'ok' if agree.get('ok') else 'FAILED'} ({errs})"
     ops = "; ".join(f"{k}: {v['op_ms']['triton']:.3f} against SDPA's {v['op_ms']['sdpa']:.3f} ms"
                     + (f" at attention dropout {v['op_dropout']:g}" if v.get("op_dropout") else "")
                     + (f" ({v['op_ms_p0']['triton']:.3f} against {v['op_ms_p0']['sdpa']:.3f} without)"
                        if "op_ms_p0" in v else "")
-                    for k, v in agree.items() if isinstance(v, dict) and "op_ms" in v)
+                    for k, v in shapes.items() if "op_ms" in v)
     line += f"; attention alone, forward + backward: {ops}" if ops else ""
     for mode, key in (("eager", "eager_ms"), ("compiled", "compiled_ms")):
         if mode in r:
@@ -225,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files_at", type=Path, help="the folder a window's last call brought back")
     ap.add_argument("--first", type=Path, help="the folder the window's first call brought back (two calls): its "
-                    "window.log is kept as window-call1.log")
+                    "runs that the last call lacks are kept too, its window.log as window-call1.log")
     ap.add_argument("--name", help="benchmarks/measured/NAME (default: card-date)")
     ap.add_argument("--no-compare", action="store_true", help="leave `workbench compare` for later")
     ap.add_argument("--results", type=Path, default=REPO / "results" / "paper")
@@ -238,37 +247,63 @@ def main(argv: list[str] | None = None) -> int:
     workbench = [sys.executable, "-m", "workbench"]
     rc = 0
 
-    check = json.loads((src / "gpu_step.json").read_text()) if (src / "gpu_step.json").exists() else None
+    calls = [src] + ([a.first] if a.first is not None and a.first.is_dir() else [])  # the last call first
+    check = next((c for c in (spare_step(f / "gpu_step.json") for f in calls) if c), None)
     added, same, differ = [], [], []
-    if (src / "results-paper.tgz").exists():
+    if not (src / "results-paper.tgz").exists():
+        print(f"{src} has no results-paper.tgz (the call was cut off, or found no job on a fresh machine)"
+              + ("; the first call's runs are kept" if len(calls) > 1 else ""))
+    for call in calls:
+        if not (call / "results-paper.tgz").exists():
+            continue
         a.results.mkdir(parents=True, exist_ok=True)
-        added, same, differ = unpack_runs(src / "results-paper.tgz", a.results)
-        print(f"results: {len(added)} added ({', '.join(added) or 'none'}), {len(same)} unchanged")
-        if differ:
+        try:
+            new, kept, other = unpack_runs(call / "results-paper.tgz", a.results, newer=set(added + same + differ))
+        except (tarfile.TarError, EOFError, OSError) as e:  # cut off mid-write: nothing of it is merged
+            print(f"{call / 'results-paper.tgz'} cannot be read ({type(e).__name__}: {e}): left out")
             rc = 1
-            print(f"left as they are, shipped here with another manifest: {', '.join(differ)} "
-                  "(compare them; `workbench verify RUN_ID`)")
+            continue
+        added, same, differ = added + new, same + kept, differ + other
+        print(f"results from {call}: {len(new)} added ({', '.join(new) or 'none'}), {len(kept)} unchanged")
+    if differ:
+        rc = 1
+        print(f"left as they are, shipped here with another manifest: {', '.join(differ)} "
+              "(compare them; `workbench verify RUN_ID`)")
+    if any((c / "results-paper.tgz").exists() for c in calls):
         if subprocess.run(workbench + ["check", str(a.results)], cwd=REPO).returncode:
             rc = 1
 
     device, torch_version = (check or {}).get("device"), (check or {}).get("torch")
-    for rid in added + same + differ if device is None else []:  # no check: the card that trained the runs
+    # no check: the card that trained this window's runs (the runs shipped before, unchanged, only without any)
+    for rid in (added or same + differ) if device is None else []:
         info = json.loads((a.results / rid / "run.json").read_text())
         device, torch_version = info.get("gpu") or device, info.get("torch_version") or torch_version
     name = a.name or fresh_name(a.measured, f"{card_name(device) or 'gpu'}-{datetime.date.today().isoformat()}")
-    if (src / "inductor-cache.tgz").exists():
+    cache = next((c / "inductor-cache.tgz" for c in calls if (c / "inductor-cache.tgz").exists()), None)
+    if cache is not None:
         where = {"window": name, "device": device, "torch": torch_version}
-        print(keep_kernels(src / "inductor-cache.tgz", a.kernels, where))
+        print(keep_kernels(cache, a.kernels, where))
     folder = a.measured / name
     folder.mkdir(parents=True, exist_ok=True)
+    for call in calls[::-1]:  # the first call's logs, then the last's over them (its logs.tgz holds all of the job's)
+        if not (call / "logs.tgz").exists():
+            continue
+        try:
+            with tarfile.open(call / "logs.tgz") as t:
+                t.extractall(folder, filter="data")
+        except (tarfile.TarError, EOFError, OSError) as e:
+            print(f"{call / 'logs.tgz'} cannot be read whole ({type(e).__name__}: {e}): what it held before the cut "
+                  "is kept")
+        if (folder / "window.log").exists():  # the detached job's own log (logs/window.log), not a call's
+            (folder / "window.log").replace(folder / "job-window.log")
     for f in ("window.log", "gpu_step.json"):
         if (src / f).exists():
             shutil.copyfile(src / f, folder / f)
-    if a.first is not None and (a.first / "window.log").exists():
+    if len(calls) > 1 and (a.first / "window.log").exists():
         shutil.copyfile(a.first / "window.log", folder / "window-call1.log")
-    if (src / "logs.tgz").exists():
-        with tarfile.open(src / "logs.tgz") as t:
-            t.extractall(folder, filter="data")
+    meta = next((c / "runs-paper-meta.tgz" for c in calls if (c / "runs-paper-meta.tgz").exists()), None)
+    if meta is not None and meta.stat().st_size <= META_KEEP_BYTES:  # the metrics of every run the window started,
+        shutil.copyfile(meta, folder / meta.name)  # the unfinished and the stopped ones too (no weights)
     spare = spare_step(folder / "spare_step.json")
     if not (folder / "README.md").exists():
         (folder / "README.md").write_text(draft_readme(folder, a.results, added, device, torch_version, spare))

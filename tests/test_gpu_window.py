@@ -4,9 +4,11 @@ window brings back into OUT: results, metrics without weights, logs. In two call
 training job outlives the first call's process group, and the second call packs what it shipped, or resumes it
 when the first call's end killed it."""
 import hashlib
+import io
 import importlib.metadata
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -462,6 +464,75 @@ def test_what_a_window_brought_back_lands_in_the_checkout(tmp_path):
     assert json.loads((measured / "step_ms.json").read_text())["step_ms"]["mla"] == 25.0
 
 
+def _runs_tgz(path: Path, runs: list[Path], manifest: dict[str, str] | None = None) -> None:
+    """A results-paper.tgz of `runs` (members results/paper/RUN_ID/...), a run's manifest.json replaced by
+    `manifest[run id]` where given (another ship of it)."""
+    with tarfile.open(path, "w:gz") as t:
+        for run in runs:
+            for f in sorted(run.iterdir()):
+                if f.name == "manifest.json" and run.name in (manifest or {}):
+                    data = manifest[run.name].encode()
+                    info = tarfile.TarInfo(f"results/paper/{run.name}/manifest.json")
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+                else:
+                    t.add(f, arcname=f"results/paper/{run.name}/{f.name}")
+
+
+def test_a_window_of_two_calls_keeps_each_calls_runs_and_logs(tmp_path):
+    """window_back.py --first: call 1's runs that call 2 did not bring back (call 2 on a fresh machine) are kept;
+    a run both brought is call 2's (call 1's held its first ship), with no "another manifest"; the detached job's
+    window.log (in logs.tgz) lands as job-window.log beside the call's own; the card is that of the runs the window
+    added, not of the runs shipped before; an archive cut off mid-write is named and nothing of it is merged."""
+    import datetime
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from window_back import main
+
+    paper = REPO / "results" / "paper"
+    old, a, b = (paper / r for r in ("t2-rope-paper-s43-7eb08e", "t1-rope-paper-s42-82c372",
+                                     "t1-nope-paper-s42-45a1da"))
+    results, measured = tmp_path / "results", tmp_path / "measured"
+    results.mkdir()
+    shutil.copytree(old, results / old.name)  # shipped before the window (an H200's)
+    call1, call2 = tmp_path / "call1", tmp_path / "call2"
+    call1.mkdir(), call2.mkdir()
+    _runs_tgz(call1 / "results-paper.tgz", [old, a, b], manifest={b.name: '{"first": "ship"}'})
+    _runs_tgz(call2 / "results-paper.tgz", [old, b])
+    (call1 / "window.log").write_text("[window 24 s] training job detached\n")
+    (call2 / "window.log").write_text("[window 3 s] the detached job has ended (exit 0)\n")
+    (tmp_path / "window.log").write_text("[window 78 s] training for 657 s\n")
+    with tarfile.open(call2 / "logs.tgz", "w:gz") as t:
+        t.add(tmp_path / "window.log", arcname="./window.log")
+    info = json.loads((a / "run.json").read_text())
+    assert info.get("gpu") is None  # trained before run.json named its GPU: the card is the other added run's
+    args = ["--results", str(results), "--measured", str(measured), "--kernels", str(tmp_path / "k.tgz"),
+            "--no-compare"]
+    assert main([str(call2), "--first", str(call1)] + args) == 0
+    assert sorted(p.name for p in results.iterdir()) == sorted([old.name, a.name, b.name])
+    assert (results / b.name / "manifest.json").read_bytes() == (b / "manifest.json").read_bytes()  # call 2's
+    folder = measured / f"h200-{datetime.date.today().isoformat()}"
+    assert (folder / "job-window.log").read_text() == "[window 78 s] training for 657 s\n"
+    assert (folder / "window.log").read_text() == (call2 / "window.log").read_text()
+    assert (folder / "window-call1.log").read_text() == (call1 / "window.log").read_text()
+
+    # call 2 brought nothing back (a fresh machine): call 1's runs are kept all the same
+    results2 = tmp_path / "results2"
+    (call2 / "results-paper.tgz").unlink()
+    _runs_tgz(call1 / "results-paper.tgz", [old, a, b])
+    assert main([str(call2), "--first", str(call1), "--results", str(results2), "--measured", str(measured),
+                 "--kernels", str(tmp_path / "k.tgz"), "--no-compare"]) == 0
+    assert sorted(p.name for p in results2.iterdir()) == sorted([old.name, a.name, b.name])
+
+    # an archive cut off mid-write: named, nothing of it merged, exit 1
+    results3 = tmp_path / "results3"
+    whole = (call1 / "results-paper.tgz").read_bytes()
+    (call2 / "results-paper.tgz").write_bytes(whole[: len(whole) // 2])
+    rc = main([str(call2), "--results", str(results3), "--measured", str(measured), "--kernels",
+               str(tmp_path / "k.tgz"), "--no-compare"])
+    assert rc == 1 and not any(results3.iterdir())
+
+
 def test_the_compile_cache_is_kept_only_while_the_calls_can_carry_it(tmp_path):
     """window_back.keep_kernels: a cache that would take what one device call carries (the tracked files, .whl/ and
     it) past the limit is refused with the sizes, and the kept one stays as it was; within the limit it replaces the
@@ -641,10 +712,11 @@ def test_the_draft_readme_says_what_the_triton_kernel_measured():
     sys.path.insert(0, str(REPO / "benchmarks"))
     from window_back import triton_line
 
-    agree = {"ok": True, "what": "[z, dq, dk, dv] max abs error",
+    agree = {"ok": True, "what": "[z, dq, dk, dv] max abs error",  # `tuned`: the autotuner's choices (op_steps)
              "rope+sinusoidal": {"triton_err": [0.01, 0.02, 0.03, 0.004], "sdpa_err": [0.01, 0.02, 0.02, 0.003],
                                  "op_ms": {"triton": 0.25, "sdpa": 0.75}, "op_dropout": 0.1,
-                                 "op_ms_p0": {"triton": 0.2, "sdpa": 0.5}}}
+                                 "op_ms_p0": {"triton": 0.2, "sdpa": 0.5}},
+             "tuned": {"fwd": {"BLOCK_M": 64, "num_warps": 4}}}
     check = {"step": {"rope": {"eager_ms": 31.0, "compiled_ms": 12.8}}, "triton": "3.6.0",
              "sdpa": {"triton": {"agree": agree, "eager": 25.0, "compiled": 10.0}}}
     line = triton_line(check)
