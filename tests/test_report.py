@@ -117,7 +117,8 @@ def test_the_report_names_its_store_by_folder_and_leaks_no_path_of_this_machine(
     root = Path(smoke.root).resolve()
     assert summary["store"] == str(root)  # scripts on this machine still get the full path
     meta = html_text.split('<div class="meta">')[1].split("</div>")[0]
-    assert f"store {escape(root.name)} ·" in meta
+    shipped = f" + shipped {escape(Path(summary['shipped']).name)}" if summary["shipped"] else ""
+    assert f"store {escape(root.name)}{shipped} ·" in meta
     for path in {str(root), str(root.parent), str(out.parent.resolve())}:
         assert escape(path) not in html_text, f"{path} is printed in the report"
 
@@ -359,3 +360,98 @@ def test_a_report_built_again_draws_only_the_figures_whose_tables_changed(smoke,
     assert key(listed.rename(columns={"cells": "other"})) != key(listed) != key(listed.set_index("layer"))
     assert key_of(counting["qk_means"], listed, kwargs={"table": listed}) is None  # not plain data: not kept
     assert len(kept) == 2
+
+
+SHIPPED = B.REPO / "results" / "repro"
+
+
+def _shipped_report(tmp_path, ids, name="r.html"):
+    """build_report over shipped runs (own store empty, as `workbench report` opens it): (summary, html)."""
+    from workbench.report import build_report
+    from workbench.store import StoreSet
+
+    if not all((SHIPPED / i).is_dir() for i in ids):
+        pytest.skip("no shipped results in this checkout")
+    (tmp_path / "own").mkdir(exist_ok=True)
+    s = build_report(StoreSet.open(tmp_path / "own", shipped=SHIPPED), "id=" + "|".join(ids), tmp_path / name)
+    return s, (tmp_path / name).read_text(encoding="utf-8")
+
+
+def test_a_report_of_two_rope_seeds_shows_no_experiment_it_cannot_compare(tmp_path):
+    """Two plain RoPE seeds hold one side of each experiment (no partial run, no MLA / NoPE, no RoPE+sinusoidal): no
+    experiment table, and the note says what each needs. The paper-scale GPU runs beside the shipped store are read
+    (results/paper), as the Findings page reads them; the claims no selected run answers are not listed as pending
+    runs; every link of the contents reaches its section; summary.json is named after the report."""
+    ids = ["t1-rope-repro-s42-e451f6", "t1-rope-repro-s43-096a4b"]
+    s, text = _shipped_report(tmp_path, ids)
+    section = text.split('<section id="experiments">')[1].split("</section>")[0]
+    assert "<h3>" not in section and s["experiments"] == {}
+    assert "partial RoPE needs a full and a partial RoPE run" in section
+    if (SHIPPED.parent / "paper" / "t1-rope-paper-s42-82c372").is_dir():
+        assert "At the paper&#x27;s own scale" in text or "At the paper's own scale" in text
+    findings = text.split('<section id="findings">')[1].split("</section>")[0]
+    claims = findings.split("The claims and their evidence")[1]
+    assert ">pending<" not in claims and "claim row(s) pending: this selection holds no finished run" in findings
+    toc = text.split('<nav class="toc">')[1].split("</nav>")[0]
+    anchors = re.findall(r'href="#([^"]+)"', toc)
+    assert anchors[:3] == ["findings", "settings", "runs"] and all(f'id="{a}"' in text for a in anchors)
+    assert (tmp_path / "r.summary.json").is_file() and not (tmp_path / "summary.json").exists()
+    # the shipped runs have no weights: a missing table's command re-creates the run first
+    assert all(r["source"] == "shipped" for r in s["runs"])
+    if any(r["tables"]["missing"] for r in s["runs"]):
+        assert "workbench recreate" in text
+
+
+def test_summary_json_redraws_every_figure_drawn_from_one_stored_table(report, smoke):
+    """summary.json's recipe: a figure with `derived` null is FIGURES[figure](its run's stored table, **kwargs), and
+    draws the same traces again; every other figure names what derived its table."""
+    from workbench.figures import FIGURES
+    from workbench.store import RunStore
+
+    store = RunStore(smoke.root)
+    _, _, summary = report
+    stored = [f for f in summary["figures"] if f["derived"] is None]
+    assert stored and any(f["derived"] for f in summary["figures"])
+    for f in stored:
+        assert len(f["runs"]) == 1 and len(f["tables"]) == 1, f
+        fig = FIGURES[f["figure"]](store.get(f["runs"][0]).load_table(f["tables"][0]), **f["kwargs"])
+        assert len(fig.data) == f["n_traces"], f
+
+
+def test_missing_tables_count_the_heads_tables(report, smoke):
+    """`missing` (the CLI's count) names every table the report's per-run sections show that a run lacks, the heads'
+    tables included: the created run lacks them all."""
+    from workbench.report.heads import FIGURES as HEADS
+
+    _, _, summary = report
+    created = {r["id"]: r for r in summary["runs"]}[smoke.created]
+    assert {"ablation"} | {t for t, _, _ in HEADS} <= set(created["tables"]["missing"])
+
+
+def test_the_view_per_setting_keeps_the_seed_study_apart(tmp_path):
+    """At `repro-long`, MLA's seed-42 run (before the registration) and two seed-study runs: two rows and two atlases,
+    never one pool; seeds as training/data seed; each status with its count."""
+    from workbench.analysis.findings import MemoStore
+    from workbench.report.build import Doc
+    from workbench.report.overview import finished_table, settings_section
+    from workbench.report import select_runs
+    from workbench.store import StoreSet
+
+    ids = ["t1-mla-repro-long-s42-9024dc", "t1-mla-repro-long-s45-d43-7eb13a", "t1-mla-repro-long-s45-d44-ee1f90"]
+    if not all((SHIPPED / i).is_dir() for i in ids):
+        pytest.skip("no shipped results in this checkout")
+    (tmp_path / "own").mkdir()
+    store = MemoStore(StoreSet.open(tmp_path / "own", shipped=SHIPPED))
+    rt = finished_table(store, select_runs(store, {"id": ids}))
+    doc = Doc()
+    settings_section(doc, store, rt, lambda msg: None)
+    text = "\n".join(doc.parts)
+    assert "<td>seed study</td>" in text and "<td>before the study</td>" in text
+    assert "<td>45/d43, 45/d44</td>" in text and "<td>42</td>" in text
+    notes = re.findall(r"mla, trigger-distance, ([^:]+): zero-ablation atlas, mean over (\d) run", text)
+    assert sorted(notes) == [("before the study", "1"), ("seed study", "2")]
+    from workbench.analysis.claims import is_study
+
+    for study in (True, False):  # each group's statuses, counted
+        statuses = list(rt.loc[is_study(rt) == study, "status"])
+        assert all(f"{st} {statuses.count(st)}" in text for st in statuses)

@@ -75,6 +75,7 @@ def train_all(preset: str) -> None:
     from workbench.analysis.claims import as_read, reading_of
     from workbench.cli.data import summary_table
     from workbench.report import build_report
+    from workbench.report.build import default_summary_path
     from workbench.store import RunStore
     from workbench.train import load_grid, sweep
     from workbench.train.presets import disclaimer
@@ -112,7 +113,7 @@ def train_all(preset: str) -> None:
             rule(f"{what} report")
             build_report(store, "all", out, title=f"PE-Lab demo ({preset} preset{', first pass' if tables else ''})",
                          log=lambda msg: console.print(f"  [dim]report: {msg}"))
-            console.print(f"{what} report written: {out}  summary: {out.with_name('summary.json')}")
+            console.print(f"{what} report written: {out}  summary: {default_summary_path(out)}")
     rule("done")
 
 

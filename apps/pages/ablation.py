@@ -6,6 +6,7 @@ from dash import Input, Output, State, dcc, html
 
 from apps import common as C
 from apps.jobs import analysis_work, register_job, register_recreate
+from workbench.train.recreate import analyze_command
 
 PATH, NAME, ORDER = "/ablation", "Ablation atlas", 1
 P = "abl"
@@ -85,6 +86,8 @@ def deposit_block(df, metric: str, reading: dict | None = None, **scale) -> list
 
 def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers",
            other_id: str | None = None) -> list:
+    if metric not in ("accuracy", "loss"):  # a value from the browser: one of the dropdown's, else said
+        return [C.hint(f"metric {str(metric)[:40]!r} is unknown: pick accuracy or loss.", kind="warn")]
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err]
@@ -102,7 +105,7 @@ def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablat
         return out + [missing]
     if "metric" in df.columns and metric not in set(df["metric"]):
         return out + [C.hint(f"The {name} table of {run.id} has no rows for metric {metric!r}.", kind="warn",
-                             cmd=C.analyze_cmd(run.id, "ablation"))]
+                             cmd=analyze_command(run.id, "ablation"))]
     from workbench.figures.ablation import shared_scale
 
     view = view if view in {v["value"] for v in VIEWS} else "ablation_layers"

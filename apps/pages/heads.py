@@ -17,6 +17,7 @@ from apps import common as C
 from apps.jobs import analysis_work, register_job, register_recreate
 from workbench.analysis import NotApplicable
 from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote, sources_of, summarise
+from workbench.train.recreate import analyze_command
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
 P = "heads"
@@ -51,7 +52,7 @@ def layout(run: str | None = None, measure: str = "n_agree", example: str | None
             C.labelled("map", dcc.Dropdown(id=f"{P}-measure", options=_measures(), value=measure, clearable=False),
                        width="300px"),
             C.labelled("test example (attention)", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
-                                                             value=int(example) if example else 0, debounce=True)),
+                                                             value=C.url_int(example), debounce=True)),
         ], className="controls"),
         C.recreate_panel(P),
         html.Div([
@@ -82,7 +83,7 @@ def summary_of(run) -> tuple[pd.DataFrame | None, list]:
         df = summarise(run)
     except NotApplicable:
         return None, [missing]
-    own = "" if run.store.readonly else f"; `{C.analyze_cmd(run.id, 'head_summary')}` stores it"
+    own = "" if run.store.readonly else f"; `{analyze_command(run.id, 'head_summary')}` stores it"
     return df, [C.hint(f"{run.id} stores no head_summary table: the map joins its stored per-head tables here "
                        f"({', '.join(sources_of(run))}); a method without a table has no vote{own}.", kind="info")]
 
@@ -99,7 +100,7 @@ def render_map(store, run_id: str | None, measure: str):
     if df is None:
         return out, None, ""
     if mean_dla_vote(df):
-        out.append(C.hint(DLA_LEFT_OUT, cmd=C.analyze_cmd(run.id, "dla,head-summary"), kind="info"))
+        out.append(C.hint(DLA_LEFT_OUT, cmd=analyze_command(run.id, "dla,head-summary"), kind="info"))
     df = counted(df)
     fig, ferr = C.build_figure("head_summary", df, measure=measure)
     if fig is None:

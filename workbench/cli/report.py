@@ -20,7 +20,8 @@ def register(app: typer.Typer) -> None:
         store: Optional[Path] = alias_option("--store"),
         shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
         title: Optional[str] = typer.Option(None, help="report title"),
-        summary: Optional[Path] = typer.Option(None, help="where to write summary.json (default: next to --out)"),
+        summary: Optional[Path] = typer.Option(None, help="where to write summary.json (default: beside --out, "
+                                         "summary.json for report.html, else NAME.summary.json)"),
         figures_dir: Optional[Path] = typer.Option(None, "--figures-dir", help="also write every figure as a file "
                                                    "in this folder (static export; needs chromium)"),
         figure_format: str = typer.Option("svg", "--figure-format", help="format of --figures-dir files: svg, pdf "
@@ -30,6 +31,7 @@ def register(app: typer.Typer) -> None:
         store and the shipped results, as on the dashboard): the findings and a view per setting, seeds together;
         per-run diagnostics too when the selection has at most 30 runs."""
         from workbench.report import build_report, parse_query
+        from workbench.report.build import default_summary_path
         from workbench.store import StoreSet
 
         from workbench.figures.export import FORMATS
@@ -42,6 +44,9 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"{figure_format!r}: use one of {', '.join(FORMATS)}",
                                      param_hint="--figure-format")
         root = existing_root(pick_root(root, store, "--store"))
+        if out.is_dir():
+            raise typer.BadParameter(f"{out} is a folder: give the report's file name, e.g. {out / 'report.html'}",
+                                     param_hint="--out")
         for opt, path in (("--out", out), ("--summary", summary)):
             try:
                 if path is not None:
@@ -61,7 +66,7 @@ def register(app: typer.Typer) -> None:
                          summary_path=summary, figures_dir=figures_dir, figure_format=figure_format, log=progress)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
-                   f"and {Path(summary) if summary else out.with_name('summary.json')}"
+                   f"and {Path(summary) if summary else default_summary_path(out)}"
                    + (f"; figures as .{figure_format} in {figures_dir}" if figures_dir else ""))
         for p in s["problems"]:
             typer.secho(f"  problem: {p}", fg=typer.colors.YELLOW, err=True)

@@ -11,10 +11,14 @@ ablation atlas (heatmap, per-layer strip plot, deposit statistics with intervals
 runs, the cross-run experiments the selection supports, every diagnostic table stored for the runs (missing ones
 listed as missing) and the heads. plotly.js is written once into <head>; every figure is a div.
 
-`summary.json` (next to the HTML) is for scripts: per run the config summary, final metrics, deposit
-statistics, the tables present/missing with their parquet paths, and for every figure in the report the
-builder name, its keyword arguments and the tables it was drawn from, so the figures can be regenerated;
-`disclaimers`: {preset: its box as markdown} for the presets of the selection, the base preset first.
+`summary.json` (next to the HTML: `summary.json` beside the default `report.html`, else `<name>.summary.json`) is
+for scripts: per run the config summary, final metrics, deposit statistics, the tables present/missing with their
+parquet paths, and for every figure in the report the builder name, its keyword arguments, its runs and the tables
+it was drawn from. A figure whose `derived` is null is drawn from the one stored table it names, of its one run:
+`FIGURES[f["figure"]](stores.get(f["runs"][0]).load_table(f["tables"][0]), **f["kwargs"])` draws it again; the
+others name the function that derives their table from the runs' stored tables (`derived`, e.g.
+`experiments.convergence`, `ablation.aggregate_seeds`). `disclaimers`: {preset: its box as markdown} for the
+presets of the selection, the base preset first.
 """
 from __future__ import annotations
 
@@ -22,8 +26,8 @@ import functools
 import html
 import json
 import math
+import re
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,9 +50,11 @@ ANALYSIS_SECTIONS: list[tuple[str, str, list[tuple[str, dict]]]] = [
 ]
 ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"metric": "accuracy"}),
                     ("ablation_violins", {"metric": "accuracy"})]
-# cross-run experiment tables (workbench.analysis.EXPERIMENTS) shown when the selection supports them
-EXPERIMENT_SECTIONS = [("partial_rope", "Partial RoPE"), ("mla_rope_nope", "MLA vs RoPE vs NoPE"),
-                       ("rope_vs_rope_sinusoidal", "RoPE vs RoPE+sinusoidal")]
+# cross-run experiment tables (workbench.analysis.EXPERIMENTS), each shown when the selection holds both sides of
+# what it compares: (name, title, column, values: every one of them, or an int: at least that many distinct)
+EXPERIMENT_SECTIONS = [("partial_rope", "Partial RoPE", "variant", {"full", "partial"}),
+                       ("mla_rope_nope", "MLA vs RoPE vs NoPE", "base", 2),
+                       ("rope_vs_rope_sinusoidal", "RoPE vs RoPE+sinusoidal", "scheme", {"rope", "rope+sinusoidal"})]
 DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
                    "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
 CONFIG_KEYS = {"model": ["arch", "scheme", "scheme_kwargs", "d_model", "n_heads", "n_layers", "d_ff", "dropout",
@@ -96,6 +102,12 @@ def select_runs(store, query: str | dict | None) -> pd.DataFrame:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def inline_html(text: str) -> str:
+    """Escaped text with the inline markdown the labels and `presets.Disclaimer` use: `code` and *emphasis*."""
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", out)
+
+
 def _clean(v: Any) -> Any:
     """JSON-safe scalars: NaN/inf -> None, numpy -> python."""
     if hasattr(v, "item") and not isinstance(v, (list, dict, str)):
@@ -114,14 +126,6 @@ def _clean(v: Any) -> Any:
 
 def records(df: pd.DataFrame) -> list[dict]:
     return [_clean(r) for r in df.to_dict("records")]
-
-
-def _analyses() -> dict:
-    try:
-        from workbench.analysis import ANALYSES
-    except Exception:
-        return {}
-    return ANALYSES
 
 
 def _figures() -> dict:
@@ -159,7 +163,7 @@ class Doc:
 
     def h(self, level: int, text: str, id: str | None = None) -> None:
         anchor = f' id="{html.escape(id)}"' if id else ""
-        self.parts.append(f"<h{level}{anchor}>{html.escape(text)}</h{level}>")
+        self.parts.append(f"<h{level}{anchor}>{inline_html(text)}</h{level}>")
 
     def p(self, text: str, cls: str = "") -> None:
         self.parts.append(f'<p class="{cls}">{html.escape(text)}</p>')
@@ -181,7 +185,8 @@ class Doc:
         self.problems.append(text)
         self.parts.append(f'<p class="error">✕ {html.escape(text)}</p>')
 
-    def table(self, df: pd.DataFrame, max_rows: int = 60) -> None:
+    def table(self, df: pd.DataFrame, max_rows: int = 60, rest: str = "not shown") -> None:
+        """`df` as an HTML table of at most `max_rows` rows; `rest`: where the others are."""
         from workbench.figures.style import round_table
 
         shown = round_table(df.head(max_rows))
@@ -189,10 +194,12 @@ class Doc:
                              escape=True)
         self.parts.append(f'<div class="tblwrap">{body}</div>')  # scrolls sideways; the key column stays
         if len(df) > max_rows:
-            self.p(f"({len(df) - max_rows} more rows in the stored table)", "note")
+            self.p(f"({len(df) - max_rows} more rows {rest})", "note")
 
     def figure(self, name: str, df: pd.DataFrame, section: str, run_ids: list[str], tables: list[str],
-               kwargs: dict | None = None, height: int | None = None) -> bool:
+               kwargs: dict | None = None, height: int | None = None, derived: str | None = None) -> bool:
+        """Draw FIGURES[name](df, **kwargs) as a div; summary.json records it. `derived`: the function that made
+        `df` from the runs' stored tables (None: `df` is the stored table `tables[0]` of the one run `run_ids[0]`)."""
         import plotly.io as pio
 
         fn = _figures().get(name)
@@ -221,7 +228,7 @@ class Doc:
         fid = f"fig-{len(self.figures) + 1}"
         self.parts.append('<div class="fig">' + div.replace(_FIGURE_SLOT, fid) + "</div>")
         self.figures.append({"id": fid, "section": section, "figure": name, "kwargs": _clean(kwargs or {}),
-                             "runs": run_ids, "tables": tables, "n_traces": n_traces})
+                             "runs": run_ids, "tables": tables, "derived": derived, "n_traces": n_traces})
         return True
 
 
@@ -251,7 +258,6 @@ table.tbl th{background:#f1f3f6} .missing{color:#6b7488} .error{color:#b03a2e}
 .tblwrap table.tbl th:first-child{position:sticky;left:0;z-index:1}
 .sentence{font-style:italic;color:#2c3a55} .note{color:#6b7488;font-size:12px}
 .reading-warn{background:#fff8e1;border-left:3px solid #d69e2e;padding:4px 8px} .reading-info{color:#2c3a55}
-.status-failed{color:#b03a2e;font-weight:600} .status-interrupted,.status-created,.status-running{color:#b7791f}
 .disclaimer{background:#fdf6e3;border:1px solid #e0a100;border-left:5px solid #e0a100;border-radius:6px}
 .disclaimer{padding:4px 12px;margin:6px 0;font-size:13.5px;max-width:1200px}
 .disclaimer ul{margin:4px 0;padding-left:20px} .disclaimer p{margin:4px 0} details.disclaimer summary{cursor:pointer}
@@ -278,7 +284,10 @@ def not_applicable(scheme: str | None) -> dict[str, str]:
 
 
 def summarize_run(run, row: dict | None = None) -> dict:
-    """Machine-readable summary of one run (what summary.json holds per run)."""
+    """Machine-readable summary of one run (what summary.json holds per run); `missing`: the tables the report's
+    per-run sections show that the run lacks (ablation, the diagnostics, the heads' tables)."""
+    from workbench.report.heads import FIGURES as HEADS_FIGURES
+
     row = row or {}
     try:
         cfg = run.config
@@ -286,12 +295,14 @@ def summarize_run(run, row: dict | None = None) -> dict:
         return {"id": run.id, "status": "corrupt", "error": str(e)}
     present = run.tables()
     na = not_applicable(cfg["model"].get("scheme"))
-    wanted = [t for t in ["ablation"] + [name for name, _, _ in ANALYSIS_SECTIONS] if t not in na]
+    wanted = [t for t in ["ablation"] + [name for name, _, _ in ANALYSIS_SECTIONS] + [t for t, _, _ in HEADS_FIGURES]
+              if t not in na]
     info = run.info
     out = {"id": run.id, "scheme": cfg["model"].get("scheme"), "task": cfg["task"].get("task"),
            "arch": cfg["model"].get("arch"), "preset": cfg.get("preset"), "seed": cfg["train"].get("seed"),
            "status": run.status, "epochs_done": info.get("epoch", 0), "epochs": cfg["train"].get("epochs"),
            "error": info.get("error"), "wall_time_s": info.get("wall_time_s"), "path": str(run.path.resolve()),
+           "source": "shipped" if getattr(run.store, "readonly", False) else "own",
            "config": _config_summary(cfg), "final": run.final,
            "tables": {"present": present, "missing": [t for t in wanted if t not in present],
                       "not_applicable": {t: na[t] for t in na if t not in present},
@@ -307,10 +318,6 @@ def reading_in(summary: dict) -> dict:
     return {"status": summary.get("run_status"), "why": summary.get("run_why")}
 
 
-def _status_cell(status: str) -> str:
-    return f'<span class="status-{html.escape(status)}">{html.escape(status)}</span>'
-
-
 # ---- sections ----------------------------------------------------------------------------------------
 def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict], damaged: dict | None = None) -> None:
     doc.parts.append('<section id="runs">')
@@ -321,8 +328,8 @@ def _runs_section(doc: Doc, runs: pd.DataFrame, summaries: list[dict], damaged: 
         rows.append({"id": s["id"], "scheme": s.get("scheme"), "task": s.get("task"), "arch": s.get("arch"),
                      "preset": s.get("preset"), "seed": s.get("seed"), "status": s.get("status"),
                      "epochs": f"{s.get('epochs_done', 0)}/{s.get('epochs')}", "test_acc": fin.get("test_acc"),
-                     "shows": s.get("run_status") or "", "train_acc": fin.get("train_acc"), "tables": ", ".join(s["tables"]["present"])
-                     if "tables" in s else ""})
+                     "shows": s.get("run_status") or "", "train_acc": fin.get("train_acc"),
+                     "tables": ", ".join(s["tables"]["present"]) if "tables" in s else ""})
     if rows:  # accuracies in %, as on every page and in every figure
         from workbench.figures.style import percent_table
 
@@ -354,12 +361,14 @@ def _convergence_section(doc: Doc, store, runs: pd.DataFrame) -> None:
             df = None
         if df is not None and not df.empty:
             for metric in ("accuracy", "loss"):
-                doc.figure("convergence", df, "convergence", trained, ["metrics"], {"metric": metric})
+                doc.figure("convergence", df, "convergence", trained, ["metrics"], {"metric": metric},
+                           derived="experiments.convergence")
     doc.parts.append("</section>")
 
 
 def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
     from workbench.analysis.claims import as_read
+    from workbench.train.recreate import analyze_hint
 
     doc.parts.append('<section id="ablation">')
     doc.h(2, "Ablation atlas")
@@ -370,7 +379,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
         run = store.get(s["id"])
         doc.h(3, s["id"], id=f"abl-{s['id']}")
         if "ablation" not in s.get("tables", {}).get("present", []):
-            doc.missing(f"no ablation table yet: run `workbench analyze {s['id']} --what ablation`")
+            doc.missing(f"no ablation table yet: {analyze_hint(run, 'ablation')}")
             continue
         doc.reading(s)  # a run that did not learn: its heads hold no learned mechanism
         try:
@@ -387,7 +396,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
             doc.error(f"deposit statistics of {s['id']} failed: {type(e).__name__}: {e}")
             continue
         doc.p(as_read(sentence, reading_in(s)), "sentence")
-        doc.figure("deposit", stats, "ablation", [s["id"]], ["ablation"])
+        doc.figure("deposit", stats, "ablation", [s["id"]], ["ablation"], derived="deposit.compute")
         doc.table(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]])
         s["deposits"], s["deposit_sentence"] = records(stats), sentence
         st = stats.copy()
@@ -404,7 +413,7 @@ def _deposits_section(doc: Doc, stats: pd.DataFrame) -> None:
     if stats.empty:
         doc.missing("no ablation tables in the selection")
     else:
-        doc.table(stats, max_rows=400)
+        doc.table(stats, max_rows=400, rest="in summary.json (each run's `deposits`)")
     doc.parts.append("</section>")
 
 
@@ -424,7 +433,7 @@ def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) 
     ablated = [store.get(s["id"]) for s in summaries
                if {"ablation", "deposit"} & set(s.get("tables", {}).get("present", []))]
     shown = False
-    for name, title in EXPERIMENT_SECTIONS:
+    for name, title, column, sides in EXPERIMENT_SECTIONS:
         fn = EXPERIMENTS.get(name)
         if fn is None:
             continue
@@ -433,18 +442,21 @@ def _experiments_section(doc: Doc, store, summaries: list[dict], summary: dict) 
         except Exception as e:
             doc.missing(f"{title}: {type(e).__name__}: {e}")
             continue
-        if table.empty or table["run_id"].nunique() < 2:
-            continue  # nothing to compare in this selection
+        held = set(table[column]) if column in table else set()
+        if not (len(held) >= sides if isinstance(sides, int) else sides <= held):
+            continue  # one side of the comparison is not in this selection
         doc.h(3, title)
-        doc.figure(name, table, f"experiments/{name}", list(dict.fromkeys(table["run_id"])), ["ablation"])
+        doc.figure(name, table, f"experiments/{name}", list(dict.fromkeys(table["run_id"])), ["ablation"],
+                   derived=f"experiments.{name}")
         shows = {s["id"]: s.get("run_status") for s in summaries}  # each run's status, its deposit read by it
-        doc.table(percent_table(read_runs(table, shows), headers=True))  # accuracies in %; deltas stay fractions
+        doc.table(percent_table(read_runs(table, shows), headers=True),  # accuracies in %; deltas stay fractions
+                  rest="in summary.json (`experiments`)")
         summary["experiments"][name] = records(table)
         shown = True
     if not shown:
-        doc.missing("no experiment applies to this selection: partial RoPE needs RoPE runs with different "
-                    "rope_heads / rope_layers, the others MLA / NoPE / RoPE+sinusoidal runs next to RoPE, each with "
-                    "an ablation table")
+        doc.missing("no experiment applies to this selection: partial RoPE needs a full and a partial RoPE run, "
+                    "MLA vs RoPE vs NoPE two of those schemes, RoPE vs RoPE+sinusoidal one run of each, each run "
+                    "with an ablation table")
     doc.parts.append("</section>")
 
 
@@ -475,12 +487,14 @@ def _diagnostics_section(doc: Doc, store, summaries: list[dict]) -> None:
             if len(frames) > 1:
                 doc.p("all runs together", "note")
                 doc.figure("extrapolation", pd.concat(frames, ignore_index=True), f"diagnostics/{table}",
-                           [s["id"] for s in have], [table])
+                           [s["id"] for s in have], [table], derived="the runs' tables, concatenated")
         if na:
             doc.p(f"not applicable to {', '.join(na)}", "note")
         if missing:
-            cli = table.replace("_", "-")
-            doc.missing(f"missing for {', '.join(missing)}: run `workbench analyze RUN --what {cli}`")
+            first = ("; a shipped run first `workbench recreate RUN` (no weights are shipped)"
+                     if any(s.get("source") == "shipped" for s in summaries if s["id"] in missing) else "")
+            doc.missing(f"missing for {', '.join(missing)}: `workbench analyze RUN --what {table.replace('_', '-')}`"
+                        f"{first}")
     doc.parts.append("</section>")
 
 
@@ -511,8 +525,9 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
     store = store if hasattr(store, "query") else StoreSet.open(store)
     memo = MemoStore(store)  # the findings and the view per setting read each run's tables once
     out = Path(out)
-    summary_path = Path(summary_path) if summary_path else out.with_name("summary.json")
-    runs = select_runs(store, query)
+    summary_path = Path(summary_path) if summary_path else default_summary_path(out)
+    filters = parse_query(query) if not isinstance(query, dict) else query
+    runs = select_runs(store, filters)
     t0 = time.time()
     doc = Doc(keep=figures_dir is not None)
     summaries = []
@@ -526,20 +541,20 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
         s["run_status"], s["run_why"] = (reading["status"], reading["why"]) if reading else (None, None)
     summary: dict[str, Any] = {
         "generated": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "query": query or "all",
-        "filters": parse_query(query) if not isinstance(query, dict) else query,
+        "filters": filters,
         "store": str(Path(store.root).resolve()), "code_version": code_version(),
         "shipped": str(Path(store.shipped.root).resolve()) if getattr(store, "shipped", None) else None,
         "plotly_version": plotly.__version__, "report": str(out.resolve()), "runs": summaries,
         "experiments": {}, "figures": doc.figures, "problems": doc.problems,
     }
-    damaged = store.damaged()
+    damaged = _damaged(store, filters)
     summary["damaged"] = damaged
     for rid, why in damaged.items():  # named first, never silently left out (`workbench check` says the same)
         doc.error(f"{rid} is damaged: {' '.join(str(why).split())}; left out of what this report computes")
     if runs.empty:
         doc.parts.append('<section id="runs">')
-        doc.missing(f"no runs match {query!r} in {store.root}: train some with `workbench train --scheme rope "
-                    "--task trigger-distance --preset cpu`")
+        doc.missing(f"no runs match {query or 'all'!r} in {_stores_named(store)}: train some with `workbench train "
+                    "--scheme rope --task trigger-distance --preset cpu`")
         doc.parts.append("</section>")
     else:
         ok = [s for s in summaries if s.get("status") != "corrupt"]
@@ -567,20 +582,16 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
                   f"are written for at most {MAX_DETAIL_RUNS} runs. Narrow the selection for them, e.g. "
                   "`--runs preset=repro,scheme=rope,seed=42` or `--runs id=RUN_A|RUN_B`.", "note")
     title = title or f"PE-Lab report: {query or 'all'}"
-    sections = (("findings", "Findings"), ("settings", "Per setting"), ("runs", "Runs")) + (
-        (("convergence", "Convergence"), ("ablation", "Ablation atlas"), ("deposits", "Deposits"),
-         ("experiments", "Experiments"), ("diagnostics", "Diagnostics"), ("heads", "Heads"))
-        if summary.get("per_run_diagnostics") else ())
-    toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in sections)
-    # the store by its folder's name: a report is a file to share, and its machine's paths are nobody else's
+    body = "\n".join(doc.parts)
+    toc = " ".join(f'<a href="#{a}">{t}</a>' for a, t in TOC if f'<section id="{a}">' in body)  # the sections written
+    # the stores by their folders' names: a report is a file to share, and its machine's paths are nobody else's
     # (summary.json, for scripts on this machine, keeps the full paths)
-    meta = (f"{len(runs)} run(s) · store {html.escape(Path(summary['store']).name)} · code "
-            f"{html.escape(summary['code_version'])}"
+    meta = (f"{len(runs)} run(s) · {html.escape(_stores_named(store))} · code {html.escape(summary['code_version'])}"
             f" · generated {html.escape(summary['generated'])}")
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{CSS}</style>{plotly_loader()}</head><body>"
             f"<header><h1>{html.escape(title)}</h1><div class=\"meta\">{meta}</div></header><main>"
-            f"<nav class=\"toc\">{toc}</nav>" + "\n".join(doc.parts) + "</main></body></html>\n")
+            f"<nav class=\"toc\">{toc}</nav>" + body + "</main></body></html>\n")
     if figures_dir is not None and doc.objects:
         from workbench.figures.export import write_figures
 
@@ -595,6 +606,31 @@ def build_report(store, query: str | None, out: str | Path, title: str | None = 
     atomic_write_text(out, page)
     atomic_write_text(summary_path, json.dumps(_clean(summary), indent=2, sort_keys=False, default=str) + "\n")
     return summary
+
+
+TOC = (("findings", "Findings"), ("settings", "Per setting"), ("runs", "Runs"), ("convergence", "Convergence"),
+       ("ablation", "Ablation atlas"), ("deposits", "Deposits"), ("experiments", "Experiments"),
+       ("diagnostics", "Diagnostics"), ("heads", "Heads"))  # the report's sections, in order (anchor, link text)
+
+
+def default_summary_path(out: Path) -> Path:
+    """Where summary.json goes beside the report `out`: `summary.json` beside a `report.html` (the default name),
+    else `<name>.summary.json`, so two reports in one folder keep their own."""
+    return out.with_name("summary.json" if out.name == "report.html" else f"{out.stem}.summary.json")
+
+
+def _damaged(store, filters: dict) -> dict[str, str]:
+    """The damaged runs the selection's filters would select (`damaged` of the store: an unreadable run has no
+    config, so only its id can be matched)."""
+    damaged = store.damaged()
+    ids = filters.get("id")
+    return {rid: why for rid, why in damaged.items() if not ids or rid in ids}
+
+
+def _stores_named(store) -> str:
+    """'store runs + shipped repro': the stores a report reads, by their folders' names."""
+    shipped = getattr(store, "shipped", None)
+    return f"store {Path(store.root).name}" + (f" + shipped {Path(shipped.root).name}" if shipped else "")
 
 
 PLOTLY_PAYLOAD_ID = "pelab-plotly-gz"
@@ -629,6 +665,3 @@ def plotly_loader() -> str:
             "if(document.readyState==='loading')document.addEventListener('DOMContentLoaded',go);else go();"
             "})();</script>")
 
-
-def format_exc_short() -> str:  # pragma: no cover - debugging aid
-    return traceback.format_exc(limit=3)

@@ -19,8 +19,9 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
+                                       StatusRules,
                                        study_readouts, table1, thresholds_table, tier2_pairs,
-                                       tier2_title, verdict_summary)
+                                       study_title, tier2_title, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label, tuples
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -98,22 +99,22 @@ def _questions_section(cl: pd.DataFrame, scale: pd.DataFrame | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-def _verdict_cell(r) -> str:
+def _verdict_cell(r, th: Thresholds) -> str:
     """The verdict at the deciding threshold, "(few runs)" under the registered minimum, and the flags: the verdict
-    at the second threshold where it differs (threshold-sensitive) and the specificity check."""
+    at the second threshold (`th.also`) where it differs (threshold-sensitive) and the specificity check."""
     few = " (few runs)" if getattr(r, "few_runs", False) and r.verdict in VERDICT_MARK else ""
     cell = _mark(r.verdict) + few + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else "")
     if getattr(r, "threshold_sensitive", False):
-        cell += f"; *threshold-sensitive*: at 0.10 {r.verdict_also}"
+        cell += f"; *threshold-sensitive*: at {th.also:.2f} {r.verdict_also}"
     if getattr(r, "specificity", "") == "not specific":
         cell += "; *not specific*"
     return cell
 
 
-def _claims_section(cl: pd.DataFrame) -> str:
+def _claims_section(cl: pd.DataFrame, th: Thresholds) -> str:
     scale, paper = "holds_across_scale" in cl, "paper_scale" in cl
     rows = [[r.claim, f"`{r.claim_id}`" if getattr(r, "claim_id", "") else "PE-Lab's own",
-             SETTINGS.get(r.setting, r.setting), _verdict_cell(r), getattr(r, "rests_on", "") or "–",
+             SETTINGS.get(r.setting, r.setting), _verdict_cell(r, th), getattr(r, "rests_on", "") or "–",
              getattr(r, "specificity", "") or "–", r.evidence]
             + ([r.holds_across_scale] if scale else []) + ([r.paper_scale] if paper else [])
             + [_links(r.runs, 3) if len(r.runs) else ""] for r in tuples(cl)]
@@ -516,6 +517,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     from workbench.analysis.settings import reproduction_grid
     from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
 
+    sr = StatusRules()  # the registered run rules, as the verdicts read them
     label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
     paper_root = beside(store.root) if paper_root is None else paper_root
     judged = base_claims(store, run_table(store), LADDER, th) if judged is None else judged
@@ -555,10 +557,11 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         f"The paper's numbers (one run each) next to PE-Lab's at `{base}`: the mean over seeds with the seeds' "
         "range (smallest-largest; with one seed, the Wilson 95 % interval of its test set), and what each run can "
-        "show, by the registered run rules (*ceiling*: >= 98 %; *not settled*: its test accuracy moved >= 1 point "
+        f"show, by the registered run rules (*ceiling*: >= {100 * sr.ceiling:g} %; *not settled*: its test accuracy "
+        f"moved >= {100 * sr.settle_points:g} point{'' if 100 * sr.settle_points == 1 else 's'} "
         "between epoch max(1, floor(E/2)) and its last epoch E; *still learning*: not settled and below the ceiling; "
-        "*did not learn*: the Wilson lower bound of its test accuracy below the reference + 0.20 x the room above "
-        "it), and how many training and data seeds each cell rests on. The authors ran MLA in a different "
+        f"*did not learn*: the Wilson lower bound of its test accuracy below the reference + {sr.learned_share:.2f} x "
+        "the room above it), and how many training and data seeds each cell rests on. The authors ran MLA in a different "
         "script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture compare "
         "all three in one architecture with one set of settings.",
         "",
@@ -577,17 +580,19 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "The outcomes:",
         "",
         _outcomes_section(),
-        "Deposits use the spec's definition (a single-head deposit at layer l: top accuracy drop >= 0.05, >= 3x "
+        f"Deposits use the spec's definition (a single-head deposit at layer l: top accuracy drop >= "
+        f"{th.indispensable:.2f}, >= 3x "
         "the layer's second, bootstrap interval of the gap above 0) on zero-ablation of each head's `hook_z`; "
-        "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task and settled count (a ceiling run is not exempt); the decision reads 0.05, "
-        "the verdict at 0.10 is in the evidence and flagged *threshold-sensitive* where it differs; *specificity*: "
+        "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task and settled count (a ceiling run is "
+        f"not exempt); the decision reads {th.indispensable:.2f}, the verdict at {th.also:.2f} is in the evidence and "
+        "flagged *threshold-sensitive* where it differs; *specificity*: "
         "the same rule applied to the scheme the paper contrasts the claim with (*not specific* when it passes too)."
         + ("" if gpu else " *Holds across scale*: the "
            f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict, said "
            "as one seed's (\"seed 42 agrees with the paper\": one seed cannot reproduce a claim), then the verdict "
            "on every seed run at that rung where it was run with more."),
         "",
-        _claims_section(cl.drop(columns=["holds_across_scale"], errors="ignore") if gpu else cl),
+        _claims_section(cl.drop(columns=["holds_across_scale"], errors="ignore") if gpu else cl, th),
         "## The registration",
         "",
         "Every rule above is the registered one (docs/preregistration.md; `workbench/analysis/claims/registry.toml`), "
@@ -773,8 +778,9 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
     decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2`, `tier2_readouts`)."""
     want = planned_runs(all_schemes=True)
     n_study = int((st.group == "study").sum()) if len(st) else 0
-    lines = ["", f"The registered seed study (docs/preregistration.md; RoPE and MLA on Task 1 at `repro-long`: "
-                 f"{preset_difference()}; {want} runs): {n_study} of {want} shipped"
+    study = load_registry().study
+    lines = ["", f"The registered seed study (docs/preregistration.md; {study_title()}: "
+                 f"{preset_difference(study['preset'], task=study['task'])}; {want} runs): {n_study} of {want} shipped"
                  + (" so far" if n_study < want else "") + "; readouts under the registered rules "
                  "(COMPARISON.md, \"The seed study\"):", ""]
     reads = study_readouts(st) if len(st) else pd.DataFrame(columns=["group", "decision"])

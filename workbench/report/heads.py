@@ -34,31 +34,33 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
           "runner-up class (a summary whose dla vote read the margin over the class mean is shown without it, with a "
           "note; thresholds in the table). The paper's ablation-only single-head deposit is shown beside it "
           "(docs/analyses.md).", "note")
+    from workbench.train.recreate import analyze_hint
+
     summary.setdefault("heads", {})
     for s in summaries:
         present = set(s.get("tables", {}).get("present", []))
         doc.h(3, s["id"], id=f"heads-{s['id']}")
+        run = store.get(s["id"])
         if "head_summary" not in present:
-            doc.missing(f"no head summary yet: run `workbench analyze {s['id']} --all` (or --what "
+            doc.missing(f"no head summary yet: {analyze_hint(run, 'all')} (or --what "
                         "resample,patching,attribution,edges,qkv,probes,trigger-attention,dla,self-repair,"
                         "head-summary)")
             continue
         doc.reading(s)  # a run that did not learn: its heads hold no learned mechanism
-        run = store.get(s["id"])
         for table, name, kw in FIGURES:
             if table not in present:
-                doc.missing(f"{table} missing for {s['id']}: `workbench analyze {s['id']} --what "
-                            f"{table.replace('_', '-')}`")
+                doc.missing(f"{table} missing for {s['id']}: {analyze_hint(run, table)}")
                 continue
             try:
                 df = run.load_table(table)
             except Exception as e:
                 doc.error(f"{table} table of {s['id']} unreadable: {e}")
                 continue
+            derived = None
             if table == "head_summary" and mean_dla_vote(df):
                 doc.p(f"{DLA_LEFT_OUT} `workbench analyze {s['id']} --what dla,head-summary`.", "note")
-                df = counted(df)
-            doc.figure(name, df, f"heads/{table}", [s["id"]], [table], kw)
+                df, derived = counted(df), "head_summary.counted"
+            doc.figure(name, df, f"heads/{table}", [s["id"]], [table], kw, derived=derived)
             if table == "head_summary":
                 flagged = df[df["deposit_head"].astype(bool) | df["paper_deposit"].astype(bool)]
                 doc.table(flagged[[c for c in COLUMNS if c in df.columns]] if len(flagged)
@@ -78,5 +80,5 @@ def heads_section(doc, store, summaries: list[dict], summary: dict) -> None:
         except Exception as e:  # an unreadable table: said in the report, the rest of it still written
             doc.error(f"{name} over {', '.join(have)}: {type(e).__name__}: {e}")
         else:
-            doc.figure(name, df, f"heads/{name}", have, [table])
+            doc.figure(name, df, f"heads/{name}", have, [table], derived=f"experiments.{name}")
     doc.parts.append("</section>")

@@ -5,14 +5,15 @@ runs. Per-run diagnostics are `build.py`'s, for selections of at most `MAX_DETAI
 from __future__ import annotations
 
 import html
-import re
+from collections import Counter
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from workbench.analysis._common import tuples
-from workbench.report.build import Doc, records
+from workbench.report.build import Doc, inline_html, records
 
 MAX_DETAIL_RUNS = 30  # per-run diagnostics (figures per run) only for a selection of at most this many runs
 ATLAS_VARIANTS = ("rope", "mla", "nope")  # Table 1's schemes: their seed-averaged atlas per setting and task
@@ -24,12 +25,6 @@ def finished_table(store, runs: pd.DataFrame) -> pd.DataFrame:
 
     ids = [i for i, s in zip(runs["id"], runs["status"]) if s == "finished"]
     return run_table(runs=[store.get(i) for i in ids])
-
-
-def inline_html(text: str) -> str:
-    """Escaped text with the inline markdown `presets.Disclaimer` uses: `code` and *emphasis*."""
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
-    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", out)
 
 
 def disclaimer_html(preset: str, d, folded: bool = False) -> str:
@@ -72,7 +67,7 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     `paper/` beside the store: `paper_scale.paper_scale_sentence`); every claim's evidence folded under its row."""
     from workbench.analysis.claims import base_claims, table1
     from workbench.analysis.findings import deposit_map, verdict_matrix
-    from workbench.report.paper_scale import (paper_root, paper_scale_deposits, paper_scale_sentence, paper_scale_table1,
+    from workbench.report.paper_scale import (paper_scale_deposits, paper_scale_sentence, paper_scale_table1,
                                               with_paper_scale_table1)
     from workbench.train.presets import LADDER
 
@@ -95,25 +90,50 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     doc.p(f"Preset {bc.base}: each claim of the paper per setting, coloured by its verdict (the number: the seeds "
           "behind it); where each scheme puts its largest single-head deposit; Table 1. The evidence of each claim "
           "is under its row below.", "note")
-    doc.figure("verdict_matrix", m, "findings", ids, ["deposit", "metrics"])
+    doc.figure("verdict_matrix", m, "findings", ids, ["deposit", "metrics"], derived="findings.verdict_matrix")
     if (m["claim_no"] < 0).any():
-        doc.figure("verdict_matrix", m, "findings", ids, ["deposit", "metrics"], {"by": "rung"})
+        doc.figure("verdict_matrix", m, "findings", ids, ["deposit", "metrics"], {"by": "rung"},
+                   derived="findings.verdict_matrix")
     if len(dep):
-        doc.figure("deposit_map", dep, "findings", list(dep["run_id"]), ["deposit"])
+        doc.figure("deposit_map", dep, "findings", list(dep["run_id"]), ["deposit"], derived="findings.deposit_map")
     t1 = table1(bc.runs)
-    gpu = paper_root(store.root)  # GPU runs in paper/ beside a shipped store: their means on the bars
-    doc.figure("table1", with_paper_scale_table1(t1, gpu), "findings", list(bc.runs["run_id"]), ["metrics"])
+    gpu = paper_scale_root(store)  # GPU runs in paper/ beside the shipped store: their means on the bars
+    doc.figure("table1", with_paper_scale_table1(t1, gpu), "findings", list(bc.runs["run_id"]), ["metrics"],
+               derived="claims.table1")
     paper = paper_scale_table1(t1, gpu)
     if not paper.empty:
         doc.p(paper_scale_sentence(paper), "note")
         paper_dep = paper_scale_deposits(gpu)
         if len(paper_dep):
             doc.p("Where each paper-scale run puts its largest single-head deposit:", "note")
-            doc.figure("deposit_map", paper_dep, "findings", list(paper_dep["run_id"]), ["deposit"])
+            doc.figure("deposit_map", paper_dep, "findings", list(paper_dep["run_id"]), ["deposit"],
+                       derived="paper_scale.paper_scale_deposits")
     doc.h(3, "The claims and their evidence")
-    doc.parts.append(claims_html(m[m["rung"] == bc.base]))
+    rows = m[m["rung"] == bc.base]
+    pending = rows["verdict"] == "pending"
+    if summary.get("filters") and pending.any():  # a filtered selection: its pending rows lack runs it left out
+        doc.p(f"{int(pending.sum())} claim row(s) pending: this selection holds no finished run that answers them "
+              f"({', '.join(dict.fromkeys(rows.loc[pending, 'claim']))}); `--runs all` judges every run of the "
+              "stores.", "note")
+        rows = rows[~pending]
+    doc.parts.append(claims_html(rows))
     summary["findings"] = records(m[["claim", "setting", "rung", "verdict", "n_seeds"]])
     doc.parts.append("</section>")
+
+
+def _counted(statuses) -> str:
+    """'ceiling 20; ceiling, not settled 1': how many runs have each status (statuses hold commas)."""
+    return "; ".join(f"{s} {n}" for s, n in Counter(statuses).most_common())
+
+
+def paper_scale_root(store) -> Path | None:
+    """`paper_scale.paper_root` beside the shipped store a report reads (`StoreSet.shipped`; else beside the store
+    itself), as the Findings page reads it; None when that folder is the store the selection comes from."""
+    from workbench.report.paper_scale import paper_root
+
+    shipped = getattr(store, "shipped", None)
+    gpu = paper_root((shipped or store).root)
+    return None if gpu is None or gpu.resolve() == Path(store.root).resolve() else gpu
 
 
 def claims_html(m: pd.DataFrame) -> str:
@@ -131,10 +151,12 @@ def claims_html(m: pd.DataFrame) -> str:
 
 def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], None]) -> None:
     """Per (preset, setting) of the selection: the learning curves of its plain schemes (mean over seeds, band:
-    min-max), a table of each variant's seeds and accuracy (%), and at the base preset the seed-averaged zero-ablation
-    atlas of each of Table 1's schemes per task."""
+    min-max), a table of each variant's seeds (training seed / data seed) and accuracy (%) with how many of its runs
+    have each status, and at the base preset the seed-averaged zero-ablation atlas of each of Table 1's schemes per
+    task. The registered seed study's runs (`claims.is_study`) are never pooled with the runs before it: a row and
+    an atlas of their own."""
     from workbench.analysis import EXPERIMENTS, aggregate_seeds
-    from workbench.analysis.claims import base_preset
+    from workbench.analysis.claims import DEFAULT_DATA_SEED, base_preset, is_study
     from workbench.analysis.settings import SETTINGS, plain_variant
 
     doc.parts.append('<section id="settings">')
@@ -158,23 +180,32 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
             try:
                 curves = EXPERIMENTS["convergence"](runs=[store.get(r) for r in plain["run_id"]])
                 doc.figure("convergence", curves, "settings", list(plain["run_id"]), ["metrics"],
-                           {"splits": ("test",)})
+                           {"splits": ("test",)}, derived="experiments.convergence")
             except Exception as e:
                 doc.error(f"learning curves of {preset} · {setting}: {type(e).__name__}: {e}")
-        summary = (g.groupby(["variant", "task"], sort=False)
-                   .agg(seeds=("seed", lambda s: ", ".join(str(x) for x in sorted(s))),
-                        test_acc=("test_acc", lambda a: round(100 * float(np.mean(a)), 2)),
-                        status=("status", lambda s: ", ".join(sorted(set(s)))))
-                   .reset_index().rename(columns={"test_acc": "test acc (%, mean)"}))
-        doc.table(summary, max_rows=100)
+        g = g.assign(group=np.where(is_study(g), "seed study", "before the study"),
+                     seed_text=[str(sd) if ds == DEFAULT_DATA_SEED else f"{sd}/d{ds}" for sd, ds in
+                                zip(g["seed"], g["data_seed"] if "data_seed" in g else [DEFAULT_DATA_SEED] * len(g))])
+        keys = ["variant", "task"] + (["group"] if g["group"].nunique() > 1 else [])
+        table = (g.sort_values(["seed", "data_seed"] if "data_seed" in g else ["seed"]).groupby(keys, sort=False)
+                 .agg(seeds=("seed_text", ", ".join), runs=("run_id", "size"),
+                      test_acc=("test_acc", lambda a: round(100 * float(np.mean(a)), 2)), status=("status", _counted))
+                 .reset_index().rename(columns={"test_acc": "test acc (%, mean)", "seeds": "seeds (training/data)",
+                                                "status": "what the runs show (runs)"}))
+        doc.table(table, max_rows=100)
         if preset != base:
             continue
-        for (variant, task), vg in plain[plain.variant.isin(ATLAS_VARIANTS)].groupby(["variant", "task"]):
+        plain = plain.assign(group=g.loc[plain.index, "group"])
+        for (variant, task, group), vg in plain[plain.variant.isin(ATLAS_VARIANTS)].groupby(["variant", "task",
+                                                                                               "group"]):
             tables = [store.get(r).load_table("ablation") for r in vg["run_id"] if store.get(r).has_table("ablation")]
             if not tables:
                 continue
             atlas = aggregate_seeds(tables) if len(tables) > 1 else tables[0]
             atlas = atlas[atlas["metric"] == "accuracy"] if "metric" in atlas.columns else atlas
-            doc.p(f"{variant}, {task}: zero-ablation atlas, mean over {len(tables)} seed(s)", "note")
-            doc.figure("ablation", atlas, "settings", list(vg["run_id"]), ["ablation"], {"metric": "accuracy"})
+            who = f", {group}" if "group" in keys else ""
+            doc.p(f"{variant}, {task}{who}: zero-ablation atlas, mean over {len(tables)} run(s) "
+                  f"({_counted(vg['status'])})", "note")
+            doc.figure("ablation", atlas, "settings", list(vg["run_id"]), ["ablation"], {"metric": "accuracy"},
+                       derived="ablation.aggregate_seeds" if len(tables) > 1 else None)
     doc.parts.append("</section>")

@@ -113,6 +113,28 @@ def gpu_needed(info: dict, run_id: str) -> str | None:
             f"lacks (`workbench recreate {run_id}` on a machine with a CUDA GPU)")
 
 
+def analyze_command(run_id: str, what: str) -> str:
+    """The `workbench analyze` command that stores table `what` for the run (`ablation_<mode>`: `--mode`; `all`:
+    every analysis)."""
+    if what == "all":
+        return f"workbench analyze {run_id} --all"
+    if what.startswith("ablation_"):
+        return f"workbench analyze {run_id} --what ablation --mode {what.split('_', 1)[1]}"
+    return f"workbench analyze {run_id} --what {what.replace('_', '-')}"
+
+
+def analyze_hint(run, what: str) -> str:
+    """How to get table `what` of `run`, in words for a hint: the `analyze` command, after `workbench recreate` for a
+    shipped run (no weights are shipped, and `analyze` reads your store), or the GPU it needs (`gpu_needed`)."""
+    cmd = f"`{analyze_command(run.id, what)}`"
+    if not getattr(run.store, "readonly", False):
+        return f"run {cmd}"
+    why = gpu_needed(run.info, run.id)
+    if why:
+        return f"no weights to compute it here: {why}, then {cmd}"
+    return f"re-create the shipped run in your store first (`workbench recreate {run.id}`: no weights are shipped), then {cmd}"
+
+
 def vendor_differs(info: dict) -> str | None:
     """Why this machine's CPU vendor rules out re-training a shipped CPU run bit for bit (MKL takes other code paths
     on AMD than on Intel: a run re-trained across vendors differs from its first epoch), or None: the vendor

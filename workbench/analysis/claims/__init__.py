@@ -46,4 +46,4 @@ from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUM
                            ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
                            ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells)
 from .study import (STUDY_COLUMNS, TIER2_COLUMNS, planned_runs, study_runs, study_table, study_readouts, tier2_pairs,
-                    tier2_readouts, tier2_title)
+                    tier2_readouts, tier2_title, study_title)

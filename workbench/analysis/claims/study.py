@@ -132,8 +132,13 @@ def _tier2_sides(runs: pd.DataFrame):
 
 def tier2_title() -> str:
     """Tier 2's one-line name from `[study.tier2]`: "NoPE vs RoPE on Task 2 at `repro-paperdata-long`"."""
-    t2 = _tier(2)
-    return f"{' vs '.join(scheme_label(s) for s in t2['schemes'])} on {task_label(t2['task'])} at `{t2['preset']}`"
+    return study_title(2, " vs ")
+
+
+def study_title(tier: int = 1, joiner: str = " and ") -> str:
+    """A tier's one-line name from its registration: "RoPE and MLA on Task 1 at `repro-long`"."""
+    t = _tier(tier)
+    return f"{joiner.join(scheme_label(s) for s in t['schemes'])} on {task_label(t['task'])} at `{t['preset']}`"
 
 
 def tier2_pairs(runs: pd.DataFrame) -> pd.DataFrame:
