@@ -134,8 +134,9 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
                            layout=m.layout)
         for alias in getattr(m, "ALIASES", ()):  # a Flask route of this app (Dash's redirect_from adds its routes at
             # the first request of every app built in the process, which Flask refuses once another app has served)
-            app.server.add_url_rule(alias, endpoint=f"alias:{alias}",
-                                    view_func=lambda to=m.PATH: flask.redirect(app.get_relative_path(to)))
+            app.server.add_url_rule(alias, endpoint=f"alias:{alias}", view_func=lambda to=m.PATH: flask.redirect(
+                app.get_relative_path(to) + (f"?{flask.request.query_string.decode()}"
+                                             if flask.request.query_string else "")))  # the query kept
     dash.register_page("not_found_404", path="/not-found", title="PE-Lab · no such page",  # Dash's name for it
                        layout=lambda **_: not_found(modules))
     nav = html.Nav([html.Span("PE-Lab", className="brand")]

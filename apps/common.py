@@ -43,6 +43,12 @@ class AppContext:
         return StoreSet(RunStore(self.store_root, create=False), shipped)  # made by the first run trained
 
 
+def url_int(value, default: int = 0) -> int:
+    """A whole number from a page URL's query value (`?example=12`), else `default`: a layout never fails on the
+    text a browser sends."""
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else default
+
+
 def current() -> AppContext:
     from flask import current_app
 
@@ -409,18 +415,15 @@ def load_table(run, name: str) -> tuple[pd.DataFrame | None, html.Div | None]:
             return None, missing_table_hint(run, name)
         return run.load_table(name), None
     except Exception as e:
+        from workbench.train.recreate import analyze_command
+
         return None, hint(f"Table {name!r} of run {run.id} cannot be read: {e}", kind="error",
-                          cmd=analyze_cmd(run.id, name))
-
-
-def analyze_cmd(run_id: str, what: str) -> str:
-    """The `workbench analyze` command that stores table `what` for the run."""
-    if what.startswith("ablation_"):
-        return f"workbench analyze {run_id} --what ablation --mode {what.split('_', 1)[1]}"
-    return f"workbench analyze {run_id} --what {what.replace('_', '-')}"
+                          cmd=analyze_command(run.id, name))
 
 
 def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
+    from workbench.train.recreate import analyze_command as analyze_cmd
+
     tail = " or press Run" if button else ""
     if getattr(run.store, "readonly", False):  # computing it needs the weights, which are not shipped
         why = gpu_needed(run)

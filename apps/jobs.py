@@ -4,14 +4,20 @@ Each job runs in a child process, reports progress (a bar and a status line), ca
 its result in the run store; the page then re-reads the store. Three kinds of work exist:
 
 * `analysis_work`: run `workbench.analysis.ANALYSES[name](run)` for a run that lacks the table;
-* `train_work`: train a new run (CPU or smoke preset, any fidelity) through `workbench.train`;
+* `train_work`: train a new run (the `cpu` or `smoke` preset, `TRAIN_PRESETS`; any fidelity) through
+  `workbench.train`;
 * `recreate_work`: re-train a shipped run (shipped without weights) into the user's store (`register_recreate`
   wires its button, shown on the live pages only while the picked run needs it).
+
+At most `MAX_JOBS` jobs run at once on one dashboard, whichever tab or request starts them (`job_slot`: a press past
+it is refused with a line that says so).
 """
 from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable
 
 from dash import Input, Output, State
@@ -20,6 +26,31 @@ from dash.exceptions import PreventUpdate
 from apps.common import redact_paths
 
 Progress = Callable[[float, str], None]
+MAX_JOBS = 2  # jobs at once on one dashboard: its machine's share (the shared machine has 2 cores)
+TRAIN_PRESETS = ("cpu", "smoke")  # what the Train panel trains (minutes a run); the larger ones: `workbench train`
+
+
+@contextmanager
+def job_slot(ctx):
+    """Hold one of the dashboard's MAX_JOBS job slots for the `with` block: an exclusive flock on
+    `<cache_dir>/job-<i>.lock`, held by the job's own process (the kernel drops it when the process ends or is
+    killed by Cancel); ValueError, said in the panel, when every slot is taken."""
+    import fcntl
+
+    for i in range(MAX_JOBS):
+        f = open(Path(ctx.cache_dir) / f"job-{i}.lock", "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        try:
+            yield i
+        finally:
+            f.close()
+        return
+    raise ValueError(f"{MAX_JOBS} jobs are running on this dashboard already (its share of the machine): wait for "
+                     "one to end, or cancel it, then press again")
 
 
 def _heartbeat(progress: Progress, text: str, start: float, lo: float, hi: float, expected_s: float):
@@ -99,6 +130,10 @@ def train_work(progress: Progress, ctx, scheme: str, task: str, preset: str, see
     if preset == "paper":
         raise ValueError("the paper preset needs a GPU (about two days on 2 CPU cores); "
                          "run `workbench train --preset paper` on a GPU machine instead")
+    if preset not in TRAIN_PRESETS:
+        raise ValueError(f"the Train panel trains the {' and '.join(TRAIN_PRESETS)} presets (minutes a run); "
+                         f"{str(preset)[:40]!r} takes longer: run `workbench train --preset {str(preset)[:40]}` "
+                         "instead")
     fidelity = fidelity or "pelab"
     if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
         raise ValueError(f"fidelity {str(fidelity)[:40]!r} is unknown; pick one of {', '.join(FIDELITIES)}")
@@ -210,6 +245,7 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
         Output(f"{prefix}-job-result", "data"),
         Output(f"{prefix}-job-message", "children"),
         Input(f"{prefix}-job-run", "n_clicks"),
+        State(f"{prefix}-job-run", "id"),  # in the job's cache key: two panels' presses never share a result
         *states,
         background=True,
         running=[
@@ -224,7 +260,7 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
         interval=500,
         prevent_initial_call=True,
     )
-    def _job(set_progress, n_clicks, *values):
+    def _job(set_progress, n_clicks, _panel, *values):
         if not n_clicks:
             raise PreventUpdate
 
@@ -232,7 +268,8 @@ def register_job(app, prefix: str, states: list[State], work: Callable[..., dict
             set_progress((str(int(round(100 * max(0.0, min(1.0, frac))))), "100", text))
 
         try:
-            out = work(progress, ctx, *values)
+            with job_slot(ctx):
+                out = work(progress, ctx, *values)
         except Exception as e:  # shown as a line in the panel, never a stack trace or a server path
             msg = redact_paths(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
             return {"ok": False, "error": msg, "t": time.time()}, f"✕ failed: {msg}"

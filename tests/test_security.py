@@ -197,3 +197,76 @@ def test_every_callback_answers_hostile_values_without_500_traces_or_paths(site)
             if r.status_code not in (200, 204) or "Traceback" in text or str(tmp) in text:
                 failures.append((key[:50], slots[i]["id"], v, r.status_code))
     assert n > 100 and not failures, failures[:10]
+
+
+def test_page_layouts_take_any_query_text(site):
+    """A page URL's query (`/heads?example=abc`, `/explorer?example=²`) never fails a layout (Dash hands the query
+    to it as text): a whole number where the text is ASCII digits (`common.url_int`), else the default."""
+    import inspect
+
+    from apps import page_modules
+    from apps.common import url_int
+
+    assert (url_int("12"), url_int("²"), url_int("-1"), url_int("abc", 3), url_int(None)) == (12, 0, 0, 3, 0)
+    app = site[0]
+    with app.server.test_request_context("/"):
+        for m in page_modules():
+            params = [p for p, v in inspect.signature(m.layout).parameters.items() if v.kind == v.KEYWORD_ONLY
+                      or (v.kind == v.POSITIONAL_OR_KEYWORD and v.default is not inspect.Parameter.empty)]
+            for value in ("abc", "²", "-1", "../x"):
+                m.layout(**{p: value for p in params})  # raises on the text it cannot read
+
+
+def test_an_alias_keeps_the_query_and_a_hostile_metric_gets_a_hint(site):
+    """/findings?claim=5 redirects to /?claim=5 (the query kept); the Ablation page's metric from the browser is one
+    of accuracy / loss, else a hint (a list was a TypeError, HTTP 500)."""
+    from apps.pages import ablation
+
+    app, client, run, _ = site
+    r = client.get("/findings?claim=5")
+    assert r.status_code == 302 and r.headers["Location"].endswith("/?claim=5")
+    with app.server.test_request_context("/"):
+        from apps import common as C
+
+        for bad in (["x"], {"a": 1}, "nosuch"):
+            out = ablation.render(C.stores(), run.id, bad, "zero")
+            assert "is unknown: pick accuracy or loss" in str(out)
+
+
+def test_dashboard_jobs_are_bounded_and_the_train_panel_trains_small_presets(site, tmp_path):
+    """At most MAX_JOBS jobs hold a slot at once (a flock each, any tab or request; the next press is refused with a
+    line), the Train panel trains only TRAIN_PRESETS (a long preset is refused naming the CLI command), and every
+    job panel's callback carries its own button's id, so two panels' presses never share a cached result."""
+    from types import SimpleNamespace
+
+    from apps.jobs import MAX_JOBS, TRAIN_PRESETS, job_slot, train_work
+
+    ctx = SimpleNamespace(cache_dir=tmp_path)
+    with job_slot(ctx) as a, job_slot(ctx) as b:
+        assert MAX_JOBS == 2 and {a, b} == {0, 1}
+        with pytest.raises(ValueError, match="2 jobs are running on this dashboard already"):
+            with job_slot(ctx):
+                pass
+    with job_slot(ctx) as again:  # released when a job ends
+        assert again == 0
+    app = site[0]
+    with pytest.raises(ValueError, match=r"run `workbench train --preset repro-paperdata-long` instead"):
+        train_work(lambda f, t: None, app.server.config["PELAB"], "rope", "trigger-distance", "repro-paperdata-long")
+    assert set(TRAIN_PRESETS) == {"cpu", "smoke"}
+    jobs = [(k, s) for k, s in app.callback_map.items() if s.get("background")]
+    assert jobs
+    for key, spec in jobs:
+        prefix = key.split("-job-result")[0].lstrip(".")
+        assert {"id": f"{prefix}-job-run", "property": "id"} in spec["state"], key
+
+
+def test_debug_mode_is_refused_off_this_machine():
+    """`workbench app --debug` shows tracebacks (with server paths) to every browser: refused with --public or a
+    non-local --host, before anything is served."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app as cli
+
+    for args in (["--public"], ["--host", "10.0.0.5"]):
+        r = CliRunner().invoke(cli, ["app", "--debug", *args])
+        assert r.exit_code == 2 and "--debug shows tracebacks" in r.output, r.output

@@ -24,7 +24,7 @@ def _int(value, what: str, lo: int, hi: int) -> int:
     """A whole number in [lo, hi] from a browser value, else ValueError saying what is allowed."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise ValueError(f"{what} {str(value)[:40]!r} is not valid: pick a whole number from {lo} to {hi}.")
@@ -66,10 +66,10 @@ def layout(run: str | None = None, example: str | None = None, layer: str | None
             C.labelled("run", dcc.Dropdown(id=f"{P}-run", options=C.run_options(df), value=value),
                        width="720px"),
             C.labelled("test example", dcc.Input(id=f"{P}-example", type="number", min=0, step=1,
-                                                 value=int(example) if example and example.isdigit() else 0,
+                                                 value=C.url_int(example),
                                                  debounce=True)),
             C.labelled("layer (patterns)", dcc.Dropdown(id=f"{P}-layer", clearable=False,
-                                                        value=int(layer) if layer and layer.isdigit() else 0,
+                                                        value=C.url_int(layer),
                                                         options=[0]), width="150px"),
             C.labelled("ablate heads", dcc.Dropdown(id=f"{P}-ablate", multi=True, value=_heads_param(ablate),
                                                     placeholder="none: pick layer.head"), width="420px"),

@@ -527,7 +527,8 @@ def register_callbacks(app):
         if ctx.triggered_id in (f"{P}-matrix", f"{P}-ladder-matrix"):
             return matrix_key(click if ctx.triggered_id == f"{P}-matrix" else ladder_click)
         row = cell.get("row") if isinstance(cell, dict) else None
-        if not isinstance(row, int) or not isinstance(shown, list) or not 0 <= row < len(shown):
+        if (not isinstance(row, int) or not isinstance(shown, list) or not 0 <= row < len(shown)
+                or not isinstance(shown[row], dict)):
             raise PreventUpdate
         return str(shown[row].get("no"))
 

@@ -11,7 +11,7 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from apps import common as C
-from apps.jobs import register_job, train_work
+from apps.jobs import TRAIN_PRESETS, register_job, train_work
 
 PATH, NAME, ORDER = "/runs", "Runs", 0
 P = "runs"
@@ -104,7 +104,7 @@ def _train_controls():
         schemes = ["rope", "nope"]
     from workbench.train.presets import FIDELITIES, PRESETS, TASKS
 
-    presets = [p for p in PRESETS if p != "paper"]
+    presets = [p for p in PRESETS if p in TRAIN_PRESETS]
     fidelities = [{"label": f, "value": f, "title": v["doc"]} for f, v in FIDELITIES.items()]
     return html.Div([
         C.labelled("scheme", dcc.Dropdown(id=f"{P}-t-scheme", options=schemes, value="rope", clearable=False)),

@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
         root: Optional[Path] = root_option(),
         runs: Optional[Path] = alias_option("--runs"),
         shipped: Optional[Path] = typer.Option(None, "--shipped", help=SHIPPED_HELP),
-        debug: bool = typer.Option(False, help="Dash debug mode (hot reload, error overlay)"),
+        debug: bool = typer.Option(False, help="Dash debug mode (hot reload, error overlay with tracebacks); local "
+                                   "only: refused with --public or a --host other than this machine's"),
     ) -> None:
         """Start the PE-Lab dashboard (runs, ablation atlas, partial RoPE, diagnostics, attention explorer).
 
@@ -27,14 +28,21 @@ def register(app: typer.Typer) -> None:
 
         store_root = existing_root(pick_root(root, runs, "--runs"))  # a mistyped root: exit 2, nothing created
         bind = "0.0.0.0" if public else host
-        busy = port_in_use(bind, port)
+        if debug and bind not in LOCAL:
+            raise typer.BadParameter(f"--debug shows tracebacks (with this machine's paths) to every browser: serve "
+                                     f"it on this machine only (drop --public / --host {bind})", param_hint="--debug")
+        # with --debug, Flask's reloader serves from a child process that runs this command again while the parent
+        # holds the port: the child must not take the parent's port for another server's
+        from werkzeug.serving import is_running_from_reloader
+
+        busy = None if is_running_from_reloader() else port_in_use(bind, port)
         if busy:
             typer.secho(f"error: port {port} on {bind} is already in use ({busy}); is the dashboard already running "
                         f"(http://127.0.0.1:{port}/)? Stop it, or pick another port: `workbench app --port "
                         f"{port + 10}`", fg=typer.colors.RED, err=True)
             raise typer.Exit(1)
         dash_app = create_app(store_root, shipped=shipped)
-        if bind not in ("127.0.0.1", "localhost", "::1"):
+        if bind not in LOCAL:
             typer.secho(f"warning: serving on {bind}: anyone who can reach this machine can read the runs and "
                         "start jobs", fg=typer.colors.YELLOW, err=True)
         ctx = dash_app.server.config["PELAB"]
@@ -43,6 +51,9 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"PE-Lab dashboard on http://{'127.0.0.1' if bind == '0.0.0.0' else bind}:{port}/ "
                    f"(store {ctx.store_root}{shipped_s})")
         dash_app.run(host=bind, port=port, debug=debug)
+
+
+LOCAL = ("127.0.0.1", "localhost", "::1")  # binds only this machine can reach
 
 
 def port_in_use(host: str, port: int) -> str | None:
