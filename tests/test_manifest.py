@@ -192,6 +192,43 @@ def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless
     assert check_store(dest)[0] == {}
 
 
+def test_a_reship_keeps_the_shipped_tables_the_run_lacks(tmp_path):
+    """Shipped again from a copy of the same model that lacks some of the shipped tables (analysed elsewhere, or
+    refreshed there), the shipped folder keeps them, each with its provenance, and its `refreshed` record: a re-ship
+    adds tables, never drops one (it replaced the whole folder: the tables were lost without a word)."""
+    import pandas as pd
+
+    from workbench.store.ship import is_shipped, ship_run
+
+    src = _copy(tmp_path, ROPE_T1)
+    rid = ROPE_T1[3]
+    own, dest = tmp_path / "own", tmp_path / "out"
+    shutil.copytree(src / rid, own / rid)
+    (own / rid / "code.diff").write_text("diff --git a/x b/x\n")
+    ship_run(RunStore(own).get(rid), dest)
+    first = RunStore(dest, readonly=True).get(rid)
+    names = sorted(first.tables())
+    assert len(names) >= 2
+    before = {n: (first.load_table(n), first.provenance_of(n)) for n in names}
+    info = json.loads((dest / rid / "run.json").read_text())  # as `verify --refresh` leaves it
+    (dest / rid / "run.json").write_text(json.dumps(dict(info, refreshed=[{"tables": names[1:], "by": "x"}])))
+    from workbench.store.manifest import write_manifest
+
+    write_manifest(dest / rid)
+    (own / rid / "tables.parquet").unlink()  # the own copy now holds one table only
+    (own / rid / "manifest.json").unlink()
+    RunStore(own).get(rid).save_table(names[0], before[names[0]][0])
+    assert RunStore(own).get(rid).tables() == [names[0]]
+    ship_run(RunStore(own).get(rid), dest)
+    again = RunStore(dest, readonly=True).get(rid)
+    assert sorted(again.tables()) == names
+    for n in names[1:]:
+        pd.testing.assert_frame_equal(again.load_table(n), before[n][0])
+        assert again.provenance_of(n) == before[n][1]
+    assert again.info["refreshed"][-1] == {"tables": names[1:], "by": "x"}
+    assert is_shipped(RunStore(own).get(rid), dest) and check_store(dest)[0] == {}
+
+
 def test_ship_analyses_on_the_device_it_is_given_and_on_the_cpu_when_that_fails(tmp_path, monkeypatch):
     """`ship --device`: the head ablations on that device (the GPU window's: 153 s on its CPU for one paper-scale
     run), recorded in the table's `analysed_on`; an error there (e.g. the GPU out of memory beside the sweep)

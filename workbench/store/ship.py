@@ -52,21 +52,25 @@ def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLi
                          "would be deleted); pass --to a separate results folder, e.g. results/repro")
 
 
-def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = False) -> None:
-    """StoreError when `dest_root` holds `run` shipped with other metrics (unless `replace`): then the run is a
-    re-training of the shipped one (on a machine of other numerics the trajectory differs from the first step),
-    and shipping it would replace the shipped results, not add tables to them. Metrics equal at every epoch but
-    for their timings (`learned`) are the same model: a re-training that was bit-identical ships over its copy,
-    with its own record (run.json: where and when it was re-trained)."""
+def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = False) -> bool:
+    """Whether `dest_root` holds `run` shipped as the same model; StoreError when it holds it shipped with other
+    metrics (unless `replace`: then False): then the run is a re-training of the shipped one (on a machine of other
+    numerics the trajectory differs from the first step), and shipping it would replace the shipped results, not add
+    tables to them. Metrics equal at every epoch but for their timings (`learned`) are the same model: a re-training
+    that was bit-identical ships over its copy, with its own record (run.json: where and when it was re-trained)."""
     copy = Path(dest_root) / run.id / METRICS
-    if replace or not copy.is_file() or copy.read_bytes() == (run.path / METRICS).read_bytes():
-        return
+    if not copy.is_file():
+        return False
+    if copy.read_bytes() == (run.path / METRICS).read_bytes():
+        return True
     try:
         shipped = [json.loads(line) for line in copy.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         shipped = None
     if shipped is not None and learned(shipped) == learned(run.metric_rows()):
-        return
+        return True
+    if replace:
+        return False
     try:
         old = json.loads((copy.parent / INFO).read_text())
     except (OSError, ValueError):
@@ -107,11 +111,12 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
     """Copy everything of a finished `run` but its weights and optimizer state into `dest_root/<run id>/`, its
     tables as one bundle, and a manifest of what was shipped. A run trained from a dirty tree needs its
     `code.diff`, or `allow_dirty` (the reason, recorded); a copy shipped with other metrics is replaced only with
-    `replace` (`check_replacement`)."""
+    `replace` (`check_replacement`). Shipped over its copy of the same model, the copy's tables the run lacks (and
+    its `refreshed` record) are kept: a re-ship adds tables, it never drops one."""
     if run.status != "finished":
         raise StoreError(f"is {run.status!r}; only finished runs are shipped", run.id)
     check_destination(run.store.root, dest_root)
-    check_replacement(run, dest_root, replace)
+    same_model = check_replacement(run, dest_root, replace)
     info = run.info
     has_diff = (run.path / CODE_DIFF).is_file()
     if is_dirty(info) and not has_diff and not allow_dirty:
@@ -124,11 +129,20 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
     for name in (CONFIG, METRICS) + ((CODE_DIFF,) if has_diff else ()):
         shutil.copy2(run.path / name, tmp / name)
     extra = {"dirty_allowed": allow_dirty} if is_dirty(info) and not has_diff else {}
-    atomic_write_json(tmp / INFO, dict(info, shipped=now_iso(), weights_shipped=False, **extra))
     names = run.tables()
-    if names:
-        atomic_write_bytes(tmp / BUNDLE, bundle_bytes({name: run.load_table(name) for name in names},
-                                                      {name: run.provenance_of(name) for name in names}))
+    tables = {name: run.load_table(name) for name in names}
+    made = {name: run.provenance_of(name) for name in names}
+    if same_model:  # the shipped copy's tables this run lacks, and its record of refreshed tables, stay
+        copy = Run(_Readonly(dest_root), run.id)
+        for name in copy.tables():
+            if name not in tables:
+                tables[name], made[name] = copy.load_table(name), copy.provenance_of(name)
+        mine = list(info.get("refreshed") or [])
+        refreshed = mine + [r for r in copy.info.get("refreshed") or [] if r not in mine]
+        extra |= {"refreshed": refreshed} if refreshed else {}
+    atomic_write_json(tmp / INFO, dict(info, shipped=now_iso(), weights_shipped=False, **extra))
+    if tables:
+        atomic_write_bytes(tmp / BUNDLE, bundle_bytes(tables, made))
     return _install(dest_root, run.id, tmp)
 
 
@@ -184,13 +198,13 @@ def refresh_tables(dest_root: str | os.PathLike, run_id: str, tables: "dict[str,
 
 
 def is_shipped(run: Run, dest_root: str | os.PathLike) -> bool:
-    """True when `dest_root` holds a copy of `run` with every one of its tables and nothing of the run changed
-    since (its metrics and tables are not newer than the copy's run.json)."""
+    """True when `dest_root` holds a copy of `run` with every one of its tables (and maybe more: a re-ship keeps
+    them) and nothing of the run changed since (its metrics and tables are not newer than the copy's run.json)."""
     copy = Path(dest_root) / run.id
     if not (copy / INFO).is_file():
         return False
     try:
-        if Run(_Readonly(dest_root), run.id).tables() != run.tables():
+        if not set(run.tables()) <= set(Run(_Readonly(dest_root), run.id).tables()):
             return False
     except StoreError:
         return False
