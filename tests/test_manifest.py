@@ -152,6 +152,14 @@ def test_refresh_tables_refuses_a_damaged_run_or_a_table_it_was_not_shipped_with
     assert check_store(src)[0].keys() == {other}
 
 
+def retrained(folder: Path) -> None:
+    """run.json records its metrics' sha256, as the training that wrote them does (a re-training, simulated)."""
+    from workbench.store.manifest import sha256_file
+
+    info = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps(dict(info, metrics_sha256=sha256_file(folder / "metrics.jsonl"))))
+
+
 def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless_asked(tmp_path, monkeypatch):
     """A run re-trained on a machine of other numerics is another trajectory with the same id: shipping it over the
     shipped copy would replace the shipped results, not add tables to them. ship_run and `workbench ship` refuse,
@@ -164,6 +172,7 @@ def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless
     own = tmp_path / "own"
     shutil.copytree(src / rid, own / rid)
     (own / rid / "code.diff").write_text("diff --git a/x b/x\n")
+    retrained(own / rid)  # trained before run.json recorded the digest: as a training records it now
     dest = tmp_path / "out"
     ship_run(RunStore(own).get(rid), dest)
     ship_run(RunStore(own).get(rid), dest)  # the same metrics: shipped again
@@ -171,10 +180,14 @@ def test_a_retraining_with_other_metrics_does_not_replace_the_shipped_run_unless
     first = json.loads(metrics[0])
     metrics[0] = json.dumps(dict(first, epoch_time_s=first["epoch_time_s"] * 2, time="2026-11-28T00:00:00+00:00"))
     (own / rid / "metrics.jsonl").write_text("\n".join(metrics) + "\n")
+    with pytest.raises(StoreError, match="its files are not what its training wrote .*metrics.jsonl changed"):
+        ship_run(RunStore(own).get(rid), dest)  # metrics edited after training: never shipped
+    retrained(own / rid)
     ship_run(RunStore(own).get(rid), dest)  # a bit-identical re-training (its timings differ): ships over it
     assert json.loads((dest / rid / "metrics.jsonl").read_text().splitlines()[0])["time"].startswith("2026-11-28")
     metrics[0] = json.dumps(dict(first, train_loss=first["train_loss"] + 1e-6))
     (own / rid / "metrics.jsonl").write_text("\n".join(metrics) + "\n")
+    retrained(own / rid)
     shipped_before = (dest / rid / "metrics.jsonl").read_bytes()
     with pytest.raises(StoreError, match="shipped with other metrics .*a re-training, not the shipped run"):
         ship_run(RunStore(own).get(rid), dest)
@@ -805,3 +818,24 @@ def test_the_rerun_rule_reads_every_seed_of_the_setting():
            "t2-nope-repro-paperdata-long-s44-1cf581", "t2-rope-repro-paperdata-long-s43-c2cb94")
     keys = [_setting_key(json.loads((REPO / "results" / "repro" / r / "config.json").read_text())) for r in ids]
     assert keys[0] == keys[1] == keys[2] != keys[3]
+
+
+def test_check_names_an_unshipped_tables_folder_and_a_ship_cut_short(tmp_path):
+    """A `tables/` folder dropped into a shipped run would be read before its checked bundle: damage, named; a
+    `.RUN.old` left by a re-ship cut between its renames (the run's folder gone) and a `.RUN.shipping` are named
+    by `workbench check`, which read 0 runs and "every file matches" before."""
+    import pandas as pd
+
+    src = _copy(tmp_path, ROPE_T1[:2])
+    rid, other = ROPE_T1[0], ROPE_T1[1]
+    assert check_store(src)[0] == {}
+    (src / rid / "tables").mkdir()
+    pd.DataFrame({"x": [999]}).to_parquet(src / rid / "tables" / "ablation.parquet")
+    with pytest.raises(StoreError, match="tables/ was not shipped"):
+        RunStore(src, readonly=True).get(rid)
+    shutil.rmtree(src / rid / "tables")
+    (src / other).rename(src / f".{other}.old")  # cut between the two renames of a re-ship
+    bad, _ = check_store(src)
+    assert list(bad) == [other] and "is missing: ship the run again, or rename it back" in bad[other][0]
+    res = CliRunner().invoke(_app(), ["check", str(src)])
+    assert res.exit_code != 0 and other in res.output

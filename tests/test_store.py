@@ -332,6 +332,38 @@ def test_a_run_whose_creation_was_interrupted_is_incomplete(store):
     assert row["status"] == "incomplete" and "config.json" in row["error"]
 
 
+def test_a_delete_cut_short_never_leaves_a_finished_run_without_training(store):
+    """A delete moves the run's folder out of the store before removing it (`.<id>.deleting`); a folder left with
+    files but no config.json (a delete cut short by older code, files put there by hand) is refused by `create`
+    with what to do, never taken for the new run (its run.json read "finished" with nothing trained)."""
+    run = store.create(make_config())
+    save_model(run)
+    run.update_info(status="finished", epoch=1)
+    store.delete(run.id)
+    assert not (store.root / run.id).exists() and not list(store.root.glob(".*.deleting"))
+    run = store.create(make_config())
+    run.update_info(status="finished", epoch=1)
+    (run.path / "config.json").unlink()  # as a cut rmtree could leave it
+    with pytest.raises(StoreError, match="holds run.json but no config.json .*delete the folder"):
+        store.create(make_config())
+    store.delete(run.id)
+    assert store.create(make_config()).status == "created"
+
+
+def test_a_config_edited_after_the_run_was_created_is_named_damage(store):
+    """config.json that gives another run id than its folder's (edited after training: rope, 1 epoch -> nope, 3)
+    no longer describes the run's weights and metrics: `get` refuses it and the index lists it as corrupt, naming
+    the file and what to do; it is never read as a run of the edited config."""
+    run = store.create(make_config())
+    cfg = make_config("nope")
+    cfg["train"]["epochs"] = 3
+    atomic_write_json(run.path / "config.json", cfg)
+    with pytest.raises(StoreError, match="config.json gives the run id t1-nope-.*edited after the run was created"):
+        store.get(run.id)
+    row = store.query().set_index("id").loc[run.id]
+    assert row["status"] == "corrupt" and "edited after the run was created" in row["error"]
+
+
 def test_weights_are_verified_against_the_digest_in_run_json(store):
     run = store.create(make_config())
     save_model(run)

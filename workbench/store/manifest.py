@@ -23,6 +23,7 @@ from .errors import StoreError
 
 MANIFEST = "manifest.json"
 CODE_DIFF = "code.diff"
+TABLES = "tables"  # a run's folder of one parquet file a table (a shipped run holds them in its BUNDLE instead)
 SHIPPED_FILES = ("config.json", "run.json", "metrics.jsonl", BUNDLE, CODE_DIFF)
 FORMAT = 1
 _CACHE: dict[str, tuple[tuple, list[str]]] = {}  # folder -> (stat key of its files, problems)
@@ -56,7 +57,7 @@ def has_manifest(folder: str | os.PathLike) -> bool:
 
 def _stat_key(folder: Path) -> tuple | None:
     """The `stat_key` of each shipped file (None for a missing one); None while any may still change unseen."""
-    key = []
+    key = [("tables/", (folder / TABLES).is_dir())]  # an unlisted tables/ folder is damage too (`_problems`)
     for name in (MANIFEST, *SHIPPED_FILES):
         try:
             k = stat_key(folder / name)
@@ -107,6 +108,8 @@ def _problems(folder: Path) -> list[str]:
     for name in SHIPPED_FILES:
         if name not in files and (folder / name).is_file():
             problems.append(f"{name} was not shipped (it is not in {MANIFEST})")
+    if (folder / TABLES).is_dir():  # a run's tables/ would be read before its checked bundle
+        problems.append(f"{TABLES}/ was not shipped (a shipped run's tables are its {BUNDLE}, in {MANIFEST})")
     return problems
 
 
@@ -130,6 +133,13 @@ def check_store(root: str | os.PathLike, write_missing: bool = False) -> tuple[d
     if not root.is_dir():
         raise StoreError(f"{root} is not a folder: pass a shipped results store, e.g. results/repro")
     bad, ids = {}, sorted(p.name for p in root.iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name))
+    for left in sorted(root.glob(".*.old")) + sorted(root.glob(".*.shipping")):  # a (re-)ship cut short
+        rid = left.name[1:].rsplit(".", 1)[0]
+        bad.setdefault(rid, []).append(
+            f"{left.name} is left from a ship cut short" + (f" (the copy shipped before, set aside; `{rid}/` is "
+                                                          "missing: ship the run again, or rename it back)"
+                                                          if left.suffix == ".old" and not (root / rid).exists()
+                                                          else ": ship the run again (it is removed then)"))
     for rid in ids:
         folder = root / rid
         if not has_manifest(folder):

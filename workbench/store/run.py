@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from .bundle import BUNDLE, PROVENANCE_KEY, bundle_names, bundle_provenance, read_bundle_table
 from .errors import StoreError
-from .manifest import CODE_DIFF, MANIFEST, sha256_file, verify_manifest
+from .manifest import CODE_DIFF, MANIFEST, TABLES, sha256_file, verify_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # pragma: no cover
 CONFIG, INFO, METRICS, STATE = "config.json", "run.json", "metrics.jsonl", "state.json"
 TIMING_KEYS = ("epoch_time_s", "wall_s", "seq_per_s", "tok_per_s", "time")  # a metrics row's machine-dependent part
 MODEL, OPTIM = "model.safetensors", "optim.safetensors"
-TABLES = "tables"
 STATUSES = ("created", "running", "finished", "failed", "interrupted")
 LISTED_STATUSES = STATUSES + ("incomplete", "corrupt")  # what the index may also show for a broken folder
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -394,12 +393,17 @@ class Run:
             have = sha256_file(self.path / MODEL)
             if have != want or (want_state and have != want_state):
                 problems.append(f"{MODEL}'s sha256 differs from the one recorded in {INFO}")
-        want_m = info.get("metrics_sha256")
-        if not want_m:
+        if not info.get("metrics_sha256"):
             problems.append(f"no metrics sha256 recorded in {INFO} (trained before PE-Lab recorded it)")
-        elif not (self.path / METRICS).is_file() or sha256_file(self.path / METRICS) != want_m:
+        elif self.metrics_changed():
             problems.append(f"{METRICS} changed after training (its sha256 differs from the one in {INFO})")
         return problems
+
+    def metrics_changed(self) -> bool:
+        """Whether metrics.jsonl is not what the training wrote: its sha256 differs from run.json's `metrics_sha256`
+        (False where none is recorded: a run trained before PE-Lab recorded it)."""
+        want = self.info.get("metrics_sha256")
+        return bool(want) and (not (self.path / METRICS).is_file() or sha256_file(self.path / METRICS) != want)
 
     # ---- checkpoint ----------------------------------------------------------------------------
     def _committed_file(self, name: str, state: dict | None) -> Path:

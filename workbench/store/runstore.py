@@ -167,6 +167,23 @@ def damaged_of(df) -> dict[str, str]:
     return {rid: err or f"run {rid!r}: unreadable" for rid, err in zip(rows["id"], rows["error"])}
 
 
+def check_config_id(run: Run) -> None:
+    """StoreError when the run's config.json gives another run id than its folder's: the config was edited after
+    the run was created (its weights and metrics are of the config the id names). A config too damaged to give an
+    id is left to the checks that name what is wrong with it."""
+    try:
+        want = run_id_for(run.config)
+    except StoreError:
+        raise
+    except Exception:
+        return
+    if want != run.id:
+        raise StoreError(f"{CONFIG} gives the run id {want}, not its folder's: it was edited after the run was "
+                         f"created, so it no longer describes the run's weights and metrics; restore it (e.g. `git "
+                         f"checkout` for a shipped run), or train the edited config as a run of its own", run.id,
+                         CONFIG)
+
+
 class RunStore:
     """All runs under `root` (default: $PELAB_RUNS or ./runs). Datasets are cached in `data_dir`
     (default: $PELAB_DATA or `<root>/../data_cache`)."""
@@ -227,6 +244,7 @@ class RunStore:
         run.config  # noqa: B018 - raises StoreError naming config.json when missing or corrupted
         run.info  # noqa: B018 - the same for run.json
         run.verify_shipped()  # a shipped run whose files changed since it was shipped is never read
+        check_config_id(run)
         return run
 
     def run_ids(self) -> list[str]:
@@ -262,16 +280,20 @@ class RunStore:
                 raise ValueError(f"run config needs a {section!r} section (dict); got keys {sorted(config)}")
         run_id = check_run_id(self.run_id(config))
         run = Run(self, run_id)
-        run.path.mkdir(parents=True, exist_ok=True)
         if (run.path / CONFIG).exists():
             if config_hash(run.config) != config_hash(config):
                 raise StoreError(f"exists with a different config ({run.path / CONFIG})", run_id, CONFIG)
             return run
+        left = sorted(p.name for p in run.path.iterdir()) if run.path.is_dir() else []
+        if left:  # never taken for this run's: a run.json left there would read "finished" with nothing trained
+            raise StoreError(f"its folder holds {', '.join(left[:4])}{' ...' if len(left) > 4 else ''} but no "
+                             f"{CONFIG} (a delete cut short, or files put there by hand): nothing there is a run; "
+                             "delete the folder (`workbench train ... --force` does) and train again", run_id)
+        run.path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(run.path / CONFIG, config)
-        if not (run.path / INFO).exists():
-            stamp = now_iso()
-            atomic_write_json(run.path / INFO, {"id": run_id, "status": "created", "created": stamp,
-                                                "updated": stamp, "epoch": 0, "code_version": code_version()})
+        stamp = now_iso()
+        atomic_write_json(run.path / INFO, {"id": run_id, "status": "created", "created": stamp,
+                                            "updated": stamp, "epoch": 0, "code_version": code_version()})
         run._config = None
         self._index_run(run)
         return run
@@ -291,10 +313,12 @@ class RunStore:
             if holder:
                 raise StoreError(f"cannot delete: it is being {holder['doing']} by pid {holder['pid']} on "
                                  f"{holder['host']}; stop that process first", run_id)
-        path = self.root / run_id
-        if path.is_dir():
-            shutil.rmtree(path)
+        path, aside = self.root / run_id, self.root / f".{run_id}.deleting"
+        if path.is_dir():  # renamed out of the store first: a delete cut short leaves no half-run under its id
+            shutil.rmtree(aside, ignore_errors=True)
+            os.replace(path, aside)
         self._with_index(lambda c: c.execute("DELETE FROM runs WHERE id = ?", (run_id,)))
+        shutil.rmtree(aside, ignore_errors=True)
 
     # ---- data ----------------------------------------------------------------------------------
     def load_task(self, task: dict[str, Any]):
@@ -380,6 +404,7 @@ class RunStore:
     def _row(run: Run) -> dict[str, Any]:
         stamp = contents_stamp(run.path)
         try:
+            check_config_id(run)
             row = run.summary()
             if row["status"] == "finished":  # a finished run whose metrics or tables do not read is `corrupt`
                 run.check_files()

@@ -116,6 +116,10 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
     if run.status != "finished":
         raise StoreError(f"is {run.status!r}; only finished runs are shipped", run.id)
     check_destination(run.store.root, dest_root)
+    if run.metrics_changed():  # the shipped metrics would vouch for numbers no training wrote
+        raise StoreError(f"its files are not what its training wrote ({METRICS} changed after training: its sha256 "
+                         f"differs from the one in {INFO}): nothing shipped; restore it, or train the run again "
+                         "(`--force`)", run.id)
     same_model = check_replacement(run, dest_root, replace)
     info = run.info
     has_diff = (run.path / CODE_DIFF).is_file()
