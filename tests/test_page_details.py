@@ -340,3 +340,22 @@ def test_a_figure_shown_again_is_not_drawn_again_and_a_changed_table_is(monkeypa
     monkeypatch.setitem(FIGURES, "partial_rope", lambda df, **kw: 1 / 0)
     hint = C.figure_or_hint("partial_rope", table.assign(k=2))
     assert not isinstance(hint, dcc.Graph) and "ZeroDivisionError" in str(hint) and len(kept) == 3
+
+
+def test_compare_two_runs_marks_only_fields_that_differ():
+    """Two seeds of NoPE in the encoder arch, stored before and after `train.fused_attention` existed: the Compare
+    table reads the older config with the value it implicitly had (`store.with_later_defaults`), as the one-setting
+    table does, so only the seeds differ (it marked `'' != False` for 10 of the 43 multi-seed groups)."""
+    from pathlib import Path
+
+    from apps.pages.runs import _describe
+    from workbench.store import RunStore
+
+    shipped = Path(__file__).resolve().parent.parent / "results" / "repro"
+    ids = ["t1-nope-encoder-repro-s42-a0225f", "t1-nope-encoder-repro-s44-a440ed"]
+    if not all((shipped / i).is_dir() for i in ids):
+        pytest.skip("no shipped results in this checkout")
+    a, b = (_describe(RunStore(shipped, readonly=True).get(i)) for i in ids)
+    config = {k for k in set(a) | set(b) if k.split(".")[0] in ("model", "task", "train")}
+    differ = sorted(k for k in config if str(a.get(k)) != str(b.get(k)))
+    assert differ == ["model.seed", "train.seed"], differ

@@ -270,3 +270,26 @@ def test_debug_mode_is_refused_off_this_machine():
     for args in (["--public"], ["--host", "10.0.0.5"]):
         r = CliRunner().invoke(cli, ["app", "--debug", *args])
         assert r.exit_code == 2 and "--debug shows tracebacks" in r.output, r.output
+
+
+def test_the_runs_page_tick_rebuilds_only_when_a_store_changed(site):
+    """The Runs page's 20-s tick answers 204 (nothing sent: the table keeps its sort and page, the curves their
+    zoom) while the stores' contents stamp is the one the page last drew; a changed store redraws it."""
+    app, client, run, _ = site
+    key, spec = callback(app, "runs-stamp.data")
+    outs = [{"id": o.split(".")[0], "property": o.split(".")[1]} for o in key.strip(".").split("...")]
+
+    def tick(seen):
+        state = [{"id": s["id"], "property": s["property"], "value": seen if s["id"] == "runs-stamp" else None}
+                 for s in spec["state"]]
+        ins = [{"id": i["id"], "property": i["property"], "value": 1 if i["id"] == "runs-tick" else None}
+               for i in spec["inputs"]]
+        return client.post("/_dash-update-component", json={
+            "output": key, "outputs": outs, "inputs": ins, "state": state, "changedPropIds": ["runs-tick.n_intervals"]})
+
+    first = tick(None)
+    assert first.status_code == 200
+    stamp = json.loads(first.get_data(as_text=True))["response"]["runs-stamp"]["data"]
+    assert tick(stamp).status_code == 204
+    run.update_info(note="changed")  # run.json rewritten: the stamp moves
+    assert tick(stamp).status_code == 200

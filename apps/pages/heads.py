@@ -195,18 +195,21 @@ def register_callbacks(app):
 
     @app.callback(Output(f"{P}-map", "children"), Output(f"{P}-map-graph", "figure"),
                   Output(f"{P}-map-graph", "style"), Output(f"{P}-map-note", "children"),
-                  Output(f"{P}-details", "children"), Output(f"{P}-compute", "style"), Input(f"{P}-run", "value"),
+                  Output(f"{P}-details", "children"), Output(f"{P}-compute", "style"),
+                  Output(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
                   Input(f"{P}-measure", "value"), Input(f"{P}-job-result", "data"),
                   Input(f"{P}-recreate-job-result", "data"))
     def show(run_id, measure, _job, _recreated):
+        """The map of the picked run; a click on the previous run's map is cleared (the card then shows this run's
+        first deposit head, not a (layer, head) of another model)."""
         store = C.stores()
         if not run_id:
-            return [C.no_runs_hint(store)], {}, {"display": "none"}, "", [], {"display": "none"}
+            return [C.no_runs_hint(store)], {}, {"display": "none"}, "", [], {"display": "none"}, None
         hints, fig, text = render_map(store, run_id, measure or "n_agree")
         # a responsive graph fills its container: without a height the map grows with the grid row it sits in
         shown = {"display": "block", "height": "440px"} if fig is not None else {"display": "none"}
         compute = {"display": "block"} if C.any_own_run(store, run_id) else {"display": "none"}
-        return hints, fig or {}, shown, text, render_details(store, run_id), compute
+        return hints, fig or {}, shown, text, render_details(store, run_id), compute, None
 
     @app.callback(Output(f"{P}-card", "children"), Input(f"{P}-map-graph", "clickData"), Input(f"{P}-run", "value"),
                   Input(f"{P}-example", "value"), Input(f"{P}-job-result", "data"),
