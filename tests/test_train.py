@@ -126,6 +126,27 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, data_
     assert all(torch.equal(oa[k], ob[k]) for k in oa if k.startswith("state."))
 
 
+def test_a_kill_after_the_last_checkpoint_resumes_to_its_numbers(store):
+    """Killed after the last epoch's checkpoint was committed but before run.json was written (run.json: the epoch
+    before, its final metrics, its digests), a resume has no epoch left to train: it finishes with run.json
+    re-read from the committed checkpoint and its metric rows, so its record, its metrics digest and its weights
+    digest are the last epoch's (it finished with the epoch before's numbers, its digests failing)."""
+    cfg = tiny(store, "rope", "train.epochs=2")
+    run = train(cfg, store, progress=False, device="cpu")
+    done = run.info
+    rows = run.metric_rows()
+    # run.json as it stood when the kill came: epoch 1's record, the run still running
+    before = dict(done, status="running", epoch=1, final={k: rows[0][k] for k in done["final"] if k in rows[0]},
+                  metrics_sha256="0" * 64, weights={"sha256": "1" * 64, "epoch": 1}, pid=2 ** 22 + 7)
+    (run.path / "run.json").write_text(json.dumps(before))
+    assert run.trust_problems()  # the digests are epoch 1's
+    resumed = train(cfg, store, progress=False, device="cpu", resume=True)
+    info = resumed.info
+    assert resumed.status == "finished" and info["epoch"] == 2 and info["final"] == done["final"]
+    assert info["metrics_sha256"] == done["metrics_sha256"] and info["weights"] == done["weights"]
+    assert resumed.trust_problems() == []
+
+
 # ---- length-grouped batches ---------------------------------------------------------------------------
 def test_length_batches_cover_every_example_once_and_group_lengths():
     from workbench.train.loop import epoch_batches
@@ -198,6 +219,23 @@ def test_sweep_skips_finished_and_resumes_interrupted_runs(store):
     assert set(store.query(tag="rope-h1")["id"]) == {half.id}
     again = sweep(grid, store, device="cpu", progress=False, log=lambda msg: None)
     assert {r["outcome"] for r in again} == {"finished"}
+
+
+def test_one_unreadable_run_never_stops_a_sweep(store):
+    """A run whose run.json does not read (a field of the wrong type) is that run's failure, said with what to do;
+    the sweep trains the others (it stopped at the first such run with a StoreError)."""
+    grid = {"preset": "smoke", "tasks": ["t1"], "seeds": [1], "schemes": ["nope", "alibi"],
+            "set": {"train": {"epochs": 1}, "model.d_model": 16, "model.n_heads": 2, "model.d_ff": 32,
+                    "model.n_layers": 1, "task.n_examples": 300, "train.batch_size": 32}}
+    broken = store.create(resolve_config(store=store, **grid_points(grid)[0]))
+    info = json.loads((broken.path / "run.json").read_text())
+    (broken.path / "run.json").write_text(json.dumps(dict(info, epoch="one")))
+    said = []
+    results = sweep(grid, store, device="cpu", progress=False, log=said.append)
+    outcome = {r["id"]: r for r in results}
+    assert outcome[broken.id]["outcome"] == "failed" and "delete its folder" in outcome[broken.id]["error"]
+    assert [r["outcome"] for r in results if r["id"] != broken.id] == ["trained"]
+    assert any("cannot be read" in line for line in said)
 
 
 @pytest.mark.parametrize("name", ["cpu", "paper"])

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import machine_identity, now_iso, numerics_record, process_identity
+from workbench.store.run import MODEL, machine_identity, now_iso, numerics_record, process_identity
 
 
 class StopTraining(Exception):
@@ -376,11 +376,24 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
     metrics_sha256 = run.write_metrics(rows)
     if optim_t is not None:
         run.save_checkpoint(model.state_dict(), optim_t, state)
-    final = {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")
-             if k in row}
     gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
-    run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final, peak_rss_mb=round(peak_rss_mb(), 1),
-                    cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256, **gpu)
+    run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final_of(row),
+                    peak_rss_mb=round(peak_rss_mb(), 1), cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256, **gpu)
+
+
+def final_of(row: dict[str, Any]) -> dict[str, Any]:
+    """run.json's `final`: an epoch row's accuracies and losses."""
+    return {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")
+            if k in row}
+
+
+def resync(run: Run, rows: list[dict[str, Any]], state: dict[str, Any]) -> None:
+    """run.json's epoch, `final`, metrics digest and weights record as the committed checkpoint (`state`) and its
+    metric rows left the run: a process killed after a checkpoint's commit point and before run.json was written
+    left the epoch before there (a resume with no epoch left then read "finished" with the wrong numbers)."""
+    weights = (state.get("files") or {}).get(MODEL)
+    run.update_info(epoch=rows[-1]["epoch"], final=final_of(rows[-1]), metrics_sha256=run.write_metrics(rows),
+                    **({"weights": {"sha256": weights, "epoch": state.get("epoch")}} if weights else {}))
 
 
 def report_epoch(run: Run, row: dict[str, Any], epochs: int, progress: bool,
@@ -548,6 +561,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         if "rng.torch" in optim_t:
             torch.set_rng_state(optim_t["rng.torch"])
         rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
+        if rows:
+            resync(run, rows, state)
     record = resume_record(run, ckpt is not None, n_threads, dev)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager

@@ -153,6 +153,21 @@ def fmt_time(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def _finished(store, run_id: str) -> bool:
+    """Whether the store holds `run_id` finished (an unreadable run is not: `attempt` says why)."""
+    run = _readable(store, run_id)
+    return run is not None and run.status == "finished"
+
+
+def _readable(store, run_id: str):
+    """The store's run `run_id`, or None where it holds none or one that does not read (one broken run never
+    stops a sweep: `attempt` reports it failed, with why)."""
+    try:
+        return store.get(run_id) if store.exists(run_id) else None
+    except StoreError:
+        return None
+
+
 def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | None = None,
             threads: int | None = None, compile: bool | str = False, progress: bool = False,
             dry_run: bool = False, fail_fast: bool = False, retry_failed: bool = True, log=None,
@@ -171,8 +186,14 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
     log = log or _stderr
     run_id = store.run_id(cfg)
     rec: dict[str, Any] = {"id": run_id, "outcome": None, "test_acc": None, "error": None}
-    existing = store.get(run_id) if store.exists(run_id) else None
-    status = existing.status if existing else "new"
+    try:
+        existing = store.get(run_id) if store.exists(run_id) else None
+        status = existing.status if existing else "new"
+    except StoreError as e:  # one unreadable run never stops the sweep: failed, with what to do
+        rec.update(outcome="failed", error=f"{e}; delete its folder (or `workbench train ... --force`) to train it "
+                                           "again")
+        log(f"{head}  cannot be read: {rec['error']}")
+        return rec
     if status == "finished":
         rec.update(outcome="finished", test_acc=existing.final.get("test_acc"))
         log(f"{head}  finished already (test acc {rec['test_acc']:.4f})" if rec["test_acc"] is not None
@@ -300,7 +321,8 @@ class Window:
         rid, key = self.store.run_id(cfg), cost_key(cfg)
         if key in self.measured:
             return
-        rows = self.store.get(rid).metric_rows() if self.store.exists(rid) else self.shipped_rows().get(key, [])
+        run = _readable(self.store, rid)
+        rows = run.metric_rows() if run is not None else self.shipped_rows().get(key, [])
         sec = epoch_seconds(rows)
         if sec is not None and len(rows) > 1:
             self.measured[key], self.start[key] = sec, max(0.0, rows[0]["wall_s"] - sec)
@@ -312,15 +334,14 @@ class Window:
             self._shipped_rows = {}
             runs = self.shipped.query(status="finished") if self.shipped is not None and self.hardware else []
             for rid in (runs["id"] if len(runs) else []):
-                run = self.shipped.get(rid)
-                if hardware(run.info) == self.hardware:
+                run = _readable(self.shipped, rid)
+                if run is not None and hardware(run.info) == self.hardware:
                     self._shipped_rows.setdefault(cost_key(run.config), run.metric_rows())
         return self._shipped_rows
 
     def epochs_done(self, cfg: dict[str, Any], checkpointed: bool = False) -> int:
         """The epochs `cfg`'s run has recorded, or (`checkpointed`) those a resume starts after."""
-        rid = self.store.run_id(cfg)
-        run = self.store.get(rid) if self.store.exists(rid) else None
+        run = _readable(self.store, self.store.run_id(cfg))
         if run is None:
             return 0
         if checkpointed:
@@ -335,7 +356,8 @@ class Window:
         if epochs <= 0:
             return
         key, rid = cost_key(cfg), self.store.run_id(cfg)
-        rows = self.store.get(rid).metric_rows() if self.store.exists(rid) else []
+        run = _readable(self.store, rid)
+        rows = run.metric_rows() if run is not None else []
         startup, new = 0.0, rows[-epochs:] if len(rows) >= epochs else []
         if len(new) > 1:
             prior = rows[-epochs - 1].get("wall_s", 0.0) if len(rows) > epochs else 0.0  # the session's start
@@ -364,7 +386,7 @@ class Window:
 
     def epochs_left(self, cfg: dict[str, Any]) -> int:
         rid = self.store.run_id(cfg)
-        if self.store.exists(rid) and self.store.get(rid).status == "finished":
+        if _finished(self.store, rid):
             return 0
         return cfg["train"]["epochs"] - self.epochs_done(cfg, checkpointed=True)
 
@@ -487,10 +509,11 @@ def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, d
     open_: dict[Any, list[int]] = {}
     for k, (_, cfg) in enumerate(jobs):
         run_id = store.run_id(cfg)
-        run = store.get(run_id) if store.exists(run_id) else None
+        run = _readable(store, run_id)
         key = pack_key(cfg)
-        if run is not None and (run.status == "finished" or (run.status == "failed" and not retry_failed)):
-            key = None
+        if (run is None and store.exists(run_id)) or (run is not None and (
+                run.status == "finished" or (run.status == "failed" and not retry_failed))):
+            key = None  # finished, failed, or unreadable (alone, `attempt` says why)
         if key is None:
             groups.append([k])
             continue
@@ -632,7 +655,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     if len(set(ids)) != len(ids):
         dup = sorted({x for x in ids if ids.count(x) > 1})
         log(f"note: {len(ids) - len(set(ids))} grid points repeat an identical config ({dup[:3]}...); run once")
-    done = sum(store.exists(r) and store.get(r).status == "finished" for r in set(ids))
+    done = sum(_finished(store, r) for r in set(ids))
     gone = shipped_records(ids, store, shipped)
     engine = f", {workers} worker processes" if workers > 1 else (", on Ray" if ray else "")
     log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished"
@@ -689,7 +712,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                        else "") + "; after the runs that fit")
                 deferred.append(k)
                 continue
-        finished = parallel and store.exists(store.run_id(cfg)) and store.get(store.run_id(cfg)).status == "finished"
+        finished = parallel and _finished(store, store.run_id(cfg))
         if window is None:
             results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                                  log=log, **opts) if not parallel or finished else None
