@@ -636,9 +636,7 @@ def model_lock(model) -> threading.Lock:
 
 def load_model_cached(run):
     """The run's model, cached per (store, run, checkpoint state); use it under `model_lock(model)`."""
-    state = run.path / "state.json"
-    stamp = str(state.stat().st_mtime_ns) if state.exists() else "-"
-    return _cached_model(str(run.store.root), run.store.readonly, run.id, stamp)
+    return _cached_model(str(run.store.root), run.store.readonly, run.id, run.checkpoint_stamp())
 
 
 def preset_disclaimer(preset: str, id: str) -> html.Details | None:

@@ -81,11 +81,6 @@ def _limit_threads() -> None:
             pass
 
 
-def _table_stamps(run) -> dict:
-    d = run.path / "tables"
-    return {p.name: p.stat().st_mtime_ns for p in d.glob("*.parquet")} if d.is_dir() else {}
-
-
 def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params: dict | None = None) -> dict:
     """Compute analysis `name` for one run of the app's stores (`ctx`: its AppContext) and store its table."""
     from apps.common import analyses
@@ -104,14 +99,14 @@ def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params
         why = gpu_needed(run)
         raise ValueError(f"{run_id} is a shipped (read-only) run: its tables cannot be added here; " + (
             why or f"press Re-create this run (or run `workbench recreate {run_id}`) to get it into your store"))
-    before = _table_stamps(run)
+    before = run.table_stamps()
     start = time.time()
     stop = _heartbeat(progress, f"running {name} on {run_id}", start, 0.1, 0.95, expected_s=20)
     try:
         df = fn(run, **(params or {}))
     finally:
         stop.set()
-    if df is not None and _table_stamps(run) == before:  # the analysis did not store it itself
+    if df is not None and run.table_stamps() == before:  # the analysis did not store it itself
         run.save_table(name, df)
     progress(1.0, "done")
     return {"run_id": run_id, "table": name, "message": f"{name} for {run_id}: {len(df)} rows stored "

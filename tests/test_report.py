@@ -455,3 +455,23 @@ def test_the_view_per_setting_keeps_the_seed_study_apart(tmp_path):
     for study in (True, False):  # each group's statuses, counted
         statuses = list(rt.loc[is_study(rt) == study, "status"])
         assert all(f"{st} {statuses.count(st)}" in text for st in statuses)
+
+
+def test_what_a_run_cannot_have_is_read_from_its_model_config(tmp_path):
+    """`not_applicable` reads the run's model section: `learned` has no rotary planes and no table past its training
+    length; the authors' MLA (a trained input position table) cannot extrapolate either; RoPE can have both. The
+    Extrapolation page then says the analysis does not apply (it sent the user to re-create the run, 12-22 minutes,
+    for a Run that ended "not applicable")."""
+    from apps.pages import _diagnostic, extrapolation
+    from workbench.report.build import not_applicable
+    from workbench.store import StoreSet
+
+    ids = ["t1-learned-repro-s42-e0171b", "t2-mla-encoder-repro-s43-8ec444", "t1-rope-repro-s42-e451f6"]
+    if not all((SHIPPED / i).is_dir() for i in ids):
+        pytest.skip("no shipped results in this checkout")
+    (tmp_path / "own").mkdir()
+    store = StoreSet.open(tmp_path / "own", shipped=SHIPPED)
+    learned, mla, rope = (not_applicable(store.get(i).config["model"]) for i in ids)
+    assert set(learned) == {"angles", "extrapolation"} and list(mla) == ["extrapolation"] and rope == {}
+    shown = str(_diagnostic.render(extrapolation.SPEC, store, [ids[0]]))
+    assert f"does not apply to {ids[0]}" in shown and "workbench recreate" not in shown

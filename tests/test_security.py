@@ -293,3 +293,24 @@ def test_the_runs_page_tick_rebuilds_only_when_a_store_changed(site):
     assert tick(stamp).status_code == 204
     run.update_info(note="changed")  # run.json rewritten: the stamp moves
     assert tick(stamp).status_code == 200
+
+
+def test_a_diagnostic_job_over_several_runs_leaves_the_shipped_ones_out(site):
+    """The Extrapolation page's Run over a shipped run and a run of your own: the own run is analysed, the shipped
+    one left out and said (the job stopped at the shipped run with "read-only", never reaching yours); only shipped
+    runs picked: a line that says their tables cannot be added here."""
+    from types import SimpleNamespace
+
+    from apps.pages import _diagnostic, extrapolation
+    from workbench.store import RunStore, StoreSet
+
+    _, _, run, _ = site
+    shipped = REPO / "results" / "repro"
+    sid = "t1-rope-repro-s42-e451f6"
+    if not (shipped / sid).is_dir():
+        pytest.skip("no shipped results in this checkout")
+    ctx = SimpleNamespace(stores=lambda: StoreSet(RunStore(run.store.root), RunStore(shipped, readonly=True)))
+    out = _diagnostic.run_missing(extrapolation.SPEC, lambda f, t: None, ctx, [sid, run.id])
+    assert out["run_id"] == run.id and "left out 1 shipped run(s)" in out["message"]
+    with pytest.raises(ValueError, match="the picked runs are shipped runs"):
+        _diagnostic.run_missing(extrapolation.SPEC, lambda f, t: None, ctx, [sid])

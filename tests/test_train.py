@@ -147,6 +147,49 @@ def test_a_kill_after_the_last_checkpoint_resumes_to_its_numbers(store):
     assert resumed.trust_problems() == []
 
 
+def test_a_resume_keeps_what_its_first_session_ran_with_and_refuses_other_data(store):
+    """A resume with other settings (here the math SDPA backend) keeps the first session's in run.json
+    and records both (`resumed_settings`, with a warning); one whose data changed (another dataset hash) is refused
+    before it trains: its later epochs would learn other data. Before, each session's values overwrote the last."""
+    cfg = tiny(store, "rope", "train.epochs=3")
+    run = train(cfg, store, progress=False, device="cpu", stop_after_epochs=1)
+    first = run.info
+    with pytest.warns(UserWarning, match="resumed with other settings than it started with"):
+        train(cfg, store, progress=False, device="cpu", resume=True, stop_after_epochs=2, sdpa_backend="math")
+    info = run.info
+    assert info["sdpa_backend"] == first["sdpa_backend"] and info["resumed_settings"]["sdpa_backend"] == [
+        first["sdpa_backend"], "math"]
+    (run.path / "run.json").write_text(json.dumps(dict(info, dataset_hash="0" * 64)))
+    from workbench.store import StoreError
+
+    with pytest.raises(StoreError, match="its data changed since it started .*--force"):
+        train(cfg, store, progress=False, device="cpu", resume=True)
+    assert run.info["epoch"] == 2  # nothing trained
+
+
+def test_a_table_made_before_the_run_finished_is_not_shipped_as_its_final_models(store, tmp_path):
+    """A table records the weights it was computed from (run.json's `weights`: sha256 and epoch); `ship` refuses a
+    table of earlier weights than the run's last (an analysis of the run while it was interrupted, kept after it
+    was resumed and finished), naming it and the command that makes it again; made again, it ships."""
+    import pandas as pd
+
+    from workbench.store import StoreError
+    from workbench.store.ship import ship_run
+
+    cfg = tiny(store, "rope", "train.epochs=2")
+    run = train(cfg, store, progress=False, device="cpu", stop_after_epochs=1)
+    run.save_table("qk_means", pd.DataFrame({"x": [1.0]}))  # analysed at epoch 1
+    assert run.provenance_of("qk_means")["weights"]["epoch"] == 1
+    train(cfg, store, progress=False, device="cpu", resume=True)
+    with pytest.raises(StoreError, match=r"qk_means \(epoch 1\) were made from earlier weights than its last "
+                                         r"\(epoch 2\).*workbench analyze .* --what qk-means"):
+        ship_run(run, tmp_path / "out")
+    assert not (tmp_path / "out" / run.id).exists()
+    run.save_table("qk_means", pd.DataFrame({"x": [2.0]}))  # made again from the final weights
+    ship_run(run, tmp_path / "out")
+    assert (tmp_path / "out" / run.id / "tables.parquet").is_file()
+
+
 # ---- length-grouped batches ---------------------------------------------------------------------------
 def test_length_batches_cover_every_example_once_and_group_lengths():
     from workbench.train.loop import epoch_batches

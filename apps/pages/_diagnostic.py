@@ -114,7 +114,7 @@ def render(d: Diagnostic, store, run_ids: list[str], choice=None) -> list:
             notes.append(state)
             continue
         df, missing = C.load_table(run, d.analysis)
-        na = not_applicable(run.config["model"].get("scheme")).get(d.analysis)
+        na = not_applicable(run.config["model"]).get(d.analysis)
         if df is None and na:
             notes.append(C.hint(f"{d.title} does not apply to {run.id}: {na}.", kind="info"))
         elif df is None:
@@ -148,27 +148,37 @@ def _standalone(name: str, kwargs_items: tuple) -> pd.DataFrame:
     return STANDALONE[name](**dict(kwargs_items))
 
 
-def register(app, d: Diagnostic) -> None:
-    def work(progress, ctx, run_ids):
-        ids = run_ids if isinstance(run_ids, list) else [run_ids] if run_ids else []
-        store = ctx.stores()
-        todo = [r for r in ids if not _has(store, r, d.analysis)] or ids[:1]
-        if not todo:
-            raise ValueError("pick a run first")
-        messages = []
-        for i, rid in enumerate(todo):
-            def sub(frac, text, i=i):
-                progress((i + frac) / len(todo), f"[{i + 1}/{len(todo)}] {text}")
+def run_missing(d: Diagnostic, progress, ctx, run_ids) -> dict:
+    """The job of a page's Run button: its analysis for each picked run of your own store that lacks it (all
+    have it: the first again); shipped runs are left out and said (their tables cannot be added)."""
+    ids = run_ids if isinstance(run_ids, list) else [run_ids] if run_ids else []
+    store = ctx.stores()
+    if not ids:
+        raise ValueError("pick a run first")
+    own = [r for r in ids if C.any_own_run(store, r)]  # a shipped run's tables cannot be added
+    todo = [r for r in own if not _has(store, r, d.analysis)] or own[:1]  # all have it: the first again
+    if not todo:
+        raise ValueError("the picked runs are shipped runs: their tables cannot be added here (re-create one in "
+                         "your store first)")
+    skipped = [r for r in ids if r not in own]
+    messages = [f"left out {len(skipped)} shipped run(s), whose tables cannot be added here"] if skipped else []
+    for i, rid in enumerate(todo):
+        def sub(frac, text, i=i):
+            progress((i + frac) / len(todo), f"[{i + 1}/{len(todo)}] {text}")
 
-            try:
-                messages.append(analysis_work(sub, ctx, rid, d.analysis)["message"])
-            except C.not_applicable_type() as e:
-                messages.append(f"{rid}: not applicable: {e}")
-        return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
+        try:
+            messages.append(analysis_work(sub, ctx, rid, d.analysis)["message"])
+        except C.not_applicable_type() as e:
+            messages.append(f"{rid}: not applicable: {e}")
+    return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
+
+
+def register(app, d: Diagnostic) -> None:
+    work = functools.partial(run_missing, d)
 
     register_job(app, d.prefix, [State(f"{d.prefix}-run", "value")], work, runs_from=f"{d.prefix}-run")
     register_recreate(app, d.prefix, f"{d.prefix}-run", wanted=lambda run: not run.has_table(d.analysis) and not
-                      not_applicable(run.config["model"].get("scheme")).get(d.analysis))
+                      not_applicable(run.config["model"]).get(d.analysis))
 
     inputs = [Input(f"{d.prefix}-run", "value"), Input(f"{d.prefix}-job-result", "data"),
               Input(f"{d.prefix}-recreate-job-result", "data")]

@@ -55,7 +55,7 @@ def figure_table(store, run: str, table: str):
     for rid in [r.strip() for r in run.split(",") if r.strip()]:
         r = store.get(rid)
         if not r.has_table(table):
-            na = not_applicable(r.config["model"].get("scheme")).get(table)
+            na = not_applicable(r.config["model"]).get(table)
             if na:
                 raise ValueError(f"{table} does not apply to run {rid}: {na}")
             cli = table.replace("_", "-")

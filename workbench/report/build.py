@@ -272,15 +272,24 @@ def _config_summary(cfg: dict) -> dict:
     return out
 
 
-def not_applicable(scheme: str | None) -> dict[str, str]:
-    """Tables a scheme cannot have, with the reason (initial angles need rotary planes)."""
+def not_applicable(model: dict) -> dict[str, str]:
+    """Tables a run's model (its config's `model` section) cannot have, with the reason: initial angles need rotary
+    planes; length extrapolation a scheme that runs past its training length as configured (`can_extrapolate`:
+    not `learned`, nor MLA with a trained input position table)."""
     try:
-        from workbench.model import get_scheme
+        from workbench.model import ModelConfig, get_scheme
 
-        rotary = bool(getattr(get_scheme(scheme), "rotary", False))
-    except Exception:
+        scheme = model.get("scheme")
+        cls = get_scheme(scheme)
+        extrapolates = bool(getattr(cls(ModelConfig.from_dict(model)), "can_extrapolate", True))
+    except Exception:  # an unreadable config: the pages' other hints say so
         return {}
-    return {} if rotary else {"angles": f"{scheme} does not rotate q and k (initial angles need a rotary scheme)"}
+    out = {} if getattr(cls, "rotary", False) else {
+        "angles": f"{scheme} does not rotate q and k (initial angles need a rotary scheme)"}
+    if not extrapolates:
+        out["extrapolation"] = (f"{scheme}, as this run configures it, cannot run past its training length (a "
+                                "trained position table ends there)")
+    return out
 
 
 def summarize_run(run, row: dict | None = None) -> dict:
@@ -294,7 +303,7 @@ def summarize_run(run, row: dict | None = None) -> dict:
     except Exception as e:
         return {"id": run.id, "status": "corrupt", "error": str(e)}
     present = run.tables()
-    na = not_applicable(cfg["model"].get("scheme"))
+    na = not_applicable(cfg["model"])
     wanted = [t for t in ["ablation"] + [name for name, _, _ in ANALYSIS_SECTIONS] + [t for t, _, _ in HEADS_FIGURES]
               if t not in na]
     info = run.info

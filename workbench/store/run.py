@@ -325,18 +325,19 @@ class Run:
         self.store._index_run(self)
         return info
 
-    def record_code(self) -> dict[str, str]:
+    def record_code(self, resumed: bool = False) -> dict[str, str]:
         """Writer-side, when training starts: {"code_version": ...} for run.json, and the uncommitted changes
         it was trained with as `code.diff` when the tree is dirty (removed when it is not), so a dirty run can be
-        re-created; `ship` refuses a dirty run without it."""
+        re-created; `ship` refuses a dirty run without it. `resumed`: an earlier session's code.diff is kept (its
+        epochs were trained with it); this session's is written only where there is none."""
         from .runstore import code_diff, code_version
 
         self.store.check_writable(self.id)
         version, p = code_version(), self.path / CODE_DIFF
         diff = code_diff() if version.endswith("-dirty") else None
-        if diff:
+        if diff and not (resumed and p.exists()):
             atomic_write_text(p, diff)
-        else:
+        elif not diff and not resumed:
             p.unlink(missing_ok=True)
         return {"code_version": version}
 
@@ -504,6 +505,17 @@ class Run:
     def state(self) -> dict[str, Any] | None:
         return self._read_json(STATE, missing_ok=True)
 
+    def checkpoint_stamp(self) -> str:
+        """A key that changes with every committed checkpoint (state.json's mtime; "-" without one): for caching
+        a loaded model."""
+        p = self.path / STATE
+        return str(p.stat().st_mtime_ns) if p.exists() else "-"
+
+    def table_stamps(self) -> dict[str, int]:
+        """{file name: mtime (ns)} of the run's own table files (`tables/*.parquet`): what an analysis job wrote."""
+        d = self.path / TABLES
+        return {p.name: p.stat().st_mtime_ns for p in d.glob("*.parquet")} if d.is_dir() else {}
+
     def model_tensors(self) -> dict:
         """The weights as a {name: tensor} dict, verified against the sha256 in state.json, else the one in
         run.json; a warning says when neither exists."""
@@ -549,10 +561,12 @@ class Run:
 
     def save_table(self, name: str, df: "pd.DataFrame", provenance: dict[str, Any] | None | str = "now") -> Path:
         """Store an analysis table as tables/<name>.parquet (atomically; replaces an older one), with what made it:
-        "now" (`table_provenance`: code version, time, CPU, numerics and threads), or the record of the table it
-        copies (None: not known)."""
+        "now" (`table_provenance`: code version, time, CPU, numerics and threads, and the weights it was computed
+        from: run.json's `weights` record, sha256 and epoch), or the record of the table it copies (None: not
+        known)."""
         self.store.check_writable(self.id)
-        made = table_provenance() if provenance == "now" else provenance
+        weights = self.info.get("weights") if provenance == "now" else None
+        made = table_provenance() | ({"weights": weights} if weights else {}) if provenance == "now" else provenance
         return atomic_write_bytes(self._table_path(name), parquet_bytes(df, made))
 
     def provenance_of(self, name: str) -> dict[str, Any] | None:

@@ -128,14 +128,22 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
                          f"{info.get('code_version')}) and records no {CODE_DIFF}, so nobody could re-create it; "
                          "re-train it from a clean tree, or pass --allow-dirty REASON to ship it anyway "
                          "(the reason is recorded)", run.id)
+    names = run.tables()
+    tables = {name: run.load_table(name) for name in names}
+    made = {name: run.provenance_of(name) for name in names}
+    final = (info.get("weights") or {}).get("sha256")
+    stale = {n: ((m or {}).get("weights") or {}) for n, m in made.items()}
+    stale = {n: w.get("epoch") for n, w in stale.items() if final and w.get("sha256") not in (None, final)}
+    if stale:  # computed from an earlier epoch's weights (an analysis of the run before it finished)
+        raise StoreError(f"{', '.join(f'{n} (epoch {e})' for n, e in stale.items())} were made from earlier weights "
+                         f"than its last (epoch {(info.get('weights') or {}).get('epoch')}): nothing shipped; make "
+                         f"them again (`workbench analyze {run.id} --what {','.join(stale).replace('_', '-')}`)",
+                         run.id)
     Path(dest_root).mkdir(parents=True, exist_ok=True)
     tmp = _staging(dest_root, run.id)
     for name in (CONFIG, METRICS) + ((CODE_DIFF,) if has_diff else ()):
         shutil.copy2(run.path / name, tmp / name)
     extra = {"dirty_allowed": allow_dirty} if is_dirty(info) and not has_diff else {}
-    names = run.tables()
-    tables = {name: run.load_table(name) for name in names}
-    made = {name: run.provenance_of(name) for name in names}
     if same_model:  # the shipped copy's tables this run lacks, and its record of refreshed tables, stay
         copy = Run(_Readonly(dest_root), run.id)
         for name in copy.tables():

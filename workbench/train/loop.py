@@ -439,6 +439,28 @@ def resume_record(run: Run, resumed: bool, n_threads: int, dev: torch.device) ->
     return record
 
 
+def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, Any]:
+    """run.json's fields of a training session (`now`: device, amp, compiled, sdpa_backend, dataset_hash,
+    code_version, torch_version): as they are for a new run; for a resume the first session's are kept and each
+    that differs now is recorded in `resumed_settings` ({field: [then, now]}, with a warning: the checkpoint's later
+    epochs ran otherwise than its first). Refused where the data differ: the resume would train on other data."""
+    if not resumed:
+        return now
+    info = run.info
+    then = info.get("dataset_hash")
+    if then and then != now["dataset_hash"]:
+        raise StoreError(f"its data changed since it started (dataset hash {then[:12]} then, "
+                         f"{str(now['dataset_hash'])[:12]} now): a resume would train it on other data; restore the "
+                         "data it started on, or train it again from the start (--force)", run.id)
+    changed = {k: [info[k], v] for k, v in now.items() if k in info and info[k] != v}
+    if changed:
+        warnings.warn(f"run {run.id}: resumed with other settings than it started with (" + ", ".join(
+            f"{k} {a} then, {b} now" for k, (a, b) in changed.items()) + "); run.json keeps the first session's and "
+            "records both (resumed_settings)", stacklevel=3)
+    return {k: info.get(k, v) for k, v in now.items()} | {
+        "resumed_settings": changed or None}
+
+
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool | str = False,
           amp: bool | None = None, sdpa_backend: str | None = None,
@@ -570,11 +592,13 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
-    run.update_info(status="running", started=now_iso(), device=str(dev), **record, amp=amp,
-                    compiled=True if compile == "default" else (compile or False),
-                    sdpa_backend=sdpa_backend, gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
-                    dataset_hash=ds.hash, **run.record_code(), epochs=epochs,
-                    torch_version=torch.__version__, resumed_from_epoch=start_epoch if ckpt else None,
+    session = session_record(run, ckpt is not None, dict(
+        device=str(dev), amp=amp, compiled=True if compile == "default" else (compile or False),
+        sdpa_backend=sdpa_backend, dataset_hash=ds.hash, **run.record_code(resumed=ckpt is not None),
+        torch_version=torch.__version__))
+    run.update_info(status="running", started=now_iso(), **record, **session,
+                    gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None, epochs=epochs,
+                    resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
                     checkpoint_every=checkpoint_every, stopped_at_deadline=None,
                     **process_identity())

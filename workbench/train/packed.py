@@ -49,7 +49,7 @@ from workbench.store.run import machine_identity, now_iso, process_identity
 
 from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
                    epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, resume_record,
-                   set_threads, train_subset, trim)
+                   session_record, set_threads, train_subset, trim)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -296,10 +296,11 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
     for r, ck in zip(runs, ckpts):
-        r.update_info(status="running", started=now_iso(), device=str(dev), amp=amp,
-                      **resume_record(r, ck is not None, n_threads, dev),
-                      compiled=False, dataset_hash=ds.hash, **r.record_code(), epochs=epochs,
-                      torch_version=torch.__version__, resumed_from_epoch=start_epoch if ck else None,
+        session = session_record(r, ck is not None, dict(
+            device=str(dev), amp=amp, compiled=False, dataset_hash=ds.hash,
+            **r.record_code(resumed=ck is not None), torch_version=torch.__version__))
+        r.update_info(status="running", started=now_iso(), **resume_record(r, ck is not None, n_threads, dev),
+                      **session, epochs=epochs, resumed_from_epoch=start_epoch if ck else None,
                       omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
                       checkpoint_every=checkpoint_every, packed=K,
                       packed_with=[q.id for q in runs if q is not r],

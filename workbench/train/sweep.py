@@ -201,7 +201,9 @@ def attempt(cfg: dict[str, Any], store: RunStore, *, head: str, device: str | No
         return rec
     if status == "running" and process_alive(existing.info):
         rec["outcome"] = "busy"
-        log(f"{head}  being trained by another process (pid {existing.info.get('pid')}); skipped")
+        log(f"{head}  being trained by another process (pid {existing.info.get('pid')} on "
+            f"{existing.info.get('host') or 'an unrecorded host'}); skipped (if that process is gone, e.g. a machine "
+            f"or container since replaced: `workbench train --resume {run_id}` takes it over)")
         return rec
     if status == "failed" and not retry_failed:
         rec.update(outcome="failed", error=existing.info.get("error"))
