@@ -86,8 +86,11 @@ def shipped(tmp_path_factory):
         rope = RunStore(Path(smoke.root), data_dir=Path(smoke.root).parent / "data_cache").get(smoke.rope)
         ds = rope.load_dataset()
         sample = tag(ablation.compute(rope.load_model(), ds, n_boot=50, max_examples=len(ds.test_x) * 2 // 3), rope)
-    (dest / rope.id / "tables").mkdir(exist_ok=True)  # a table file beside the bundle: it takes precedence
-    sample.to_parquet(dest / rope.id / "tables" / "ablation.parquet", index=False)
+    from workbench.store.ship import refresh_tables
+
+    # the shipped bundle's ablation replaced by the sample, its manifest re-written (a loose tables/ file in a shipped
+    # run is damage: it would be read before the checked bundle)
+    refresh_tables(dest, rope.id, {"ablation": sample}, {}, {"why": "the test's sample of the test split"})
     return dest, smoke, mla.id
 
 

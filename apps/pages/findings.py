@@ -137,9 +137,11 @@ def _tables(store):
 def _header(store, preset: str | None) -> html.Div:
     """The page's title and lead for the shipped store it reads (results/repro as a rule; `workbench app --shipped
     results/paper` judges the paper-scale GPU runs instead): where it is, at what preset."""
-    where = C.shown_path(store.root) if store is not None else "results/repro"
     title = ("Findings: the core paper at its own scale (GPU runs)" if preset == "paper" else
              "Findings: the core paper re-run on CPU")
+    if store is None:  # no shipped store: the hint below says how to start with one
+        return C.page_header(title, "The findings are read from a shipped results store; this dashboard has none.")
+    where = C.shown_path(store.root)
     return C.page_header(
         title, f"Shipped results ({where}, read-only): each claim of the paper per setting, coloured by its verdict "
         "(the number: seeds behind it), and where each scheme puts its largest single-head deposit. Click a cell "
@@ -149,10 +151,10 @@ def _header(store, preset: str | None) -> html.Div:
 def layout(claim: str | None = None, **query):
     store = _shipped()
     if store is None:
-        return html.Div([_header(store, None), C.hint("No runs of the shipped reproduction here: start the dashboard from a PE-Lab "
-                                        "checkout (it reads results/repro) or pass `workbench app --shipped DIR`. "
-                                        "Your own runs (`workbench train ...`) are on the Runs page.",
-                                        kind="missing")])
+        return html.Div([_header(store, None), C.hint(
+            "No runs of the shipped reproduction here: start the dashboard from a PE-Lab checkout (it reads "
+            "results/repro) or pass `workbench app --shipped DIR`. Your own runs (`workbench train ...`) are on the "
+            "Runs page.", kind="missing")])
     t = _computed(store)
     runs, t1, cl, m = t["runs"], t["table1"], t["claims"], t["matrix"]
     preset = str(runs.preset.iloc[0]) if len(runs) else None
@@ -419,7 +421,7 @@ def run_link(run) -> html.Li:
     s = describe(run.config)
     acc = (run.final or {}).get("test_acc")
     what = (f"{s.variant} · {task_label(run.config['task']['task'])} · seed {run.config['train']['seed']} · "
-            f"{SETTINGS.get(s.setting, s.setting)}" + (f" · acc {acc:.3f}" if isinstance(acc, float) else ""))
+            f"{SETTINGS.get(s.setting, s.setting)}" + (f" · acc {100 * acc:.1f} %" if isinstance(acc, float) else ""))
     return html.Li([dcc.Link(what, href=f"/ablation?run={run.id}"), html.Span(f"  {run.id}", className="run-id")])
 
 

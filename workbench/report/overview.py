@@ -198,14 +198,15 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
         plain = plain.assign(group=g.loc[plain.index, "group"])
         for (variant, task, group), vg in plain[plain.variant.isin(ATLAS_VARIANTS)].groupby(["variant", "task",
                                                                                                "group"]):
-            tables = [store.get(r).load_table("ablation") for r in vg["run_id"] if store.get(r).has_table("ablation")]
-            if not tables:
+            have = [r for r in vg["run_id"] if store.get(r).has_table("ablation")]
+            if not have:
                 continue
+            tables = [store.get(r).load_table("ablation") for r in have]
             atlas = aggregate_seeds(tables) if len(tables) > 1 else tables[0]
             atlas = atlas[atlas["metric"] == "accuracy"] if "metric" in atlas.columns else atlas
             who = f", {group}" if "group" in keys else ""
             doc.p(f"{variant}, {task}{who}: zero-ablation atlas, mean over {len(tables)} run(s) "
-                  f"({_counted(vg['status'])})", "note")
-            doc.figure("ablation", atlas, "settings", list(vg["run_id"]), ["ablation"], {"metric": "accuracy"},
+                  f"({_counted(vg[vg.run_id.isin(have)]['status'])})", "note")
+            doc.figure("ablation", atlas, "settings", have, ["ablation"], {"metric": "accuracy"},
                        derived="ablation.aggregate_seeds" if len(tables) > 1 else None)
     doc.parts.append("</section>")

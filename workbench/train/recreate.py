@@ -127,7 +127,7 @@ def analyze_hint(run, what: str) -> str:
     """How to get table `what` of `run`, in words for a hint: the `analyze` command, after `workbench recreate` for a
     shipped run (no weights are shipped, and `analyze` reads your store), or the GPU it needs (`gpu_needed`)."""
     cmd = f"`{analyze_command(run.id, what)}`"
-    if not getattr(run.store, "readonly", False):
+    if not getattr(getattr(run, "store", None), "readonly", False):
         return f"run {cmd}"
     why = gpu_needed(run.info, run.id)
     if why:
