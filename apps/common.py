@@ -408,11 +408,11 @@ def shipped_copy(stores, run_id: Any) -> bool:
 
 
 # ---- tables ------------------------------------------------------------------------------------------
-def load_table(run, name: str) -> tuple[pd.DataFrame | None, html.Div | None]:
-    """(table, None) or (None, hint) for a missing / unreadable table."""
+def load_table(run, name: str, button: str = "Run") -> tuple[pd.DataFrame | None, html.Div | None]:
+    """(table, None) or (None, hint) for a missing / unreadable table; `button`: the page's button that computes it."""
     try:
         if not run.has_table(name):
-            return None, missing_table_hint(run, name)
+            return None, missing_table_hint(run, name, button)
         return run.load_table(name), None
     except Exception as e:
         from workbench.train.recreate import analyze_command
@@ -421,10 +421,11 @@ def load_table(run, name: str) -> tuple[pd.DataFrame | None, html.Div | None]:
                           cmd=analyze_command(run.id, name))
 
 
-def missing_table_hint(run, name: str, button: bool = True) -> html.Div:
+def missing_table_hint(run, name: str, button: str | None = "Run") -> html.Div:
+    """Why `run` has no table `name` and how to get it: the command, or `button` of the page (None: no button)."""
     from workbench.train.recreate import analyze_command as analyze_cmd
 
-    tail = " or press Run" if button else ""
+    tail = f" or press {button}" if button else ""
     if getattr(run.store, "readonly", False):  # computing it needs the weights, which are not shipped
         why = gpu_needed(run)
         if why:

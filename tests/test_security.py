@@ -314,3 +314,17 @@ def test_a_diagnostic_job_over_several_runs_leaves_the_shipped_ones_out(site):
     assert out["run_id"] == run.id and "left out 1 shipped run(s)" in out["message"]
     with pytest.raises(ValueError, match="the picked runs are shipped runs"):
         _diagnostic.run_missing(extrapolation.SPEC, lambda f, t: None, ctx, [sid])
+
+
+def test_a_missing_table_hint_names_the_pages_own_button(site):
+    """The hint under a missing table names the button of the page that computes it: "Compute" on the Heads page,
+    "Run" elsewhere (the Heads page said "press Run", a button it does not have)."""
+    import inspect
+
+    from apps import common as C
+    from apps.pages import heads
+
+    _, _, run, _ = site
+    assert "or press Compute." in str(C.load_table(run, "nosuch_table", button="Compute")[1])
+    assert "or press Run." in str(C.load_table(run, "nosuch_table")[1])
+    assert 'C.load_table(run, "head_summary", button="Compute")' in inspect.getsource(heads.summary_of)

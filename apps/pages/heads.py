@@ -76,7 +76,7 @@ def summary_of(run) -> tuple[pd.DataFrame | None, list]:
     """(head summary, hints): the stored `head_summary` table; else the run's stored per-head tables joined here
     (`head_summary.summarise`: no weights needed, so a shipped run that ships only its ablation tables still gets
     its map), said in a hint; else (None, [the missing table's hint])."""
-    df, missing = C.load_table(run, "head_summary")
+    df, missing = C.load_table(run, "head_summary", button="Compute")
     if df is not None or run.has_table("head_summary"):  # stored (or stored and unreadable: its error hint)
         return df, [missing] if df is None else []
     try:
