@@ -328,3 +328,15 @@ def test_a_missing_table_hint_names_the_pages_own_button(site):
     assert "or press Compute." in str(C.load_table(run, "nosuch_table", button="Compute")[1])
     assert "or press Run." in str(C.load_table(run, "nosuch_table")[1])
     assert 'C.load_table(run, "head_summary", button="Compute")' in inspect.getsource(heads.summary_of)
+
+
+def test_the_heads_card_draws_a_heads_attention_with_the_explorers_helpers(site):
+    """The Heads page's attention block uses the explorer's public example helpers (`pick_example`, `example_batch`;
+    it imported their private names): a pattern for a head of the run, an example past the test split clamped."""
+    from apps.pages import heads
+
+    app, _, run, _ = site
+    with app.server.test_request_context("/"):
+        out = heads.attention_block(run, 0, 0, 10 ** 6)
+    text = str(out)
+    assert "Cannot load" not in text and "Graph" in text, text[:300]

@@ -81,7 +81,8 @@ def layout(run: str | None = None, example: str | None = None, layer: str | None
 
 
 # ---- model work ----------------------------------------------------------------------------------------
-def _tokens(run, idx: int):
+def pick_example(run, idx: int):
+    """(dataset, index clamped to the test split, its size, the example's tokens, its non-pad length)."""
     ds = run.load_dataset()
     n = len(ds.test_x)
     idx = int(max(0, min(n - 1, idx)))
@@ -90,7 +91,7 @@ def _tokens(run, idx: int):
     return ds, idx, n, row, keep
 
 
-def _input(model, row: np.ndarray, keep: int) -> torch.Tensor:
+def example_batch(model, row: np.ndarray, keep: int) -> torch.Tensor:
     """The example as a [1, pos] batch; trailing pads are cut when the readout ignores them (exact)."""
     x = row[:max(1, keep)] if model.cfg.pads_are_inert else row
     return torch.as_tensor(np.asarray(x, dtype=np.int64))[None].to(model.cfg.device)
@@ -201,7 +202,7 @@ def register_callbacks(app):
             return C.hint(str(e), kind="error"), None, None, None
         try:
             model = C.load_model_cached(run)
-            ds, idx, n, row, keep = _tokens(run, example)
+            ds, idx, n, row, keep = pick_example(run, example)
         except Exception as e:
             return C.hint(f"Cannot load {run.id}: {type(e).__name__}: {e}", kind="error"), None, None, None
         words = ds.decode(row).split()
@@ -211,7 +212,7 @@ def register_callbacks(app):
             trig = w.startswith("[T:")
             toks.append(html.Span(w[3:-1] if trig else w, className="tok tok-trigger" if trig else "tok",
                                   title=f"position {i}" + (" (trigger)" if trig else "")))
-        tokens = _input(model, row, keep)
+        tokens = example_batch(model, row, keep)
         with C.model_lock(model):
             clean = predict(model, tokens, [])
             ablated = predict(model, tokens, heads) if heads else None

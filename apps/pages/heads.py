@@ -127,17 +127,17 @@ def _selected(df, click) -> tuple[int, int]:
 
 def attention_block(run, layer: int, head: int, example: int) -> list:
     """The head's attention pattern on one test example (live, under the cached model's lock)."""
-    from apps.pages.explorer import _input, _tokens, pattern_table, patterns
+    from apps.pages.explorer import example_batch, pattern_table, patterns, pick_example
 
     try:
         model = C.load_model_cached(run)
-        ds, idx, n, row, keep = _tokens(run, int(example or 0))
+        ds, idx, n, row, keep = pick_example(run, int(example or 0))
     except Exception as e:
         return [C.hint(f"Cannot load {run.id}: {type(e).__name__}: {e}", kind="error")]
     if layer >= model.cfg.n_layers or head >= model.cfg.n_heads:
         return [C.hint(f"{run.id} has no layer {layer}, head {head}.", kind="warn")]
     with C.model_lock(model):
-        pat = patterns(model, _input(model, row, keep), layer)[head:head + 1, :keep, :keep]
+        pat = patterns(model, example_batch(model, row, keep), layer)[head:head + 1, :keep, :keep]
     words = [w.replace("[T:", "*").rstrip("]") for w in ds.decode(row).split()]
     table = pattern_table(pat, words, layer)
     table["head"] = head
