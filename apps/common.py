@@ -210,6 +210,17 @@ def damaged_hints(stores) -> list:
 HEADLINE_PRESET = "repro"  # the shipped reproduction's main preset (its scale-ladder rungs are other presets)
 
 
+def partner_run(df: pd.DataFrame, a: str | None, **kw) -> str | None:
+    """The run to set beside `a` by default (the Ablation page's run B, the Runs page's comparison): NoPE of its task,
+    setting and preset, else another run of those, else any other run (`default_run` with `kw`)."""
+    rest = df[df["id"] != a]
+    if a is None or rest.empty:
+        return None
+    ra = df.set_index("id").loc[a]
+    same = rest[(rest["task"] == ra["task"]) & (rest["setting"] == ra["setting"]) & (rest["preset"] == ra["preset"])]
+    return default_run(same if not same.empty else rest, None, prefer=("nope",), learned_first=False, **kw)
+
+
 def default_run(df: pd.DataFrame, want: str | None = None, need_table: str | None = None,
                 store=None, prefer: tuple[str, ...] = ("rope",), learned_first: bool = True,
                 need_weights: bool = False) -> str | None:

@@ -359,3 +359,24 @@ def test_compare_two_runs_marks_only_fields_that_differ():
     config = {k for k in set(a) | set(b) if k.split(".")[0] in ("model", "task", "train")}
     differ = sorted(k for k in config if str(a.get(k)) != str(b.get(k)))
     assert differ == ["model.seed", "train.seed"], differ
+
+
+def test_the_run_set_beside_another_is_nope_of_its_task_setting_and_preset(tmp_path):
+    """`common.partner_run`, the Ablation page's run B and the Runs page's comparison alike: beside RoPE at
+    `repro-long` (PE-Lab's `paper` arch), NoPE of that preset, setting and task (the Runs page matched task and
+    setting only, so a `repro` NoPE could stand beside a `repro-long` RoPE)."""
+    from pathlib import Path
+
+    from apps import common as C
+    from workbench.store import StoreSet
+
+    shipped = Path(__file__).resolve().parent.parent / "results" / "repro"
+    a = "t1-rope-repro-long-s42-df23f5"
+    if not (shipped / a).is_dir():
+        pytest.skip("no shipped results in this checkout")
+    (tmp_path / "own").mkdir()
+    df = C.index(StoreSet.open(tmp_path / "own", shipped=shipped))
+    b = df.set_index("id").loc[C.partner_run(df, a)]
+    ra = df.set_index("id").loc[a]
+    assert b["scheme"] == "nope" and (b["preset"], b["setting"], b["task"]) == (ra["preset"], ra["setting"], ra["task"])
+    assert C.partner_run(df, None) is None

@@ -29,13 +29,8 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
     df = C.index(store)
     a = C.default_run(df, run, need_table=table_name(mode), store=store)
     b = run_b if run_b in set(df["id"]) else None
-    if b is None and run_b is None and a is not None:  # NoPE of the same setting and task, else any other run
-        rest = df[df["id"] != a]
-        ra = df.set_index("id").loc[a]
-        same = rest[(rest["task"] == ra["task"]) & (rest["setting"] == ra["setting"])
-                    & (rest["preset"] == ra["preset"])]
-        b = C.default_run(same if not same.empty else rest, None, need_table=table_name(mode), store=store,
-                          prefer=("nope",), learned_first=False)
+    if b is None and run_b is None:
+        b = C.partner_run(df, a, need_table=table_name(mode), store=store)
     opts = C.run_options(df)
     controls = html.Div([
         C.labelled("metric", dcc.Dropdown(id=f"{P}-metric", value=metric, clearable=False,

@@ -258,13 +258,7 @@ def register_callbacks(app):
         opts = C.run_options(df)
         ids = list(df["id"])
         a = cmp_a if cmp_a in ids else C.default_run(df)  # by default RoPE against NoPE of its setting and task
-        same = df[df["id"] != a]
-        if a is not None and not same.empty:
-            ra = df.set_index("id").loc[a]
-            narrow = same[(same["task"] == ra["task"]) & (same["setting"] == ra["setting"])]
-            same = narrow if not narrow.empty else same
-        b = cmp_b if cmp_b in ids and cmp_b != a else (
-            C.default_run(same, prefer=("nope",), learned_first=False) if not same.empty else None)
+        b = cmp_b if cmp_b in ids and cmp_b != a else C.partner_run(df, a)
         return (table, notes, curves, opts, opts, a, b, *filter_opts)
 
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
