@@ -333,3 +333,24 @@ def test_cli_train_runs_and_sweep(tmp_path, data_dir, monkeypatch):
     res = runner.invoke(app, ["sweep", str(grid), "--root", root, "-q"])
     assert res.exit_code == 0, res.output
     assert "finished already" in res.output and run_id in res.output
+
+
+def test_tf32_is_on_for_a_cuda_training_only_and_restored_after_it():
+    """A CUDA training turns TF32 on (the GPU runs' numerics) and restores the flags after it, also when it fails:
+    an analysis later in the same process runs in full fp32 (the flags stayed on for the process before)."""
+    from workbench.train.loop import tf32
+
+    flags = lambda: (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)  # noqa: E731
+    before = flags()
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        with tf32(torch.device("cuda")):
+            assert flags() == (True, True)
+        assert flags() == (False, False)
+        with pytest.raises(RuntimeError, match="boom"), tf32(torch.device("cuda")):
+            raise RuntimeError("boom")
+        assert flags() == (False, False)
+        with tf32(torch.device("cpu")):
+            assert flags() == (False, False)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before

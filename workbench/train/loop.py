@@ -381,6 +381,21 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
                     peak_rss_mb=round(peak_rss_mb(), 1), cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256, **gpu)
 
 
+@contextlib.contextmanager
+def tf32(dev: torch.device):
+    """TF32 matmuls and convolutions for a CUDA training (the GPU runs' numerics: bf16 autocast, TF32), the flags
+    restored after it, so an analysis later in the same process (a notebook, the demo) runs in full fp32."""
+    if dev.type != "cuda":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def final_of(row: dict[str, Any]) -> dict[str, Any]:
     """run.json's `final`: an epoch row's accuracies and losses."""
     return {k: row[k] for k in ("epoch", "train_loss", "train_acc", "train_acc_eval", "test_loss", "test_acc")
@@ -511,7 +526,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
             store.delete(run_id, lock=lock)
         fresh = not store.exists(run_id)
         try:
-            with backend:
+            with backend, tf32(dev):
                 return _train_locked(store.create(config), store, resume=resume, dev=dev, compile=compile, amp=amp,
                                      threads=threads, progress=progress, stop_after_epochs=stop_after_epochs,
                                      on_epoch=on_epoch, checkpoint_every=checkpoint_every, deadline=deadline,
@@ -545,9 +560,6 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     cfg, tcfg = run.config, run.config["train"]
     amp = (dev.type == "cuda") if amp is None else amp
     n_threads = set_threads(threads)
-    if dev.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
 
     ds = store.load_task(cfg["task"])
     x_train, y_train = torch.from_numpy(ds.train_x).long().to(dev), torch.from_numpy(ds.train_y).long().to(dev)

@@ -49,7 +49,7 @@ from workbench.store.run import machine_identity, now_iso, process_identity
 
 from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
                    epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, resume_record,
-                   session_record, set_threads, train_subset, trim)
+                   session_record, set_threads, tf32, train_subset, trim)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -216,9 +216,10 @@ def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *
             raise StoreError("exists unfinished; pass resume=True (--resume) to continue it", todo[0].id)
         if todo:
             try:
-                _train_pack(todo, store, dev=dev, amp=amp, threads=threads, progress=progress,
-                            stop_after_epochs=stop_after_epochs, checkpoint_every=checkpoint_every,
-                            on_epoch=on_epoch)
+                with tf32(dev):
+                    _train_pack(todo, store, dev=dev, amp=amp, threads=threads, progress=progress,
+                                stop_after_epochs=stop_after_epochs, checkpoint_every=checkpoint_every,
+                                on_epoch=on_epoch)
             except BaseException:  # as `train`: a run that failed before its first checkpoint leaves no folder
                 for run, lock, new in zip(runs, locks, fresh):
                     if new and not run.has_checkpoint():
@@ -243,8 +244,6 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     amp = (dev.type == "cuda") if amp is None else amp
     n_threads = set_threads(threads)
     if dev.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
         torch.cuda.reset_peak_memory_stats(dev)
     ds = store.load_task(cfg["task"])
     x_train, y_train = torch.from_numpy(ds.train_x).long().to(dev), torch.from_numpy(ds.train_y).long().to(dev)
