@@ -839,3 +839,21 @@ def test_check_names_an_unshipped_tables_folder_and_a_ship_cut_short(tmp_path):
     assert list(bad) == [other] and "is missing: ship the run again, or rename it back" in bad[other][0]
     res = CliRunner().invoke(_app(), ["check", str(src)])
     assert res.exit_code != 0 and other in res.output
+
+
+def test_bit_identical_means_every_field_of_every_epoch(tiny, tmp_path):
+    """`verify` calls a re-run bit-identical only when every metric field but the timings is equal at every epoch
+    (`run.learned`, as `ship` reads the same model): a shipped `lr` off in the 12th digit, the four compared losses and
+    accuracies equal, reads "within" the tolerance, not "bit-identical" (it read bit-identical, and `--refresh` would
+    then have written tables into the shipped store as the same weights')."""
+    base, rid, env = tiny
+    fake = tmp_path / "fake"
+    shutil.copytree(base / "results" / rid, fake / rid)
+    rows = [json.loads(line) for line in (fake / rid / "metrics.jsonl").read_text().splitlines()]
+    rows[-1]["lr"] = rows[-1]["lr"] * (1 + 1e-12) + 1e-15
+    (fake / rid / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_manifest(fake / rid)
+    res = CliRunner().invoke(_app(), ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q",
+                                      "--tables", "none"], env=env)
+    assert res.exit_code == 0 and f"{rid}: verified (within 0.0001" in res.output, res.output
+    assert "bit-identical" not in res.output

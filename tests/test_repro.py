@@ -1,6 +1,7 @@
 """The shipped reproduction: analyse + ship without weights, COMPARISON.md from the tables alone, verify by re-training,
 and the claim verdicts on tables whose answer is known."""
 import json
+import math
 import re
 from pathlib import Path
 
@@ -238,6 +239,14 @@ def test_a_recomputed_table_is_compared_and_read_at_the_shipped_precision():
     a = table_agreement(shipped, moved)
     assert not a["equal"] and a["column"] == "delta" and a["max_abs"] == pytest.approx(0.01, abs=1e-6)
     assert not table_agreement(shipped, mine.assign(pattern=["none", "none"]))["equal"]
+    # an infinity against a finite value (or the other infinity) is the largest difference there is, not dropped
+    # (it read "largest |difference| 0 in None"); equal infinities and NaN against NaN agree
+    for other in (math.inf, -math.inf):
+        a = table_agreement(as_shipped(mine.assign(delta=[math.inf, 0.3])), mine.assign(delta=[other, 0.3]))
+        assert a["equal"] == (other == math.inf) and a["max_abs"] == (0.0 if other == math.inf else math.inf)
+    a = table_agreement(as_shipped(mine.assign(delta=[math.inf, 0.3])), mine)
+    assert not a["equal"] and a["max_abs"] == math.inf and a["column"] == "delta"
+    assert table_agreement(as_shipped(mine.assign(delta=[math.nan, 0.3])), mine.assign(delta=[math.nan, 0.3]))["equal"]
 
 
 def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, tmp_path):
@@ -1510,7 +1519,9 @@ def test_verify_refresh_stops_a_retraining_at_its_first_epoch_off_the_shipped_tr
 def test_verify_epochs_compares_only_the_first_epochs_and_leaves_the_copy_to_resume(shipped, tmp_path):
     """`verify --epochs N`: the first N epochs re-trained and compared bit for bit (exit 0, not a verdict on the
     run), the copy left interrupted and used as it is the next time; a first epoch off the shipped one is said and
-    exits 1; N at least the run's epochs is a whole verify; with --refresh it is refused before anything trains."""
+    exits 1; N at least the run's epochs compares all of them the same way, no table and no verdict (it became a
+    whole verify, which on other numerics ends "reproduced statistically"); a plain copy of the shipped folder in
+    your store is never read as this machine's epochs; with --refresh it is refused before anything trains."""
     import shutil
 
     from workbench.cli import app
@@ -1525,8 +1536,14 @@ def test_verify_epochs_compares_only_the_first_epochs_and_leaves_the_copy_to_res
     assert copy.status == "interrupted" and len(copy.metric_rows()) == 1
     res = CliRunner().invoke(app, args + ["--epochs", "1"], env=env)
     assert res.exit_code == 0 and f"is the shipped run's bit for bit (your copy in {mine})" in res.output
-    res = CliRunner().invoke(app, args + ["--epochs", "2"], env=env)  # all of them: the whole verify, resumed
-    assert res.exit_code == 0 and f"{rid}: verified (bit-identical" in res.output, res.output
+    res = CliRunner().invoke(app, args + ["--epochs", "5"], env=env)  # all of them, resumed: still no verdict
+    assert res.exit_code == 0 and f"{rid}: its first 2 epochs of 2 are the shipped run's bit for bit" in res.output, \
+        res.output
+    plain = tmp_path / "plain"  # the shipped folder copied into a store by hand: its metrics are the shipped ones
+    shutil.copytree(base / "results" / rid, plain / rid)
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(base / "results"), "--root", str(plain), "-q",
+                                   "--epochs", "1"], env=env)
+    assert res.exit_code != 0 and "bit for bit" not in res.output, res.output
     res = CliRunner().invoke(app, args + [ids[2], "--epochs", "1"], env=env)  # the finished copy's first epoch read
     assert res.exit_code == 0 and res.output.rstrip().endswith(
         f"0 of 2 runs verified, 2 with their first epochs bit-identical\n  {rid}: its first epochs bit-identical, "
@@ -1641,3 +1658,12 @@ def test_refresh_diff_says_what_a_refresh_changed():
     assert (out["deposit_gained"], out["deposit_lost"], out["deposit_heads"]) == (["L1.H0"], ["L0.H0"], 1)
     assert out["distance_bias_bins_moved"] == [2, 3]
     assert out["patching_now_nan"] == 1 and out["patching_max_diff"] == pytest.approx(0.05)
+
+
+def test_verify_stale_none_is_refused_with_what_to_write(tmp_path):
+    """`verify --stale none` selected no table and then indexed the empty list (IndexError, a traceback); it is
+    refused before anything, saying what to write."""
+    from workbench.cli import app
+
+    res = CliRunner().invoke(app, ["verify", "--stale", "none", "--root", str(tmp_path / "own")])
+    assert res.exit_code == 2 and "--stale 'none': name the tables" in res.output and "Traceback" not in res.output

@@ -318,9 +318,8 @@ def table_agreement(shipped, mine) -> dict[str, Any]:
         if not np.array_equal(x, y, equal_nan=True):
             equal = False
         gap = np.abs(x.astype(np.float64) - y.astype(np.float64))
-        gap = gap[np.isfinite(gap)]
-        if (np.isnan(x) != np.isnan(y)).any():
-            gap = np.append(gap, math.inf)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))  # inf == inf; NaN against NaN
+        gap = np.where(same, 0.0, np.where(np.isfinite(gap), gap, math.inf))  # NaN or inf against another: inf
         if len(gap) and float(gap.max()) > worst:
             worst, where = float(gap.max()), c
     why = ("every value equals the shipped table's (floats at its float32 precision)" if equal else

@@ -458,6 +458,8 @@ def verify_cmd(
         wanted = recheck_names(stale) if stale else None
     except ValueError as e:
         _fail(str(e))
+    if stale is not None and not wanted:
+        _fail(f"--stale {stale!r}: name the tables whose stale copies to select, e.g. --stale probes (or all)")
     if shard and not stale:
         _fail("--shard I/N splits the runs --stale selects; add --stale")
     if epochs and refresh:
@@ -472,8 +474,8 @@ def verify_cmd(
         why = gpu_needed(src_store.get(rid).info, rid)
         if why:
             _fail(f"run {rid!r}: cannot re-check it here: {why}")
-    if sample:
-        runs = [r for r in finished_runs(src_store)[0] if r.id not in ids]
+    if sample:  # drawn from every finished run, whatever is named beside it: the same draw on any such machine
+        runs = finished_runs(src_store)[0]
         pool = sorted(r.id for r in runs if not gpu_needed(r.info, r.id))
         gpu = len(runs) - len(pool)
         left = f" ({gpu} trained on a GPU left out: no CUDA GPU here)" if gpu else ""
@@ -482,7 +484,7 @@ def verify_cmd(
         drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
         typer.echo(f"drawn with --seed {seed} from the {len(pool)} finished runs of {src_store.root} this machine "
                    f"can re-train{left}: {', '.join(drawn)}")
-        ids += drawn
+        ids += [rid for rid in drawn if rid not in ids]
     if stale:
         ids += [rid for rid in _stale_ids(src_store, wanted, part) if rid not in ids]
     if not ids:
@@ -505,7 +507,9 @@ def verify_cmd(
             verdicts[rid] = False
     if len(ids) > 1:
         first = sum(v == "epochs" for v in verdicts.values())
+        stat = sum(v == "statistical" for v in verdicts.values())
         typer.echo(f"{sum(v is True for v in verdicts.values())} of {len(ids)} runs verified"
+                   + (f", {stat} reproduced statistically" if stat else "")
                    + (f", {first} with their first epochs bit-identical" if first else "") + "".join(
             f"\n  {rid}: {_VERDICT[ok]}" for rid, ok in verdicts.items()))
     if not all(verdicts.values()):
@@ -513,7 +517,8 @@ def verify_cmd(
 
 
 _VERDICT = {True: "verified", False: "NOT verified", None: "stopped: off the shipped trajectory, not judged",
-            "epochs": "its first epochs bit-identical, not judged whole"}
+            "epochs": "its first epochs bit-identical, not judged whole",
+            "statistical": "reproduced statistically (other numerics: its floats and tables are not the shipped ones)"}
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -556,12 +561,12 @@ def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) ->
 def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int], names: list[str],
                 quiet: bool, refresh: bool = False, epochs: Optional[int] = None) -> bool | str | None:
     """`workbench verify` of one shipped run (see verify_cmd); prints what it compared and its verdict line, and
-    returns whether it is verified. `refresh`: where the metrics are bit-identical, the recomputed tables replace
+    returns whether it is verified (True; "statistical": reproduced by the stated rule on other numerics). `refresh`: where the metrics are bit-identical, the recomputed tables replace
     those made before their analysis changed, in the shipped store (`store.ship.refresh_tables`); a re-training
     that leaves the shipped trajectory before its last epoch is stopped there (`stop_at_first_difference`), None.
     `epochs` below the run's: only those (`_first_epochs`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
-    from workbench.store.run import numerics_differences, recorded_numerics
+    from workbench.store.run import learned, numerics_differences, recorded_numerics
     from workbench.train.recreate import (first_difference, last_epoch, metric_differences, said_difference,
                                           simd_hold, stop_at_first_difference)
 
@@ -579,7 +584,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                 before = mine.info.get("finished")
     shipped_rows = src.metric_rows()  # read once: the epoch checks and the comparison below
     last = last_epoch(shipped_rows)
-    if epochs and epochs < last:
+    if epochs:  # N at or past the run's epochs: all of them, bit for bit, still no table and no verdict
         return _first_epochs(src_store, own, src, shipped_rows, epochs, threads, quiet, retrain)
     check = stop_at_first_difference(shipped_rows) if refresh else None
     copy = own.get(run_id) if check and own.exists(run_id) and not retrain else None
@@ -597,6 +602,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                     fg=typer.colors.RED, err=True)
         return False
     how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"
+    identical = learned(shipped_rows) == learned(run.metric_rows())  # every field of every epoch but the timings
     diff = metric_differences(shipped_rows, run.metric_rows())
     worst = max(diff.values()) if diff else math.inf
     for key, d in diff.items():
@@ -609,7 +615,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
         typer.echo(f"(your copy was trained at {differs['cpu_capability'][1]}: `workbench recreate {run_id} --retrain` "
                    "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
     if worst <= tol:
-        agree = "bit-identical" if worst == 0 else f"within {tol}"
+        agree = "bit-identical" if identical else f"within {tol}"
         wrong, said, stale = _recheck_tables(src, run, names, tol, judged=True)
         if wrong:
             typer.secho(f"{run_id}: NOT verified: the metrics agree ({agree}), but the shipped {_and(wrong)} "
@@ -618,7 +624,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
             return False
         typer.echo(f"{run_id}: verified ({agree}; {how}{said})")
         if refresh:
-            _refresh(src_store, src, run, stale, bit_identical=worst == 0)
+            _refresh(src_store, src, run, stale, bit_identical=identical)
         return True
     if not differs:
         typer.secho(f"{run_id}: NOT verified: the recorded numerics match, yet the largest difference is "
@@ -632,7 +638,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
             typer.echo(f"{run_id}: not refreshed: the re-training ran on other numerics, so its weights are not the "
                        "shipped run's")
         typer.echo(f"{run_id}: reproduced statistically: {verdict['why']} ({how})")
-        return True
+        return "statistical"
     typer.secho(f"{run_id}: NOT verified: {verdict['why']} ({how})", fg=typer.colors.RED, err=True)
     return False
 
@@ -645,9 +651,25 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
     that is not."""
     from workbench.train.recreate import first_difference, last_epoch, said_difference, stop_at_first_difference
 
+    from workbench.store.run import machine_identity
+    from workbench.train.recreate import simd_hold
+
     last = last_epoch(shipped)
+    epochs = min(epochs, last)
     copy = own.get(src.id) if own.exists(src.id) and not retrain else None
-    rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" else []
+    if copy is not None and "shipped" not in copy.info:  # a copy trained elsewhere says nothing of this machine
+        here, there = machine_identity(), copy.info.get("machine") or {}
+        held = simd_hold(src.info).get("ATEN_CPU_CAPABILITY")  # a re-training here runs held to the shipped level
+        here = dict(here, cpu_capability=held.upper() if held else here.get("cpu_capability"))
+        other = [k for k in ("cpu", "cpu_vendor", "cpu_capability") if there.get(k) != here.get(k)]
+        if other or copy.metrics_changed():
+            typer.secho(f"{src.id}: your copy in {own.root} was not trained on this machine as it is now ("
+                        + (", ".join(f"{k} {there.get(k)}" for k in other) or "its metrics changed after training")
+                        + f"), so its epochs say nothing of this machine's floats; `workbench recreate {src.id} "
+                        "--retrain` trains it here first", fg=typer.colors.YELLOW, err=True)
+            return None
+    plain = copy is not None and "shipped" in copy.info  # a copy of the shipped folder: `_recreate` refuses it
+    rows = copy.metric_rows()[:epochs] if copy is not None and copy.status != "running" and not plain else []
     how = f"your copy in {own.root}"
     if len(rows) < epochs and first_difference(shipped, rows) is None:
         run = _recreate(src_store, own, src.id, threads, quiet, retrain,

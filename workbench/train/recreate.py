@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import now_iso, numerics_differences, numerics_identity, recorded_numerics
+from workbench.store.run import learned, now_iso, numerics_differences, numerics_identity, recorded_numerics
 
 from .loop import StopTraining, train
 from .workers import exit_with_parent
@@ -228,23 +228,27 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
                     on_epoch=on_epoch, device=device)
     if tables and run.status == "finished":
         diff = metric_differences(src.metric_rows(), run.metric_rows())
-        copied = [name for name in src.tables() if not run.has_table(name)] if max(diff.values()) <= tol else []
+        identical = learned(src.metric_rows()) == learned(run.metric_rows())  # every field but the timings
+        # the shipped tables are the copy's only where its weights are the shipped run's: its metrics equal
+        copied = [name for name in src.tables() if not run.has_table(name)] if identical else []
         for name in copied:
             run.save_table(name, src.load_table(name), provenance=src.provenance_of(name))  # what made the copy
         if say:
-            say(agreement_line(run_id, diff, tol, copied))
+            say(agreement_line(run_id, diff, tol, copied, identical))
     return run
 
 
-def agreement_line(run_id: str, diff: dict[str, float], tol: float, copied: list[str]) -> str:
-    """What a finished re-training is against the shipped run: equal bit for bit, within `tol`, or other (the
-    largest |difference| and its metric; then no shipped table is copied and `workbench verify` judges it)."""
+def agreement_line(run_id: str, diff: dict[str, float], tol: float, copied: list[str], identical: bool) -> str:
+    """What a finished re-training is against the shipped run: equal bit for bit (`identical`: every field of every
+    epoch but the timings), within `tol` (no shipped table copied: its weights are not the shipped run's), or other
+    (the largest |difference| and its metric; `workbench verify` judges it)."""
     worst = max(diff, key=diff.get)
     tables = f"; {len(copied)} shipped analysis tables copied to it" if copied else ""
-    if diff[worst] == 0:
+    if identical:
         return f"{run_id}: every metric of every epoch equals the shipped run's (bit-identical){tables}"
     if diff[worst] <= tol:
-        return f"{run_id}: every metric of every epoch is within {diff[worst]:.2g} of the shipped run's{tables}"
+        return (f"{run_id}: every metric of every epoch is within {diff[worst]:.2g} of the shipped run's, not equal "
+                "bit for bit, so no shipped table is copied to it (its weights are not the shipped run's)")
     what = "its epochs differ" if worst == "epochs" else f"largest |difference| {diff[worst]:.3g} in {worst}"
     return (f"{run_id}: the re-training's metrics differ from the shipped run's ({what}; tolerance {tol:g}): it "
             f"followed another trajectory, so no shipped table is copied to it; `workbench verify {run_id}` judges "
