@@ -561,10 +561,11 @@ def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) ->
 def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int], names: list[str],
                 quiet: bool, refresh: bool = False, epochs: Optional[int] = None) -> bool | str | None:
     """`workbench verify` of one shipped run (see verify_cmd); prints what it compared and its verdict line, and
-    returns whether it is verified (True; "statistical": reproduced by the stated rule on other numerics). `refresh`: where the metrics are bit-identical, the recomputed tables replace
-    those made before their analysis changed, in the shipped store (`store.ship.refresh_tables`); a re-training
+    returns whether it is verified (True; "statistical": reproduced by the stated rule on other numerics).
+    `refresh`: where the metrics are bit-identical, the recomputed tables replace those made before their analysis
+    changed, in the shipped store (`store.ship.refresh_tables`); a re-training
     that leaves the shipped trajectory before its last epoch is stopped there (`stop_at_first_difference`), None.
-    `epochs` below the run's: only those (`_first_epochs`)."""
+    `epochs`: only the first N epochs, bit for bit, no table and no verdict (`_first_epochs`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
     from workbench.store.run import learned, numerics_differences, recorded_numerics
     from workbench.train.recreate import (first_difference, last_epoch, metric_differences, said_difference,

@@ -561,9 +561,9 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         f"moved >= {100 * sr.settle_points:g} point{'' if 100 * sr.settle_points == 1 else 's'} "
         "between epoch max(1, floor(E/2)) and its last epoch E; *still learning*: not settled and below the ceiling; "
         f"*did not learn*: the Wilson lower bound of its test accuracy below the reference + {sr.learned_share:.2f} x "
-        "the room above it), and how many training and data seeds each cell rests on. The authors ran MLA in a different "
-        "script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture compare "
-        "all three in one architecture with one set of settings.",
+        "the room above it), and how many training and data seeds each cell rests on. The authors ran MLA in a "
+        "different script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture "
+        "compare all three in one architecture with one set of settings.",
         "",
         paper_scale_note(paper_root, label),
         _table1_section(t1),

@@ -132,7 +132,8 @@ def analyze_hint(run, what: str) -> str:
     why = gpu_needed(run.info, run.id)
     if why:
         return f"no weights to compute it here: {why}, then {cmd}"
-    return f"re-create the shipped run in your store first (`workbench recreate {run.id}`: no weights are shipped), then {cmd}"
+    return (f"re-create the shipped run in your store first (`workbench recreate {run.id}`: no weights are shipped), "
+            f"then {cmd}")
 
 
 def vendor_differs(info: dict) -> str | None:
