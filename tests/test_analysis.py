@@ -186,6 +186,23 @@ def test_deposit_thresholds_and_interval_are_respected():
         deposit.compute(pd.DataFrame())
 
 
+def test_deposit_reads_a_table_stored_at_float32_as_it_was_made():
+    """A shipped ablation table is float32 (`store.bundle`): its stored gap and the gap of its stored deltas differ
+    by rounding (7.5e-9 on t1-rope-repro-s43-550c5e, layer 3), and the single-head deposit must survive it; a
+    stored gap of another top/second pair still voids the interval."""
+    t = delta_table([[0.299, 0.076, 0.0, 0.0]])
+    made = deposit.compute(t)
+    shipped = t.astype({c: "float32" for c in t.columns if t[c].dtype.kind == "f"})
+    stored = float(shipped["layer_gap"].iloc[0])
+    assert stored != float(shipped["delta"].iloc[0]) - float(shipped["delta"].iloc[1])  # rounding shows
+    again = deposit.compute(shipped)
+    assert made["pattern"].iloc[0] == again["pattern"].iloc[0] == "single-head"
+    assert again["gap_lo"].iloc[0] == pytest.approx(made["gap_lo"].iloc[0], abs=1e-7)
+    other = t.assign(layer_gap=0.2)  # the gap of another pair: its interval is not this pair's
+    assert np.isnan(deposit.compute(other)["gap_lo"].iloc[0]) and deposit.compute(other)["pattern"].iloc[0] != \
+        "single-head"
+
+
 def test_deposit_on_real_ablation_finds_planted_head():
     """A model whose only useful head is planted: zero every W_O except one head -> that head is the deposit."""
     model = make_model("rope")

@@ -424,11 +424,14 @@ def test_verify_judges_a_rerun_by_the_stated_rule_when_the_numerics_differ(tiny,
     assert res.exit_code == 0, res.output
     assert "numerics differ: cpu_capability: shipped 'NOT-THIS-ISA'" in res.output
     assert RULE in res.output and f"{rid}: reproduced statistically" in res.output and "within [" in res.output
+    # said before it trains, as `recreate` says it: another trajectory from the first step
+    assert res.output.index("note: this machine's numerics differ") < res.output.index("numerics differ: cpu")
 
     fake = _fake_shipped(tiny, tmp_path, "NOT-THIS-ISA", 1.0)  # far outside the interval
     res = CliRunner().invoke(_app(), args, env=env)
     assert res.exit_code == 1 and f"{rid}: NOT verified" in res.output and "outside [" in res.output
     assert "re-training it" not in res.output  # the own copy checked out: re-used
+    assert "note: this machine's numerics differ" not in res.output  # nothing trains: no note
 
 
 def test_recreate_says_first_when_the_machines_numerics_differ_from_the_shipped_runs(monkeypatch):

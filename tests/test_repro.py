@@ -1260,6 +1260,11 @@ def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
     assert made_before("probes", late) == probes_change and made_before("head_summary", late) == probes_change
     fresh = _Shipped(old.info["shipped"], t, {"probes": {"analysed": "2026-11-26T00:00:00+00:00"}})
     assert made_before("probes", fresh) == []
+    # its probes refreshed since (`verify --refresh --tables probes`), the summary still joined the old ones
+    assert made_before("head_summary", fresh) == probes_change
+    both_new = _Shipped(old.info["shipped"], t, {n: {"analysed": "2026-11-26T00:00:00+00:00"}
+                                                 for n in ("probes", "head_summary")})
+    assert made_before("head_summary", both_new) == []
     # a summary joining two tables made before their changes names both, oldest first, by commit and table
     both = _Shipped(old.info["shipped"], dict(t, patching=pd.DataFrame()))
     assert made_before("head_summary", both) == [("patching", CHANGES["patching"][0])] + probes_change
@@ -1539,6 +1544,15 @@ def test_verify_epochs_compares_only_the_first_epochs_and_leaves_the_copy_to_res
     res = CliRunner().invoke(app, args + ["--epochs", "5"], env=env)  # all of them, resumed: still no verdict
     assert res.exit_code == 0 and f"{rid}: its first 2 epochs of 2 are the shipped run's bit for bit" in res.output, \
         res.output
+    elsewhere = tmp_path / "elsewhere"  # a copy trained on other numerics (here: another BLAS) says nothing of these
+    shutil.copytree(mine / rid, elsewhere / rid)
+    info = json.loads((elsewhere / rid / "run.json").read_text())
+    info["numerics"]["blas"] = "other-blas"
+    (elsewhere / rid / "run.json").write_text(json.dumps(info))
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(base / "results"), "--root", str(elsewhere),
+                                   "-q", "--epochs", "1"], env=env)
+    assert res.exit_code == 1 and "was not trained on this machine as it is now (blas other-blas)" in res.output \
+        and "bit for bit (" not in res.output, res.output
     plain = tmp_path / "plain"  # the shipped folder copied into a store by hand: its metrics are the shipped ones
     shutil.copytree(base / "results" / rid, plain / rid)
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(base / "results"), "--root", str(plain), "-q",

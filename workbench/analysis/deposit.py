@@ -47,8 +47,11 @@ def compute(ablation: pd.DataFrame, metric: str = "accuracy", min_delta: float =
         gap = float(imp[0] - second_imp)
         gap_lo = float(top.get("layer_gap_lo", np.nan))
         gap_hi = float(top.get("layer_gap_hi", np.nan))
-        if "layer_gap" in sub.columns and not np.isnan(top["layer_gap"]) and abs(top["layer_gap"] - gap) > 1e-9:
-            gap_lo = gap_hi = float("nan")  # the table's gap is for another top/second pair (should not happen)
+        # the table's gap is for another top/second pair (should not happen); compared at the float32 precision
+        # tables are shipped in (store.bundle): top, second and gap each rounded there differ by a few 1e-8
+        if "layer_gap" in sub.columns and not np.isnan(top["layer_gap"]) \
+                and not np.isclose(top["layer_gap"], gap, rtol=1e-6, atol=1e-6):
+            gap_lo = gap_hi = float("nan")
         lo, hi = sign * top.get("ci_lo", np.nan), sign * top.get("ci_hi", np.nan)
         single = bool(imp[0] >= min_delta and imp[0] >= ratio * second_imp and gap_lo > 0)
         total = float(imp.sum())

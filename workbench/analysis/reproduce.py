@@ -152,10 +152,13 @@ def _analysed(shipped_run, name: str) -> str:
 
 
 def made_before(name: str, shipped_run) -> list[tuple[str, Change]]:
-    """[(table, change)] of the changes (`CHANGES`) that landed after table `name` of `shipped_run`, or a table it
-    is made from, was made (`_analysed`), oldest first; [] when the shipped table came from today's analyses."""
+    """[(table, change)] of the changes (`CHANGES`) to table `name` of `shipped_run`, or to a table it is made
+    from, that landed after either table was made (`_analysed`), oldest first; [] when the shipped table came from
+    today's analyses. A joining table made before a change of a table it joins read that table's old numbers, even
+    where that table was refreshed since (`verify --refresh --tables probes` leaves the head summary stale)."""
+    mine = _analysed(shipped_run, name)
     later = [(n, c) for n in (name, *_needs(name)) if n in shipped_run.tables()
-             for c in CHANGES.get(n, ()) if (when := _analysed(shipped_run, n)) and when < c.landed]
+             for c in CHANGES.get(n, ()) if (when := min(mine, _analysed(shipped_run, n))) and when < c.landed]
     return sorted(later, key=lambda nc: nc[1].landed)
 
 

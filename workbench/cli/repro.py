@@ -367,26 +367,27 @@ def recreate_cmd(
     lower SIMD level than this machine's (AVX2 here on AVX-512) is re-trained with ATen's kernels held to that
     level (ATEN_CPU_CAPABILITY), as it was trained."""
     from workbench.store import RunStore, StoreError
-    from workbench.train.recreate import numerics_note
 
     own, src_store = RunStore(root), _shipped(shipped)
     say_created(own)
     try:
-        info = src_store.get(run_id).info
+        src_store.get(run_id)
     except StoreError as e:
         _fail(str(e))
-    note = numerics_note(info, threads)
-    if note:
-        typer.echo(note, err=True)
     run = _recreate(src_store, own, run_id, threads, quiet, retrain)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
 
 def _recreate(shipped_store, own, run_id: str, threads: Optional[int], quiet: bool, retrain: bool = False,
               on_epoch=None):
-    """`workbench.train.recreate.recreate` with the CLI's progress bar (its StoreError becomes `error: ...`)."""
-    from workbench.train.recreate import recreate
+    """`workbench.train.recreate.recreate` with the CLI's progress bar (its StoreError becomes `error: ...`), after
+    `numerics_note` where it will train (what of the shipped run's numerics differs here: another trajectory)."""
+    from workbench.train.recreate import numerics_note, recreate
 
+    if retrain or not own.exists(run_id) or own.get(run_id).status != "finished":
+        note = numerics_note(shipped_store.get(run_id).info, threads)
+        if note:
+            typer.echo(note, err=True)
     return recreate(shipped_store, own, run_id, threads=threads, progress=not quiet, retrain=retrain,
                     on_epoch=on_epoch, say=lambda line: typer.echo(line, err=True))
 
@@ -650,22 +651,23 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
     them (or already left the shipped trajectory), else re-trained (`stop_at_first_difference(..., upto=N)`, left to
     resume), each compared with the shipped one; "epochs" when all are bit-identical, None (not judged) at the first
     that is not."""
-    from workbench.train.recreate import first_difference, last_epoch, said_difference, stop_at_first_difference
-
-    from workbench.store.run import machine_identity
-    from workbench.train.recreate import simd_hold
+    from workbench.store.run import machine_identity, numerics_differences, recorded_numerics
+    from workbench.train.recreate import (first_difference, last_epoch, numerics_here, said_difference,
+                                          stop_at_first_difference)
 
     last = last_epoch(shipped)
     epochs = min(epochs, last)
     copy = own.get(src.id) if own.exists(src.id) and not retrain else None
     if copy is not None and "shipped" not in copy.info:  # a copy trained elsewhere says nothing of this machine
-        here, there = machine_identity(), copy.info.get("machine") or {}
-        held = simd_hold(src.info).get("ATEN_CPU_CAPABILITY")  # a re-training here runs held to the shipped level
-        here = dict(here, cpu_capability=held.upper() if held else here.get("cpu_capability"))
-        other = [k for k in ("cpu", "cpu_vendor", "cpu_capability") if there.get(k) != here.get(k)]
+        # its recorded numerics against those a re-training here runs at (the shipped level held), and its CPU
+        other = {k: was for k, (was, _) in numerics_differences(recorded_numerics(copy.info),
+                                                                 numerics_here(src.info, threads)).items()}
+        cpu = (copy.info.get("machine") or {}).get("cpu")
+        if cpu != machine_identity()["cpu"]:
+            other["cpu"] = cpu
         if other or copy.metrics_changed():
             typer.secho(f"{src.id}: your copy in {own.root} was not trained on this machine as it is now ("
-                        + (", ".join(f"{k} {there.get(k)}" for k in other) or "its metrics changed after training")
+                        + (", ".join(f"{k} {v}" for k, v in other.items()) or "its metrics changed after training")
                         + f"), so its epochs say nothing of this machine's floats; `workbench recreate {src.id} "
                         "--retrain` trains it here first", fg=typer.colors.YELLOW, err=True)
             return None

@@ -166,14 +166,20 @@ def simd_beyond(info: dict) -> str | None:
     return None
 
 
+def numerics_here(info: dict, threads: int | None = None) -> dict:
+    """This machine's numerics (`numerics_identity`) as a re-training of the shipped run `info` runs at: its thread
+    count (`threads`, else the shipped run's) and the SIMD level `recreate` holds it to (`simd_hold`)."""
+    held = {"cpu_capability": level.upper() for level in simd_hold(info).values()}
+    return numerics_identity() | {"threads": threads or info.get("threads")} | held
+
+
 def numerics_note(info: dict, threads: int | None = None) -> str | None:
     """Before a re-training: a note naming what of the shipped run's recorded numerics differs here (torch, SIMD
     level, CPU vendor, BLAS / MKL / oneDNN, threads), since then the floats differ from the first step and training
     follows another trajectory; None when nothing recorded differs. A SIMD level `recreate` holds (`simd_hold`) is
     the one the re-training runs at, so it is not named. A CPU run that recorded no SIMD level (trained before
     run.json recorded it) cannot be held to it: the note says so."""
-    held = {"cpu_capability": level.upper() for level in simd_hold(info).values()}
-    here = numerics_identity() | {"threads": threads or info.get("threads")} | held
+    here = numerics_here(info, threads)
     recorded = recorded_numerics(info)
     diff = {k: v for k, v in numerics_differences(recorded, here).items() if v[0] is not None}
     if not diff:
