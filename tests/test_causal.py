@@ -135,17 +135,22 @@ def test_nnsight_patch_equals_transformer_lens_hooks():
     np.testing.assert_allclose(res["ld_patched"][1, patching.SETS.index("trigger"), 2], ld, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("arch", ["paper", "decoder"])
-def test_patching_known_answers(arch):
-    """The last layer's whole stream carries everything (effect 1); a head whose W_O is zero carries nothing."""
+AUTHORS_PADS = dict(attn_pad_mask=False, readout_include_pad=True, pad_trained=True, final_ln="none")
+
+
+@pytest.mark.parametrize("arch, kw", [("paper", {}), ("decoder", {}), ("paper", AUTHORS_PADS)])
+def test_patching_known_answers(arch, kw):
+    """The last layer's whole stream carries everything (effect 1); a head whose W_O is zero carries nothing. In
+    the authors' settings the pads attend and are pooled, so "all" positions includes them (it read 1.29 without)."""
     from workbench.analysis import patching
 
-    model = task_model(arch=arch)
+    model = task_model(arch=arch, **kw)
     with torch.no_grad():
         model.blocks[0].attn.W_O[1] = 0.0
     df = patching.compute(model, task_data(), n_pairs=20, n_boot=50)
     last = df[(df.site == "resid") & (df.layer == 1) & (df.positions == "all")].iloc[0]
-    assert last.effect == pytest.approx(1.0, abs=1e-4) and last.ci_lo == pytest.approx(1.0, abs=1e-3)
+    assert last.effect == pytest.approx(1.0, abs=1e-4)
+    assert kw or last.ci_lo == pytest.approx(1.0, abs=1e-3)
     dead = df[(df.site == "head") & (df.layer == 0) & (df["head"] == 1)]
     assert np.allclose(dead.effect, 0.0, atol=1e-4)  # float rounding only
     assert len(df) == 2 * 3 * 5 and set(df.positions) == {"all", "trigger", "non_trigger"}
@@ -217,6 +222,9 @@ def test_label_probes_find_a_planted_signal():
     assert heads["score"].max() > 0.6 and heads["selectivity"].max() > 0.4
     assert (df[df.probe == "label_stream"]["score"] > 0.6).all()
     assert (df["score_lo"] <= df["score"]).all() and (df["score"] <= df["score_hi"]).all()
+    # 199 examples in 4 folds: training sets of 149 and 150 rows, solved per size (one stacked solve failed)
+    uneven = probes.compute(model, d, probes=("label_head",), n_examples=199, n_folds=4)
+    assert len(uneven) == 8 and uneven["score"].max() > 0.6 and (uneven["control"] < 0.5).all()
 
 
 def test_probe_bad_input():
@@ -256,6 +264,35 @@ def test_trigger_attention_hand_checks():
     np.testing.assert_allclose(bd["value"], bd["uniform"], atol=1e-5)
     with pytest.raises(NotApplicable, match="trigger"):
         trigger_attention.compute(model, make_data(10))
+
+
+def test_trigger_attention_reads_the_labelled_pair_and_the_keys_the_model_sees():
+    """The authors' data: filler may hold the trigger words, so a row's first w1 or w2 need not be its pair's; the
+    pair is the w1 whose w2 lies the label's distance after it (`trigger_pair`). The authors' model attends the pad
+    keys too, so a head attending uniformly (W_Q = 0) sits at the uniform reference only if the pads count."""
+    from workbench.analysis import trigger_attention
+    from workbench.analysis._common import trigger_pair
+
+    tok = torch.tensor([[7, 5, 9, 9, 7, 9, 0], [5, 9, 7, 5, 9, 9, 7]])  # w1 = 5, w2 = 7; labels 3 and 3
+    p1, p2 = trigger_pair(tok, torch.tensor([3, 3]), [5, 7])
+    assert p1.tolist() == [1, 3] and p2.tolist() == [4, 6]  # not the first 7 of row 0, nor the first 5 of row 1
+    with pytest.raises(ValueError, match="labels"):
+        trigger_pair(tok, torch.tensor([2, 3]), [5, 7])
+    spec = get_spec("trigger-distance", preset="smoke")
+    pairs = counterfactual_pairs(spec, np.array([5, 7]), 60, seed=0)
+    d = SimpleNamespace(spec=spec, trigger_ids=np.array([5, 7]), test_x=pairs.clean_x, test_y=pairs.clean_y)
+    m = PEClassifier(ModelConfig(vocab_size=40, n_classes=16, arch="paper", scheme="nope", d_model=32, n_heads=4,
+                                 d_ff=48, n_layers=1, max_len=24, dropout=0.0, seed=5, attn_pad_mask=False,
+                                 readout_include_pad=True, pad_trained=True, final_ln="none")).eval()
+    with torch.no_grad():
+        m.blocks[0].attn.W_Q.zero_()
+        m.blocks[0].attn.b_Q.zero_()
+    df = trigger_attention.compute(m, d, n_boot=0)
+    h = df[df["head"] == 0]
+    to = h[h.measure == "to_triggers"].iloc[0]
+    assert to.value == pytest.approx(to.uniform, abs=1e-6)  # 0.0833 against 0.1373 over the word keys only
+    bd = h[h.measure == "by_distance"]
+    np.testing.assert_allclose(bd["value"], bd["uniform"], atol=1e-6)
 
 
 @pytest.mark.parametrize("arch, task", [("paper", "trigger-distance"), ("decoder", "trigger-count")])

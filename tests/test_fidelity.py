@@ -515,6 +515,27 @@ def test_direct_logit_attribution_adds_up_under_the_authors_layernorm_placements
     assert contrib.shape[-1] == 24  # one column per output (vocab_size with unembed_vocab)
 
 
+def test_the_margin_against_the_mean_reads_the_classes_only_where_the_output_layer_is_the_vocab():
+    """`unembed_vocab` (authors): 24 outputs, 6 classes. `dla_vs_mean` and self-repair's margin subtract the mean
+    logit of the 6 classes, not of all 24 outputs (18 are never a label; they averaged over those)."""
+    from types import SimpleNamespace
+
+    from workbench.analysis import dla, self_repair
+
+    model = fidelity_model("rope", "authors")
+    assert model.cfg.unembed_vocab and model.cfg.n_classes == 6
+    t = tokens(n=4)
+    y = torch.tensor([1, 5, 0, 3])
+    df = dla.compute(model, SimpleNamespace(test_x=t.numpy(), test_y=y.numpy()), n_examples=None, n_boot=0)
+    with torch.no_grad():
+        logits = model(t)
+    at = logits[torch.arange(4), y]
+    over_classes = float((at - logits[:, :6].mean(1)).mean())
+    assert df["dla_vs_mean"].sum() == pytest.approx(over_classes, abs=1e-4)
+    assert abs(over_classes - float((at - logits.mean(1)).mean())) > 1e-2  # the two means differ: the test can tell
+    torch.testing.assert_close(self_repair.measured(logits, y, None, 6), at - logits[:, :6].mean(1))
+
+
 def test_grid_entries_with_a_named_setting_take_its_arch():
     grid = {"preset": "smoke", "archs": ["paper", "decoder"], "schemes": ["nope"],
             "variants": [{"name": "mla-authors", "scheme": "mla", "fidelity": "authors-mla"},

@@ -122,6 +122,23 @@ def valid_pairs(tokens: torch.Tensor, arch: str) -> torch.Tensor:
     return ok
 
 
+def trigger_pair(tok: torch.Tensor, y: torch.Tensor, triggers) -> tuple[torch.Tensor, torch.Tensor]:
+    """Task 1's trigger pair of each row, (p1 [B], p2 [B]): the first w1 whose w2 lies y (the label: the distance
+    p2 - p1) after it. Where the filler may hold the trigger words (the authors' data, `filler_includes_triggers`)
+    a row's first w1 or w2 need not be its pair's (14 % of t1-rope-repro-s42-40a0c6's test rows); elsewhere the
+    pair is the only w1 and w2 of the row. ValueError when a row has no such pair."""
+    w1, w2 = int(triggers[0]), int(triggers[1])
+    n = tok.shape[1]
+    y = torch.as_tensor(y, device=tok.device).long()
+    at = torch.arange(n, device=tok.device)[None] + y[:, None]  # [B, pos]: where each position's w2 would be
+    hit = (tok == w1) & (at < n) & (tok.gather(1, at.clamp(max=n - 1)) == w2)
+    if not bool(hit.any(1).all()):
+        raise ValueError("some Task 1 rows have no w1 with its w2 at the label's distance after it: the dataset, "
+                         "its labels and its trigger ids do not match")
+    p1 = hit.float().argmax(1)
+    return p1, p1 + y
+
+
 def cache_hooks(model, tokens: torch.Tensor, names: list[str], fwd_hooks: list = ()) -> dict[str, torch.Tensor]:
     """Forward once with hooks that store the named activations (nothing else is kept), after `fwd_hooks` (an
     intervention: a hook point it changes is stored as changed)."""

@@ -137,7 +137,7 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, 
     cf_logits, cf_acts = cf_run or counterfactual_run(model, cf)
     logits, acts, grads = path_gradients(model, clean, cf, y, y_cf, names, ig_steps)
     ld = logits[b, y_cf] - logits[b, y]
-    pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
+    pm = position_masks(trig, clean, pads=not model.cfg.pads_are_inert).to(clean.device)  # [S, B, pos]
     est = torch.empty(L, pm.shape[0], H + 1, len(clean), dtype=torch.float64)
     with torch.no_grad():
         for l, (zn, rn) in enumerate(zip(z_names, r_names)):

@@ -13,7 +13,7 @@ frozen and divides that position's pooling weight, `logit = sum_c W_U gamma (sum
 mean)) + W_U beta sum_p w_p + b_U`.
 
 The direct effect of head (l, h) is its term read on the correct class (`dla`; `dla_vs_mean`: minus the mean
-over classes; `dla_vs_runner_up`: minus its term on the clean run's runner-up class, the highest-scoring class other
+over the n_classes classes, also where the output layer has vocab_size outputs (`unembed_vocab`, the authors')); `dla_vs_runner_up`: minus its term on the clean run's runner-up class, the highest-scoring class other
 than the label, so that the components sum to logit(label) - logit(runner-up), the margin the decision turns on. On
 the trigger-distance task the mean over classes moves with whole groups of neighbouring distance classes, which the
 decision does not read; docs/analyses.md). It is the head's effect through the direct path only, with sigma held
@@ -106,6 +106,7 @@ def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed
     """Mean direct effect on the correct class of every component, over test examples, with bootstrap intervals."""
     x, y = labelled_test(model, data, n_examples, seed, "direct logit attribution")
     on_label, vs_mean, vs_runner_up, labels = [], [], [], None
+    n_classes = model.cfg.n_classes  # the mean over the classes, not over all outputs (`unembed_vocab`: the vocab)
     with evaluating(model):
         for idx, tok, lab in batches(x, batch_size, y, trim=model.cfg.pads_are_inert,
                                      device=model.cfg.device):
@@ -113,7 +114,7 @@ def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed
             ix = torch.arange(len(tok))
             at = contrib[ix, :, lab]  # [B, n]
             on_label.append(at.double().cpu().numpy())
-            vs_mean.append((at - contrib.mean(-1)).double().cpu().numpy())
+            vs_mean.append((at - contrib[..., :n_classes].mean(-1)).double().cpu().numpy())
             vs_runner_up.append((at - contrib[ix, :, runner_up(logits, lab)]).double().cpu().numpy())
     cols = np.concatenate([np.concatenate(v) for v in (on_label, vs_mean, vs_runner_up)], 1)
     mean = cols.mean(0)

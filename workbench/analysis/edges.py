@@ -28,7 +28,7 @@ import torch
 
 from ._common import run_data, tag
 from .attribution import embedding_at, forward_keeping, largest, over_pairs, path_points, with_real
-from .patching import _check, normalised, pairs_for
+from .patching import _check, normalised, pairs_for, position_masks
 
 
 def edge_list(n_layers: int, n_heads: int) -> list[tuple[str, int, int, str, int]]:
@@ -104,7 +104,8 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, y: torch.Tensor, y_c
             keys = list(reads)
             g = torch.autograd.grad((lg[b, y_cf] - lg[b, y]).sum(), [reads[k] for k in keys])
         grads = {k: grads.get(k, 0.0) + gi / len(alphas) for k, gi in zip(keys, g)}
-    real = (clean != 0).to(ld.dtype)[:, :, None]  # non-pad positions: patching's "all"
+    real = position_masks(torch.zeros_like(clean, dtype=torch.bool), clean, pads=not model.cfg.pads_are_inert)[0]
+    real = real.to(ld.dtype)[:, :, None]  # patching's "all": the non-pad positions, the pads too where not inert
     out = {}
     with torch.no_grad():
         for l, blk in enumerate(model.blocks):

@@ -63,9 +63,11 @@ def _check(model, pairs) -> None:
                             "paper and decoder architectures")
 
 
-def position_masks(trigger_mask: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """[n_sets, B, pos] float: all non-pad positions, trigger positions, non-trigger positions."""
-    real = tokens != 0
+def position_masks(trigger_mask: torch.Tensor, tokens: torch.Tensor, pads: bool = False) -> torch.Tensor:
+    """[n_sets, B, pos] float: all non-pad positions, trigger positions, non-trigger positions; with `pads` (a
+    model whose pads are not inert, `ModelConfig.pads_are_inert`: its pad positions attend and are read out, as in
+    the authors' script) the pad positions too, in "all" and "non_trigger", since they carry the difference."""
+    real = torch.ones_like(tokens, dtype=torch.bool) if pads else tokens != 0
     trig = trigger_mask & real
     return torch.stack([real, trig, real & ~trig]).to(torch.float32)
 
@@ -121,7 +123,7 @@ def patched_logits_batched(model, tails, clean: torch.Tensor, cf: torch.Tensor, 
     L, H, B = cfg.n_layers, cfg.n_heads, clean.shape[0]
     both = torch.cat([cf, clean])
     memory, mask, resid, final = _prefix(model, both)
-    pm = position_masks(trig, clean)
+    pm = position_masks(trig, clean, pads=not cfg.pads_are_inert)
     S = pm.shape[0]
     independent = cfg.arch == "paper"
     runs = pm[:1] if independent else pm
@@ -163,7 +165,7 @@ def patched_logits_naive(wrapped, clean: torch.Tensor, cf: torch.Tensor, trig: t
         cf_logits = wrapped.output.save()
     with wrapped.trace(clean):
         clean_logits = wrapped.output.save()
-    pm = position_masks(trig, clean)
+    pm = position_masks(trig, clean, pads=not cfg.pads_are_inert)
     out = torch.empty(L, pm.shape[0], H + 1, clean.shape[0], clean_logits.shape[-1])
     for l in range(L):
         for s in range(pm.shape[0]):

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import batches, cache_hooks, evaluating, NotApplicable, run_data, split_xy, subsample, tag
+from ._common import (batches, cache_hooks, evaluating, NotApplicable, run_data, split_xy, subsample, tag,
+                      trigger_pair)
 
 PROBES = ("position", "label_head", "label_stream")
 DTYPE = torch.float32  # the batched logistic solve (float64: 4x slower; fold accuracies within 0.002)
@@ -94,7 +95,8 @@ def fit_logistic(X: torch.Tensor, y: torch.Tensor, present: torch.Tensor, C: flo
 
 def _logistic_cv(X: np.ndarray, y: np.ndarray, folds: list, seed: int, C: float, max_iter: int) -> tuple:
     """Fold accuracies of logistic probes on each of P feature sets X [P, n, d], for y and for shuffled y (the
-    control): all P x folds x 2 fits in one batched solve. Returns (real [P, folds], ctrl [P, folds])."""
+    control): all P x folds x 2 fits batched, one solve per training-set size. Returns (real [P, folds], ctrl
+    [P, folds])."""
     y_shuf = np.random.default_rng(seed).permutation(y)
     classes, codes = np.unique(np.stack([y, y_shuf]), return_inverse=True)
     codes = codes.reshape(2, -1)
@@ -109,9 +111,16 @@ def _logistic_cv(X: np.ndarray, y: np.ndarray, folds: list, seed: int, C: float,
             ys.append(np.broadcast_to(c[tr], (P, len(tr))))
             present.append(np.broadcast_to(np.isin(np.arange(K), c[tr]), (P, K)))
             tests.append((Z[:, te], c[te]))
-    Xt = torch.as_tensor(np.concatenate(Xs), dtype=DTYPE)
-    W, b = fit_logistic(Xt, torch.as_tensor(np.concatenate(ys)), torch.as_tensor(np.concatenate(present)), C,
-                        max_iter)
+    # one batched solve per training-set size: folds of n examples differ by one where n_folds does not divide n
+    W, b = [None] * len(Xs), [None] * len(Xs)
+    for size in dict.fromkeys(x.shape[1] for x in Xs):
+        idx = [i for i, x in enumerate(Xs) if x.shape[1] == size]
+        Wg, bg = fit_logistic(torch.as_tensor(np.concatenate([Xs[i] for i in idx]), dtype=DTYPE),
+                              torch.as_tensor(np.concatenate([ys[i] for i in idx])),
+                              torch.as_tensor(np.concatenate([present[i] for i in idx])), C, max_iter)
+        for j, i in enumerate(idx):
+            W[i], b[i] = Wg[j * P:(j + 1) * P], bg[j * P:(j + 1) * P]
+    W, b = torch.cat(W), torch.cat(b)
     mask = torch.where(torch.as_tensor(np.concatenate(present)), 0.0, -torch.inf).to(DTYPE)
     acc = []
     for i, (Zte, cte) in enumerate(tests):
@@ -123,18 +132,10 @@ def _logistic_cv(X: np.ndarray, y: np.ndarray, folds: list, seed: int, C: float,
     return acc[:, 0].T, acc[:, 1].T
 
 
-def _label_positions(tok: torch.Tensor, task: str | None, triggers) -> torch.Tensor | None:
-    """Per row, the position of the second trigger (Task 1), else None (mean over non-pad positions)."""
-    if task != "trigger-distance" or triggers is None or len(triggers) < 2:
-        return None
-    hit = tok == int(triggers[1])
-    if not bool(hit.any(1).all()):
-        raise ValueError("some Task 1 rows have no second trigger: the dataset and its trigger ids do not match")
-    return hit.float().argmax(1)
-
-
-def collect(model, x: np.ndarray, task: str | None, triggers, max_tokens: int, seed: int, batch_size: int = 64):
-    """Features of every probe: position rows (per token) and per-example head / pooled-stream features."""
+def collect(model, x: np.ndarray, y: np.ndarray, task: str | None, triggers, max_tokens: int, seed: int,
+            batch_size: int = 64):
+    """Features of every probe: position rows (per token) and per-example head / pooled-stream features (the
+    heads' z at Task 1's second trigger, `trigger_pair`; elsewhere their mean over the non-pad positions)."""
     cfg = model.cfg
     L = cfg.n_layers
     stream = ["blocks.0.hook_resid_pre"] + [f"blocks.{l}.hook_resid_post" for l in range(L)]
@@ -151,7 +152,8 @@ def collect(model, x: np.ndarray, task: str | None, triggers, max_tokens: int, s
             pos.append(p.cpu().numpy())
             length.append(real.sum(1)[b].cpu().numpy())
             group.append(np.asarray(idx)[b.cpu().numpy()])
-            at = _label_positions(tok, task, triggers)
+            at = trigger_pair(tok, y[idx], triggers)[1] \
+                if task == "trigger-distance" and triggers is not None and len(triggers) >= 2 else None
             w = real.float() / real.float().sum(1, keepdim=True).clamp(min=1.0)
             for l, n in enumerate(zs):
                 z = store[n]  # [B, pos, H, dh]
@@ -190,7 +192,7 @@ def compute(model, data, probes=PROBES, layers: list[int] | None = None, n_examp
                          f"per fold (n_examples >= {2 * max(n_folds, 2)}); lower n_folds or raise n_examples")
     spec = getattr(data, "spec", None)
     triggers = getattr(data, "trigger_ids", None)
-    feats = collect(model, x, getattr(spec, "task", None), triggers, max_tokens, seed)
+    feats = collect(model, x, y, getattr(spec, "task", None), triggers, max_tokens, seed)
     folds = KFold(n_folds, shuffle=True, random_state=seed)
     rows = []
 

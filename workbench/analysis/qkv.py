@@ -57,7 +57,7 @@ def estimates(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, 
     ld = logits[b, y_cf] - logits[b, y]
     grads = torch.autograd.grad(ld.sum(), [acts[n] for n in grad_names], allow_unused=True)
     grads = {n: torch.zeros_like(acts[n]) if g is None else g for n, g in zip(grad_names, grads)}
-    pm = position_masks(trig, clean).to(clean.device)  # [S, B, pos]
+    pm = position_masks(trig, clean, pads=not model.cfg.pads_are_inert).to(clean.device)  # [S, B, pos]
     S = pm.shape[0]
     lin = torch.empty(L, len(SITES), S, H, B, dtype=torch.float64)
     star = torch.empty_like(lin)
@@ -91,7 +91,7 @@ def patched(model, clean: torch.Tensor, cf: torch.Tensor, trig: torch.Tensor, y:
     set's positions replaced by the counterfactual run's, the rest of the forward recomputed (one forward each)."""
     b = torch.arange(len(clean), device=clean.device)
     names = sorted({_names(l, _HOOK[site])[0] for site, l, _, _ in chosen})
-    pm = position_masks(trig, clean).to(clean.device).bool()
+    pm = position_masks(trig, clean, pads=not model.cfg.pads_are_inert).to(clean.device).bool()
     out = []
     with torch.no_grad():
         _, cf_acts = forward_keeping(model, cf, names, grad=False)

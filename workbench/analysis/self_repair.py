@@ -55,9 +55,10 @@ def margins(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, labels:
     given (a class per example), the bias last; scale)."""
     names, comp, bias, scale = components(model, store, tokens, scale)
     W_U = model.unembed.weight
-    u = W_U[labels] - (W_U.mean(0) if against is None else W_U[against])  # [B, d]: the measure's direction
+    C = model.cfg.n_classes  # the mean over the classes, not over all outputs (`unembed_vocab`: the vocab)
+    u = W_U[labels] - (W_U[:C].mean(0) if against is None else W_U[against])  # [B, d]: the measure's direction
     terms = torch.einsum("bnd,bd->bn", comp, u)
-    other = bias.mean(-1) if against is None else bias.gather(1, against[:, None])[:, 0]
+    other = bias[:, :C].mean(-1) if against is None else bias.gather(1, against[:, None])[:, 0]
     b = bias.gather(1, labels[:, None])[:, 0] - other
     return names + [("bias", -1, -1)], torch.cat([terms, b[:, None]], 1), scale
 
@@ -102,10 +103,11 @@ def _from_layer(model, tokens: torch.Tensor, clean: dict[str, torch.Tensor], l: 
     return store, logits
 
 
-def measured(logits: torch.Tensor, labels: torch.Tensor, against: torch.Tensor | None) -> torch.Tensor:
-    """[B]: the measure read off the logits, logit(label) - mean logit, or - logit(against) when given: what the
-    terms of `margins` sum to (with the run's own final-LayerNorm scale)."""
-    other = logits.mean(-1) if against is None else logits.gather(1, against[:, None])[:, 0]
+def measured(logits: torch.Tensor, labels: torch.Tensor, against: torch.Tensor | None,
+             n_classes: int) -> torch.Tensor:
+    """[B]: the measure read off the logits, logit(label) - the mean of the n_classes classes' logits, or -
+    logit(against) when given: what the terms of `margins` sum to (with the run's own final-LayerNorm scale)."""
+    other = logits[:, :n_classes].mean(-1) if against is None else logits.gather(1, against[:, None])[:, 0]
     return logits.gather(1, labels[:, None])[:, 0] - other
 
 
@@ -137,7 +139,8 @@ def per_batch(model, tokens: torch.Tensor, labels: torch.Tensor, z_fill: torch.T
         _, frozen, _ = margins(model, st, rep_tok, rep_lab, rep_scale, against=rep_against)
         frozen = frozen.reshape(H, B, -1).double().cpu()
         # the ablated runs' measure at their own final-LayerNorm scale; without a final LayerNorm it is the frozen sum
-        own = frozen.sum(-1) if s0 is None else measured(logits, rep_lab, rep_against).reshape(H, B).double().cpu()
+        own = frozen.sum(-1) if s0 is None else \
+            measured(logits, rep_lab, rep_against, cfg.n_classes).reshape(H, B).double().cpu()
         d = frozen - m0[None]  # [copy, B, n]
         moved[l] = d
         own_term = [comps.index(("head", l, h)) for h in range(H)]  # copy h's own head

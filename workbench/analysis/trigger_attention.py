@@ -2,11 +2,14 @@
 
 Per (layer, head), averaged over test examples (95 % percentile bootstrap interval over examples):
 
-* `t2_to_t1` (Task 1): the weight from the second trigger (query) to the first (key); `t1_to_t2`: back;
+* `t2_to_t1` (Task 1): the weight from the second trigger (query) to the first (key); `t1_to_t2`: back (the
+  pair whose distance is the label, `trigger_pair`);
 * `to_triggers`: the attention mass a non-pad query puts on trigger keys, averaged over queries; `uniform` is
-  the same under uniform attention over the visible keys (the share of visible keys that are triggers);
-* `by_distance`: the mean weight on key j from query i as a function of |i - j| (over non-pad, visible pairs;
-  `distance` column; no interval), `uniform` = the mean of 1 / #visible keys over the same pairs.
+  the same under uniform attention over the keys the model attends (the share of them that are triggers; pad
+  keys count where the model does not mask them, `attn_pad_mask` false as in the authors' script);
+* `by_distance`: the mean weight on key j from query i as a function of |i - j| (over pairs of non-pad
+  positions; `distance` column; no interval), `uniform` = the mean of 1 / #keys the model attends over the same
+  pairs.
 """
 from __future__ import annotations
 
@@ -15,23 +18,19 @@ import pandas as pd
 import torch
 
 from ._common import (batches, bootstrap_means, cache_hooks, evaluating, NotApplicable, percentile_interval, run_data,
-                      split_xy, subsample, tag, valid_pairs)
+                      split_xy, subsample, tag, trigger_pair, valid_pairs)
 
 
-def trigger_positions(tok: torch.Tensor, triggers: np.ndarray, task: str | None):
-    """(is_trigger [B, pos], p1 [B] or None, p2 [B] or None): Task 1's first w1 and the first w2 after it."""
+def trigger_positions(tok: torch.Tensor, y: torch.Tensor | None, triggers: np.ndarray, task: str | None):
+    """(is_trigger [B, pos], p1 [B] or None, p2 [B] or None): Task 1's trigger pair (`trigger_pair`: the w1 whose
+    w2 lies the label's distance after it)."""
     trig = torch.as_tensor(np.asarray(triggers), device=tok.device)
     is_trig = torch.isin(tok, trig)
     if task != "trigger-distance" or len(triggers) < 2:
         return is_trig, None, None
-    ar = torch.arange(tok.shape[1], device=tok.device)
-    h1 = tok == int(triggers[0])
-    p1 = h1.float().argmax(1)
-    h2 = (tok == int(triggers[1])) & (ar[None] > p1[:, None])
-    if not bool((h1.any(1) & h2.any(1)).all()):
-        raise ValueError("some Task 1 rows lack the trigger pair (w1 then w2): the dataset and its trigger ids "
-                         "do not match")
-    return is_trig, p1, h2.float().argmax(1)
+    if y is None:
+        raise ValueError("Task 1's trigger pair is found by its label (the distance): pass a labelled test split")
+    return (is_trig, *trigger_pair(tok, y, triggers))
 
 
 def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
@@ -42,8 +41,9 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
         raise NotApplicable("trigger attention needs a task with trigger tokens (trigger-distance or "
                             "trigger-count): pass the run's Dataset")
     task = getattr(getattr(data, "spec", None), "task", None)
-    x, _ = split_xy(data, "test")
-    x = x[subsample(len(x), n_examples, seed)]
+    x, y = split_xy(data, "test")
+    keep = subsample(len(x), n_examples, seed)
+    x, y = x[keep], (None if y is None else y[keep])
     cfg = model.cfg
     L, H, P = cfg.n_layers, cfg.n_heads, x.shape[1]
     names = [f"blocks.{l}.attn.hook_pattern" for l in range(L)]
@@ -51,12 +51,13 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
     dist_sum = np.zeros((L, H, P))
     dist_n, dist_uni = np.zeros(P), np.zeros(P)
     with evaluating(model):
-        for _, tok, _ in batches(x, batch_size, trim=cfg.pads_are_inert, device=cfg.device):
+        for _, tok, lab in batches(x, batch_size, y, trim=cfg.pads_are_inert, device=cfg.device):
             store = cache_hooks(model, tok, names)
             B, n = tok.shape
-            vis = valid_pairs(tok, cfg.arch).double()  # [B, q, k]
+            vis = valid_pairs(tok, cfg.arch).double()  # [B, q, k]: the (word, word) pairs measured
+            seen = (model.mask(tok)[:, 0] == 0).double()  # [B, q, k]: the keys the model attends (pads too, unmasked)
             real = tok != 0
-            is_trig, p1, p2 = trigger_positions(tok, triggers, task)
+            is_trig, p1, p2 = trigger_positions(tok, lab, triggers, task)
             b = torch.arange(B, device=tok.device)
             nq = real.sum(1).clamp(min=1).double()
             # each (q, k) pair's distance |q - k|: the by-distance sums are one scatter-add over the flattened pairs
@@ -77,9 +78,9 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
                 per_ex["t2_to_t1"].append(t21)
                 per_ex["t1_to_t2"].append(t12)
             per_ex["to_triggers"].append(to)
-            share = (vis * is_trig[:, None, :]).sum(-1) / vis.sum(-1).clamp(min=1)  # [B, q]
+            share = (seen * is_trig[:, None, :]).sum(-1) / seen.sum(-1).clamp(min=1)  # [B, q]
             per_ex["uniform_to_triggers"].append(((share * real).sum(-1) / nq).cpu().numpy())
-            inv = vis / vis.sum(-1, keepdim=True).clamp(min=1)  # uniform attention over the visible keys
+            inv = vis / seen.sum(-1, keepdim=True).clamp(min=1)  # uniform attention over the keys the model sees
             dist_n[:n] += torch.bincount(idx, vis.sum(0).flatten(), minlength=n).cpu().numpy()
             dist_uni[:n] += torch.bincount(idx, inv.sum(0).flatten(), minlength=n).cpu().numpy()
     rows = []
