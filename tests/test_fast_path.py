@@ -401,6 +401,79 @@ class FakeClock:
         monkeypatch.setattr(loop, "time", shim)
 
 
+class StartupClock(FakeClock):
+    """A FakeClock on which each training session's first step takes `startup_s` more (its compilation)."""
+
+    def __init__(self, step_s: float, startup_s: float):
+        super().__init__(step_s)
+        self.startup_s, self.first = startup_s, True
+
+    def stepping(self, monkeypatch):
+        real_step, real_session = loop.train_step, loop._train_locked
+
+        def step(*a, **k):
+            self.now += self.step_s + (self.startup_s if self.first else 0.0)
+            self.first = False
+            return real_step(*a, **k)
+
+        def session(*a, **k):
+            self.first = True
+            return real_session(*a, **k)
+
+        monkeypatch.setattr(loop, "train_step", step)
+        monkeypatch.setattr(loop, "_train_locked", session)
+
+
+def test_a_deadline_leaves_a_sessions_start_up_out_of_its_next_epoch(tmp_path, monkeypatch):
+    """The deadline judged the next epoch by the session's first, its start-up (a 99-s compile in the first step)
+    included: a run of 5 epochs of 5 s that fits a 130-s window with room stopped after epoch 1. The first epoch
+    less its first step's time beyond its second's is 5 s (run.json `epoch_estimate_s`): the run finishes, and in a
+    112-s window stops after epoch 2 (epoch 3 would end at 114 s)."""
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=5"], store=store)
+    assert -(-len(store.load_task(cfg["task"]).train_y) // cfg["train"]["batch_size"]) == 5
+    clock = StartupClock(1.0, 99.0)
+    clock.stepping(monkeypatch)
+    start = clock.now
+    for must_finish in (False, True):
+        run = train(cfg, store, force=True, progress=False, device="cpu", threads=1, clock=clock,
+                    deadline=clock.now + 130, must_finish=must_finish)
+        assert run.status == "finished" and run.info["epoch_estimate_s"] == 5.0
+    assert clock.now == start + 2 * 124
+    cut = train(cfg, store, force=True, progress=False, device="cpu", threads=1, clock=clock,
+                deadline=clock.now + 112)
+    assert cut.status == "interrupted" and cut.info["stopped_at_deadline"] == 2
+
+
+def test_a_window_books_start_up_as_start_up_not_as_epochs(tmp_path, monkeypatch):
+    """Each session's first step takes 99 s more (a compile), an epoch 5 s. A run resumed for its one epoch left is
+    split by its session's `epoch_estimate_s` into 99 s of start-up and a 5-s epoch (it was booked as one 104-s
+    epoch, so the next seed, 99 + 3 x 5 s, was estimated at 312 s and not started); and a deferred run starts only
+    where its start-up and one epoch fit the time left (it started when one epoch did, and overran the deadline by
+    its start-up)."""
+    from workbench.train.sweep import sweep
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    grid = {"preset": "smoke", "schemes": ["rope"], "tasks": ["t1"], "seeds": [42, 43],
+            "set": {"train.epochs": 3, "task.n_examples": 400, "train.batch_size": 64}}
+    first = resolve_config("smoke", "rope", "t1", seed=42, sets=["train.epochs=3", "task.n_examples=400",
+                                                                  "train.batch_size=64"], store=store)
+    clock = StartupClock(1.0, 99.0)
+    clock.stepping(monkeypatch)
+    clock.walls(monkeypatch)
+    train(first, store, progress=False, device="cpu", threads=1, stop_after_epochs=2)
+    start, lines = clock.now, []
+    out = sweep(grid, store, device="cpu", threads=1, progress=False, deadline=250, clock=clock, partial=False,
+                log=lines.append)
+    assert [r["outcome"] for r in out] == ["resumed", "trained"] and clock.now == start + 104 + 114
+
+    more = grid | {"seeds": [44, 45]}  # 44 (unknown cost: started) takes 114 s; 45's 99 + 5 s do not fit 36 s
+    start = clock.now
+    out = sweep(more, RunStore(tmp_path / "b", data_dir=tmp_path / "data"), device="cpu", threads=1,
+                progress=False, deadline=150, clock=clock, log=lines.append)
+    assert [r["outcome"] for r in out] == ["trained", "deferred"] and clock.now == start + 114
+
+
 def test_deadline_checkpoints_and_stops_before_an_epoch_that_would_not_fit(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
     cfg = resolve_config("smoke", "rope", "t1", sets=TINY[1:] + ["train.epochs=4"], store=store)
@@ -461,9 +534,9 @@ def test_a_run_that_must_finish_stops_as_soon_as_it_cannot(tmp_path, monkeypatch
 
 def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_window(tmp_path, monkeypatch):
     """A fake clock (1 s a training step; 5 steps an epoch, 2 epochs a run): a 25 s window trains the first run
-    (unknown cost, timed: 10 s), the second (fits), leaves the third for later, then starts it since one epoch
-    fits: it checkpoints and stops at the deadline. The next window resumes it. A run whose benchmark cost does not
-    fit even one epoch is not started."""
+    (unknown cost, timed: 10 s), the second (fits), leaves the third for later, then starts it since its start-up
+    (none) and one epoch fit: it checkpoints and stops at the deadline. The next window resumes it. A run whose
+    benchmark cost does not fit even one epoch is not started."""
     from workbench.train.sweep import sweep
 
     store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
@@ -473,6 +546,7 @@ def test_sweep_deadline_trains_what_fits_stops_at_the_deadline_and_resumes_next_
     assert -(-len(store.load_task(cfg["task"]).train_y) // 64) == 5
     clock = FakeClock(1.0)
     clock.stepping(monkeypatch)
+    clock.walls(monkeypatch)  # the first run's epochs split with no start-up, so the third's start-up + epoch fit
     lines = []
     out = sweep(grid, store, device="cpu", threads=1, progress=False, deadline=25, clock=clock, log=lines.append)
     assert [r["outcome"] for r in out] == ["trained", "trained", "interrupted"]
@@ -678,6 +752,26 @@ def test_window_learns_a_kind_from_a_shipped_seed_on_the_same_hardware_only(tmp_
                        hardware="NVIDIA H200")
     elsewhere.learn(other)
     assert cost_key(other) not in elsewhere.measured
+
+
+def test_window_does_not_learn_from_packed_runs(tmp_path):
+    """A packed run's `wall_s` is its pack's (K runs at once), and a window trains one run at a time: neither the
+    run itself nor a shipped seed trained in a pack gives its kind an epoch time (they gave the pack's)."""
+    from workbench.store.ship import ship_run
+    from workbench.train.packed import train_packed
+    from workbench.train.sweep import Window, cost_key, this_hardware
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfgs = [resolve_config("smoke", "rope", "t1", sets=TINY, seed=s, store=store) for s in (42, 43)]
+    runs = train_packed(cfgs, store, progress=False, device="cpu", threads=1)
+    w = Window(1000, store, clock=lambda: 0.0)
+    w.learn(cfgs[0])
+    assert cost_key(cfgs[0]) not in w.measured
+    ship_run(runs[1], tmp_path / "shipped", allow_dirty="a test")
+    fresh = RunStore(tmp_path / "window", data_dir=tmp_path / "data")
+    shipped = Window(1000, fresh, clock=lambda: 0.0, shipped=RunStore(tmp_path / "shipped", readonly=True),
+                     hardware=this_hardware("cpu"))
+    assert shipped.shipped_rows() == {}
 
 
 def test_window_splits_a_one_epoch_run_by_the_benchmark(tmp_path):

@@ -97,6 +97,90 @@ def test_what_may_be_packed():
         check_packable([a, a])
 
 
+def test_length_batching_runs_are_not_packed(tmp_path):
+    """With train.batching=length each seed has its partial batch at a step of its own (and trims to its own
+    sequences): a pack split every run's batches at the first run's sizes, so its later runs trained on other
+    batches than alone. Such runs are not packable (`pack_key` None), `train_packed` refuses them saying what to
+    change, and `sweep --pack` trains them alone."""
+    sets = ["task.n_examples=400", "train.epochs=1", "train.batching=length"]
+    a, b = (resolve_config("smoke", "rope", "t1", seed=s, sets=sets) for s in (42, 43))
+    assert pack_key(a) is None and pack_key(b) is None
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    with pytest.raises(ValueError, match="train.batching=random"):
+        train_packed([a, b], store, progress=False, device="cpu", threads=1)
+    assert not store.exists(store.run_id(a))
+    grid = {"name": "p", "preset": "smoke", "tasks": ["t1"], "seeds": [42, 43], "schemes": ["rope"],
+            "set": {"task.n_examples": 400, "train.epochs": 1, "train.batching": "length"}}
+    lines = []
+    res = sweep(grid, store, device="cpu", threads=1, progress=False, pack=2, log=lines.append)
+    assert [r["outcome"] for r in res] == ["trained"] * 2 and not any("in a pack" in line for line in lines)
+    assert not any(store.get(r["id"]).info.get("packed") for r in res)
+
+
+def test_a_pack_whose_pads_reach_the_output_equals_its_solo_runs(tmp_path):
+    """Without the attention's pad mask the PAD embedding (row 0, `padding_idx`, not trained) reaches the output:
+    vmap's embedding backward kept padding_idx for the pack's first run only, so the second trained its PAD row.
+    Packed, each run's weights (PAD row 0) and metrics equal its solo run's bit for bit."""
+    sets = ["task.n_examples=400", "train.epochs=1", "model.attn_pad_mask=false"]
+    solo_store = RunStore(tmp_path / "solo", data_dir=tmp_path / "data")
+    pack_store = RunStore(tmp_path / "pack", data_dir=tmp_path / "data")
+    solo = [train(c, solo_store, progress=False, device="cpu", threads=1)
+            for c in _configs(solo_store, (42, 43), sets)]
+    packed = train_packed(_configs(pack_store, (42, 43), sets), pack_store, progress=False, device="cpu", threads=1)
+    for s, p in zip(solo, packed):
+        _assert_same_metrics(s, p)
+        ws, wp = s.model_tensors(), p.model_tensors()
+        assert all(torch.equal(ws[k], wp[k]) for k in ws), [k for k in ws if not torch.equal(ws[k], wp[k])]
+        assert not wp["embed.weight"][0].any()
+
+
+def test_a_resumed_pack_repairs_run_json_from_its_checkpoint(tmp_path):
+    """As `train` (tests/test_train.py): a pack killed after its last checkpoint's commit and before run.json was
+    written has no epoch left on resume; each run's run.json is re-read from its checkpoint and metric rows, so it
+    finishes with the last epoch's record and digests, not the epoch before's."""
+    import json
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfgs = _configs(store, (42, 43), ["task.n_examples=400", "train.epochs=2"])
+    runs = train_packed(cfgs, store, progress=False, device="cpu", threads=1)
+    done = [r.info for r in runs]
+    for run, info in zip(runs, done):  # run.json as the kill left it: epoch 1's record, still running
+        rows = run.metric_rows()
+        before = dict(info, status="running", epoch=1, final={k: rows[0][k] for k in info["final"] if k in rows[0]},
+                      metrics_sha256="0" * 64, weights={"sha256": "1" * 64, "epoch": 1}, pid=2 ** 22 + 7)
+        (run.path / "run.json").write_text(json.dumps(before))
+    resumed = train_packed(cfgs, store, progress=False, device="cpu", threads=1, resume=True)
+    for r, info in zip(resumed, done):
+        now = r.info
+        assert r.status == "finished" and now["epoch"] == 2 and now["final"] == info["final"]
+        assert now["metrics_sha256"] == info["metrics_sha256"] and now["weights"] == info["weights"]
+        assert r.trust_problems() == []
+
+
+def test_sweep_packs_runs_whose_checkpoints_are_of_one_epoch(tmp_path):
+    """Two seeds both at run.json epoch 3, one checkpointed at 2 (crashed in epoch 3 with --checkpoint-every 2),
+    one at 3: `train_packed` refuses runs stopped after different epochs, so `sweep --pack` grouped them by
+    run.json's epoch and both ended failed; grouped by their checkpoints' epochs they train alone and finish."""
+    from workbench.train.sweep import plan_packs
+
+    store = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    a, b = _configs(store, (42, 43), ["task.n_examples=400", "train.epochs=4"])
+
+    def crash(run, row):
+        if row["epoch"] == 3:
+            raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError):
+        train(a, store, progress=False, device="cpu", threads=1, checkpoint_every=2, on_epoch=crash)
+    train(b, store, progress=False, device="cpu", threads=1, stop_after_epochs=3)
+    assert [store.get(store.run_id(c)).info["epoch"] for c in (a, b)] == [3, 3]
+    assert plan_packs([("a", a), ("b", b)], store, 2, "cpu") == [[0], [1]]
+    grid = {"name": "p", "preset": "smoke", "tasks": ["t1"], "seeds": [42, 43], "schemes": ["rope"],
+            "set": {"task.n_examples": 400, "train.epochs": 4}}
+    res = sweep(grid, store, device="cpu", threads=1, progress=False, pack=2, log=lambda m: None)
+    assert [r["outcome"] for r in res] == ["resumed"] * 2
+
+
 def test_sweep_packs_the_seeds_of_a_grid_point(tmp_path):
     grid = {"name": "p", "preset": "smoke", "tasks": ["trigger-distance"], "seeds": [42, 43], "schemes": ["rope"],
             "set": {"task.n_examples": 400, "train.epochs": 1},

@@ -337,6 +337,16 @@ def train_eval_due(tcfg: dict[str, Any], epoch: int) -> bool:
     return tcfg.get("train_eval", "every") == "every" or epoch + 1 == tcfg["epochs"]
 
 
+def startup_excess(c0: float, marks: list[float]) -> float:
+    """The start-up a session's first epoch holds (the step's compilation, warm-up), by a clock read at the epoch's
+    start (`c0`) and after each of its first two steps (`marks`): the first step's time beyond the second's (0 with
+    fewer than two steps: the whole epoch is then taken as typical). A compiled evaluation's first call, in the
+    epoch's evaluation, is not left out."""
+    if len(marks) < 2:
+        return 0.0
+    return max(0.0, (marks[0] - c0) - (marks[1] - marks[0]))
+
+
 def epoch_row(model, evals, tcfg: dict[str, Any], amp: bool, *, epoch: int, step: int, lr: float, sums, n: int,
               useful: int, computed: int, train_time: float, clock: Callable[[], float],
               static: bool = False) -> dict[str, Any]:
@@ -492,8 +502,9 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     checkpoint_every: commit a checkpoint every N epochs (and after the last); results do not depend on it, a
     resume replays from the last checkpoint (fewer writes, more epochs to replay after a crash).
     deadline: a time of `clock()` (seconds) by which to stop: after an epoch whose successor would end past it
-    (judged by the epoch just done, evaluation included), commit a checkpoint and stop (status `interrupted`,
-    resumable; run.json `stopped_at_deadline`). must_finish: a run that cannot finish by the deadline is of no use
+    (judged by the epoch just done, evaluation included; the session's first less its start-up, `startup_excess`,
+    run.json `epoch_estimate_s`), commit a checkpoint and stop (status `interrupted`, resumable; run.json
+    `stopped_at_deadline`). must_finish: a run that cannot finish by the deadline is of no use
     (a lent GPU whose checkpoints do not outlive the window): stop as soon as the epochs left, each as long as the
     fastest of this session's epochs after its first (which holds the compilation; two of them at least), would end
     past it, and leave the time to runs that fit (`sweep --no-partial`).
@@ -612,7 +623,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                     gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None, epochs=epochs,
                     resumed_from_epoch=start_epoch if ckpt else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                    checkpoint_every=checkpoint_every, stopped_at_deadline=None,
+                    checkpoint_every=checkpoint_every, stopped_at_deadline=None, epoch_estimate_s=None,
                     **process_identity())
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
@@ -630,6 +641,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             counted = torch.zeros((), device=dev, dtype=torch.long)
             computed = 0
             t0, c0 = time.perf_counter(), clock()
+            marks = []  # clock() after the session's first two steps (`startup_excess`)
             # the bar only on a terminal; a log file gets the one line per epoch below
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not (progress and sys.stderr.isatty()), file=sys.stderr, dynamic_ncols=True)
@@ -645,19 +657,27 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                 train_step(fwd, opt, params, xb, yb, valid, (loss_sum, correct, counted), ignore=ignore, amp=amp,
                            grad_clip=tcfg.get("grad_clip"))
                 step += 1
+                if epoch == start_epoch and i < 2:
+                    marks.append(clock())
                 computed += len(idx) * xb.shape[1]
                 if not bar.disable and (i % 10 == 0 or i == steps_per_epoch - 1):
                     seen = max(1, counted.item())
                     bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}",
                                     lr=f"{lr:.2e}")
             bar.close()
+            if dev.type == "cuda":  # the epoch's kernels done before its time is read
+                torch.cuda.synchronize(dev)
             train_time = time.perf_counter() - t0
             row = epoch_row(fwd, evals, tcfg, amp, epoch=epoch, step=step, lr=lr, sums=(loss_sum, correct, counted),
                             n=n, useful=int(lengths.sum()), computed=computed, train_time=train_time,
                             clock=lambda: wall_before + time.perf_counter() - t_session, static=bool(compile))
             wall = row["wall_s"]
-            now = clock()  # the next epoch is judged to take as long as this one, its evaluation included
-            at_deadline = deadline is not None and epoch + 1 < epochs and now + (now - c0) > deadline
+            now = clock()  # the next epoch is judged to take as long as this one, its evaluation included (the
+            # session's first: less its start-up)
+            next_s = now - c0 - (startup_excess(c0, marks) if epoch == start_epoch else 0.0)
+            at_deadline = deadline is not None and epoch + 1 < epochs and now + next_s > deadline
+            if deadline is not None and epoch == start_epoch:  # for a window's planner (`sweep.Window.timed`)
+                run.update_info(epoch_estimate_s=next_s)
             if epoch > start_epoch:
                 fastest, timed = min(fastest, now - c0), timed + 1
             hopeless = (must_finish and deadline is not None and epoch + 1 < epochs and timed >= 2

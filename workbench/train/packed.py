@@ -11,16 +11,20 @@ stacked tensors is the K runs' AdamW slice by slice: every AdamW operation is el
 (per run: the norm over that run's slices), learning-rate schedule, metrics, checkpoint, run folder and run id
 (the solo config's), and it resumes alone with `train(..., resume=True)` as well as packed.
 
-Only runs without attention / hidden dropout are packed (`pack_key` None otherwise): a solo run draws its
-dropout masks from the global torch RNG layer after layer, which K runs in one vmap cannot replay, so packed
-runs with dropout would not equal their solo runs under the same run id. Those train alone.
+Only runs without attention / hidden dropout and with `train.batching` "random" are packed (`pack_key` None
+otherwise, `unpackable` says why): a solo run draws its dropout masks from the global torch RNG layer after layer,
+which K runs in one vmap cannot replay; and "length" batching gives each run a partial batch at its own step (and
+trims each batch to its own longest sequence), which one stacked step per batch cannot follow. Packed, either would
+not equal its solo run under the same run id: such runs train alone.
 
 Equality with a solo run. vmap's own rules for `linear` (matmul, then + bias) and `layer_norm` with stacked
 weights (normalise, then * weight + bias) round differently from the fused solo kernels (addmm, the affine
 layer norm), and the difference grows over training (4e-5 in the loss after 2 repro-preset epochs). On CPU the
 pack therefore runs every nn.Linear and nn.LayerNorm slice by slice (`exact_ops`: custom ops whose vmap rule
 calls the solo kernel on each run's slice); every other op of the model (the q/k/v/o matmuls, SDPA, embedding,
-activations) is bit-identical under vmap, and so are the gradients, AdamW and the per-run clipping
+activations) is bit-identical under vmap, and so are the gradients (but the PAD embedding row's: vmap's embedding
+backward honours `padding_idx` for the first run only, so the pack zeroes that row's gradient in every run, as a
+solo run's backward leaves it: `padding_rows`), AdamW and the per-run clipping
 (`torch.nn.utils.get_total_norm` on each run's slices): a packed CPU run's metrics and weights equal its solo
 run's (tests/test_packed.py). On CUDA the pack uses vmap's batched rules, but for
 SDPA, which it folds into one call over the K x b sequences (`packed_sdpa`: vmap's own rule for the memory-efficient
@@ -49,7 +53,7 @@ from workbench.store.run import machine_identity, now_iso, process_identity
 
 from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
                    epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, resume_record,
-                   session_record, set_threads, tf32, train_subset, trim)
+                   resync, session_record, set_threads, tf32, train_subset)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -128,10 +132,22 @@ def exact_ops(model: torch.nn.Module) -> None:
             m.forward = lambda x, m=m: packed_layer_norm(x, m.weight, m.bias, m.eps)
 
 
+def unpackable(cfg: dict[str, Any]) -> str | None:
+    """Why the run of `cfg` cannot be packed (see the module), as what to change; None when it can."""
+    if cfg["model"].get("dropout", 0.0) > 0:
+        return ("packed runs need model.dropout=0: a packed run cannot replay a solo run's dropout masks (train these "
+                "runs one at a time, or set model.dropout=0)")
+    if cfg["train"].get("batching", "random") != "random":
+        return (f"packed runs need train.batching='random' (not {cfg['train']['batching']!r}): with length batching "
+                "each run has its partial batch at another step and trims its batches to its own sequences (train "
+                "these runs one at a time, or set train.batching=random)")
+    return None
+
+
 def pack_key(cfg: dict[str, Any]) -> str | None:
     """Configs with equal keys can be trained as one pack: the config without its seeds (train.seed and the
-    model.seed that follows it) and labels. None when the run cannot be packed (dropout > 0: see the module)."""
-    if cfg["model"].get("dropout", 0.0) > 0:
+    model.seed that follows it) and labels. None when the run cannot be packed (`unpackable`)."""
+    if unpackable(cfg) is not None:
         return None
     core = {"model": {k: v for k, v in cfg["model"].items() if k != "seed"}, "task": cfg["task"],
             "train": {k: v for k, v in cfg["train"].items() if k != "seed"}}
@@ -140,11 +156,11 @@ def pack_key(cfg: dict[str, Any]) -> str | None:
 
 def check_packable(configs: list[dict[str, Any]]) -> None:
     """ValueError naming what differs when `configs` cannot be one pack."""
-    keys = [pack_key(c) for c in configs]
-    if any(k is None for k in keys):
-        raise ValueError("packed runs need model.dropout=0: a packed run cannot replay a solo run's dropout masks "
-                         "(train these runs one at a time, or set model.dropout=0)")
-    if len(set(keys)) > 1:
+    for c in configs:
+        why = unpackable(c)
+        if why is not None:
+            raise ValueError(why)
+    if len({pack_key(c) for c in configs}) > 1:
         raise ValueError("packed runs must share every config field but their seeds (same preset, scheme, arch, "
                          "task and sizes); train the others in their own pack")
     seeds = [c["train"]["seed"] for c in configs]
@@ -178,6 +194,14 @@ def _clip_per_run(grads: list[torch.Tensor], max_norm: float) -> None:
         mine = [g[k] for g in grads]
         coef = torch.clamp(max_norm / (torch.nn.utils.get_total_norm(mine, 2.0) + 1e-6), max=1.0)
         torch._foreach_mul_(mine, coef)
+
+
+def padding_rows(model: torch.nn.Module) -> list[tuple[str, int]]:
+    """(weight name, `padding_idx`) of each nn.Embedding of `model` with one: the rows whose gradient a solo run's
+    embedding backward leaves 0 (so AdamW leaves them at 0) and vmap's only in the pack's first run; the pack
+    zeroes them in every run."""
+    return [(f"{name}.weight", m.padding_idx) for name, m in model.named_modules()
+            if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None]
 
 
 def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *, resume: bool = True,
@@ -254,11 +278,7 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
         if ck is not None:
             m.load_state_dict(ck[0], strict=True)
     bs, epochs, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg.get("ignore_label")
-    batching = tcfg.get("batching", "random")
-    trim_pads = batching == "length"
-    if trim_pads and not models[0].cfg.pads_are_inert:
-        raise ValueError("train.batching='length' trims pads, but this model attends to or pools its pads "
-                         "(an authors' setting); use train.batching='random'")
+    batching = tcfg.get("batching", "random")  # "random" (`unpackable`): every run's batches of one size per step
     params, _ = stack_module_state(models)  # {name: [K, ...]} leaves with requires_grad
     names = list(params)
     buffers = dict(models[0].named_buffers())
@@ -283,11 +303,15 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                    for key in per_run[0] if key.startswith("state.")}
         load_optimizer_tensors(opt, stacked)
         rows = [[row for row in r.metric_rows() if row["epoch"] <= start_epoch] for r in runs]
+        for r, mine, ck in zip(runs, rows, ckpts):  # as `train`: run.json as its checkpoint left the run
+            if mine:
+                resync(r, mine, ck[2])
 
     def forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         return functional_call(base, (p, buffers), (x,))
 
     fwd = vmap(forward)
+    pads = padding_rows(base)
     lengths = (x_train != 0).sum(1).cpu()
     n = len(x_train)
     evals = [(x_test, y_test, x_train[s.to(dev)], y_train[s.to(dev)])
@@ -323,8 +347,6 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
             for i in bar:
                 idx = batches[i]
                 xb, yb = x_train[idx], y_train[idx]  # [K, b, pos], [K, b]
-                if trim_pads:  # to the longest sequence of the K batches: pads are inert, the logits unchanged
-                    xb = trim(xb.flatten(0, 1)).unflatten(0, idx.shape)
                 lr = lr_at(step, total_steps, tcfg)
                 for group in opt.param_groups:
                     group["lr"] = lr
@@ -336,6 +358,8 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                 loss = (batch_loss / batch_counted.clamp(min=1)).sum()  # run k's gradient is its own loss's
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                for name, row in pads:
+                    params[name].grad[:, row] = 0
                 if tcfg.get("grad_clip"):
                     _clip_per_run([params[k].grad for k in names], tcfg["grad_clip"])
                 opt.step()
@@ -348,6 +372,8 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                     seen = counted.clamp(min=1)
                     bar.set_postfix(loss=" ".join(f"{v:.3f}" for v in (loss_sum / seen).tolist()), lr=f"{lr:.2e}")
             bar.close()
+            if dev.type == "cuda":  # the epoch's kernels done before its time is read
+                torch.cuda.synchronize(dev)
             train_time = time.perf_counter() - t0
             checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs)
             with torch.no_grad():

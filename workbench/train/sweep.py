@@ -272,6 +272,11 @@ def hardware(info: dict[str, Any]) -> str | None:
     return (info.get("machine") or {}).get("cpu")
 
 
+def _packed(info: dict[str, Any]) -> bool:
+    """Whether run.json `info` says the run was trained in a pack of more than one run."""
+    return (info.get("packed") or 1) > 1
+
+
 def this_hardware(device: str | None) -> str | None:
     """`hardware` of a run this process would train on `device`."""
     import torch
@@ -319,25 +324,27 @@ class Window:
 
     def learn(self, cfg: dict[str, Any]) -> None:
         """The seconds per epoch and start-up of `cfg`'s run as its metrics record them, else those of a shipped
-        run of its kind from this hardware (`shipped_rows`), unless this window timed its kind."""
+        run of its kind from this hardware (`shipped_rows`), unless this window timed its kind. A run trained in a
+        pack (`packed`) is not read: its `wall_s` is the pack's, and a window trains one run at a time."""
         rid, key = self.store.run_id(cfg), cost_key(cfg)
         if key in self.measured:
             return
         run = _readable(self.store, rid)
-        rows = run.metric_rows() if run is not None else self.shipped_rows().get(key, [])
+        rows = run.metric_rows() if run is not None and not _packed(run.info) else \
+            self.shipped_rows().get(key, [])
         sec = epoch_seconds(rows)
         if sec is not None and len(rows) > 1:
             self.measured[key], self.start[key] = sec, max(0.0, rows[0]["wall_s"] - sec)
 
     def shipped_rows(self) -> dict[str, list[dict[str, Any]]]:
-        """{cost_key: metrics rows} of the finished runs in `shipped` trained on `hardware` (one per kind: a
-        seed's timing is its kind's), read once."""
+        """{cost_key: metrics rows} of the finished runs in `shipped` trained on `hardware` alone, not in a pack
+        (one per kind: a seed's timing is its kind's), read once."""
         if self._shipped_rows is None:
             self._shipped_rows = {}
             runs = self.shipped.query(status="finished") if self.shipped is not None and self.hardware else []
             for rid in (runs["id"] if len(runs) else []):
                 run = _readable(self.shipped, rid)
-                if run is not None and hardware(run.info) == self.hardware:
+                if run is not None and hardware(run.info) == self.hardware and not _packed(run.info):
                     self._shipped_rows.setdefault(cost_key(run.config), run.metric_rows())
         return self._shipped_rows
 
@@ -354,7 +361,8 @@ class Window:
     def timed(self, cfg: dict[str, Any], seconds: float, epochs: int) -> None:
         """`epochs` of `cfg`'s run took `seconds` of this window's clock; the run's metrics (`wall_s`, cumulative
         over resumes) split them into start-up (the session's wall beyond `epochs` typical epochs) and seconds per
-        epoch, in the clock's units."""
+        epoch, in the clock's units. One epoch is split by its typical length as its session judged it (run.json
+        `epoch_estimate_s`: its start-up left out) or the benchmark's epoch, the shorter, the rest start-up."""
         if epochs <= 0:
             return
         key, rid = cost_key(cfg), self.store.run_id(cfg)
@@ -366,10 +374,11 @@ class Window:
             total, per_wall = new[-1]["wall_s"] - prior, epoch_seconds(new)
             if total > 0 and per_wall is not None:
                 startup = seconds * min(1.0, max(0.0, total - epochs * per_wall) / total)
-        else:  # one epoch cannot split itself: the benchmark's epoch where it is shorter, the rest start-up
-            bench = self._from_step_ms(cfg)
-            if bench is not None and bench < seconds:
-                startup = seconds - bench
+        else:
+            known = [e for e in ((run.info.get("epoch_estimate_s") if run is not None else None),
+                                 self._from_step_ms(cfg)) if e is not None]
+            if known and min(known) < seconds:
+                startup = seconds - min(known)
         self.measured[key], self.start[key] = (seconds - startup) / epochs, startup
 
     def _from_step_ms(self, cfg: dict[str, Any]) -> float | None:
@@ -498,8 +507,8 @@ def shipped_hardware(shipped: RunStore | None) -> list[str]:
 def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, device: str | None,
                retry_failed: bool = True) -> list[list[int]]:
     """Job indices grouped into packs, in order of each pack's first job: unfinished runs with equal
-    `packed.pack_key` that stopped after the same epoch, at most `pack` per group ("auto": no limit) and on CUDA
-    at most what the GPU's free memory holds; every other job alone."""
+    `packed.pack_key` whose checkpoints are of the same epoch (`train_packed` needs it), at most `pack` per group
+    ("auto": no limit) and on CUDA at most what the GPU's free memory holds; every other job alone."""
     from .loop import pick_device
     from .packed import pack_key
     from .presets import gpu_slots
@@ -519,7 +528,7 @@ def plan_packs(jobs: list[tuple[str, dict]], store: RunStore, pack: int | str, d
         if key is None:
             groups.append([k])
             continue
-        key = (key, run.info.get("epoch", 0) if run is not None and run.has_checkpoint() else 0)
+        key = (key, run.state()["epoch"] if run is not None and run.has_checkpoint() else 0)  # as train_packed
         limit = len(jobs) if pack == "auto" else pack
         if dev.type == "cuda":  # as many as the free GPU memory holds (`auto`), and never more
             limit = min(limit, max(1, gpu_slots([cfg], dev)))
@@ -620,7 +629,8 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     with `threads` CPUs and `ray_gpus` GPUs (a fraction lets several runs share one GPU; `workbench.train.ray_engine`).
     deadline=SECONDS: train only within that many seconds from now (`Window`; one run after another in this
     process): runs estimated not to fit are left for the next window (outcome "deferred") and then the first of
-    them that fits one epoch is started; each run checkpoints and stops at the deadline (outcome "interrupted").
+    them that fits its start-up and one epoch is started; each run checkpoints and stops at the deadline (outcome
+    "interrupted").
     hardware: with `dry_run` and `deadline`, preview the window as the planner would make it on that hardware (a
     GPU's name as run.json records it, e.g. "NVIDIA H100 80GB HBM3"), from the runs shipped from it to `shipped`;
     default this machine's.
@@ -728,10 +738,10 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                 "left after it")
             continue
         window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
-    for k in deferred:  # what did not fit: the first that fits an epoch trains up to the deadline, the rest wait
+    for k in deferred:  # what did not fit: the first that fits its start-up and an epoch trains up to the deadline
         head, cfg = jobs[k]
         per, left = window.per_epoch(cfg), window.left()
-        if partial and left > 0 and (per is None or per <= left):
+        if partial and left > 0 and (per is None or window.startup(cfg) + per <= left):
             results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
                                  log=log, **opts)
             continue
