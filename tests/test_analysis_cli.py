@@ -16,9 +16,9 @@ def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     st = RunStore(root / "runs", data_dir=root / "data")
     ids = {}
-    for scheme in ("rope", "learned"):
-        cfg = resolve_config(preset="smoke", scheme=scheme, task="trigger-distance", sets=TINY, store=st)
-        ids[scheme] = train(cfg, st, progress=False).id
+    for name, scheme, seed in (("rope", "rope", None), ("learned", "learned", None), ("rope2", "rope", 43)):
+        cfg = resolve_config(preset="smoke", scheme=scheme, task="trigger-distance", seed=seed, sets=TINY, store=st)
+        ids[name] = train(cfg, st, progress=False).id
     return st, ids
 
 
@@ -139,13 +139,64 @@ def test_runs_rules_adds_what_each_run_can_show(store, tmp_path):
     assert "run_status" not in plain and "shows" not in CliRunner().invoke(app, base).output
 
 
-def test_the_pooled_deposit_names_the_runs_the_rules_do_not_count(store):
-    """`--aggregate` pools the ablation tables; the line says which of them did not learn (and so do not count).
-    Last in this file: it stores an ablation table in the `learned` run, which the tests above expect without."""
+def test_resample_with_mode_resample_runs_the_resample_ablation(store):
+    """`--what resample --mode resample` ran nothing (exit 0): now it stores the resample ablation."""
+    st, ids = store
+    assert not st.get(ids["rope2"]).has_table("ablation_resample")
+    res = CliRunner().invoke(app, ["analyze", ids["rope2"], "--what", "resample", "--mode", "resample", "--n-boot",
+                                   "20", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    assert "ablation_resample" in res.output and st.get(ids["rope2"]).has_table("ablation_resample")
+
+
+def test_deposit_computes_a_missing_ablation_table_with_the_commands_options(store):
+    """`--what deposit` without a stored ablation table computes it first with --max-examples / --n-boot / --seed
+    (it was computed with the defaults: every test example, 1000 resamples)."""
+    st, ids = store
+    assert not st.get(ids["rope2"]).has_table("ablation")
+    res = CliRunner().invoke(app, ["analyze", ids["rope2"], "--what", "deposit", "--max-examples", "5", "--n-boot",
+                                   "20", "--seed", "3", "--root", str(st.root)])
+    assert res.exit_code == 0, res.output
+    run = st.get(ids["rope2"])
+    assert {"ablation", "deposit"} <= set(run.tables()) and (run.load_table("ablation")["n_examples"] == 5).all()
+    assert "largest accuracy drop" in res.output  # the ablation's own line: it was run, not fetched behind
+
+
+def test_aggregate_pools_only_seeds_of_one_configuration(store):
+    """RoPE and a learned PE in one deposit sentence: refused before any work, naming what differs."""
     st, ids = store
     res = CliRunner().invoke(app, ["analyze", ids["rope"], ids["learned"], "--what", "ablation", "--aggregate",
+                                   "--root", str(st.root)], env={"COLUMNS": "250"})
+    assert res.exit_code == 2, res.output
+    assert "these runs differ in model.scheme (rope / learned)" in res.output and ".seed" not in res.output
+    assert st.get(ids["learned"]).tables() == []
+
+
+def test_aggregate_says_when_fewer_than_two_ablation_tables_were_computed(store, monkeypatch):
+    import workbench.analysis as A
+
+    st, ids = store
+    real = A.ANALYSES["ablation"]
+
+    def ablation(run, **kw):
+        if run.id == ids["rope2"]:
+            raise RuntimeError("simulated")
+        return real(run, **kw)
+
+    monkeypatch.setitem(A.ANALYSES, "ablation", ablation)
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], ids["rope2"], "--what", "ablation", "--aggregate",
+                                   "--n-boot", "20", "--root", str(st.root)])
+    assert res.exit_code == 1, res.output
+    assert "no mean over runs: 1 of the 2 runs' ablation tables computed" in " ".join(res.output.split())
+
+
+def test_the_pooled_deposit_names_the_runs_the_rules_do_not_count(store):
+    """`--aggregate` pools the ablation tables of seeds of one configuration; the line says which of them did not
+    learn (and so do not count)."""
+    st, ids = store
+    res = CliRunner().invoke(app, ["analyze", ids["rope"], ids["rope2"], "--what", "ablation", "--aggregate",
                                    "--n-boot", "20", "--root", str(st.root)])
     assert res.exit_code == 0, res.output
     flat = " ".join(res.output.split())
     assert "mean over 2 runs (2 of them the registered run rules do not count: " in flat
-    assert f"{ids['rope']} did not learn" in flat and f"{ids['learned']} did not learn" in flat
+    assert f"{ids['rope']} did not learn" in flat and f"{ids['rope2']} did not learn" in flat

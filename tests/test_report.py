@@ -282,6 +282,30 @@ def test_report_with_no_matching_runs_says_so(smoke, tmp_path):
     assert "no runs match" in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--runs", "scheme=fope"], "no runs match --runs 'scheme=fope'"),
+    (["--summary", "{out}"], "is the report's --out"),
+    (["--out", "{out}.pdf"], "the report is HTML"),
+])
+def test_report_cli_refuses_before_it_writes(tmp_path, args, says):
+    """A query matching nothing, --summary on the report itself or a report named .pdf: exit 2, and the report and
+    summary already there are kept as they were."""
+    from typer.testing import CliRunner
+
+    from workbench.cli import app as cli
+    from workbench.store import RunStore
+
+    RunStore(tmp_path / "runs"), (tmp_path / "shipped").mkdir()
+    out = tmp_path / "r.html"
+    for f in (out, tmp_path / "r.summary.json", tmp_path / "r.html.pdf"):
+        f.write_text("good")
+    r = CliRunner().invoke(cli, ["report", "--root", str(tmp_path / "runs"), "--shipped", str(tmp_path / "shipped"),
+                                 "--out", str(out)] + [a.format(out=out) for a in args], env={"COLUMNS": "250"})
+    assert r.exit_code == 2 and says in r.output, r.output
+    assert sorted(f.name for f in tmp_path.iterdir() if f.is_file()) == ["r.html", "r.html.pdf", "r.summary.json"]
+    assert all(f.read_text() == "good" for f in tmp_path.iterdir() if f.is_file())
+
+
 @pytest.mark.browser
 def test_report_renders_in_the_browser(report):
     reason = B.browser_skip_reason()

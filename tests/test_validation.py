@@ -117,6 +117,19 @@ BAD_OTHER = [
     (["report", "--runs", "seed=abc"], ["seed", "whole numbers"]),
     (["report", "--runs", "colour=red"], ["unknown key"]),
     (["report", "--out", "/dev/null/x/r.html"], ["--out /dev/null/x/r.html", "cannot be a folder"]),
+    (["report", "--out", "DATA.pdf"], ["--out", "the report is HTML", "d.html"]),
+    (["report", "--out", "DATA/r.html", "--summary", "DATA/r.html"], ["--summary", "is the report's --out"]),
+    (["analyze", "RUN", "--what", ","], ["--what ','", "names no analysis"]),
+    (["analyze", "RUN", "--what", "qk-means", "--aggregate"], ["--aggregate", "add ablation to --what"]),
+    (["analyze", "RUN", "--what", "ablation", "--aggregate"], ["--aggregate", "two runs or more"]),
+    (["analyze", "RUN", "RUN", "--what", "ablation", "--aggregate"], ["--aggregate", "each once"]),
+    (["train", "RUN", "--task", "t2", "--preset", "cpu", "--dry-run"], ["leave out --task, --preset"]),
+    (["train", "RUN", "--arch", "encoder", "--fidelity", "authors", "--dry-run"], ["leave out --arch, --fidelity"]),
+    (["sweep", "GRID:schemes = [\"rope\"]\n[[variants]]\nname = \"n\"\nscheme = \"nope\"", "--tags", "bogus"],
+     ["no variant(s) 'bogus'", "its variants: n"]),
+    (["figure", "RUN", "ablation", "-o", "DATA.svg", "--width", "0"], ["--width"]),
+    (["figure", "RUN", "ablation", "-o", "DATA.svg", "--height", "-5"], ["--height"]),
+    (["figure", "RUN", "ablation", "-o", "DATA.svg", "--scale", "0"], ["--scale 0.0", "> 0"]),
     (["sweep", "GRID:set = 5"], ["grid: set", "table"]),
     (["sweep", "GRID:variants = 3"], ["variants", "list of tables"]),
     (["sweep", "GRID:seeds = [\"abc\"]\nschemes = [\"rope\"]"], ["train.seed", "abc"]),
@@ -191,10 +204,39 @@ def test_old_store_option_names_still_work(env, monkeypatch):
     assert invoke(["app", "--root", str(env / "b")]).exit_code == 0
     assert calls == [(env / "a").resolve(), (env / "b").resolve()]
     RunStore(env / "c")
-    r = invoke(["report", "--store", str(env / "c"), "--out", str(env / "r.html")])
-    assert r.exit_code == 0 and (env / "r.html").exists(), r.output
+    r = invoke(["report", "--store", str(env / "c"), "--out", str(env / "r.html")])  # read: it holds no run
+    assert_clear_error(r, ["no runs match --runs 'all'"], "report --store")
     r = invoke(["report", "--store", str(env / "c"), "--root", str(env / "d"), "--out", str(env / "r.html")])
     assert_clear_error(r, ["different stores"], "report --store --root")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--checkpoint-every", "0"], ["--checkpoint-every 0", ">= 1"]),
+    (["--resume"], ["--resume: no run t1-rope-smoke-s42-", "leave out --resume"]),
+])
+def test_train_refuses_before_it_makes_the_store(env, args, words):
+    """A bad --checkpoint-every, or --resume of a run never started (it trained a fresh one), creates no store."""
+    r = invoke(TRAIN + ["--root", str(env / "runs")] + args)
+    assert_clear_error(r, words, args)
+    assert not (env / "runs").exists()
+
+
+def test_resume_of_a_run_not_in_the_store_trains_nothing(env):
+    from workbench.store import RunStore
+
+    RunStore(env / "runs")
+    r = invoke(TRAIN + ["--root", str(env / "runs"), "--resume"])
+    assert_clear_error(r, ["--resume: no run", "to continue"], "train --resume")
+    assert RunStore(env / "runs").query().empty
+
+
+@pytest.mark.parametrize("tags", ["bogus", "n,bogus", ""])
+def test_sweep_of_an_unknown_variant_is_refused_before_the_store_is_made(env, tags):
+    grid = env / "grid.toml"
+    grid.write_text('preset = "smoke"\nschemes = ["rope"]\n[[variants]]\nname = "n"\nscheme = "nope"\n')
+    r = invoke(["sweep", str(grid), "--tags", tags, "-q", "--root", str(env / "runs")])
+    assert_clear_error(r, ["no variant(s)", "its variants: n"], tags)
+    assert not (env / "runs").exists()
 
 
 def test_a_train_failing_before_its_first_epoch_leaves_no_run_folder(env, monkeypatch):

@@ -38,9 +38,53 @@ def parse_what(what: Optional[str], all_: bool) -> list[str]:
         if name not in NAMES:
             _fail(f"unknown analysis {part.strip()!r}; choose from {', '.join(NAMES)}")
         keys.add(NAMES[name])
+    if not keys:
+        _fail(f"--what {what!r} names no analysis: --what {','.join(NAMES)} (any subset) or --all")
     if "ablation" in keys:
         keys.add("deposit")
     return [k for k in NAMES.values() if k in keys]
+
+
+def plan(keys: list[str], mode: str, has_table) -> list[str]:
+    """The analyses to run on one run (`has_table`: its Run.has_table): `deposit` brings `ablation` along when the
+    ablation table it reads (of --mode) is not stored, so that table gets this command's --n-boot, --max-examples
+    and --seed; with --mode resample, `ablation` stores ablation_resample itself and `resample` is not run again."""
+    from workbench.analysis.ablation import table_name
+
+    if "deposit" in keys and "ablation" not in keys and not has_table(table_name(mode)):
+        keys = ["ablation", *keys]
+    if mode == "resample" and "ablation" in keys:
+        keys = [k for k in keys if k != "ablation_resample"]
+    return keys
+
+
+SEED_FIELDS = ("train.seed", "model.seed", "task.seed")  # what seeds of one configuration differ in
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    """{'a': {'b': 1}} -> {'a.b': 1}."""
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def check_aggregate(runs: list, keys: list[str]) -> None:
+    """`--aggregate` pools the ablation tables of seeds of one configuration: exit 2 (before any work) unless
+    `ablation` is asked for, of two distinct runs or more, whose configs are equal but for SEED_FIELDS."""
+    if "ablation" not in keys:
+        _fail("--aggregate pools the runs' ablation tables: add ablation to --what")
+    ids = [r.id for r in runs]
+    if len(set(ids)) < 2 or len(set(ids)) < len(ids):
+        _fail(f"--aggregate pools the ablation tables of seeds of one configuration: give two runs or more, each "
+              f"once (got {' '.join(ids)})")
+    flat = [_flat(r.config) for r in runs]
+    differ = {k: [str(f.get(k, "(absent)")) for f in flat] for k in sorted(set().union(*flat) - set(SEED_FIELDS))}
+    differ = {k: v for k, v in differ.items() if len(set(v)) > 1}
+    if differ:
+        _fail("--aggregate pools seeds of one configuration, and these runs differ in " +
+              "; ".join(f"{k} ({' / '.join(dict.fromkeys(v))})" for k, v in differ.items()) +
+              ": analyze them without --aggregate, or pool runs that differ in their seeds only")
 
 
 def summarize(name: str, df) -> str:
@@ -114,7 +158,8 @@ def summarize(name: str, df) -> str:
         bits = []
         pos = df[df.probe == "position"]
         if len(pos):
-            bits.append("position R² by layer: " + ", ".join(f"{int(l)}: {v:.2f}" for l, v in zip(pos.layer, pos.score)))
+            bits.append("position R² by layer: "
+                        + ", ".join(f"{int(l)}: {v:.2f}" for l, v in zip(pos.layer, pos.score)))
         lab = df[df.probe == "label_head"]
         if len(lab):
             r = lab.loc[lab["selectivity"].idxmax()]
@@ -137,8 +182,8 @@ def summarize(name: str, df) -> str:
     if name == "self_repair":
         r = df.loc[df["direct"].abs().idxmax()]
         share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
-        return (f"largest direct effect ({r.get('measure', 'runner_up')}): layer {int(r.layer)}, head {int(r['head'])}, "
-                f"{r.direct:+.2f} logits; its "
+        return (f"largest direct effect ({r.get('measure', 'runner_up')}): layer {int(r.layer)}, "
+                f"head {int(r['head'])}, {r.direct:+.2f} logits; its "
                 f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
                 f"{r.top_component})")
     if name == "head_summary":
@@ -175,12 +220,14 @@ def analyze_cmd(
     grad_drop: bool = typer.Option(False, "--grad-drop", help="attribution: also the GradDrop score of every site "
                                    "(Kramár et al. 2024: |AtP| with each layer's gradient dropped in turn, averaged; "
                                    "L more backward passes)"),
-    min_agree: int = typer.Option(2, "--min-agree", min=1, help="head-summary: methods that must agree on a deposit head"),
+    min_agree: int = typer.Option(2, "--min-agree", min=1,
+                                  help="head-summary: methods that must agree on a deposit head"),
     dla_measure: str = typer.Option("runner_up", "--dla-measure", help="head-summary: the margin the dla vote reads, "
                                     "runner_up (the label's direct effect minus the runner-up class's) | mean (minus "
                                     "its mean over classes, as before 2026-11-28)"),
     aggregate: bool = typer.Option(False, "--aggregate", help="also pool the ablation tables of the given runs "
-                                   "(seeds of one configuration) and print the deposit sentence of the mean"),
+                                   "(seeds of one configuration: configs equal but for their seeds) and print the "
+                                   "deposit sentence of the mean"),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: $PELAB_THREADS or torch's)"),
     device: str = typer.Option("cpu", "--device", help="cpu | cuda"),
     root: Optional[Path] = typer.Option(None, "--root", help=ROOT_HELP),
@@ -197,7 +244,7 @@ def analyze_cmd(
     from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
     from workbench.analysis.claims import COUNTS, as_read, reading_of
     from workbench.analysis import deposit as deposit_mod
-    from workbench.analysis.ablation import MODES
+    from workbench.analysis.ablation import MODES, table_name
     from workbench.analysis.head_summary import DLA_MEASURES
     from workbench.analysis.self_repair import MEASURES
     from workbench.store import RunStore
@@ -209,18 +256,18 @@ def analyze_cmd(
                                  ("--dla-measure", dla_measure, tuple(DLA_MEASURES))):
         if value not in allowed:
             _fail(f"{flag} {value!r}: use {', '.join(allowed[:-1])} or {allowed[-1]}")
-    if mode == "resample":  # `ablation` already stores ablation_resample
-        keys = [k for k in keys if k != "ablation_resample"]
     device = str(pick_device(device))
     n_threads = check_threads(threads)
     if n_threads:
         torch.set_num_threads(n_threads)
     store = RunStore(existing_root(root), create=False)  # a mistyped --root is refused, never created
     runs = [store.get(run_id) for run_id in run_ids]  # every id resolved inside the store before any work
+    if aggregate:
+        check_aggregate(runs, keys)
     console = Console(width=160)
     params = {
         "ablation": dict(mode=mode, n_boot=n_boot, seed=seed, max_examples=max_examples),
-        "deposit": dict(table="ablation" if mode == "zero" else f"ablation_{mode}"),
+        "deposit": dict(table=table_name(mode)),
         "qk_means": dict(seed=seed), "angles": dict(seed=seed), "spectral": dict(seed=seed),
         "distance_bias": dict(seed=seed),
         "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
@@ -247,7 +294,7 @@ def analyze_cmd(
         for col in ("analysis", "rows", "time", "summary"):
             table.add_column(col, overflow="fold")
         sentence = None
-        for key in keys:
+        for key in plan(keys, mode, run.has_table):
             t0 = time.perf_counter()
             try:
                 df = ANALYSES[key](run, **params[key])
@@ -277,6 +324,9 @@ def analyze_cmd(
         note = (f" ({len(uncounted)} of them the registered run rules do not count: {'; '.join(uncounted)})"
                 if uncounted else "")
         console.print(f"[bold]mean over {len(ablations)} runs{note}:[/] {deposit_sentence(dep)}")
+    elif aggregate:
+        typer.secho(f"no mean over runs: {len(ablations)} of the {len(runs)} runs' ablation tables computed, two "
+                    "needed (see the tables above)", fg=typer.colors.YELLOW, err=True)
     if failed:
         raise typer.Exit(1)
     if not_applicable:

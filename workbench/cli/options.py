@@ -90,8 +90,9 @@ def compile_arg(compile: bool, mode: Optional[str]) -> bool | str:
 
 
 def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:
-    """The grid's points in `tiers` (of the variants named `tags`, when given); ValueError (`error: ...`, exit 2) when there are none: a sweep or ship of
-    nothing is a mistake (a typo in --tier), not "0 runs" and exit 0."""
+    """The grid's points in `tiers` (of the variants named `tags`, when given); ValueError (`error: ...`, exit 2)
+    for a tag the grid lacks or when there are none: a sweep or ship of nothing is a mistake (a typo in --tier or
+    --tags), not "0 runs" and exit 0."""
     from workbench.train.sweep import grid_points, load_grid
 
     g = load_grid(grid)
@@ -99,7 +100,7 @@ def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[s
     if tags is not None:
         known = {p["tag"] for p in points if p["tag"]}
         if set(tags) - known:
-            raise ValueError(f"{grid}: no variant(s) {', '.join(sorted(set(tags) - known))}"
+            raise ValueError(f"{grid}: no variant(s) {', '.join(map(repr, sorted(set(tags) - known)))}"
                              f"{f' in tier(s) {tiers}' if tiers else ''}; its variants: {', '.join(sorted(known))}")
         points = [p for p in points if p["tag"] in tags]
     if not points:

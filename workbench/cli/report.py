@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         """Write a self-contained HTML report (works offline) and summary.json for the selected runs (your
         store and the shipped results, as on the dashboard): the findings and a view per setting, seeds together;
         per-run diagnostics too when the selection has at most 30 runs."""
-        from workbench.report import build_report, parse_query
+        from workbench.report import build_report, parse_query, select_runs
         from workbench.report.build import default_summary_path
         from workbench.store import StoreSet
 
@@ -47,6 +47,15 @@ def register(app: typer.Typer) -> None:
         if out.is_dir():
             raise typer.BadParameter(f"{out} is a folder: give the report's file name, e.g. {out / 'report.html'}",
                                      param_hint="--out")
+        if out.suffix.lower() not in (".html", ".htm"):
+            raise typer.BadParameter(f"{out}: the report is HTML, name it .html (e.g. {out.with_suffix('.html')}); "
+                                     "PDF / PNG / SVG figures: --figures-dir", param_hint="--out")
+        if summary is not None and summary.resolve() == out.resolve():
+            raise typer.BadParameter(f"{summary} is the report's --out: give summary.json its own file (or leave "
+                                     f"--summary out: {default_summary_path(out)})", param_hint="--summary")
+        stores = StoreSet.open(root, shipped)
+        if select_runs(stores, runs_query).empty:  # an empty report would replace a good one at --out
+            raise ValueError(f"no runs match --runs {runs_query!r}: nothing written (see `workbench runs`)")
         for opt, path in (("--out", out), ("--summary", summary)):
             try:
                 if path is not None:
@@ -62,7 +71,7 @@ def register(app: typer.Typer) -> None:
         def progress(msg: str) -> None:  # long work says what it is doing (stderr: stdout stays the result line)
             typer.echo(f"  [{time.perf_counter() - t0:5.1f} s] {msg}", err=True)
 
-        s = build_report(StoreSet.open(root, shipped), runs_query, out, title=title,
+        s = build_report(stores, runs_query, out, title=title,
                          summary_path=summary, figures_dir=figures_dir, figure_format=figure_format, log=progress)
         n_missing = sum(len(r.get("tables", {}).get("missing", [])) for r in s["runs"])
         typer.echo(f"wrote {out} ({len(s['runs'])} runs, {len(s['figures'])} figures, {n_missing} missing tables) "
@@ -70,5 +79,3 @@ def register(app: typer.Typer) -> None:
                    + (f"; figures as .{figure_format} in {figures_dir}" if figures_dir else ""))
         for p in s["problems"]:
             typer.secho(f"  problem: {p}", fg=typer.colors.YELLOW, err=True)
-        if not s["runs"]:
-            typer.secho(f"no runs match {runs_query!r}", fg=typer.colors.YELLOW, err=True)

@@ -30,7 +30,11 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+CONFIG_OPTIONS = ("scheme", "task", "preset", "arch", "fidelity", "seed", "set_", "tag")  # make the run's config
+
+
 def train_cmd(
+    ctx: typer.Context,
     run_id: Optional[str] = typer.Argument(None, metavar="[RUN_ID]",
                                            help="a run of your store: train it from its own config.json "
                                                 "(`workbench train --resume RUN_ID` continues an unfinished one); "
@@ -80,20 +84,28 @@ def train_cmd(
         sdpa_backend = sdpa_backend_arg(sdpa_backend)
     except ValueError as e:
         _fail(str(e))
+    if checkpoint_every < 1:
+        _fail(f"--checkpoint-every {checkpoint_every}: must be >= 1 (1: every epoch)")
     seeds = _seeds(seed)
     if run_id is not None:
-        if scheme or seed or set_ or tag:
-            _fail(f"RUN_ID {run_id} trains the run's own config.json: leave out --scheme, --seed, --set and --tag")
+        given = [p.opts[0] for p in ctx.command.params if p.name in CONFIG_OPTIONS  # (typer vendors click's enum)
+                 and ctx.get_parameter_source(p.name).name != "DEFAULT"]
+        if given:
+            _fail(f"RUN_ID {run_id} trains the run's own config.json: leave out {', '.join(given)}")
         from workbench.store import RunStore
 
         # the run must exist: its store is not created
         cfgs = [RunStore(existing_root(root), create=False).get(run_id).config]
         store = None if dry_run else _store(root)
     else:
-        store = None if dry_run else _store(root)  # a dry run reads and writes nothing
+        # a dry run reads and writes nothing; --resume continues a stored run: its store is not created
+        store = None if dry_run else _store(root, create=not resume)
         cfgs = [resolve_config(preset=preset, scheme=scheme, task=task, arch=arch, seed=s, sets=set_, tag=tag,
                                store=store, fidelity=fidelity) for s in seeds]
     run_ids = [run_id_for(c) for c in cfgs]
+    if resume and store is not None and not any(store.exists(r) for r in run_ids):
+        _fail(f"--resume: no run {', '.join(run_ids)} in {store.root} to continue; leave out --resume to start it "
+              "(or check --root)")
     if dry_run:
         for cfg, run_id in zip(cfgs, run_ids):
             typer.echo(json.dumps(cfg, indent=2))
@@ -268,7 +280,8 @@ def sweep_cmd(
         tiers = parse_tiers(tier)
     except ValueError as e:
         _fail(str(e))
-    grid_points_of(grid, tiers)
+    tags_l = [t.strip() for t in tags.split(",")] if tags is not None else None
+    grid_points_of(grid, tiers, tags_l)  # a typo in --tier or --tags: `error: ...` before the store is made
     from workbench.train.loop import check_threads, pick_device
 
     pick_device(device)
@@ -310,7 +323,7 @@ def sweep_cmd(
                         dry_run=dry_run, shard=shard_t, fail_fast=fail_fast, tiers=tiers, workers=workers,
                         ray=ray_arg, ray_gpus=ray_gpus, checkpoint_every=checkpoint_every, pack=pack_n,
                         shipped=_shipped_store(shipped), deadline=deadline, step_ms=steps,
-                        partial=partial, tags=tags.split(",") if tags else None, sdpa_backend=sdpa_backend,
+                        partial=partial, tags=tags_l, sdpa_backend=sdpa_backend,
                         hardware=hardware)
     except ImportError as e:  # --ray without Ray installed
         _fail(str(e))

@@ -45,6 +45,7 @@ def ablation(df: pd.DataFrame, metric: str = "accuracy", zmax: float | None = No
     """Heatmap of Δ (layer x head) for `metric`, diverging at 0 (= the clean model), one trace per ablation
     mode present, the values that matter written in the cells; hover: the bootstrap interval. `zmax`: the
     colour scale's limit ±zmax (`shared_scale` gives one for several runs), default the table's largest |Δ|."""
+    _metric(df, metric)  # ValueError naming the table's metrics when it has none named `metric`
     d = df[df["metric"] == metric]
     modes = list(d["mode"].unique()) if "mode" in d.columns else ["zero"]
     fig = make_subplots(rows=1, cols=len(modes), subplot_titles=[f"{m}-ablation" for m in modes],
