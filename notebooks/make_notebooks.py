@@ -34,13 +34,21 @@ RUNS = os.environ.get("PELAB_RUNS", "runs")      # your run store: trained runs 
 THREADS = int(os.environ.get("PELAB_THREADS", "2"))
 '''
 
+DISCLAIMER = '''\
+from IPython.display import Markdown
+
+from workbench.train.presets import PRESETS, scale_disclaimer
+
+if run and run.config.get("preset") in PRESETS:  # read this first: how the run's preset differs from the paper's setup
+    display(Markdown(scale_disclaimer(run.config["preset"])))'''
+
 HELPERS = '''\
 import pandas as pd
 import torch
 
 from workbench.analysis import ANALYSES
 from workbench.analysis._common import run_data
-from workbench.analysis.claims import run_table
+from workbench.analysis.claims import base_preset, run_table
 from workbench.analysis.experiments import run_deposit
 from workbench.figures import FIGURES
 from workbench.store import RunStore, shipped_root
@@ -57,28 +65,34 @@ else:
     shipped = RunStore(root, readonly=True) if root is not None and root.is_dir() else None
     own = RunStore(RUNS, readonly=True) if os.path.isdir(RUNS) else None  # only read: re-created runs' weights
     catalog = run_table(shipped) if shipped else run_table(runs=[])
-    print(f"shipped mode: {len(catalog)} shipped runs in {root}" if len(catalog) else
+    # the preset of the main tables (`repro`), as the Findings notebook: the scale ladder's rungs (repro-long,
+    # repro-wide, ...) share its seeds and are compared in COMPARISON.md, never mixed in
+    BASE = base_preset(catalog)
+    print(f"shipped mode: {len(catalog)} shipped runs in {root}, {(catalog.preset == BASE).sum()} at the `{BASE}` "
+          "preset (the ones this notebook reads)" if len(catalog) else
           f"shipped mode, but no run is shipped in {root}: open this notebook in a PE-Lab checkout (results/repro), "
           "set PELAB_SHIPPED to a results store, or set PELAB_TRAIN=1 to train the runs it needs")
 
 
 def get_run(scheme, task="trigger-distance", tables=("ablation",), **scheme_kwargs):
     """Train mode: the finished run of this configuration at PRESET (trained now, or resumed, when missing).
-    Shipped mode: the shipped run of this scheme, task and scheme_kwargs in PE-Lab's `paper` setting that holds
-    `tables` (lowest seed); None, after saying so, when none is shipped."""
+    Shipped mode: the shipped run of this scheme, task and scheme_kwargs in PE-Lab's `paper` setting at the base
+    preset BASE (`repro`) that holds `tables` (lowest training seed, then data seed); None, after saying so, when
+    none is shipped."""
     if TRAIN:
         sets = [(f"model.scheme_kwargs.{k}", v) for k, v in scheme_kwargs.items()]
         cfg = resolve_config(preset=PRESET, scheme=scheme, task=task, sets=sets, store=store)
         return train(cfg, store, resume=True, progress=False)
-    rows = catalog[(catalog.setting == "paper") & (catalog.scheme == scheme) & (catalog.task == task)]
-    for rid in rows.sort_values("seed").run_id:
+    rows = catalog[(catalog.setting == "paper") & (catalog.preset == BASE) & (catalog.scheme == scheme)
+                   & (catalog.task == task)]
+    for rid in rows.sort_values(["seed", "data_seed", "run_id"], kind="stable").run_id:
         run = shipped.get(rid)
         if (run.config["model"].get("scheme_kwargs") or {}) == scheme_kwargs and set(tables) <= set(run.tables()):
             return run
     if len(catalog):  # (an empty store was reported above)
         what = f"{scheme} run" + (f" with {scheme_kwargs}" if scheme_kwargs else "")
-        print(f"No {what} on {task} with the tables {list(tables)} is shipped in {root} (COMPARISON.md there lists "
-              "the pending grid points); PELAB_TRAIN=1 trains one at PELAB_PRESET.")
+        print(f"No {what} on {task} at the `{BASE}` preset with the tables {list(tables)} is shipped in {root} "
+              "(COMPARISON.md there lists the pending grid points); PELAB_TRAIN=1 trains one at PELAB_PRESET.")
     return None
 
 
@@ -232,8 +246,8 @@ deposit**; PE-Lab's registered seed study at `repro-long` does not find it in th
 and COMPARISON.md). This notebook looks at one RoPE run, at a preset that is not the paper's setup (the box below
 says how it differs):
 
-1. a RoPE run on Task 1: by default a **shipped** run of the reproduction (nothing is trained); with
-   `PELAB_TRAIN=1` one trained (or reused) at `PELAB_PRESET`,
+1. a RoPE run on Task 1: by default a **shipped** run of the reproduction at its `repro` preset (nothing is
+   trained); with `PELAB_TRAIN=1` one trained (or reused) at `PELAB_PRESET`,
 2. its per-head queries and keys read twice -- with TransformerLens (`run_with_cache`) and with nnsight
    (`NNsight(model).trace`) -- checking that both see the same tensors (needs the model: train mode, or the
    shipped run re-created with `workbench recreate RUN_ID`),
@@ -244,13 +258,18 @@ says how it differs):
 Everything here is also in the dashboard (`workbench app`, page *Ablation atlas*) and in `workbench report`."""),
     new_code_cell(PARAMS),
     new_code_cell(HELPERS),
-    new_markdown_cell("## 1. A RoPE run\nShipped mode: the shipped RoPE Task 1 run (PE-Lab `paper` setting, lowest "
-                      "seed) with an ablation table. Train mode: `get_run` trains only when the store does not hold "
-                      "this configuration yet."),
+    new_markdown_cell("## 1. A RoPE run\nShipped mode: the shipped RoPE Task 1 run at the `repro` preset (PE-Lab "
+                      "`paper` setting, lowest seed) with an ablation table. Train mode: `get_run` trains only when "
+                      "the store does not hold this configuration yet. Then, before its results, how the run's "
+                      "preset differs from the paper's setup."),
     new_code_cell('''\
 run = get_run("rope", "trigger-distance", tables=["ablation"])
 if run:
-    print(run.id, run.status, {k: round(v, 4) for k, v in run.final.items() if isinstance(v, float)})
+    print(run.id, run.status, "preset", run.config.get("preset"))'''),
+    new_code_cell(DISCLAIMER),
+    new_code_cell('''\
+if run:
+    print({k: round(v, 4) for k, v in run.final.items() if isinstance(v, float)})
     display(run.metrics()[["epoch", "train_loss", "train_acc", "test_loss", "test_acc"]])'''),
     new_markdown_cell("""\
 ## 2. Queries and keys, two ways (needs the model)
@@ -319,16 +338,17 @@ if run and live(run):
         ablated = (model.run_with_hooks(x, fwd_hooks=[(f"blocks.{l}.attn.hook_z", zero_head)]).argmax(-1) == y
                    ).double().mean().item()
     table_delta = float(top["delta"])
-    print(f"L{l}.H{h}: clean {clean:.4f}, ablated {ablated:.4f}, delta {clean - ablated:.4f} (table: {table_delta:.4f})")
+    print(f"L{l}.H{h}: clean {clean:.4f}, ablated {ablated:.4f}, delta {clean - ablated:.4f} "
+          f"(table: {table_delta:.4f})")
     assert abs((clean - ablated) - table_delta) < 1e-6'''),
     new_markdown_cell("## 4. The atlas and the deposit statistics"),
     new_code_cell('''\
 if run:
     display(FIGURES["ablation"](ablation, metric="accuracy"))
     display(FIGURES["ablation_layers"](ablation, metric="accuracy"))'''),
-    new_markdown_cell("Per layer: the concentration C_l, the top head against the second (paired bootstrap interval of the "
-                      "gap) and the verdict: single-head deposit, average deposit or none (the stored `deposit` table, "
-                      "else `deposit.compute` on the ablation table)."),
+    new_markdown_cell("Per layer: the concentration C_l, the top head against the second (paired bootstrap interval "
+                      "of the gap) and the verdict: single-head deposit, average deposit or none (the stored `deposit` "
+                      "table, else `deposit.compute` on the ablation table)."),
     new_code_cell('''\
 from workbench.analysis import deposit
 from workbench.analysis.claims import as_read, reading_of
@@ -347,8 +367,8 @@ NB2 = [
 
 Section 5 of the core paper moves the deposit around by restricting RoPE: **partial RoPE** puts RoPE on the first
 k heads of a layer (NoPE on the rest), and **MLA** (DeepSeek-V3 latent attention) keeps a decoupled rotary part:
-a rotary query per head and one rotary key shared by all heads. This notebook compares NoPE, full RoPE, partial RoPE and MLA on the trigger-distance task:
-accuracy and where the ablation deposit sits.
+a rotary query per head and one rotary key shared by all heads. This notebook compares NoPE, full RoPE, partial
+RoPE and MLA on the trigger-distance task: accuracy and where the ablation deposit sits.
 
 By default it reads the **shipped** runs of the reproduction (`grids/repro.toml`; nothing is trained): NoPE,
 RoPE and MLA are tier 1, the partial-RoPE runs tier 2 (the notebook lists any grid point not shipped).
@@ -359,8 +379,19 @@ All tables come from `workbench.analysis`, all figures from `workbench.figures`;
 page shows the same experiment."""),
     new_code_cell(PARAMS),
     new_code_cell(HELPERS),
+    new_code_cell('''\
+from IPython.display import Markdown
+
+from workbench.train.presets import PRESETS, scale_disclaimer
+
+runs_preset = PRESET if TRAIN else BASE if len(catalog) else None  # the preset of every run below
+if runs_preset in PRESETS:  # read this first: how that preset differs from the paper's setup
+    display(Markdown(scale_disclaimer(runs_preset)))'''),
     new_markdown_cell("## The runs\nShipped mode: every shipped NoPE / RoPE / MLA run on Task 1 in PE-Lab's `paper` "
-                      "setting with an ablation table, and the grid points not shipped yet."),
+                      "setting at the `repro` preset with an ablation table (the base preset of the Findings "
+                      "notebook; the runs of the scale ladder's other presets and of the seed study at `repro-long` "
+                      "are counted below, not shown: the Findings notebook and COMPARISON.md compare them), and the "
+                      "grid points not shipped yet."),
     new_code_cell('''\
 if TRAIN:
     H = resolve_config(preset=PRESET, scheme="rope", store=store)["model"]["n_heads"]
@@ -372,15 +403,19 @@ if TRAIN:
         "mla": get_run("mla"),
     }
 else:
-    rows = catalog[(catalog.setting == "paper") & (catalog.task == "trigger-distance")
-                   & catalog.scheme.isin(["nope", "rope", "mla"])]
+    every = catalog[(catalog.setting == "paper") & (catalog.task == "trigger-distance")
+                    & catalog.scheme.isin(["nope", "rope", "mla"])]
+    rows = every[every.preset == BASE]  # one preset: the ladder's rungs share seeds and are never mixed in
     family = {}
     for r in rows.itertuples():
         run = shipped.get(r.run_id)
         kw = run.config["model"].get("scheme_kwargs") or {}
         if run.has_table("ablation"):
             label = f"{r.scheme} {kw}" if kw and r.variant == r.scheme else r.variant  # untagged partial RoPE
-            family[f"{label}, seed {r.seed}"] = run
+            family[f"{label}, seed {r.seed}, data seed {r.data_seed}"] = run
+    other = every[every.preset != BASE].preset.value_counts()
+    print(f"{len(family)} runs at the `{BASE}` preset with an ablation table; not shown: "
+          + (", ".join(f"{n} at `{p}`" for p, n in sorted(other.items())) or "no run at another preset"))
     from pathlib import Path
 
     import workbench
@@ -399,7 +434,7 @@ from workbench.analysis import deposit
 from workbench.analysis.claims import as_read, reading_of
 
 for name, r in family.items():  # each read by its run's status ("cannot tell" for a run that did not learn)
-    print(f"{name:32s} {as_read(deposit.deposit_sentence(deposit_of(r)), reading_of(r))}")'''),
+    print(f"{name:40s} {as_read(deposit.deposit_sentence(deposit_of(r)), reading_of(r))}")'''),
     new_markdown_cell("## The partial-RoPE experiment table and its figure\n"
                       "One row per RoPE run: k heads with RoPE, the RoPE layer (-1: every layer), accuracy and the "
                       "deepest layer with a deposit."),
@@ -416,15 +451,8 @@ if len(partial):
         print("no partial-RoPE run yet: only full RoPE is shown (train them, or see the grid points listed above)")
 else:
     print("no RoPE run to show")'''),
-    new_markdown_cell("## MLA vs RoPE vs NoPE (the paper's Table 1 next to ours)\nFirst, how the runs' preset "
-                      "differs from the paper's setup."),
+    new_markdown_cell("## MLA vs RoPE vs NoPE (the paper's Table 1 next to ours)"),
     new_code_cell('''\
-from IPython.display import Markdown
-
-from workbench.train.presets import PRESETS, scale_disclaimer
-
-for p in sorted({r.config.get("preset") for r in runs} & set(PRESETS)):  # read this first, per preset
-    display(Markdown(scale_disclaimer(p)))
 mla = EXPERIMENTS["mla_rope_nope"](runs=runs, compute_missing=TRAIN)
 if len(mla):
     display(mla[["scheme", "task", "test_acc", "paper_test_acc", "n_single_deposits", "max_concentration",
@@ -474,12 +502,32 @@ RUN_ID = os.environ.get("PELAB_RUN_ID")  # a shipped run (train mode: a run of R
     new_code_cell(HELPERS),
     new_code_cell('''\
 HEAD_TABLES = ["ablation", "ablation_resample", "patching", "probes", "trigger_attention", "dla", "head_summary"]
-if RUN_ID and (TRAIN or shipped):
-    run = (store if TRAIN else shipped).get(RUN_ID)
+if RUN_ID and TRAIN:
+    run = store.get(RUN_ID)  # its missing tables are computed below
+elif RUN_ID and shipped:
+    run = shipped.get(RUN_ID)
+    mine = own.get(RUN_ID) if own is not None and RUN_ID in own.run_ids() else None
+    if not set(HEAD_TABLES) <= set(run.tables()) and mine is not None and set(HEAD_TABLES) <= set(mine.tables()):
+        run = mine  # your re-created copy, analysed in your store
+    elif not set(HEAD_TABLES) <= set(run.tables()):
+        missing = [t for t in HEAD_TABLES if t not in run.tables()]
+        kind = catalog[catalog.run_id == RUN_ID][["setting", "variant", "task"]]  # its setting, variant and task
+        rows = catalog[catalog.preset == BASE].merge(kind)
+        have = [r for r in rows.run_id if set(HEAD_TABLES) <= set(shipped.get(r).tables())]
+        print(f"{RUN_ID} is shipped without the tables {missing} that this notebook reads (it has "
+              f"{sorted(run.tables())}). Shipped runs of its setting, variant and task at the `{BASE}` preset with "
+              f"all of them: {', '.join(have) or 'none'}. Or make them in your store: `workbench recreate "
+              f"{RUN_ID} --root {os.path.abspath(RUNS)}`, then `workbench analyze {RUN_ID} --root "
+              f"{os.path.abspath(RUNS)} --what resample,patching,probes,trigger-attention,dla,head-summary`, and run "
+              "this notebook again.")
+        run = None
 else:
     run = get_run("rope", "trigger-distance", tables=HEAD_TABLES)
 if run:
-    print(run.id, run.config["model"]["scheme"], run.config["task"]["task"], "test accuracy", run.final.get("test_acc"))'''),
+    print(run.id, run.config["model"]["scheme"], run.config["task"]["task"], "preset", run.config.get("preset"))'''),
+    new_code_cell(DISCLAIMER + '''
+if run:
+    print("test accuracy", run.final.get("test_acc"))'''),
     new_markdown_cell("## 1. The paper's view: zero-ablation and the deposit test"),
     new_code_cell('''\
 from workbench.analysis import deposit
@@ -487,11 +535,21 @@ from workbench.analysis.claims import as_read, reading_of
 
 if run:
     ablation = table(run, "ablation")
-    print(as_read(deposit.deposit_sentence(deposit_of(run)), reading_of(run)))
+    stats = deposit_of(run)
+    print(as_read(deposit.deposit_sentence(stats), reading_of(run)))
     acc = ablation[ablation.metric == "accuracy"]
-    top = acc.sort_values("delta", ascending=False).iloc[0]
-    L, H = int(top["layer"]), int(top["head"])
-    print(f"the head the paper would name: layer {L}, head {H} (zero-ablation delta {top.delta:.3f})")'''),
+    single = stats[stats.pattern == "single-head"]  # the paper's deposits: the top head of such a layer
+    if len(single):  # the largest of them (the head summary's `paper_deposit` heads)
+        best = single.sort_values(["top_delta", "layer"], ascending=[False, True], kind="stable").iloc[0]
+        L, H = int(best["layer"]), int(best["top_head"])
+        top = acc[(acc.layer == L) & (acc["head"] == H)].iloc[0]
+        print(f"the head the paper would name: layer {L}, head {H}, the largest of its {len(single)} single-head "
+              f"deposit(s) (zero-ablation delta {top.delta:.3f})")
+    else:
+        top = acc.sort_values(["delta", "layer", "head"], ascending=[False, True, True], kind="stable").iloc[0]
+        L, H = int(top["layer"]), int(top["head"])
+        print(f"no single-head deposit, so no head the paper would name; followed below: the largest zero-ablation "
+              f"delta, layer {L}, head {H} ({top.delta:.3f})")'''),
     new_markdown_cell("## 2. Resample ablation\nThe head's z from another test example of the same length "
                       "(a seeded derangement within each length group), in the same batched sweep."),
     new_code_cell('''\
@@ -597,7 +655,8 @@ if run:
     new_code_cell('''\
 if run:
     probes = table(run, "probes")
-    print(probes[probes.probe == "position"][["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
+    position = probes[probes.probe == "position"]
+    print(position[["layer", "score", "score_lo", "score_hi", "control", "baseline"]].round(3))
     display(FIGURES["probes"](probes))'''),
     new_markdown_cell("""\
 ## 5. Trigger attention, direct logit attribution and self-repair

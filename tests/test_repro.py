@@ -323,8 +323,14 @@ def test_mean_ci_is_the_student_t_interval():
 
 
 class FakeRun:
+    """A run with tables made by today's analyses (no provenance: made when shipped, today)."""
+
     def __init__(self, rid, tables, metrics=None):
         self.id, self._tables, self._metrics = rid, tables, pd.DataFrame(metrics or [])
+        self.info, self.config = {"shipped": "2026-12-31T00:00:00+00:00"}, {}
+
+    def provenance_of(self, name):
+        return None
 
     def metrics(self):
         return self._metrics
@@ -1228,8 +1234,9 @@ def test_a_recomputed_table_is_compared_on_the_shipped_columns_and_names_the_add
 class _Shipped:
     """A shipped run as `reproduce` reads it: its info, tables and what made each (`provenance`)."""
 
-    def __init__(self, shipped: str, tables: dict, provenance: dict | None = None):
+    def __init__(self, shipped: str, tables: dict, provenance: dict | None = None, config: dict | None = None):
         self.info, self._tables, self._made = {"shipped": shipped}, tables, provenance or {}
+        self.config = config or {}
 
     def tables(self):
         return list(self._tables)
@@ -1271,6 +1278,34 @@ def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
     assert said_changes("head_summary", made_before("head_summary", both)) == \
         "changes of tables it joins: eccf8f7 (patching, 2026-11-25), 6a3fc22 (probes, 2026-11-25)"
     assert said_changes("probes", probes_change) == f"6a3fc22 (2026-11-25) changed it: {CHANGES['probes'][0].what}"
+
+
+def test_a_change_of_the_authors_settings_makes_only_their_tables_stale():
+    """`Change.applies`: the fixes of 9c4aa73 moved the numbers of runs in the authors' settings only (pads attended,
+    trigger words in the filler, vocab-sized outputs); a default run's tables of the same date are not stale."""
+    from workbench.analysis.reproduce import CHANGES, made_before, stale_tables
+    from workbench.train.presets import resolve_config
+
+    tables = {n: pd.DataFrame() for n in ("patching", "probes", "trigger_attention", "dla", "head_summary")}
+    when = "2026-12-01T00:00:00+00:00"  # after the solver's and patching's first changes, before 9c4aa73
+    default = resolve_config("cpu", "rope", "trigger-distance")
+    authors = resolve_config("cpu", "rope", "trigger-distance", fidelity="authors")
+    assert stale_tables(_Shipped(when, tables, config=default)) == []
+    old = _Shipped(when, tables, config=authors)
+    assert sorted(stale_tables(old)) == ["dla", "head_summary", "patching", "probes", "trigger_attention"]
+    assert [c.commit for _, c in made_before("trigger_attention", old)] == ["9c4aa73", "9c4aa73"]
+    assert made_before("probes", old) == [("probes", CHANGES["probes"][1])]  # not the solver's: made after it
+    assert stale_tables(_Shipped("2026-12-06T00:00:00+00:00", tables, config=authors)) == []
+    # a claim's evidence names the seeds whose head summary joins such a table
+    from types import SimpleNamespace
+
+    from workbench.analysis.claims.rules import _made_before
+
+    runs = {"a": old, "b": _Shipped("2026-12-06T00:00:00+00:00", tables, config=authors)}
+    sub = pd.DataFrame({"run_id": ["a", "b"], "seed": [42, 43]})
+    note = _made_before(SimpleNamespace(get=runs.get), sub, runs, "head_summary")
+    assert note.startswith("; seed 42: head_summary made before 9c4aa73 changed") and "43" not in note
+    assert _made_before(SimpleNamespace(get=runs.get), sub.iloc[1:], runs, "head_summary") == ""
 
 
 def test_the_recomputation_reads_its_parameters_from_the_shipped_tables():

@@ -86,10 +86,47 @@ DLA_MEASURE_BEFORE = "mean"  # a head summary without a `dla_measure` column (be
 
 
 class Change(NamedTuple):
-    """An analysis whose numbers changed on the same weights: tables made before `landed` came from the old code."""
+    """An analysis whose numbers changed on the same weights: tables made before `landed` came from the old code,
+    of the runs `applies` names (a key of `APPLIES`; None: every run)."""
     landed: str  # ISO time of the commit
     commit: str
     what: str
+    applies: str | None = None
+
+
+def _pads_attended(config: dict[str, Any]) -> bool:
+    """The model's pads are not inert (`ModelConfig.pads_are_inert`): attended or pooled, the authors' script."""
+    from workbench.model import ModelConfig
+    from workbench.store import with_later_defaults
+
+    model = with_later_defaults(config).get("model")
+    return bool(model) and not ModelConfig.from_dict(model).pads_are_inert
+
+
+def _filler_triggers(config: dict[str, Any]) -> bool:
+    """Task 1 whose filler may hold the trigger words (`filler_includes_triggers`, the authors' data)."""
+    from synthetic_tasks import get_spec
+
+    task = config.get("task") or {}
+    if task.get("task") != "trigger-distance":
+        return False
+    spec = get_spec(task["task"], preset=task.get("preset", "paper"), seed=task.get("seed", 42),
+                    **(task.get("overrides") or {}))
+    return bool(spec.filler_includes_triggers)
+
+
+def _vocab_outputs(config: dict[str, Any]) -> bool:
+    """The output layer has vocab_size outputs, not n_classes (`unembed_vocab`, the authors' script)."""
+    return bool((config.get("model") or {}).get("unembed_vocab"))
+
+
+APPLIES = {"pads_attended": _pads_attended, "filler_triggers": _filler_triggers, "vocab_outputs": _vocab_outputs}
+"""Change.applies -> whether a run's config is one whose tables the change moved"""
+
+_FIX = "2026-12-05T18:02:08+00:00", "9c4aa73"  # one commit fixed four analyses of the authors' settings
+_PADS = ("where the pads are not inert (the authors' transformer script attends and pools them), patching's 'all' "
+         "and 'non_trigger' positions include the pads, which carry part of the difference (the last layer's "
+         "stream read 0.50-0.55 at 'all', not 1, in the shipped authors' Task 1 RoPE runs)")
 
 
 CHANGES = {  # table -> the changes of its numbers, oldest first
@@ -104,8 +141,27 @@ CHANGES = {  # table -> the changes of its numbers, oldest first
                         "t1-nope-repro-s42-9a509a: shipped effects up to 3e5, every vote no)"),),
     "probes": (Change("2026-11-25T03:10:39+00:00", "6a3fc22",
                       "the label probes' solver: a batched L-BFGS in torch replaced scikit-learn's LogisticRegression "
-                      "(the same objective; measured on t2-rope-repro-s42-333ab3, scores up to 0.015 apart)"),),
+                      "(the same objective; measured on t2-rope-repro-s42-333ab3, scores up to 0.015 apart)"),
+               Change(*_FIX, "label_head reads each head's z at the second trigger of the pair whose distance is "
+                             "the label (`_common.trigger_pair`), not at the row's first w2: the authors' filler "
+                             "holds trigger words (13.7 % of t1-rope-repro-s42-40a0c6's test rows read elsewhere)",
+                      "filler_triggers")),
+    "trigger_attention": (Change(*_FIX, "t2_to_t1 and t1_to_t2 read the pair whose distance is the label (the "
+                                        "authors' filler holds trigger words: 14.0 % of t1-rope-repro-s42-40a0c6's "
+                                        "test rows read another pair)", "filler_triggers"),
+                          Change(*_FIX, "the uniform reference counts the keys the model attends, pads included "
+                                        "where they are not masked (a uniformly attending head read 0.083 against "
+                                        "a reference of 0.137 over the word keys)", "pads_attended")),
+    "dla": (Change(*_FIX, "dla_vs_mean subtracts the mean over the n_classes classes, not over all vocab_size "
+                          "outputs (`unembed_vocab`: most are never a label)", "vocab_outputs"),),
+    "self_repair": (Change(*_FIX, "the margin measure subtracts the mean over the n_classes classes, not over all "
+                                  "vocab_size outputs (`unembed_vocab`)", "vocab_outputs"),),
+    "attribution": (Change(*_FIX, _PADS, "pads_attended"),),
+    "qkv": (Change(*_FIX, _PADS, "pads_attended"),),
+    "edges": (Change(*_FIX, _PADS, "pads_attended"),),
 }
+CHANGES["patching"] += (Change(*_FIX, _PADS, "pads_attended"),)
+SOLVER_CHANGE = CHANGES["probes"][0]  # the probes' solver (COMPARISON's decodable layers say which runs predate it)
 
 
 def recheckable() -> tuple[str, ...]:
@@ -153,12 +209,14 @@ def _analysed(shipped_run, name: str) -> str:
 
 def made_before(name: str, shipped_run) -> list[tuple[str, Change]]:
     """[(table, change)] of the changes (`CHANGES`) to table `name` of `shipped_run`, or to a table it is made
-    from, that landed after either table was made (`_analysed`), oldest first; [] when the shipped table came from
+    from, that apply to the run (`Change.applies`) and landed after either table was made (`_analysed`), oldest
+    first; [] when the shipped table came from
     today's analyses. A joining table made before a change of a table it joins read that table's old numbers, even
     where that table was refreshed since (`verify --refresh --tables probes` leaves the head summary stale)."""
     mine = _analysed(shipped_run, name)
     later = [(n, c) for n in (name, *_needs(name)) if n in shipped_run.tables()
-             for c in CHANGES.get(n, ()) if (when := min(mine, _analysed(shipped_run, n))) and when < c.landed]
+             for c in CHANGES.get(n, ()) if (when := min(mine, _analysed(shipped_run, n))) and when < c.landed
+             and (c.applies is None or APPLIES[c.applies](shipped_run.config))]
     return sorted(later, key=lambda nc: nc[1].landed)
 
 

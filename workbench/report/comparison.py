@@ -206,9 +206,8 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
     old = int(d["solved_before"].sum())
     note = ""
     if old:  # two solvers behind one table: said, with what their difference is
-        from workbench.analysis.reproduce import CHANGES
+        from workbench.analysis.reproduce import SOLVER_CHANGE as c
 
-        c = CHANGES["probes"][-1]
         note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} shipped before {c.commit} "
                 f"({c.landed[:10]}), so their probes come from the former solver and the others' from today's. "
                 f"What changed: {c.what}. `workbench verify` recomputes a run's probes and says how far apart the "

@@ -11,8 +11,9 @@ import pandas as pd
 from .._common import scheme_label, task_label, tuples
 from ..head_summary import counted, mean_dla_vote
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
-                    _deposit_text, _deposits, _largest, _learned, _row, _runs, _seed_label, _settled, _single_layers,
-                    _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
+                    _deposit_text, _deposits, _largest, _learned, _made_before, _row, _runs, _seed_label, _settled,
+                    _single_layers, _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict,
+                    _waiting)
 from .registry import registered_settings
 from .runs import DEFAULT_DATA_SEED, TASKS, accuracy_ci, _n_test, _rests, _statuses
 
@@ -225,7 +226,7 @@ def _causal_claims(store, runs, th) -> list[dict]:
         notes += _uncounted_notes(all_sub)
         out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
                         _beyond(agree, all_sub, sub), "; ".join(notes) + _waiting(sub, hs, "head_summary")
-                        + _dla_note(hs, sub) if notes
+                        + _dla_note(hs, sub) + _made_before(store, sub, hs, "head_summary") if notes
                         else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
     claim = "MLA has no head that a causal method and a second method mark as a deposit head"
     for setting in ("paper", "authors-mla"):
@@ -246,7 +247,8 @@ def _causal_claims(store, runs, th) -> list[dict]:
             parts = notes + _uncounted_notes(all_sub)
             out.append(_row(f"{claim}, {task_label(task)}", "MLA shows no indispensable single head", setting,
                             _beyond(agree, all_sub, sub),
-                            "; ".join(parts) + _waiting(sub, hs, "head_summary") + _dla_note(hs, sub) if parts
+                            "; ".join(parts) + _waiting(sub, hs, "head_summary") + _dla_note(hs, sub)
+                            + _made_before(store, sub, hs, "head_summary") if parts
                             else "no finished run with a head_summary table yet", all_sub["run_id"],
                             _verdict(agree, th)))
     return out
@@ -276,7 +278,7 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
     """Where the label first becomes linearly decodable: per run, the first layer whose pooled-stream label probe
     reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input.
     `solved_before`: the table was shipped before the probes' solver changed (`reproduce.made_before`)."""
-    from ..reproduce import made_before
+    from ..reproduce import SOLVER_CHANGE, made_before
 
     rows = []
     for r in tuples(runs):
@@ -289,7 +291,7 @@ def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.Data
         rows.append({"setting": r.setting, "variant": r.variant, "task": r.task, "seed": r.seed,
                      "first_layer": int(hit["layer"].iloc[0]) if len(hit) else None,
                      "best_score": float(p["score"].max()) if len(p) else np.nan, "min_acc": min_acc,
-                     "solved_before": bool(made_before("probes", run))})
+                     "solved_before": any(c == SOLVER_CHANGE for _, c in made_before("probes", run))})
     return pd.DataFrame(rows, columns=["setting", "variant", "task", "seed", "first_layer", "best_score", "min_acc",
                                        "solved_before"])
 

@@ -56,6 +56,19 @@ def _waiting(sub: pd.DataFrame, have, table: str) -> str:
     return f"; seed {', '.join(seeds)}: trained, {table} not computed yet" if seeds else ""
 
 
+def _made_before(store, sub: pd.DataFrame, have, table: str) -> str:
+    """The evidence's note on runs of `sub` whose stored `table` was made before its analysis, or that of a table
+    it joins, changed its numbers (`reproduce.made_before`): their numbers may move when it is re-made ("" when
+    none)."""
+    from ..reproduce import made_before
+
+    old = {r.seed: made_before(table, store.get(r.run_id)) for r in tuples(sub) if r.run_id in have}
+    old = {seed: changes for seed, changes in old.items() if changes}
+    commits = sorted({c.commit for changes in old.values() for _, c in changes})
+    return (f"; seed {', '.join(map(str, old))}: {table} made before {', '.join(commits)} changed the numbers it "
+            "reads (reproduce.CHANGES; `workbench verify --refresh` re-makes it)") if old else ""
+
+
 def _learned(sub: pd.DataFrame) -> pd.DataFrame:
     """The runs of `sub` that learned the task, settled or still learning (their evidence is shown either way)."""
     return sub[sub.learned.astype(bool)]
