@@ -147,6 +147,7 @@ def test_resample_with_mode_resample_runs_the_resample_ablation(store):
                                    "20", "--root", str(st.root)])
     assert res.exit_code == 0, res.output
     assert "ablation_resample" in res.output and st.get(ids["rope2"]).has_table("ablation_resample")
+    assert "[resample]" in res.output  # the summary's tag printed as text, not read as rich markup
 
 
 def test_deposit_computes_a_missing_ablation_table_with_the_commands_options(store):

@@ -634,6 +634,12 @@ def test_a_check_of_one_scheme_is_filled_from_the_stored_table_scaled(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"step_ms": ["rope", 5]}))
     with pytest.raises(ValueError, match="expected {scheme: ms per step}"):
         load_step_ms([check, tmp_path / "bad.json"])
+    (tmp_path / "log.txt").write_text("not json")  # a decode error named no file
+    with pytest.raises(ValueError, match=r"--step-ms .*log.txt: not a readable JSON file"):
+        load_step_ms([check, tmp_path / "log.txt"])
+    (tmp_path / "list.json").write_text("[1]")  # JSON, but not a table
+    with pytest.raises(ValueError, match="expected {scheme: ms per step}"):
+        load_step_ms(tmp_path / "list.json")
 
     grid = tmp_path / "g.toml"
     grid.write_text('name = "g"\npreset = "smoke"\ntasks = ["trigger-distance"]\nseeds = [42]\nschemes = ["nope"]\n')

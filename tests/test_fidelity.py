@@ -476,6 +476,10 @@ def test_every_new_option_is_listed_by_workbench_schemes_and_documented():
         assert param in rows[scheme], (scheme, param)
     fid = CliRunner().invoke(app, ["schemes", "--fidelity"])
     assert fid.exit_code == 0
+    one = CliRunner().invoke(app, ["schemes", "authors", "--fidelity", "--json"])  # NAME: one setting's fields
+    assert one.exit_code == 0 and {r["setting"] for r in json.loads(one.output)} == {"authors"}
+    bad = CliRunner().invoke(app, ["schemes", "bogus", "--fidelity"])  # it listed everything, exit 0
+    assert bad.exit_code == 2 and "unknown fidelity setting 'bogus'" in bad.output
     docs = Path(__file__).resolve().parent.parent / "docs"
     fidelity_md, schemes_md = (docs / "fidelity.md").read_text(), (docs / "schemes.md").read_text()
     for name in ("attn_pad_mask", "pad_trained", "readout_include_pad", "final_ln", "unembed_vocab", "activation",

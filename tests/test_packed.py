@@ -212,6 +212,10 @@ def test_cli_train_several_seeds_packs_them(tmp_path):
     assert all(store.get(i).info["packed"] == 2 for i in ids)
     bad = CliRunner().invoke(app, ["train", "--preset", "smoke", "--seed", "42,x", "--root", root])
     assert bad.exit_code == 2 and "comma-separated" in bad.output
+    # length batching cannot be packed: trained one after another, and the note says why
+    res = CliRunner().invoke(app, args[:-2] + ["--set", "train.batching=length", "--root", root])
+    assert res.exit_code == 0 and "one after another (packed runs need train.batching='random'" in res.output, \
+        res.output
 
 
 @pytest.mark.parametrize("mask_shape", [(5, 1, 1, 7), (1, 1, 7), (5, 3, 6, 7)])

@@ -239,6 +239,7 @@ def analyze_cmd(
     1: an analysis failed. With --all, analyses a run cannot support are noted and skipped."""
     import torch
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
@@ -300,17 +301,18 @@ def analyze_cmd(
                 df = ANALYSES[key](run, **params[key])
             except NotApplicable as e:
                 style = "yellow"
-                table.add_row(key, "-", "-", f"[{style}]not applicable: {e}[/]")
+                table.add_row(key, "-", "-", f"[{style}]not applicable: {escape(str(e))}[/]")
                 not_applicable = not_applicable or not all_
                 continue
             except Exception as e:  # report and go on with the next analysis
-                table.add_row(key, "-", "-", f"[red]failed: {type(e).__name__}: {e}[/]")
+                table.add_row(key, "-", "-", f"[red]failed: {type(e).__name__}: {escape(str(e))}[/]")
                 failed = True
                 continue
             dt = time.perf_counter() - t0
             if key == "deposit":
                 sentence = as_read(deposit_sentence(df), reading)
-            table.add_row(key, str(len(df)), f"{dt:.1f}s", sentence if key == "deposit" else summarize(key, df))
+            table.add_row(key, str(len(df)), f"{dt:.1f}s",  # the summary as text, never rich markup ("[resample]")
+                          escape(sentence if key == "deposit" else summarize(key, df)))
             if key == "ablation":
                 ablations.append(df)
                 if reading and reading["status"] not in COUNTS:

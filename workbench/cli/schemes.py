@@ -69,7 +69,8 @@ def _cell(row: dict, col: str) -> Text:
 
 
 def schemes(
-    name: str = typer.Argument(None, help="show one scheme with its parameter descriptions"),
+    name: str = typer.Argument(None, help="show one scheme with its parameter descriptions (with --fidelity: one "
+                                          "fidelity setting's fields)"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
     fidelity: bool = typer.Option(False, "--fidelity", help="list the named fidelity settings (--fidelity of "
                                   "`workbench train`) and the fields each sets, and the seeds' official-code options"),
@@ -77,8 +78,14 @@ def schemes(
     """List every registered positional-encoding scheme: where it acts, parameters, formula, source, extrapolation."""
     from workbench.model.pe import list_schemes
 
-    if fidelity:
+    if fidelity:  # NAME: one setting's fields
         rows = fidelity_rows()
+        settings = list(dict.fromkeys(r["setting"] for r in rows))
+        if name is not None and name not in settings:
+            typer.echo(f"unknown fidelity setting {name!r} (with --fidelity, NAME is a setting); known: "
+                       f"{', '.join(settings)}", err=True)
+            raise typer.Exit(code=2)
+        rows = [r for r in rows if name is None or r["setting"] == name]
         if as_json:
             typer.echo(json.dumps(rows, indent=2, default=repr))
             return

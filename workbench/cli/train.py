@@ -111,13 +111,13 @@ def train_cmd(
             typer.echo(json.dumps(cfg, indent=2))
             typer.echo(run_id)
         return
-    from workbench.train.packed import pack_key, train_packed
+    from workbench.train.packed import train_packed, unpackable
 
-    packable = len(cfgs) > 1 and not force and not compile and sdpa_backend is None and \
-        all(pack_key(c) is not None for c in cfgs)
+    why = next((w for w in map(unpackable, cfgs) if w), None) or \
+        ("no --force / --compile / --sdpa-backend" if force or compile or sdpa_backend is not None else None)
+    packable = len(cfgs) > 1 and why is None
     if len(cfgs) > 1 and not packable:
-        typer.secho(f"training the {len(cfgs)} seeds one after another (packing needs model.dropout=0 and no "
-                    "--force / --compile)", err=True)
+        typer.secho(f"training the {len(cfgs)} seeds one after another ({why})", err=True)
     try:
         if packable:
             runs = train_packed(cfgs, store, resume=resume, device=device, threads=threads, progress=not quiet,

@@ -423,8 +423,12 @@ def load_step_ms(paths: list[str | Path] | str | Path | None) -> tuple[dict[str,
         paths = [] if paths is None else [paths]
     table, notes = None, []
     for path in paths:
-        data = json.loads(Path(path).read_text())
-        one = data.get("step_ms", data)
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--step-ms {path}: not a readable JSON file ({e}); give a benchmark's JSON "
+                             "(`benchmarks/gpu_step.py` writes `step_ms`)") from None
+        one = data.get("step_ms", data) if isinstance(data, dict) else data
         if not (isinstance(one, dict) and all(isinstance(v, (int, float)) for v in one.values())):
             raise ValueError(f"--step-ms {path}: expected {{scheme: ms per step}} (or one under 'step_ms')")
         one = {k: float(v) for k, v in one.items()}
