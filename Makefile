@@ -95,7 +95,7 @@ study: $(STAMP)
 # equal the shipped ones, ships the tables recomputed from its weights in their place; then COMPARISON.md. Resumes (a
 # refreshed run is stale no more). Needs a committed tree, left unedited while it runs (each table records the code
 # that made it): a worktree (`git worktree add ../pe-refresh HEAD`) keeps yours free.
-STALE ?= probes
+STALE ?= probes,patching,trigger_attention,dla,head_summary
 REFRESH_RUNS ?= runs-refresh
 refresh: $(STAMP)
 	pids=; for i in 1 2; do \
