@@ -112,6 +112,22 @@ def test_convergence_splits_settings_bands_seeds_and_merges_coinciding_baselines
     assert "mean over up to 2 seeds" in fig.layout.title.text
     single = FIGURES["convergence"](df[df.run_id.isin(["c", "d"])], splits=("test",))
     assert "one run per line" in single.layout.title.text and "mean over" not in single.layout.title.text
+    # runs of two class counts on one task (a 72-class and a 16-class preset): a chance line each, not their mean
+    mixed = pd.concat([conv_rows("e", "paper", "rope", 1, [0.5, 0.9], chance=1 / 72, length_only=0.3),
+                       conv_rows("f", "paper", "rope", 2, [0.5, 0.9], chance=1 / 16, length_only=0.5)])
+    fig = FIGURES["convergence"](mixed, splits=("test",))
+    chance = sorted((round(t.y[0], 3), t.name) for t in fig.data if S.is_baseline(t) and t.meta["baseline"] == "chance")
+    assert [c for c, _ in chance] == [round(100 / 72, 3), 6.25] and "72 classes" in chance[0][1], chance
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from workbench.figures.extrapolation import add_accuracy_baselines
+
+    ex = make_subplots(rows=1, cols=1)  # the extrapolation panels likewise
+    add_accuracy_baselines(ex, pd.DataFrame({"x": [1, 2], "chance": [1 / 72, 1 / 16], "length_only": [0.3, 0.5]}),
+                           "x", 1, 1)
+    assert sorted(t.name for t in ex.data if isinstance(t, go.Scatter) and "chance" in t.name) == \
+        ["chance (1/16)", "chance (1/72)"]
 
 
 def test_the_authors_rope_and_its_variants_are_drawn_in_ropes_colour():

@@ -208,7 +208,11 @@ def _label_colors(d: pd.DataFrame, key: str) -> dict:
 def _levels(dt: pd.DataFrame) -> list[tuple[str, float, str]]:
     """Chance and the best length-only predictor of the test rows `dt` as (kind, level, legend name), each one
     level (mean over the runs, a fraction; the legend name in %); when the two are within 0.02 of each other one
-    line stands for both (two patterned lines on one level read as one blotchy line)."""
+    line stands for both (two patterned lines on one level read as one blotchy line). Runs of different class
+    counts (presets) get their levels each (a mean of 1/72 and 1/16 is neither's chance), named by the count."""
+    if "chance" in dt.columns and dt["chance"].nunique() > 1:
+        return [(kind, level, f"{name}, {round(1 / c)} classes") for c, g in dt.groupby(dt["chance"].round(9))
+                for kind, level, name in _levels(g.drop(columns="chance").assign(chance=c))]
     out = []
     chance = float(dt["chance"].mean()) if "chance" in dt.columns and dt["chance"].notna().any() else None
     length = float(dt["length_only"].mean()) if "length_only" in dt.columns and dt["length_only"].notna().any() \

@@ -16,9 +16,9 @@ def add_accuracy_baselines(fig: go.Figure, d: pd.DataFrame, x: str, row: int, co
     them."""
     lo, hi = float(d[x].min()), float(d[x].max())
     if "chance" in d.columns and d["chance"].notna().any():
-        c = float(d["chance"].mean())
-        S.add_baseline(fig, c, "chance", (lo, hi), label=f"chance (1/{round(1 / c)})", row=row, col=col,
-                       percent=True)
+        for c in sorted(d["chance"].dropna().round(9).unique()):  # one line per class count, never their mean
+            S.add_baseline(fig, float(c), "chance", (lo, hi), label=f"chance (1/{round(1 / c)})", row=row, col=col,
+                           percent=True)
     if "length_only" in d.columns and d["length_only"].notna().any():
         lengthonly = d.groupby(x)["length_only"].mean().dropna()
         y = float(lengthonly.iloc[0]) if lengthonly.nunique() == 1 else list(lengthonly.values)
