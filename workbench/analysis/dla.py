@@ -13,8 +13,9 @@ frozen and divides that position's pooling weight, `logit = sum_c W_U gamma (sum
 mean)) + W_U beta sum_p w_p + b_U`.
 
 The direct effect of head (l, h) is its term read on the correct class (`dla`; `dla_vs_mean`: minus the mean
-over the n_classes classes, also where the output layer has vocab_size outputs (`unembed_vocab`, the authors')); `dla_vs_runner_up`: minus its term on the clean run's runner-up class, the highest-scoring class other
-than the label, so that the components sum to logit(label) - logit(runner-up), the margin the decision turns on. On
+over the n_classes classes, also where the output layer has vocab_size outputs (`unembed_vocab`, the authors'));
+`dla_vs_runner_up`: minus its term on the clean run's runner-up class, the highest-scoring class other than the
+label, so that the components sum to logit(label) - logit(runner-up), the margin the decision turns on. On
 the trigger-distance task the mean over classes moves with whole groups of neighbouring distance classes, which the
 decision does not read; docs/analyses.md). It is the head's effect through the direct path only, with sigma held
 fixed: the frozen-LayerNorm approximation (the true effect of removing a head also changes sigma and every later
