@@ -173,6 +173,20 @@ def test_aggregate_pools_only_seeds_of_one_configuration(store):
     assert st.get(ids["learned"]).tables() == []
 
 
+def test_aggregate_reads_a_config_stored_before_a_field_existed_with_its_default():
+    """Two seeds, one config stored before `model.attn_pad_mask` existed (its implicit value, True, is the
+    other's): seeds of one configuration, pooled (the raw configs differ in the field's presence)."""
+    from types import SimpleNamespace
+
+    from workbench.cli.analyze import check_aggregate
+    from workbench.train.presets import resolve_config
+
+    new, old = resolve_config("smoke", "rope", seed=42), resolve_config("smoke", "rope", seed=43)
+    assert new["model"]["attn_pad_mask"] is True
+    del old["model"]["attn_pad_mask"]
+    check_aggregate([SimpleNamespace(id="a", config=new), SimpleNamespace(id="b", config=old)], ["ablation"])
+
+
 def test_aggregate_says_when_fewer_than_two_ablation_tables_were_computed(store, monkeypatch):
     import workbench.analysis as A
 

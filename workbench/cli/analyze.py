@@ -72,13 +72,15 @@ def _flat(d: dict, prefix: str = "") -> dict:
 def check_aggregate(runs: list, keys: list[str]) -> None:
     """`--aggregate` pools the ablation tables of seeds of one configuration: exit 2 (before any work) unless
     `ablation` is asked for, of two distinct runs or more, whose configs are equal but for SEED_FIELDS."""
+    from workbench.store import with_later_defaults
+
     if "ablation" not in keys:
         _fail("--aggregate pools the runs' ablation tables: add ablation to --what")
     ids = [r.id for r in runs]
     if len(set(ids)) < 2 or len(set(ids)) < len(ids):
         _fail(f"--aggregate pools the ablation tables of seeds of one configuration: give two runs or more, each "
               f"once (got {' '.join(ids)})")
-    flat = [_flat(r.config) for r in runs]
+    flat = [_flat(with_later_defaults(r.config)) for r in runs]  # a field added since one was stored: its default
     differ = {k: [str(f.get(k, "(absent)")) for f in flat] for k in sorted(set().union(*flat) - set(SEED_FIELDS))}
     differ = {k: v for k, v in differ.items() if len(set(v)) > 1}
     if differ:
