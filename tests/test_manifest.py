@@ -674,10 +674,13 @@ def test_commands_that_read_a_store_do_not_create_a_mistyped_root(command, tmp_p
 
 
 def test_ship_reads_a_missing_store_as_empty_and_does_not_create_it(tmp_path):
-    """Beside a sweep (`make repro`) the store may not exist yet: its runs are not there (skipped, or waited for
-    with --follow), and ship does not create it."""
+    """Beside a sweep (`make repro`) the store may not exist yet: its runs are not there (waited for with --follow;
+    a run named without it is refused), and ship creates neither store."""
     res = CliRunner().invoke(_app(), ["ship", "x", "--to", str(tmp_path / "out"), "--root", str(tmp_path / "typo"),
                                       "--no-analyze"])
+    assert res.exit_code == 2 and "no run x in" in res.output, res.output
+    res = CliRunner().invoke(_app(), ["ship", "x", "--to", str(tmp_path / "out"), "--root", str(tmp_path / "typo"),
+                                      "--no-analyze", "--follow", "1"])
     assert res.exit_code == 0 and "0 shipped, 0 unchanged, 1 skipped" in res.output, res.output
     assert not (tmp_path / "typo").exists() and not (tmp_path / "out").exists()
 
@@ -860,3 +863,17 @@ def test_bit_identical_means_every_field_of_every_epoch(tiny, tmp_path):
                                       "--tables", "none"], env=env)
     assert res.exit_code == 0 and f"{rid}: verified (within 0.0001" in res.output, res.output
     assert "bit-identical" not in res.output
+
+
+def test_ship_of_a_named_run_in_neither_store_is_refused(tmp_path):
+    """`workbench ship ID` with a mistyped id said "0 shipped, 0 unchanged, 1 skipped" and exited 0: without
+    --follow a named run neither in --root nor already in --to cannot finish while the command runs, so it exits 2
+    naming it and what to change; beside a sweep (--follow) it is still waited for."""
+    own, dest = tmp_path / "own", tmp_path / "out"
+    RunStore(own)
+    res = CliRunner().invoke(_app(), ["ship", "t1-rope-cpu-s42-abcdef", "--root", str(own), "--to", str(dest)])
+    assert res.exit_code == 2 and "no run t1-rope-cpu-s42-abcdef in" in res.output and "--root" in res.output
+    assert not dest.exists()
+    res = CliRunner().invoke(_app(), ["ship", "t1-rope-cpu-s42-abcdef", "--root", str(own), "--to", str(dest),
+                                      "--follow", "1"])
+    assert res.exit_code == 0 and "skipped" in res.output, res.output

@@ -229,7 +229,8 @@ def test_ship_follow_while_pid_stops_at_the_first_look_after_the_sweep_ended(tmp
 
 def test_ship_follow_does_not_wait_for_a_run_shipped_before(tmp_path):
     """A grid run absent from the store (runs-repro lost) but already in the results store is done, not waited for:
-    `--follow` says so and stops at once; a `--to` that does not exist yet does not hide a missing run."""
+    `--follow` says so and stops at once; a `--to` that does not exist yet does not hide a missing run (named
+    without --follow: refused)."""
     from workbench.cli import app
 
     shipped = _copy(tmp_path, ROPE_T1[:1])
@@ -240,7 +241,7 @@ def test_ship_follow_does_not_wait_for_a_run_shipped_before(tmp_path):
     assert f"{rid}: not in {own}, shipped in {shipped}; skipped" in res.output
     assert "following" not in res.output and "0 shipped, 0 unchanged, 1 skipped" in res.output
     res = CliRunner().invoke(app, ["ship", rid, "--root", str(own), "--to", str(tmp_path / "new"), "--no-analyze"])
-    assert res.exit_code == 0 and "shipped in" not in res.output and "0 shipped, 0 unchanged, 1 skipped" in res.output
+    assert res.exit_code == 2 and f"no run {rid} in {own}:" in res.output, res.output
 
 
 def test_ship_leaves_a_run_another_ship_holds_and_frees_it_after(tmp_path):

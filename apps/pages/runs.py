@@ -295,16 +295,6 @@ def register_callbacks(app):
                          _curves(store, ids, metric or "accuracy", "train|test", per_run=True)])
 
 
-def _flatten(d, prefix=""):
-    out = {}
-    for k, v in (d or {}).items():
-        if isinstance(v, dict) and v:
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = json.dumps(v) if isinstance(v, (list, dict)) else v
-    return out
-
-
 def _describe(run) -> dict:
     """Status, what the run can show by the registered run rules and why (`claims.status_of_run`), final metrics
     (accuracies in %), stored tables and the flattened config of one run."""
@@ -325,9 +315,10 @@ def _describe(run) -> dict:
     refreshed = _refreshed(run.info)
     if refreshed:
         d["tables.refreshed"] = refreshed
-    from workbench.store import with_later_defaults
+    from workbench.store import flat_config
 
-    d.update(_flatten(with_later_defaults(run.config)))  # a field added after a run was stored: its implicit value
+    # a field added after a run was stored: its implicit value; a list or an empty section shown as JSON
+    d.update({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in flat_config(run.config).items()})
     return d
 
 

@@ -105,14 +105,10 @@ def _pads_attended(config: dict[str, Any]) -> bool:
 
 def _filler_triggers(config: dict[str, Any]) -> bool:
     """Task 1 whose filler may hold the trigger words (`filler_includes_triggers`, the authors' data)."""
-    from synthetic_tasks import get_spec
+    from synthetic_tasks import spec_of_task
 
     task = config.get("task") or {}
-    if task.get("task") != "trigger-distance":
-        return False
-    spec = get_spec(task["task"], preset=task.get("preset", "paper"), seed=task.get("seed", 42),
-                    **(task.get("overrides") or {}))
-    return bool(spec.filler_includes_triggers)
+    return task.get("task") == "trigger-distance" and bool(spec_of_task(task).filler_includes_triggers)
 
 
 def _vocab_outputs(config: dict[str, Any]) -> bool:

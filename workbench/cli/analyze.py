@@ -61,18 +61,10 @@ def plan(keys: list[str], mode: str, has_table) -> list[str]:
 SEED_FIELDS = ("train.seed", "model.seed", "task.seed")  # what seeds of one configuration differ in
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    """{'a': {'b': 1}} -> {'a.b': 1}."""
-    out = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
-
-
 def check_aggregate(runs: list, keys: list[str]) -> None:
     """`--aggregate` pools the ablation tables of seeds of one configuration: exit 2 (before any work) unless
     `ablation` is asked for, of two distinct runs or more, whose configs are equal but for SEED_FIELDS."""
-    from workbench.store import with_later_defaults
+    from workbench.store import flat_config
 
     if "ablation" not in keys:
         _fail("--aggregate pools the runs' ablation tables: add ablation to --what")
@@ -80,7 +72,7 @@ def check_aggregate(runs: list, keys: list[str]) -> None:
     if len(set(ids)) < 2 or len(set(ids)) < len(ids):
         _fail(f"--aggregate pools the ablation tables of seeds of one configuration: give two runs or more, each "
               f"once (got {' '.join(ids)})")
-    flat = [_flat(with_later_defaults(r.config)) for r in runs]  # a field added since one was stored: its default
+    flat = [flat_config(r.config) for r in runs]  # a field added since one was stored: its default
     differ = {k: [str(f.get(k, "(absent)")) for f in flat] for k in sorted(set().union(*flat) - set(SEED_FIELDS))}
     differ = {k: v for k, v in differ.items() if len(set(v)) > 1}
     if differ:

@@ -92,6 +92,14 @@ def ship_cmd(
         check_destination(store.root, to)
     except StoreError as e:
         _fail(str(e))
+    if follow is None:  # a named run neither in the store nor shipped cannot finish while this command runs
+        shipped_before = RunStore(to, readonly=True) if Path(to).is_dir() else None
+        absent = [r for r in run_ids or [] if not store.exists(r)
+                  and not (shipped_before is not None and shipped_before.exists(r))]
+        if absent:
+            _fail(f"no run {', '.join(absent)} in {store.root}" + (f" or {to}" if shipped_before else "") +
+                  ": check the id (`workbench runs`), pass the store it is in with --root, or --follow SECONDS "
+                  "beside the sweep that trains it")
     if grid is not None:
         from workbench.train.presets import resolve_config
 

@@ -21,7 +21,7 @@ from .errors import StoreError
 from .lock import RunLock, RunLocked, lock_holder
 from .run import LISTED_STATUSES, STATUSES, Run
 from .runstore import (COLUMNS, FILTERS, RUN_ID_PATTERN, RunStore, canonical_json, check_run_id, code_version,
-                       config_hash, default_root, run_id_for, with_later_defaults)
+                       config_hash, default_root, flat_config, run_id_for, with_later_defaults)
 from .manifest import check_store, write_manifest
 from .ship import is_dirty
 from .stores import StoreSet, finished_runs, shipped_root
@@ -29,5 +29,5 @@ from .stores import StoreSet, finished_runs, shipped_root
 __all__ = ["RunStore", "Run", "StoreError", "StoreSet", "RunLock", "RunLocked", "lock_holder", "STATUSES",
            "LISTED_STATUSES", "COLUMNS", "FILTERS", "RUN_ID_PATTERN", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "canonical_json", "check_run_id", "code_version",
-           "config_hash", "default_root", "finished_runs", "run_id_for", "shipped_root", "with_later_defaults",
-           "check_store", "write_manifest", "is_dirty"]
+           "config_hash", "default_root", "finished_runs", "flat_config", "run_id_for", "shipped_root",
+           "with_later_defaults", "check_store", "write_manifest", "is_dirty"]

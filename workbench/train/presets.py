@@ -427,7 +427,7 @@ def check_dataset_memory(spec) -> None:
 
 def task_spec(task: dict[str, Any]):
     """The validated synthetic_tasks spec of a run config's task section (ValueError naming `task.<field>`)."""
-    from synthetic_tasks import get_spec
+    from synthetic_tasks import spec_of_task
 
     unknown = set(task) - TASK_KEYS
     if unknown:
@@ -437,7 +437,7 @@ def task_spec(task: dict[str, Any]):
     if not isinstance(overrides, dict):
         raise ValueError(f"task.overrides={overrides!r:.80}: must be an object of dataset fields")
     try:
-        return get_spec(task.get("task"), preset=task.get("preset", "paper"), seed=task.get("seed", 42), **overrides)
+        return spec_of_task(task)
     except ValueError as e:
         raise ValueError(f"task.{e}") from None
     except TypeError as e:

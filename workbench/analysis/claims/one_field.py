@@ -15,22 +15,14 @@ from .runs import mean_ci
 PAD_FIELDS = ("model.attn_pad_mask", "model.readout_include_pad", "model.pad_trained")  # what pads change
 
 
-def _leaves(d: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """A nested config section as {dotted key: leaf value} (lists kept whole; an empty dict has no leaves)."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        out.update(_leaves(v, f"{prefix}.{k}") if isinstance(v, dict) else {f"{prefix}.{k}": v})
-    return out
-
-
 def config_changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """The fields of the model, task and train sections where `other` differs from `base`: {key: (base, other)}
     (None where a field is absent). A field added after one of the two was stored counts as the value that run
     implicitly had (`store.with_later_defaults`), not as a change."""
-    from workbench.store import with_later_defaults
+    from workbench.store import flat_config
 
-    a, b = ({k: v for s in ("model", "task", "train") for k, v in _leaves(c.get(s) or {}, s).items()}
-            for c in map(with_later_defaults, (base, other)))
+    a, b = ({k: v for k, v in flat_config(c).items() if k.split(".")[0] in ("model", "task", "train")}
+            for c in (base, other))
     return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
 
 
