@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from workbench.cli import app
-from workbench.cli.figure import ELSEWHERE, MULTI_RUN, figure_table
-from workbench.figures import FIGURES, TABLE_OF
+from workbench.cli.figure import figure_table
+from workbench.figures import ELSEWHERE, FIGURES, MULTI_RUN, TABLE_OF
 
 SHIPPED = Path(__file__).resolve().parents[1] / "results" / "repro"
 ROPE, NOPE = "t1-rope-repro-s42-e451f6", "t1-nope-repro-s43-8d1651"

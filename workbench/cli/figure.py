@@ -37,18 +37,6 @@ def parse_kwargs(items: list[str]) -> dict:
     return out
 
 
-# figures of several runs (a panel or a line each); the others draw one run's table
-MULTI_RUN = ("distance_bias", "distance_bias_share", "extrapolation")
-# figures not drawn from a stored table (the findings over runs, live attention): where they are drawn instead
-ELSEWHERE = {
-    "table1": "`workbench compare --figure FILE`",
-    "study_map": "`workbench compare --study-figure FILE`",
-    "verdict_matrix": "the findings of `workbench report` and of the dashboard's Findings page",
-    "deposit_map": "the findings of `workbench report` and of the dashboard's Findings page",
-    "run_accuracy": "the dashboard's Findings page",
-    "attention_patterns": "the dashboard's Explorer page (drawn live from the model)",
-    "head_attention": "the dashboard's Heads page (drawn live from the model)",
-}
 
 
 def figure_table(store, run: str, name: str):
@@ -57,7 +45,7 @@ def figure_table(store, run: str, name: str):
     import pandas as pd
 
     from workbench.analysis import EXPERIMENTS, STANDALONE
-    from workbench.figures import TABLE_OF
+    from workbench.figures import MULTI_RUN, TABLE_OF
     from workbench.report import parse_query, select_runs
     from workbench.report.build import not_applicable
     from workbench.train.recreate import analyze_hint
@@ -114,7 +102,7 @@ def figure_cmd(
     """Draw one figure of stored results with the shared builders and write it as SVG / PDF / PNG (static
     export through kaleido and the machine's headless Chromium)."""
     from workbench.analysis import NotApplicable
-    from workbench.figures import FIGURES, TABLE_OF
+    from workbench.figures import ELSEWHERE, FIGURES, TABLE_OF
     from workbench.figures.export import export_format, write_figure
     from workbench.store import StoreSet
 

@@ -115,3 +115,4 @@ FIGURES = {
     "rope_expected_score": rope_expected_score,
 }
 TABLES = {"distance_bias_share": "distance_bias"}
+MULTI_RUN = ("distance_bias", "distance_bias_share")  # a panel a run

@@ -308,3 +308,4 @@ FIGURES = {
     "convergence": convergence,
     "run_accuracy": run_accuracy,
 }
+ELSEWHERE = {"run_accuracy": "the dashboard's Findings page"}

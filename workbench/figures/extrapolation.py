@@ -95,3 +95,4 @@ def extrapolation(df: pd.DataFrame) -> go.Figure:
 FIGURES = {
     "extrapolation": extrapolation,
 }
+MULTI_RUN = ("extrapolation",)  # a line a run

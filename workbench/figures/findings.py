@@ -253,3 +253,6 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
 
 FIGURES = {"table1": table1, "verdict_matrix": verdict_matrix, "deposit_map": deposit_map}
 TABLES = {"verdict_matrix": "findings_verdicts", "deposit_map": "findings_deposits"}
+ELSEWHERE = {"table1": "`workbench compare --figure FILE`",
+             "verdict_matrix": "the findings of `workbench report` and of the dashboard's Findings page",
+             "deposit_map": "the findings of `workbench report` and of the dashboard's Findings page"}

@@ -429,3 +429,4 @@ FIGURES = {"patching": patching, "attribution": attribution, "edges": edges, "qk
            "probes": probes,
            "trigger_attention": trigger_attention, "dla": dla, "head_summary": head_summary, "head_card": head_card,
            "head_attention": head_attention}
+ELSEWHERE = {"head_attention": "the dashboard's Heads page (drawn live from the model)"}

@@ -39,3 +39,4 @@ def attention_patterns(df: pd.DataFrame) -> go.Figure:
 FIGURES = {
     "attention_patterns": attention_patterns,
 }
+ELSEWHERE = {"attention_patterns": "the dashboard's Explorer page (drawn live from the model)"}

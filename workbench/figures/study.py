@@ -77,3 +77,4 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
 
 FIGURES = {"study_map": study_map}
 TABLES = {"study_map": "findings_study"}  # not a run's table: `claims.study_table` over the shipped store
+ELSEWHERE = {"study_map": "`workbench compare --study-figure FILE`"}
