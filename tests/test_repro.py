@@ -1524,6 +1524,38 @@ def test_verify_refreshes_nothing_unless_the_metrics_are_bit_identical(shipped, 
     assert {p.name: p.read_bytes() for p in (fake / rid).iterdir()} == files
 
 
+def test_verify_refreshes_a_run_shipped_before_its_training_recorded_the_training_subset(shipped, tmp_path,
+                                                                                         monkeypatch):
+    """The runs trained before the training-subset evaluation existed lack `train_acc_eval` and `train_loss_eval`;
+    their re-training records them beside metrics equal bit for bit. That is the shipped training (the fields it
+    adds are measured on the same weights), so the stale tables are refreshed and metrics.jsonl stays as shipped,
+    without them; the same re-training missing a field the shipped run recorded is not (`store.same_training`: the
+    24 AMD-trained stale runs were all 'not refreshed: within --tol' on 2026-12-05 for want of it)."""
+    import workbench.store.runstore as runstore
+    from workbench.cli import app
+    from workbench.store.run import same_training
+
+    base, ids = shipped
+    fake, rid = tmp_path / "results", ids[2]
+    _stale_copy(base, rid, fake)
+    rows = [json.loads(ln) for ln in (fake / rid / "metrics.jsonl").read_text().splitlines()]
+    assert all("train_acc_eval" in r and "train_loss_eval" in r for r in rows)
+    old = [{k: v for k, v in r.items() if k not in ("train_acc_eval", "train_loss_eval")} for r in rows]
+    assert same_training(old, rows) and not same_training(rows, old)
+    assert not same_training(old, rows[:-1]) and not same_training(old, [dict(r, train_loss=0.5) for r in rows])
+    assert same_training(old, [dict(r, wall_s=1.0, epoch_time_s=2.0) for r in rows])  # timings aside
+    (fake / rid / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    write_manifest(fake / rid)
+    metrics = (fake / rid / "metrics.jsonl").read_bytes()
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234")
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q",
+                                   "--refresh", "--tables", "probes"], env={"PELAB_DATA": str(base / "data")})
+    assert res.exit_code == 0, res.output
+    assert f"{rid}: verified (bit-identical" in res.output and f"{rid}: refreshed " in res.output, res.output
+    assert (fake / rid / "metrics.jsonl").read_bytes() == metrics
+    assert json.loads((fake / rid / "run.json").read_text())["refreshed"][0]["tables"]
+
+
 def test_verify_refresh_stops_a_retraining_at_its_first_epoch_off_the_shipped_trajectory(shipped, tmp_path,
                                                                                            monkeypatch):
     """With --refresh a re-training whose first epoch is not the shipped run's (here: the shipped record moved by

@@ -317,8 +317,8 @@ def _describe(run) -> dict:
         d["tables.refreshed"] = refreshed
     from workbench.store import flat_config
 
-    # a field added after a run was stored: its implicit value; a list or an empty section shown as JSON
-    d.update({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in flat_config(run.config).items()})
+    # a field added after a run was stored: its implicit value; a list shown as JSON
+    d.update({k: json.dumps(v) if isinstance(v, list) else v for k, v in flat_config(run.config).items()})
     return d
 
 

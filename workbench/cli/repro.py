@@ -576,7 +576,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     that leaves the shipped trajectory before its last epoch is stopped there (`stop_at_first_difference`), None.
     `epochs`: only the first N epochs, bit for bit, no table and no verdict (`_first_epochs`)."""
     from workbench.analysis.reproduce import RULE, rerun_verdict
-    from workbench.store.run import learned, numerics_differences, recorded_numerics
+    from workbench.store.run import numerics_differences, recorded_numerics, same_training
     from workbench.train.recreate import (first_difference, last_epoch, metric_differences, said_difference,
                                           simd_hold, stop_at_first_difference)
 
@@ -612,7 +612,7 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
                     fg=typer.colors.RED, err=True)
         return False
     how = f"your re-training of {before} in {own.root}" if before else "a re-training just now"
-    identical = learned(shipped_rows) == learned(run.metric_rows())  # every field of every epoch but the timings
+    identical = same_training(shipped_rows, run.metric_rows())  # every shipped field of every epoch, timings aside
     diff = metric_differences(shipped_rows, run.metric_rows())
     worst = max(diff.values()) if diff else math.inf
     for key, d in diff.items():

@@ -66,6 +66,15 @@ def learned(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
 
 
+def same_training(shipped_rows: list[dict[str, Any]], rows: list[dict[str, Any]]) -> bool:
+    """Whether a re-training's metrics `rows` are the shipped run's bit for bit: the same epochs, and at each every
+    field the shipped row recorded, timings aside, present and equal. A field the re-training records beyond them
+    is not compared: a metric training records since the run was trained (`train_acc_eval` and `train_loss_eval`,
+    the training-subset evaluation, for runs trained before it existed), measured on the same weights."""
+    return len(shipped_rows) == len(rows) and all(
+        set(a) <= set(b) and {k: b[k] for k in a} == a for a, b in zip(learned(shipped_rows), learned(rows)))
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

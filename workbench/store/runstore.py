@@ -93,12 +93,13 @@ def with_later_defaults(config: dict[str, Any]) -> dict[str, Any]:
 
 def flat_config(config: dict[str, Any]) -> dict[str, Any]:
     """A stored config as {dotted key: leaf value} ({'model': {'d_model': 64}} -> {'model.d_model': 64}), each field
-    added after it was stored set to its implicit value (`with_later_defaults`); a list or an empty section is a
-    leaf. Where runs are compared field by field: `analyze --aggregate`, the dashboard's runs page, the claims."""
+    added after it was stored set to its implicit value (`with_later_defaults`); a list is a leaf, an empty section
+    has none (`scheme_kwargs: {}` is no field). Where runs are compared field by field: `analyze --aggregate`, the
+    dashboard's runs page, the one-setting claims."""
     def leaves(d: dict[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in d.items():
-            out.update(leaves(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v})
+            out.update(leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
         return out
 
     return leaves(with_later_defaults(config), "")

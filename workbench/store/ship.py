@@ -31,7 +31,7 @@ from .atomic import atomic_write_bytes, atomic_write_json
 from .bundle import BUNDLE, bundle_bytes, read_bundle_table
 from .errors import StoreError
 from .manifest import CODE_DIFF, write_manifest
-from .run import CONFIG, INFO, METRICS, TABLES, Run, learned, now_iso, parquet_provenance
+from .run import CONFIG, INFO, METRICS, TABLES, Run, now_iso, parquet_provenance, same_training
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -56,7 +56,7 @@ def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = Fa
     """Whether `dest_root` holds `run` shipped as the same model; StoreError when it holds it shipped with other
     metrics (unless `replace`: then False): then the run is a re-training of the shipped one (on a machine of other
     numerics the trajectory differs from the first step), and shipping it would replace the shipped results, not add
-    tables to them. Metrics equal at every epoch but for their timings (`learned`) are the same model: a re-training
+    tables to them. Metrics equal at every epoch but for their timings (`same_training`) are the same model: a re-training
     that was bit-identical ships over its copy, with its own record (run.json: where and when it was re-trained)."""
     copy = Path(dest_root) / run.id / METRICS
     if not copy.is_file():
@@ -67,7 +67,7 @@ def check_replacement(run: Run, dest_root: str | os.PathLike, replace: bool = Fa
         shipped = [json.loads(line) for line in copy.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         shipped = None
-    if shipped is not None and learned(shipped) == learned(run.metric_rows()):
+    if shipped is not None and same_training(shipped, run.metric_rows()):
         return True
     if replace:
         return False

@@ -21,7 +21,8 @@ import time
 from typing import Any, Callable
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import learned, now_iso, numerics_differences, numerics_identity, recorded_numerics
+from workbench.store.run import (now_iso, numerics_differences, numerics_identity, recorded_numerics,
+                                 same_training)
 
 from .loop import StopTraining, train
 from .workers import exit_with_parent
@@ -235,7 +236,7 @@ def recreate(shipped: RunStore, own: RunStore, run_id: str, *, threads: int | No
                     on_epoch=on_epoch, device=device)
     if tables and run.status == "finished":
         diff = metric_differences(src.metric_rows(), run.metric_rows())
-        identical = learned(src.metric_rows()) == learned(run.metric_rows())  # every field but the timings
+        identical = same_training(src.metric_rows(), run.metric_rows())  # every shipped field but the timings
         # the shipped tables are the copy's only where its weights are the shipped run's: its metrics equal
         copied = [name for name in src.tables() if not run.has_table(name)] if identical else []
         for name in copied:
