@@ -540,6 +540,29 @@ def test_heads_page_maps_a_run_from_its_ablation_tables_when_no_summary_is_store
                                                                           default=str)
 
 
+def test_the_head_card_shows_a_tiny_measure_and_a_missing_one_as_they_are(head_tables):
+    """The Heads page's card printed every measure with 3 decimals: a patching effect of 1.55e-4 read 0.000 and a
+    missing self-repair nan; now `style.shown` (3 significant digits below 0.01, '–' for NaN), as tables are."""
+    import json
+    from types import SimpleNamespace
+
+    from apps.pages.heads import render_card
+    from workbench.figures.style import shown
+
+    summary = head_tables["head_summary"].assign(patch_effect=np.float32(1.55e-4), self_repair=np.nan)
+    run = SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"}},
+                          tables=lambda: ["head_summary"], load_table=lambda name: summary.copy(), status="finished",
+                          info={}, has_table=lambda name: name == "head_summary",
+                          store=SimpleNamespace(readonly=True, root="results/paper"))
+    card = json.dumps([c.to_plotly_json() for c in render_card(SimpleNamespace(get=lambda rid: run), "r1", None, 0)],
+                      default=str)
+    assert '"measure": "patch_effect", "value": "0.000155"' in card and '"value": "0.000"' not in card
+    assert '"measure": "self_repair", "value": "\\u2013"' in card and '"nan"' not in card
+    assert shown("test_loss", 4.5e-7) == 4.5e-7 and shown("test_loss", 0.12345) == 0.123
+    assert shown("wall_s", 3.14) == 3.1
+    assert shown("x", None) == "–" and shown("x", "ceiling") == "ceiling"
+
+
 def test_dla_figure_draws_the_chosen_margin(head_tables):
     """The dla figure draws the margin vs the runner-up where the table has it, vs the mean when asked or when an
     older table has only that; the heads' heatmap and the components' bars are that column."""

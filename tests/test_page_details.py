@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from workbench.figures import FIGURES
 
@@ -359,6 +360,27 @@ def test_compare_two_runs_marks_only_fields_that_differ():
     config = {k for k in set(a) | set(b) if k.split(".")[0] in ("model", "task", "train")}
     differ = sorted(k for k in config if str(a.get(k)) != str(b.get(k)))
     assert differ == ["model.seed", "train.seed"], differ
+
+
+def test_the_runs_comparison_shows_every_accuracy_in_percent_and_a_tiny_loss_as_it_is():
+    """The Compare table showed `final.train_acc (%) 99.29` beside `final.train_acc_eval 1.0` (a fraction), and a
+    test loss of 4.5e-7 as 0.0, so two runs whose losses differ tenfold read equal."""
+    from pathlib import Path
+
+    from apps.pages.runs import _describe
+    from workbench.store import RunStore
+
+    shipped = Path(__file__).resolve().parent.parent / "results" / "repro"
+    ids = ["t1-rope-decoder-repro-s43-ad01ce", "t1-rope-repro-long-s52-d43-1aaba5", "t1-rope-repro-long-s54-d43-5595f0"]
+    if not all((shipped / i).is_dir() for i in ids):
+        pytest.skip("no shipped results in this checkout")
+    store = RunStore(shipped, readonly=True)
+    a, b, c = (_describe(store.get(i)) for i in ids)
+    assert "final.train_acc_eval" not in a and a["final.train_acc_eval (%)"] == round(
+        100 * store.get(ids[0]).final["train_acc_eval"], 2)
+    losses = [store.get(i).final["test_loss"] for i in ids[1:]]
+    assert max(losses) < 1e-5 and b["final.test_loss"] != c["final.test_loss"]
+    assert b["final.test_loss"] == pytest.approx(losses[0], rel=1e-2) and b["final.test_loss"] > 0
 
 
 def test_the_run_set_beside_another_is_nope_of_its_task_setting_and_preset(tmp_path):

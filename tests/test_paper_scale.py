@@ -36,7 +36,8 @@ def test_with_paper_runs_the_column_holds_their_accuracy(trained):
     row = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
     assert row["paper_scale"].startswith(f"{100 * run.final['test_acc']:.2f} [") and row["paper_scale"].endswith("(1 seed)")
     assert row["paper_scale_mean"] == pytest.approx(run.final["test_acc"]) and row["paper_scale_n_seeds"] == 1
-    assert row["paper_scale_seeds"] == f"{run.final['test_acc']:.3f}" and row["paper_scale_status"].startswith("1 ")
+    assert row["paper_scale_seeds"] == f"{100 * run.final['test_acc']:.2f}"
+    assert row["paper_scale_status"].startswith("1 ")
     others = t1.drop(index=row.name)  # the Table 1 figure's marks: only the cell trained at paper scale has one
     assert others["paper_scale_mean"].isna().all() and (others["paper_scale"] == "no run").all()
     cl = with_paper_scale_claims(claims(store), store.root)
@@ -146,3 +147,18 @@ def test_the_paper_store_is_read_once_per_state(trained, monkeypatch):
     run.update_info(note="touched")  # run.json rewritten: a new state of the store
     ps.paper_runs(store.root)
     assert len(calls) == 2
+
+
+def test_the_paper_scale_cells_pool_the_paper_preset_only():
+    """`paper_scale.at_scale`: a `smoke` run or a seed-study run shipped beside the `paper` runs of results/paper is
+    never averaged into a paper-scale cell (the CPU column pools its base preset only); a store without a `paper`
+    run keeps its most common preset."""
+    import pandas as pd
+
+    from workbench.report.paper_scale import at_scale
+
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "preset": ["paper", "smoke", "paper", "paper"],
+                         "seed": [42, 42, 43, 45], "data_seed": [42, 42, 42, 42]})
+    assert list(at_scale(runs)["run_id"]) == ["a", "c"]  # seed 45: the registered study's
+    assert list(at_scale(runs.assign(preset=["smoke", "smoke", "cpu", "cpu"]).iloc[:3])["run_id"]) == ["a", "b"]
+    assert at_scale(runs.iloc[:0]).empty

@@ -569,6 +569,36 @@ def test_the_findings_tables_are_computed_once_per_state_of_the_store(tmp_path, 
     assert list(findings._tables(store)[0].attrs["corrupt"]) == [ROPE_T1[1]] and len(calls) == 3
 
 
+def test_a_visitor_during_the_warm_up_waits_for_the_findings_tables_and_gets_them_whole(tmp_path, monkeypatch):
+    """`workbench app` fills the Findings tables in a thread at start (`findings.warm`): a first visitor calling
+    `_computed` meanwhile got the entry half made and a KeyError 'matrix' for several seconds; now it waits for the
+    one computation and gets every table."""
+    import threading
+
+    from apps.pages import findings
+    from workbench.analysis import findings as analysis_findings
+    from workbench.store import RunStore
+
+    root = _copy(tmp_path, ROPE_T1)
+    entered, go = threading.Event(), threading.Event()
+    real = analysis_findings.verdict_matrix
+
+    def held(*a, **k):
+        entered.set()
+        go.wait(30)
+        return real(*a, **k)
+
+    monkeypatch.setattr(analysis_findings, "verdict_matrix", held)
+    findings._TABLES.clear()
+    warm = threading.Thread(target=findings.warm, args=(root,))
+    warm.start()
+    assert entered.wait(60)
+    threading.Timer(1.0, go.set).start()  # the warm-up finishes a second after the visitor asks
+    tables = findings._computed(RunStore(root.resolve(), readonly=True))
+    warm.join(60)
+    assert {"matrix", "deposits", "overview", "paper_t1"} <= set(tables) and len(tables["runs"]) == len(ROPE_T1)
+
+
 def test_bundled_shipped_runs_leave_room_for_200_in_the_30_mb_budget(tmp_path):
     """Issue 21 item 6: about 185 shipped runs (105 today + the rest of the grid and the scale ladder) must fit
     results/repro's 30 MB. A sample of today's shipped runs (every 10th), bundled: their mean folder size x 200 <

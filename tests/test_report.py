@@ -478,7 +478,7 @@ def test_the_view_per_setting_keeps_the_seed_study_apart(tmp_path):
 
     for study in (True, False):  # each group's statuses, counted
         statuses = list(rt.loc[is_study(rt) == study, "status"])
-        assert all(f"{st} {statuses.count(st)}" in text for st in statuses)
+        assert all(f"{statuses.count(st)} {st}" in text for st in statuses)
 
 
 def test_what_a_run_cannot_have_is_read_from_its_model_config(tmp_path):

@@ -219,7 +219,8 @@ def test_page_layouts_take_any_query_text(site):
 
 def test_an_alias_keeps_the_query_and_a_hostile_metric_gets_a_hint(site):
     """/findings?claim=5 redirects to /?claim=5 (the query kept); the Ablation page's metric from the browser is one
-    of accuracy / loss, else a hint (a list was a TypeError, HTTP 500)."""
+    of accuracy / loss, else a hint (a list was a TypeError, HTTP 500), and its ablation mode one of zero / mean /
+    resample."""
     from apps.pages import ablation
 
     app, client, run, _ = site
@@ -231,6 +232,10 @@ def test_an_alias_keeps_the_query_and_a_hostile_metric_gets_a_hint(site):
         for bad in (["x"], {"a": 1}, "nosuch"):
             out = ablation.render(C.stores(), run.id, bad, "zero")
             assert "is unknown: pick accuracy or loss" in str(out)
+        for bad in (["x"], "foo"):  # `/ablation?mode=foo` named a `--mode foo` the CLI refuses
+            out = str(ablation.render(C.stores(), run.id, "accuracy", bad))
+            assert "is unknown: pick zero, mean or resample" in out and "--mode" not in out
+        assert "foo" not in str(ablation.layout(mode="foo"))  # the dropdown on zero, not on a value it lacks
 
 
 def test_dashboard_jobs_are_bounded_and_the_train_panel_trains_small_presets(site, tmp_path):

@@ -453,6 +453,13 @@ def test_store_set_reads_own_then_shipped(store, tmp_path):
     assert s.get(shipped_run.id).store.readonly and not s.get(own.id).store.readonly
     with pytest.raises(StoreError, match="unknown run"):
         s.get("../other/" + shipped_run.id)
+    # a shipped run re-created into the own store, still training: a filter never picks the shipped copy, which
+    # `get` would not return (the own one: its early epochs read as a finished run's)
+    other.get(shipped_run.id).update_info(status="finished", final={"test_acc": 0.75})
+    mine = store.create(make_config("nope"))
+    assert mine.id == shipped_run.id and s.get(mine.id).status == "created"
+    assert shipped_run.id not in set(s.query(status="finished")["id"])
+    assert dict(zip(s.query()["id"], s.query()["source"]))[mine.id] == "own"
 
 
 def test_runs_command_lists_own_and_shipped_runs(store, tmp_path):

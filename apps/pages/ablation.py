@@ -25,6 +25,9 @@ VIEWS = [{"label": "per layer: lines over heads", "value": "ablation_layers"},
 
 def layout(run: str | None = None, run_b: str | None = None, metric: str = "accuracy", mode: str = "zero",
            view: str = "ablation_layers", **query):
+    from workbench.analysis.ablation import MODES
+
+    mode = mode if mode in MODES else "zero"  # a value from the address: one of the dropdown's
     store = C.stores()
     df = C.index(store)
     a = C.default_run(df, run, need_table=table_name(mode), store=store)
@@ -60,29 +63,31 @@ def layout(run: str | None = None, run_b: str | None = None, metric: str = "accu
         controls, html.Div(cols, className="two-col")])
 
 
-DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
-                   "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
-
-
 def deposit_block(df, metric: str, reading: dict | None = None, **scale) -> list:
     """Deposit statistics (figure, sentence, table with intervals) from the shared analysis functions, the sentence
     read by the run's status (`claims.as_read`: "cannot tell" for a run that did not learn); `scale`: the figure's
     shared axis range (`shared_scale`)."""
-    from workbench.analysis import deposit
     from workbench.analysis.claims import as_read
+    from workbench.analysis.deposit import shown_table
+    from workbench.report.build import deposit_stats
 
-    stats = deposit.compute(df, metric=metric)
-    sentence = as_read(deposit.deposit_sentence(stats), reading)
+    stats, sentence = deposit_stats(df, metric)
+    sentence = as_read(sentence, reading)
     out = [html.H4("Deposit statistics"), html.P(sentence, className="stat-sentence")]
     out.append(C.figure_or_hint("deposit", stats, height=300, **scale))
-    out.append(C.table_component(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]], page_size=12))
+    out.append(C.table_component(shown_table(stats), page_size=12))
     return out
 
 
 def render(store, run_id: str | None, metric: str, mode: str, view: str = "ablation_layers",
            other_id: str | None = None) -> list:
+    from workbench.analysis.ablation import MODES
+
     if metric not in ("accuracy", "loss"):  # a value from the browser: one of the dropdown's, else said
         return [C.hint(f"metric {str(metric)[:40]!r} is unknown: pick accuracy or loss.", kind="warn")]
+    if mode not in MODES:
+        return [C.hint(f"ablation {str(mode)[:40]!r} is unknown: pick {', '.join(MODES[:-1])} or {MODES[-1]}.",
+                       kind="warn")]
     run, err = C.get_run(store, run_id)
     if err is not None:
         return [err]

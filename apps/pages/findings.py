@@ -8,6 +8,8 @@ computed once per state of the shipped store (`_computed`; `warm` fills it at se
 """
 from __future__ import annotations
 
+import threading
+
 import pandas as pd
 from dash import Input, Output, State, ctx, dcc, html
 from dash.exceptions import PreventUpdate
@@ -66,6 +68,7 @@ def _shipped():
 
 
 _TABLES: dict[tuple, dict] = {}  # (store root, its contents stamp) -> the page's tables; the last store only
+_LOCK = threading.Lock()  # one computation at a time: a visitor during `warm` waits for it, never sees it half made
 
 
 def _computed(store) -> dict:
@@ -74,45 +77,56 @@ def _computed(store) -> dict:
     seconds): the base preset's runs (`claims.base_preset`: repro; the ladder's rungs are compared with them, never
     averaged in), Table 1, the claims with `holds_across_scale` (`claims.base_claims`), the scale ladder (Table 1's
     cells per rung, the gaps each rung explains, the cells run with more seeds and their claims), the verdict
-    matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs."""
-    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1)
-    from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
-    from workbench.report.paper_scale import (NOT_RUN, paper_root, paper_scale_deposits, paper_scale_note,
-                                              paper_scale_table1, paper_store, with_paper_scale_claims,
-                                              with_paper_scale_table1)
-    from workbench.train.presets import LADDER
+    matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs. Made whole
+    under `_LOCK` before it is cached: a second caller waits for it (the server's `warm` thread and a first visitor
+    met a half-made entry, KeyError 'matrix')."""
+    from workbench.report.paper_scale import paper_root, paper_store
 
     gpu_root = paper_root(store.root)
     gpu = paper_store(gpu_root)
     key = (str(store.root), store.contents_stamp(), gpu.contents_stamp() if gpu is not None else None)
-    if key not in _TABLES:
-        store = MemoStore(store)  # each run's tables read once for all of the tables below
-        runs_all = run_table(store)
-        judged = base_claims(store, runs_all, LADDER)
-        runs, cl, rungs = judged.runs, judged.claims, judged.rungs
-        lad_t1 = ladder_table1(runs_all, rungs)
-        _TABLES.clear()
-        _TABLES[key] = {"runs": runs, "table1": table1(runs), "claims": cl, "rungs": rungs, "ladder": lad_t1,
-                        "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
-                        "seeded": judged.seeded, "answers": judged.answers}
-        at_scale = with_paper_scale_claims(cl, gpu_root)
-        _TABLES[key].update({  # the paper's own scale: the GPU runs beside the shipped store (results/paper)
-            "paper_t1": paper_scale_table1(_TABLES[key]["table1"], gpu_root),
-            "table1_fig": with_paper_scale_table1(_TABLES[key]["table1"], gpu_root),  # their means on the bars
+    with _LOCK:
+        if key not in _TABLES:
+            tables = _tables_of(store, gpu_root)
+            _TABLES.clear()
+            _TABLES[key] = tables
+        tables = _TABLES[key]
+    return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
+            for k, v in tables.items()}
+
+
+def _tables_of(store, gpu_root) -> dict:
+    """`_computed`'s tables, made from the store and the GPU runs at `gpu_root`."""
+    from workbench.analysis.claims import (base_claims, ladder_gaps, ladder_table1, rung_seed_cells, run_table, table1)
+    from workbench.analysis.findings import MATRIX_COLUMNS, MemoStore, deposit_map, verdict_matrix
+    from workbench.report.paper_scale import (NOT_RUN, paper_scale_deposits, paper_scale_note, paper_scale_table1,
+                                              with_paper_scale_claims, with_paper_scale_table1)
+    from workbench.train.presets import LADDER
+
+    store = MemoStore(store)  # each run's tables read once for all of the tables below
+    runs_all = run_table(store)
+    judged = base_claims(store, runs_all, LADDER)
+    runs, cl, rungs = judged.runs, judged.claims, judged.rungs
+    lad_t1 = ladder_table1(runs_all, rungs)
+    t1 = table1(runs)
+    at_scale = with_paper_scale_claims(cl, gpu_root)
+    empty = runs.empty  # no finished run to judge: the page says so; these tables need some
+    return {"runs": runs, "table1": t1, "claims": cl, "rungs": rungs, "ladder": lad_t1,
+            "gaps": ladder_gaps(lad_t1, rungs), "seeds": rung_seed_cells(runs_all, rungs),
+            "seeded": judged.seeded, "answers": judged.answers,
+            # the paper's own scale: the GPU runs beside the shipped store (results/paper)
+            "paper_t1": paper_scale_table1(t1, gpu_root),
+            "table1_fig": with_paper_scale_table1(t1, gpu_root),  # their means on the bars
             "paper_claims": at_scale[~at_scale.paper_scale.isin(["–", NOT_RUN])
                                      & ~at_scale.paper_scale.str.startswith("pending")],  # judged there
             "paper_note": paper_scale_note(gpu_root, "results/paper"),
-            "paper_deposits": paper_scale_deposits(gpu_root)})  # where each GPU run's largest deposit falls
-        empty = runs.empty  # no finished run to judge: the page says so; these tables need some
-        _TABLES[key].update({
+            "paper_deposits": paper_scale_deposits(gpu_root),  # where each GPU run's largest deposit falls
             "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
             "deposits": pd.DataFrame() if empty else deposit_map(store, runs),
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": judged.study, "tier2": judged.tier2})
-    return {k: v.copy() if isinstance(v, pd.DataFrame) else v  # callers may add columns; the cache stays as is
-            for k, v in _TABLES[key].items()}
+            "study": judged.study, "tier2": judged.tier2}
 
 
 def warm(shipped_root) -> None:
@@ -171,7 +185,7 @@ def layout(claim: str | None = None, **query):
                      if r.claim.startswith("RoPE's largest single-head") and r.claim_no >= 0)
     chosen = claim if claim in values else ([options[k]["value"] for *_, k in shallow[:1]]
                                             or [o["value"] for o in options] or [None])[0]
-    t1_view = percent_table(t1, ("paper", "mean", "lo", "hi")).drop(columns=["runs"])
+    t1_view = percent_table(t1, ("paper", "mean", "lo", "hi", "chance", "length_only")).drop(columns=["runs"])
     return html.Div([
         header,
         *C.damaged_hints(C.stores()),  # runs that do not read or changed since shipped: named, left out

@@ -9,7 +9,6 @@ marked. Below, the full figures of patching, attribution patching, edge attribut
 Compute button (a background job)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
@@ -17,6 +16,7 @@ from apps import common as C
 from apps.jobs import analysis_work, register_job, register_recreate
 from workbench.analysis import NotApplicable
 from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote, sources_of, summarise
+from workbench.figures.style import shown
 from workbench.train.recreate import analyze_command
 
 PATH, NAME, ORDER = "/heads", "Heads", 2
@@ -162,8 +162,8 @@ def render_card(store, run_id: str | None, click, example) -> list:
                             "patch_trigger", "patch_non_trigger", "atp_effect", "probe_acc", "probe_selectivity", "dla",
                             "dla_runner_up", "self_repair", "repaired", "t2_to_t1", "to_triggers", "methods",
                             "deposit_head", "paper_deposit") if c in r.columns]
-        # house precision; shipped tables are float32 (np.float32 is not a float)
-        values = [f"{v:.3f}" if isinstance(v, (float, np.floating)) else str(v) for v in r[cols].iloc[0]]
+        # house precision (`style.shown`: 1.5e-4 is not 0.000, NaN is '–'); shipped tables are float32
+        values = [str(shown(c, v)) for c, v in zip(cols, r[cols].iloc[0])]
         out.append(C.table_component(pd.DataFrame({"measure": cols, "value": values}), page_size=20))
     if C.has_checkpoint(run):
         out += attention_block(run, layer, head, int(example or 0))

@@ -299,15 +299,15 @@ def _describe(run) -> dict:
     """Status, what the run can show by the registered run rules and why (`claims.status_of_run`), final metrics
     (accuracies in %), stored tables and the flattened config of one run."""
     from workbench.analysis.claims import status_of_run
-    from workbench.figures.style import ACCURACY_COLUMNS
+    from workbench.figures.style import ACCURACY_COLUMNS, shown
 
     st = status_of_run(run)
     d = {"status": run.status, "shows": st["status"] or "", "shows.why": st["why"] or ""}
-    for k, v in (run.final or {}).items():  # house precision: times to 0.1 s, accuracies 2 decimals in %, else 3
+    for k, v in (run.final or {}).items():  # house precision: times 0.1 s, accuracies 2 decimals in %, else `shown`
         if k in ACCURACY_COLUMNS and isinstance(v, (int, float)):
             d[f"final.{k} (%)"] = round(100 * v, 2)
         else:
-            d[f"final.{k}"] = round(v, 1 if k.endswith(("_s", "time")) else 3) if isinstance(v, float) else v
+            d[f"final.{k}"] = shown(k, v)  # a loss of 4e-7 is not 0.0
     d["tables"] = ", ".join(run.tables())
     made = _made_by(run)
     if made:

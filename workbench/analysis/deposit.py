@@ -18,6 +18,14 @@ import pandas as pd
 
 from ._common import NotApplicable, scheme_label, tag, task_label
 
+SHOWN_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
+                 "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]  # what the report and the Ablation page show
+
+
+def shown_table(stats: pd.DataFrame) -> pd.DataFrame:
+    """The deposit table as shown (the report, the dashboard's Ablation page): SHOWN_COLUMNS, those present."""
+    return stats[[c for c in SHOWN_COLUMNS if c in stats.columns]]
+
 
 def compute(ablation: pd.DataFrame, metric: str = "accuracy", min_delta: float = 0.05, ratio: float = 3.0,
             min_sum: float = 0.05) -> pd.DataFrame:

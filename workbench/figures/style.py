@@ -359,7 +359,7 @@ def log_safe(values, floor: float = LOG_FLOOR) -> np.ndarray:
 # ---- accuracy in percent -------------------------------------------------------------------------
 # Stored tables keep accuracies as fractions (0-1); every figure, page and report shows them in percent, one unit
 # everywhere. Accuracy *drops* (ablation deltas, deposit thresholds 0.05 / 0.10, probe selectivity) stay fractions.
-ACCURACY_COLUMNS = ("accuracy", "acc_lo", "acc_hi", "test_acc", "train_acc", "paper_test_acc")
+ACCURACY_COLUMNS = ("accuracy", "acc_lo", "acc_hi", "test_acc", "train_acc", "train_acc_eval", "paper_test_acc")
 ACCURACY_RANGE = [0, 102]  # a percent accuracy axis: 100 % just below the top edge
 PCT = ".1f"                # hover precision of a percent accuracy: `%{y:.1f} %` reads 99.8 %
 
@@ -429,6 +429,17 @@ def decimals(column: str, values: pd.Series) -> int | None:
     if c in ("theta", "frequency", "freq") and len(finite) and finite.abs().max() <= 1:  # rotary frequencies span
         return None  # decades (1 ... 1e-4): 3 significant digits, so no rotating plane shows as 0
     return 3
+
+
+def shown(column: str, value):
+    """One value as a table shows it: a float rounded per `decimals` (3 significant digits when it is below 0.01,
+    so it does not print as 0), '–' for NaN or None; anything else as it is."""
+    if value is None or (isinstance(value, (float, np.floating)) and not np.isfinite(value)):
+        return "–"
+    if not isinstance(value, (float, np.floating)):
+        return value
+    d = decimals(column, pd.Series([float(value)]))
+    return round(float(value), d) if d is not None else float(f"{float(value):.3g}")
 
 
 def round_table(df: pd.DataFrame) -> pd.DataFrame:

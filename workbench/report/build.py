@@ -55,8 +55,6 @@ ABLATION_FIGURES = [("ablation", {"metric": "accuracy"}), ("ablation_layers", {"
 EXPERIMENT_SECTIONS = [("partial_rope", "Partial RoPE", "variant", {"full", "partial"}),
                        ("mla_rope_nope", "MLA vs RoPE vs NoPE", "base", 2),
                        ("rope_vs_rope_sinusoidal", "RoPE vs RoPE+sinusoidal", "scheme", {"rope", "rope+sinusoidal"})]
-DEPOSIT_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
-                   "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]
 CONFIG_KEYS = {"model": ["arch", "scheme", "scheme_kwargs", "d_model", "n_heads", "n_layers", "d_ff", "dropout",
                          "max_len", "vocab_size", "n_classes"],
                "task": ["task", "preset", "seed", "overrides"],
@@ -376,6 +374,7 @@ def _convergence_section(doc: Doc, store, runs: pd.DataFrame) -> None:
 
 
 def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
+    from workbench.analysis import deposit
     from workbench.analysis.claims import as_read
     from workbench.train.recreate import analyze_hint
 
@@ -406,7 +405,7 @@ def _ablation_section(doc: Doc, store, summaries: list[dict]) -> pd.DataFrame:
             continue
         doc.p(as_read(sentence, reading_in(s)), "sentence")
         doc.figure("deposit", stats, "ablation", [s["id"]], ["ablation"], derived="deposit.compute")
-        doc.table(stats[[c for c in DEPOSIT_COLUMNS if c in stats.columns]])
+        doc.table(deposit.shown_table(stats))
         s["deposits"], s["deposit_sentence"] = records(stats), sentence
         st = stats.copy()
         if "run_id" not in st.columns:

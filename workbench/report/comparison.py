@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, BaseClaims, Thresholds,
-                                       all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
+                                       accuracy_text, all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
                                        StatusRules,
@@ -37,13 +37,6 @@ def _mark(verdict: str) -> str:
 
 def _pct(x: float) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
-
-
-def _interval(r) -> str:
-    """'99.22 (98.42-99.75, 3 seeds)' (the seeds' range) or '99.93 [99.83, 99.97] (1 seed)' (Wilson 95 %)."""
-    if r.n_seeds < 2:
-        return f"{_pct(r['mean'])} [{_pct(r.lo)}, {_pct(r.hi)}] (1 seed)"
-    return f"{_pct(r['mean'])} ({_pct(r.lo)}-{_pct(r.hi)}, {r.n_seeds} seeds)"
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -70,7 +63,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
         cells = [SETTINGS[setting], scheme_label(scheme)]
         for task in ("trigger-distance", "trigger-count"):
             r = g[g.task == task]
-            cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), _interval(r.iloc[0]) if len(r) else "no run"]
+            cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), accuracy_text(r.iloc[0]) if len(r) else "no run"]
             if scale:
                 cells.append(r.paper_scale.iloc[0] if len(r) else "no run")
         rows.append(cells)
@@ -81,7 +74,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
         header += [f"{task} paper", f"{task} PE-Lab: mean (seed range)"] + ([f"{task} PE-Lab at paper scale"]
                                                                               if scale else [])
     return _md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + _md_table(
-        ["setting", "scheme", "task", "rests on", "seeds (test accuracy)", "runs"],
+        ["setting", "scheme", "task", "rests on", "seeds (test accuracy, %)", "runs"],
         [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.rests_on, r.seeds, r.status]
          for r in tuples(t1)]) + "\n"
 

@@ -5,7 +5,6 @@ runs. Per-run diagnostics are `build.py`'s, for selections of at most `MAX_DETAI
 from __future__ import annotations
 
 import html
-from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -121,11 +120,6 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     doc.parts.append("</section>")
 
 
-def _counted(statuses) -> str:
-    """'ceiling 20; ceiling, not settled 1': how many runs have each status (statuses hold commas)."""
-    return "; ".join(f"{s} {n}" for s, n in Counter(statuses).most_common())
-
-
 def paper_scale_root(store) -> Path | None:
     """`paper_scale.paper_root` beside the shipped store a report reads (`StoreSet.shipped`; else beside the store
     itself), as the Findings page reads it; None when that folder is the store the selection comes from."""
@@ -156,7 +150,7 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
     task. The registered seed study's runs (`claims.is_study`) are never pooled with the runs before it: a row and
     an atlas of their own."""
     from workbench.analysis import EXPERIMENTS, aggregate_seeds
-    from workbench.analysis.claims import DEFAULT_DATA_SEED, base_preset, is_study
+    from workbench.analysis.claims import DEFAULT_DATA_SEED, base_preset, is_study, status_counts
     from workbench.analysis.settings import SETTINGS, plain_variant
 
     doc.parts.append('<section id="settings">')
@@ -189,9 +183,10 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
         keys = ["variant", "task"] + (["group"] if g["group"].nunique() > 1 else [])
         table = (g.sort_values(["seed", "data_seed"] if "data_seed" in g else ["seed"]).groupby(keys, sort=False)
                  .agg(seeds=("seed_text", ", ".join), runs=("run_id", "size"),
-                      test_acc=("test_acc", lambda a: round(100 * float(np.mean(a)), 2)), status=("status", _counted))
+                      test_acc=("test_acc", lambda a: round(100 * float(np.mean(a)), 2)),
+                      status=("status", status_counts))
                  .reset_index().rename(columns={"test_acc": "test acc (%, mean)", "seeds": "seeds (training/data)",
-                                                "status": "what the runs show (runs)"}))
+                                                "status": "what the runs show"}))
         doc.table(table, max_rows=100)
         if preset != base:
             continue
@@ -206,7 +201,7 @@ def settings_section(doc: Doc, store, rt: pd.DataFrame, log: Callable[[str], Non
             atlas = atlas[atlas["metric"] == "accuracy"] if "metric" in atlas.columns else atlas
             who = f", {group}" if "group" in keys else ""
             doc.p(f"{variant}, {task}{who}: zero-ablation atlas, mean over {len(tables)} run(s) "
-                  f"({_counted(vg[vg.run_id.isin(have)]['status'])})", "note")
+                  f"({status_counts(vg[vg.run_id.isin(have)]['status'])})", "note")
             doc.figure("ablation", atlas, "settings", have, ["ablation"], {"metric": "accuracy"},
                        derived="ablation.aggregate_seeds" if len(tables) > 1 else None)
     doc.parts.append("</section>")

@@ -19,8 +19,10 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis._common import tuples
+from workbench.analysis.claims import accuracy_text
 
 NOT_RUN = "not run yet"
+PAPER = "paper"  # the preset of the paper's own scale (grids/paper.toml)
 COMMAND = "make repro-gpu TIER=1"
 
 
@@ -48,6 +50,17 @@ def paper_store(root: str | Path | None):
 _RUNS: dict[tuple[str, str], tuple] = {}  # (root, its contents stamp) -> (store, run table): the last root only
 
 
+def at_scale(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of a paper-scale store its cells pool: those of the `paper` preset (where there are none, the most
+    common preset), the registered seed study's left out (`claims.is_study`), as the CPU column pools the base
+    preset's runs only (`claims.base_claims`): a `smoke` run shipped beside them is never averaged in."""
+    from workbench.analysis.claims import is_study
+
+    presets = runs["preset"].dropna() if "preset" in runs else pd.Series([], dtype=object)
+    keep = PAPER if presets.empty or (presets == PAPER).any() else str(presets.value_counts().index[0])
+    return runs[(runs["preset"] == keep) & ~is_study(runs)] if len(runs) else runs
+
+
 def paper_runs(root: str | Path):
     """(the read-only store at `root`, its `claims.run_table`), or (None, None) without a finished run: what every
     paper-scale cell below is computed from. The run table is read once per state of the store
@@ -60,16 +73,9 @@ def paper_runs(root: str | Path):
     key = (str(store.root.resolve()), store.contents_stamp())
     if key not in _RUNS:
         _RUNS.clear()
-        _RUNS[key] = (store, run_table(store))
+        _RUNS[key] = (store, at_scale(run_table(store)))
     cached, runs = _RUNS[key]
     return cached, runs.copy()  # callers may add columns; the cache stays as it is
-
-
-def _acc_text(r) -> str:
-    """As the CPU column: the mean with the seeds' range, or one run's Wilson interval (claims.accuracy_ci)."""
-    if r.n_seeds < 2:
-        return f"{100 * r['mean']:.2f} [{100 * r.lo:.2f}, {100 * r.hi:.2f}] (1 seed)"
-    return f"{100 * r['mean']:.2f} ({100 * r.lo:.2f}-{100 * r.hi:.2f}, {r.n_seeds} seeds)"
 
 
 def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
@@ -85,7 +91,7 @@ def with_paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
     paper = None if store is None else table1(runs).set_index(["setting", "scheme", "task"])
     rows = [paper.loc[k] if paper is not None and k in paper.index else None
             for k in zip(out.setting, out.scheme, out.task)]
-    out["paper_scale"] = NOT_RUN if paper is None else [_acc_text(r) if r is not None else "no run" for r in rows]
+    out["paper_scale"] = NOT_RUN if paper is None else [accuracy_text(r) if r is not None else "no run" for r in rows]
     for col, none in (("mean", np.nan), ("n_seeds", np.nan), ("seeds", ""), ("status", "")):
         out[f"paper_scale_{col}"] = [none if r is None else r[col] for r in rows]
     return out

@@ -59,12 +59,16 @@ class StoreSet:
         return f"StoreSet({self.own!r}, shipped={self.shipped!r})"
 
     def query(self, **filters: Any):
-        """Index rows of every store (own first; an id in both is the own one), with a `source` column."""
+        """Index rows of every store (own first; an id in both is the own one, before filtering: a re-creation
+        still running does not let the filter `status=finished` pick the shipped copy, which `get` does not
+        return), with a `source` column."""
         import pandas as pd
 
-        frames = []
+        frames, own = [], set(self.own.run_ids()) if self.shipped is not None else set()
         for name, store in self.sources:
             df = store.query(**filters)
+            if name != "own":
+                df = df[~df["id"].isin(own)]
             frames.append(df.assign(source=pd.Series([name] * len(df), index=df.index, dtype=object)))
         frames = [f for f in frames if len(f)] or frames[:1]  # an empty frame would turn every column to object
         df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

@@ -179,6 +179,17 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half), len(v)
 
 
+def accuracy_text(r) -> str:
+    """A Table 1 cell (mean, lo, hi, n_seeds of `accuracy_ci`) in %: '99.22 (98.42-99.75, 3 seeds)' (the seeds'
+    range) or '99.93 [99.83, 99.97] (1 seed)' (Wilson 95 %); '–' for a missing number."""
+    def pct(x) -> str:
+        return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
+
+    if r["n_seeds"] < 2:
+        return f"{pct(r['mean'])} [{pct(r['lo'])}, {pct(r['hi'])}] (1 seed)"
+    return f"{pct(r['mean'])} ({pct(r['lo'])}-{pct(r['hi'])}, {r['n_seeds']} seeds)"
+
+
 def accuracy_ci(values, n_test: int | None = None) -> tuple[float, float, float, int]:
     """(mean, lo, hi, n seeds) of test accuracies: with >= 2 seeds, lo and hi are the smallest and largest seed
     (a t interval from 2-3 seeds is wider than the range an accuracy can take, or collapses at 100 %); with one
@@ -196,16 +207,21 @@ def _n_test(sub: pd.DataFrame) -> int | None:
     return int(n.iloc[0]) if len(n) else None
 
 
+def status_counts(statuses) -> str:
+    """'2 ceiling; 1 ceiling, not settled': how many runs can show what (run_status), most first; joined by ';'
+    (a status may hold a comma)."""
+    return "; ".join(f"{n} {k}" for k, n in pd.Series(list(statuses), dtype=object).value_counts().items())
+
+
 def _statuses(sub: pd.DataFrame) -> str:
-    """'3 ceiling' / '2 still learning, 1 learned': what the runs can show (run_status)."""
-    return ", ".join(f"{n} {k}" for k, n in sub["status"].value_counts().items()) if "status" in sub else ""
+    return status_counts(sub["status"]) if "status" in sub else ""
 
 
 def table1(runs: pd.DataFrame) -> pd.DataFrame:
     """The paper's Table 1 (MLA, RoPE, NoPE; test accuracy) next to ours: one row per (setting, scheme, task):
     mean over seeds, lo-hi (`accuracy_ci`: the seeds' range, or a single run's Wilson interval), the per-seed
-    values, what the runs can show (`status`), and the runs' mean chance and length-only levels (the reference
-    marks of the Table 1 figure)."""
+    values (text, in %), what the runs can show (`status`), and the runs' mean chance and length-only levels (the
+    reference marks of the Table 1 figure)."""
     rows = []
     for setting in SETTINGS:
         for scheme in ("mla", "rope", "nope"):
@@ -217,7 +233,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
                 rows.append({"setting": setting, "scheme": scheme, "task": task,
                              "paper": PAPER_TABLE1.get((scheme, task), np.nan), "mean": mean, "lo": lo, "hi": hi,
                              "n_seeds": n, "rests_on": seeds_text(sub),
-                             "seeds": ", ".join(f"{a:.3f}" for a in sub["test_acc"]),
+                             "seeds": ", ".join(f"{100 * a:.2f}" for a in sub["test_acc"]),  # in %
                              "status": _statuses(sub), "chance": _mean(sub, "chance"),
                              "length_only": _mean(sub, "length_only"), "runs": list(sub["run_id"])})
     return pd.DataFrame(rows, columns=["setting", "scheme", "task", "paper", "mean", "lo", "hi", "n_seeds", "rests_on",
