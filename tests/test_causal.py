@@ -540,6 +540,30 @@ def test_heads_page_maps_a_run_from_its_ablation_tables_when_no_summary_is_store
                                                                           default=str)
 
 
+def test_the_report_draws_a_runs_per_head_tables_without_its_head_summary(head_tables):
+    """A run analysed for probes only (`workbench analyze RUN --what probes`): the report's Heads section said "no
+    head summary yet" and left the stored probes out; now it says that and draws the probes, as the dashboard's
+    Heads page does. A run with no per-head table keeps the one line."""
+    from types import SimpleNamespace
+
+    from workbench.report.build import Doc
+    from workbench.report.heads import heads_section
+
+    run = SimpleNamespace(id="r1", config={"model": {"scheme": "rope"}, "task": {"task": "trigger-distance"}},
+                          tables=lambda: ["probes"], load_table=lambda name: head_tables[name].copy(),
+                          status="finished", info={}, has_table=lambda name: name == "probes",
+                          store=SimpleNamespace(readonly=True, root="results/repro"))
+    doc, summary = Doc(), {}
+    heads_section(doc, SimpleNamespace(get=lambda rid: run), [{"id": "r1", "tables": {"present": ["probes"]}}],
+                  summary)
+    text = "".join(doc.parts)
+    assert [f["figure"] for f in doc.figures] == ["probes"] and "no head summary yet" in text
+    assert "head_summary missing" not in text and not summary["heads"]
+    doc = Doc()
+    heads_section(doc, SimpleNamespace(get=lambda rid: run), [{"id": "r1", "tables": {"present": ["ablation"]}}], {})
+    assert not doc.figures and "".join(doc.parts).count("missing") <= 1
+
+
 def test_the_head_card_shows_a_tiny_measure_and_a_missing_one_as_they_are(head_tables):
     """The Heads page's card printed every measure with 3 decimals: a patching effect of 1.55e-4 read 0.000 and a
     missing self-repair nan; now `style.shown` (3 significant digits below 0.01, '–' for NaN), as tables are."""
