@@ -294,6 +294,32 @@ def test_length_only_predictor_is_the_majority_label_per_length():
         chance(0)
 
 
+def test_the_baselines_of_a_run_that_ignores_a_label_count_the_examples_its_accuracy_counts():
+    """The authors' Task 2 runs ignore label 0 (`train.ignore_label`): their accuracy is over the other examples,
+    so the test split's n (the Wilson interval's) and its length-only level are too (it read n 6000 for 5823)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from workbench.analysis.baselines import run_baselines, split_baselines
+    from workbench.analysis.claims import status_of_run
+    from workbench.store import RunStore
+
+    x = np.array([[1, 2, 0, 0], [3, 4, 0, 0], [5, 6, 0, 0], [1, 2, 3, 0], [4, 5, 6, 0]])
+    data = SimpleNamespace(train_x=x, train_y=np.array([7, 7, 0, 9, 8]), test_x=x, test_y=np.array([0, 0, 8, 9, 8]))
+    every, counted = split_baselines(data, 10), split_baselines(data, 10, ignore_label=0)
+    assert list(every.n) == [5, 5] and list(counted.n) == [4, 3]
+    assert counted.length_only.tolist() == pytest.approx([3 / 4, 2 / 3])
+    shipped = Path(__file__).resolve().parent.parent / "results" / "repro"
+    rid = "t2-rope-repro-s43-813a4c"
+    if not (shipped / rid).is_dir():
+        pytest.skip("no shipped results in this checkout")
+    run = RunStore(shipped, readonly=True).get(rid)
+    test_y = run.load_dataset().test_y
+    assert run.config["train"]["ignore_label"] == 0 and (test_y == 0).any()
+    n = int((test_y != 0).sum())
+    assert run_baselines(run).set_index("split").loc["test", "n"] == n == status_of_run(run)["n_test"]
+
+
 def test_uniform_angle_reference_matches_simulated_uniform_angles():
     """uniform_reference against the analysis' own definitions applied to simulated uniform angles."""
     rng = np.random.default_rng(0)

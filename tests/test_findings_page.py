@@ -60,12 +60,34 @@ def test_other_rungs_read_seed_42_alone_unless_run_with_more_seeds(matrix):
     on_both = bc.seeded[(bc.seeded.rung == "repro-long") & (bc.seeded.claim == claim)].verdict.iloc[0]
     assert nope.loc["repro-long", "n_seeds"] == 2 and nope.loc["repro-long", "verdict"] == on_both
     assert sorted(nope.loc["repro-long", "runs"]) == ["repro-long-n42", "repro-long-n43"]
-    # repro-wide has seed 42 alone: the ladder's one-seed verdict, said as one seed's
+    # repro-wide has seed 42 alone: no test (it read "not reproduced"), what seed 42 shows in the evidence
     alone = bc.ladder[(bc.ladder.rung == "repro-wide") & (bc.ladder.claim == claim)].verdict.iloc[0]
-    assert nope.loc["repro-wide", "n_seeds"] == 1 and nope.loc["repro-wide", "verdict"] == alone
-    assert nope.loc["repro-wide", "evidence"].startswith("seed 42 alone")
+    assert alone == "not reproduced" and nope.loc["repro-wide", "n_seeds"] == 1
+    assert nope.loc["repro-wide", "verdict"] == "inconclusive (one seed)"
+    assert nope.loc["repro-wide", "evidence"].startswith("seed 42 alone (seed 42 does not agree with the paper): ")
+    assert not m.loc[m.n_seeds == 1, "verdict"].isin(["reproduced", "not reproduced", "mixed"]).any()
     assert (m.loc[m.rung != "repro", "claim_no"] == -1).all() and "pending" not in set(m.loc[m.rung != "repro",
                                                                                               "verdict"])
+
+
+def test_the_matrix_leaves_the_seed_study_out_of_the_ladders_cells():
+    """The registered seed study's runs (training seeds 45-54 at data seeds 43/44) are judged by the study alone:
+    the matrix's cells at a rung run with more seeds pooled them with the runs before it (`every_seed_claims` over
+    every run: 'not reproduced, 0 of 22, 13 seeds' where base_claims said 'mixed, 0 of 3')."""
+    from workbench.analysis.claims import is_study
+
+    frame, _ = ladder_runs()
+    study = _runs_frame([{"run_id": f"study-n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance",
+                          "seed": s, "data_seed": 43, "test_acc": 0.15, "test_acc_auc": 0.15, "preset": "repro-long"}
+                         for s in (45, 46, 47)])
+    frame = pd.concat([frame, study], ignore_index=True)
+    assert is_study(frame).sum() == 3
+    store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
+    bc = base_claims(store, frame, RUNGS)
+    m = verdict_matrix(bc, store)
+    cell = m[(m.rung == "repro-long") & (m.claim == "NoPE does not generalise on Task 1")].iloc[0]
+    assert sorted(cell.runs) == ["repro-long-n42", "repro-long-n43"] and cell.n_seeds == 2
+    assert not any(r.startswith("study") for runs in m.runs for r in runs)
 
 
 def test_the_matrix_figure_colours_each_cell_by_its_verdict_and_writes_its_seeds(matrix):

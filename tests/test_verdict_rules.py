@@ -89,6 +89,17 @@ def test_ceilings_and_seed_noise_are_not_differences():
     assert _order([0.80, 0.81, 0.80], [0.90, 0.91, 0.90]).verdict == "not reproduced"
 
 
+def test_an_ordering_is_judged_only_in_the_settings_it_was_registered_for():
+    """`mla-beats-rope-t2` is registered for the `paper` arch and the authors' settings: MLA and RoPE runs of Task 2
+    in the encoder arch gave a row of it there too ("reproduced" on a claim nobody registered for that setting)."""
+    rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-count", "seed": s, "setting": "encoder",
+             "test_acc": a} for v, acc in (("mla", 0.95), ("rope", 0.85)) for s, a in zip((42, 43, 44),
+                                                                                        (acc, acc + 0.01, acc))]
+    cl = claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows))
+    assert cl[cl.claim.str.startswith("MLA beats RoPE on Task 2") & (cl.setting == "encoder")].empty
+    assert set(cl.loc[cl.claim.str.startswith("MLA beats RoPE on Task 2"), "setting"]) <= {"paper", "authors"}
+
+
 def test_a_side_that_did_not_learn_or_is_still_learning_cannot_decide_an_order():
     assert _order([0.15, 0.16, 0.17], [0.9, 0.91, 0.9]).verdict == "inconclusive (did not learn)"
     still = _order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87], {"rope": {"still_learning": True}})

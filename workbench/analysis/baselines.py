@@ -32,11 +32,16 @@ def length_only_accuracy(x: np.ndarray, y: np.ndarray) -> float:
     return float(counts.max(axis=1).sum() / len(y))
 
 
-def split_baselines(data, n_classes: int, splits: list[str] | None = None) -> pd.DataFrame:
-    """Rows split, chance, length_only, n (examples) for the named splits of a Dataset (default: train, test)."""
+def split_baselines(data, n_classes: int, splits: list[str] | None = None,
+                    ignore_label: int | None = None) -> pd.DataFrame:
+    """Rows split, chance, length_only, n (examples) for the named splits of a Dataset (default: train, test), over
+    the examples not labelled `ignore_label` (`train.ignore_label`: those a run's accuracy is measured on)."""
     rows = []
     for name in splits or ["train", "test"]:
         x, y = split_xy(data, name)
+        if ignore_label is not None:
+            keep = np.asarray(y) != ignore_label
+            x, y = np.asarray(x)[keep], np.asarray(y)[keep]
         rows.append({"split": name, "chance": chance(n_classes), "length_only": length_only_accuracy(x, y),
                      "n": int(len(y))})
     return pd.DataFrame(rows)
@@ -46,15 +51,18 @@ _CACHE: dict[tuple, pd.DataFrame] = {}
 
 
 def run_baselines(run) -> pd.DataFrame | None:
-    """split_baselines of a store run's train and test splits (cached per dataset hash); None when the run has
-    no dataset to read (a hand-made or foreign run)."""
+    """split_baselines of a store run's train and test splits over the examples its accuracy counts (not those of its
+    `train.ignore_label`; cached per dataset hash); None when the run has no dataset to read (a hand-made or foreign
+    run)."""
     load = getattr(run, "load_dataset", None)
-    cfg = (getattr(run, "config", {}) or {}).get("model", {}) or {}
+    config = getattr(run, "config", {}) or {}
+    cfg = config.get("model", {}) or {}
     if load is None or not cfg.get("n_classes"):
         return None
-    key = ((getattr(run, "info", {}) or {}).get("dataset_hash"), int(cfg["n_classes"]))
+    ignore = (config.get("train") or {}).get("ignore_label")
+    key = ((getattr(run, "info", {}) or {}).get("dataset_hash"), int(cfg["n_classes"]), ignore)
     if key[0] is None or key not in _CACHE:
-        df = split_baselines(load(), int(cfg["n_classes"]))
+        df = split_baselines(load(), int(cfg["n_classes"]), ignore_label=ignore)
         if key[0] is None:
             return df
         if len(_CACHE) > 32:

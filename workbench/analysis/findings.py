@@ -24,13 +24,16 @@ def verdict_matrix(bc, store) -> pd.DataFrame:
     """Every claim's verdict per (setting, rung): at the base preset (`bc.base`, `claims.BaseClaims`) on every seed,
     at the ladder's other rungs seed 42's verdict (`bc.ladder`, one seed) or, where the rung was run with more seeds,
     the verdict on all of them (`claims.every_seed_claims` on `store`, judged at those rungs only: the rows
-    `bc.seeded` names). Columns: claim, setting, rung, verdict, n_seeds (the seeds of the runs behind it), evidence,
-    runs, claim_no (the base row's index in `bc.claims`; -1 at other rungs)."""
-    from .claims import every_seed_claims
+    `bc.seeded` names; the seed study's runs left out, as `base_claims` leaves them out: they are judged by the study
+    alone). Seed 42's verdict alone is no test: a cell resting on it reads "inconclusive (one seed)", what seed 42
+    shows (`seed_verdict`) in its evidence. Columns: claim, setting, rung, verdict, n_seeds (the seeds of the runs
+    behind it), evidence, runs, claim_no (the base row's index in `bc.claims`; -1 at other rungs)."""
+    from .claims import ONE_SEED, every_seed_claims, is_study, seed_verdict
 
     runs_all = bc.runs_all
     rungs = [r for r in bc.rungs[1:] if r in set(bc.seeded.rung)]
-    every = every_seed_claims(store, runs_all, (bc.base, *rungs)) if rungs else None
+    pre = runs_all[~is_study(runs_all)] if len(runs_all) else runs_all
+    every = every_seed_claims(store, pre, (bc.base, *rungs)) if rungs else None
     rows = [{"claim": r.claim, "setting": r.setting, "rung": bc.base, "verdict": r.verdict,
              "n_seeds": _seeds(runs_all, r.runs), "evidence": r.evidence, "runs": list(r.runs), "claim_no": i}
             for i, r in bc.claims.iterrows()]
@@ -46,8 +49,10 @@ def verdict_matrix(bc, store) -> pd.DataFrame:
                          "n_seeds": _seeds(runs_all, e.runs), "evidence": e.evidence, "runs": list(e.runs),
                          "claim_no": -1})
         else:
-            rows.append({"claim": r.claim, "setting": r.setting, "rung": r.rung, "verdict": r.verdict, "n_seeds": 1,
-                         "evidence": "seed 42 alone: " + r.evidence, "runs": [], "claim_no": -1})
+            one = r.verdict in ONE_SEED  # a test's outcome, read from one seed
+            rows.append({"claim": r.claim, "setting": r.setting, "rung": r.rung, "n_seeds": 1, "runs": [],
+                         "verdict": "inconclusive (one seed)" if one else r.verdict, "claim_no": -1,
+                         "evidence": f"seed 42 alone{f' ({seed_verdict(r.verdict)})' if one else ''}: {r.evidence}"})
     m = pd.DataFrame(rows, columns=MATRIX_COLUMNS)
     # a setting the store has no run of (results/paper: tier 1 trains the authors' settings only) would be a column
     # of "pending" cells: left out, unless no setting has a run
