@@ -139,6 +139,19 @@ def test_rope_absolute_is_judged_against_full_rope_as_the_control():
     assert no_control.verdict == "not testable at this preset" and "control" in no_control.evidence
 
 
+def test_rope_absolute_with_its_control_still_learning_is_inconclusive_not_pending():
+    """RoPE+absolute counted, full RoPE (the control) finished but still learning: the row read "pending" (as if
+    nothing had run); it is "inconclusive (still learning)" and says why."""
+    rows = [{"run_id": "rope-42", "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": 42,
+             "test_acc": 0.9, "test_acc_auc": 0.9, "still_learning": True},
+            {"run_id": "ra-42", "variant": "rope+sinusoidal", "scheme": "rope+sinusoidal", "task": "trigger-distance",
+             "seed": 42, "test_acc": 1.0, "test_acc_auc": 0.9}]
+    store = FakeStore([FakeRun("rope-42", {"deposit": _deposit([0])}), FakeRun("ra-42", {"deposit": _deposit([1])})])
+    row = claims(store, _runs_frame(rows), ONE_SEED)
+    row = row[row.claim.str.startswith("RoPE+absolute moves")].iloc[0]
+    assert row.verdict == "inconclusive (still learning)" and "the control" in row.evidence
+
+
 def test_the_largest_deposit_must_be_shallow_not_any_deposit():
     dep = _deposit([0, 3])
     dep.loc[dep.layer == 0, "top_delta"] = 0.06  # a small shallow deposit beside a large deep one

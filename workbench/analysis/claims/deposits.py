@@ -162,6 +162,9 @@ def _rope_absolute_claim(store, runs, th) -> dict:
     a5, a10 = agree[th.indispensable], agree[th.also]
     if len(sub) and good.empty:
         verdict = _unshown(sub)
+    elif len(good) and len(full) and good_full.empty:  # the control has runs, none of them learned and settled
+        verdict = _unshown(full)
+        ev = "no full-RoPE run (the control) has learned and settled: " + ev
     elif controls and not any(controls):
         verdict = "not testable at this preset"
         ev = "full RoPE has no single-head deposit in layer 0 to move in any seed (the control): " + ev
