@@ -349,14 +349,19 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
     frame = _runs_frame(rows)
     cl = claims(FakeStore([FakeRun(r["run_id"], {"deposit": _deposit([0])}) for r in rows]), frame)
     text = _registration_section(cl, frame, commits)
-    assert "| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | unchanged | 3 |" in text
+    # the share decision's version 2 (2026-12-05) came after these runs: every share rule is flagged, and says why
+    assert ("| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | **changed 2026-12-05 (its "
+            "decision), after its runs were trained (latest 2026-11-25)** | 3 |") in text
+    assert "- the share decision (`[decision.share]`, every share rule) version 2 (2026-12-05): fewer than" in text
+    assert "- `random-overfits` version 2 (2026-12-05): a run at the ceiling is not counted" in text
     reg = load_registry()
     changed = [dict(c, version=2, changed="2026-11-27") if c["id"] == "rope-deposit-first-layer" else c
                for c in reg.claims]
     import workbench.report.comparison as comparison
 
-    class Changed:
+    class Changed:  # the claim's own change alone (its decision as registered on 2026-11-26)
         registered, claims = reg.registered, tuple(changed)
+        decision = {k: {f: v for f, v in d.items() if f not in ("changed", "change")} for k, d in reg.decision.items()}
 
     monkeypatch.setattr(comparison, "load_registry", lambda: Changed)
     flagged = _registration_section(cl, frame, commits)
@@ -376,7 +381,8 @@ def test_random_overfits_is_decided_by_the_share_rule_once_the_train_accuracy_is
 
     yes = row(0.08)
     assert yes.verdict == "reproduced" and yes.specificity == "specific" and "10 of 10" in yes.evidence
-    assert row(0.08, contrast_gap=0.08).specificity == "not specific"
+    not_specific = row(0.08, contrast_gap=0.08)  # the contrast passes the same rule: it cannot show the claim
+    assert not_specific.specificity == "not specific" and not_specific.verdict == "inconclusive (not specific)"
     assert row(0.01).verdict == "not reproduced"
     assert row(0.08, eval_=False).verdict == "not testable at this preset"  # a running mean is not the statistic
 
@@ -417,3 +423,45 @@ def test_a_shallow_clone_names_no_registration_commit(tmp_path):
     assert len(registration_commits(src / "registry.toml")) == 2
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{src}", str(tmp_path / "cut")], check=True)
     assert registration_commits(tmp_path / "cut" / "registry.toml") == []
+
+
+def test_random_overfits_leaves_out_runs_at_the_ceiling():
+    """`random-overfits` version 2: no gap >= 0.05 can open at >= 98 % test accuracy, so a run at the ceiling is not
+    counted (version 1 counted it as disagreeing); every settled run at the ceiling: inconclusive (ceiling)."""
+    def row(test):
+        rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+                 "test_acc": t, "test_acc_auc": 0.8, "train_acc_eval": min(1.0, t + 0.08 * (v == "learned"))}
+                for v in ("learned", "sinusoidal") for s, t in zip(range(42, 52), test)]
+        return row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)),
+                      "learned / random")
+
+    assert row([0.99] * 10).verdict == "inconclusive (ceiling)"
+    some = row([0.99] * 5 + [0.90] * 5)  # five at the ceiling left out: 5 of 5 below it overfit
+    assert some.verdict == "reproduced" and "5 of 5 counted runs agree" in some.evidence
+
+
+def test_a_diverged_run_does_not_agree_that_nope_does_not_generalise():
+    """`nope-no-generalise-t1` version 2: a diverged run has nothing to show (OUTCOME_RULES), so it is not counted as
+    "did not learn" (version 1 counted it as agreeing); every run diverged: inconclusive (did not learn)."""
+    def row(diverged):
+        rows = [{"run_id": f"nope-{s}", "variant": "nope", "scheme": "nope", "task": "trigger-distance", "seed": s,
+                 "test_acc": 0.15, "test_acc_auc": 0.1} for s in (42, 43, 44)]
+        frame = _runs_frame(rows)
+        frame["diverged"] = frame.seed.isin(diverged)
+        frame.loc[frame.diverged, "status"] = "diverged"
+        cl = claims(FakeStore([]), frame)
+        return cl[(cl.claim == "NoPE does not generalise on Task 1") & (cl.setting == "paper")].iloc[0]
+
+    assert "3 of 3 counted runs agree" in row(set()).evidence
+    assert "2 of 2 counted runs agree" in row({44}).evidence
+    assert row({42, 43, 44}).verdict == "inconclusive (did not learn)"
+
+
+def test_an_ordering_reads_the_ceiling_as_the_status_rule_does():
+    """0.98 computed as 0.9799999999999999 (a count over n, as floats add it up) is at the ceiling by run_status,
+    which compares counts (rounded to 9 decimals): the ordering reads the same, not the raw float."""
+    from workbench.analysis.claims.orderings import _at_ceiling
+
+    d = pd.DataFrame({"test_acc": [0.35 * 2.8, 0.97, 0.99]})
+    assert 0.35 * 2.8 < 0.98 and _at_ceiling(d).tolist() == [True, False, True]
+    assert _at_ceiling(d.assign(ceiling=[False, False, True])).tolist() == [False, False, True]

@@ -436,8 +436,9 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
     runs.append(FakeRun("mla-42", {}))
     cl = claims(FakeStore(runs), _runs_frame(rows))
     dep = cl[cl.claim.str.startswith("RoPE's largest single-head") & (cl.setting == "paper")].iloc[0]
-    # one seed analysed, one paired: 1 of 1 is mixed (few runs), whatever it shows; one pair cannot decide an order
-    assert dep.verdict == "mixed" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
+    # one seed analysed, one paired: 1 of 1 is one seed (registered min_counted 2), whatever it shows; one pair
+    # cannot decide an order
+    assert dep.verdict == "inconclusive (one seed)" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
     order = cl[cl.claim.str.startswith("RoPE beats MLA") & (cl.setting == "paper")].iloc[0]
     assert order.verdict == "inconclusive (few pairs)" and "nan" not in order.evidence
     assert ("1 paired seed(s) RoPE 0.990 vs MLA 0.900; per seed (RoPE vs MLA) 42: 0.990 (ceiling) vs 0.900 "

@@ -113,8 +113,8 @@ def test_does_not_generalise_leaves_out_seeds_still_improving():
     row = cl[cl.claim == "Relative does not generalise on Task 1"].iloc[0]
     assert row.verdict == "mixed" and "2 of 2 counted runs agree" in row.evidence  # 44 is left out; few runs
     rows = [r | {"still_learning": r["seed"] != 42} for r in rows]
-    cl = claims(FakeStore([]), _runs_frame(rows))  # one seed settled: 1 of 1 is [0.21, 1.00], mixed
-    assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "mixed"
+    cl = claims(FakeStore([]), _runs_frame(rows))  # one seed settled: 1 of 1 (Wilson [0.21, 1.00]) is one seed
+    assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (one seed)"
     rows = [r | {"still_learning": True} for r in rows]
     cl = claims(FakeStore([]), _runs_frame(rows))
     assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (still learning)"
@@ -194,14 +194,15 @@ def _deposit_rows(seeds, store_deps):
 
 
 def test_one_seed_cannot_tell_and_says_what_it_shows():
-    """Registered share rule: one agreeing run is 1 of 1, Wilson [0.21, 1.00]: mixed, "(few runs)"; the ladder's
-    one-seed reading (ONE_SEED) says what that seed shows."""
+    """Registered share rule (version 2): one agreeing run is 1 of 1, Wilson [0.21, 1.00]: inconclusive (one seed),
+    below `min_counted` (version 1 read it "mixed"); the ladder's one-seed reading (ONE_SEED) says what that seed
+    shows; two runs are a share."""
     from workbench.analysis.claims import answers
 
     store, frame = _deposit_rows([42], {42: [0]})
     cl = claims(store, frame)
     row = cl[cl.claim.str.startswith("RoPE's largest")].iloc[0]
-    assert row.verdict == "mixed" and "seed 42" in row.evidence and "(agrees)" in row.evidence
+    assert row.verdict == "inconclusive (one seed)" and "seed 42" in row.evidence and "(agrees)" in row.evidence
     assert "1 of 1 counted runs agree, Wilson 95 % [0.21, 1.00] (few runs)" in row.evidence
     assert claims(store, frame, ONE_SEED).set_index("claim").loc[row.claim, "verdict"] == "reproduced"
     store, frame = _deposit_rows([42, 43], {42: [0], 43: [1]})
@@ -233,8 +234,8 @@ def test_a_mechanism_claim_counts_only_settled_seeds_and_shows_the_others():
     assert both.verdict == "inconclusive (still learning)"
     assert ("seed 43: not settled (test acc 0.900; epoch 1 -> 3: +0.050), not counted: single-head deposit L3.H3 0.40"
             in both.evidence)
-    one = rope({43})  # only seed 42 counts: 1 of 1, mixed (few runs)
-    assert one.verdict == "mixed" and "seed 42: single-head deposit L0.H3" in one.evidence
+    one = rope({43})  # only seed 42 counts: 1 of 1, one seed
+    assert one.verdict == "inconclusive (one seed)" and "seed 42: single-head deposit L0.H3" in one.evidence
     assert "1 of 1 counted runs agree" in one.evidence
     # a model that did not learn is still "did not learn", not "still learning"
     store, frame = _deposit_rows([42, 43], {42: [0], 43: [0]})
@@ -626,10 +627,10 @@ def test_the_ladder_asks_where_ropes_largest_deposit_is_at_each_rung():
     a1 = ladder_answers(FakeStore([FakeRun(f"{p}-{s}", {"deposit": _deposit(v)}) for (p, s), v in one.items()]),
                         _runs_frame([r for r in rows if r["seed"] == 42]), rungs)
     one_run = a1[a1.question.str.contains("PE-Lab")]
-    mixed = "mixed (the share of agreeing runs may lie on either side of 1/2)"
+    one = "cannot tell (one seed)"
     assert dict(zip(one_run.rung, one_run.answer)) == {  # the study's rung points to the study's own readout
-        "repro-long": mixed + " on the ladder's runs (the seed study below reads this rung on its registered runs)",
-        "repro-wide": mixed}
+        "repro-long": one + " on the ladder's runs (the seed study below reads this rung on its registered runs)",
+        "repro-wide": one}
     assert all("(few runs)" in e for e in one_run.evidence)
     assert not a1.question.str.contains("authors'").any()  # no authors' RoPE run at a rung: no answer
 

@@ -19,7 +19,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        accuracy_text, all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
-                                       StatusRules,
+                                       StatusRules, status_settled,
                                        study_readouts, table1, thresholds_table, tier2_pairs,
                                        study_title, tier2_title, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
@@ -135,6 +135,14 @@ def _deposits_section(d: pd.DataFrame, runs_all: pd.DataFrame) -> str:
                      rows) + "\n" + note
 
 
+def _undecided_why(status: str) -> str:
+    """Why a ladder cell closer to (or further from) the paper cannot tell: its run is still moving, or it settled
+    without learning (closer to the paper's number, but only a run that learned explains a gap)."""
+    if status_settled(status):
+        return f"{status}: closer, but only a run that learned and settled can explain a gap"
+    return f"{status}: more epochs may move it"
+
+
 def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd.DataFrame | None = None) -> str:
     """Table 1's cells at each rung (seed 42), the claims whose verdict changes at a rung, and which differences
     from the paper the ladder explains: a cell explains a gap when moving to a rung brings it >= 5 points closer
@@ -152,7 +160,9 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     what = {g: [f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at {r.rung}: "
                 f"{_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})" for r in tuples(gaps[gaps.gap == g])]
             for g in ("explains", "does not explain", "cannot tell yet", "no gap")}
-    explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
+    explained, unexplained = what["explains"], what["does not explain"]
+    undecided = [f"{x} ({_undecided_why(r.status)})"
+                 for x, r in zip(what["cannot tell yet"], tuples(gaps[gaps.gap == "cannot tell yet"]))]
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
@@ -169,8 +179,8 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
     out += [f"Differences it does not explain (no rung run so far moves the cell >= {pts} closer):", ""] \
         + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
     if undecided:
-        out += ["Cannot tell yet (the run at the rung did not pass the status checks: not settled, or closer but "
-                "not learned: more epochs may move it):", ""] + [f"- {x}" for x in undecided] + [""]
+        out += ["Cannot tell yet (the run at the rung did not pass the status checks, first by the registered "
+                "rule):", ""] + [f"- {x}" for x in undecided] + [""]
     if what["no gap"]:
         out += [f"No difference to explain (at `{rungs[0]}` the cell is already within {pts} of the paper's "
                 "number):", ""] + [f"- {x}" for x in what["no gap"]] + [""]
@@ -397,18 +407,24 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
     runs it judges were trained (a rule's `changed` date after their latest `started`)."""
     reg = load_registry()
     started = dict(zip(runs_all.run_id, runs_all["started"].astype(str) if "started" in runs_all else []))
-    rows = []
+    rows, notes = [], []
     for c in reg.claims:
         judged = cl[cl.claim_id == c["id"]] if "claim_id" in cl else cl.iloc[:0]
         ids = [x for rs in judged.runs for x in rs]
         last = max((started.get(x, "") for x in ids), default="")
-        changed = str(c.get("changed") or "")
-        flag = (f"**changed {changed}, after its runs were trained (latest {last[:10]})**" if changed and last
-                and changed > last[:10] else ("changed " + changed if changed else "unchanged"))
+        dec = reg.decision.get(c["decision"], {})
+        changed = max(str(c.get("changed") or ""), str(dec.get("changed") or ""))
+        what = " (its decision)" if changed and changed != str(c.get("changed") or "") else ""
+        flag = (f"**changed {changed}{what}, after its runs were trained (latest {last[:10]})**" if changed and last
+                and changed > last[:10] else (f"changed {changed}{what}" if changed else "unchanged"))
         rows.append([f"`{c['id']}`", f"{c['section']}", c["decision"], str(c.get("version", 1)),
                      rule_commit(c, commits, reg.registered), flag, str(len(ids))])
-    return _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"],
-                     rows) + "\n"
+        if c.get("change"):
+            notes.append(f"- `{c['id']}` version {c['version']} ({c['changed']}): {c['change']}.")
+    notes = [f"- the {name} decision (`[decision.{name}]`, every {name} rule) version {d['version']} "
+             f"({d['changed']}): {d['change']}." for name, d in reg.decision.items() if d.get("change")] + notes
+    table = _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"], rows)
+    return table + "\n" + ("\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame) -> str:

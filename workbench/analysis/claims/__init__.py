@@ -45,6 +45,6 @@ from .questions import QUESTIONS, ANSWER_OF, answer_of, answers
 from .judge import claims
 from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUMNS, every_seed_claims, rung_claims,
                            ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
-                           ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells)
+                           ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells, status_settled)
 from .study import (STUDY_COLUMNS, TIER2_COLUMNS, planned_runs, study_runs, study_table, study_readouts, tier2_pairs,
                     tier2_readouts, tier2_title, study_title)

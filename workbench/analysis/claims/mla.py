@@ -57,7 +57,7 @@ def _mla_claims(store, runs, th) -> list[dict]:
                 extra["specificity"] = label
             verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
             result = verdict
-            if task != "trigger-distance" and verdict in TESTS:
+            if task != "trigger-distance" and (verdict in TESTS or verdict == "inconclusive (one seed)"):
                 verdict = "beyond the paper"
             out.append(_row(f"{claim}, {task_label(task)}", paper, setting, verdict, ev, sub.run_id, result, **extra))
     return out

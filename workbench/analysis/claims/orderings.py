@@ -9,7 +9,7 @@ import pandas as pd
 from .._common import scheme_label, tuples
 from ..settings import SETTINGS
 from .registry import load_registry
-from .status import StatusRules
+from .status import StatusRules, _exact
 from .rules import UNRANKED, share, specificity, _is_settled, _row, _runs, _seed_label, _settled, _unshown, _verdict
 from .runs import DEFAULT_DATA_SEED, mean_ci, seeds_text, _rests
 
@@ -52,7 +52,9 @@ def _overfit_claim(runs, th) -> dict:
     ceiling; the share rule decides; sinusoidal is the contrast. Not testable where the runs did not record
     `train_acc_eval` (the recorded train accuracy is a running mean over the epoch, biased low against the test
     accuracy measured after it) -- every run at `repro` -- and the evidence says so, with the epochs against the
-    paper's 100; where every run is at the ceiling no gap can open on this data, and it says that first."""
+    paper's 100; where every run is at the ceiling no gap can open on this data, and it says that first. Version 2
+    (2026-12-05): a run at the ceiling is not counted, here and in the contrast (no gap >= 0.05 can open at >= 98 %:
+    it cannot show the claim either way); every learned, settled run at the ceiling: inconclusive (ceiling)."""
     claim, paper = "learned / random position embeddings overfit on Task 1", "learned/\"random\" overfits"
     sub = runs[(runs.setting == "paper") & (runs.task == "trigger-distance") & runs.variant.isin(["learned", "random"])]
     if sub.empty:
@@ -69,22 +71,31 @@ def _overfit_claim(runs, th) -> dict:
     if not measured:
         return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id,
                     claim_id="random-overfits", rests_on=seeds_text(sub))
-    ceiling = StatusRules().ceiling
-
     def agrees(d):
-        return list((d.train_acc_eval - d.test_acc >= th.overfit_gap) & (d.test_acc < ceiling))
+        return list(d.train_acc_eval - d.test_acc >= th.overfit_gap)
 
-    good = _settled(sub)
+    settled = _settled(sub)
+    good = settled[~_at_ceiling(settled)]
     agree = agrees(good)
     contrast = _settled(runs[(runs.setting == "paper") & (runs.task == "trigger-distance")
                              & (runs.variant == "sinusoidal") & runs.train_acc_eval.notna()])
+    contrast = contrast[~_at_ceiling(contrast)]
     extra = {"claim_id": "random-overfits", "rests_on": _rests(good, sub)}
     if agree:
         label, text = specificity(agrees(contrast), th, "sinusoidal Task 1")
         ev += f". Decision: {share(agree, th)['text']}; {text}"
         extra.update(specificity=label, few_runs=share(agree, th)["few"])
-    verdict = _unshown(sub) if good.empty else _verdict(agree, th)
+    verdict = (_unshown(sub) if settled.empty else "inconclusive (ceiling)" if good.empty
+               else _verdict(agree, th))
     return _row(claim, paper, "paper", verdict, ev, sub.run_id, **extra)
+
+
+def _at_ceiling(d: pd.DataFrame) -> pd.Series:
+    """run_status's `ceiling` (final test accuracy >= 0.98, compared as counts: rounded to 9 decimals) of each
+    run of `d`; a hand-made table without it: from its test accuracy by the same rule."""
+    if "ceiling" in d:
+        return d["ceiling"].astype(bool)
+    return d.test_acc.map(lambda a: _exact(float(a)) >= StatusRules().ceiling).astype(bool)
 
 
 def _seed_noise(a: pd.DataFrame, b: pd.DataFrame, floor: float) -> float:
@@ -115,8 +126,7 @@ def _comparison_outcome(win: pd.DataFrame, lose: pd.DataFrame, th) -> str | None
     its difference against twice the binomial standard error); None: the t interval decides (`_order_verdict`)."""
     if not win.learned.astype(bool).all() or not lose.learned.astype(bool).all():
         return "inconclusive (did not learn)"
-    ceiling = StatusRules().ceiling
-    if (win.test_acc >= ceiling).all() and (lose.test_acc >= ceiling).all():
+    if _at_ceiling(win).all() and _at_ceiling(lose).all():
         return "inconclusive (ceiling)"
     if win.still_learning.astype(bool).any() or lose.still_learning.astype(bool).any():
         return "inconclusive (still learning)"
@@ -179,7 +189,9 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
     """"does not generalise" (`nope-no-generalise-t1`, whose sentence names relative too), a row per setting
     (registered: the `paper` arch and the authors' transformer script): a settled run agrees when it did not learn
     the task (run_status); a run not settled is left out (more epochs might change it); the share rule decides;
-    full RoPE of the same setting is the contrast (it must not "not generalise")."""
+    full RoPE of the same setting is the contrast (it must not "not generalise"). Version 2 (2026-12-05): a
+    diverged run has nothing to show (OUTCOME_RULES) and is not counted; every run diverged: inconclusive (did not
+    learn)."""
     claim, paper = f"{scheme_label(scheme)} does not generalise on Task 1", "NoPE and relative do not generalise"
     out = []
     for setting in settings:
@@ -188,7 +200,7 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
             out.append(_row(claim, paper, setting, "pending", "runs not finished yet", [],
                             claim_id="nope-no-generalise-t1"))
             continue
-        settled = sub[_is_settled(sub) | sub.diverged.astype(bool)]
+        settled = sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
         agree = list(~settled.learned.astype(bool))
         ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why}; {_train_fit(r)})" for r in tuples(sub))
         extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
@@ -198,7 +210,8 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
             label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
             ev += f". Decision: {share(agree, th)['text']}; {text}"
             extra.update(specificity=label, few_runs=share(agree, th)["few"])
-        verdict = "inconclusive (still learning)" if settled.empty else _verdict(agree, th)
+        verdict = (("inconclusive (did not learn)" if sub.diverged.astype(bool).all() else
+                    "inconclusive (still learning)") if settled.empty else _verdict(agree, th))
         out.append(_row(claim, paper, setting, verdict, ev, sub.run_id, **extra))
     return out
 

@@ -25,6 +25,7 @@ ANSWER_OF = {"mixed": "mixed (the share of agreeing runs may lie on either side 
              "inconclusive (within seed spread)": "cannot tell (within the seeds' spread)",
              "inconclusive (still learning)": "cannot tell (not settled by its last epoch)",
              "inconclusive (one seed)": "cannot tell (one seed)",
+             "inconclusive (not specific)": "cannot tell (the contrasted scheme passes the same rule)",
              "inconclusive (few pairs)": "cannot tell (fewer than 3 paired runs)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
 

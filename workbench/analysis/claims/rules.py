@@ -32,7 +32,9 @@ class Thresholds:
     shallow_second: int = 1       # layer <= 1: shown as a second reading, never deciding
     min_runs: int = field(default_factory=lambda: int(_registered("decision", "share")["min_runs"]))
     min_pairs: int = field(default_factory=lambda: int(_registered("decision", "ordering")["min_pairs"]))
-    min_seeds: int = 2            # 1: the scale ladder's reading of one seed (`ladder`): what that seed shows
+    # fewer counted runs: inconclusive (one seed) (registered `[decision.share]` min_counted, version 2); 1: the
+    # scale ladder's reading of one seed (`ladder`): what that seed shows
+    min_seeds: int = field(default_factory=lambda: int(_registered("decision", "share")["min_counted"]))
 
 
 def _runs(runs: pd.DataFrame, setting: str, variant: str, task: str) -> pd.DataFrame:
@@ -115,8 +117,9 @@ TESTS = ("reproduced", "mixed", "not reproduced")
 UNRANKED = ("inconclusive (ceiling)", "inconclusive (within seed spread)")
 
 
+NOT_SPECIFIC = "inconclusive (not specific)"
 OUTCOMES = TESTS + ("inconclusive (did not learn)", *UNRANKED, "inconclusive (still learning)",
-                    "inconclusive (one seed)", "inconclusive (few pairs)",
+                    "inconclusive (one seed)", NOT_SPECIFIC, "inconclusive (few pairs)",
                     "not testable at this preset", "beyond the paper", "pending")
 
 
@@ -139,8 +142,11 @@ OUTCOME_RULES = {
                                      "over the last half of training) and below the ceiling; for a claim about "
                                      "deposits or heads, no run that learned has settled (a ceiling run that rose "
                                      "late counts as not settled): its mechanism may still move",
-    "inconclusive (one seed)": "a single seed can show the claim (the others are not run yet or did not learn): "
-                               "one seed cannot tell a finding from seed noise; the evidence says what it shows",
+    "inconclusive (one seed)": "a single seed (one counted run) can show the claim (the others are not run yet, "
+                               "did not learn or are still learning): one seed cannot tell a finding from seed "
+                               "noise; the evidence says what it shows",
+    NOT_SPECIFIC: "the share would read reproduced, but the scheme the paper contrasts the claim with passes the "
+                  "same rule: the rule cannot tell the claimed pattern from the contrasted one",
     "inconclusive (few pairs)": "an ordering with fewer than 3 paired runs (same training and data seed): no "
                                 "interval to decide it",
     "not testable at this preset": "the claim needs what the preset does not have (training long enough to "
@@ -167,14 +173,16 @@ def verdict_summary(cl: pd.DataFrame) -> str:
 def share(agree: list[bool], th: Thresholds | None = None) -> dict[str, Any]:
     """The registered share decision (`[decision.share]`): k of the n counted runs agree; the Wilson 95 % interval
     of k / n against 1/2 decides: reproduced (it lies above), not reproduced (below), mixed (it contains 1/2);
-    n = 0: pending. `few`: n < min_runs, shown "(few runs)". {verdict, k, n, lo, hi, few, text}."""
+    n = 0: pending; 0 < n < `th.min_seeds` (registered min_counted, 2): inconclusive (one seed). `few`: n <
+    min_runs, shown "(few runs)". {verdict, k, n, lo, hi, few, text}."""
     th = th or Thresholds()
     against = float(load_registry().decision["share"]["against"])
     k, n = int(sum(bool(a) for a in agree)), len(agree)
     if n == 0:
         return {"verdict": "pending", "k": 0, "n": 0, "lo": np.nan, "hi": np.nan, "few": True, "text": "no run"}
     lo, hi = wilson(k / n, n)
-    verdict = "reproduced" if lo > against else "not reproduced" if hi < against else "mixed"
+    verdict = ("inconclusive (one seed)" if n < th.min_seeds else "reproduced" if lo > against
+               else "not reproduced" if hi < against else "mixed")
     few = n < th.min_runs
     return {"verdict": verdict, "k": k, "n": n, "lo": lo, "hi": hi, "few": few,
             "text": f"{k} of {n} counted runs agree, Wilson 95 % [{lo:.2f}, {hi:.2f}]" + (" (few runs)" if few else "")}
@@ -255,7 +263,12 @@ def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_
     """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced) where `verdict` says the
     row is not a test of the paper (beyond the paper), else the verdict itself. `extra`: claim_id (the registered
     claim it reads, "" for PE-Lab's own rows), verdict_also (at the second threshold), threshold_sensitive,
-    specificity and rests_on (training x data seeds)."""
+    specificity and rests_on (training x data seeds). A "reproduced" whose specificity is "not specific" reads
+    NOT_SPECIFIC (registered `[decision.share]` version 2): the rule passes the contrasted pattern too."""
+    if extra.get("specificity") == "not specific":
+        verdict, result = (NOT_SPECIFIC if v == "reproduced" else v for v in (verdict, result or verdict))
+        extra = {**extra, "verdict_also": NOT_SPECIFIC if extra.get("verdict_also") == "reproduced"
+                 else extra.get("verdict_also", verdict)}
     return {"claim": claim, "paper_says": paper, "setting": setting, "verdict": verdict, "evidence": evidence,
             "runs": list(run_ids), "result": result or verdict, "claim_id": extra.get("claim_id", ""),
             "verdict_also": extra.get("verdict_also", verdict),

@@ -220,7 +220,7 @@ def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
 PASSES_STATUS = ("learned", "ceiling")  # run_status's statuses of a run that learned and settled
 
 
-def _status_settled(status: str) -> bool:
+def status_settled(status: str) -> bool:
     """Whether a run_status `status` is of a settled run (did not learn, or learned and settled; diverged too)."""
     return str(status) in ("learned", "ceiling", "did not learn", "diverged")
 
@@ -248,7 +248,7 @@ def ladder_gaps(t: pd.DataFrame, rungs) -> pd.DataFrame:
             passes = str(status) in PASSES_STATUS  # learned and settled (registered: status checks come first)
             gap = ("no gap" if abs(base - paper) < GAP_CLOSER else
                    ("explains" if passes else "cannot tell yet") if closer >= GAP_CLOSER else
-                   "cannot tell yet" if not _status_settled(status) else "does not explain")
+                   "cannot tell yet" if not status_settled(status) else "does not explain")
             out.append({"setting": d["setting"], "scheme": d["scheme"], "task": d["task"], "rung": rung,
                         "base": base, "acc": acc, "paper": paper, "status": status, "closer": closer, "gap": gap})
     return pd.DataFrame(out, columns=cols)

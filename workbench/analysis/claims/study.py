@@ -80,7 +80,8 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
 
 def _decided(s: dict, interim: str) -> str:
     """A share decision with its marks: "(few runs)" under the registered minimum, and the interim note."""
-    marks = ["few runs"] * bool(s["few"] and s["n"]) + [interim] * bool(interim and s["n"])
+    marks = (["few runs"] * bool(s["few"] and s["n"] and s["verdict"] != "inconclusive (one seed)")
+             + [interim] * bool(interim and s["n"]))
     return s["verdict"] + (f" ({'; '.join(marks)})" if marks else "")
 
 
