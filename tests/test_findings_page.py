@@ -31,7 +31,7 @@ def ladder_runs():
 def matrix():
     frame, store = ladder_runs()
     bc = base_claims(store, frame, RUNGS)
-    return bc, verdict_matrix(bc, store)
+    return bc, verdict_matrix(bc)
 
 
 def test_the_verdict_matrix_has_every_base_claim_and_counts_its_seeds(matrix):
@@ -49,7 +49,7 @@ def test_the_verdict_matrix_has_every_base_claim_and_counts_its_seeds(matrix):
                           "seed": 42, "test_acc": 0.9, "test_acc_auc": 0.9}])  # a scheme no claim reads
     none_read = base_claims(FakeStore([FakeRun("p", {})]), frame, RUNGS)
     assert (none_read.claims.runs.str.len() == 0).all()
-    assert list(verdict_matrix(none_read, FakeStore([])).claim_no) == list(none_read.claims.index)
+    assert list(verdict_matrix(none_read).claim_no) == list(none_read.claims.index)
 
 
 def test_other_rungs_read_seed_42_alone_unless_run_with_more_seeds(matrix):
@@ -84,7 +84,7 @@ def test_the_matrix_leaves_the_seed_study_out_of_the_ladders_cells():
     assert is_study(frame).sum() == 3
     store = FakeStore([FakeRun(r, {}) for r in frame.run_id])
     bc = base_claims(store, frame, RUNGS)
-    m = verdict_matrix(bc, store)
+    m = verdict_matrix(bc)
     cell = m[(m.rung == "repro-long") & (m.claim == "NoPE does not generalise on Task 1")].iloc[0]
     assert sorted(cell.runs) == ["repro-long-n42", "repro-long-n43"] and cell.n_seeds == 2
     assert not any(r.startswith("study") for runs in m.runs for r in runs)

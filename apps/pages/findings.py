@@ -121,7 +121,7 @@ def _tables_of(store, gpu_root) -> dict:
                                      & ~at_scale.paper_scale.str.startswith("pending")],  # judged there
             "paper_note": paper_scale_note(gpu_root, "results/paper"),
             "paper_deposits": paper_scale_deposits(gpu_root),  # where each GPU run's largest deposit falls
-            "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged, store),
+            "matrix": pd.DataFrame(columns=MATRIX_COLUMNS) if empty else verdict_matrix(judged),
             "deposits": pd.DataFrame() if empty else deposit_map(store, runs),
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),

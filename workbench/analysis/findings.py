@@ -1,7 +1,7 @@
 """The reproduction's answers as tidy tables for pictures (Findings page, report, notebooks), from the claims'
 public tables (`workbench.analysis.claims`) and the runs' stored deposit tables; no I/O but reads.
 
-    m = verdict_matrix(bc, store)      one row per (claim, setting, rung): verdict, seeds, evidence, runs
+    m = verdict_matrix(bc)             one row per (claim, setting, rung): verdict, seeds, evidence, runs
     d = deposit_map(store, runs)       one row per run: where its largest single-head deposit falls, its drop
 """
 from __future__ import annotations
@@ -20,25 +20,21 @@ def _seeds(runs_all: pd.DataFrame, run_ids) -> int:
     return len({seed_of[r] for r in run_ids if r in seed_of})
 
 
-def verdict_matrix(bc, store) -> pd.DataFrame:
+def verdict_matrix(bc) -> pd.DataFrame:
     """Every claim's verdict per (setting, rung): at the base preset (`bc.base`, `claims.BaseClaims`) on every seed,
     at the ladder's other rungs seed 42's verdict (`bc.ladder`, one seed) or, where the rung was run with more seeds,
-    the verdict on all of them (`claims.every_seed_claims` on `store`, judged at those rungs only: the rows
-    `bc.seeded` names; the seed study's runs left out, as `base_claims` leaves them out: they are judged by the study
-    alone). Seed 42's verdict alone is no test: a cell resting on it reads "inconclusive (one seed)", what seed 42
+    the verdict on all of them (`bc.every`, judged once by `base_claims`: the rows `bc.seeded` names; the seed
+    study's runs left out: they are judged by the study alone). Seed 42's verdict alone is no test: a cell resting on it reads "inconclusive (one seed)", what seed 42
     shows (`seed_verdict`) in its evidence. Columns: claim, setting, rung, verdict, n_seeds (the seeds of the runs
     behind it), evidence, runs, claim_no (the base row's index in `bc.claims`; -1 at other rungs)."""
-    from .claims import ONE_SEED, every_seed_claims, is_study, seed_verdict
+    from .claims import ONE_SEED, seed_verdict
 
     runs_all = bc.runs_all
-    rungs = [r for r in bc.rungs[1:] if r in set(bc.seeded.rung)]
-    pre = runs_all[~is_study(runs_all)] if len(runs_all) else runs_all
-    every = every_seed_claims(store, pre, (bc.base, *rungs)) if rungs else None
     rows = [{"claim": r.claim, "setting": r.setting, "rung": bc.base, "verdict": r.verdict,
              "n_seeds": _seeds(runs_all, r.runs), "evidence": r.evidence, "runs": list(r.runs), "claim_no": i}
             for i, r in bc.claims.iterrows()]
     seeded = {(r.rung, r.claim, r.setting) for r in tuples(bc.seeded)}
-    full = {} if every is None else {(r.rung, r.claim, r.setting): r for r in tuples(every)}
+    full = {(r.rung, r.claim, r.setting): r for r in tuples(bc.every)}
     for r in tuples(bc.ladder):
         if r.rung == bc.base or r.verdict == "pending":
             continue

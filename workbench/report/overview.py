@@ -79,7 +79,7 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     log(f"findings: judging the claims on {len(rt)} finished runs")
     try:
         bc = base_claims(store, rt, LADDER)
-        m = verdict_matrix(bc, store)
+        m = verdict_matrix(bc)
         dep = deposit_map(store, bc.runs)
     except Exception as e:  # one unreadable table never aborts the report
         doc.error(f"the findings could not be computed: {type(e).__name__}: {e}")

@@ -177,6 +177,7 @@ class BaseClaims(NamedTuple):
     answers: pd.DataFrame  # the ladder's questions at each rung (`ladder_answers`)
     study: pd.DataFrame  # the registered seed study, one row per run (`study_table`), judged apart from the rest
     tier2: pd.DataFrame  # its tier 2's ordering readout per group (`tier2_readouts`)
+    every: pd.DataFrame  # every claim row at the other rungs on every seed run there (`every_seed_claims`)
 
 
 def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()) -> BaseClaims:
@@ -193,7 +194,7 @@ def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = 
     seeded = rung_claims(store, pre, rungs, th, every=every)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
     return BaseClaims(runs_all, base, runs, cl, lad, rungs, seeded, ladder_answers(store, pre, rungs, th, every=every),
-                      study_table(store, runs_all), tier2_readouts(runs_all))
+                      study_table(store, runs_all), tier2_readouts(runs_all), every)
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:
