@@ -81,6 +81,21 @@ def _limit_threads() -> None:
             pass
 
 
+def analyses_work(progress: Progress, ctx, run_ids, name: str, skip: type | tuple = ()) -> list[str]:
+    """`analysis_work` of `name` on each of `run_ids` in turn, the progress bar split evenly among them ("[2/5]
+    ..."): one message per run; a run whose analysis raises one of `skip` is said ("not applicable"), not raised."""
+    messages = []
+    for i, rid in enumerate(run_ids):
+        def sub(frac, text, i=i):
+            progress((i + frac) / len(run_ids), f"[{i + 1}/{len(run_ids)}] {text}")
+
+        try:
+            messages.append(analysis_work(sub, ctx, rid, name)["message"])
+        except skip as e:
+            messages.append(f"{rid}: not applicable: {e}")
+    return messages
+
+
 def analysis_work(progress: Progress, ctx, run_id: str | None, name: str, params: dict | None = None) -> dict:
     """Compute analysis `name` for one run of the app's stores (`ctx`: its AppContext) and store its table."""
     from apps.common import analyses

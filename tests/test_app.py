@@ -396,3 +396,26 @@ def test_recreate_button_brings_a_shipped_run_to_life_in_the_explorer(drv, smoke
             assert_clean(drv, "explorer after re-creating a shipped run")
         finally:
             srv.stop()
+
+
+def test_analyses_work_splits_the_progress_bar_and_says_a_run_it_does_not_apply_to(monkeypatch):
+    """The per-run loop of the Run buttons (Partial RoPE, the diagnostic pages): each run gets an equal slice of the
+    bar, named "[i/n]"; a run whose analysis raises `skip` is said and the loop goes on; any other error stops it."""
+    from apps import jobs
+
+    class NotHere(Exception):
+        pass
+
+    def fake(progress, ctx, rid, name):
+        if rid == "b":
+            raise NotHere("no RoPE")
+        progress(0.5, f"running {name} on {rid}")
+        return {"message": f"{name} for {rid}"}
+
+    monkeypatch.setattr(jobs, "analysis_work", fake)
+    seen = []
+    out = jobs.analyses_work(lambda f, t: seen.append((f, t)), None, ["a", "b", "c"], "ablation", skip=NotHere)
+    assert out == ["ablation for a", "b: not applicable: no RoPE", "ablation for c"]
+    assert seen == [(0.5 / 3, "[1/3] running ablation on a"), ((2 + 0.5) / 3, "[3/3] running ablation on c")]
+    with pytest.raises(NotHere):
+        jobs.analyses_work(lambda f, t: None, None, ["b"], "ablation")

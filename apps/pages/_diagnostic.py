@@ -16,7 +16,7 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from apps import common as C
-from apps.jobs import analysis_work, register_job, register_recreate
+from apps.jobs import analyses_work, register_job, register_recreate
 from workbench.analysis.settings import plain_variant
 from workbench.report.build import not_applicable
 
@@ -162,14 +162,7 @@ def run_missing(d: Diagnostic, progress, ctx, run_ids) -> dict:
                          "your store first)")
     skipped = [r for r in ids if r not in own]
     messages = [f"left out {len(skipped)} shipped run(s), whose tables cannot be added here"] if skipped else []
-    for i, rid in enumerate(todo):
-        def sub(frac, text, i=i):
-            progress((i + frac) / len(todo), f"[{i + 1}/{len(todo)}] {text}")
-
-        try:
-            messages.append(analysis_work(sub, ctx, rid, d.analysis)["message"])
-        except C.not_applicable_type() as e:
-            messages.append(f"{rid}: not applicable: {e}")
+    messages += analyses_work(progress, ctx, todo, d.analysis, skip=C.not_applicable_type())
     return {"run_id": todo[-1], "table": d.analysis, "message": "; ".join(messages)}
 
 

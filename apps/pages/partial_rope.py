@@ -7,7 +7,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html
 
 from apps import common as C
-from apps.jobs import analysis_work, register_job
+from apps.jobs import analyses_work, register_job
 
 PATH, NAME, ORDER = "/partial-rope", "Partial RoPE", 2
 P = "prope"
@@ -147,13 +147,7 @@ def register_callbacks(app):
         _, lack = _rope_runs(store, task, setting)
         if not lack:
             return {"message": "every RoPE run of this task already has an ablation table"}
-        msgs = []
-        for i, run in enumerate(lack):
-            def sub(frac, text, i=i):
-                progress((i + frac) / len(lack), f"[{i + 1}/{len(lack)}] {text}")
-
-            msgs.append(analysis_work(sub, ctx, run.id, "ablation")["message"])
-        return {"message": "; ".join(msgs)}
+        return {"message": "; ".join(analyses_work(progress, ctx, [run.id for run in lack], "ablation"))}
 
     register_job(app, P, [State(f"{P}-task", "value"), State(f"{P}-setting", "value")], work)
 
