@@ -42,7 +42,7 @@ def test_with_paper_runs_the_column_holds_their_accuracy(trained):
     assert others["paper_scale_mean"].isna().all() and (others["paper_scale"] == "no run").all()
     cl = with_paper_scale_claims(claims(store), store.root)
     for r in cl.itertuples():  # the same store on both sides: each row's own verdict and evidence
-        few = " (few runs)" if r.few_runs else ""
+        few = " (few runs)" if r.few_runs and r.verdict in ("reproduced", "mixed", "not reproduced") else ""
         assert r.paper_scale == f"{r.verdict}{few}: {r.evidence}"
     assert "1 finished `paper`-preset run in" in paper_scale_note(store.root)
 
@@ -162,3 +162,15 @@ def test_the_paper_scale_cells_pool_the_paper_preset_only():
     assert list(at_scale(runs)["run_id"]) == ["a", "c"]  # seed 45: the registered study's
     assert list(at_scale(runs.assign(preset=["smoke", "smoke", "cpu", "cpu"]).iloc[:3])["run_id"]) == ["a", "b"]
     assert at_scale(runs.iloc[:0]).empty
+
+
+def test_a_paper_scale_cell_marks_few_runs_on_a_test_verdict_only():
+    """"(few runs)" qualifies a share decision (reproduced / mixed / not reproduced); on "inconclusive (one seed)"
+    it would say the same thing twice."""
+    from types import SimpleNamespace
+
+    from workbench.report.paper_scale import paper_scale_cell
+
+    assert paper_scale_cell(SimpleNamespace(verdict="mixed", few_runs=True, evidence="e")) == "mixed (few runs): e"
+    assert paper_scale_cell(SimpleNamespace(verdict="inconclusive (one seed)", few_runs=True, evidence="e")) == \
+        "inconclusive (one seed): e"

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.analysis._common import tuples
-from workbench.analysis.claims import accuracy_text
+from workbench.analysis.claims import TESTS, accuracy_text
 
 NOT_RUN = "not run yet"
 PAPER = "paper"  # the preset of the paper's own scale (grids/paper.toml)
@@ -154,7 +154,7 @@ def paper_scale_lines(t1: pd.DataFrame, root: str | Path) -> list[str]:
 def paper_scale_cell(r) -> str:
     """One claim row at paper scale as a cell: its verdict, "(few runs)" under the registered minimum, and its
     evidence (a verdict alone, e.g. "mixed" from one seed, would not say how little it rests on)."""
-    few = " (few runs)" if getattr(r, "few_runs", False) else ""
+    few = " (few runs)" if getattr(r, "few_runs", False) and r.verdict in TESTS else ""
     return f"{r.verdict}{few}: {r.evidence}" if r.evidence else f"{r.verdict}{few}"
 
 
