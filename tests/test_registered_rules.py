@@ -465,3 +465,54 @@ def test_an_ordering_reads_the_ceiling_as_the_status_rule_does():
     d = pd.DataFrame({"test_acc": [0.35 * 2.8, 0.97, 0.99]})
     assert 0.35 * 2.8 < 0.98 and _at_ceiling(d).tolist() == [True, False, True]
     assert _at_ceiling(d.assign(ceiling=[False, False, True])).tolist() == [False, False, True]
+
+
+def test_a_not_specific_share_gates_the_verdict_and_what_a_beyond_the_paper_row_shows():
+    """`[decision.share]` version 2 through `_row`: MLA with no indispensable head in 5 of 5 seeds while RoPE of the
+    same task has none either: Task 1 reads inconclusive (not specific) in verdict and result; the Task 2 row
+    (beyond the paper) keeps its verdict and shows the gate in `result`; the verdict at 0.10 is its share's (the
+    contrast was judged at 0.05). Where RoPE has its deposit head, MLA's reproduced stands."""
+    def rows(rope_top):
+        rs, runs = [], []
+        for task in ("trigger-distance", "trigger-count"):
+            for v in ("mla", "rope"):
+                for s in range(42, 47):
+                    rid = f"{v}-{task}-{s}"
+                    rs.append({"run_id": rid, "variant": v, "scheme": v, "task": task, "seed": s, "test_acc": 0.95,
+                               "test_acc_auc": 0.9})
+                    top = 0.01 if v == "mla" else rope_top
+                    runs.append(FakeRun(rid, {"ablation": _atlas(lambda l, h: top if (l, h) == (0, 1) else 0.001)}))
+        cl = claims(FakeStore(runs), _runs_frame(rs))
+        return (row_of(cl, "MLA has no indispensable single head (heads ablated), Task 1"),
+                row_of(cl, "MLA has no indispensable single head (heads ablated), Task 2"))
+
+    t1, t2 = rows(0.01)
+    assert t1.specificity == "not specific" and t1.verdict == t1.result == "inconclusive (not specific)"
+    assert t1.verdict_also == "reproduced" and not t1.threshold_sensitive
+    assert t2.verdict == "beyond the paper" and t2.result == "inconclusive (not specific)"
+    t1, t2 = rows(0.40)
+    assert t1.specificity == "specific" and t1.verdict == t1.result == "reproduced"
+    assert t2.verdict == "beyond the paper" and t2.result == "reproduced"
+
+
+def test_an_ordering_with_every_run_at_the_ceiling_by_run_status_cannot_rank_them():
+    """The ordering's ceiling check reads run_status's `ceiling` (counts, rounded): a run whose accuracy adds up to
+    0.9799999999999999 is at the ceiling there, and two sides at it cannot be ranked."""
+    low = 0.35 * 2.8  # 0.98 as floats add it up
+    rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+             "test_acc": low if v == "mla" else 0.99, "test_acc_auc": 0.9, "ceiling": True} for v in ("rope", "mla")
+            for s in (42, 43, 44)]
+    cl = claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows))
+    assert row_of(cl, "RoPE beats MLA on Task 1").verdict == "inconclusive (ceiling)"
+
+
+def test_random_overfits_reads_its_contrast_without_ceiling_runs_too():
+    """Version 2 leaves the ceiling runs out of the contrast as well: sinusoidal with 5 runs that overfit beside 5 at
+    the ceiling passes the rule 5 of 5 (version 1: 5 of 10, mixed, "specificity not shown"), so the rule cannot tell
+    learned from sinusoidal: not specific."""
+    rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+             "test_acc": 0.99 if (v == "sinusoidal" and s >= 47) else 0.90, "test_acc_auc": 0.8,
+             "train_acc_eval": 1.0} for v in ("learned", "sinusoidal") for s in range(42, 52)]
+    row = row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)), "learned / random")
+    assert "contrast sinusoidal Task 1: 5 of 5 counted runs agree" in row.evidence
+    assert row.specificity == "not specific" and row.verdict == "inconclusive (not specific)"

@@ -1091,6 +1091,29 @@ def _study_store():
     return FakeStore(runs), _runs_frame(rows)
 
 
+def test_the_study_reads_mlas_share_against_ropes_runs_by_the_same_rule():
+    """`[decision.share]` version 2 in the study: MLA's "no indispensable head" read on the RoPE runs of its group
+    too (the registered contrast); where RoPE passes it at a threshold, MLA's reproduced reads inconclusive (not
+    specific) there; where RoPE has a head it cannot lose, the decision stands."""
+    from workbench.analysis.claims import study_readouts, study_table
+
+    def with_rope_drops(top):
+        store, frame = _study_store()
+        for run in store._runs.values():
+            if "-rope-" in run.id:
+                run._tables["ablation"] = pd.DataFrame([
+                    {"layer": l, "head": h, "metric": "accuracy", "delta": top if (l, h) == (0, 1) else 0.001,
+                     "ci_lo": 0.0, "ci_hi": 0.1} for l in range(6) for h in range(4)])
+        reads = study_readouts(study_table(store, frame)).set_index(["group", "scheme", "readout"])
+        return reads.loc[("study", "mla", "largest drop of any head < threshold")]
+
+    flat = with_rope_drops(0.03)  # RoPE has no indispensable head either: the rule cannot tell MLA from it
+    assert flat.decision_010 == "inconclusive (not specific)" and flat.decision == "mixed"
+    assert "contrast RoPE: 20 of 20 counted runs agree" in flat.at_010 and "(not specific)" in flat.at_010
+    deep = with_rope_drops(0.40)  # RoPE's deposit head: the contrast fails the rule, MLA's share stands
+    assert deep.decision_010 == "reproduced" and "contrast RoPE: 0 of 20 counted runs agree" in deep.at_010
+
+
 def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_ones():
     from workbench.analysis.claims import study_readouts, study_table, tier2_readouts
     from workbench.figures.study import study_map

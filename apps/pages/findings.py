@@ -343,9 +343,10 @@ def _scale_view(t: dict):
     out = [_table(t["answers"].drop(columns=["evidence"]), id=f"{P}-ladder-answers", page_size=10)] if len(t["answers"]) else []
     out += [html.P(f"The deciding settings re-run at other scales ({', '.join(rungs[1:])}; seed 42), beside "
                   f"{rungs[0]} and the paper: test accuracy (%) and each run's status. A rung explains a gap to the "
-                  f"paper when it brings the cell >= {100 * GAP_CLOSER:g} points closer and its run learned and settled; "
-                  "a run still learning at its last epoch, or one closer that did not learn, cannot tell yet; a cell already within {100 * GAP_CLOSER:g} points of the paper at "
-                  f"{rungs[0]} has no gap to explain."),
+                  f"paper when it brings the cell >= {100 * GAP_CLOSER:g} points closer and its run learned and "
+                  "settled; a run still learning at its last epoch, or one closer that did not learn, cannot tell "
+                  f"yet; a cell already within {100 * GAP_CLOSER:g} points of the paper at {rungs[0]} has no gap "
+                  "to explain."),
            _table(cells, id=f"{P}-ladder", page_size=20),
            html.H4("Which differences from the paper the ladder explains"),
            _table(gaps.rename(columns={"base": rungs[0], "closer": "points closer"}), id=f"{P}-gaps",

@@ -99,7 +99,7 @@ def _verdict_cell(r, th: Thresholds) -> str:
     cell = _mark(r.verdict) + few + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else "")
     if getattr(r, "threshold_sensitive", False):
         cell += f"; *threshold-sensitive*: at {th.also:.2f} {r.verdict_also}"
-    if getattr(r, "specificity", "") == "not specific":
+    if getattr(r, "specificity", "") == "not specific" and "not specific" not in cell:
         cell += "; *not specific*"
     return cell
 

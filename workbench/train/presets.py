@@ -632,7 +632,7 @@ def disclaimer(preset: str = "repro") -> Disclaimer:
         (*lines, p["optimiser"],
          "A claim *not reproduced at this preset* is not a refutation of the paper: it says what this scale "
          "shows. Rows where the runs cannot show a claim (did not learn, at the ceiling, within the seeds' "
-         f"spread, still learning, one seed, not testable) say so and are not counted as tests; the scale ladder "
+         f"spread, still learning, one seed, not specific, few pairs, not testable) say so and are not counted as tests; the scale ladder "
          f"({', '.join(LADDER[1:])}) shows which verdicts move with epochs, width or data."))
 
 

@@ -142,9 +142,10 @@ OUTCOME_RULES = {
                                      "over the last half of training) and below the ceiling; for a claim about "
                                      "deposits or heads, no run that learned has settled (a ceiling run that rose "
                                      "late counts as not settled): its mechanism may still move",
-    "inconclusive (one seed)": "a single seed (one counted run) can show the claim (the others are not run yet, "
-                               "did not learn or are still learning): one seed cannot tell a finding from seed "
-                               "noise; the evidence says what it shows",
+    "inconclusive (one seed)": "a single seed (one counted run) can show the claim (the others are not run yet or "
+                               "cannot show it: did not learn, diverged, still learning, or at the ceiling where "
+                               "the claim needs room below it): one seed cannot tell a finding from seed noise; the "
+                               "evidence says what it shows",
     NOT_SPECIFIC: "the share would read reproduced, but the scheme the paper contrasts the claim with passes the "
                   "same rule: the rule cannot tell the claimed pattern from the contrasted one",
     "inconclusive (few pairs)": "an ordering with fewer than 3 paired runs (same training and data seed): no "
@@ -263,12 +264,13 @@ def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_
     """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced) where `verdict` says the
     row is not a test of the paper (beyond the paper), else the verdict itself. `extra`: claim_id (the registered
     claim it reads, "" for PE-Lab's own rows), verdict_also (at the second threshold), threshold_sensitive,
-    specificity and rests_on (training x data seeds). A "reproduced" whose specificity is "not specific" reads
-    NOT_SPECIFIC (registered `[decision.share]` version 2): the rule passes the contrasted pattern too."""
+    specificity and rests_on (training x data seeds). A "reproduced" verdict or result whose specificity is "not
+    specific" reads NOT_SPECIFIC (registered `[decision.share]` version 2): the rule passes the contrasted pattern
+    too. The specificity is judged at the deciding threshold, so the verdict at the second one (`verdict_also`)
+    is left as its share reads it."""
     if extra.get("specificity") == "not specific":
+        extra = {**extra, "verdict_also": extra.get("verdict_also", verdict)}
         verdict, result = (NOT_SPECIFIC if v == "reproduced" else v for v in (verdict, result or verdict))
-        extra = {**extra, "verdict_also": NOT_SPECIFIC if extra.get("verdict_also") == "reproduced"
-                 else extra.get("verdict_also", verdict)}
     return {"claim": claim, "paper_says": paper, "setting": setting, "verdict": verdict, "evidence": evidence,
             "runs": list(run_ids), "result": result or verdict, "claim_id": extra.get("claim_id", ""),
             "verdict_also": extra.get("verdict_also", verdict),

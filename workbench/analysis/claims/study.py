@@ -9,7 +9,8 @@ from .._common import scheme_label, task_label, tuples
 from .registry import load_registry
 from .mla import largest_drop
 from .orderings import paired, _order_verdict
-from .rules import Thresholds, largest_deposit, share, _at, _deposits, _settled, _stored
+from .rules import (NOT_SPECIFIC, TESTS, Thresholds, largest_deposit, share, specificity, _at, _deposits, _settled,
+                    _stored)
 from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
 
 
@@ -80,9 +81,15 @@ def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
 
 def _decided(s: dict, interim: str) -> str:
     """A share decision with its marks: "(few runs)" under the registered minimum, and the interim note."""
-    marks = (["few runs"] * bool(s["few"] and s["n"] and s["verdict"] != "inconclusive (one seed)")
+    marks = (["few runs"] * bool(s["few"] and s["n"] and s["verdict"] in TESTS)
              + [interim] * bool(interim and s["n"]))
     return s["verdict"] + (f" ({'; '.join(marks)})" if marks else "")
+
+
+def _gated(s: dict, label: str) -> dict:
+    """A share decision (`share`) under its contrast's specificity `label`: reproduced with a contrast that passes
+    the same rule reads NOT_SPECIFIC (registered `[decision.share]` version 2)."""
+    return {**s, "verdict": NOT_SPECIFIC} if s["verdict"] == "reproduced" and label == "not specific" else s
 
 
 def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
@@ -91,8 +98,12 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     <= 1, each with its Wilson interval and the share decision, at 0.05 (and 0.10 beside); for MLA the largest
     drop's distribution and the share below 0.05 and below 0.10. The two groups are never pooled. A study decision
     taken before all its registered runs (training x data seeds) are shipped says "interim: k of N runs": the
-    registered rule applied to what has finished, not the study's answer."""
+    registered rule applied to what has finished, not the study's answer. MLA's share is also read on the RoPE runs
+    of its group (the registered contrast of `mla-no-indispensable-head`), at each threshold: a decision that would
+    read reproduced while RoPE passes the same rule reads inconclusive (not specific) (`[decision.share]` version
+    2). RoPE's contrast, ALiBi, has no study run."""
     th = Thresholds()
+    contrast = load_registry().claim("mla-no-indispensable-head")["contrast"]
     planned = planned_runs()
     cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
             "decision_010"]
@@ -103,14 +114,20 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
         base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
                 "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
         if scheme == "mla":
+            cr = st[(st.group == group) & (st.scheme == contrast) & st.counted & st.has_ablation]
             reads = [("largest drop of any head < threshold", c.largest_drop < th.indispensable,
-                      c.largest_drop < th.also)]
+                      c.largest_drop < th.also, (cr.largest_drop < th.indispensable, cr.largest_drop < th.also))]
         else:
-            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0),
-                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1)]
-        for name, a5, a10 in reads:
+            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0, None),
+                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1, None)]
+        for name, a5, a10, against in reads:
             s5, s10 = share(list(a5), th), share(list(a10), th)
-            rows.append({**base, "readout": name, "at_005": s5["text"], "at_010": s10["text"],
+            t5, t10 = s5["text"], s10["text"]
+            if against is not None:
+                (l5, x5), (l10, x10) = (specificity(list(a), th, scheme_label(contrast)) for a in against)
+                s5, s10 = _gated(s5, l5), _gated(s10, l10)
+                t5, t10 = f"{t5}; {x5}", f"{t10}; {x10}"
+            rows.append({**base, "readout": name, "at_005": t5, "at_010": t10,
                          "decision": _decided(s5, interim), "decision_010": _decided(s10, interim)})
         if scheme == "mla" and len(c):
             d = c.largest_drop.dropna()
