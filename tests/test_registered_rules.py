@@ -363,7 +363,14 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
         registered, claims = reg.registered, tuple(changed)
         decision = {k: {f: v for f, v in d.items() if f not in ("changed", "change")} for k, d in reg.decision.items()}
 
+        @staticmethod
+        def claim(cid):
+            return next(c for c in changed if c["id"] == cid)
+
+    import workbench.analysis.claims.registration as registration
+
     monkeypatch.setattr(comparison, "load_registry", lambda: Changed)
+    monkeypatch.setattr(registration, "load_registry", lambda: Changed)
     flagged = _registration_section(cl, frame, commits)
     assert "**changed 2026-11-27, after its runs were trained (latest 2026-11-25)**" in flagged
     prov = _provenance_section(frame.assign(wall_time_s=1.0, cpu_time_s=1.0))

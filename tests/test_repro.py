@@ -546,6 +546,9 @@ def test_findings_page_shows_table1_claims_and_evidence(shipped, tmp_path):
         assert "The seed study of the headline claims" in page and "0 of 40 runs shipped" in page
         assert "tier 2: NoPE vs RoPE on Task 2 at `repro-paperdata-long`" in page and "find-study-tier2" in page
         assert "own scale (GPU runs)" in page and "not run yet" in page and "find-paper-table1" not in page
+        # the registered rules: each with its version; the share decision's version 2 is said, with what changed
+        assert "The registered rules" in page and "find-registration" in page and "rope-deposit-first-layer" in page
+        assert "what changed since the registration" in page and "the share decision (`[decision.share]`" in page
         store = findings._shipped()
         runs, t1, cl = findings._tables(store)
         row = cl[cl.claim.str.startswith("RoPE's largest single-head deposit")].index[0]

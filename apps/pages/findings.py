@@ -16,7 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
-                                       scheme_overview, verdict_summary)
+                                       registration_changes, registration_table, scheme_overview, verdict_summary)
 from workbench.analysis._common import task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
@@ -126,7 +126,7 @@ def _tables_of(store, gpu_root) -> dict:
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": judged.study, "tier2": judged.tier2}
+            "study": judged.study, "tier2": judged.tier2, "registration": registration_table(cl, runs_all)}
 
 
 def warm(shipped_root) -> None:
@@ -224,8 +224,25 @@ def layout(claim: str | None = None, **query):
                                           style_data_conditional=verdict_styles(cl["verdict"]))),
                   _fold("Every scheme at a glance (PE-Lab `paper` arch)", _overview_view(store, runs, t)),
                   _fold("Partial RoPE", _partial_rope_view(store, runs, t)),
-                  _fold("One setting at a time", _one_setting_view(store, runs, t))], className="card"),
+                  _fold("One setting at a time", _one_setting_view(store, runs, t)),
+                  _fold("The registered rules (docs/preregistration.md)", *_registration_view(t["registration"]))],
+                 className="card"),
     ])
+
+
+def _registration_view(reg: pd.DataFrame) -> list:
+    """The registered rules (`claims.registration_table`): each rule's version and whether it changed after the
+    runs it judges were trained (then it re-reads them, it did not predict them), and what changed."""
+    changes = registration_changes()
+    out = [html.P("Every verdict above follows one of these rules, fixed on the registration's date; a rule "
+                  "changed later keeps its id and gets a higher version. A rule changed after its runs were "
+                  "trained is a re-reading of them, not a prediction.")]
+    if changes:
+        out.append(html.Details([html.Summary(f"what changed since the registration ({len(changes)})"),
+                                 html.Ul([html.Li(c) for c in changes])], open=True))
+    view = reg.rename(columns={"after_runs": "changed after its runs", "what": "changed: what",
+                               "latest_run": "its latest run started", "runs_judged": "runs judged"})
+    return out + [_table(view, id=f"{P}-registration", page_size=20)]
 
 
 def _paper_scale_view(t: dict) -> html.Div:

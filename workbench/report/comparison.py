@@ -19,7 +19,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        accuracy_text, all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
-                                       StatusRules, status_settled,
+                                       StatusRules, status_settled, registration_changes, registration_table,
                                        study_readouts, table1, thresholds_table, tier2_pairs,
                                        study_title, tier2_title, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
@@ -404,25 +404,16 @@ def rule_commit(claim: dict, commits: list[tuple[str, str]], registered: str) ->
 
 def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: list[tuple[str, str]]) -> str:
     """Every registered rule with the commit that registered it, its version, and whether it changed after the
-    runs it judges were trained (a rule's `changed` date after their latest `started`)."""
+    runs it judges were trained (`claims.registration_table`), then what changed (`claims.registration_changes`)."""
     reg = load_registry()
-    started = dict(zip(runs_all.run_id, runs_all["started"].astype(str) if "started" in runs_all else []))
-    rows, notes = [], []
-    for c in reg.claims:
-        judged = cl[cl.claim_id == c["id"]] if "claim_id" in cl else cl.iloc[:0]
-        ids = [x for rs in judged.runs for x in rs]
-        last = max((started.get(x, "") for x in ids), default="")
-        dec = reg.decision.get(c["decision"], {})
-        changed = max(str(c.get("changed") or ""), str(dec.get("changed") or ""))
-        what = " (its decision)" if changed and changed != str(c.get("changed") or "") else ""
-        flag = (f"**changed {changed}{what}, after its runs were trained (latest {last[:10]})**" if changed and last
-                and changed > last[:10] else (f"changed {changed}{what}" if changed else "unchanged"))
-        rows.append([f"`{c['id']}`", f"{c['section']}", c["decision"], str(c.get("version", 1)),
-                     rule_commit(c, commits, reg.registered), flag, str(len(ids))])
-        if c.get("change"):
-            notes.append(f"- `{c['id']}` version {c['version']} ({c['changed']}): {c['change']}.")
-    notes = [f"- the {name} decision (`[decision.{name}]`, every {name} rule) version {d['version']} "
-             f"({d['changed']}): {d['change']}." for name, d in reg.decision.items() if d.get("change")] + notes
+    rows = []
+    for r in tuples(registration_table(cl, runs_all)):
+        what = f" ({r.what})" if r.what else ""
+        flag = (f"**changed {r.changed}{what}, after its runs were trained (latest {r.latest_run})**" if r.after_runs
+                else f"changed {r.changed}{what}" if r.changed else "unchanged")
+        rows.append([f"`{r.rule}`", r.section, r.decision, str(r.version),
+                     rule_commit(reg.claim(r.rule), commits, reg.registered), flag, str(r.runs_judged)])
+    notes = [f"- {line}" for line in registration_changes()]
     table = _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"], rows)
     return table + "\n" + ("\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else "")
 

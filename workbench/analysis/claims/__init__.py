@@ -3,6 +3,7 @@ before the seed study (docs/preregistration.md): one module per family of claims
 and the run status beside them. Tidy tables, no I/O but reads.
 
     registry       registry.toml, loaded and checked: each claim's quote, statistic, thresholds and decision
+    registration   the registered rules as a table: version, changed after their runs or not, what changed
     status         what a run can show: learned, settled, diverged, at the ceiling (registry `[status]`)
     runs           the run table (training and data seed, status) and Table 1
     rules          the registered decisions: the share rule (Wilson interval vs 1/2), both thresholds,
@@ -46,5 +47,6 @@ from .judge import claims
 from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUMNS, every_seed_claims, rung_claims,
                            ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
                            ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells, status_settled)
+from .registration import REGISTRATION_COLUMNS, registration_changes, registration_table
 from .study import (STUDY_COLUMNS, TIER2_COLUMNS, planned_runs, study_runs, study_table, study_readouts, tier2_pairs,
                     tier2_readouts, tier2_title, study_title)
