@@ -416,6 +416,8 @@ def test_a_report_of_two_rope_seeds_shows_no_experiment_it_cannot_compare(tmp_pa
     findings = text.split('<section id="findings">')[1].split("</section>")[0]
     claims = findings.split("The claims and their evidence")[1]
     assert ">pending<" not in claims and "claim row(s) pending: this selection holds no finished run" in findings
+    rules = findings.split("The registered rules")[1]  # every rule, its version, and what changed since
+    assert "rope-deposit-first-layer" in rules and "Changed: the share decision" in rules
     toc = text.split('<nav class="toc">')[1].split("</nav>")[0]
     anchors = re.findall(r'href="#([^"]+)"', toc)
     assert anchors[:3] == ["findings", "settings", "runs"] and all(f'id="{a}"' in text for a in anchors)

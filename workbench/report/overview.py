@@ -64,7 +64,7 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
     """The claims judged on the selection (`claims.base_claims`: the base preset, the ladder's rungs beside it) as
     the verdict matrix, the deposit map and Table 1 (with its cells at the paper's own scale where GPU runs lie in
     `paper/` beside the store: `paper_scale.paper_scale_sentence`); every claim's evidence folded under its row."""
-    from workbench.analysis.claims import base_claims, table1
+    from workbench.analysis.claims import base_claims, load_registry, registration_changes, registration_table, table1
     from workbench.analysis.findings import deposit_map, verdict_matrix
     from workbench.report.paper_scale import (paper_scale_deposits, paper_scale_sentence, paper_scale_table1,
                                               with_paper_scale_table1)
@@ -116,6 +116,11 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
               "stores.", "note")
         rows = rows[~pending]
     doc.parts.append(claims_html(rows))
+    doc.h(3, "The registered rules")
+    doc.p("Each verdict follows a rule registered on " + load_registry().registered + " (docs/preregistration.md); "
+          "a rule changed after the runs it judges were trained re-reads them, it did not predict them. "
+          + " ".join(f"Changed: {line}" for line in registration_changes()), "note")
+    doc.table(registration_table(bc.claims, bc.runs_all), max_rows=100)
     summary["findings"] = records(m[["claim", "setting", "rung", "verdict", "n_seeds"]])
     doc.parts.append("</section>")
 
