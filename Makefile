@@ -64,7 +64,7 @@ repro: $(STAMP)
 	$(COMPARE)
 
 # The scale ladder (docs/reproduction.md#the-scale-ladder): the deciding settings at repro-long, repro-paperdata,
-# repro-wide (and repro-paperdata-long), seed 42, into the same store; shipped beside the repro runs, compared with them in COMPARISON.md.
+# repro-wide (and repro-paperdata-long), seed 42 (43 and 44 where seed 42's verdict moved), into the same store; shipped beside the repro runs, compared with them in COMPARISON.md.
 ladder: $(STAMP)
 	$(CPU_RUN) sweep grids/ladder.toml --workers 2 --threads 1 --quiet --root $(REPRO_RUNS) \
 	    --shipped results/repro & sweep=$$!; \
