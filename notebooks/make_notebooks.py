@@ -189,13 +189,15 @@ FIGURES["deposit_map"](paper_deposits) if len(paper_deposits) else print("no pap
 Every verdict of the paper's claims follows a registered rule (docs/preregistration.md): the paper's own sentence,
 the statistic, and the decision (a share of agreeing runs with its Wilson 95 % interval against 1/2, or a paired
 ordering). The rules were registered on 2026-11-26, after the `repro` runs below were trained (for them a stricter
-re-reading, not a prediction) and before the seed study trained any run; PE-Lab's own questions have no paper rule."""),
+re-reading, not a prediction) and before the seed study trained any run; PE-Lab's own questions have no paper rule.
+A rule changed later keeps its id and gets a higher version; what changed is listed under the table."""),
     new_code_cell('''\
-from workbench.analysis.claims import load_registry
+from workbench.analysis.claims import load_registry, registration_changes
 
 reg = load_registry()
 with pd.option_context("display.max_colwidth", 120):
-    display(pd.DataFrame(reg.claims)[["id", "section", "quote", "decision", "agree"]])'''),
+    display(pd.DataFrame(reg.claims)[["id", "version", "section", "quote", "decision", "agree"]])
+print("What changed since the registration:", *registration_changes(), sep="\\n- ")'''),
     new_markdown_cell("## The paper's claims, one verdict per setting"),
     new_code_cell('''\
 cl = claims(store, runs)
