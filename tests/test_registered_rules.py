@@ -462,6 +462,14 @@ def test_a_diverged_run_does_not_agree_that_nope_does_not_generalise():
     assert "3 of 3 counted runs agree" in row(set()).evidence
     assert "2 of 2 counted runs agree" in row({44}).evidence
     assert row({42, 43, 44}).verdict == "inconclusive (did not learn)"
+    # the contrast by the same rule: RoPE runs that diverged do not count as "did not generalise" either
+    rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
+             "test_acc": 0.15, "test_acc_auc": 0.1} for v in ("nope", "rope") for s in (42, 43, 44)]
+    frame = _runs_frame(rows)
+    frame["diverged"] = frame.variant == "rope"
+    cl = claims(FakeStore([]), frame)
+    nope = cl[(cl.claim == "NoPE does not generalise on Task 1") & (cl.setting == "paper")].iloc[0]
+    assert "contrast RoPE Task 1: no counted run" in nope.evidence
 
 
 def test_an_ordering_reads_the_ceiling_as_the_status_rule_does():

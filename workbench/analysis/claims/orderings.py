@@ -206,7 +206,7 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
         extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
         if agree:
             rope = _runs(runs, setting, "rope", "trigger-distance")
-            rope = rope[_is_settled(rope)]
+            rope = rope[_is_settled(rope) & ~rope.diverged.astype(bool)]  # the same rule: diverged not counted
             label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
             ev += f". Decision: {share(agree, th)['text']}; {text}"
             extra.update(specificity=label, few_runs=share(agree, th)["few"])
