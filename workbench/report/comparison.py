@@ -19,8 +19,8 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        accuracy_text, all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
-                                       StatusRules, status_settled, registration_changes, registration_table,
-                                       study_readouts, table1, thresholds_table, tier2_pairs,
+                                       NOT_SPECIFIC, StatusRules, status_settled, registration_changes,
+                                       registration_table, study_readouts, table1, thresholds_table, tier2_pairs,
                                        study_title, tier2_title, verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label, tuples
@@ -99,7 +99,7 @@ def _verdict_cell(r, th: Thresholds) -> str:
     cell = _mark(r.verdict) + few + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else "")
     if getattr(r, "threshold_sensitive", False):
         cell += f"; *threshold-sensitive*: at {th.also:.2f} {r.verdict_also}"
-    if getattr(r, "specificity", "") == "not specific" and "not specific" not in cell:
+    if getattr(r, "specificity", "") == "not specific" and NOT_SPECIFIC not in (r.verdict, getattr(r, "result", "")):
         cell += "; *not specific*"
     return cell
 

@@ -259,6 +259,12 @@ ROW_COLUMNS = ["claim", "paper_says", "setting", "verdict", "evidence", "runs", 
                "threshold_sensitive", "specificity", "rests_on", "few_runs"]
 
 
+def specific_or_not(verdict: str, label: str) -> str:
+    """`verdict` under its contrast's specificity `label` (`specificity`): a reproduced whose contrast passes the
+    same rule ("not specific") reads NOT_SPECIFIC (registered `[decision.share]` version 2); else unchanged."""
+    return NOT_SPECIFIC if verdict == "reproduced" and label == "not specific" else verdict
+
+
 def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_ids,
          result: str | None = None, **extra) -> dict[str, Any]:
     """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced) where `verdict` says the
@@ -268,9 +274,10 @@ def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_
     specific" reads NOT_SPECIFIC (registered `[decision.share]` version 2): the rule passes the contrasted pattern
     too. The specificity is judged at the deciding threshold, so the verdict at the second one (`verdict_also`)
     is left as its share reads it."""
-    if extra.get("specificity") == "not specific":
+    label = extra.get("specificity", "")
+    if label == "not specific":
         extra = {**extra, "verdict_also": extra.get("verdict_also", verdict)}
-        verdict, result = (NOT_SPECIFIC if v == "reproduced" else v for v in (verdict, result or verdict))
+        verdict, result = (specific_or_not(v, label) for v in (verdict, result or verdict))
     return {"claim": claim, "paper_says": paper, "setting": setting, "verdict": verdict, "evidence": evidence,
             "runs": list(run_ids), "result": result or verdict, "claim_id": extra.get("claim_id", ""),
             "verdict_also": extra.get("verdict_also", verdict),

@@ -9,8 +9,8 @@ from .._common import scheme_label, task_label, tuples
 from .registry import load_registry
 from .mla import largest_drop
 from .orderings import paired, _order_verdict
-from .rules import (NOT_SPECIFIC, TESTS, Thresholds, largest_deposit, share, specificity, _at, _deposits, _settled,
-                    _stored)
+from .rules import (TESTS, Thresholds, largest_deposit, share, specific_or_not, specificity, _at, _deposits,
+                    _settled, _stored)
 from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
 
 
@@ -86,12 +86,6 @@ def _decided(s: dict, interim: str) -> str:
     return s["verdict"] + (f" ({'; '.join(marks)})" if marks else "")
 
 
-def _gated(s: dict, label: str) -> dict:
-    """A share decision (`share`) under its contrast's specificity `label`: reproduced with a contrast that passes
-    the same rule reads NOT_SPECIFIC (registered `[decision.share]` version 2)."""
-    return {**s, "verdict": NOT_SPECIFIC} if s["verdict"] == "reproduced" and label == "not specific" else s
-
-
 def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     """The study's registered readouts per (group, scheme), from `study_table`: counted runs (with the table the
     readout reads) of how many; for RoPE the share with the largest deposit in layer 0 (deciding) and in layer
@@ -125,7 +119,7 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
             t5, t10 = s5["text"], s10["text"]
             if against is not None:
                 (l5, x5), (l10, x10) = (specificity(list(a), th, scheme_label(contrast)) for a in against)
-                s5, s10 = _gated(s5, l5), _gated(s10, l10)
+                s5, s10 = ({**s, "verdict": specific_or_not(s["verdict"], lab)} for s, lab in ((s5, l5), (s10, l10)))
                 t5, t10 = f"{t5}; {x5}", f"{t10}; {x10}"
             rows.append({**base, "readout": name, "at_005": t5, "at_010": t10,
                          "decision": _decided(s5, interim), "decision_010": _decided(s10, interim)})
