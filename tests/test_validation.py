@@ -221,6 +221,15 @@ def test_train_refuses_before_it_makes_the_store(env, args, words):
     assert not (env / "runs").exists()
 
 
+def test_sweep_refuses_a_bad_checkpoint_every_before_it_makes_the_store(env):
+    """`sweep` checks the step options `train` checks (one `options.step_options`) before anything is made."""
+    grid = env / "grid.toml"
+    grid.write_text('preset = "smoke"\nschemes = ["rope"]\n')
+    r = invoke(["sweep", str(grid), "-q", "--root", str(env / "runs"), "--checkpoint-every", "0"])
+    assert_clear_error(r, ["--checkpoint-every 0", ">= 1"], "sweep --checkpoint-every 0")
+    assert not (env / "runs").exists()
+
+
 def test_resume_of_a_run_not_in_the_store_trains_nothing(env):
     from workbench.store import RunStore
 

@@ -89,6 +89,14 @@ def compile_arg(compile: bool, mode: Optional[str]) -> bool | str:
     return compile_mode(mode)
 
 
+def step_options(compile: bool, mode: Optional[str], sdpa_backend: Optional[str], checkpoint_every: int):
+    """(compile, sdpa_backend) of `train` and `sweep`, each checked before anything is made (ValueError saying what
+    to pass)."""
+    if checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every {checkpoint_every}: must be >= 1 (1: every epoch)")
+    return compile_arg(compile, mode), sdpa_backend_arg(sdpa_backend)
+
+
 def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[str]] = None) -> list[dict]:
     """The grid's points in `tiers` (of the variants named `tags`, when given); ValueError (`error: ...`, exit 2)
     for a tag the grid lacks or when there are none: a sweep or ship of nothing is a mistake (a typo in --tier or

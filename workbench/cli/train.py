@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from .options import (COMPILE_MODE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, compile_arg, existing_root,
-                      grid_points_of, parse_tiers, say_created, sdpa_backend_arg)
+from .options import (COMPILE_MODE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, existing_root,
+                      grid_points_of, parse_tiers, say_created, step_options)
 
 
 def _store(root: Optional[Path], create: bool = True):
@@ -80,12 +80,9 @@ def train_cmd(
         _fail("--resume and --force contradict each other: --resume continues the stored run, --force deletes it "
               "and trains it again; pass one")
     try:
-        compile = compile_arg(compile, compile_mode)
-        sdpa_backend = sdpa_backend_arg(sdpa_backend)
+        compile, sdpa_backend = step_options(compile, compile_mode, sdpa_backend, checkpoint_every)
     except ValueError as e:
         _fail(str(e))
-    if checkpoint_every < 1:
-        _fail(f"--checkpoint-every {checkpoint_every}: must be >= 1 (1: every epoch)")
     seeds = _seeds(seed)
     if run_id is not None:
         given = [p.opts[0] for p in ctx.command.params if p.name in CONFIG_OPTIONS  # (typer vendors click's enum)
@@ -288,14 +285,11 @@ def sweep_cmd(
     check_threads(threads)
     check_threads(workers, "--workers")  # 1 to 4 x CPUs, one process each
     try:
-        compile = compile_arg(compile, compile_mode)
-        sdpa_backend = sdpa_backend_arg(sdpa_backend)
+        compile, sdpa_backend = step_options(compile, compile_mode, sdpa_backend, checkpoint_every)
     except ValueError as e:
         _fail(str(e))
     if ray_gpus < 0:
         _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
-    if checkpoint_every < 1:
-        _fail(f"--checkpoint-every {checkpoint_every}: must be >= 1 (1: every epoch)")
     pack_n = None
     if pack is not None:
         try:
