@@ -157,12 +157,12 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
              _pct(d["paper"])] + ["–" if not np.isfinite(d[rung]) else f"{_pct(d[rung])} ({d[rung + ' status']})"
                                   for rung in rungs] for d in t.to_dict("records")]
     gaps = ladder_gaps(t, rungs)
-    what = {g: [f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at {r.rung}: "
-                f"{_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})" for r in tuples(gaps[gaps.gap == g])]
-            for g in ("explains", "does not explain", "cannot tell yet", "no gap")}
-    explained, unexplained = what["explains"], what["does not explain"]
-    undecided = [f"{x} ({_undecided_why(r.status)})"
-                 for x, r in zip(what["cannot tell yet"], tuples(gaps[gaps.gap == "cannot tell yet"]))]
+    what = {g: [] for g in ("explains", "does not explain", "cannot tell yet", "no gap")}
+    for r in tuples(gaps):
+        what[r.gap].append(f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at "
+                           f"{r.rung}: {_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})"
+                           + (f" ({_undecided_why(r.status)})" if r.gap == "cannot tell yet" else ""))
+    explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
     out = [_md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
