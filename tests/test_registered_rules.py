@@ -131,14 +131,29 @@ def test_shallow_is_the_first_layer_and_layer_one_is_only_a_second_reading():
 
 # ---- the share decision -----------------------------------------------------------------------------------------
 def test_the_share_decision_is_the_wilson_interval_against_one_half():
-    three = share([True] * 3)
-    assert three["verdict"] == "mixed" and three["few"] and "[0.44, 1.00]" in three["text"]
+    three = share([True] * 3)  # [0.44, 1.00] contains 1/2 whatever 3 runs show: too few to decide (version 3)
+    assert three["verdict"] == "inconclusive (too few seeds)" and three["few"] and "[0.44, 1.00]" in three["text"]
+    assert share([True] * 4)["verdict"] == "reproduced" and share([False] * 4)["verdict"] == "not reproduced"
     assert share([True] * 10)["verdict"] == "reproduced" and not share([True] * 10)["few"]
     assert share([True] * 2 + [False] * 10)["verdict"] == "not reproduced"
     assert share([True] * 6 + [False] * 4)["verdict"] == "mixed"
     rows, runs = _rope_frame([[0]] * 3)
     row = row_of(claims(FakeStore(runs), _runs_frame(rows)), "RoPE's largest single-head deposit")
-    assert row.verdict == "mixed" and "3 of 3 counted runs agree" in row.evidence and "(few runs)" in row.evidence
+    assert row.verdict == "inconclusive (too few seeds)" and "3 of 3 counted runs agree" in row.evidence
+
+
+def test_min_counted_is_the_fewest_runs_whose_interval_can_leave_one_half():
+    """The registered `min_counted` (version 3) is not a free number: it is the fewest counted runs n for which some
+    outcome (all agree, or none) puts the Wilson 95 % interval off 1/2. Below it every outcome reads the same."""
+    from workbench.analysis.claims import Thresholds
+    from workbench.analysis.claims.status import wilson
+
+    def decidable(n):
+        return any(lo > 0.5 or hi < 0.5 for lo, hi in (wilson(k / n, n) for k in range(n + 1)))
+
+    n = Thresholds().min_seeds
+    assert decidable(n) and not any(decidable(m) for m in range(1, n))
+    assert {share([a] * m)["verdict"] for m in range(1, n) for a in (True, False)} == {"inconclusive (too few seeds)"}
 
 
 def test_an_ordering_reads_the_paired_t_interval_over_training_and_data_seeds():
@@ -349,10 +364,11 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
     frame = _runs_frame(rows)
     cl = claims(FakeStore([FakeRun(r["run_id"], {"deposit": _deposit([0])}) for r in rows]), frame)
     text = _registration_section(cl, frame, commits)
-    # the share decision's version 2 (2026-12-05) came after these runs: every share rule is flagged, and says why
-    assert ("| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | **changed 2026-12-05 (its "
+    # the share decision's version 3 (2026-12-06) came after these runs: every share rule is flagged, and says why
+    assert ("| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | **changed 2026-12-06 (its "
             "decision), after its runs were trained (latest 2026-11-25)** | 3 |") in text
-    assert "- the share decision (`[decision.share]`, every share rule) version 2 (2026-12-05): fewer than" in text
+    assert "- the share decision (`[decision.share]`, every share rule) version 3 (2026-12-06): fewer than" in text
+    assert "(version 2: min_counted 2" in text  # the earlier version's change is kept
     assert "- `random-overfits` version 2 (2026-12-05): a run at the ceiling is not counted" in text
     reg = load_registry()
     changed = [dict(c, version=2, changed="2026-11-27") if c["id"] == "rope-deposit-first-layer" else c
@@ -392,6 +408,27 @@ def test_random_overfits_is_decided_by_the_share_rule_once_the_train_accuracy_is
     assert not_specific.specificity == "not specific" and not_specific.verdict == "inconclusive (not specific)"
     assert row(0.01).verdict == "not reproduced"
     assert row(0.08, eval_=False).verdict == "not testable at this preset"  # a running mean is not the statistic
+
+
+def test_reproduced_stands_only_where_the_contrast_is_shown_to_fail_the_rule():
+    """Registered `[decision.share]` version 3: a reproduced whose contrast is mixed, rests on too few runs or has no
+    counted run reads inconclusive (specificity not shown); version 2 let it stand (it blocked only a contrast that
+    passes). 10 of 10 learned runs overfit; the sinusoidal contrast varies."""
+    def row(contrast_gaps):
+        rows = [{"run_id": f"learned-{s}", "variant": "learned", "scheme": "learned", "task": "trigger-distance",
+                 "seed": s, "test_acc": 0.90, "test_acc_auc": 0.8, "train_acc_eval": 0.98} for s in range(42, 52)]
+        rows += [{"run_id": f"sin-{s}", "variant": "sinusoidal", "scheme": "sinusoidal", "task": "trigger-distance",
+                  "seed": s, "test_acc": 0.90, "test_acc_auc": 0.8, "train_acc_eval": 0.90 + g}
+                 for s, g in zip(range(42, 52), contrast_gaps)]
+        return row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)),
+                      "learned / random")
+
+    assert row([0.0] * 10).verdict == "reproduced"  # the contrast fails: 0 of 10, specific
+    mixed = row([0.0, 0.08] * 5)  # 5 of 10: the contrast may pass
+    assert mixed.specificity == "specificity not shown" and mixed.verdict == "inconclusive (specificity not shown)"
+    assert row([0.0] * 3).verdict == "inconclusive (specificity not shown)"  # 3 contrast runs cannot fail it
+    none = row([])
+    assert none.specificity == "no contrast run" and none.verdict == "inconclusive (specificity not shown)"
 
 
 def test_registration_commits_are_seven_characters_whatever_the_clone_abbreviates_to(tmp_path):
@@ -435,14 +472,20 @@ def test_a_shallow_clone_names_no_registration_commit(tmp_path):
 def test_random_overfits_leaves_out_runs_at_the_ceiling():
     """`random-overfits` version 2: no gap >= 0.05 can open at >= 98 % test accuracy, so a run at the ceiling is not
     counted (version 1 counted it as disagreeing); every settled run at the ceiling: inconclusive (ceiling)."""
-    def row(test):
+    def row(test, measured=True):
         rows = [{"run_id": f"{v}-{s}", "variant": v, "scheme": v, "task": "trigger-distance", "seed": s,
-                 "test_acc": t, "test_acc_auc": 0.8, "train_acc_eval": min(1.0, t + 0.08 * (v == "learned"))}
+                 "test_acc": t, "test_acc_auc": 0.8,
+                 "train_acc_eval": min(1.0, t + 0.08 * (v == "learned")) if measured else np.nan}
                 for v in ("learned", "sinusoidal") for s, t in zip(range(42, 52), test)]
         return row_of(claims(FakeStore([FakeRun(r["run_id"], {}) for r in rows]), _runs_frame(rows)),
                       "learned / random")
 
     assert row([0.99] * 10).verdict == "inconclusive (ceiling)"
+    # every run at the ceiling reads so whether or not the train accuracy was measured (as at `repro`, where it
+    # read "not testable at this preset")
+    unmeasured = row([0.99] * 10, measured=False)
+    assert unmeasured.verdict == "inconclusive (ceiling)" and unmeasured.evidence.startswith("test accuracy at the")
+    assert row([0.99] * 5 + [0.90] * 5, measured=False).verdict == "not testable at this preset"
     some = row([0.99] * 5 + [0.90] * 5)  # five at the ceiling left out: 5 of 5 below it overfit
     assert some.verdict == "reproduced" and "5 of 5 counted runs agree" in some.evidence
 

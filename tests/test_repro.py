@@ -379,9 +379,10 @@ def _runs_frame(rows):
 
 
 def test_claim_verdicts_follow_the_seeds():
-    """RoPE's largest deposit in layer 0 in seed 42, layers 1 and 3 in seeds 43 and 44: 1 of 3, mixed (few runs)."""
+    """RoPE's largest deposit in layer 0 in seeds 42 and 45, layers 1 and 3 in seeds 43 and 44: 2 of 4, mixed (few
+    runs); 3 of these seeds would be too few to decide (registered min_counted 4)."""
     rows, runs = [], []
-    for seed, layers in ((42, [0]), (43, [1]), (44, [3])):
+    for seed, layers in ((42, [0]), (43, [1]), (44, [3]), (45, [0])):
         rid = f"rope-{seed}"
         rows.append({"run_id": rid, "variant": "rope", "scheme": "rope", "task": "trigger-distance", "seed": seed,
                      "test_acc": 0.99, "test_acc_auc": 0.9})
@@ -397,11 +398,16 @@ def test_claim_verdicts_follow_the_seeds():
     # NoPE at 0.15 did not learn: nothing to deposit, so its "no deposit" is not evidence
     assert verdict["no deposit for NoPE on Task 1|paper"] == "inconclusive (did not learn)"
     assert verdict["RoPE converges fastest on Task 1|paper"] == "pending"  # a ranking needs the paper's six schemes
-    assert verdict["NoPE does not generalise on Task 1|paper"] == "mixed"  # 3 of 3 agree: [0.44, 1.00], few runs
+    # 4 of 4 agree ([0.51, 1.00]) and RoPE, which learned in all 4, fails the same rule: specific
+    assert verdict["NoPE does not generalise on Task 1|paper"] == "reproduced"
+    three = claims(FakeStore(runs), frame[frame.seed < 45], Thresholds())
+    v3 = dict(zip(three.claim + "|" + three.setting, three.verdict))
+    assert v3["RoPE's largest single-head deposit is in the first layer (layer 0) on Task 1|paper"] == \
+        v3["NoPE does not generalise on Task 1|paper"] == "inconclusive (too few seeds)"
     assert verdict["no deposit for ALiBi on Task 1|paper"] == "pending"
     t1 = table1(frame)
     r = t1[(t1.scheme == "rope") & (t1.task == "trigger-distance")].iloc[0]
-    assert r.n_seeds == 3 and r.paper == pytest.approx(0.9264) and r["mean"] == pytest.approx(0.99)
+    assert r.n_seeds == 4 and r.paper == pytest.approx(0.9264) and r["mean"] == pytest.approx(0.99)
     spread = _runs_frame([{"run_id": f"n{s}", "variant": "nope", "scheme": "nope", "task": "trigger-count",
                            "seed": s, "test_acc": a, "test_acc_auc": a} for s, a in ((42, 0.99), (43, 0.6))])
     n = table1(spread).iloc[0]
@@ -420,7 +426,7 @@ def test_claim_verdicts_follow_the_seeds():
     # the paper's first layer decides: seed 43 (layer 1) disagrees; layer <= 1 is only the second reading
     ev = cl[cl.claim.str.startswith("RoPE's largest")].evidence.iloc[0]
     assert "seed 43: single-head deposit L1.H3 0.40 [0.30, 0.50] (does not)" in ev
-    assert "second reading (largest deposit in layer <= 1, never deciding): 2 of 3" in ev
+    assert "second reading (largest deposit in layer <= 1, never deciding): 3 of 4" in ev
 
 
 def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
@@ -436,9 +442,10 @@ def test_claims_name_unanalysed_seeds_and_compare_paired_seeds_only():
     runs.append(FakeRun("mla-42", {}))
     cl = claims(FakeStore(runs), _runs_frame(rows))
     dep = cl[cl.claim.str.startswith("RoPE's largest single-head") & (cl.setting == "paper")].iloc[0]
-    # one seed analysed, one paired: 1 of 1 is one seed (registered min_counted 2), whatever it shows; one pair
+    # one seed analysed, one paired: 1 of 1 is too few (registered min_counted 4), whatever it shows; one pair
     # cannot decide an order
-    assert dep.verdict == "inconclusive (one seed)" and "seed 43, 44: trained, deposit not computed yet" in dep.evidence
+    assert dep.verdict == "inconclusive (too few seeds)"
+    assert "seed 43, 44: trained, deposit not computed yet" in dep.evidence
     order = cl[cl.claim.str.startswith("RoPE beats MLA") & (cl.setting == "paper")].iloc[0]
     assert order.verdict == "inconclusive (few pairs)" and "nan" not in order.evidence
     assert ("1 paired seed(s) RoPE 0.990 vs MLA 0.900; per seed (RoPE vs MLA) 42: 0.990 (ceiling) vs 0.900 "
@@ -672,7 +679,8 @@ def test_causal_claims_read_the_head_summaries():
     mla = "MLA has no head that a causal method and a second method mark as a deposit head"
     # the paper used ablation alone: these rows are shown, not counted as tests of it
     assert verdict[rope] == verdict[f"{mla}, Task 1|paper"] == "beyond the paper"
-    assert result[rope] == "mixed" and result[f"{mla}, Task 1|paper"] == "mixed"
+    # 1 of 2 each: what the seeds show is too few to decide (registered min_counted 4)
+    assert result[rope] == result[f"{mla}, Task 1|paper"] == "inconclusive (too few seeds)"
     assert verdict[f"{mla}, Task 2|paper"] == "pending"
     ev = cl[(cl.claim == f"{mla}, Task 1") & (cl.setting == "paper")].evidence.iloc[0]
     assert "seed 42: 1 heads with >= 2 votes, 0 with a causal one (probe+dla 1)" in ev
@@ -713,7 +721,7 @@ def test_causal_claims_leave_out_a_dla_vote_on_the_mean_margin():
     assert "seed 42: L0.H1 patching nan, probe selectivity nan, votes ablation+dla" in row.evidence
     assert "seed 43: L0.H1 patching nan, probe selectivity nan, votes ablation;" in row.evidence
     assert "seed 43: dla vote left out" in row.evidence and "seed 42: dla vote left out" not in row.evidence
-    assert row.result == "mixed"
+    assert row.result == "inconclusive (too few seeds)"  # 1 of 2
 
 
 @pytest.fixture(scope="module")
@@ -1132,13 +1140,17 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     reads = study_readouts(st).set_index(["group", "scheme", "readout"])
     layer0 = reads.loc[("study", "rope", "largest deposit in layer 0")]
     assert layer0.at_005.startswith("15 of 20 counted runs agree, Wilson 95 % [0.53, 0.89]")
-    assert layer0.decision == "reproduced" and layer0.rests_on == "10 training seeds x 2 data seeds (43, 44)"
+    # 15 of 20 would read reproduced, but RoPE's registered contrast, ALiBi, has no study run: the rule is not shown
+    # to fail on it (`[decision.share]` version 3)
+    assert layer0.decision == "inconclusive (specificity not shown)" and "contrast ALiBi: no counted run" in layer0.at_005
+    assert layer0.rests_on == "10 training seeds x 2 data seeds (43, 44)"
     assert reads.loc[("study", "rope", "largest deposit in layer <= 1 (second reading)")].at_005.startswith("20 of 20")
     pre = reads.loc[("pre-registration", "rope", "largest deposit in layer 0")]
-    assert pre.at_005.startswith("0 of 3") and pre.decision == "mixed (few runs)"  # beside, not pooled
+    assert pre.at_005.startswith("0 of 3") and pre.decision == "inconclusive (too few seeds)"  # beside, not pooled
     mla = reads.loc[("study", "mla", "largest drop of any head < threshold")]
     assert mla.at_005.startswith("12 of 18") and mla.at_010.startswith("18 of 18")  # 0.07: below 0.10 only
-    assert mla.decision == "mixed" and mla.decision_010 == "reproduced"
+    # 18 of 18 at 0.10, but no RoPE run of the study has an ablation table here: specificity not shown (version 3)
+    assert mla.decision == "mixed" and mla.decision_010 == "inconclusive (specificity not shown)"
     assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
     text = _study_section(st, frame, tier2_readouts(frame))
     assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
@@ -1149,12 +1161,14 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert early.loc[("study", "rope", "largest deposit in layer 0")].decision == "mixed (interim: 10 of 20 runs)"
     assert early.loc[("study", "mla", "largest drop of any head < threshold")].decision.endswith(
         "(few runs; interim: 10 of 20 runs)")  # seed 54 not settled: 9 counted
-    assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == "mixed (few runs)"
+    assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == \
+        "inconclusive (too few seeds)"
     readme = "\n".join(study_lines(half, tier2_readouts(frame), "docs/img/findings_study.png"))
     assert "20 of 40 shipped so far" in readme
-    assert ("- RoPE, largest deposit in layer 0, at 0.05: 8 of 10 counted runs agree, Wilson 95 % [0.49, 0.94]: "
-            "**mixed (interim: 10 of 20 runs)**") in readme
-    assert "layer <= 1 (second reading), at 0.05: 10 of 10 counted runs agree, Wilson 95 % [0.72, 1.00]\n" in readme
+    assert ("- RoPE, largest deposit in layer 0, at 0.05: 8 of 10 counted runs agree, Wilson 95 % [0.49, 0.94]; "
+            "contrast ALiBi: no counted run: **mixed (interim: 10 of 20 runs)**") in readme
+    assert ("layer <= 1 (second reading), at 0.05: 10 of 10 counted runs agree, Wilson 95 % [0.72, 1.00]; contrast "
+            "ALiBi: no counted run\n") in readme
     assert "(docs/img/findings_study.png)\n\nTier 2 (NoPE vs RoPE" in readme
     assert readme.endswith("- no pair has finished yet")  # no tier-2 run in this store
     assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st, tier2_readouts(frame)))

@@ -108,13 +108,14 @@ def test_a_side_that_did_not_learn_or_is_still_learning_cannot_decide_an_order()
 
 def test_does_not_generalise_leaves_out_seeds_still_improving():
     rows = [{"run_id": f"rel-{s}", "variant": "relative", "scheme": "relative", "task": "trigger-distance",
-             "seed": s, "test_acc": 0.22, "test_acc_auc": 0.2, "still_learning": s == 44} for s in (42, 43, 44)]
+             "seed": s, "test_acc": 0.22, "test_acc_auc": 0.2, "still_learning": s == 46} for s in range(42, 47)]
     cl = claims(FakeStore([]), _runs_frame(rows))
     row = cl[cl.claim == "Relative does not generalise on Task 1"].iloc[0]
-    assert row.verdict == "mixed" and "2 of 2 counted runs agree" in row.evidence  # 44 is left out; few runs
-    rows = [r | {"still_learning": r["seed"] != 42} for r in rows]
-    cl = claims(FakeStore([]), _runs_frame(rows))  # one seed settled: 1 of 1 (Wilson [0.21, 1.00]) is one seed
-    assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (one seed)"
+    assert row.verdict == "inconclusive (specificity not shown)"  # 4 of 4 would read reproduced, but no RoPE run
+    assert "4 of 4 counted runs agree" in row.evidence and "contrast RoPE Task 1: no counted run" in row.evidence
+    rows = [r | {"still_learning": r["seed"] > 44} for r in rows]
+    cl = claims(FakeStore([]), _runs_frame(rows))  # three seeds settled: 3 of 3 (Wilson [0.44, 1.00]) is too few
+    assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (too few seeds)"
     rows = [r | {"still_learning": True} for r in rows]
     cl = claims(FakeStore([]), _runs_frame(rows))
     assert cl[cl.claim == "Relative does not generalise on Task 1"].verdict.iloc[0] == "inconclusive (still learning)"
@@ -194,34 +195,38 @@ def _deposit_rows(seeds, store_deps):
 
 
 def test_one_seed_cannot_tell_and_says_what_it_shows():
-    """Registered share rule (version 2): one agreeing run is 1 of 1, Wilson [0.21, 1.00]: inconclusive (one seed),
-    below `min_counted` (version 1 read it "mixed"); the ladder's one-seed reading (ONE_SEED) says what that seed
-    shows; two runs are a share."""
+    """Registered share rule (version 3): fewer than 4 counted runs, whose Wilson interval contains 1/2 whatever
+    they show (1 of 1: [0.21, 1.00]), read inconclusive (too few seeds), below `min_counted` (version 1 read them
+    "mixed", version 2 read one run "one seed"); the ladder's one-seed reading (ONE_SEED) says what that seed
+    shows; four runs are a share."""
     from workbench.analysis.claims import answers
 
     store, frame = _deposit_rows([42], {42: [0]})
     cl = claims(store, frame)
     row = cl[cl.claim.str.startswith("RoPE's largest")].iloc[0]
-    assert row.verdict == "inconclusive (one seed)" and "seed 42" in row.evidence and "(agrees)" in row.evidence
+    assert row.verdict == "inconclusive (too few seeds)" and "seed 42" in row.evidence and "(agrees)" in row.evidence
     assert "1 of 1 counted runs agree, Wilson 95 % [0.21, 1.00] (few runs)" in row.evidence
     assert claims(store, frame, ONE_SEED).set_index("claim").loc[row.claim, "verdict"] == "reproduced"
-    store, frame = _deposit_rows([42, 43], {42: [0], 43: [1]})
+    store, frame = _deposit_rows([42, 43, 44], {42: [0], 43: [0], 44: [0]})
+    assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "inconclusive (too few seeds)"
+    store, frame = _deposit_rows(range(42, 46), {42: [0], 43: [1], 44: [0], 45: [4]})
     assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "mixed"  # layer 1 is not the first
-    store, frame = _deposit_rows([42, 43], {42: [0], 43: [4]})
-    assert claims(store, frame).set_index("claim").loc[row.claim, "verdict"] == "mixed"
     one = pd.DataFrame([{"claim": row.claim, "setting": "paper", "verdict": "inconclusive (one seed)",
                          "result": "inconclusive (one seed)", "evidence": "", "claim_id": "rope-deposit-first-layer"}])
     assert verdict_summary(one) == ("of 1 claim rows, 0 test the paper at this preset: 0 reproduced, 0 mixed, "
                                     "0 not reproduced; the other 1: 1 inconclusive (one seed)")  # not a test
     assert answers(one).answer.tolist() == ["cannot tell (one seed)"]
+    few = one.assign(verdict="inconclusive (too few seeds)", result="inconclusive (too few seeds)")
+    assert verdict_summary(few).endswith("the other 1: 1 inconclusive (too few seeds)")
+    assert answers(few).answer.tolist() == ["cannot tell (fewer than 4 counted runs)"]
 
 
 def test_a_mechanism_claim_counts_only_settled_seeds_and_shows_the_others():
     """Deposits and heads of a model still improving at its last epoch may still move (the authors' MLA grew an
     indispensable head with 4x the epochs): such a seed is shown, marked not counted; none settled: inconclusive
-    (still learning); one settled: one seed."""
-    def rope(still):  # seed 42 has a shallow deposit, seed 43 a deep one
-        store, frame = _deposit_rows([42, 43], {42: [0], 43: [3]})
+    (still learning); fewer than 4 settled: too few seeds."""
+    def rope(still):  # seeds 42, 44 have a shallow deposit, seeds 43, 45 a deep one
+        store, frame = _deposit_rows(range(42, 46), {42: [0], 43: [3], 44: [0], 45: [3]})
         frame["still_learning"] = frame.seed.isin(still)
         frame["settled"] = ~frame.still_learning
         frame.loc[frame.still_learning, ["ceiling", "status", "test_acc", "why"]] = [
@@ -229,13 +234,13 @@ def test_a_mechanism_claim_counts_only_settled_seeds_and_shows_the_others():
         row = claims(store, frame).set_index("claim").loc[ROPE_SHALLOW]
         return row.iloc[0] if isinstance(row, pd.DataFrame) else row
 
-    assert rope(set()).verdict == "mixed"  # both settled: one agrees, one does not
-    both = rope({42, 43})
+    assert rope(set()).verdict == "mixed"  # all settled: two agree, two do not
+    both = rope({42, 43, 44, 45})
     assert both.verdict == "inconclusive (still learning)"
     assert ("seed 43: not settled (test acc 0.900; epoch 1 -> 3: +0.050), not counted: single-head deposit L3.H3 0.40"
             in both.evidence)
-    one = rope({43})  # only seed 42 counts: 1 of 1, one seed
-    assert one.verdict == "inconclusive (one seed)" and "seed 42: single-head deposit L0.H3" in one.evidence
+    one = rope({43, 44, 45})  # only seed 42 counts: 1 of 1, too few seeds
+    assert one.verdict == "inconclusive (too few seeds)" and "seed 42: single-head deposit L0.H3" in one.evidence
     assert "1 of 1 counted runs agree" in one.evidence
     # a model that did not learn is still "did not learn", not "still learning"
     store, frame = _deposit_rows([42, 43], {42: [0], 43: [0]})
@@ -259,7 +264,8 @@ def test_partial_rope_is_decided_by_the_share_of_counted_runs_not_by_one_cell():
 
     seeds = tuple(range(42, 52))
     assert partial(set(seeds), seeds) == "reproduced"        # 10 of 10 in layer 2: [0.72, 1.00]
-    assert partial({42, 43}) == "mixed"                      # 2 of 2 (few runs): [0.34, 1.00]
+    assert partial({42, 43}) == "inconclusive (too few seeds)"  # 2 of 2: [0.34, 1.00] whatever they show
+    assert partial({42, 43}, seeds[:4]) == "mixed"           # 2 of 4 (few runs): [0.15, 0.85]
     assert partial(set(), seeds) == "not reproduced"         # 0 of 10
     assert partial({42, 43}, still=True) == "inconclusive (still learning)"  # moved, but not settled: not counted
 
@@ -344,7 +350,7 @@ def test_holds_across_scale_compares_each_rung_with_the_base_at_seed_42():
     # the rung run with seeds 42 and 43: their verdict on both follows the seed-42 change
     seeded = rung_claims(store, frame, ("repro", "repro-long"))
     col = holds_across_scale(base, lad, "repro", seeded)
-    assert col[row].endswith("; on every seed run there: mixed")  # 0 of 2: the Wilson interval [0, 0.66]
+    assert col[row].endswith("; on every seed run there: inconclusive (too few seeds)")  # 0 of 2: [0, 0.66]
     with pytest.raises(ValueError, match="span presets"):
         claims(store, frame)  # claims compare settings of one preset, never scales
 
@@ -468,10 +474,11 @@ def test_a_rung_run_with_more_seeds_is_judged_on_all_of_them():
     seeded = rung_claims(store, frame, rungs)
     assert set(seeded.rung) == {"repro-long"}  # repro-wide has seed 42 alone: the ladder's seed-42 rows say it
     row = seeded[seeded.claim == "NoPE does not generalise on Task 1"].iloc[0]
-    assert row.verdict == "mixed" and "seed 43" in row.evidence  # both learned it at 4x the epochs: 0 of 2, few runs
+    assert row.verdict == "inconclusive (too few seeds)" and "seed 43" in row.evidence  # both learned it: 0 of 2
     text = _ladder_section(frame, ladder(store, frame, rungs), rungs, seeded)
     assert "NoPE Task 1 at `repro-long`: seed 42 95.00 (learned), seed 43 90.00 (learned)" in text
-    assert "| `repro-long` | NoPE does not generalise on Task 1 | PE-Lab `paper` arch | **mixed** |" in text
+    assert ("| `repro-long` | NoPE does not generalise on Task 1 | PE-Lab `paper` arch | *inconclusive (too few "
+            "seeds)* |") in text
 
 
 def test_each_rungs_claims_are_judged_once_on_every_seed(monkeypatch):
@@ -609,7 +616,8 @@ def test_the_ladders_questions_are_answered_per_rung_on_every_seed_and_one_seed_
 
 def test_the_ladder_asks_where_ropes_largest_deposit_is_at_each_rung():
     """The shallow-deposit claim re-judged at each rung from the rung's own deposit tables: three seeds whose largest
-    deposit is deep -> 0 of 3, mixed by the share rule (few runs); one seed -> cannot tell."""
+    deposit is deep -> 0 of 3, too few for the share rule to decide (version 3; version 2 read it mixed); one seed
+    -> cannot tell."""
     from workbench.analysis.claims import ladder_answers
 
     rungs = ("repro", "repro-long", "repro-wide")
@@ -621,14 +629,15 @@ def test_the_ladder_asks_where_ropes_largest_deposit_is_at_each_rung():
     a = ladder_answers(store, _runs_frame(rows), rungs)
     a = a[a.question.str.contains("PE-Lab `paper` arch")].set_index("rung")
     assert list(a.index) == ["repro-long", "repro-wide"]  # the base rung is what the ladder is compared with
-    assert a.loc["repro-wide", "answer"].startswith("mixed") and "L3.H3" in a.loc["repro-wide", "evidence"]
+    assert a.loc["repro-wide", "answer"] == "cannot tell (fewer than 4 counted runs)"
+    assert "L3.H3" in a.loc["repro-wide", "evidence"]
     assert "0 of 3 counted runs agree" in a.loc["repro-wide", "evidence"]
     assert "0 of 3 counted runs agree" in a.loc["repro-long", "evidence"]  # layer 1 is not the first layer
     one = {k: v for k, v in layers.items() if k[1] == 42}
     a1 = ladder_answers(FakeStore([FakeRun(f"{p}-{s}", {"deposit": _deposit(v)}) for (p, s), v in one.items()]),
                         _runs_frame([r for r in rows if r["seed"] == 42]), rungs)
     one_run = a1[a1.question.str.contains("PE-Lab")]
-    one = "cannot tell (one seed)"
+    one = "cannot tell (fewer than 4 counted runs)"
     assert dict(zip(one_run.rung, one_run.answer)) == {  # the study's rung points to the study's own readout
         "repro-long": one + " on the ladder's runs (the seed study below reads this rung on its registered runs)",
         "repro-wide": one}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .._common import task_label, tuples
-from .rules import (TESTS, specificity, _contrast_runs, _learned, _row, _runs, _seed_label, _settled, _stored,
+from .rules import (TESTS, FEW_SEEDS, specificity, _contrast_runs, _learned, _row, _runs, _seed_label, _settled, _stored,
                     _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
 from .runs import TASKS, _rests
 
@@ -57,7 +57,7 @@ def _mla_claims(store, runs, th) -> list[dict]:
                 extra["specificity"] = label
             verdict = _unshown(sub) if len(sub) and good.empty else _verdict(agree, th)
             result = verdict
-            if task != "trigger-distance" and (verdict in TESTS or verdict == "inconclusive (one seed)"):
+            if task != "trigger-distance" and (verdict in TESTS or verdict == FEW_SEEDS):
                 verdict = "beyond the paper"
             out.append(_row(f"{claim}, {task_label(task)}", paper, setting, verdict, ev, sub.run_id, result, **extra))
     return out

@@ -52,9 +52,10 @@ def _overfit_claim(runs, th) -> dict:
     ceiling; the share rule decides; sinusoidal is the contrast. Not testable where the runs did not record
     `train_acc_eval` (the recorded train accuracy is a running mean over the epoch, biased low against the test
     accuracy measured after it) -- every run at `repro` -- and the evidence says so, with the epochs against the
-    paper's 100; where every run is at the ceiling no gap can open on this data, and it says that first. Version 2
-    (2026-12-05): a run at the ceiling is not counted, here and in the contrast (no gap >= 0.05 can open at >= 98 %:
-    it cannot show the claim either way); every learned, settled run at the ceiling: inconclusive (ceiling)."""
+    paper's 100. Version 2 (2026-12-05): a run at the ceiling is not counted, here and in the contrast (no gap >=
+    0.05 can open at >= 98 %: it cannot show the claim either way); every learned, settled run at the ceiling:
+    inconclusive (ceiling). Every run learned and at the ceiling reads so first, whether or not its train accuracy
+    was measured (no gap can open on this data either way)."""
     claim, paper = "learned / random position embeddings overfit on Task 1", "learned/\"random\" overfits"
     sub = runs[(runs.setting == "paper") & (runs.task == "trigger-distance") & runs.variant.isin(["learned", "random"])]
     if sub.empty:
@@ -63,11 +64,15 @@ def _overfit_claim(runs, th) -> dict:
     train = sub.train_acc_eval if measured else sub.train_acc
     at_ceiling = sub.ceiling.astype(bool).all()
     ev = (("test accuracy at the ceiling in every run: no train - test gap can open on this data; " if at_ceiling
-           else "") + f"{int(sub.epochs.max())} epochs against the paper's 100, too few to overfit; train accuracy "
+           else "") + f"{int(sub.epochs.max())} epochs against the paper's 100, too few to overfit; overfitting is a "
+          f"train - test gap >= {th.overfit_gap}; train accuracy "
           + ("measured after the last epoch" if measured else "recorded as a running mean over the last epoch "
              "(biased low)") + ": "
           + "; ".join(f"{scheme_label(r.scheme)} seed {r.seed}: train {t:.3f} vs test {r.test_acc:.3f}"
-                      for r, t in zip(tuples(sub), train)) + f" (overfitting: gap >= {th.overfit_gap})")
+                      for r, t in zip(tuples(sub), train)))
+    if at_ceiling and sub.learned.astype(bool).all():  # version 2: no run can show the claim, measured or not
+        return _row(claim, paper, "paper", "inconclusive (ceiling)", ev, sub.run_id, claim_id="random-overfits",
+                    rests_on=seeds_text(sub))
     if not measured:
         return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id,
                     claim_id="random-overfits", rests_on=seeds_text(sub))

@@ -25,7 +25,10 @@ ANSWER_OF = {"mixed": "mixed (the share of agreeing runs may lie on either side 
              "inconclusive (within seed spread)": "cannot tell (within the seeds' spread)",
              "inconclusive (still learning)": "cannot tell (not settled by its last epoch)",
              "inconclusive (one seed)": "cannot tell (one seed)",
+             "inconclusive (too few seeds)": "cannot tell (fewer than 4 counted runs)",
              "inconclusive (not specific)": "cannot tell (the contrasted scheme passes the same rule)",
+             "inconclusive (specificity not shown)": "cannot tell (the rule is not shown to fail on the contrasted "
+                                                     "scheme)",
              "inconclusive (few pairs)": "cannot tell (fewer than 3 paired runs)",
              "not testable at this preset": "cannot tell at this preset", "pending": "not known yet"}
 

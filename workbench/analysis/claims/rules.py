@@ -32,8 +32,9 @@ class Thresholds:
     shallow_second: int = 1       # layer <= 1: shown as a second reading, never deciding
     min_runs: int = field(default_factory=lambda: int(_registered("decision", "share")["min_runs"]))
     min_pairs: int = field(default_factory=lambda: int(_registered("decision", "ordering")["min_pairs"]))
-    # fewer counted runs: inconclusive (one seed) (registered `[decision.share]` min_counted, version 2); 1: the
-    # scale ladder's reading of one seed (`ladder`): what that seed shows
+    # fewer counted runs: inconclusive (too few seeds) (registered `[decision.share]` min_counted, version 3: the
+    # fewest runs whose Wilson interval can lie off 1/2); 1: the scale ladder's reading of one seed (`ladder`):
+    # what that seed shows
     min_seeds: int = field(default_factory=lambda: int(_registered("decision", "share")["min_counted"]))
 
 
@@ -117,9 +118,12 @@ TESTS = ("reproduced", "mixed", "not reproduced")
 UNRANKED = ("inconclusive (ceiling)", "inconclusive (within seed spread)")
 
 
+FEW_SEEDS = "inconclusive (too few seeds)"  # a share on fewer counted runs than can decide it (version 3)
+ONE_SEED_CELL = "inconclusive (one seed)"  # a ladder or Findings cell that rests on seed 42 alone (no share rule)
 NOT_SPECIFIC = "inconclusive (not specific)"
+UNSHOWN_SPECIFIC = "inconclusive (specificity not shown)"
 OUTCOMES = TESTS + ("inconclusive (did not learn)", *UNRANKED, "inconclusive (still learning)",
-                    "inconclusive (one seed)", NOT_SPECIFIC, "inconclusive (few pairs)",
+                    FEW_SEEDS, ONE_SEED_CELL, NOT_SPECIFIC, UNSHOWN_SPECIFIC, "inconclusive (few pairs)",
                     "not testable at this preset", "beyond the paper", "pending")
 
 
@@ -127,9 +131,8 @@ OUTCOME_RULES = {
     "reproduced": "a claim read run by run: the Wilson 95 % interval of the share of counted runs that agree lies "
                   "above 1/2; an ordering: the Student-t 95 % interval of the mean paired difference lies above 0 "
                   "(the registered rules, docs/preregistration.md)",
-    "mixed": "the Wilson 95 % interval of the share of agreeing runs contains 1/2: the runs cannot say which way it "
-             "goes (3 of 3 agreeing gives [0.44, 1.00]: a share on fewer than 10 counted runs is marked "
-             "\"(few runs)\")",
+    "mixed": "the Wilson 95 % interval of the share of agreeing runs (on 4 or more counted runs) contains 1/2: the "
+             "runs cannot say which way it goes (a share on fewer than 10 counted runs is marked \"(few runs)\")",
     "not reproduced": "the interval lies below 1/2 (an ordering: below 0), at this preset: not a refutation of the "
                       "paper (its setup differs, see the disclaimer)",
     "inconclusive (did not learn)": "a run the claim needs did not learn the task (the Wilson lower bound of its test "
@@ -142,12 +145,17 @@ OUTCOME_RULES = {
                                      "over the last half of training) and below the ceiling; for a claim about "
                                      "deposits or heads, no run that learned has settled (a ceiling run that rose "
                                      "late counts as not settled): its mechanism may still move",
-    "inconclusive (one seed)": "a single seed (one counted run) can show the claim (the others are not run yet or "
-                               "cannot show it: did not learn, diverged, still learning, or at the ceiling where "
-                               "the claim needs room below it): one seed cannot tell a finding from seed noise; the "
-                               "evidence says what it shows",
+    FEW_SEEDS: "fewer than 4 counted runs can show the claim (the others are not run yet or cannot show it: did not "
+               "learn, diverged, still learning, or at the ceiling where the claim needs room below it): on 3 or "
+               "fewer the Wilson interval contains 1/2 whatever they show (3 of 3 agreeing: [0.44, 1.00]), so the "
+               "share cannot decide (registered, version 3); the evidence says what they show",
+    ONE_SEED_CELL: "a cell of the scale ladder or the Findings page that rests on seed 42 alone: what that seed shows, "
+              "not a verdict",
     NOT_SPECIFIC: "the share would read reproduced, but the scheme the paper contrasts the claim with passes the "
                   "same rule: the rule cannot tell the claimed pattern from the contrasted one",
+    UNSHOWN_SPECIFIC: "the share would read reproduced, but the same rule is not shown to fail on the scheme the "
+                      "paper contrasts the claim with (its share is mixed, rests on too few runs, or it has no "
+                      "counted run): the rule may pass the contrasted pattern too (registered, version 3)",
     "inconclusive (few pairs)": "an ordering with fewer than 3 paired runs (same training and data seed): no "
                                 "interval to decide it",
     "not testable at this preset": "the claim needs what the preset does not have (training long enough to "
@@ -174,15 +182,16 @@ def verdict_summary(cl: pd.DataFrame) -> str:
 def share(agree: list[bool], th: Thresholds | None = None) -> dict[str, Any]:
     """The registered share decision (`[decision.share]`): k of the n counted runs agree; the Wilson 95 % interval
     of k / n against 1/2 decides: reproduced (it lies above), not reproduced (below), mixed (it contains 1/2);
-    n = 0: pending; 0 < n < `th.min_seeds` (registered min_counted, 2): inconclusive (one seed). `few`: n <
-    min_runs, shown "(few runs)". {verdict, k, n, lo, hi, few, text}."""
+    n = 0: pending; 0 < n < `th.min_seeds` (registered min_counted, 4: on fewer the interval contains 1/2 whatever
+    they show): inconclusive (too few seeds). `few`: n < min_runs, shown "(few runs)". {verdict, k, n, lo, hi, few,
+    text}."""
     th = th or Thresholds()
     against = float(load_registry().decision["share"]["against"])
     k, n = int(sum(bool(a) for a in agree)), len(agree)
     if n == 0:
         return {"verdict": "pending", "k": 0, "n": 0, "lo": np.nan, "hi": np.nan, "few": True, "text": "no run"}
     lo, hi = wilson(k / n, n)
-    verdict = ("inconclusive (one seed)" if n < th.min_seeds else "reproduced" if lo > against
+    verdict = (FEW_SEEDS if n < th.min_seeds else "reproduced" if lo > against
                else "not reproduced" if hi < against else "mixed")
     few = n < th.min_runs
     return {"verdict": verdict, "k": k, "n": n, "lo": lo, "hi": hi, "few": few,
@@ -231,11 +240,15 @@ def specificity(contrast_agree: list[bool], th: Thresholds, name: str) -> tuple[
     """The registered specificity check: the claim's rule applied to the runs of the scheme the paper contrasts it
     with. (label, text): "not specific" when the contrast passes the same rule (its share decision reproduced),
     "specific" when it fails (not reproduced), "specificity not shown" when its share is mixed, "no contrast
-    run" when none counts."""
+    run" when none counts. The contrast is read as the claim is (`_verdict`); in the ladder's reading of one seed
+    (`th.min_seeds` 1, what the seed shows, never a verdict) a contrast that neither passes nor fails is "contrast
+    not read", which blocks nothing (`specific_or_not`)."""
+    unread = "contrast not read" if th.min_seeds <= 1 else None
     if not contrast_agree:
-        return "no contrast run", f"contrast {name}: no counted run"
+        return unread or "no contrast run", f"contrast {name}: no counted run"
     sh = share(contrast_agree, th)
-    label = {"reproduced": "not specific", "not reproduced": "specific"}.get(sh["verdict"], "specificity not shown")
+    label = {"reproduced": "not specific", "not reproduced": "specific"}.get(_verdict(contrast_agree, th),
+                                                                            unread or "specificity not shown")
     return label, f"contrast {name}: {sh['text']} ({label})"
 
 
@@ -260,9 +273,14 @@ ROW_COLUMNS = ["claim", "paper_says", "setting", "verdict", "evidence", "runs", 
 
 
 def specific_or_not(verdict: str, label: str) -> str:
-    """`verdict` under its contrast's specificity `label` (`specificity`): a reproduced whose contrast passes the
-    same rule ("not specific") reads NOT_SPECIFIC (registered `[decision.share]` version 2); else unchanged."""
-    return NOT_SPECIFIC if verdict == "reproduced" and label == "not specific" else verdict
+    """`verdict` under its contrast's specificity `label` (`specificity`; "" where no contrast is registered): a
+    reproduced stands only where the contrast fails the same rule ("specific"); one whose contrast passes it ("not
+    specific") reads NOT_SPECIFIC (registered `[decision.share]` version 2), one whose contrast is mixed, too few
+    or absent reads UNSHOWN_SPECIFIC (version 3); any other verdict, and the ladder's one seed whose contrast is
+    "contrast not read", is unchanged."""
+    if verdict != "reproduced" or label not in ("not specific", "specificity not shown", "no contrast run"):
+        return verdict
+    return NOT_SPECIFIC if label == "not specific" else UNSHOWN_SPECIFIC
 
 
 def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_ids,
@@ -270,12 +288,12 @@ def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_
     """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced) where `verdict` says the
     row is not a test of the paper (beyond the paper), else the verdict itself. `extra`: claim_id (the registered
     claim it reads, "" for PE-Lab's own rows), verdict_also (at the second threshold), threshold_sensitive,
-    specificity and rests_on (training x data seeds). A "reproduced" verdict or result whose specificity is "not
-    specific" reads NOT_SPECIFIC (registered `[decision.share]` version 2): the rule passes the contrasted pattern
-    too. The specificity is judged at the deciding threshold, so the verdict at the second one (`verdict_also`)
+    specificity and rests_on (training x data seeds). A "reproduced" verdict or result reads as `specific_or_not`
+    says: it stands only where its contrast fails the same rule (registered `[decision.share]` versions 2, 3). The
+    specificity is judged at the deciding threshold, so the verdict at the second one (`verdict_also`)
     is left as its share reads it."""
     label = extra.get("specificity", "")
-    if label == "not specific":
+    if label:
         extra = {**extra, "verdict_also": extra.get("verdict_also", verdict)}
         verdict, result = (specific_or_not(v, label) for v in (verdict, result or verdict))
     return {"claim": claim, "paper_says": paper, "setting": setting, "verdict": verdict, "evidence": evidence,

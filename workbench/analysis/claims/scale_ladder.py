@@ -32,14 +32,15 @@ LADDER_QUESTIONS = (  # (question, kind, spec): "learns": a cell (setting, varia
 )
 
 
-def _learns_answer(sub: pd.DataFrame, th: Thresholds) -> str:
-    """Does the cell learn at a rung, from its runs' status (`run_status`): yes / no in at least `th.min_seeds`
-    seeds, in some seeds only, or cannot tell (one seed; still learning when none learned yet); a yes names the runs
-    that learned and are still rising (their accuracy is not final)."""
+def _learns_answer(sub: pd.DataFrame) -> str:
+    """Does the cell learn at a rung, from its runs' status (`run_status`): yes / no in every seed run (two or
+    more), in some seeds only, or cannot tell (one seed; still learning when none learned yet); a yes names the runs
+    that learned and are still rising (their accuracy is not final). A description of the seeds, not a share
+    decision: the share's minimum (`Thresholds.min_seeds`) does not apply."""
     k, n = int(sub.learned.sum()), len(sub)
     if k == 0 and sub.still_learning.any():
         return ANSWER_OF["inconclusive (still learning)"]
-    if n < th.min_seeds:
+    if n == 1:
         return ANSWER_OF["inconclusive (one seed)"] + f": seed {sub.seed.iloc[0]} {'did' if k else 'did not'} learn"
     rising = int((sub.learned.astype(bool) & sub.still_learning.astype(bool)).sum())
     still = "" if not rising else f" ({'all' if rising == k else rising} still learning at the last epoch)"
@@ -62,7 +63,7 @@ def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds
                 sub = _runs(at, *spec).sort_values("seed")
                 if sub.empty:
                     continue
-                answer = _learns_answer(sub, th)
+                answer = _learns_answer(sub)
                 ev = ", ".join(f"seed {r.seed} {100 * r.test_acc:.2f} % ({r.status})" for r in tuples(sub))
             else:
                 prefix, setting, variants, task = (ROPE_SHALLOW, spec, ("rope",), "trigger-distance") \

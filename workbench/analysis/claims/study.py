@@ -92,12 +92,15 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     <= 1, each with its Wilson interval and the share decision, at 0.05 (and 0.10 beside); for MLA the largest
     drop's distribution and the share below 0.05 and below 0.10. The two groups are never pooled. A study decision
     taken before all its registered runs (training x data seeds) are shipped says "interim: k of N runs": the
-    registered rule applied to what has finished, not the study's answer. MLA's share is also read on the RoPE runs
-    of its group (the registered contrast of `mla-no-indispensable-head`), at each threshold: a decision that would
-    read reproduced while RoPE passes the same rule reads inconclusive (not specific) (`[decision.share]` version
-    2). RoPE's contrast, ALiBi, has no study run."""
+    registered rule applied to what has finished, not the study's answer. Each share is also read on the runs of
+    its claim's registered contrast in the same group (MLA's: RoPE, of `mla-no-indispensable-head`; RoPE's: ALiBi,
+    of `rope-deposit-first-layer`, which has no study run), at each threshold, and a decision that would read
+    reproduced stands only where the contrast fails the rule (`rules.specific_or_not`, `[decision.share]` versions
+    2 and 3): with no contrast run it reads inconclusive (specificity not shown)."""
     th = Thresholds()
-    contrast = load_registry().claim("mla-no-indispensable-head")["contrast"]
+    reg = load_registry()
+    contrasts = {"mla": reg.claim("mla-no-indispensable-head")["contrast"],
+                 "rope": reg.claim("rope-deposit-first-layer")["contrast"]}
     planned = planned_runs()
     cols = ["group", "scheme", "runs", "counted", "rests_on", "readout", "at_005", "at_010", "decision",
             "decision_010"]
@@ -107,17 +110,21 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
         c = g[g.counted & g["has_ablation" if scheme == "mla" else "has_deposit"]]  # a table not shipped: not read
         base = {"group": group, "scheme": scheme, "runs": len(g), "counted": len(c),
                 "rests_on": seeds_text(c.rename(columns={"train_seed": "seed"}))}
+        contrast = contrasts.get(scheme)
+        cr = st[(st.group == group) & (st.scheme == contrast) & st.counted
+                & st["has_ablation" if scheme == "mla" else "has_deposit"]]
         if scheme == "mla":
-            cr = st[(st.group == group) & (st.scheme == contrast) & st.counted & st.has_ablation]
             reads = [("largest drop of any head < threshold", c.largest_drop < th.indispensable,
                       c.largest_drop < th.also, (cr.largest_drop < th.indispensable, cr.largest_drop < th.also))]
         else:
-            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0, None),
-                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1, None)]
+            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0,
+                      (cr.layer_005 == 0, cr.layer_010 == 0)),
+                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1,
+                      (cr.layer_005 <= 1, cr.layer_010 <= 1))]
         for name, a5, a10, against in reads:
             s5, s10 = share(list(a5), th), share(list(a10), th)
             t5, t10 = s5["text"], s10["text"]
-            if against is not None:
+            if contrast is not None:
                 (l5, x5), (l10, x10) = (specificity(list(a), th, scheme_label(contrast)) for a in against)
                 s5, s10 = ({**s, "verdict": specific_or_not(s["verdict"], lab)} for s, lab in ((s5, l5), (s10, l10)))
                 t5, t10 = f"{t5}; {x5}", f"{t10}; {x10}"
