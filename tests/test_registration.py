@@ -25,6 +25,43 @@ def test_every_quote_is_the_papers_own_sentence():
     reg = load_registry()
     missing = [c["id"] for c in reg.claims if c["quote"] not in text]
     assert not missing, f"quotes not found verbatim in the paper: {missing}"
+    also = [(c["id"], a.split('"')[1]) for c in reg.claims for a in c.get("also", [])]  # 'section: "quote" (note)'
+    assert len(also) >= 3 and all(q for _, q in also)
+    missing = [(cid, q) for cid, q in also if q not in text]
+    assert not missing, f"`also` quotes not found verbatim in the paper: {missing}"
+
+
+def test_the_registered_schemes_decide_which_rows_a_claim_judges():
+    """`also_schemes` (the sentence names Relative beside NoPE) is what the code judges, in the `paper` arch only;
+    a scheme the registry does not name is refused."""
+    from workbench.analysis.claims.registry import registered_schemes, registered_settings
+
+    assert registered_schemes("nope-no-generalise-t1") == ("nope", "relative")
+    assert registered_settings("nope-no-generalise-t1", "relative") == ("paper",)
+    assert registered_settings("nope-no-generalise-t1", "nope") == ("paper", "authors")
+    with pytest.raises(ValueError, match="registered for"):
+        registered_settings("nope-no-generalise-t1", "alibi")
+
+
+def test_each_caveat_reaches_the_registration_table_and_comparison():
+    """A registered `caveat` (the quote does not state the direction tested) is shown beside the rule: in the
+    registration table (the Findings page, reports) and under COMPARISON.md's rules table."""
+    import pandas as pd
+
+    from workbench.analysis.claims import registration_table
+    from workbench.report.comparison import _registration_section
+
+    reg = load_registry()
+    with_caveat = [c["id"] for c in reg.claims if c.get("caveat")]
+    assert set(with_caveat) == {"rope-beats-mla-t1", "mla-beats-rope-t2", "nope-beats-rope-t2"}
+    cl = pd.DataFrame(columns=["claim_id", "runs"])
+    runs = pd.DataFrame(columns=["run_id", "started"])
+    t = registration_table(cl, runs).set_index("rule")
+    assert t.loc["mla-beats-rope-t2", "caveat"].startswith("the quoted sentence (C.3") and t.loc["random-overfits",
+                                                                                              "caveat"] == ""
+    text = _registration_section(cl, runs, [])
+    assert "Where a rule's quoted sentence does not itself state the direction it tests" in text
+    assert all(f"- `{cid}`: " in text for cid in with_caveat)
 
 
 def test_registry_is_complete_and_its_numbers_are_the_registered_ones():

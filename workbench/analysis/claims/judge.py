@@ -9,7 +9,7 @@ from .deposits import (_absolute_heads_claim, _causal_claims, _per_seed_deposit_
 from .mla import _mla_claims
 from .orderings import _no_generalise_claim, _overfit_claim, _poor_claim, _ranking_claim, _table1_order_claims
 from .partial_rope import _partial_rope_claim
-from .registry import registered_settings
+from .registry import registered_schemes, registered_settings
 from .rules import ROW_COLUMNS, Thresholds
 from .runs import run_table
 
@@ -51,7 +51,7 @@ def claims(store, runs: pd.DataFrame | None = None, th: Thresholds = Thresholds(
     add(_rope_absolute_claim(store, runs, th), "deposits")
     add(_overfit_claim(runs, th), "overfit")
     add(_poor_claim(runs, th, "alibi", "ALiBi converges poorly on Task 1", "ALiBi converges poorly"), "accuracy")
-    for scheme in ("nope", "relative"):
+    for scheme in registered_schemes("nope-no-generalise-t1"):
         add(_no_generalise_claim(runs, th, scheme, registered_settings("nope-no-generalise-t1", scheme)),
             "accuracy")
     add(_mla_claims(store, runs, th), "deposits")

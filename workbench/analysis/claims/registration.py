@@ -8,15 +8,16 @@ import pandas as pd
 from .registry import load_registry
 
 REGISTRATION_COLUMNS = ["rule", "section", "decision", "version", "changed", "what", "after_runs", "latest_run",
-                        "runs_judged"]
+                        "runs_judged", "caveat"]
 
 
 def registration_table(cl: pd.DataFrame, runs_all: pd.DataFrame) -> pd.DataFrame:
     """One row per registered claim rule: id, paper section, decision, version; `changed`, the later of the rule's
     own `changed` date and its decision's (`what`: "its decision" where the decision's is the later one, "" where
     neither changed); `after_runs`, whether that date is after the latest `started` of the runs its rows in `cl`
-    judge (a rule changed after its runs is a re-reading of them, not a prediction); `latest_run` (that date) and
-    `runs_judged`."""
+    judge (a rule changed after its runs is a re-reading of them, not a prediction); `latest_run` (that date),
+    `runs_judged`, and `caveat` (registered, "" if none): where the quoted sentence does not itself state the
+    direction the rule tests."""
     reg = load_registry()
     started = dict(zip(runs_all.run_id, runs_all["started"].astype(str) if "started" in runs_all else []))
     rows = []
@@ -30,7 +31,7 @@ def registration_table(cl: pd.DataFrame, runs_all: pd.DataFrame) -> pd.DataFrame
                      "version": int(c.get("version", 1)), "changed": changed,
                      "what": "its decision" if changed and changed != own else "",
                      "after_runs": bool(changed and last and changed > last), "latest_run": last,
-                     "runs_judged": len(ids)})
+                     "runs_judged": len(ids), "caveat": str(c.get("caveat", ""))})
     return pd.DataFrame(rows, columns=REGISTRATION_COLUMNS)
 
 

@@ -73,7 +73,16 @@ def load_registry(path: str | Path = REGISTRY) -> Registry:
 
 def registered_settings(claim_id: str, scheme: str) -> tuple[str, ...]:
     """The settings claim `claim_id` is registered for (registry.toml) when `scheme` is the claim's own (its
-    `scheme`); the `paper` arch alone for a scheme its sentence names beside it (Relative in
+    `scheme`); the `paper` arch alone for a scheme its sentence names beside it (`also_schemes`: Relative in
     `nope-no-generalise-t1`: the grids train Relative in that arch only)."""
     c = load_registry().claim(claim_id)
+    if scheme != c["scheme"] and scheme not in c.get("also_schemes", []):
+        raise ValueError(f"claim {claim_id!r} is registered for {[c['scheme'], *c.get('also_schemes', [])]}, "
+                         f"not {scheme!r}")
     return tuple(c["settings"]) if c["scheme"] == scheme else ("paper",)
+
+
+def registered_schemes(claim_id: str) -> tuple[str, ...]:
+    """The schemes claim `claim_id` judges: its `scheme`, then those its sentence names beside it (`also_schemes`)."""
+    c = load_registry().claim(claim_id)
+    return (c["scheme"], *c.get("also_schemes", []))

@@ -152,12 +152,14 @@ def _data_seed(cfg: dict) -> int:
 
 
 def seeds_text(sub: pd.DataFrame) -> str:
-    """'3 training seeds x 1 data seed (42)': what a row rests on (a data seed is a new draw of the dataset)."""
+    """'3 training seeds x 1 data seed (42)': what a row rests on (a data seed is a new draw of the dataset);
+    '16 runs of 9 training seeds x 2 data seeds (43, 44)' where its runs are not every pair of them."""
     if sub is None or len(sub) == 0:
         return "no run"
     ds = sorted(set(sub["data_seed"])) if "data_seed" in sub else [DEFAULT_DATA_SEED]
     nt = sub["seed"].nunique()
-    return (f"{nt} training seed{'s' if nt != 1 else ''} x {len(ds)} data seed{'s' if len(ds) != 1 else ''} "
+    runs = f"{len(sub)} runs of " if len(sub) != nt * len(ds) else ""  # not every training x data seed pair
+    return (f"{runs}{nt} training seed{'s' if nt != 1 else ''} x {len(ds)} data seed{'s' if len(ds) != 1 else ''} "
             f"({', '.join(str(d) for d in ds)})")
 
 
