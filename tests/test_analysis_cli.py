@@ -215,3 +215,24 @@ def test_the_pooled_deposit_names_the_runs_the_rules_do_not_count(store):
     flat = " ".join(res.output.split())
     assert "mean over 2 runs (2 of them the registered run rules do not count: " in flat
     assert f"{ids['rope']} did not learn" in flat and f"{ids['rope2']} did not learn" in flat
+
+
+def test_a_damaged_training_record_makes_the_deposit_sentence_say_it_cannot_tell(store, tmp_path):
+    """A run whose metrics.jsonl cannot be read has no reading by the run rules: `analyze` says it cannot tell
+    whether the run learned (naming the file), never prints the deposit sentence as an unqualified finding."""
+    import shutil
+
+    from workbench.store import RunStore
+
+    st, ids = store
+    root = tmp_path / "runs"
+    RunStore(root, data_dir=st.data_dir)
+    shutil.copytree(st.get(ids["rope2"]).path, root / st.get(ids["rope2"]).path.name)
+    metrics = root / st.get(ids["rope2"]).path.name / "metrics.jsonl"
+    metrics.write_bytes(metrics.read_bytes()[:30])
+    res = CliRunner().invoke(app, ["analyze", ids["rope2"], "--what", "deposit", "--n-boot", "5", "--max-examples",
+                                   "40", "--root", str(root)])
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "cannot tell whether the run learned (run" in flat and "metrics.jsonl" in flat
+    assert "cannot tell whether it learned:" in flat  # the table's title says it too

@@ -1171,7 +1171,9 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
             "ALiBi: no counted run\n") in readme
     assert "(docs/img/findings_study.png)\n\nTier 2 (NoPE vs RoPE" in readme
     assert readme.endswith("- no pair has finished yet")  # no tier-2 run in this store
-    assert "40 of 40 shipped; readouts" in "\n".join(study_lines(st, tier2_readouts(frame)))
+    full = "\n".join(study_lines(st, tier2_readouts(frame)))
+    assert "40 of 40 shipped. The study's models are PE-Lab's `paper` arch with dropout 0 (the paper's 0.1" in full
+    assert full.index("RoPE is RoPE alone") < full.index("Readouts under the registered rules")  # said first
     empty = study_table(store, frame[frame.data_seed == 42])
     assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, frame, tier2_readouts(frame))
     assert "- no study run has finished yet" in study_lines(empty, tier2_readouts(frame))

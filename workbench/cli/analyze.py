@@ -81,6 +81,17 @@ def check_aggregate(runs: list, keys: list[str]) -> None:
               ": analyze them without --aggregate, or pool runs that differ in their seeds only")
 
 
+def _metrics_damage(run) -> str | None:
+    """Why the run's training record cannot be read (a damaged metrics.jsonl: `Run.check`), None when it can."""
+    from workbench.store import StoreError
+
+    try:
+        run.check()
+    except StoreError as e:
+        return str(e)
+    return None
+
+
 def summarize(name: str, df) -> str:
     """One line about a table, for the console."""
     if name == "ablation":
@@ -284,7 +295,9 @@ def analyze_cmd(
             load = run.load_model
             run.load_model = lambda device_=device, load=load: load(device_)
         reading = reading_of(run)  # what it can show by the registered run rules (`as_read`)
-        shows = f" ({reading['status']}: {reading['why']})" if reading else ""
+        damaged = None if reading else _metrics_damage(run)
+        shows = (f" ({reading['status']}: {reading['why']})" if reading else
+                 f" (cannot tell whether it learned: {damaged})" if damaged else "")
         table = Table(title=f"{run.id}{shows}", show_lines=False)
         for col in ("analysis", "rows", "time", "summary"):
             table.add_column(col, overflow="fold")
@@ -305,6 +318,8 @@ def analyze_cmd(
             dt = time.perf_counter() - t0
             if key == "deposit":
                 sentence = as_read(deposit_sentence(df), reading)
+                if damaged:  # no reading: a damaged metrics.jsonl must not make the finding read as unqualified
+                    sentence = f"cannot tell whether the run learned ({damaged}): {sentence}"
             table.add_row(key, str(len(df)), f"{dt:.1f}s",  # the summary as text, never rich markup ("[resample]")
                           escape(sentence if key == "deposit" else summarize(key, df)))
             if key == "ablation":
