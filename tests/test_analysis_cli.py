@@ -236,3 +236,30 @@ def test_a_damaged_training_record_makes_the_deposit_sentence_say_it_cannot_tell
     flat = " ".join(res.output.split())
     assert "cannot tell whether the run learned (run" in flat and "metrics.jsonl" in flat
     assert "cannot tell whether it learned:" in flat  # the table's title says it too
+
+
+def test_each_table_records_the_parameters_it_was_made_with(store, tmp_path):
+    """`analyze --seed` (and n_boot, mode, max_examples) change a table's numbers: its provenance records them,
+    defaults included (`analysis.recording`), and a deposit computed from a missing ablation table records each
+    table's own parameters."""
+    import shutil
+
+    from workbench.store import RunStore
+
+    st, ids = store
+    root = tmp_path / "runs"
+    RunStore(root, data_dir=st.data_dir)
+    shutil.copytree(st.get(ids["rope2"]).path, root / st.get(ids["rope2"]).path.name)
+    res = CliRunner().invoke(app, ["analyze", ids["rope2"], "--what", "ablation,qk-means", "--n-boot", "7", "--seed",
+                                   "5", "--max-examples", "40", "--root", str(root)])
+    assert res.exit_code == 0, res.output
+    run = RunStore(root).get(ids["rope2"])
+    abl = run.provenance_of("ablation")["parameters"]
+    assert abl["seed"] == 5 and abl["n_boot"] == 7 and abl["max_examples"] == 40 and abl["mode"] == "zero"
+    assert run.provenance_of("qk_means")["parameters"]["seed"] == 5
+    run.path.joinpath("tables", "ablation.parquet").unlink()
+    from workbench.analysis import ANALYSES
+
+    ANALYSES["deposit"](run)  # computes the missing ablation table (defaults) inside deposit's own call
+    assert run.provenance_of("ablation")["parameters"]["seed"] == 0
+    assert run.provenance_of("deposit")["parameters"] == {"table": "ablation", "compute_missing": True}

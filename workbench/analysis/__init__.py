@@ -8,6 +8,8 @@ thin `run(run, **params)` that loads the run's model and dataset, computes, stor
 An analysis a run cannot support raises `NotApplicable` with a message naming what would work.
 """
 import functools
+import inspect
+import json
 
 from . import (ablation, angles, attribution, deposit, distance_bias, dla, edges, experiments, extrapolation,
                head_summary, patching, probes, qk_means, qkv, self_repair, spectral, trigger_attention)
@@ -18,10 +20,41 @@ from .distance_bias import rope_expected_score
 from .experiments import EXPERIMENTS
 from .spectral import hadamard_check
 
+def recording(fn, compute=None):
+    """`fn(run, **params)` whose stored table records the parameters it ran with, defaults included (seed, n_boot,
+    mode, ...; those `fn` passes on to `compute` with theirs), in its provenance (`store.run.table_parameters`): a
+    table says what made its numbers."""
+    from workbench.store.run import table_parameters
+
+    sig = inspect.signature(fn)
+    later = {k: p.default for k, p in (inspect.signature(compute).parameters.items() if compute else [])
+             if p.default is not inspect.Parameter.empty}
+
+    @functools.wraps(fn)
+    def run(run, **params):
+        bound = sig.bind(run, **params)
+        bound.apply_defaults()
+        used = dict(later)
+        for k, v in list(bound.arguments.items())[1:]:
+            used.update(v if sig.parameters[k].kind is inspect.Parameter.VAR_KEYWORD else {k: v})
+        used = {k: v for k, v in used.items() if _plain(v)}
+        with table_parameters(used):
+            return fn(run, **params)
+    return run
+
+
+def _plain(value) -> bool:
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 # name -> run(run, **params) -> DataFrame; the table is stored under the same name
 # (ablation in mean mode is stored as `ablation_mean`). head_summary joins the per-head tables stored before it;
-# attribution checks itself against the patching table stored before it.
-ANALYSES = {
+# attribution checks itself against the patching table stored before it. Each records its parameters (`recording`).
+_RUN = {
     "ablation": ablation.run,
     "deposit": deposit.run,
     "qk_means": qk_means.run,
@@ -62,6 +95,9 @@ COMPUTE = {
     "self_repair": self_repair.compute,
     "head_summary": head_summary.compute,
 }
+
+ANALYSES = {name: recording(fn, COMPUTE[name] if name not in ("deposit", "head_summary") else None)
+            for name, fn in _RUN.items()}
 
 # tables that need no run at all
 STANDALONE = {"hadamard_check": hadamard_check, "rope_expected_score": rope_expected_score}

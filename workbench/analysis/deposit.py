@@ -95,7 +95,9 @@ def run(run, table: str = "ablation", compute_missing: bool = True, **params) ->
         if mode is None:
             raise ValueError(f"table={table!r} is not an ablation table: use one of "
                              f"{[_ablation.table_name(m) for m in _ablation.MODES]}")
-        abl = _ablation.run(run, mode=mode)  # the missing table in its own mode
+        from . import ANALYSES
+
+        abl = ANALYSES["ablation"](run, mode=mode)  # the missing table in its own mode, with its own parameters
     else:
         raise NotApplicable(f"run {run.id} has no {table!r} table; run `workbench analyze {run.id} --what ablation`")
     df = compute(abl, **params)

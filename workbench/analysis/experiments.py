@@ -67,9 +67,9 @@ def run_deposit(run, compute_missing: bool = True, **ablation_params) -> pd.Data
     if "ablation" in tables:
         abl = run.load_table("ablation")
     elif compute_missing:
-        from . import ablation
+        from . import ANALYSES
 
-        abl = ablation.run(run, **ablation_params)
+        abl = ANALYSES["ablation"](run, **ablation_params)
     else:
         raise NotApplicable(f"run {run.id} has no ablation table; run `workbench analyze {run.id} --what ablation` "
                             "or pass compute_missing=True")

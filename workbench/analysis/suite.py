@@ -12,7 +12,7 @@ import inspect
 import time
 from typing import Callable, Iterable
 
-from . import ablation, deposit
+from . import ablation
 from ._common import NotApplicable
 
 
@@ -51,10 +51,10 @@ def run_suite(run, n_boot: int = 1000, max_examples: int | None = None, seed: in
 
     for mode in ablation.MODES:
         name = ablation.table_name(mode)
-        step(name, lambda mode=mode: ablation.run(run, mode=mode, n_boot=n_boot, seed=seed,
-                                                  max_examples=max_examples, device=device))
+        step(name, lambda mode=mode: ANALYSES["ablation"](run, mode=mode, n_boot=n_boot, seed=seed,
+                                                          max_examples=max_examples, device=device))
         dep_name = "deposit" + name[len("ablation"):]
-        step(dep_name, lambda name=name: deposit.run(run, table=name))
+        step(dep_name, lambda name=name: ANALYSES["deposit"](run, table=name))
     for key, fn in ANALYSES.items():
         if key.startswith(("ablation", "deposit")):  # every mode ran above
             continue

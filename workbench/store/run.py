@@ -25,6 +25,7 @@ Readers tolerate every malformed file: each problem is a `StoreError` naming the
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import io
 import json
@@ -188,6 +189,20 @@ def process_alive(info: dict[str, Any]) -> bool:
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         return False
 
+
+
+_PARAMETERS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("table_parameters", default=None)
+
+
+@contextlib.contextmanager
+def table_parameters(params: dict[str, Any]):
+    """Within it, a table saved "now" (`Run.save_table`) records `params` (the analysis's keyword arguments: seed,
+    n_boot, mode, ...) in its provenance as `parameters`: the settings that made its numbers."""
+    token = _PARAMETERS.set(params)
+    try:
+        yield
+    finally:
+        _PARAMETERS.reset(token)
 
 
 def table_provenance() -> dict[str, Any]:
@@ -570,12 +585,14 @@ class Run:
 
     def save_table(self, name: str, df: "pd.DataFrame", provenance: dict[str, Any] | None | str = "now") -> Path:
         """Store an analysis table as tables/<name>.parquet (atomically; replaces an older one), with what made it:
-        "now" (`table_provenance`: code version, time, CPU, numerics and threads, and the weights it was computed
-        from: run.json's `weights` record, sha256 and epoch), or the record of the table it copies (None: not
-        known)."""
+        "now" (`table_provenance`: code version, time, CPU, numerics and threads, the weights it was computed from:
+        run.json's `weights` record, sha256 and epoch, and the analysis's `parameters` within `table_parameters`),
+        or the record of the table it copies (None: not known)."""
         self.store.check_writable(self.id)
         weights = self.info.get("weights") if provenance == "now" else None
-        made = table_provenance() | ({"weights": weights} if weights else {}) if provenance == "now" else provenance
+        params = _PARAMETERS.get() if provenance == "now" else None
+        made = (table_provenance() | ({"weights": weights} if weights else {})
+                | ({"parameters": params} if params else {})) if provenance == "now" else provenance
         return atomic_write_bytes(self._table_path(name), parquet_bytes(df, made))
 
     def provenance_of(self, name: str) -> dict[str, Any] | None:
