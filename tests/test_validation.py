@@ -1,6 +1,7 @@
 """Bad input gets a clear error (`error: ...`, exit 2) before anything is written; never a traceback, a hang or a
 half-made run folder. The cases are the issue-10 probe's examples plus the same method applied further."""
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -373,3 +374,20 @@ def test_memory_check_states_the_estimate():
     with pytest.raises(ValueError, match=r"M parameters.*needs about [\d.]+ GB of memory.*GB available"):
         check_memory(cfg, n_train=1600, seq_len=24)
     check_memory(base_config("smoke") | {"model": cfg["model"] | {"d_model": 32}}, n_train=1600, seq_len=24)
+
+
+def test_compare_checks_its_outputs_before_it_writes_anything(tmp_path):
+    """A README outside the folder above the results (its block links them relatively), one without a findings
+    block, or a figure format that cannot be exported: a clear error, and no COMPARISON.md written."""
+    results = Path(__file__).resolve().parents[1] / "results" / "paper"
+    out = tmp_path / "c.md"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "R.md").write_text("# x\n<!-- findings:start -->\n<!-- findings:end -->\n")
+    (tmp_path / "plain.md").write_text("# no block\n")
+    for extra, words in (([ "--readme", str(other / "R.md")], ["--readme", "must be in", "or below"]),
+                         (["--readme", str(tmp_path / "plain.md")], ["no <!-- findings:start -->"]),
+                         (["--figure", str(tmp_path / "t1.gif")], ["cannot export to 'gif'", ".png"])):
+        r = invoke(["compare", str(results), "--out", str(out)] + extra)
+        assert_clear_error(r, words, extra)
+        assert not out.exists(), extra

@@ -327,6 +327,7 @@ def compare_cmd(
     from workbench.analysis.settings import reproduction_grid
     from workbench.train.presets import LADDER
 
+    rel = _compare_outputs(results, readme, figure, study_figure)  # every option checked before anything is written
     store = RunStore(results, readonly=True)
     runs = run_table(store)
     if runs.empty:
@@ -353,12 +354,34 @@ def compare_cmd(
             write_figure(FIGURES["study_map"](judged.study), study_figure, width=1100, height=420)
             typer.echo(f"wrote {study_figure}")
     if readme is not None:
-        here = readme.resolve().parent
-        rel = [None if p is None else Path(p).resolve().relative_to(here).as_posix() for p in (figure, study_figure)]
-        results_rel = Path(results).resolve().relative_to(here).as_posix()
-        block = readme_block(store, rel[0], results_rel, judged, study_figure=rel[1])
+        block = readme_block(store, rel["figure"], rel["results"], judged, study_figure=rel["study_figure"])
         atomic_write_text(readme, replace_block(readme.read_text(), block))
         typer.echo(f"updated the findings block of {readme}")
+
+
+def _compare_outputs(results: Path, readme: Optional[Path], figure: Optional[Path],
+                     study_figure: Optional[Path]) -> dict[str, Optional[str]]:
+    """`compare`'s outputs checked before anything is written (ValueError saying what to change): each figure's
+    format; with --readme, its findings block, and the results store and figures in its folder or below (the block
+    links them relative to it). Returns those links {results, figure, study_figure} (None without --readme)."""
+    from workbench.figures.export import export_format
+    from workbench.report.comparison import replace_block
+
+    for p in (figure, study_figure):
+        if p is not None:
+            export_format(p)
+    if readme is None:
+        return {"results": None, "figure": None, "study_figure": None}
+    replace_block(readme.read_text(), "")  # ValueError when it has no findings block
+    here, rel = readme.resolve().parent, {}
+    for name, p in (("results", results), ("figure", figure), ("study_figure", study_figure)):
+        try:
+            rel[name] = None if p is None else Path(p).resolve().relative_to(here).as_posix()
+        except ValueError:
+            raise ValueError(f"--readme {readme}: its findings block links {p} relative to the README, so it must be "
+                             f"in {here} or below; put the README above it (or write the {name.replace('_', ' ')} "
+                             "there)") from None
+    return rel
 
 
 def recreate_cmd(
