@@ -137,13 +137,19 @@ def train_work(progress: Progress, ctx, scheme: str, task: str, preset: str, see
 
     if not scheme or not task or not preset:
         raise ValueError("pick a scheme, a task and a preset first")
+    for name, value in (("scheme", scheme), ("task", task), ("preset", preset), ("architecture", arch)):
+        if value is not None and not isinstance(value, str):  # a client sent a list or a number
+            raise ValueError(f"pick one {name} from the list")
     if preset == "paper":
         raise ValueError("the paper preset needs a GPU (about two days on 2 CPU cores); "
                          "run `workbench train --preset paper` on a GPU machine instead")
     if preset not in TRAIN_PRESETS:
+        from workbench.train.presets import PRESETS
+
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset[:40]!r}: the Train panel trains {' and '.join(TRAIN_PRESETS)}")
         raise ValueError(f"the Train panel trains the {' and '.join(TRAIN_PRESETS)} presets (minutes a run); "
-                         f"{str(preset)[:40]!r} takes longer: run `workbench train --preset {str(preset)[:40]}` "
-                         "instead")
+                         f"{preset!r} takes longer: run `workbench train --preset {preset}` instead")
     fidelity = fidelity or "pelab"
     if not isinstance(fidelity, str) or fidelity not in FIDELITIES:
         raise ValueError(f"fidelity {str(fidelity)[:40]!r} is unknown; pick one of {', '.join(FIDELITIES)}")

@@ -530,6 +530,8 @@ def test_heads_page_maps_a_run_from_its_ablation_tables_when_no_summary_is_store
     assert np.allclose(np.asarray(fig.data[0].z, float)[want.layer, want["head"]], want.zero_delta)
     card = json.dumps([c.to_plotly_json() for c in render_card(store, "r1", None, 0)], default=str)
     assert "zero_delta" in card and "stores no head_summary" not in card
+    for click in ({"points": [{"x": "../x", "y": 0}]}, "garbage", {"points": [{"x": 99, "y": 0}]}, {"points": []}):
+        assert json.dumps([c.to_plotly_json() for c in render_card(store, "r1", click, 0)], default=str) == card
     own = json.dumps([h.to_plotly_json() for h in render_map(stand_in(abl, readonly=False), "r1", "n_agree")[0]],
                      default=str)
     assert "--what head-summary" in own

@@ -4,6 +4,7 @@ bad inputs get hints (HTTP 200, no traceback, no server path), and the job cache
 Callbacks are driven with direct POSTs to `/_dash-update-component`, as a hostile client would send them."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -257,6 +258,11 @@ def test_dashboard_jobs_are_bounded_and_the_train_panel_trains_small_presets(sit
     app = site[0]
     with pytest.raises(ValueError, match=r"run `workbench train --preset repro-paperdata-long` instead"):
         train_work(lambda f, t: None, app.server.config["PELAB"], "rope", "trigger-distance", "repro-paperdata-long")
+    # what a made-up request may send: a clear line each, never a raw TypeError or a command that cannot work
+    for args, words in (((["rope"], "trigger-distance", "smoke"), "pick one scheme from the list"),
+                        (("rope", "trigger-distance", "../../x"), "unknown preset '../../x'")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            train_work(lambda f, t: None, app.server.config["PELAB"], *args)
     assert set(TRAIN_PRESETS) == {"cpu", "smoke"}
     jobs = [(k, s) for k, s in app.callback_map.items() if s.get("background")]
     assert jobs
@@ -319,6 +325,9 @@ def test_a_diagnostic_job_over_several_runs_leaves_the_shipped_ones_out(site):
     assert out["run_id"] == run.id and "left out 1 shipped run(s)" in out["message"]
     with pytest.raises(ValueError, match="the picked runs are shipped runs"):
         _diagnostic.run_missing(extrapolation.SPEC, lambda f, t: None, ctx, [sid])
+    for bad in ("nosuchrun", "../../etc", ["x"]):  # a made-up id is unknown, not a shipped run
+        with pytest.raises(ValueError, match="unknown run .*pick a run from the list"):
+            _diagnostic.run_missing(extrapolation.SPEC, lambda f, t: None, ctx, [bad, run.id])
 
 
 def test_a_missing_table_hint_names_the_pages_own_button(site):

@@ -155,6 +155,9 @@ def run_missing(d: Diagnostic, progress, ctx, run_ids) -> dict:
     store = ctx.stores()
     if not ids:
         raise ValueError("pick a run first")
+    for r in ids:  # an id from the client that names no run is said so, not called a shipped run
+        if not isinstance(r, str) or not store.exists(r):
+            raise ValueError(f"unknown run {str(r)[:80]!r}: pick a run from the list")
     own = [r for r in ids if C.any_own_run(store, r)]  # a shipped run's tables cannot be added
     todo = [r for r in own if not _has(store, r, d.analysis)] or own[:1]  # all have it: the first again
     if not todo:

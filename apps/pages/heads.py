@@ -117,10 +117,15 @@ def render_map(store, run_id: str | None, measure: str):
 
 
 def _selected(df, click) -> tuple[int, int]:
-    """The clicked head, else the first deposit head, else the head most methods agree on."""
-    if click and click.get("points"):
+    """The clicked head, else the first deposit head, else the head most methods agree on (a click that names no
+    cell of the map, as a made-up request may send, counts as none)."""
+    try:
         p = click["points"][0]
-        return int(p["y"]), int(p["x"])
+        layer, head = int(p["y"]), int(p["x"])
+        if ((df["layer"] == layer) & (df["head"] == head)).any():
+            return layer, head
+    except (TypeError, KeyError, IndexError, ValueError, AttributeError):
+        pass
     best = df.sort_values(["deposit_head", "n_agree", "layer", "head"], ascending=[False, False, True, True]).iloc[0]
     return int(best["layer"]), int(best["head"])
 
