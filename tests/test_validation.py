@@ -391,3 +391,11 @@ def test_compare_checks_its_outputs_before_it_writes_anything(tmp_path):
         r = invoke(["compare", str(results), "--out", str(out)] + extra)
         assert_clear_error(r, words, extra)
         assert not out.exists(), extra
+
+
+@pytest.mark.parametrize("cmd", ["recreate", "verify"])
+def test_an_unknown_shipped_run_is_refused_before_your_store_is_made(tmp_path, cmd):
+    results = Path(__file__).resolve().parents[1] / "results" / "paper"
+    r = invoke([cmd, "nosuchrun", "--shipped", str(results), "--root", str(tmp_path / "rc")])
+    assert_clear_error(r, ["nosuchrun"], cmd)
+    assert not (tmp_path / "rc").exists()

@@ -399,12 +399,13 @@ def recreate_cmd(
     level (ATEN_CPU_CAPABILITY), as it was trained."""
     from workbench.store import RunStore, StoreError
 
-    own, src_store = RunStore(root), _shipped(shipped)
-    say_created(own)
+    src_store = _shipped(shipped)
     try:
-        src_store.get(run_id)
+        src_store.get(run_id)  # an unknown id is refused before your store is made
     except StoreError as e:
         _fail(str(e))
+    own = RunStore(root)
+    say_created(own)
     run = _recreate(src_store, own, run_id, threads, quiet, retrain)
     typer.echo(f"{run.id}: {run.status}, test accuracy {run.final.get('test_acc', float('nan')):.4f} in {own.root}")
 
@@ -500,12 +501,16 @@ def verify_cmd(
     if refresh and code_version().endswith("-dirty"):
         _fail(f"--refresh records the code that made each table, and this tree has uncommitted changes "
               f"({code_version()}): commit or stash them first (or run it from a clean checkout)")
-    src_store, own = _shipped(shipped), RunStore(root)
+    src_store = _shipped(shipped)
     ids = list(dict.fromkeys(run_ids or []))
-    for rid in ids:  # every named run checked before the first trains: a typo, a damaged or a GPU run costs nothing
-        why = gpu_needed(src_store.get(rid).info, rid)
+    for rid in ids:  # every named run checked before the first trains (or your store is made): a typo, a damaged
+        try:         # or a GPU run costs nothing
+            why = gpu_needed(src_store.get(rid).info, rid)
+        except StoreError as e:
+            _fail(str(e))
         if why:
             _fail(f"run {rid!r}: cannot re-check it here: {why}")
+    own = RunStore(root)
     if sample:  # drawn from every finished run, whatever is named beside it: the same draw on any such machine
         runs = finished_runs(src_store)[0]
         pool = sorted(r.id for r in runs if not gpu_needed(r.info, r.id))
