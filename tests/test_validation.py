@@ -399,3 +399,12 @@ def test_an_unknown_shipped_run_is_refused_before_your_store_is_made(tmp_path, c
     r = invoke([cmd, "nosuchrun", "--shipped", str(results), "--root", str(tmp_path / "rc")])
     assert_clear_error(r, ["nosuchrun"], cmd)
     assert not (tmp_path / "rc").exists()
+
+
+@pytest.mark.parametrize("value", ["[0,1", "01", "1"])
+def test_rope_layers_that_is_not_a_list_says_how_to_write_one(env, value):
+    """A malformed list (`[0,1`, read as the string) was checked one character at a time ("entry '[' must be in
+    0..1"), and `01` read as "entry '0' must be in 0..1", though 0 is in range."""
+    r = invoke(TRAIN + ["--root", str(env / "runs"), "--dry-run", "--set", f"model.scheme_kwargs.rope_layers={value}"])
+    assert_clear_error(r, ["is not a list of layers", "rope_layers=[0,1]"], value)
+    assert not (env / "runs").exists()

@@ -116,5 +116,8 @@ class RoPE(Scheme):
             need(len(rh) == cfg.n_layers, f"rope_heads has {len(rh)} entries; give one per layer ({cfg.n_layers})")
         for k in ([] if rh is None else rh if isinstance(rh, list) else [rh]):
             need(isinstance(k, int) and 0 <= k <= cfg.n_heads, f"rope_heads entry {k!r} must be in 0..{cfg.n_heads}")
-        for l in kw["rope_layers"] or []:
+        rl = kw["rope_layers"]
+        need(rl is None or isinstance(rl, list), f"rope_layers={rl!r} is not a list of layers: give a JSON list, "
+             f"e.g. --set model.scheme_kwargs.rope_layers=[0,1] (layers 0..{cfg.n_layers - 1}), or leave it out")
+        for l in rl or []:
             need(isinstance(l, int) and 0 <= l < cfg.n_layers, f"rope_layers entry {l!r} must be in 0..{cfg.n_layers - 1}")
