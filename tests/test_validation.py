@@ -408,3 +408,24 @@ def test_rope_layers_that_is_not_a_list_says_how_to_write_one(env, value):
     r = invoke(TRAIN + ["--root", str(env / "runs"), "--dry-run", "--set", f"model.scheme_kwargs.rope_layers={value}"])
     assert_clear_error(r, ["is not a list of layers", "rope_layers=[0,1]"], value)
     assert not (env / "runs").exists()
+
+
+@pytest.mark.parametrize("text,words", [
+    (b"\xff\xfe", ["not a UTF-8 text file", "grid.toml"]),
+    (b'preset = "smoke"\nschemes = ["rope"]\nseeds = []\n', ["seeds = [] leaves no grid point"]),
+])
+def test_a_grid_mistake_is_named_before_the_store_is_made(env, text, words):
+    """A grid that is not text, or an empty axis (it said "it names no schemes"): a clear error naming it. (Two
+    variants of one name are allowed: grids/ladder.toml names a rung's variant as its scheme at every rung.)"""
+    grid = env / "grid.toml"
+    grid.write_bytes(text)
+    r = invoke(["sweep", str(grid), "-q", "--dry-run", "--root", str(env / "runs")])
+    assert_clear_error(r, words, text)
+    assert not (env / "runs").exists()
+
+
+def test_tags_on_a_grid_without_variants_says_so(env):
+    grid = env / "grid.toml"
+    grid.write_text('preset = "smoke"\nschemes = ["rope"]\n')
+    r = invoke(["sweep", str(grid), "--tags", "rope", "-q", "--root", str(env / "runs")])
+    assert_clear_error(r, ["this grid has none", "leave out --tags"], "--tags rope")

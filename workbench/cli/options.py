@@ -107,6 +107,9 @@ def grid_points_of(grid: Path, tiers: Optional[list[int]], tags: Optional[list[s
     points = grid_points(g, tiers)
     if tags is not None:
         known = {p["tag"] for p in points if p["tag"]}
+        if not g.get("variants"):
+            raise ValueError(f"{grid}: --tags selects [[variants]] by name, and this grid has none (its schemes run "
+                             "untagged): leave out --tags")
         if set(tags) - known:
             raise ValueError(f"{grid}: no variant(s) {', '.join(map(repr, sorted(set(tags) - known)))}"
                              f"{f' in tier(s) {tiers}' if tiers else ''}; its variants: {', '.join(sorted(known))}")

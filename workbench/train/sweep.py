@@ -66,6 +66,9 @@ def load_grid(path: str | Path) -> dict[str, Any]:
             grid = tomllib.load(f)
         except tomllib.TOMLDecodeError as e:
             raise ValueError(f"grid {path}: not valid TOML: {e}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"grid {path}: not a UTF-8 text file ({e.reason} at byte {e.start}): pass a TOML grid "
+                             "such as grids/demo.toml") from None
     grid.setdefault("name", Path(path).stem)
     return grid
 
@@ -130,6 +133,9 @@ def grid_points(grid: dict[str, Any], tiers: list[int] | None = None) -> list[di
 
     points = []
     axes = [("presets", presets), ("data_seeds", data_seeds), ("seeds", seeds), ("tasks", tasks), ("archs", archs)]
+    for key, default in axes:  # an empty axis leaves no point: say which, not "no schemes"
+        if not default:
+            raise ValueError(f"grid: {key} = [] leaves no grid point: give at least one value (or leave it out)")
     for tier in sorted({e["tier"] for e in entries}):
         for point in itertools.product(*(union(key, default) for key, default in axes)):
             preset, data_seed, seed, task, arch = point
