@@ -429,3 +429,29 @@ def test_tags_on_a_grid_without_variants_says_so(env):
     grid.write_text('preset = "smoke"\nschemes = ["rope"]\n')
     r = invoke(["sweep", str(grid), "--tags", "rope", "-q", "--root", str(env / "runs")])
     assert_clear_error(r, ["this grid has none", "leave out --tags"], "--tags rope")
+
+
+def test_a_damaged_stored_run_says_force_trains_it_again(env):
+    """`train` of a config whose stored run has a corrupted config.json named the file but not the way out."""
+    args = TRAIN + ["--root", str(env / "runs"), "--set", "train.epochs=1", "--set", "task.n_examples=200"]
+    assert invoke(args).exit_code == 0
+    (cfg,) = (env / "runs").glob("t1-*/config.json")
+    cfg.write_text('{"broken')
+    r = invoke(args)
+    assert_clear_error(r, ["config.json", "corrupted", "with --force deletes run"], "damaged config")
+    assert invoke(args + ["--force"]).exit_code == 0
+
+
+def test_a_path_that_is_a_file_is_named_as_one(tmp_path):
+    """--root, ship --to and data make -o naming a file said "File exists"; now: a file, not a folder."""
+    f = tmp_path / "afile"
+    f.write_text("x")
+    from workbench.store import RunStore, StoreError
+
+    with pytest.raises(StoreError, match="it is a file, not a folder"):
+        RunStore(f)
+    results = Path(__file__).resolve().parents[1] / "results" / "paper"
+    r = invoke(["ship", "t1-rope-paper-s42", "--root", str(results), "--to", str(f)])
+    assert_clear_error(r, ["it is a file, not a folder"], "ship --to")
+    r = invoke(["data", "make", "-p", "smoke", "-o", str(f)])
+    assert r.exit_code == 2 and "is a file, not a folder" in r.output

@@ -1,6 +1,7 @@
 """`workbench data make|show`: generate, cache and inspect the synthetic datasets."""
 import json
 import os
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -69,6 +70,9 @@ def make(task: str = typer.Option("trigger-distance", "--task", "-t", help=f"{' 
     except ValueError as e:
         raise typer.BadParameter(str(e)) from None
     from workbench.train.presets import check_dataset_memory
+
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise typer.BadParameter(f"{out} is a file, not a folder: pass --out a cache folder (or leave it out)")
 
     for spec in specs:
         check_dataset_memory(spec)  # before allocating: a clear error, not a MemoryError

@@ -834,7 +834,8 @@ def check_cmd(
             typer.secho(f"{rid}: {p}", fg=typer.colors.RED, err=True)
     if bad:
         typer.secho(f"{len(bad)} of {len(ids)} shipped runs in {results} differ from their manifest; restore them "
-                    f"(e.g. `git checkout -- {results}`) or ship them again", fg=typer.colors.RED, err=True)
+                    f"from where they came (for the project's own results: `git checkout -- {results}`) or ship "
+                    "them again", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
     typer.echo(f"{len(ids)} shipped runs in {results}: every file matches its manifest")
 

@@ -115,6 +115,8 @@ def train_cmd(
     packable = len(cfgs) > 1 and why is None
     if len(cfgs) > 1 and not packable:
         typer.secho(f"training the {len(cfgs)} seeds one after another ({why})", err=True)
+    from workbench.store import StoreError
+
     try:
         if packable:
             runs = train_packed(cfgs, store, resume=resume, device=device, threads=threads, progress=not quiet,
@@ -126,6 +128,10 @@ def train_cmd(
     except KeyboardInterrupt:
         typer.secho(f"interrupted; continue with the same command and --resume ({', '.join(run_ids)})", err=True)
         raise typer.Exit(130)
+    except StoreError as e:  # a stored run of these configs whose files are damaged: say the way out
+        if getattr(e, "run_id", None) in run_ids and getattr(e, "file", None) and not force:
+            _fail(f"{e}; the same command with --force deletes run {e.run_id} and trains it again")
+        raise
     for run in runs:
         final = run.final
         if final:

@@ -214,6 +214,9 @@ class RunStore:
             if not self.root.is_dir():
                 raise StoreError(f"read-only store {self.root} is not a folder")
         elif create or self.root.exists():
+            if self.root.exists() and not self.root.is_dir():
+                raise StoreError(f"cannot use {self.root} as the run store: it is a file, not a folder; pass --root "
+                                 "(or set $PELAB_RUNS) to a folder")
             self.created = not self.root.exists()
             try:
                 self.root.mkdir(parents=True, exist_ok=True)

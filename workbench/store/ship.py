@@ -45,6 +45,9 @@ def is_dirty(info: dict) -> bool:
 def check_destination(source_root: str | os.PathLike, dest_root: str | os.PathLike) -> None:
     """StoreError when `dest_root` is, or lies inside, the store at `source_root` (or contains it): shipping
     there would replace or mix with the runs themselves."""
+    if Path(dest_root).exists() and not Path(dest_root).is_dir():
+        raise StoreError(f"cannot ship into {dest_root}: it is a file, not a folder; pass --to a results folder, e.g. "
+                         "results/repro")
     src, dest = Path(source_root).resolve(), Path(dest_root).resolve()
     if dest == src or src in dest.parents or dest in src.parents:
         raise StoreError(f"cannot ship into {dest_root}: it is, lies inside or contains the run store {source_root} "
