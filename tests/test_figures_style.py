@@ -112,7 +112,7 @@ def tables(head_tables):  # noqa: F811
           "drop_005": dr, "largest_drop_layer": 0 if l != l else l, "largest_drop_head": 1, "largest_drop": 0.04}
          for g, k, sd, d, c, l, h, dr in [("study", "rope", 45, 43, True, 0.0, 3.0, 0.4),
                                           ("study", "rope", 46, 43, False, np.nan, np.nan, np.nan),
-                                          ("pre-registration", "rope", 42, 42, True, 1.0, 6.0, 0.5),
+                                          ("ladder seeds", "rope", 42, 42, True, 1.0, 6.0, 0.5),
                                           ("study", "mla", 45, 43, True, np.nan, np.nan, np.nan)]])
     return out
 

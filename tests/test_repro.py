@@ -1132,7 +1132,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
 
     store, frame = _study_store()
     st = study_table(store, frame)
-    assert len(st) == 46 and set(st.group) == {"study", "pre-registration"}
+    assert len(st) == 46 and set(st.group) == {"study", "ladder seeds"}
     assert list(st.columns[:6]) == ["group", "scheme", "train_seed", "data_seed", "status", "counted"]
     rope = st[(st.scheme == "rope") & (st.group == "study")]
     assert len(rope) == 20 and (rope.layer_005 == 0).sum() == 15 and rope.counted.all()
@@ -1145,7 +1145,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert layer0.decision == "inconclusive (specificity not shown)" and "contrast ALiBi: no counted run" in layer0.at_005
     assert layer0.rests_on == "10 training seeds x 2 data seeds (43, 44)"
     assert reads.loc[("study", "rope", "largest deposit in layer <= 1 (second reading)")].at_005.startswith("20 of 20")
-    pre = reads.loc[("pre-registration", "rope", "largest deposit in layer 0")]
+    pre = reads.loc[("ladder seeds", "rope", "largest deposit in layer 0")]
     assert pre.at_005.startswith("0 of 3") and pre.decision == "inconclusive (too few seeds)"  # beside, not pooled
     mla = reads.loc[("study", "mla", "largest drop of any head < threshold")]
     assert mla.at_005.startswith("12 of 18") and mla.at_010.startswith("18 of 18")  # 0.07: below 0.10 only
@@ -1153,7 +1153,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert mla.decision == "mixed" and mla.decision_010 == "inconclusive (specificity not shown)"
     assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
     text = _study_section(st, frame, tier2_readouts(frame))
-    assert "Study runs shipped: 40 of 40." in text and "| pre-registration | RoPE | 3 | 3 |" in text
+    assert "Study runs shipped: 40 of 40." in text and "| ladder seeds | RoPE | 3 | 3 |" in text
     fig = study_map(st)
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
     half = study_table(store, frame[frame.data_seed != 44])  # data seed 44 not shipped yet: an interim look
@@ -1161,7 +1161,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert early.loc[("study", "rope", "largest deposit in layer 0")].decision == "mixed (interim: 10 of 20 runs)"
     assert early.loc[("study", "mla", "largest drop of any head < threshold")].decision.endswith(
         "(few runs; interim: 10 of 20 runs)")  # seed 54 not settled: 9 counted
-    assert early.loc[("pre-registration", "rope", "largest deposit in layer 0")].decision == \
+    assert early.loc[("ladder seeds", "rope", "largest deposit in layer 0")].decision == \
         "inconclusive (too few seeds)"
     readme = "\n".join(study_lines(half, tier2_readouts(frame), "docs/img/findings_study.png"))
     assert "20 of 40 shipped so far" in readme
@@ -1211,7 +1211,7 @@ def test_tier2_judges_nope_vs_rope_by_the_ordering_rule_on_its_own_pairs():
     assert reads.loc["study", "pairs"] == 14 and reads.loc["study", "decision"] == "reproduced"
     assert reads.loc["study", "rests_on"] == "7 training seeds x 2 data seeds (43, 44)"
     assert reads.loc["study", "evidence"].startswith("paired difference +0.040, t 95 % [+0.034, +0.046] over 14")
-    assert reads.loc["pre-registration", "decision"] == "inconclusive (still learning)"  # beside, never pooled
+    assert reads.loc["ladder seeds", "decision"] == "inconclusive (still learning)"  # beside, never pooled
     assert tier2_readouts(_tier2_frame(lambda i: -0.03 - 0.02 * (i % 2))).set_index("group").loc[
         "study", "decision"] == "not reproduced"
     assert tier2_readouts(_tier2_frame(lambda i: 0.05 * (-1) ** i)).set_index("group").loc[

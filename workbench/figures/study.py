@@ -16,7 +16,7 @@ from . import style
 
 
 def _seed_label(r) -> str:
-    return f"s{int(r.train_seed)} d{int(r.data_seed)}" + (" *" if r.group == "pre-registration" else "")
+    return f"s{int(r.train_seed)} d{int(r.data_seed)}" + (" *" if r.group == "ladder seeds" else "")
 
 
 def _cells(g: pd.DataFrame, scheme: str, threshold: str) -> tuple[list, list, list]:
@@ -31,7 +31,7 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
               title: str = "The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall"
               ) -> go.Figure:
     """One panel per scheme (RoPE beside MLA): rows the layers (0 at the top), columns the runs (training seed,
-    data seed; `*` marks a run trained before the registration, shown beside and never pooled). RoPE: a cell at the
+    data seed; `*` marks a run of the scale ladder, trained before the registration, shown beside and never pooled). RoPE: a cell at the
     layer of the run's largest single-head deposit (threshold `threshold`: "005" or "010"), coloured by its drop,
     "none" under a run without one. MLA: a cell at the layer of its largest zero-ablation drop of any head,
     coloured by the drop (the registered question is whether that drop reaches 0.05 / 0.10). An "x" above a column

@@ -431,7 +431,8 @@ def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame
             f"{', '.join(scheme_label(s) for s in study['schemes'])} on {task_label(study['task'])} at "
             f"`{study['preset']}`, training seeds {study['train_seeds'][0]}-{study['train_seeds'][-1]} x data seeds "
             f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
-            "trained before the registration (seeds 42-44, data seed 42) are shown beside it, never pooled.")
+            "of the scale ladder at this preset (seeds 42-44, data seed 42, \"ladder seeds\": all trained before the "
+            "registration) are shown beside it, never pooled.")
     n = int((st.group == "study").sum()) if len(st) else 0
     want = planned_runs(all_schemes=True)
     out = [lead, "", f"Study runs shipped: {n} of {want}" + (" (none has finished yet: `make study` continues it; "
@@ -477,7 +478,10 @@ def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
            + f"Registered in `[study.tier2]`: training seeds {t2['train_seeds'][0]}-{t2['train_seeds'][-1]} x data "
            f"seeds {', '.join(str(d) for d in t2['data_seeds'])}, judged by `{t2['claims'][0]}`'s own rule (the "
            "ordering decision: its status checks first, then the Student-t 95 % interval of the mean paired "
-           f"difference). Study pairs shipped: {n} of {want} (`make study TIER=2`).", ""]
+           f"difference). Study pairs shipped: {n} of {want} (`make study TIER=2`). \"ladder seeds\": the scale "
+           "ladder's pairs at this preset (seeds 42-44, data seed 42), all trained before the registration (seed "
+           "43's run folders date from 2026-11-27: shipped with metrics only, they were re-created then, bit for bit, "
+           "to add their tables), read beside, never pooled.", ""]
     if len(reads):
         out += [_md_table(["group", "pairs", "rests on", "readout", "evidence", "decision"],
                           [[r.group, str(r.pairs), r.rests_on, r.readout, r.evidence, r.decision]

@@ -29,14 +29,15 @@ def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
 def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
     """The runs the registered seed study reads (tier 1: `[study]`; tier 2: `[study.tier2]`): its preset, the
     `paper` arch, its task and schemes (full, not partial), with a `group` column: "study" for its registered
-    training x data seeds, "pre-registration" for the runs trained before the registration (shown beside, never
-    pooled into the study's decision)."""
+    training x data seeds, "ladder seeds" for the scale ladder's runs at the study's preset (seeds 42-44, data seed
+    42, all trained before the registration; tier 2's seed 43 re-created bit for bit on 2026-11-27 to add its
+    tables); shown beside, never pooled into the study's decision)."""
     st = _tier(tier)
     sub = runs[(runs.preset == st["preset"]) & (runs.setting == st["arch"]) & (runs.task == st["task"])
                & runs.variant.isin(st["schemes"]) & (runs.variant == runs.scheme) & ~runs.partial.astype(bool)]
     ds = sub["data_seed"] if "data_seed" in sub else pd.Series(DEFAULT_DATA_SEED, index=sub.index)
     study = sub.seed.isin(st["train_seeds"]) & ds.isin(st["data_seeds"])
-    return sub.assign(group=np.where(study, "study", "pre-registration"))[study | ~is_study(sub)]
+    return sub.assign(group=np.where(study, "study", "ladder seeds"))[study | ~is_study(sub)]
 
 
 def _tier(tier: int) -> dict:
