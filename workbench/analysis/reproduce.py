@@ -276,13 +276,23 @@ class _InMemory:
 
 def shipped_params(shipped_run) -> tuple[dict, dict[str, dict]]:
     """The parameters `shipped_run`'s tables were made with, as they record them: (the suite's `n_boot`,
-    `max_examples`, `seed`: from the ablation table, else ship's defaults; {table: its own parameters}: the head
-    summary's thresholds, and its dla margin, `DLA_MEASURE_BEFORE` where it records none)."""
+    `max_examples`, `seed`: from the ablation table's provenance `parameters` (tables made since 2026-12-06), else
+    its columns, else ship's defaults; {table: its own parameters}: each other table's recorded `parameters`, and
+    for a head summary without them its thresholds and dla margin from its columns, `DLA_MEASURE_BEFORE` where it
+    records none)."""
     params, per_table = dict(SHIP_PARAMS), {}
     have = set(shipped_run.tables())
+    recorded = {n: (shipped_run.provenance_of(n) or {}).get("parameters") for n in have}
     abl = shipped_run.load_table("ablation") if "ablation" in have else None
-    if abl is not None and len(abl) and {"n_boot", "n_examples"} <= set(abl.columns):
+    if recorded.get("ablation"):
+        params.update({k: recorded["ablation"][k] for k in SHIP_PARAMS if k in recorded["ablation"]})
+    elif abl is not None and len(abl) and {"n_boot", "n_examples"} <= set(abl.columns):
         params.update(n_boot=int(abl["n_boot"].iloc[0]), max_examples=int(abl["n_examples"].iloc[0]))
+    for name, p in recorded.items():
+        if p and not name.startswith(("ablation", "deposit")):  # the ablations and deposits share the suite's
+            per_table[name] = {k: v for k, v in p.items() if k != "device"}  # verify picks the device
+    if "head_summary" in per_table:
+        return params, per_table
     hs = shipped_run.load_table("head_summary") if "head_summary" in have else None
     if hs is not None and len(hs):
         first = {k: hs[k].iloc[0] for k in (*HEAD_SUMMARY_PARAMS, "dla_measure") if k in hs}  # each in its dtype
