@@ -172,3 +172,20 @@ def test_a_click_on_a_rung_cell_shows_its_evidence_and_runs(matrix):
     assert F._key(i, m.loc[i]) == f"m{i}"
     base = m[m.rung == "repro"].index[0]
     assert F._key(base, m.loc[base]) == str(m.loc[base, "claim_no"])
+
+
+def test_the_seed_study_card_says_first_how_its_setup_differs_from_the_papers():
+    """The house rule: what differs from the paper's setup is said first. The study card opens with it (the preset's
+    difference, then PE-Lab's models against the paper's: dropout, RoPE without the input sinusoid, MLA, the head
+    ablation) before its readouts; an empty study too."""
+    import json
+
+    from plotly.utils import PlotlyJSONEncoder
+
+    from apps.pages.findings import _study_view
+
+    card = _study_view(pd.DataFrame(columns=["group"]), pd.DataFrame())
+    text = json.dumps(card, cls=PlotlyJSONEncoder)
+    assert "Not the paper's setup" in json.dumps(card.children[1], cls=PlotlyJSONEncoder)  # after the title
+    assert "dropout 0 (the paper's 0.1" in text and "RoPE is RoPE alone" in text and "Figure 7" in text
+    assert text.index("Not the paper's setup") < text.index("runs shipped")

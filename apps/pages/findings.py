@@ -297,23 +297,28 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
     before the registration beside it, never pooled; tier 2's ordering readout per group (`tier2`,
     `claims.tier2_readouts`)."""
     from workbench.analysis.claims import load_registry, planned_runs, study_readouts, tier2_title
+    from workbench.report.comparison import preset_difference, study_differs
 
     study = load_registry().study
     n_done = int((st["group"] == "study").sum()) if not st.empty else 0
+    differs = html.Details([html.Summary(f"Not the paper's setup: {preset_difference(study['preset'])}; PE-Lab's "
+                                         "models (open: how they differ)"),
+                            html.P(study_differs())], className="job-note")
     intro = html.P(f"RoPE and MLA on Task 1 at `{study['preset']}`, {len(study['train_seeds'])} training seeds x "
                    f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
                    f"was trained: {n_done} of {planned_runs(all_schemes=True)} runs shipped (`make study` continues "
-                   "it). A share decides when its Wilson 95 % interval lies on one side of 1/2.", className="job-note")
+                   "it).", className="job-note")
     tier2_view = html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "
                                             f"`{study['tier2']['claims'][0]}`, {planned_runs(tier=2)} pairs "
                                             "registered; `make study TIER=2`)"),
                                _table(tier2, id=f"{P}-study-tier2", page_size=5)])
     if st.empty:
-        return html.Div([html.H3("The seed study of the headline claims"), intro, tier2_view], className="card")
+        return html.Div([html.H3("The seed study of the headline claims"), differs, intro, tier2_view],
+                        className="card")
     readouts = study_readouts(st)
     study_rows = readouts[(readouts.group == "study") & (readouts.decision != "")]
     answer = "; ".join(f"{r.scheme}, {r.readout}: {r.decision} ({r.at_005})" for r in study_rows.itertuples())
-    return html.Div([html.H3("The seed study of the headline claims"), intro,
+    return html.Div([html.H3("The seed study of the headline claims"), differs, intro,
                      html.P(answer or "No study run has shipped yet.", className="job-note"),
                      C.figure_or_hint("study_map", st, id=f"{P}-study"), tier2_view,
                      html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
