@@ -206,12 +206,15 @@ with pd.option_context("display.max_colwidth", 200):
     new_markdown_cell("""\
 ## The seed study of the headline claims
 RoPE and MLA on Task 1 at `repro-long`, 10 training seeds x 2 data seeds each (grids/study.toml): where the
-largest single-head deposit falls, run by run, and the registered readouts. The runs trained before the
-registration are shown beside the study, never pooled into it."""),
+largest single-head deposit falls, run by run, and the registered readouts. The scale ladder's runs at that
+preset ("ladder seeds", trained before the registration) are shown beside the study, never pooled into it. First,
+what differs from the paper's setup:"""),
     new_code_cell('''\
 from workbench.analysis.claims import study_readouts, study_table
 from workbench.figures.study import study_map
+from workbench.report.comparison import preset_difference, study_differs
 
+print(f"Not the paper's setup: {preset_difference('repro-long')}.", study_differs())
 st = study_table(store, every)
 display(study_readouts(st))
 study_map(st)'''),
