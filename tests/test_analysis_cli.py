@@ -260,7 +260,7 @@ def test_each_table_records_the_parameters_it_was_made_with(store, tmp_path):
     from workbench.analysis.reproduce import shipped_params  # what `verify` recomputes them with
 
     shared, per_table = shipped_params(run)
-    assert shared == {"n_boot": 7, "max_examples": 40, "seed": 5} and per_table["qk_means"]["seed"] == 5
+    assert shared == {"n_boot": 7, "max_examples": 40, "seed": 5} and per_table["qk_means"]["seed"] == 5  # 40 used
     assert "device" not in per_table["qk_means"] and "ablation" not in per_table
     run.path.joinpath("tables", "ablation.parquet").unlink()
     from workbench.analysis import ANALYSES

@@ -276,8 +276,9 @@ class _InMemory:
 
 def shipped_params(shipped_run) -> tuple[dict, dict[str, dict]]:
     """The parameters `shipped_run`'s tables were made with, as they record them: (the suite's `n_boot`,
-    `max_examples`, `seed`: from the ablation table's provenance `parameters` (tables made since 2026-12-06), else
-    its columns, else ship's defaults; {table: its own parameters}: each other table's recorded `parameters`, and
+    `max_examples`, `seed`: from the ablation table's provenance `parameters` (tables made since 2026-12-06), its
+    `n_boot` and `n_examples` columns (the test examples it used, at most the cap it was given) over them, else
+    ship's defaults; {table: its own parameters}: each other table's recorded `parameters`, and
     for a head summary without them its thresholds and dla margin from its columns, `DLA_MEASURE_BEFORE` where it
     records none)."""
     params, per_table = dict(SHIP_PARAMS), {}
@@ -286,7 +287,7 @@ def shipped_params(shipped_run) -> tuple[dict, dict[str, dict]]:
     abl = shipped_run.load_table("ablation") if "ablation" in have else None
     if recorded.get("ablation"):
         params.update({k: recorded["ablation"][k] for k in SHIP_PARAMS if k in recorded["ablation"]})
-    elif abl is not None and len(abl) and {"n_boot", "n_examples"} <= set(abl.columns):
+    if abl is not None and len(abl) and {"n_boot", "n_examples"} <= set(abl.columns):  # the test examples it used
         params.update(n_boot=int(abl["n_boot"].iloc[0]), max_examples=int(abl["n_examples"].iloc[0]))
     for name, p in recorded.items():
         if p and not name.startswith(("ablation", "deposit")):  # the ablations and deposits share the suite's
@@ -316,10 +317,10 @@ def analysis_threads(shipped_run) -> int | None:
 def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict, dict]:
     """({name: table}, parameters, {name: what made it}) of `names` computed on `rerun`'s weights by the suite
     `workbench ship` runs (`suite.run_suite`), in memory: what a table is made from recomputed first (a deposit
-    table's ablation, the head summary's per-head tables as shipped), the bootstrap and the test subsample as the
-    shipped ablation table records them (`n_boot`, `n_examples`; else ship's defaults), a head summary's thresholds
-    and dla margin as the shipped one records them, on the shipped tables' torch thread count (`analysis_threads`;
-    the provenance records it). A table the run cannot support is left out."""
+    table's ablation, the head summary's per-head tables as shipped), with the parameters the shipped tables record
+    (`shipped_params`: each table's provenance `parameters`, else the ablation table's `n_boot` / `n_examples`
+    columns and a head summary's thresholds and dla margin, else ship's defaults), on the shipped tables' torch
+    thread count (`analysis_threads`; the provenance records it). A table the run cannot support is left out."""
     import torch
 
     from .suite import run_suite

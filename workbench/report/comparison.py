@@ -190,7 +190,8 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
                  for (rung, setting, variant, task), g in
                  rung_seed_cells(runs_all, rungs).groupby(["rung", "setting", "variant", "task"], sort=False)]
         out += ["Where seed 42's verdict changed, the rung is run with seeds 43 and 44 too; its claims on every seed "
-                "(the rules of the claims above, two seeds at least):", ""] + cells + [""]
+                "(the rules of the claims above: a share needs four counted runs, an ordering three pairs):", ""] \
+            + cells + [""]
         out += [_md_table(["rung", "claim", "setting", "verdict", "evidence"],
                           [[f"`{r.rung}`", r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict), r.evidence]
                            for r in tuples(seeded)]), ""]
@@ -592,7 +593,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "L*l*.H*h* = layer l, head h (0-based); only runs that learned the task and settled count (a ceiling run is "
         f"not exempt); the decision reads {th.indispensable:.2f}, the verdict at {th.also:.2f} is in the evidence and "
         "flagged *threshold-sensitive* where it differs; *specificity*: "
-        "the same rule applied to the scheme the paper contrasts the claim with (*not specific* when it passes too)."
+        "the same rule applied to the scheme the paper contrasts the claim with (*not specific* when it passes too; "
+        "since version 3 a *reproduced* needs it to fail, *specific*)."
         + ("" if gpu else " *Holds across scale*: the "
            f"claim's seed-42 verdict at each other rung of the scale ladder against `{base}`'s seed-42 verdict, said "
            "as one seed's (\"seed 42 agrees with the paper\": one seed cannot reproduce a claim), then the verdict "

@@ -153,7 +153,7 @@ def paper_scale_lines(t1: pd.DataFrame, root: str | Path) -> list[str]:
 
 def paper_scale_cell(r) -> str:
     """One claim row at paper scale as a cell: its verdict, "(few runs)" under the registered minimum, and its
-    evidence (a verdict alone, e.g. "mixed" from three seeds, would not say how little it rests on)."""
+    evidence (a verdict alone, e.g. "mixed" from four seeds, would not say how little it rests on)."""
     few = " (few runs)" if getattr(r, "few_runs", False) and r.verdict in TESTS else ""
     return f"{r.verdict}{few}: {r.evidence}" if r.evidence else f"{r.verdict}{few}"
 

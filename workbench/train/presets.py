@@ -614,8 +614,9 @@ def disclaimer(preset: str = "repro") -> Disclaimer:
              "Trained on a GPU under bf16 autocast, with the attention dropout inside the attention kernel: GPU "
              "kernels are not bit-reproducible, so a re-run agrees within the seeds' spread, not bit for bit.",
              "Few seeds (grids/paper.toml orders three a cell, each GPU window trains a few runs; the paper ran "
-             "one): a claim on fewer runs than its registered minimum says \"(few runs)\", an ordering needs three "
-             "pairs (docs/preregistration.md), and a run still learning at its last epoch cannot settle a claim."))
+             "one): a claim read run by run needs four counted runs, so three seeds a cell read *inconclusive (too "
+             "few seeds)* (fewer than ten are marked \"(few runs)\"), an ordering needs three pairs "
+             "(docs/preregistration.md), and a run still learning at its last epoch cannot settle a claim."))
     t, pt = p["train"], paper["train"]
     same, diff = _against_paper([
         (f"{m['n_layers']} x {m['n_heads']}", f"{pm['n_layers']} x {pm['n_heads']}",
@@ -632,7 +633,8 @@ def disclaimer(preset: str = "repro") -> Disclaimer:
         (*lines, p["optimiser"],
          "A claim *not reproduced at this preset* is not a refutation of the paper: it says what this scale "
          "shows. Rows where the runs cannot show a claim (did not learn, at the ceiling, within the seeds' "
-         f"spread, still learning, one seed, not specific, few pairs, not testable) say so and are not counted as tests; the scale ladder "
+         f"spread, still learning, too few seeds, not specific, specificity not shown, few pairs, not testable) "
+         "say so and are not counted as tests; the scale ladder "
          f"({', '.join(LADDER[1:])}) shows which verdicts move with epochs, width or data."))
 
 

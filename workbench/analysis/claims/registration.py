@@ -37,7 +37,7 @@ def registration_table(cl: pd.DataFrame, runs_all: pd.DataFrame) -> pd.DataFrame
 
 def registration_changes() -> list[str]:
     """What changed since the registration, one line each: every decision (`[decision.*]`) and claim rule with a
-    `change`, decisions first ("the share decision (...) version 2 (2026-12-05): ...")."""
+    `change`, decisions first ("the share decision (...) version 3 (2026-12-06): ...")."""
     reg = load_registry()
     return ([f"the {name} decision (`[decision.{name}]`, every {name} rule) version {d['version']} ({d['changed']}): "
              f"{d['change']}." for name, d in reg.decision.items() if d.get("change")]

@@ -239,8 +239,8 @@ def _at(dep: pd.DataFrame, threshold: float) -> pd.DataFrame:
 def specificity(contrast_agree: list[bool], th: Thresholds, name: str) -> tuple[str, str]:
     """The registered specificity check: the claim's rule applied to the runs of the scheme the paper contrasts it
     with. (label, text): "not specific" when the contrast passes the same rule (its share decision reproduced),
-    "specific" when it fails (not reproduced), "specificity not shown" when its share is mixed, "no contrast
-    run" when none counts. The contrast is read as the claim is (`_verdict`); in the ladder's reading of one seed
+    "specific" when it fails (not reproduced), "specificity not shown" when its share is mixed or rests on too
+    few runs, "no contrast run" when none counts. The contrast is read as the claim is (`_verdict`); in the ladder's reading of one seed
     (`th.min_seeds` 1, what the seed shows, never a verdict) a contrast that neither passes nor fails is "contrast
     not read", which blocks nothing (`specific_or_not`)."""
     unread = "contrast not read" if th.min_seeds <= 1 else None
@@ -285,7 +285,8 @@ def specific_or_not(verdict: str, label: str) -> str:
 
 def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_ids,
          result: str | None = None, **extra) -> dict[str, Any]:
-    """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced) where `verdict` says the
+    """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced, or why they cannot: too few
+    seeds, ...) where `verdict` says the
     row is not a test of the paper (beyond the paper), else the verdict itself. `extra`: claim_id (the registered
     claim it reads, "" for PE-Lab's own rows), verdict_also (at the second threshold), threshold_sensitive,
     specificity and rests_on (training x data seeds). A "reproduced" verdict or result reads as `specific_or_not`

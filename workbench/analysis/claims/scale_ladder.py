@@ -50,8 +50,9 @@ def _learns_answer(sub: pd.DataFrame) -> str:
 def ladder_answers(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds(),
                    every: pd.DataFrame | None = None) -> pd.DataFrame:
     """The questions the scale ladder was built for (LADDER_QUESTIONS), answered at each rung other than the base
-    (`rungs[0]`) where their runs exist, on every seed run there and by the claims' rules (two seeds at least; one
-    seed says "cannot tell (one seed)" and what it shows): the "claim" and "deposit" questions read the rung's
+    (`rungs[0]`) where their runs exist, on every seed run there and by the claims' rules (a share needs four
+    counted runs: fewer say "cannot tell (fewer than 4 counted runs)"; whether a cell learns, on one seed, "cannot
+    tell (one seed)"), with what the runs show: the "claim" and "deposit" questions read the rung's
     claim rows (`every`: `every_seed_claims`, computed from `store` when not given). One row per (question,
     rung): answer and evidence."""
     every = every_seed_claims(store, runs, rungs, th) if every is None else every
@@ -100,7 +101,8 @@ EVERY_COLUMNS = ["rung", "claim", "setting", "verdict", "result", "evidence", "r
 
 def every_seed_claims(store, runs: pd.DataFrame, rungs, th: Thresholds = Thresholds()) -> pd.DataFrame:
     """Every claim row at each rung other than the base (`rungs[0]`), judged once on every seed run there by the
-    default rules (two seeds at least): what `rung_claims` and `ladder_answers` read. One row per (rung, claim,
+    default rules (a share needs four counted runs, an ordering three pairs): what `rung_claims` and
+    `ladder_answers` read. One row per (rung, claim,
     setting)."""
     out = []
     for rung in rungs[1:]:
