@@ -1791,3 +1791,47 @@ def test_verify_stale_none_is_refused_with_what_to_write(tmp_path):
 
     res = CliRunner().invoke(app, ["verify", "--stale", "none", "--root", str(tmp_path / "own")])
     assert res.exit_code == 2 and "--stale 'none': name the tables" in res.output and "Traceback" not in res.output
+
+
+def test_a_bit_for_bit_sample_draws_only_runs_this_machine_may_retrain_bit_for_bit():
+    """`verify --sample K --epochs 1` asks whether this machine reproduces the shipped floats: a run of another CPU
+    vendor (or a SIMD level above this machine's) could only answer no, so it is left out of that draw and said;
+    without --epochs it stays in (judged by the statistical rule). `_here` is the one partition --stale uses too."""
+    from types import SimpleNamespace
+
+    from workbench.cli.repro import _here
+    from workbench.store.run import machine_identity
+
+    here = machine_identity().get("cpu_vendor") or "AuthenticAMD"
+    other = "GenuineIntel" if here != "GenuineIntel" else "AuthenticAMD"
+
+    def run(rid, **info):
+        return SimpleNamespace(id=rid, info={"device": "cpu", **info})
+
+    runs = [run("same", machine={"cpu_vendor": here}), run("other", machine={"cpu_vendor": other}),
+            run("gpu", device="cuda", gpu="NVIDIA H200")]
+    fit, cpu, left = _here(runs)
+    assert [r.id for r in fit] == ["same"] and [r.id for r in cpu] == ["same", "other"]
+    assert left == ["1 trained on a GPU", "1 on another CPU vendor"]
+
+
+def test_verify_says_unrecorded_numerics_as_unrecorded_not_as_differences(shipped, tmp_path):
+    """A shipped run trained before run.json recorded its numerics, re-trained bit for bit: verify listed each
+    unrecorded field as "numerics differ: ... shipped not recorded" right after "bit-identical"; it says they were
+    not recorded."""
+    import shutil
+
+    from workbench.cli import app
+
+    base, ids = shipped
+    fake = tmp_path / "results"
+    shutil.copytree(base / "results" / ids[0], fake / ids[0])
+    info = json.loads((fake / ids[0] / "run.json").read_text())
+    info.pop("numerics", None)
+    (fake / ids[0] / "run.json").write_text(json.dumps(info))
+    write_manifest(fake / ids[0])
+    res = CliRunner().invoke(app, ["verify", ids[0], "--shipped", str(fake), "--root", str(tmp_path / "mine"), "-q",
+                                   "--tables", "none"], env={"PELAB_DATA": str(base / "data")})
+    assert res.exit_code == 0, res.output
+    assert "bit-identical" in res.output and "numerics differ" not in res.output
+    assert "numerics the shipped run did not record (trained before run.json recorded them): " in res.output

@@ -511,16 +511,22 @@ def verify_cmd(
         if why:
             _fail(f"run {rid!r}: cannot re-check it here: {why}")
     own = RunStore(root)
-    if sample:  # drawn from every finished run, whatever is named beside it: the same draw on any such machine
-        runs = finished_runs(src_store)[0]
-        pool = sorted(r.id for r in runs if not gpu_needed(r.info, r.id))
-        gpu = len(runs) - len(pool)
-        left = f" ({gpu} trained on a GPU left out: no CUDA GPU here)" if gpu else ""
+    if sample:  # drawn from the finished CPU runs, whatever is named beside it; with --epochs (bit for bit) from
+        # those this machine may re-train bit for bit: a run of another CPU vendor could only say "no"
+        fit, cpu, left = _here(finished_runs(src_store)[0])
+        pool = sorted(r.id for r in (fit if epochs else cpu))
         if not pool:
-            _fail(f"none of the finished runs of {src_store.root} can be re-trained on this machine{left}")
+            _fail(f"none of the finished runs of {src_store.root} can be re-trained "
+                  f"{'bit for bit ' if epochs else ''}on this machine (left out: {', '.join(left)})")
         drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
-        typer.echo(f"drawn with --seed {seed} from the {len(pool)} finished runs of {src_store.root} this machine "
-                   f"can re-train{left}: {', '.join(drawn)}")
+        gpu = len(finished_runs(src_store)[0]) - len(cpu)
+        what = (f"the {len(pool)} finished runs of {src_store.root} this machine may re-train bit for bit"
+                + (f" (left out: {', '.join(left)})" if left else "") if epochs else
+                f"the {len(pool)} finished runs of {src_store.root} this machine can re-train"
+                + (f" ({len(fit)} of them bit for bit; the others, of another CPU vendor or SIMD level, are judged "
+                   "by the statistical rule)" if len(fit) < len(pool) else "")
+                + (f" ({gpu} trained on a GPU left out: no CUDA GPU here)" if gpu else ""))
+        typer.echo(f"drawn with --seed {seed} from {what}: {', '.join(drawn)}")
         ids += [rid for rid in drawn if rid not in ids]
     if stale:
         ids += [rid for rid in _stale_ids(src_store, wanted, part) if rid not in ids]
@@ -569,6 +575,21 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _here(runs) -> tuple[list, list, list[str]]:
+    """(the runs this machine may re-train bit for bit: CPU runs of its vendor at a SIMD level it reaches, the CPU
+    runs, what was left out of the first and why: "2 trained on a GPU", "164 on another CPU vendor", ...)."""
+    from workbench.train.recreate import gpu_needed, simd_beyond, vendor_differs
+
+    gpu = [r for r in runs if gpu_needed(r.info, r.id)]
+    cpu = [r for r in runs if r not in gpu]
+    vendor = [r for r in cpu if vendor_differs(r.info)]
+    simd = [r for r in cpu if r not in vendor and simd_beyond(r.info)]
+    fit = [r for r in cpu if r not in vendor and r not in simd]
+    left = [f"{len(gpu)} trained on a GPU"] * bool(gpu) + [f"{len(vendor)} on another CPU vendor"] * bool(vendor) + [
+        f"{len(simd)} at a SIMD level above this machine's"] * bool(simd)
+    return fit, cpu, left
+
+
 def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) -> list[str]:
     """`--stale TABLES`: the finished shipped runs with one of `tables` made before its analysis changed
     (`stale_tables`) that this machine may re-train bit for bit (a CPU run, trained on a CPU of this machine's
@@ -576,17 +597,11 @@ def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) ->
     (I, N). Says how many, and how many were left out and why."""
     from workbench.analysis.reproduce import stale_tables
     from workbench.store import finished_runs
-    from workbench.train.recreate import gpu_needed, simd_beyond, vendor_differs
 
     runs = [r for r in finished_runs(src_store)[0] if set(stale_tables(r)) & set(tables)]
-    gpu = [r for r in runs if gpu_needed(r.info, r.id)]
-    vendor = [r for r in runs if r not in gpu and vendor_differs(r.info)]
-    simd = [r for r in runs if r not in gpu and r not in vendor and simd_beyond(r.info)]
-    fit = sorted((r for r in runs if r not in gpu and r not in vendor and r not in simd),
-                 key=lambda r: (float(r.info.get("wall_time_s") or 0), r.id))
+    fit, _, left = _here(runs)
+    fit = sorted(fit, key=lambda r: (float(r.info.get("wall_time_s") or 0), r.id))
     ids = [r.id for r in fit][part[0] - 1::part[1]] if part else [r.id for r in fit]
-    left = [f"{len(gpu)} trained on a GPU"] * bool(gpu) + [f"{len(vendor)} on another CPU vendor"] * bool(vendor) + [
-        f"{len(simd)} at a SIMD level above this machine's"] * bool(simd)
     which = "a table" if len(tables) > 1 else f"a {tables[0]} table"
     typer.echo(f"{len(runs)} shipped runs of {src_store.root} hold {which} made before its analysis changed; "
                f"{len(fit)} may be re-trained here bit for bit" + (f", {len(ids)} of them in shard {part[0]}/{part[1]}"
@@ -646,9 +661,13 @@ def _verify_one(src_store, own, run_id: str, tol: float, threads: Optional[int],
     for key, d in diff.items():
         typer.echo(f"{key}: max |shipped - re-run| = {d:.3g}")
     differs = numerics_differences(recorded_numerics(src.info), recorded_numerics(run.info))
+    unrecorded = [key for key, (was, _) in differs.items() if was is None]
     for key, (was, now) in differs.items():
-        typer.echo(f"numerics differ: {key}: shipped {'not recorded' if was is None else repr(was)}, "
-                   f"re-run {now!r}")
+        if was is not None:
+            typer.echo(f"numerics differ: {key}: shipped {was!r}, re-run {now!r}")
+    if unrecorded:  # not a difference shown: the shipped run predates the record (identical floats say they matched)
+        typer.echo(f"numerics the shipped run did not record (trained before run.json recorded them): "
+                   f"{', '.join(f'{k} (re-run {differs[k][1]!r})' for k in unrecorded)}")
     if before and "cpu_capability" in differs and simd_hold(src.info):
         typer.echo(f"(your copy was trained at {differs['cpu_capability'][1]}: `workbench recreate {run_id} --retrain` "
                    "re-trains it with ATen held to the shipped run's level, where its floats can be the shipped ones)")
@@ -716,9 +735,12 @@ def _first_epochs(src_store, own, src, shipped: list[dict], epochs: int, threads
         rows, how = run.metric_rows()[:epochs], f"re-trained just now into {own.root}"
     off = first_difference(shipped, rows)
     if off:
+        took = src.info.get("cpu_time_s") or src.info.get("wall_time_s")
+        cost = f" (a whole re-training: {float(took) / 60:.0f} CPU-min when shipped)" if took else ""
         typer.secho(f"{src.id}: {said_difference(off, last)} ({how}): this machine's numerics are not the "
                     f"ones it was trained with, so it cannot re-train it bit for bit; `workbench verify {src.id} "
-                    f"--root {own.root}` without --epochs trains it on and judges it by the statistical rule",
+                    f"--root {own.root}` without --epochs trains it on{cost} and judges it by the statistical rule "
+                    "(at best: reproduced statistically, its floats and tables not the shipped ones)",
                     fg=typer.colors.YELLOW, err=True)
         return None
     first = "its first epoch" if len(rows) == 1 else f"its first {len(rows)} epochs"
