@@ -513,13 +513,14 @@ def verify_cmd(
     own = RunStore(root)
     if sample:  # drawn from the finished CPU runs, whatever is named beside it; with --epochs (bit for bit) from
         # those this machine may re-train bit for bit: a run of another CPU vendor could only say "no"
-        fit, cpu, left = _here(finished_runs(src_store)[0])
+        finished = finished_runs(src_store)[0]
+        fit, cpu, left = _here(finished)
         pool = sorted(r.id for r in (fit if epochs else cpu))
         if not pool:
             _fail(f"none of the finished runs of {src_store.root} can be re-trained "
                   f"{'bit for bit ' if epochs else ''}on this machine (left out: {', '.join(left)})")
         drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
-        gpu = len(finished_runs(src_store)[0]) - len(cpu)
+        gpu = len(finished) - len(cpu)
         what = (f"the {len(pool)} finished runs of {src_store.root} this machine may re-train bit for bit"
                 + (f" (left out: {', '.join(left)})" if left else "") if epochs else
                 f"the {len(pool)} finished runs of {src_store.root} this machine can re-train"

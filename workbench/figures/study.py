@@ -31,11 +31,11 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
               title: str = "The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall"
               ) -> go.Figure:
     """One panel per scheme (RoPE beside MLA): rows the layers (0 at the top), columns the runs (training seed,
-    data seed; `*` marks a run of the scale ladder, trained before the registration, shown beside and never pooled). RoPE: a cell at the
-    layer of the run's largest single-head deposit (threshold `threshold`: "005" or "010"), coloured by its drop,
-    "none" under a run without one. MLA: a cell at the layer of its largest zero-ablation drop of any head,
-    coloured by the drop (the registered question is whether that drop reaches 0.05 / 0.10). An "x" above a column
-    marks a run that does not count (not learned or not settled)."""
+    data seed; `*` marks a run of the scale ladder, trained before the registration, shown beside and never pooled).
+    RoPE: a cell at the layer of the run's largest single-head deposit (threshold `threshold`: "005" or "010"),
+    coloured by its drop, "none" under a run without one. MLA: a cell at the layer of its largest zero-ablation drop
+    of any head, coloured by the drop (the registered question is whether that drop reaches 0.05 / 0.10). An "x"
+    above a column marks a run that does not count (not learned or not settled)."""
     fig = make_subplots(rows=1, cols=len(schemes), subplot_titles=[scheme_label(s) for s in schemes],
                         horizontal_spacing=0.08)
     drops = [d for s in schemes for d in _cells(st[st.scheme == s], s, threshold)[1] if pd.notna(d)]

@@ -417,9 +417,11 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
     notes = [f"- {line}" for line in registration_changes()]
     caveats = [f"- `{r.rule}`: {r.caveat}." for r in tuples(registration_table(cl, runs_all)) if r.caveat]
     table = _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"], rows)
-    return (table + "\n" + ("\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else "")
-            + ("\nWhere a rule's quoted sentence does not itself state the direction it tests (registered `caveat`; a "
-               "verdict on these is a verdict on Table 1's numbers):\n\n" + "\n".join(caveats) + "\n" if caveats else ""))
+    changed = "\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else ""
+    caveated = ("\nWhere a rule's quoted sentence does not itself state the direction it tests (registered `caveat`; "
+                "a verdict on these is a verdict on Table 1's numbers):\n\n" + "\n".join(caveats) + "\n"
+                if caveats else "")
+    return table + "\n" + changed + caveated
 
 
 def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame) -> str:
@@ -428,7 +430,8 @@ def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame
     (`_tier2_section`, its readouts `tier2`)."""
     study, reads = load_registry().study, study_readouts(st)
     lead = (_not_the_papers(study["preset"]) + study_differs()
-            + f" The registered seed study (`[study]` of the registry, `{study['grid']}`): the `{study['arch']}` arch's "
+            + " The registered seed study (`[study]` of the registry, "
+            f"`{study['grid']}`): the `{study['arch']}` arch's "
             f"{', '.join(scheme_label(s) for s in study['schemes'])} on {task_label(study['task'])} at "
             f"`{study['preset']}`, training seeds {study['train_seeds'][0]}-{study['train_seeds'][-1]} x data seeds "
             f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
@@ -790,9 +793,9 @@ def study_differs() -> str:
     ours, theirs = (base_config(p, "rope", study["task"])["model"]["dropout"] for p in (study["preset"], "paper"))
     return (f"The study's models are PE-Lab's `{study['arch']}` arch with dropout {ours:g} (the paper's {theirs:g}: "
             "\"all our experiments used dropout, so the deposit pattern is not a phenomenon that can be improved by "
-            "ordinary dropout\", Remark C.1). Its RoPE is RoPE "
-            "alone: the authors' RoPE behind Table 1 and Figure 4 also added a sinusoid at the input (docs/fidelity.md, "
-            "row 13). Its MLA has a rotary query per head and a true rotation (the authors' shares one rotary query "
+            "ordinary dropout\", Remark C.1). Its RoPE is RoPE alone: the authors' RoPE behind Table 1 and Figure 4 "
+            "also added a sinusoid at the input (docs/fidelity.md, row 13). Its MLA has a rotary query per head and a "
+            "true rotation (the authors' shares one rotary query "
             "across heads and reads sin and cos at mismatched frequencies, rows 31 and 33), and the study zeroes each "
             "head's output, where the paper's Figure 7 zeroed 16-wide column blocks of the latent projections, empty "
             "for heads 8-15 (row 36).")

@@ -35,8 +35,9 @@ from .status import (COUNTS, NOT_LEARNED, STATUSES, as_read, read_runs, reading_
 from .runs import (STATUS_COLUMNS, TASKS, BASE, base_preset, cpu_time_share, run_table, status_of_run, reading_of,
                    index_statuses, DEFAULT_DATA_SEED, seeds_text, mean_ci, accuracy_ci, table1, is_study,
                    status_counts, accuracy_text)
-from .rules import (Thresholds, TESTS, UNRANKED, NOT_SPECIFIC, UNSHOWN_SPECIFIC, FEW_SEEDS, OUTCOMES, OUTCOME_RULES, verdict_summary, share, specificity,
-                    ROW_COLUMNS, largest_deposit, largest_layer, thresholds_table, json_value)
+from .rules import (Thresholds, TESTS, UNRANKED, NOT_SPECIFIC, UNSHOWN_SPECIFIC, FEW_SEEDS, OUTCOMES, OUTCOME_RULES,
+                    verdict_summary, share, specificity, ROW_COLUMNS, largest_deposit, largest_layer,
+                    thresholds_table, json_value)
 from .orderings import PAPER_SIX, paired, ORDER_IDS
 from .deposits import ROPE_SHALLOW, concentrated, CAUSAL_METHODS, decodable_layers, scheme_overview, all_deposits
 from .mla import largest_drop

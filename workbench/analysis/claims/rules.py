@@ -149,8 +149,8 @@ OUTCOME_RULES = {
                "learn, diverged, still learning, or at the ceiling where the claim needs room below it): on 3 or "
                "fewer the Wilson interval contains 1/2 whatever they show (3 of 3 agreeing: [0.44, 1.00]), so the "
                "share cannot decide (registered, version 3); the evidence says what they show",
-    ONE_SEED_CELL: "a cell of the scale ladder or the Findings page that rests on seed 42 alone: what that seed shows, "
-              "not a verdict",
+    ONE_SEED_CELL: "a cell of the scale ladder or the Findings page that rests on seed 42 alone: what that seed "
+                   "shows, not a verdict",
     NOT_SPECIFIC: "the share would read reproduced, but the scheme the paper contrasts the claim with passes the "
                   "same rule: the rule cannot tell the claimed pattern from the contrasted one",
     UNSHOWN_SPECIFIC: "the share would read reproduced, but the same rule is not shown to fail on the scheme the "
@@ -240,9 +240,9 @@ def specificity(contrast_agree: list[bool], th: Thresholds, name: str) -> tuple[
     """The registered specificity check: the claim's rule applied to the runs of the scheme the paper contrasts it
     with. (label, text): "not specific" when the contrast passes the same rule (its share decision reproduced),
     "specific" when it fails (not reproduced), "specificity not shown" when its share is mixed or rests on too
-    few runs, "no contrast run" when none counts. The contrast is read as the claim is (`_verdict`); in the ladder's reading of one seed
-    (`th.min_seeds` 1, what the seed shows, never a verdict) a contrast that neither passes nor fails is "contrast
-    not read", which blocks nothing (`specific_or_not`)."""
+    few runs, "no contrast run" when none counts. The contrast is read as the claim is (`_verdict`); in the
+    ladder's reading of one seed (`th.min_seeds` 1, what the seed shows, never a verdict) a contrast that neither
+    passes nor fails is "contrast not read", which blocks nothing (`specific_or_not`)."""
     unread = "contrast not read" if th.min_seeds <= 1 else None
     if not contrast_agree:
         return unread or "no contrast run", f"contrast {name}: no counted run"
@@ -286,13 +286,12 @@ def specific_or_not(verdict: str, label: str) -> str:
 def _row(claim: str, paper: str, setting: str, verdict: str, evidence: str, run_ids,
          result: str | None = None, **extra) -> dict[str, Any]:
     """One claim row; `result`: what the seeds show (reproduced / mixed / not reproduced, or why they cannot: too few
-    seeds, ...) where `verdict` says the
-    row is not a test of the paper (beyond the paper), else the verdict itself. `extra`: claim_id (the registered
-    claim it reads, "" for PE-Lab's own rows), verdict_also (at the second threshold), threshold_sensitive,
-    specificity and rests_on (training x data seeds). A "reproduced" verdict or result reads as `specific_or_not`
-    says: it stands only where its contrast fails the same rule (registered `[decision.share]` versions 2, 3). The
-    specificity is judged at the deciding threshold, so the verdict at the second one (`verdict_also`)
-    is left as its share reads it."""
+    seeds, ...) where `verdict` says the row is not a test of the paper (beyond the paper), else the verdict itself.
+    `extra`: claim_id (the registered claim it reads, "" for PE-Lab's own rows), verdict_also (at the second
+    threshold), threshold_sensitive, specificity and rests_on (training x data seeds). A "reproduced" verdict or
+    result reads as `specific_or_not` says: it stands only where its contrast fails the same rule (registered
+    `[decision.share]` versions 2, 3). The specificity is judged at the deciding threshold, so the verdict at the
+    second one (`verdict_also`) is left as its share reads it."""
     label = extra.get("specificity", "")
     if label:
         extra = {**extra, "verdict_also": extra.get("verdict_also", verdict)}
