@@ -317,15 +317,53 @@ def test_partial_rope_without_rotating_heads_is_not_applicable():
 
 
 # ---- spectral ----------------------------------------------------------------------------------
+def explained_variance(S: np.ndarray, valid: np.ndarray | None = None) -> float:
+    """Reference: share of the variance of one matrix S (over `valid` entries) its diagonal means explain, by
+    a plain loop over the diagonals (spectral.compute accumulates the same sums with index_add over batches)."""
+    S = np.asarray(S, dtype=np.float64)
+    valid = np.ones_like(S, bool) if valid is None else valid
+    off = np.arange(S.shape[1])[None, :] - np.arange(S.shape[0])[:, None]
+    vals, offs = S[valid], off[valid]
+    fitted = np.empty_like(vals)
+    for d in np.unique(offs):
+        fitted[offs == d] = vals[offs == d].mean()
+    ss_tot = ((vals - vals.mean()) ** 2).sum()
+    return float(1 - ((vals - fitted) ** 2).sum() / ss_tot) if ss_tot > 0 else float("nan")
+
+
 def test_explained_variance_of_hand_built_matrices():
     T = toeplitz([3.0, 1.0, -2.0, 0.5, 0.0], [3.0, 4.0, 2.0, -1.0, 7.0])
-    assert spectral.explained_variance(T) == pytest.approx(1.0)
+    assert explained_variance(T) == pytest.approx(1.0)
     rng = np.random.default_rng(0)
-    assert spectral.explained_variance(rng.normal(size=(40, 40))) < 0.2
+    assert explained_variance(rng.normal(size=(40, 40))) < 0.2
     spec = spectral.toeplitz_spectrum(np.eye(5) * 2)
     assert spec["eig_min"] == spec["eig_max"] == 2 and spec["cond"] == pytest.approx(1.0)
     t = np.array([0.5, 1.0, 2.0, 1.0, 0.5])  # offsets -2..2, symmetric
     np.testing.assert_allclose(spectral.toeplitz_from_profile(t, 3), toeplitz([2, 1, 0.5]))
+
+
+def test_spectral_explained_variance_matches_the_reference_per_head():
+    """On one example the pooled and the per-example R^2 of spectral.compute are the reference's on that
+    example's non-pad score matrix; on two, the per-example one is the mean of the two references."""
+    from workbench.analysis._common import cache_hooks, valid_pairs
+    model, data = make_model("rope"), make_data(2, seed=5)
+    data.test_x[0, 9:] = 0
+    ref = np.zeros((2, 2, 4))
+    for i in range(2):
+        tok = torch.as_tensor(data.test_x[i:i + 1])
+        ok = valid_pairs(tok, "paper")[0].numpy()
+        for l in range(2):
+            S = cache_hooks(model, tok, [f"blocks.{l}.attn.hook_attn_scores"])[f"blocks.{l}.attn.hook_attn_scores"]
+            ref[i, l] = [explained_variance(S[0, h].double().numpy(), ok) for h in range(4)]
+    one = spectral.compute(model, SimpleNamespace(test_x=data.test_x[:1], test_y=data.test_y[:1])
+                           ).drop_duplicates(["layer", "head"]).set_index(["layer", "head"])
+    two = spectral.compute(model, data).drop_duplicates(["layer", "head"]).set_index(["layer", "head"])
+    for l in range(2):
+        for h in range(4):
+            assert one.loc[(l, h), "explained_var"] == pytest.approx(ref[0, l, h], abs=1e-9)
+            assert one.loc[(l, h), "explained_var_per_example"] == pytest.approx(ref[0, l, h], abs=1e-9)
+            assert two.loc[(l, h), "explained_var_per_example"] == pytest.approx(ref[:, l, h].mean(), abs=1e-9)
+    assert not np.allclose(ref[0], 1.0)  # RoPE's scores depend on content too: the check is not vacuous
 
 
 def test_spectral_on_pure_alibi_logits_is_exactly_toeplitz():

@@ -428,7 +428,7 @@ def test_reproduced_stands_only_where_the_contrast_is_shown_to_fail_the_rule():
     assert mixed.specificity == "specificity not shown" and mixed.verdict == "inconclusive (specificity not shown)"
     assert row([0.0] * 3).verdict == "inconclusive (specificity not shown)"  # 3 contrast runs cannot fail it
     none = row([])
-    assert none.specificity == "no contrast run" and none.verdict == "inconclusive (specificity not shown)"
+    assert none.specificity == "no counted contrast run" and none.verdict == "inconclusive (specificity not shown)"
 
 
 def test_registration_commits_are_seven_characters_whatever_the_clone_abbreviates_to(tmp_path):

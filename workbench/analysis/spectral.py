@@ -42,21 +42,6 @@ def toeplitz_spectrum(T: np.ndarray) -> dict[str, float]:
             "cond": float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")}
 
 
-def explained_variance(S: np.ndarray, valid: np.ndarray | None = None) -> float:
-    """Share of the variance of S (over `valid` entries) explained by its diagonal means (one matrix)."""
-    S = np.asarray(S, dtype=np.float64)
-    valid = np.ones_like(S, bool) if valid is None else valid
-    nq, nk = S.shape
-    off = np.arange(nk)[None, :] - np.arange(nq)[:, None]
-    vals, offs = S[valid], off[valid]
-    idx = offs + nq - 1
-    cnt = np.bincount(idx, minlength=nq + nk - 1)
-    mean_d = np.bincount(idx, weights=vals, minlength=nq + nk - 1) / np.maximum(cnt, 1)
-    ss_res = ((vals - mean_d[idx]) ** 2).sum()
-    ss_tot = ((vals - vals.mean()) ** 2).sum()
-    return float(1 - ss_res / ss_tot) if ss_tot > 0 else float("nan")
-
-
 def compute(model, data, n_examples: int | None = 256, seed: int = 0, batch_size: int = 16) -> pd.DataFrame:
     cfg = model.cfg
     x, _ = split_xy(data, "test")

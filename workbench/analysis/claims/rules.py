@@ -240,12 +240,12 @@ def specificity(contrast_agree: list[bool], th: Thresholds, name: str) -> tuple[
     """The registered specificity check: the claim's rule applied to the runs of the scheme the paper contrasts it
     with. (label, text): "not specific" when the contrast passes the same rule (its share decision reproduced),
     "specific" when it fails (not reproduced), "specificity not shown" when its share is mixed or rests on too
-    few runs, "no contrast run" when none counts. The contrast is read as the claim is (`_verdict`); in the
+    few runs, "no counted contrast run" when none counts. The contrast is read as the claim is (`_verdict`); in the
     ladder's reading of one seed (`th.min_seeds` 1, what the seed shows, never a verdict) a contrast that neither
     passes nor fails is "contrast not read", which blocks nothing (`specific_or_not`)."""
     unread = "contrast not read" if th.min_seeds <= 1 else None
     if not contrast_agree:
-        return unread or "no contrast run", f"contrast {name}: no counted run"
+        return unread or "no counted contrast run", f"contrast {name}: no counted run"
     sh = share(contrast_agree, th)
     label = {"reproduced": "not specific", "not reproduced": "specific"}.get(_verdict(contrast_agree, th),
                                                                             unread or "specificity not shown")
@@ -278,7 +278,7 @@ def specific_or_not(verdict: str, label: str) -> str:
     specific") reads NOT_SPECIFIC (registered `[decision.share]` version 2), one whose contrast is mixed, too few
     or absent reads UNSHOWN_SPECIFIC (version 3); any other verdict, and the ladder's one seed whose contrast is
     "contrast not read", is unchanged."""
-    if verdict != "reproduced" or label not in ("not specific", "specificity not shown", "no contrast run"):
+    if verdict != "reproduced" or label not in ("not specific", "specificity not shown", "no counted contrast run"):
         return verdict
     return NOT_SPECIFIC if label == "not specific" else UNSHOWN_SPECIFIC
 

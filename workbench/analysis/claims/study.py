@@ -97,7 +97,7 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
     its claim's registered contrast in the same group (MLA's: RoPE, of `mla-no-indispensable-head`; RoPE's: ALiBi,
     of `rope-deposit-first-layer`, which has no study run), at each threshold, and a decision that would read
     reproduced stands only where the contrast fails the rule (`rules.specific_or_not`, `[decision.share]` versions
-    2 and 3): with no contrast run it reads inconclusive (specificity not shown)."""
+    2 and 3): with no counted contrast run it reads inconclusive (specificity not shown)."""
     th = Thresholds()
     reg = load_registry()
     contrasts = {"mla": reg.claim("mla-no-indispensable-head")["contrast"],
