@@ -165,7 +165,8 @@ Markdown(scale_disclaimer(preset))  # read this first: how the preset differs fr
 The amber lines on the bars: the same cells trained at the paper's own scale on a GPU (below), dotted where a run of
 them is still learning."""),
     new_code_cell('''\
-from workbench.report.paper_scale import paper_root, with_paper_scale_table1
+from workbench.report.paper_scale import with_paper_scale_table1
+from workbench.store import paper_root
 
 t1 = table1(runs)
 display(t1.drop(columns=["runs"]))

@@ -199,7 +199,7 @@ def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_h
     in `paper/` beside the store (here one smoke run copied there) add the paper-scale line under Table 1."""
     import shutil
 
-    from workbench.report import build_report, overview, paper_scale
+    from workbench.report import build_report, overview
 
     monkeypatch.setattr(overview, "MAX_DETAIL_RUNS", 2)
     shutil.copytree(smoke.root / smoke.rope, tmp_path / "paper" / smoke.rope,  # a finished RoPE Task 1 run
@@ -208,7 +208,9 @@ def test_a_large_selection_gets_the_findings_and_the_view_per_setting_and_says_h
     from workbench.store import RunStore
 
     deposit.run(RunStore(tmp_path / "paper").get(smoke.rope), compute_missing=False)  # from its ablation table
-    monkeypatch.setattr(paper_scale, "paper_root", lambda root: tmp_path / "paper")
+    import workbench.store
+
+    monkeypatch.setattr(workbench.store, "paper_root", lambda root: tmp_path / "paper")
     lines = []
     s = build_report(smoke.root, "all", tmp_path / "r.html", log=lines.append)
     html = (tmp_path / "r.html").read_text()

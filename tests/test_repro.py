@@ -605,13 +605,13 @@ def test_findings_page_shows_the_paper_scale_runs_beside_the_shipped_store(shipp
 def test_findings_page_on_the_paper_scale_store_itself_says_so(tmp_path):
     """`workbench app --shipped results/paper`: the page judges the GPU runs, titled and described as such (it said
     "re-run on CPU" and "results/repro" whatever it read), with the `paper` preset's disclaimer, and no
-    paper-scale card of the store beside itself (`paper_scale.paper_root` is None there). Its verdict matrix has no
+    paper-scale card of the store beside itself (`store.paper_root` is None there). Its verdict matrix has no
     column for a setting the store has no run of (the `paper` arch's was all "pending"), its evidence opens on the
     RoPE deposit claim of a setting with runs, and the CPU-only seed study and scale ladder (which said "0 of 40
     runs shipped") are named as being in results/repro."""
     from apps import create_app
     from apps.pages import findings
-    from workbench.report.paper_scale import paper_root
+    from workbench.store import paper_root
 
     paper = Path(__file__).resolve().parents[1] / "results" / "paper"
     assert paper_root(paper) is None and paper_root(paper.parent / "repro") == paper.parent / "paper"

@@ -91,7 +91,7 @@ def train_all(preset: str) -> None:
     console.print(f"[bold]{d.headline.replace('`', '')}[/bold] {d.lead}", markup=True, highlight=False)
     rule(f"datasets ({preset} preset)")
     for task in st.TASKS:
-        console.print(summary_table(st.load_or_generate(st.get_spec(task, preset=preset))))
+        console.print(summary_table(store.load_task({"task": task, "preset": preset})))  # the store's data folder
     rule(f"training grids/demo.toml ({preset} preset)")
     runs = []
     for rec in sweep(load_grid(GRID) | {"preset": preset}, store, workers=WORKERS, threads=1):

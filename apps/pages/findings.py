@@ -80,7 +80,7 @@ def _computed(store) -> dict:
     matrix and deposit map (`analysis.findings`), every scheme, partial RoPE and the one-setting pairs. Made whole
     under `_LOCK` before it is cached: a second caller waits for it (the server's `warm` thread and a first visitor
     met a half-made entry, KeyError 'matrix')."""
-    from workbench.report.paper_scale import paper_root, paper_store
+    from workbench.store import paper_root, paper_store
 
     gpu_root = paper_root(store.root)
     gpu = paper_store(gpu_root)
@@ -253,7 +253,7 @@ def _paper_scale_view(t: dict) -> html.Div:
     from workbench.report.paper_scale import paper_scale_sentence
 
     note = t["paper_note"].strip()
-    if not note:  # the store read is the paper-scale one (`paper_scale.paper_root` is None): nothing beside it
+    if not note:  # the store read is the paper-scale one (`store.paper_root` is None): nothing beside it
         return html.Div(id=f"{P}-paper-scale")
     if t["paper_t1"].empty:
         return html.Div(dcc.Markdown(f"**At the paper's own scale (GPU runs).** {note}"), id=f"{P}-paper-scale",

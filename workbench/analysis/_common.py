@@ -4,7 +4,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import math
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -302,6 +301,3 @@ def percentile_interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarr
     a = (1 - level) / 2
     return np.quantile(reps, a, axis=0), np.quantile(reps, 1 - a, axis=0)
 
-
-def nan_to_none(x: float) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, run_data, split_xy, subsample, tag,
-                      train_length)
+from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rope_frequencies, run_data,
+                      split_xy, subsample, tag, train_length)
 
 
 def sample_triples(x: np.ndarray, n_pairs: int, short: tuple[int, int], long: tuple[int, int], arch: str,
@@ -136,7 +136,7 @@ def rope_expected_score(means=(0.0, 0.1, 1.0), d_head: int = 128, base: float = 
     Monte Carlo: mean and standard deviation over `n_samples` (q, k) draws, as in FoPE Fig. 8 (1k samples).
     mu = 1 with std 0 is RoPE's "ideal" curve (q = k = 1)."""
     rng = np.random.default_rng(seed)
-    theta = base ** (-np.arange(0, d_head, 2) / d_head)
+    theta = rope_frequencies(d_head, base)
     dist = np.arange(max_distance + 1)
     cos, sin = np.cos(np.outer(dist, theta)), np.sin(np.outer(dist, theta))  # [D, planes]
     rows = []

@@ -23,7 +23,8 @@ import pandas as pd
 import torch
 from scipy.linalg import toeplitz
 
-from ._common import batches, cache_hooks, evaluating, run_data, split_xy, subsample, tag, valid_pairs
+from ._common import (batches, cache_hooks, evaluating, rope_frequencies, run_data, split_xy, subsample, tag,
+                      valid_pairs)
 
 
 def toeplitz_from_profile(profile: dict[int, float] | np.ndarray, n: int) -> np.ndarray:
@@ -130,7 +131,7 @@ def _phases(kind: str, n: int, rng: np.random.Generator, d_head: int, base: floa
     if kind == "linear":  # one RoPE plane: phases k * theta (the lemma's equality case)
         return np.exp(1j * k * rng.uniform(0.05, np.pi))
     if kind == "rope":  # the RoPE mixture over the planes of one head: (1/P) sum_j e^{i k theta_j}
-        theta = base ** (-np.arange(0, d_head, 2) / d_head)
+        theta = rope_frequencies(d_head, base)
         return np.exp(1j * k[:, None] * theta[None, :]).mean(1)
     raise ValueError(f"phase kind {kind!r} is unknown; use 'random', 'linear' or 'rope'")
 

@@ -345,7 +345,8 @@ def compare_cmd(
         from workbench.figures.export import write_figure
 
         if figure is not None:
-            from workbench.report.paper_scale import paper_root, with_paper_scale_table1
+            from workbench.report.paper_scale import with_paper_scale_table1
+            from workbench.store import paper_root
 
             t1 = with_paper_scale_table1(table1(judged.runs), paper_root(results) if paper is None else paper)
             write_figure(FIGURES["table1"](t1), figure, width=1100, height=480)

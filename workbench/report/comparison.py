@@ -522,8 +522,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
     """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
     Table 1 and the claims, the scale ladder's other rungs beside them, and the paper-scale column from the
     GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
-    from workbench.report.paper_scale import (paper_root as beside, paper_scale_note, with_paper_scale_claims,
-                                              with_paper_scale_table1)
+    from workbench.report.paper_scale import paper_scale_note, with_paper_scale_claims, with_paper_scale_table1
+    from workbench.store import paper_root as beside
     from workbench.analysis.settings import reproduction_grid
     from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
 
@@ -742,7 +742,8 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     readouts so far (interim until all its registered runs are shipped), linking COMPARISON.md (generated);
     `figure` / `study_figure`: the Table 1 and study-map images to show (paths relative to the README);
     `judged`: the claims COMPARISON.md was written from (`base_claims`), judged again when not given."""
-    from workbench.report.paper_scale import paper_root as beside, paper_scale_lines
+    from workbench.report.paper_scale import paper_scale_lines
+    from workbench.store import paper_root as beside
     from workbench.train.presets import LADDER, scale_disclaimer
 
     judged = base_claims(store, run_table(store), LADDER) if judged is None else judged

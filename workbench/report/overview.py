@@ -126,9 +126,9 @@ def findings_section(doc: Doc, store, rt: pd.DataFrame, summary: dict, log: Call
 
 
 def paper_scale_root(store) -> Path | None:
-    """`paper_scale.paper_root` beside the shipped store a report reads (`StoreSet.shipped`; else beside the store
+    """`store.paper_root` beside the shipped store a report reads (`StoreSet.shipped`; else beside the store
     itself), as the Findings page reads it; None when that folder is the store the selection comes from."""
-    from workbench.report.paper_scale import paper_root
+    from workbench.store import paper_root
 
     shipped = getattr(store, "shipped", None)
     gpu = paper_root((shipped or store).root)

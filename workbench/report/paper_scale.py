@@ -5,7 +5,7 @@ reproduction's, or "not run yet".
     t1 = with_paper_scale_table1(table1(runs), "results/paper")    # + `paper_scale` (text per row), its numbers
     cl = with_paper_scale_claims(claims(store, runs), "results/paper")   # + column `paper_scale` (verdict)
     note = paper_scale_note("results/paper")                      # one markdown paragraph: status + command
-    rows = paper_scale_table1(table1(runs), paper_root(store.root))   # the page's rows trained at paper scale
+    rows = paper_scale_table1(table1(runs), paper_root(store.root))  # paper_root: workbench.store   # the page's rows trained at paper scale
     dep = paper_scale_deposits("results/paper")                  # where each paper-scale run's deposit falls
 
 Cells are computed from the paper store's runs with the same functions as the CPU column (`claims.run_table`,
@@ -20,31 +20,11 @@ import pandas as pd
 
 from workbench.analysis._common import tuples
 from workbench.analysis.claims import TESTS, accuracy_text
+from workbench.store import paper_store
 
 NOT_RUN = "not run yet"
 PAPER = "paper"  # the preset of the paper's own scale (grids/paper.toml)
 COMMAND = "make repro-gpu TIER=1"
-
-
-def paper_root(shipped_root: str | Path) -> Path | None:
-    """Where the paper-scale runs are kept: `paper/` beside the shipped store (results/paper beside results/repro);
-    None when the shipped store is that folder itself (`workbench app --shipped results/paper`: its runs are the
-    ones judged, with nothing beside them)."""
-    root = Path(shipped_root).parent / "paper"
-    return None if root.resolve() == Path(shipped_root).resolve() else root
-
-
-def paper_store(root: str | Path | None):
-    """The read-only store at `root` when it holds at least one finished run, else None (also for no `root`)."""
-    from workbench.store import RunStore
-
-    if root is None:
-        return None
-    root = Path(root)
-    if not root.is_dir():
-        return None
-    store = RunStore(root, readonly=True)
-    return store if len(store.query(status="finished")) else None
 
 
 _RUNS: dict[tuple[str, str], tuple] = {}  # (root, its contents stamp) -> (store, run table): the last root only

@@ -33,6 +33,25 @@ def shipped_root(shipped: str | os.PathLike | None = None) -> Path | None:
     return None
 
 
+def paper_root(shipped: str | Path) -> Path | None:
+    """Where the paper-scale runs are kept: `paper/` beside the shipped store (results/paper beside results/repro);
+    None when the shipped store is that folder itself (`workbench app --shipped results/paper`: its runs are the
+    ones judged, with nothing beside them)."""
+    root = Path(shipped).parent / "paper"
+    return None if root.resolve() == Path(shipped).resolve() else root
+
+
+def paper_store(root: str | Path | None) -> RunStore | None:
+    """The read-only store at `root` when it holds at least one finished run, else None (also for no `root`)."""
+    if root is None:
+        return None
+    root = Path(root)
+    if not root.is_dir():
+        return None
+    store = RunStore(root, readonly=True)
+    return store if len(store.query(status="finished")) else None
+
+
 class StoreSet:
     """The user's store (`own`, writable) and an optional read-only `shipped` store."""
 
