@@ -77,7 +77,8 @@ def test_new_schemes_are_registered_with_their_documentation():
         doc = sys.modules[cls.__module__].__doc__
         assert doc and "seed 00" in doc and "Beyond the training length:" in doc, name
         assert cls.can_extrapolate
-    assert {n for n, c in reg.items() if c.rotary} == {"rope", "rope+sinusoidal", "mla", "coca", "fope"}
+    assert {"rope", "rope+sinusoidal", "mla", "coca", "fope"} <= {n for n, c in reg.items() if c.rotary}
+    assert not {"tapa", "wavelet", "legendre"} & {n for n, c in reg.items() if c.rotary}
     assert reg["tapa"].acts_on == "logits" and reg["wavelet"].acts_on == reg["legendre"].acts_on == "input"
 
 
@@ -385,7 +386,7 @@ def test_mla_accepts_odd_d_head_through_its_own_rotary_width(tiny_cfg):
 
 
 # ---- CLI ----------------------------------------------------------------------------------------------------
-def test_cli_schemes_lists_all_fifteen():
+def test_cli_schemes_lists_every_registered_scheme():
     import json
 
     import typer
@@ -398,12 +399,12 @@ def test_cli_schemes_lists_all_fifteen():
     runner = CliRunner()
     result = runner.invoke(app, prefix)
     assert result.exit_code == 0, result.output
-    names = ["nope", "sinusoidal", "learned", "random", "relative", "t5", "alibi", "rope", "rope+sinusoidal",
-             "mla", "coca", "fope", "tapa", "wavelet", "legendre"]
-    assert set(list_schemes()) == set(names)
+    names = list(list_schemes())  # the registry's order; the fifteen of today among them
+    assert {"nope", "sinusoidal", "learned", "random", "relative", "t5", "alibi", "rope", "rope+sinusoidal",
+            "mla", "coca", "fope", "tapa", "wavelet", "legendre"} <= set(names)
     for n in names:
         assert f"│ {n} " in result.output, n
-    assert "(15)" in result.output and "d_c=128" in result.output and "cannot" in result.output
+    assert f"({len(names)})" in result.output and "d_c=128" in result.output and "cannot" in result.output
     rows = json.loads(runner.invoke(app, prefix + ["--json"]).output)
     assert [r["name"] for r in rows] == names
     assert rows[names.index("fope")]["params"]["sigma"]["default"] == 0.3

@@ -1,5 +1,6 @@
 """Initial angles between pre-rotation query and key per rotary plane (CoCA, sections 2.2-2.3)."""
 from apps.pages._diagnostic import Diagnostic, make_layout, register
+from workbench.analysis.angles import rotary_schemes
 
 PATH, NAME, ORDER = "/angles", "Initial angles", 4
 SPEC = Diagnostic(
@@ -15,7 +16,7 @@ SPEC = Diagnostic(
           "the same for uniform random angles; share_affected, the share of the tau closest tokens affected; "
           "tau_mean, the number of closest tokens affected (tokens); angle_circmean, the circular mean of the "
           "angle (radians, 0 to 2 pi); angle_resultant, its resultant length (0: spread evenly, 1: all equal).",
-    applies="rotary schemes (rope, rope+sinusoidal, mla, coca, fope)",
+    applies=f"rotary schemes ({rotary_schemes()})",
     choice=("value", "statistic", ["share_anomalous", "weighted_share_anomalous", "share_affected", "tau_mean",
                                    "tau_median", "angle_resultant", "mean_cos"]),
     summary_columns=["layer", "head", "plane", "theta", "cycles", "share_anomalous", "share_a", "share_d",

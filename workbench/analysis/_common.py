@@ -17,16 +17,14 @@ class NotApplicable(Exception):
 
 
 # ---- display names (sentences, figure titles) -------------------------------------------------
-SCHEME_NAMES = {
-    "nope": "NoPE", "sinusoidal": "Sinusoidal", "learned": "Learned", "random": "Random", "relative": "Relative",
-    "t5": "T5", "alibi": "ALiBi", "rope": "RoPE", "rope+sinusoidal": "RoPE+sinusoidal", "mla": "MLA",
-    "coca": "CoCA", "fope": "FoPE", "tapa": "TAPA", "wavelet": "Wavelet", "legendre": "Legendre",
-}
 TASK_NAMES = {"trigger-distance": "Task 1", "trigger-count": "Task 2"}
 
 
 def scheme_label(scheme: str | None) -> str:
-    return SCHEME_NAMES.get(scheme, scheme) if scheme else "model"
+    """The registered scheme's `label` ("RoPE"); a name the registry does not know, as given; "model" for none."""
+    from workbench.model.pe import scheme_label as registered
+
+    return registered(scheme) if scheme else "model"
 
 
 def task_label(task: str | None) -> str:

@@ -12,15 +12,16 @@ COLUMNS = ("name", "acts_on", "params", "formula", "source", "extrapolation")
 
 
 def scheme_rows() -> list[dict]:
-    """One dict per registered scheme: name, acts_on, params {name: {default, description}}, formula, source,
-    extrapolation, can_extrapolate, rotary, train_defaults {field: {value, why}}."""
+    """One dict per registered scheme: name, label, acts_on, params {name: {default, description}}, formula,
+    source, extrapolation, can_extrapolate, rotary, translation_invariant, train_defaults {field: {value, why}}."""
     from workbench.model.pe import list_schemes
 
     schemes = list_schemes().items()
-    return [dict(name=name, acts_on=cls.acts_on,
+    return [dict(name=name, label=cls.label, acts_on=cls.acts_on,
                  params={k: {"default": default, "description": desc} for k, (default, desc) in cls.params.items()},
                  formula=cls.formula, source=cls.source, extrapolation=cls.extrapolation,
                  can_extrapolate=cls.can_extrapolate, rotary=cls.rotary,
+                 translation_invariant=cls.translation_invariant,
                  train_defaults={k: {"value": v, "why": why} for k, (v, why) in cls.train_defaults.items()})
             for name, cls in schemes]
 

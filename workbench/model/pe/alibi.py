@@ -46,6 +46,8 @@ class AlibiAttention(Attention):
 @register
 class Alibi(Scheme):
     name = "alibi"
+    label = "ALiBi"
+    translation_invariant = True
     acts_on = "logits"
     formula = "score(i, j) = q_i . k_j / sqrt(d) - m_h |i - j|, m_h = 2^(-8h/H)"
     source = "Press et al. 2022 (ALiBi); seed 003"

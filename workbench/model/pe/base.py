@@ -17,12 +17,17 @@ class Scheme:
     """
 
     name: ClassVar[str]
+    label: ClassVar[str]  # the name in sentences and figure titles ("RoPE")
     acts_on: ClassVar[str]  # "nowhere" | "input" | "logits" | "q,k" | "input + q,k"
     formula: ClassVar[str]
     source: ClassVar[str]
     extrapolation: ClassVar[str]  # what it does at positions beyond the training length
     can_extrapolate: ClassVar[bool] = True
     rotary: ClassVar[bool] = False  # has 2-D rotary planes (initial-angle analysis applies)
+    # the first layer's attention scores depend on positions only through k_pos - q_pos, or not at all: the same
+    # tokens shifted right give the same scores (tests/test_scheme_contract.py checks it, and that a scheme
+    # declaring False does change them)
+    translation_invariant: ClassVar[bool] = False
     params: ClassVar[dict[str, tuple[Any, str]]] = {}
     # train-section fields the scheme needs to train stably, {field: (value, why)}: applied after the preset's
     # train section and before its per-task / per-scheme rules, the fidelity and --set (all of which win); stored

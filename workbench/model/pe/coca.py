@@ -121,6 +121,8 @@ class CoCAAttention(Attention):
 @register
 class CoCA(Scheme):
     name = "coca"
+    label = "CoCA"
+    translation_invariant = True
     acts_on = "q,k"
     formula = ("t_n = W_T x_n, c_n = dup(ReLU(mean_pair(t_n))), k_{m,n} = c_n * q_m, then RoPE; "
                "a(m,n) = sum_j c_{n,j} |q_{m,j}|^2 cos((m-n) theta_j) / sqrt(d)")

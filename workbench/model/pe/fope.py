@@ -117,6 +117,8 @@ class FoPEAttention(RotaryAttention):
 @register
 class FoPE(RoPE):
     name = "fope"
+    label = "FoPE"
+    translation_invariant = False  # A's off-diagonal terms mix frequencies: q'.k' depends on m and n, not m - n
     acts_on = "q,k"
     formula = ("plane j at p: (x0 C - x1 S, x0 S + x1 C), C_j(p) = sum_i A^cos_ij cos(p w_i), "
                "S_j(p) = sum_i A^sin_ij sin(p w_i), A = I + N(0, sigma) per head; w_i = theta_i, "

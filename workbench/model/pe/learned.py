@@ -25,6 +25,7 @@ class LearnedPE(nn.Module):
 @register
 class Learned(Scheme):
     name = "learned"
+    label = "Learned"
     acts_on = "input"
     formula = "x_p = e(t_p) + P[p], P trainable, P ~ N(0, 1) at init"
     source = "Devlin et al. 2019 / GPT-2; seed 003 (the authors' 'random' code path)"

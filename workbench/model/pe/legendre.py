@@ -50,6 +50,7 @@ def legendre_table(n_pos: int, d_model: int, max_len: int, gamma: float = 1.0, n
 @register
 class Legendre(Scheme):
     name = "legendre"
+    label = "Legendre"
     acts_on = "input"
     formula = "x_p = e(t_p) + [P_l(tanh(gamma p / L)) / r_l]_{l=0..d-1}, r_l = RMS of P_l over training positions"
     source = "Li 2025, theory of positional encodings (seed 002, section 6.2); Legendre polynomials"

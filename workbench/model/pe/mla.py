@@ -119,6 +119,8 @@ class MLAAttention(Attention):
 @register
 class MLA(Scheme):
     name = "mla"
+    label = "MLA"
+    translation_invariant = True
     acts_on = "q,k"
     formula = ("c_q = W_DQ x_q, c_kv = W_DKV x_kv; q = [W_UQ c_q ; R(m) W_QR c_q], k = [W_UK c_kv ; R(n) W_KR x_kv] "
                "(rotary key shared by all heads), v = W_UV c_kv; score = q.k / sqrt(d_head + d_rope)")

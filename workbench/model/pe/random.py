@@ -13,6 +13,7 @@ def random_table(n_pos: int, d_model: int, seed: int) -> np.ndarray:
 @register
 class RandomFixed(Scheme):
     name = "random"
+    label = "Random"
     acts_on = "input"
     formula = "x_p = e(t_p) + r_p, r_p ~ N(0, 1) drawn once from a seed, never trained"
     source = "seed 003 ('random, fixed')"

@@ -1,4 +1,5 @@
-"""The scheme registry: name -> Scheme class. Adding a scheme = one file + one line in `_MODULES`."""
+"""The scheme registry: name -> Scheme class. Adding a scheme = one file + one line in `_MODULES` (docs/schemes.md,
+"Adding a scheme")."""
 from __future__ import annotations
 
 import importlib
@@ -11,6 +12,10 @@ SCHEMES: dict[str, type[Scheme]] = {}
 
 
 def register(cls: type[Scheme]) -> type[Scheme]:
+    """Class decorator: `cls` under `cls.name`; a second class under a taken name is refused."""
+    if cls.name in SCHEMES and SCHEMES[cls.name].__qualname__ != cls.__qualname__:
+        raise ValueError(f"scheme name {cls.name!r} is taken by {SCHEMES[cls.name].__module__}."
+                         f"{SCHEMES[cls.name].__qualname__}; give {cls.__module__}.{cls.__qualname__} another name")
     SCHEMES[cls.name] = cls
     return cls
 
@@ -37,3 +42,9 @@ def list_schemes() -> dict[str, type[Scheme]]:
     _load()
     order = {module: i for i, module in enumerate(_MODULES)}
     return dict(sorted(SCHEMES.items(), key=lambda kv: order.get(kv[1].__module__.rsplit(".", 1)[-1], len(order))))
+
+
+def scheme_label(name: str) -> str:
+    """The display name of scheme `name` ("RoPE"), or `name` itself when no scheme is registered under it."""
+    _load()
+    return SCHEMES[name].label if name in SCHEMES else name

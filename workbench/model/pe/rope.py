@@ -89,6 +89,8 @@ class RotaryAttention(Attention):
 @register
 class RoPE(Scheme):
     name = "rope"
+    label = "RoPE"
+    translation_invariant = True
     acts_on = "q,k"
     formula = "q'_m = R(m theta) q_m, k'_n = R(n theta) k_n, theta_i = base^(-2i/d_rot); q'_m.k'_n = f(m - n)"
     source = "Su et al. 2021 (RoFormer); partial RoPE: seed 003 section 5"

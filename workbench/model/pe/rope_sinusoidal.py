@@ -12,6 +12,8 @@ from .sinusoidal import LAYOUT_PARAM, check_layout, sinusoid_table
 @register
 class RoPESinusoidal(RoPE):
     name = "rope+sinusoidal"
+    label = "RoPE+sinusoidal"
+    translation_invariant = False
     acts_on = "input + q,k"
     formula = "x_p = e(t_p) + sinusoid(p) (interleaved, or [sin ; cos] halves), then RoPE on q, k"
     source = "seed 003 section 5.2 (the authors' main script also added the sinusoid, as [sin ; cos] halves)"

@@ -34,6 +34,7 @@ LAYOUT_PARAM = ("interleaved", "'interleaved' (sin on even, cos on odd dims) or 
 @register
 class Sinusoidal(Scheme):
     name = "sinusoidal"
+    label = "Sinusoidal"
     acts_on = "input"
     formula = "x_p = e(t_p) + [sin(p w_i), cos(p w_i)]_i, w_i = 10000^(-2i/d)"
     source = "Vaswani et al. 2017; seed 003 ('absolute')"

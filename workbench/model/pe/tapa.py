@@ -65,6 +65,8 @@ class TAPAAttention(Attention):
 @register
 class TAPA(Scheme):
     name = "tapa"
+    label = "TAPA"
+    translation_invariant = True
     acts_on = "logits"
     formula = ("score = q_A.k_A / sqrt(theta D) * cos(2 pi |m-n|^alpha q_P.k_P / sqrt((1-theta) D)); "
                "linear phase: q_P.k_P -> sum(q_P) + sum(k_P)")

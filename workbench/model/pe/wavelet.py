@@ -90,6 +90,7 @@ def wavelet_table(n_pos: int, d_model: int, max_len: int, scale: float | None = 
 @register
 class Wavelet(Scheme):
     name = "wavelet"
+    label = "Wavelet"
     acts_on = "input"
     formula = ("x_p = e(t_p) + s * v_p / |v_p|, v_p = [2^(-j/2) phi((p-c)/2^j + mu), 2^(-j/2) psi((p-c)/2^j + mu)] "
                "over db4, scales j = 0..floor(log2 L), centres c spread over [0, L)")
