@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from workbench.analysis import attribution, patching
+from workbench.analysis import ANALYSES, attribution, patching
 from workbench.analysis.patching import SETS
 
 from test_analysis import make_data
@@ -138,7 +138,7 @@ def test_run_checks_against_the_runs_patching_table():
     assert saved["attribution"] is alone and (alone["check"] == attribution.NO_PATCHING).all()
     assert alone["patching_effect"].isna().all() and alone["rank_corr"].isna().all()
 
-    patching.run(run, n_pairs=16, n_boot=40)
+    ANALYSES["patching"](run, n_pairs=16, n_boot=40)
     df = attribution.run(run, n_pairs=16, n_boot=40)
     assert (df["check"] == "").all() and (df["run_id"] == "r1").all()
     ref = saved["patching"]

@@ -1,6 +1,7 @@
-"""Analyses: one module per analysis, each with a pure `compute(model, data, **params) -> DataFrame` and a
-thin `run(run, **params)` that loads the run's model and dataset, computes, stores the table with
-`run.save_table(name, df)` and returns it. Table schemas: docs/analyses.md.
+"""Analyses: one module per analysis, each with a pure `compute(model, data, **params) -> DataFrame`; its
+`run(run, **params)` loads the run's model and dataset, computes, stores the table with `run.save_table(name, df)`
+and returns it (`_common.stored`; ablation, deposit, attribution and head_summary have their own). Table schemas:
+docs/analyses.md.
 
     from workbench.analysis import ANALYSES, NotApplicable
     df = ANALYSES["ablation"](run, n_boot=1000)
@@ -13,7 +14,7 @@ import json
 
 from . import (ablation, angles, attribution, deposit, distance_bias, dla, edges, experiments, extrapolation,
                head_summary, patching, probes, qk_means, qkv, self_repair, spectral, trigger_attention)
-from ._common import NotApplicable
+from ._common import NotApplicable, stored
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
 from .distance_bias import rope_expected_score
@@ -57,20 +58,20 @@ def _plain(value) -> bool:
 _RUN = {
     "ablation": ablation.run,
     "deposit": deposit.run,
-    "qk_means": qk_means.run,
-    "angles": angles.run,
-    "spectral": spectral.run,
-    "distance_bias": distance_bias.run,
-    "extrapolation": extrapolation.run,
+    "qk_means": stored("qk_means", qk_means.compute),
+    "angles": stored("angles", angles.compute),
+    "spectral": stored("spectral", spectral.compute),
+    "distance_bias": stored("distance_bias", distance_bias.compute),
+    "extrapolation": stored("extrapolation", extrapolation.compute),
     "ablation_resample": ablation.run_resample,
-    "patching": patching.run,
+    "patching": stored("patching", patching.compute),
     "attribution": attribution.run,
-    "edges": edges.run,
-    "qkv": qkv.run,
-    "probes": probes.run,
-    "trigger_attention": trigger_attention.run,
-    "dla": dla.run,
-    "self_repair": self_repair.run,
+    "edges": stored("edges", edges.compute),
+    "qkv": stored("qkv", qkv.compute),
+    "probes": stored("probes", probes.compute),
+    "trigger_attention": stored("trigger_attention", trigger_attention.compute),
+    "dla": stored("dla", dla.compute),
+    "self_repair": stored("self_repair", self_repair.compute),
     "head_summary": head_summary.run,
 }
 

@@ -272,6 +272,19 @@ def tag(df: pd.DataFrame, run) -> pd.DataFrame:
     return df
 
 
+def stored(name: str, compute):
+    """`run(run, **params)` of an analysis that needs nothing but the run's model and dataset: load both, `compute`,
+    `tag`, store as table `name` and return it (the analyses with more to do, ablation's modes, deposit,
+    attribution's check, head_summary's join, have their own `run`)."""
+    def run(run, **params) -> pd.DataFrame:
+        df = tag(compute(run.load_model(), run_data(run), **params), run)
+        run.save_table(name, df)
+        return df
+
+    run.__doc__ = f"Load the run's model and dataset, compute, save as table `{name}` ({compute.__module__})."
+    return run
+
+
 def bootstrap_weights(n: int, n_boot: int, seed: int, chunk: int = 64) -> Iterator[np.ndarray]:
     """Yield chunks of bootstrap resampling counts [chunk, n] (each row sums to n), seeded."""
     rng = np.random.default_rng(seed)

@@ -28,9 +28,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rotary_planes, run_data, split_xy,
-                      subsample, tag, train_length)
-
+from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rotary_planes, split_xy, subsample,
+                      train_length)
 
 
 def rotary_schemes() -> str:
@@ -167,9 +166,3 @@ def compute(model, data, n_pairs: int = 4096, n_examples: int | None = 512, seed
         raise NotApplicable("no head of this model rotates any plane (partial RoPE with rope_heads=0 or empty "
                             f"rope_layers?); initial angles need rotating heads ({rotary_schemes()})")
     return pd.DataFrame(rows)
-
-
-def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("angles", df)
-    return df

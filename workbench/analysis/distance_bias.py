@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rope_frequencies, run_data,
-                      split_xy, subsample, tag, train_length)
+from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rope_frequencies, split_xy, subsample,
+                      train_length)
 
 
 def sample_triples(x: np.ndarray, n_pairs: int, short: tuple[int, int], long: tuple[int, int], arch: str,
@@ -119,12 +119,6 @@ def shared_edges(diffs: dict[int, np.ndarray], n_bins: int) -> np.ndarray:
     if hi <= lo:
         lo, hi = lo - 0.5, hi + 0.5
     return np.linspace(lo, hi, n_bins + 1)
-
-
-def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("distance_bias", df)
-    return df
 
 
 def rope_expected_score(means=(0.0, 0.1, 1.0), d_head: int = 128, base: float = 10000.0, max_distance: int = 512,

@@ -28,8 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval,
-                      run_data, tag)
+from ._common import batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval
 
 
 def components(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, scale: torch.Tensor | None = None):
@@ -129,10 +128,3 @@ def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed
              "vs_runner_up_hi": hi[2 * n + i], "n_examples": len(cols), "level": level}
             for i, (c, l, h) in enumerate(labels)]
     return pd.DataFrame(rows)
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, attribute, save as table `dla`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("dla", df)
-    return df

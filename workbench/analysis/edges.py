@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import run_data, tag
 from .attribution import embedding_at, forward_keeping, largest, over_pairs, path_points, with_real
 from .patching import _check, normalised, pairs_for, position_masks
 
@@ -202,10 +201,3 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     top = largest(df["effect"], check_top)
     real = path_per_pair(model, pairs, [order[i] for i in top], batch_size) if top else None
     return with_real(df, res, top, real, "path", {"effect": "in_path_ci"}, n_boot=n_boot, seed=seed, level=level)
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, estimate every edge, save as table `edges`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("edges", df)
-    return df

@@ -13,9 +13,8 @@ import pandas as pd
 import torch.nn.functional as F
 
 from .baselines import chance, length_only_accuracy
-from ._common import (batches, bootstrap_means, evaluating, lengths, NotApplicable, percentile_interval, run_data,
-                      split_xy, subsample, tag, train_length)
-
+from ._common import (batches, bootstrap_means, evaluating, lengths, NotApplicable, percentile_interval, split_xy,
+                      subsample, train_length)
 
 
 def extrapolating_schemes() -> str:
@@ -78,9 +77,3 @@ def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, 
         rows.append(row)
     df = pd.DataFrame(rows)
     return df.sort_values(["max_len", "split"], kind="stable").reset_index(drop=True)
-
-
-def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("extrapolation", df)
-    return df

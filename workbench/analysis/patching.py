@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ._common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval, run_data, tag
+from ._common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval
 
 
 SETS = ("all", "trigger", "non_trigger")
@@ -288,10 +288,3 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     pairs = pairs_for(data, n_pairs, seed)
     res = per_pair(model, pairs, method=method, batch_size=batch_size)
     return table_from_pairs(res, n_boot=n_boot, seed=seed, level=level)
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, patch, save as table `patching`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("patching", df)
-    return df

@@ -30,8 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, cache_hooks, evaluating, NotApplicable, run_data, split_xy, subsample, tag,
-                      trigger_pair)
+from ._common import batches, cache_hooks, evaluating, NotApplicable, split_xy, subsample, trigger_pair
 
 PROBES = ("position", "label_head", "label_stream")
 DTYPE = torch.float32  # the batched logistic solve (float64: 4x slower; fold accuracies within 0.002)
@@ -235,10 +234,3 @@ def compute(model, data, probes=PROBES, layers: list[int] | None = None, n_examp
     if not rows:
         raise NotApplicable(f"nothing to probe for probes={list(probes)}, layers={layers}")
     return pd.DataFrame(rows)
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, probe, save as table `probes`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("probes", df)
-    return df

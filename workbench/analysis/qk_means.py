@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._common import batches, cache_hooks, evaluating, rotary_planes, run_data, split_xy, subsample, tag, train_length
+from ._common import batches, cache_hooks, evaluating, rotary_planes, split_xy, subsample, train_length
 
 
 def _frequencies(model, layer: int, width: int) -> np.ndarray:
@@ -66,9 +66,3 @@ def compute(model, data, n_examples: int | None = 512, seed: int = 0, batch_size
                 "train_len": L, "n_tokens": count,
             })
     return pd.DataFrame(rows)
-
-
-def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("qk_means", df)
-    return df

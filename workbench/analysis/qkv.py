@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import run_data, tag
 from .attribution import _spearman, forward_keeping, largest, over_pairs, with_real
 from .patching import SETS, _check, normalised, pairs_for, position_masks
 
@@ -231,10 +230,3 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     rows = [i for site in SITES for i in largest(df.loc[df["site"] == site, "effect"], per_site)]
     real = patch_per_pair(model, pairs, chosen(df, rows), batch_size) if rows else None
     return add_patches(df, res, rows, real, n_boot=n_boot, seed=seed, level=level)
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, estimate every head's query, key and value effect, save as table `qkv`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("qkv", df)
-    return df

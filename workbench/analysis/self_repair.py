@@ -37,8 +37,7 @@ import torch
 
 from workbench.model.attention import compute_dtype
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval,
-                      run_data, tag)
+from ._common import batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval
 from .ablation import MODES, head_means, partner_z, with_partners
 from .dla import components, runner_up, store_names
 
@@ -237,10 +236,3 @@ def shares(df: pd.DataFrame) -> pd.DataFrame:
              if total > 0 else np.nan, "sum_direct": total, "sum_total": float(np.abs(df["total"]).sum())}
             for p in SHARES]
     return pd.DataFrame(rows).assign(mode=str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero")
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, measure self-repair, save as table `self_repair`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("self_repair", df)
-    return df

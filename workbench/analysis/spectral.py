@@ -23,8 +23,7 @@ import pandas as pd
 import torch
 from scipy.linalg import toeplitz
 
-from ._common import (batches, cache_hooks, evaluating, rope_frequencies, run_data, split_xy, subsample, tag,
-                      valid_pairs)
+from ._common import batches, cache_hooks, evaluating, rope_frequencies, split_xy, subsample, valid_pairs
 
 
 def toeplitz_from_profile(profile: dict[int, float] | np.ndarray, n: int) -> np.ndarray:
@@ -103,12 +102,6 @@ def compute(model, data, n_examples: int | None = 256, seed: int = 0, batch_size
                 rows.append({"layer": l, "head": h, "offset": int(offsets[i]), "mean_logit": float(prof[i]),
                              "count": int(c[i]), **summary})
     return pd.DataFrame(rows)
-
-
-def run(run, **params) -> pd.DataFrame:
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("spectral", df)
-    return df
 
 
 # ---- Lemma B.1 / Proposition B.3 check -------------------------------------------------------

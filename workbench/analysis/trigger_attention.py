@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, NotApplicable, percentile_interval, run_data,
-                      split_xy, subsample, tag, trigger_pair, valid_pairs)
+from ._common import (batches, bootstrap_means, cache_hooks, evaluating, NotApplicable, percentile_interval, split_xy,
+                      subsample, trigger_pair, valid_pairs)
 
 
 def trigger_positions(tok: torch.Tensor, y: torch.Tensor | None, triggers: np.ndarray, task: str | None):
@@ -107,10 +107,3 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
                              "value": dist_sum[l, h, delta] / dist_n[delta], "ci_lo": np.nan, "ci_hi": np.nan,
                              "uniform": dist_uni[delta] / dist_n[delta], "n_examples": len(x)})
     return pd.DataFrame(rows)
-
-
-def run(run, **params) -> pd.DataFrame:
-    """Load the run's model and dataset, measure, save as table `trigger_attention`."""
-    df = tag(compute(run.load_model(), run_data(run), **params), run)
-    run.save_table("trigger_attention", df)
-    return df
