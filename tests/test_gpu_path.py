@@ -147,8 +147,9 @@ def test_checkpoint_every_n_epochs_resumes_exactly(tmp_path):
         if row["epoch"] == 3:
             raise Crash("after epoch 3, before its checkpoint")
 
-    with pytest.raises(ValueError, match="checkpoint-every"):
-        train(cfg, store, progress=False, device="cpu", checkpoint_every=0)
+    for bad in (0, True, 1.0):  # True is an int to Python, not a number of epochs
+        with pytest.raises(ValueError, match="checkpoint-every"):
+            train(cfg, store, progress=False, device="cpu", checkpoint_every=bad)
     with pytest.raises(Crash):  # checkpoint at epoch 2 only; epoch 3 recorded, then a crash
         train(cfg, store, progress=False, device="cpu", threads=1, checkpoint_every=2, on_epoch=crash)
     run = store.get(store.run_id(cfg))

@@ -272,6 +272,16 @@ def tag(df: pd.DataFrame, run) -> pd.DataFrame:
     return df
 
 
+def streams(model, tokens: torch.Tensor):
+    """(memory M, mask, [residual stream before each layer], final stream) of one forward of `tokens`."""
+    memory, mask = model.embed_input(tokens), model.mask(tokens)
+    resid, x = [], memory
+    for block in model.blocks:
+        resid.append(x)
+        x = block(x, memory, mask)
+    return memory, mask, resid, x
+
+
 def stored(name: str, compute):
     """`run(run, **params)` of an analysis that needs nothing but the run's model and dataset: load both, `compute`,
     `tag`, store as table `name` and return it (the analyses with more to do, ablation's modes, deposit,

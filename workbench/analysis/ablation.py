@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from ._common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, run_data,
-                      split_xy, subsample, tag)
+                      split_xy, streams, subsample, tag)
 
 METRICS = ("accuracy", "loss")
 MODES = ("zero", "mean", "resample")
@@ -96,12 +96,7 @@ def ablated_logits_fast(model, tokens: torch.Tensor, z_fill: torch.Tensor | None
     instead of once per copy."""
     cfg = model.cfg
     L, H, B = cfg.n_layers, cfg.n_heads, tokens.shape[0]
-    memory = model.embed_input(tokens)
-    mask = model.mask(tokens)
-    resid, x = [], memory
-    for block in model.blocks:
-        resid.append(x)
-        x = block(x, memory, mask)
+    memory, mask, resid, x = streams(model, tokens)
     clean = model.head(x, tokens)
     out = torch.empty(L, H, B, clean.shape[-1], dtype=clean.dtype, device=clean.device)
     keep = 1.0 - torch.eye(H, device=clean.device, dtype=memory.dtype)  # [copy, head]

@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ._common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval
+from ._common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval, streams
 
 
 SETS = ("all", "trigger", "non_trigger")
@@ -89,16 +89,6 @@ class _Tail(nn.Module):
         return x
 
 
-def _prefix(model, tokens: torch.Tensor):
-    """(memory, mask, [stream before each layer], final stream) of one forward."""
-    memory, mask = model.embed_input(tokens), model.mask(tokens)
-    resid, x = [], memory
-    for block in model.blocks:
-        resid.append(x)
-        x = block(x, memory, mask)
-    return memory, mask, resid, x
-
-
 def _weights(pos_masks: torch.Tensor, n_heads: int):
     """Per-copy patch weights for one layer, copies ordered (set, k) with k = head 0..H-1, then k = H for the
     stream: (w_z [C*B, pos, H, 1], w_r [C*B, pos, 1]), C = n_sets * (H + 1)."""
@@ -122,7 +112,7 @@ def patched_logits_batched(model, tails, clean: torch.Tensor, cf: torch.Tensor, 
     cfg = model.cfg
     L, H, B = cfg.n_layers, cfg.n_heads, clean.shape[0]
     both = torch.cat([cf, clean])
-    memory, mask, resid, final = _prefix(model, both)
+    memory, mask, resid, final = streams(model, both)
     pm = position_masks(trig, clean, pads=not cfg.pads_are_inert)
     S = pm.shape[0]
     independent = cfg.arch == "paper"

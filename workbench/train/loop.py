@@ -104,6 +104,12 @@ def lr_at(step: int, total_steps: int, train: dict[str, Any]) -> float:
 MAX_THREADS_PER_CPU = 4
 
 
+def check_checkpoint_every(n: Any) -> None:
+    """ValueError unless `n` (epochs between checkpoints) is an integer >= 1."""
+    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+        raise ValueError(f"--checkpoint-every {n!r}: must be an integer >= 1 (1: every epoch)")
+
+
 def check_threads(threads: Any, name: str = "--threads") -> int | None:
     """`threads` (or $PELAB_THREADS) as a validated count in [1, 4 x CPUs], or None (keep torch's default)."""
     if threads is None:
@@ -525,8 +531,7 @@ def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume
     backend = sdpa_backend_context(sdpa_backend)  # ValueError for an unknown backend, before anything is written
     dev = pick_device(device)
     check_threads(threads)
-    if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
-        raise ValueError(f"--checkpoint-every {checkpoint_every!r}: must be an integer >= 1 (1: every epoch)")
+    check_checkpoint_every(checkpoint_every)
     from .presets import check_gpu_memory
 
     check_gpu_memory(config, dev)

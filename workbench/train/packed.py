@@ -51,9 +51,9 @@ import torch.nn.functional as F
 from workbench.store import Run, RunStore, StoreError
 from workbench.store.run import machine_identity, now_iso, process_identity
 
-from .loop import (StopTraining, checkpoint_due, check_threads, commit_epoch, derive_seed, epoch_batches,
-                   epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch, resume_record,
-                   resync, session_record, set_threads, tf32, train_subset)
+from .loop import (StopTraining, checkpoint_due, check_checkpoint_every, check_threads, commit_epoch, derive_seed,
+                   epoch_batches, epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch,
+                   resume_record, resync, session_record, set_threads, tf32, train_subset)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -219,8 +219,7 @@ def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *
     check_packable(configs)
     dev = pick_device(device)
     check_threads(threads)
-    if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
-        raise ValueError(f"--checkpoint-every {checkpoint_every!r}: must be an integer >= 1 (1: every epoch)")
+    check_checkpoint_every(checkpoint_every)
     if dev.type == "cuda":
         need = len(configs) * estimate_gpu_memory(configs[0])
         if need > gpu_free_bytes(dev):
