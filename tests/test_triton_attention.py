@@ -235,6 +235,8 @@ def test_a_run_trained_with_the_kernel_records_it_and_learns_what_sdpa_learns(tm
         cfg = resolve_config("smoke", "rope", "t1", fidelity="authors", sets=sets, store=store)
         runs[backend] = train(cfg, store, progress=False, device="cpu", threads=1, sdpa_backend=backend)
     assert runs["triton"].info["sdpa_backend"] == "triton" and runs[None].info["sdpa_backend"] is None
+    # what the autotuner chose is in run.json (here the interpreter's one config), and nothing for SDPA's run
+    assert set(runs["triton"].info["triton_tuned"]) == {"forward", "backward"} and runs[None].info["triton_tuned"] is None
     assert len(calls) >= 2 and {c[1:] for c in calls} == {(24, 2, 16)}  # 1 layer: the steps and the evaluation
     (a,), (b,) = runs[None].metric_rows(), runs["triton"].metric_rows()
     for key in ("train_loss", "test_loss", "test_acc"):

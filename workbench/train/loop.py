@@ -470,6 +470,17 @@ def resume_record(run: Run, resumed: bool, n_threads: int, dev: torch.device) ->
     return record
 
 
+def kernel_choices(sdpa_backend: str | None) -> dict | None:
+    """What PE-Lab's Triton kernel was autotuned to in this process (`triton_attention.tuned()`: the block of query
+    rows per kernel and key, with every config's ms) where the run trained with it, else None. A config, not a field:
+    the backward sums dK / dV over blocks of that many rows, so the choice can change the last bits of a GPU run."""
+    if sdpa_backend != "triton":
+        return None
+    from workbench.model.triton_attention import tuned
+
+    return tuned()
+
+
 def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, Any]:
     """run.json's fields of a training session (`now`: device, amp, compiled, sdpa_backend, dataset_hash,
     code_version, torch_version): as they are for a new run; for a resume the first session's are kept and each
@@ -698,7 +709,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
             if at_deadline:
-                run.update_info(stopped_at_deadline=epoch + 1)
+                run.update_info(stopped_at_deadline=epoch + 1, triton_tuned=kernel_choices(sdpa_backend))
                 raise StopTraining(f"stopped after epoch {epoch + 1}: " + (
                     f"its {epochs - epoch - 1} epochs left would end past the deadline (must finish)" if hopeless
                     else "the next would end past the deadline"))
@@ -712,5 +723,6 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
         raise
     run.update_info(status="finished", finished=now_iso(), wall_time_s=wall_before + time.perf_counter() - t_session,
-                    cpu_time_s=cpu_before + time.process_time() - cpu_session, machine_at_finish=machine_identity())
+                    cpu_time_s=cpu_before + time.process_time() - cpu_session, machine_at_finish=machine_identity(),
+                    triton_tuned=kernel_choices(sdpa_backend))
     return run
