@@ -718,8 +718,9 @@ def test_causal_claims_leave_out_a_dla_vote_on_the_mean_margin():
         runs.append(FakeRun(rid, {"head_summary": hs}))
     cl = claims(FakeStore(runs), _runs_frame(rows))
     row = cl[cl.claim.str.startswith("RoPE's ablation deposit head also carries") & (cl.setting == "paper")].iloc[0]
-    assert "seed 42: L0.H1 patching nan, probe selectivity nan, votes ablation+dla" in row.evidence
-    assert "seed 43: L0.H1 patching nan, probe selectivity nan, votes ablation;" in row.evidence
+    # the drop the ablation vote read is named (zero ablation here: no resample table)
+    assert "seed 42: L0.H1 zero ablation 0.30, patching nan, probe selectivity nan, votes ablation+dla" in row.evidence
+    assert "seed 43: L0.H1 zero ablation 0.30, patching nan, probe selectivity nan, votes ablation;" in row.evidence
     assert "seed 43: dla vote left out" in row.evidence and "seed 42: dla vote left out" not in row.evidence
     assert row.result == "inconclusive (too few seeds)"  # 1 of 2
 

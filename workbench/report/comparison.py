@@ -157,9 +157,11 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
              _pct(d["paper"])] + ["–" if not np.isfinite(d[rung]) else f"{_pct(d[rung])} ({d[rung + ' status']})"
                                   for rung in rungs] for d in t.to_dict("records")]
     gaps = ladder_gaps(t, rungs)
-    what = {g: [] for g in ("explains", "does not explain", "cannot tell yet", "no gap")}
+    what = {g: [] for g in ("explains", "does not explain", "cannot tell yet", "closer, unexplainable", "no gap")}
     for r in tuples(gaps):
-        what[r.gap].append(f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at "
+        # a closer cell whose run did not learn (or diverged) is settled: no more epochs make it explain the gap
+        group = "closer, unexplainable" if r.gap == "cannot tell yet" and status_settled(r.status) else r.gap
+        what[group].append(f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at "
                            f"{r.rung}: {_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})"
                            + (f" ({_undecided_why(r.status)})" if r.gap == "cannot tell yet" else ""))
     explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
@@ -180,7 +182,12 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
         + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
     if undecided:
         out += ["Cannot tell yet (the run at the rung did not pass the status checks, first by the registered "
-                "rule):", ""] + [f"- {x}" for x in undecided] + [""]
+                "rule, and has not settled):", ""] + [f"- {x}" for x in undecided] + [""]
+    if what["closer, unexplainable"]:
+        out += ["Closer, but not an explanation by the registered rule (the run at the rung settled without "
+                "learning the task: only a run that learned and settled explains a gap; where the paper's own number "
+                "is below the bar for learning, as NoPE's on Task 1, no run at any rung can):", ""] \
+            + [f"- {x}" for x in what["closer, unexplainable"]] + [""]
     if what["no gap"]:
         out += [f"No difference to explain (at `{rungs[0]}` the cell is already within {pts} of the paper's "
                 "number):", ""] + [f"- {x}" for x in what["no gap"]] + [""]
@@ -667,7 +674,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "(same task and seed): both runs' test accuracy and single-head deposits (layer, head, zero-ablation "
         "drop), so a setting that moves the deposit shows as well as one that moves the accuracy. A single-seed "
         "difference within the baseline's seed spread (the range of its three seeds) is not an effect. The change "
-        "column is computed from the two runs' config.json.",
+        "column is computed from the two runs' config.json (a field a later version of PE-Lab added with the value "
+        "that older runs trained with, such as `train.fused_attention: false`, is not a change).",
         "",
         _one_setting_section(one_setting(store, runs)),
         "Thresholds used above (claims, and the run rules of `workbench/analysis/claims/status.py`):",

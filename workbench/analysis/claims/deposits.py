@@ -222,15 +222,17 @@ def _causal_claims(store, runs, th) -> list[dict]:
             both = paper[paper["deposit_head"].astype(bool)]
             agree.append(not both.empty)
             notes.append(f"seed {r.seed}: " + ", ".join(
-                f"L{int(x.layer)}.H{int(x['head'])} patching {x.patch_effect:.2f}, probe selectivity "
-                f"{x.probe_selectivity:.2f}, votes {x.methods or 'none'}" for _, x in paper.iterrows()))
+                f"L{int(x.layer)}.H{int(x['head'])} {_ablation_vote_reads(x)}patching {x.patch_effect:.2f}, "
+                f"probe selectivity {x.probe_selectivity:.2f}, votes {x.methods or 'none'}"
+                for _, x in paper.iterrows()))
         if all_sub.empty and setting != "paper":
             continue
         notes += _uncounted_notes(all_sub)
         out.append(_row(claim, "one shallow head carries the bulk of positional computations", setting,
                         _beyond(agree, all_sub, sub), "; ".join(notes) + _waiting(sub, hs, "head_summary")
                         + _dla_note(hs, sub) + _made_before(store, sub, hs, "head_summary") if notes
-                        else "no finished run with a head_summary table yet", all_sub["run_id"], _verdict(agree, th)))
+                        else "no finished run with a head_summary table yet", all_sub["run_id"],
+                        _seeds_show(agree, all_sub, sub, th)))
     claim = "MLA has no head that a causal method and a second method mark as a deposit head"
     for setting in ("paper", "authors-mla"):
         for task in TASKS:
@@ -253,8 +255,26 @@ def _causal_claims(store, runs, th) -> list[dict]:
                             "; ".join(parts) + _waiting(sub, hs, "head_summary") + _dla_note(hs, sub)
                             + _made_before(store, sub, hs, "head_summary") if parts
                             else "no finished run with a head_summary table yet", all_sub["run_id"],
-                            _verdict(agree, th)))
+                            _seeds_show(agree, all_sub, sub, th)))
     return out
+
+
+def _ablation_vote_reads(x) -> str:
+    """The drop the head summary's ablation vote reads (resample ablation where the run has it, else zero
+    ablation: `head_summary.compute`), named, so that a zero-ablation deposit head without an ablation vote reads
+    as what it is."""
+    for mode in ("resample", "zero"):
+        if np.isfinite(x.get(f"{mode}_delta", np.nan)):
+            return f"{mode} ablation {x[f'{mode}_delta']:.2f}, "
+    return ""
+
+
+def _seeds_show(agree: list[bool], runs: pd.DataFrame, counted: pd.DataFrame, th) -> str:
+    """What the seeds of a row beyond the paper show (its `result`): the share decision on the counted runs; with
+    none counted, why (`_unshown`: did not learn / still learning), "pending" only while runs or tables are to come."""
+    if agree:
+        return _verdict(agree, th)
+    return _unshown(runs) if len(runs) and counted.empty else "pending"
 
 
 def _beyond(agree: list[bool], runs: pd.DataFrame, learned: pd.DataFrame) -> str:

@@ -53,9 +53,9 @@ def _overfit_claim(runs, th) -> dict:
     `train_acc_eval` (the recorded train accuracy is a running mean over the epoch, biased low against the test
     accuracy measured after it) -- every run at `repro` -- and the evidence says so, with the epochs against the
     paper's 100. Version 2 (2026-12-05): a run at the ceiling is not counted, here and in the contrast (no gap >=
-    0.05 can open at >= 98 %: it cannot show the claim either way); every learned, settled run at the ceiling:
-    inconclusive (ceiling). Every run learned and at the ceiling reads so first, whether or not its train accuracy
-    was measured (no gap can open on this data either way)."""
+    0.05 can open at >= 98 %: it cannot show the claim either way); where every settled run is at the ceiling:
+    inconclusive (ceiling). Where every run learned and is at the ceiling, settled or not, the row reads so first,
+    whether or not its train accuracy was measured (no gap can open on this data either way)."""
     claim, paper = "learned / random position embeddings overfit on Task 1", "learned/\"random\" overfits"
     sub = runs[(runs.setting == "paper") & (runs.task == "trigger-distance") & runs.variant.isin(["learned", "random"])]
     if sub.empty:
