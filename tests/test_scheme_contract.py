@@ -3,6 +3,7 @@ the registry, so that a scheme added in one file is tested with no test edited: 
 come back from the store, its attention scores read its hooks, and it is translation-invariant exactly when it says
 so (a bug that makes a relative scheme depend on absolute position fails here)."""
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,8 +24,7 @@ def tiny(scheme: str, arch: str = "paper", **kw) -> PEClassifier:
 def test_every_scheme_documents_itself():
     labels = [cls.label for cls in list_schemes().values()]
     assert len(set(labels)) == len(labels), labels
-    with open("docs/schemes.md") as f:
-        doc = f.read()
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "schemes.md").read_text()
     for name, cls in list_schemes().items():
         for attr in ("label", "formula", "source", "extrapolation"):
             assert isinstance(getattr(cls, attr, None), str) and getattr(cls, attr).strip(), (name, attr)
@@ -36,9 +36,25 @@ def test_a_second_scheme_under_a_taken_name_is_refused():
     class Impostor(Scheme):
         name, label = "rope", "not RoPE"
 
-    with pytest.raises(ValueError, match="taken by workbench.model.pe.rope.RoPE"):
-        register(Impostor)
-    assert SCHEMES["rope"].label == "RoPE"
+    class RoPE(Scheme):  # the same class name in another module is another class
+        name, label = "rope", "not RoPE either"
+
+    for cls in (Impostor, RoPE):
+        with pytest.raises(ValueError, match="taken by workbench.model.pe.rope.RoPE"):
+            register(cls)
+    assert SCHEMES["rope"].label == "RoPE" and SCHEMES["rope"].__module__ == "workbench.model.pe.rope"
+
+
+@pytest.mark.parametrize("scheme", NAMES)
+def test_runs_in_float64(scheme):
+    """Every scheme builds its tables in the dtype of the model's parameters: a model in float64 (as analyses that
+    need the precision use it) runs, past the training length too, and agrees with float32 to its rounding."""
+    model = tiny(scheme)
+    tokens = torch.randint(1, 24, (3, 16), generator=torch.Generator().manual_seed(5))
+    tokens[1, 9:] = 0
+    torch.testing.assert_close(model.double()(tokens).float(), tiny(scheme)(tokens), atol=1e-4, rtol=1e-4)
+    if list_schemes()[scheme].can_extrapolate:
+        assert torch.isfinite(model(torch.randint(1, 24, (2, 24), generator=torch.Generator().manual_seed(6)))).all()
 
 
 @pytest.mark.parametrize("scheme", NAMES)
@@ -81,6 +97,13 @@ def test_the_scores_read_the_hooked_queries_keys_and_bias(scheme):
         expected = expected + cache[names[2]].unsqueeze(0)
     torch.testing.assert_close(cache[names[3]], expected, atol=1e-5, rtol=1e-5)
     assert not torch.allclose(cache[names[3]], clean[names[3]], atol=1e-4)
+    # the queries alone move the scores, through the hook and through `scores` (a scheme with a position bias
+    # would otherwise pass on the bias edit alone)
+    with model.hooks(fwd_hooks=edits[:1]):
+        _, q_only = model.run_with_cache(tokens, names_filter=lambda n: n == names[3])
+    assert not torch.allclose(q_only[names[3]], clean[names[3]], atol=1e-4)
+    rq, rk = clean[names[0]], clean[names[1]]
+    assert not torch.allclose(attn.scores(2 * rq, rk), attn.scores(rq, rk), atol=1e-4)
 
 
 def scores_at(model, tokens: torch.Tensor) -> torch.Tensor:

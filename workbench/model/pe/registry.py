@@ -13,9 +13,10 @@ SCHEMES: dict[str, type[Scheme]] = {}
 
 def register(cls: type[Scheme]) -> type[Scheme]:
     """Class decorator: `cls` under `cls.name`; a second class under a taken name is refused."""
-    if cls.name in SCHEMES and SCHEMES[cls.name].__qualname__ != cls.__qualname__:
-        raise ValueError(f"scheme name {cls.name!r} is taken by {SCHEMES[cls.name].__module__}."
-                         f"{SCHEMES[cls.name].__qualname__}; give {cls.__module__}.{cls.__qualname__} another name")
+    taken = SCHEMES.get(cls.name)
+    if taken is not None and (taken.__module__, taken.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"scheme name {cls.name!r} is taken by {taken.__module__}.{taken.__qualname__}; give "
+                         f"{cls.__module__}.{cls.__qualname__} another name")
     SCHEMES[cls.name] = cls
     return cls
 
