@@ -228,6 +228,15 @@ from workbench.analysis.claims import tier2_pairs, tier2_readouts
 display(tier2_readouts(every))
 tier2_pairs(every)'''),
     new_markdown_cell("""\
+Tier 3: NoPE and Relative on Task 1 at `repro-long` (`[study.tier3]`, registered 2026-12-06 before its runs), read by
+the rule of `nope-no-generalise-t1` (a settled run agrees when it did not learn) against tier 1's RoPE runs. NoPE's
+half cannot come out otherwise: without position the `paper` arch is permutation-invariant, so it checks the
+instrument; Relative's half is the open one."""),
+    new_code_cell('''\
+from workbench.analysis.claims import tier3_readouts
+
+tier3_readouts(every)'''),
+    new_markdown_cell("""\
 ## The central claim: RoPE's single-head deposit on Task 1
 The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over seeds: mean delta per
 head with a Student-t interval over seeds."""),

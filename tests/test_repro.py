@@ -1837,3 +1837,53 @@ def test_verify_says_unrecorded_numerics_as_unrecorded_not_as_differences(shippe
     assert res.exit_code == 0, res.output
     assert "bit-identical" in res.output and "numerics differ" not in res.output
     assert "numerics the shipped run did not record (trained before run.json recorded them): " in res.output
+
+
+def _tier3_frame(relative_acc, rope_acc=0.99, nope_still=(), drop=()):
+    """Tier 3's runs by hand at repro-long, Task 1, `paper` arch: NoPE at 0.15 (did not learn) and Relative at
+    `relative_acc(i)` on training seeds 45-48 x data seeds 43-44, tier 1's RoPE at `rope_acc` on seeds 45-54 x 43-44,
+    and seed 42 of data seed 42 of each (trained before the registration); `nope_still`: indices of NoPE runs still
+    learning; `drop`: (scheme, index) of runs not shipped."""
+    rows = []
+    for i, (seed, data) in enumerate([(s, d) for d in (43, 44) for s in range(45, 55)] + [(42, 42)]):
+        for scheme, acc in (("nope", 0.15), ("relative", relative_acc(i)), ("rope", rope_acc)):
+            if (scheme != "rope" and (seed > 48 and data != 42)) or (scheme, i) in drop:
+                continue
+            rows.append({"run_id": f"t1-{scheme}-repro-long-s{seed}-d{data}", "variant": scheme, "scheme": scheme,
+                         "task": "trigger-distance", "seed": seed, "data_seed": data, "preset": "repro-long",
+                         "test_acc": acc, "test_acc_auc": 0.5, "epochs": 12,
+                         "still_learning": scheme == "nope" and i in nope_still})
+    return _runs_frame(rows)
+
+
+def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
+    """Tier 3 applies `nope-no-generalise-t1` to each scheme apart: NoPE not learning in all 8 runs reads
+    reproduced, RoPE (tier 1's runs) learning in all of them makes it specific; Relative learning reads not
+    reproduced; with RoPE not learning either the same NoPE runs cannot read reproduced (not specific); runs still
+    learning are not counted, and fewer than 4 counted is too few; a missing run is interim; seed 42 is read apart,
+    never pooled."""
+    from workbench.analysis.claims import tier3_readouts
+    from workbench.report.comparison import _tier3_section, study_lines
+
+    reads = tier3_readouts(_tier3_frame(lambda i: 0.95)).set_index(["group", "scheme"])
+    assert list(reads.loc[("study", "nope"), ["runs", "counted"]]) == [8, 8]
+    assert reads.loc[("study", "nope"), "decision"] == "reproduced"
+    assert "8 of 8 counted runs agree, Wilson 95 % [0.68, 1.00] (few runs); contrast RoPE Task 1: 0 of 20" \
+        in reads.loc[("study", "nope"), "evidence"]
+    assert reads.loc[("study", "relative"), "decision"] == "not reproduced"
+    assert reads.loc[("ladder seeds", "nope"), "decision"] == "inconclusive (too few seeds)"  # beside, not pooled
+    both_fail = tier3_readouts(_tier3_frame(lambda i: 0.15, rope_acc=0.15)).set_index(["group", "scheme"])
+    assert both_fail.loc[("study", "nope"), "decision"] == "inconclusive (not specific)"
+    still = tier3_readouts(_tier3_frame(lambda i: 0.95, nope_still={0, 1, 2, 3, 10})).set_index(["group", "scheme"])
+    assert list(still.loc[("study", "nope"), ["runs", "counted"]]) == [8, 3]
+    assert still.loc[("study", "nope"), "decision"] == "inconclusive (too few seeds)"
+    interim = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", 11)})).set_index(["group", "scheme"])
+    assert interim.loc[("study", "relative"), "decision"] == "not reproduced (interim: 7 of 8 runs)"
+    frame = _tier3_frame(lambda i: 0.95)
+    text = _tier3_section(frame, tier3_readouts(frame))
+    assert text.startswith("### Tier 3: NoPE and Relative on Task 1 at `repro-long`")
+    assert "Study runs shipped: 16 of 16" in text
+    assert text.index("permutation-invariant") < text.index("| group |")  # what differs, before the results
+    lines = "\n".join(study_lines(pd.DataFrame(columns=["group"]), pd.DataFrame(columns=["group"]), None,
+                                  tier3_readouts(frame)))
+    assert "- study, NoPE: 8 of 8 runs counted: **reproduced**" in lines

@@ -126,7 +126,8 @@ def _tables_of(store, gpu_root) -> dict:
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": judged.study, "tier2": judged.tier2, "registration": registration_table(cl, runs_all)}
+            "study": judged.study, "tier2": judged.tier2, "tier3": judged.tier3,
+            "registration": registration_table(cl, runs_all)}
 
 
 def warm(shipped_root) -> None:
@@ -200,7 +201,7 @@ def layout(claim: str | None = None, **query):
                   dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
                   html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
         *(_cpu_studies_elsewhere() if preset == "paper" else [
-            _study_view(t["study"], t["tier2"]),
+            _study_view(t["study"], t["tier2"], t["tier3"]),
             html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
                       C.figure_or_hint("verdict_matrix", m, id=f"{P}-ladder-matrix", by="rung")
                       if (m["claim_no"] < 0).any()
@@ -291,12 +292,12 @@ def _cpu_studies_elsewhere() -> list:
                              "runs of Table 1 only.", className="job-note"), _no_ladder_graph()], className="card")]
 
 
-def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
+def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tier3: pd.DataFrame) -> html.Div:
     """The registered seed study (docs/preregistration.md): its readouts per scheme (a share with its Wilson
     interval, deciding at 0.05, 0.10 beside) and the layer x run map (`figures.study.study_map`), the runs trained
     before the registration beside it, never pooled; tier 2's ordering readout per group (`tier2`,
-    `claims.tier2_readouts`)."""
-    from workbench.analysis.claims import load_registry, planned_runs, study_readouts, tier2_title
+    `claims.tier2_readouts`) and tier 3's per scheme and group (`tier3`, `claims.tier3_readouts`)."""
+    from workbench.analysis.claims import load_registry, planned_runs, study_readouts, tier2_title, tier3_title
     from workbench.report.comparison import preset_difference, study_differs
 
     study = load_registry().study
@@ -312,15 +313,19 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame) -> html.Div:
                                             f"`{study['tier2']['claims'][0]}`, {planned_runs(tier=2)} pairs "
                                             "registered; `make study TIER=2`)"),
                                _table(tier2, id=f"{P}-study-tier2", page_size=5)])
+    tier3_view = html.Details([html.Summary(f"tier 3: {tier3_title()} (`{study['tier3']['claims'][0]}`, "
+                                            f"{planned_runs(tier=3, all_schemes=True)} runs; NoPE's half is "
+                                            "permutation-invariant, so it cannot come out otherwise)"),
+                               _table(tier3, id=f"{P}-study-tier3", page_size=5)])
     if st.empty:
-        return html.Div([html.H3("The seed study of the headline claims"), differs, intro, tier2_view],
+        return html.Div([html.H3("The seed study of the headline claims"), differs, intro, tier2_view, tier3_view],
                         className="card")
     readouts = study_readouts(st)
     study_rows = readouts[(readouts.group == "study") & (readouts.decision != "")]
     answer = "; ".join(f"{r.scheme}, {r.readout}: {r.decision} ({r.at_005})" for r in study_rows.itertuples())
     return html.Div([html.H3("The seed study of the headline claims"), differs, intro,
                      html.P(answer or "No study run has shipped yet.", className="job-note"),
-                     C.figure_or_hint("study_map", st, id=f"{P}-study"), tier2_view,
+                     C.figure_or_hint("study_map", st, id=f"{P}-study"), tier2_view, tier3_view,
                      html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
                                                 "registration, never pooled)"),
                                    _table(readouts, id=f"{P}-study-readouts", page_size=10)])], className="card")

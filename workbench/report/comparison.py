@@ -20,8 +20,9 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
                                        NOT_SPECIFIC, StatusRules, status_settled, registration_changes,
-                                       registration_table, study_readouts, table1, thresholds_table, tier2_pairs,
-                                       study_title, tier2_title, verdict_summary)
+                                       registration_table, study_readouts, study_runs, table1, thresholds_table,
+                                       tier2_pairs, tier3_readouts, study_title, tier2_title, tier3_title,
+                                       verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis._common import scheme_label, task_label, tuples
 from workbench.analysis.experiments import PAPER_TABLE1
@@ -431,10 +432,11 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
     return table + "\n" + changed + caveated
 
 
-def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame) -> str:
+def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame,
+                   tier3: pd.DataFrame | None = None) -> str:
     """The seed study: per scheme the counted runs and the registered readouts (`study_readouts`: the study's runs,
     and the runs trained before the registration beside them, never pooled), then every run of it; then tier 2
-    (`_tier2_section`, its readouts `tier2`)."""
+    (`_tier2_section`, its readouts `tier2`) and tier 3 (`_tier3_section`, its readouts `tier3`)."""
     study, reads = load_registry().study, study_readouts(st)
     lead = (_not_the_papers(study["preset"]) + study_differs()
             + " The registered seed study (`[study]` of the registry, "
@@ -465,7 +467,8 @@ def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame
                             "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
                             "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
                            for r in tuples(st)]), ""]
-    return "\n".join(out + [_tier2_section(runs_all, tier2)])
+    return "\n".join(out + [_tier2_section(runs_all, tier2),
+                            _tier3_section(runs_all, tier3_readouts(runs_all) if tier3 is None else tier3)])
 
 
 def _not_the_papers(preset: str) -> str:
@@ -502,6 +505,38 @@ def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
                           [[r.group, str(r.train_seed), str(r.data_seed), f"{100 * r.win_acc:.2f} ({r.win_status})",
                             f"{100 * r.lose_acc:.2f} ({r.lose_status})", f"{100 * r.diff:+.2f} points",
                             _links([r.win_run, r.lose_run], 2)] for r in tuples(pairs)]), ""]
+    return "\n".join(out)
+
+
+def _tier3_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
+    """Tier 3 of the seed study (`[study.tier3]`): what differs first, the registration, the readout per scheme and
+    group (`reads`, `tier3_readouts`), then every run of the tier with its status."""
+    t3 = load_registry().study["tier3"]
+    runs = study_runs(runs_all, tier=3)
+    n, want = int((runs.group == "study").sum()), planned_runs(tier=3, all_schemes=True)
+    contrast = load_registry().claim(t3["claims"][0])["contrast"]
+    out = [f"### Tier 3: {tier3_title()}", "",
+           _not_the_papers(t3["preset"])
+           + "NoPE's half cannot come out otherwise: in the `paper` arch a model without position is "
+           "permutation-invariant (a function of the multiset of its tokens), so it cannot compute the distance "
+           "Task 1's label is; it checks the instrument, not the paper's mechanism. Relative's half is the open one. "
+           f"Registered in `[study.tier3]` on {t3['registered']}, before any of its runs: training seeds "
+           f"{t3['train_seeds'][0]}-{t3['train_seeds'][-1]} x data seeds "
+           f"{', '.join(str(d) for d in t3['data_seeds'])}, judged by `{t3['claims'][0]}`'s own rule (a settled "
+           "run agrees when it did not learn; the share decision, one a scheme), its contrast "
+           f"{scheme_label(contrast)} read by the same rule on tier {t3['contrast_tier']}'s runs of the same group. "
+           f"Study runs shipped: {n} of {want} (`make study TIER=3`). \"ladder seeds\": the scale ladder's runs "
+           "at this preset (seed 42, data seed 42), trained before the registration, read beside, never pooled.", ""]
+    if len(reads):
+        out += [_md_table(["group", "scheme", "runs", "counted", "rests on", "evidence", "decision"],
+                          [[r.group, scheme_label(r.scheme), str(r.runs), str(r.counted), r.rests_on, r.evidence,
+                            r.decision] for r in tuples(reads)]), ""]
+    if len(runs):
+        out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc", "run", "run id"],
+                          [[r.group, scheme_label(r.variant), str(r.seed), str(int(r.data_seed)), _pct(r.test_acc),
+                            r.status, _links([r.run_id], 1)]
+                           for r in tuples(runs.sort_values(["group", "variant", "data_seed", "seed"],
+                                                            ascending=[False, True, True, True]))]), ""]
     return "\n".join(out)
 
 
@@ -630,7 +665,7 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
            "is in this folder.", ""] if gpu else [
             "## The seed study",
             "",
-            _study_section(judged.study, runs_all, judged.tier2),
+            _study_section(judged.study, runs_all, judged.tier2, judged.tier3),
             "## The scale ladder",
             "",
             f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
@@ -773,7 +808,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in tuples(g))
               for q, g in judged.answers.groupby("question", sort=False)]
-    lines += study_lines(judged.study, judged.tier2, study_figure)
+    lines += study_lines(judged.study, judged.tier2, study_figure, judged.tier3)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}. {_rules_when(runs)}", "",
@@ -810,7 +845,8 @@ def study_differs() -> str:
             "for heads 8-15 (row 36).")
 
 
-def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None) -> list[str]:
+def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None,
+                tier3: pd.DataFrame | None = None) -> list[str]:
     """The README's seed-study paragraph: how many of its registered runs are shipped, then each deciding readout
     of the study group (`study_readouts`) with its decision (the second reading, layer <= 1, without: it never
     decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2`, `tier2_readouts`)."""
@@ -834,6 +870,12 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
                   f"{planned_runs(tier=2)} pairs; `make study TIER=2`):", ""]
     lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
               for r in tuples(tier2)] or ["- no pair has finished yet"]
+    if tier3 is not None:
+        lines += ["", f"Tier 3 ({tier3_title()}, {planned_runs(tier=3, all_schemes=True)} runs, registered "
+                      f"{load_registry().study['tier3']['registered']}; `make study TIER=3`; NoPE's half cannot come "
+                      "out otherwise in the `paper` arch, which is permutation-invariant without position):", ""]
+        lines += [f"- {r.group}, {scheme_label(r.scheme)}: {r.counted} of {r.runs} runs counted: **{r.decision}**"
+                  for r in tuples(tier3)] or ["- no run has finished yet"]
     return lines
 
 

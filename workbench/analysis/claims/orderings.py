@@ -190,6 +190,11 @@ def _train_fit(r) -> str:
     return f"train acc {acc:.3f}" + ("" if measured else " (running mean)")
 
 
+def no_generalise_counted(sub: pd.DataFrame) -> pd.DataFrame:
+    """The runs `nope-no-generalise-t1` counts: settled (learned or not) and not diverged (version 2)."""
+    return sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+
+
 def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
     """"does not generalise" (`nope-no-generalise-t1`, whose sentence names relative too), a row per setting
     (registered: the `paper` arch and the authors' transformer script): a settled run agrees when it did not learn
@@ -205,13 +210,13 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
             out.append(_row(claim, paper, setting, "pending", "runs not finished yet", [],
                             claim_id="nope-no-generalise-t1"))
             continue
-        settled = sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+        settled = no_generalise_counted(sub)
         agree = list(~settled.learned.astype(bool))
         ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why}; {_train_fit(r)})" for r in tuples(sub))
         extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
         if agree:
             rope = _runs(runs, setting, "rope", "trigger-distance")
-            rope = rope[_is_settled(rope) & ~rope.diverged.astype(bool)]  # the same rule: diverged not counted
+            rope = no_generalise_counted(rope)  # the same rule: diverged not counted
             label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
             ev += f". Decision: {share(agree, th)['text']}; {text}"
             extra.update(specificity=label, few_runs=share(agree, th)["few"])

@@ -253,7 +253,7 @@ def is_study(runs: pd.DataFrame) -> pd.Series:
     runs are judged by the study's readouts alone and never pooled with the runs trained before the registration
     (seeds 42-44, data seed 42)."""
     study = load_registry().study
-    seeds = set(study.get("train_seeds", []))  # tier 2 (phase2) trains seeds 45-51 of these
+    seeds = set(study.get("train_seeds", []))  # tiers 2 and 3 train seeds 45-51 and 45-48 of these
     data = set(study.get("data_seeds", []))
     ds = runs["data_seed"] if "data_seed" in runs else pd.Series(DEFAULT_DATA_SEED, index=runs.index)
     return runs["seed"].isin(seeds) | ds.isin(data)

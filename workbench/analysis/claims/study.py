@@ -8,7 +8,7 @@ import pandas as pd
 from .._common import scheme_label, task_label, tuples
 from .registry import load_registry
 from .mla import largest_drop
-from .orderings import paired, _order_verdict
+from .orderings import no_generalise_counted, paired, _no_generalise_claim, _order_verdict
 from .rules import (TESTS, Thresholds, largest_deposit, share, specific_or_not, specificity, _at, _deposits,
                     _settled, _stored)
 from .runs import DEFAULT_DATA_SEED, is_study, seeds_text
@@ -27,9 +27,9 @@ def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
 
 
 def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
-    """The runs the registered seed study reads (tier 1: `[study]`; tier 2: `[study.tier2]`): its preset, the
-    `paper` arch, its task and schemes (full, not partial), with a `group` column: "study" for its registered
-    training x data seeds, "ladder seeds" for the scale ladder's runs at the study's preset (seeds 42-44, data seed
+    """The runs the registered seed study reads (tier 1: `[study]`; tiers 2 and 3: `[study.tier2]`,
+    `[study.tier3]`): its preset, the `paper` arch, its task and schemes (full, not partial), with a `group`
+    column: "study" for its registered training x data seeds, "ladder seeds" for the scale ladder's runs at the study's preset (seeds 42-44, data seed
     42, all trained before the registration; tier 2's seed 43 re-created bit for bit on 2026-11-27 to add its
     tables); shown beside, never pooled into the study's decision)."""
     st = _tier(tier)
@@ -41,11 +41,11 @@ def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
 
 
 def _tier(tier: int) -> dict:
-    """The registration of the study's tier `tier` (1: `[study]`, 2: `[study.tier2]`)."""
+    """The registration of the study's tier `tier` (1: `[study]`, 2: `[study.tier2]`, 3: `[study.tier3]`)."""
     st = load_registry().study
-    if tier not in (1, 2):
-        raise ValueError(f"the seed study has tiers 1 and 2, not {tier!r}")
-    return st if tier == 1 else st["tier2"]
+    if tier not in (1, 2, 3):
+        raise ValueError(f"the seed study has tiers 1, 2 and 3, not {tier!r}")
+    return st if tier == 1 else st[f"tier{tier}"]
 
 
 def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
@@ -191,3 +191,37 @@ def tier2_readouts(runs: pd.DataFrame) -> pd.DataFrame:
                      "readout": f"paired test accuracy {win_label} - {lose_label} ({st['claims'][0]})",
                      "evidence": text, "decision": verdict + (f" ({interim})" if interim and len(win) else "")})
     return pd.DataFrame(rows, columns=TIER2_COLUMNS)
+
+
+TIER3_COLUMNS = ["group", "scheme", "runs", "counted", "rests_on", "evidence", "decision"]
+
+
+def tier3_readouts(runs: pd.DataFrame) -> pd.DataFrame:
+    """Tier 3's registered readout per scheme and group (`[study.tier3]`): the claim's own rule
+    (`nope-no-generalise-t1`, `orderings._no_generalise_claim`: a settled, not diverged run agrees when it did not
+    learn; the share decision) on the tier's runs of the scheme, its contrast (the claim's `contrast`, RoPE) read by
+    the same rule on tier `contrast_tier`'s runs of the same group, so a reproduced stands only where RoPE fails it
+    (`specific_or_not`). "interim: k of N runs" while the study group's registered runs of the scheme are not all
+    shipped. Schemes and groups are never pooled."""
+    st, th = _tier(3), Thresholds()
+    contrast = load_registry().claim(st["claims"][0])["contrast"]
+    mine, other = study_runs(runs, tier=3), study_runs(runs, tier=st["contrast_tier"])
+    other = other[other.variant == contrast]
+    planned = planned_runs(tier=3)
+    rows = []
+    for scheme in st["schemes"]:
+        for group, g in mine[mine.variant == scheme].groupby("group", sort=False):
+            [row] = _no_generalise_claim(pd.concat([g, other[other.group == group]]), th, scheme, ("paper",))
+            interim = f"interim: {len(g)} of {planned} runs" if group == "study" and len(g) < planned else ""
+            rows.append({"group": group, "scheme": scheme, "runs": len(g),
+                         "counted": len(no_generalise_counted(g)),
+                         "rests_on": row["rests_on"], "evidence": row["evidence"],
+                         "decision": row["verdict"] + (f" ({interim})" if interim else "")})
+    return pd.DataFrame(rows, columns=TIER3_COLUMNS).sort_values(["group", "scheme"], ascending=[False, True],
+                                                                  ignore_index=True)
+
+
+def tier3_title() -> str:
+    """Tier 3's one-line name from `[study.tier3]`: "NoPE and Relative on Task 1 at `repro-long`"."""
+    return study_title(3)
+
