@@ -295,3 +295,24 @@ def test_cuda_packed_runs_equal_their_solo_runs_within_bf16_tolerance(tmp_path):
     for s, p in zip(solo, packed):
         assert p.id == s.id and p.info["peak_gpu_mb"] > 0
         _assert_same_metrics(s, p, tol=0.02)
+
+
+@pytest.mark.parametrize("scheme", list(__import__("workbench.model.pe", fromlist=["x"]).list_schemes()))
+def test_every_scheme_packs_or_says_why(tmp_path, scheme):
+    """Over the registry: a scheme with a learned position bias is not packed and says why (a pack of Relative
+    failed in SDPA's backward, 2026-12-06); every other scheme's pack of two trains an epoch whose runs equal their
+    solo runs bit for bit."""
+    from workbench.model.pe import get_scheme
+
+    sets = ["task.n_examples=64", "train.epochs=1", "model.d_model=16", "model.n_heads=2", "model.n_layers=1"]
+    packed, solo = RunStore(tmp_path / "packed"), RunStore(tmp_path / "solo")
+    cfgs = _configs(packed, seeds=(42, 43), sets=sets, scheme=scheme)
+    if get_scheme(scheme).learned_bias:
+        assert pack_key(cfgs[0]) is None
+        with pytest.raises(ValueError, match="learned position bias"):
+            check_packable(cfgs)
+        return
+    runs = train_packed(cfgs, packed, progress=False, device="cpu", threads=1)
+    alone = train(_configs(solo, seeds=(43,), sets=sets, scheme=scheme)[0], solo, progress=False, device="cpu",
+                  threads=1)
+    _assert_same_metrics(runs[1], alone)

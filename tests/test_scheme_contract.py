@@ -32,6 +32,15 @@ def test_every_scheme_documents_itself():
         assert f"| `{name}` |" in doc, f"docs/schemes.md has no table row for {name}"
 
 
+@pytest.mark.parametrize("scheme", NAMES)
+def test_learned_bias_exactly_when_the_scores_get_a_trained_bias(scheme):
+    """`learned_bias` (which keeps a scheme's runs out of packs) is declared exactly where hook_pos_bias carries a
+    tensor that needs a gradient."""
+    attn = tiny(scheme).blocks[0].attn
+    bias = attn.pos_bias(6, 6)
+    assert (bias is not None and bias.requires_grad) == list_schemes()[scheme].learned_bias
+
+
 def test_a_second_scheme_under_a_taken_name_is_refused():
     class Impostor(Scheme):
         name, label = "rope", "not RoPE"

@@ -11,8 +11,9 @@ stacked tensors is the K runs' AdamW slice by slice: every AdamW operation is el
 (per run: the norm over that run's slices), learning-rate schedule, metrics, checkpoint, run folder and run id
 (the solo config's), and it resumes alone with `train(..., resume=True)` as well as packed.
 
-Only runs without attention / hidden dropout and with `train.batching` "random" are packed (`pack_key` None
-otherwise, `unpackable` says why): a solo run draws its dropout masks from the global torch RNG layer after layer,
+Only runs without attention / hidden dropout, with `train.batching` "random" and without a learned position bias
+(relative, t5: CPU SDPA under vmap takes no mask that needs a gradient) are packed (`pack_key` None otherwise,
+`unpackable` says why): a solo run draws its dropout masks from the global torch RNG layer after layer,
 which K runs in one vmap cannot replay; and "length" batching gives each run a partial batch at its own step (and
 trims each batch to its own longest sequence), which one stacked step per batch cannot follow. Packed, either would
 not equal its solo run under the same run id: such runs train alone.
@@ -137,6 +138,12 @@ def unpackable(cfg: dict[str, Any]) -> str | None:
     if cfg["model"].get("dropout", 0.0) > 0:
         return ("packed runs need model.dropout=0: a packed run cannot replay a solo run's dropout masks (train these "
                 "runs one at a time, or set model.dropout=0)")
+    from workbench.model.pe import get_scheme
+
+    scheme = cfg["model"].get("scheme")
+    if get_scheme(scheme).learned_bias:
+        return (f"packed runs cannot train {scheme}'s learned position bias: inside a pack SDPA takes no attention "
+                "mask that needs a gradient (these runs train one at a time)")
     if cfg["train"].get("batching", "random") != "random":
         return (f"packed runs need train.batching='random' (not {cfg['train']['batching']!r}): with length batching "
                 "each run has its partial batch at another step and trims its batches to its own sequences (train "

@@ -28,6 +28,9 @@ class Scheme:
     # tokens shifted right give the same scores (tests/test_scheme_contract.py checks it, and that a scheme
     # declaring False does change them)
     translation_invariant: ClassVar[bool] = False
+    # its attention adds a trained bias to the scores (`pos_bias` needs a gradient): a pack cannot train it (CPU
+    # SDPA under vmap takes no mask that needs one), so such runs train alone (`train.packed.unpackable`); tested
+    learned_bias: ClassVar[bool] = False
     params: ClassVar[dict[str, tuple[Any, str]]] = {}
     # train-section fields the scheme needs to train stably, {field: (value, why)}: applied after the preset's
     # train section and before its per-task / per-scheme rules, the fidelity and --set (all of which win); stored

@@ -28,6 +28,7 @@ class Relative(Scheme):
     name = "relative"
     label = "Relative"
     translation_invariant = True
+    learned_bias = True
     acts_on = "logits"
     formula = "score(i, j) = q_i . k_j / sqrt(d) + b[l, h, j - i], b ~ N(0, 0.02), offsets in [-(L-1), L-1]"
     source = "seed 003 (the authors' relative bias); Shaw et al. 2018"

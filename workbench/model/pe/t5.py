@@ -43,6 +43,7 @@ class T5(Scheme):
     name = "t5"
     label = "T5"
     translation_invariant = True
+    learned_bias = True
     acts_on = "logits"
     formula = "score(i, j) = q_i . k_j / sqrt(d) + b[l, h, bucket(j - i)]; log-spaced buckets"
     source = "Raffel et al. 2020 (T5); seed 003"
