@@ -316,3 +316,4 @@ def test_every_scheme_packs_or_says_why(tmp_path, scheme):
     alone = train(_configs(solo, seeds=(43,), sets=sets, scheme=scheme)[0], solo, progress=False, device="cpu",
                   threads=1)
     _assert_same_metrics(runs[1], alone)
+    assert runs[0].info["scheme_params"] == alone.info["scheme_params"] == {k: v for k, (v, _) in get_scheme(scheme).params.items()}

@@ -75,6 +75,9 @@ def test_training_learns_and_records_everything(store):
     info = run.info
     ds = run.load_dataset()
     assert info["dataset_hash"] == ds.hash and info["device"] == "cpu" and info["code_version"]
+    # the scheme's kwargs as trained, its defaults filled in (config.json keeps only what was set)
+    assert info["scheme_params"] == {"base": 10000.0, "rotary_fraction": 1.0, "rope_heads": None, "rope_layers": None}
+    assert cfg["model"]["scheme_kwargs"] == {}
     assert info["final"]["test_acc"] == m["test_acc"].iloc[-1] and info["wall_time_s"] > 0
     # the stored model reproduces the recorded test accuracy
     model = run.load_model()

@@ -483,7 +483,8 @@ def kernel_choices(sdpa_backend: str | None) -> dict | None:
 
 def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, Any]:
     """run.json's fields of a training session (`now`: device, amp, compiled, sdpa_backend, dataset_hash,
-    code_version, torch_version): as they are for a new run; for a resume the first session's are kept and each
+    code_version, torch_version, scheme_params: the scheme's kwargs with its defaults filled in, so that a default
+    changed later cannot change silently what a stored run meant): as they are for a new run; for a resume the first session's are kept and each
     that differs now is recorded in `resumed_settings` ({field: [then, now]}, with a warning: the checkpoint's later
     epochs ran otherwise than its first). Refused where the data differ: the resume would train on other data."""
     if not resumed:
@@ -634,7 +635,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     session = session_record(run, ckpt is not None, dict(
         device=str(dev), amp=amp, compiled=True if compile == "default" else (compile or False),
         sdpa_backend=sdpa_backend, dataset_hash=ds.hash, **run.record_code(resumed=ckpt is not None),
-        torch_version=torch.__version__))
+        torch_version=torch.__version__, scheme_params=dict(model.scheme.kw)))
     run.update_info(status="running", started=now_iso(), **record, **session,
                     gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None, epochs=epochs,
                     resumed_from_epoch=start_epoch if ckpt else None,

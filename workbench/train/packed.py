@@ -327,7 +327,8 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     for r, ck in zip(runs, ckpts):
         session = session_record(r, ck is not None, dict(
             device=str(dev), amp=amp, compiled=False, dataset_hash=ds.hash,
-            **r.record_code(resumed=ck is not None), torch_version=torch.__version__))
+            **r.record_code(resumed=ck is not None), torch_version=torch.__version__,
+            scheme_params=dict(models[0].scheme.kw)))
         r.update_info(status="running", started=now_iso(), **resume_record(r, ck is not None, n_threads, dev),
                       **session, epochs=epochs, resumed_from_epoch=start_epoch if ck else None,
                       omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
