@@ -53,14 +53,14 @@ def test_each_caveat_reaches_the_registration_table_and_comparison():
 
     reg = load_registry()
     with_caveat = [c["id"] for c in reg.claims if c.get("caveat")]
-    assert set(with_caveat) == {"rope-beats-mla-t1", "mla-beats-rope-t2", "nope-beats-rope-t2"}
+    assert set(with_caveat) == {"rope-beats-mla-t1", "mla-beats-rope-t2", "nope-beats-rope-t2", "nope-no-generalise-t1"}
     cl = pd.DataFrame(columns=["claim_id", "runs"])
     runs = pd.DataFrame(columns=["run_id", "started"])
     t = registration_table(cl, runs).set_index("rule")
     assert t.loc["mla-beats-rope-t2", "caveat"].startswith("the quoted sentence (C.3") and t.loc["random-overfits",
                                                                                               "caveat"] == ""
     text = _registration_section(cl, runs, [])
-    assert "Where a rule's quoted sentence does not itself state the direction it tests" in text
+    assert "Caveats registered beside a rule (`caveat`): where its quoted sentence does not itself state" in text
     assert all(f"- `{cid}`: " in text for cid in with_caveat)
 
 

@@ -1867,18 +1867,30 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
 
     reads = tier3_readouts(_tier3_frame(lambda i: 0.95)).set_index(["group", "scheme"])
     assert list(reads.loc[("study", "nope"), ["runs", "counted"]]) == [8, 8]
-    assert reads.loc[("study", "nope"), "decision"] == "reproduced"
+    assert reads.loc[("study", "nope"), "decision"] == "reproduced (few runs)"
     assert "8 of 8 counted runs agree, Wilson 95 % [0.68, 1.00] (few runs); contrast RoPE Task 1: 0 of 20" \
         in reads.loc[("study", "nope"), "evidence"]
-    assert reads.loc[("study", "relative"), "decision"] == "not reproduced"
+    assert reads.loc[("study", "relative"), "decision"] == "not reproduced (few runs)"
     assert reads.loc[("ladder seeds", "nope"), "decision"] == "inconclusive (too few seeds)"  # beside, not pooled
+    assert reads.loc[("study", "nope"), "role"] == "instrument check: cannot come out otherwise"
+    assert reads.loc[("study", "relative"), "role"] == "test"
+    # version 3: a run whose interval contains the bar (35 % of 6,000 against 34.4 %: the status rule calls it not
+    # learned on its lower bound) is not counted; version 2 counted it as agreeing
+    between = _tier3_frame(lambda i: 0.35)
+    between.loc[between.variant == "relative", ["learned", "status"]] = [False, "did not learn"]
+    b = tier3_readouts(between).set_index(["group", "scheme"])
+    assert list(b.loc[("study", "relative"), ["runs", "counted"]]) == [8, 0]
+    assert b.loc[("study", "relative"), "decision"] == "inconclusive (too few seeds)"
+    assert "its interval contains the bar, not counted" in b.loc[("study", "relative"), "evidence"]
     both_fail = tier3_readouts(_tier3_frame(lambda i: 0.15, rope_acc=0.15)).set_index(["group", "scheme"])
     assert both_fail.loc[("study", "nope"), "decision"] == "inconclusive (not specific)"
     still = tier3_readouts(_tier3_frame(lambda i: 0.95, nope_still={0, 1, 2, 3, 10})).set_index(["group", "scheme"])
     assert list(still.loc[("study", "nope"), ["runs", "counted"]]) == [8, 3]
     assert still.loc[("study", "nope"), "decision"] == "inconclusive (too few seeds)"
     interim = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", 11)})).set_index(["group", "scheme"])
-    assert interim.loc[("study", "relative"), "decision"] == "not reproduced (interim: 7 of 8 runs)"
+    assert interim.loc[("study", "relative"), "decision"] == "not reproduced (few runs; interim: 7 of 8 runs)"
+    none = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", i) for i in range(21)}))
+    assert none.set_index(["group", "scheme"]).loc[("study", "relative"), "decision"] == "pending (0 of 8 runs)"
     frame = _tier3_frame(lambda i: 0.95)
     text = _tier3_section(frame, tier3_readouts(frame))
     assert text.startswith("### Tier 3: NoPE and Relative on Task 1 at `repro-long`")
@@ -1886,4 +1898,21 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
     assert text.index("permutation-invariant") < text.index("| group |")  # what differs, before the results
     lines = "\n".join(study_lines(pd.DataFrame(columns=["group"]), pd.DataFrame(columns=["group"]), None,
                                   tier3_readouts(frame)))
-    assert "- study, NoPE: 8 of 8 runs counted: **reproduced**" in lines
+    assert "- study, NoPE (instrument check: cannot come out otherwise): 8 of 8 runs counted: **reproduced (few runs)**" \
+        in lines
+
+
+def test_tier3_refuses_a_rule_other_than_the_one_it_was_registered_for(monkeypatch):
+    """`[study.tier3]` pins the claim's version it is read by: a registry whose claim moved on is refused, with what
+    to do, rather than read tier 3's runs by a rule fixed after them."""
+    import tomllib
+
+    from workbench.analysis.claims import study
+    from workbench.analysis.claims.registry import REGISTRY, parse_registry
+
+    with open(REGISTRY, "rb") as f:
+        data = tomllib.load(f)
+    next(c for c in data["claim"] if c["id"] == "nope-no-generalise-t1")["version"] = 4
+    monkeypatch.setattr(study, "load_registry", lambda: parse_registry(data))
+    with pytest.raises(ValueError, match="version 3, and the registry holds version 4: register the tier again"):
+        study.tier3_readouts(_tier3_frame(lambda i: 0.95))

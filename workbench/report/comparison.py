@@ -426,9 +426,9 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
     caveats = [f"- `{r.rule}`: {r.caveat}." for r in tuples(registration_table(cl, runs_all)) if r.caveat]
     table = _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"], rows)
     changed = "\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else ""
-    caveated = ("\nWhere a rule's quoted sentence does not itself state the direction it tests (registered `caveat`; "
-                "a verdict on these is a verdict on Table 1's numbers):\n\n" + "\n".join(caveats) + "\n"
-                if caveats else "")
+    caveated = ("\nCaveats registered beside a rule (`caveat`): where its quoted sentence does not itself state the "
+                "direction it tests (a verdict on these is a verdict on Table 1's numbers), or where the preset "
+                "carries a confound the rule cannot remove:\n\n" + "\n".join(caveats) + "\n" if caveats else "")
     return table + "\n" + changed + caveated
 
 
@@ -519,18 +519,23 @@ def _tier3_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
            _not_the_papers(t3["preset"])
            + "NoPE's half cannot come out otherwise: in the `paper` arch a model without position is "
            "permutation-invariant (a function of the multiset of its tokens), so it cannot compute the distance "
-           "Task 1's label is; it checks the instrument, not the paper's mechanism. Relative's half is the open one. "
-           f"Registered in `[study.tier3]` on {t3['registered']}, before any of its runs: training seeds "
+           "Task 1's label is; it shows only that the rule reads \"did not learn\" for a model that cannot learn "
+           "(an instrument check), not that a slow learner would be read right. Relative's half is the open one "
+           "(exploratory: no direction predicted). The optimiser was tuned on RoPE. "
+           f"Registered in `[study.tier3]` on {t3['registered']}, before any of its runs (amended the same day "
+           "before any finished: docs/preregistration.md, \"Tier 3\"): training seeds "
            f"{t3['train_seeds'][0]}-{t3['train_seeds'][-1]} x data seeds "
-           f"{', '.join(str(d) for d in t3['data_seeds'])}, judged by `{t3['claims'][0]}`'s own rule (a settled "
-           "run agrees when it did not learn; the share decision, one a scheme), its contrast "
+           f"{', '.join(str(d) for d in t3['data_seeds'])}, judged by `{t3['claims'][0]}`'s own rule, version "
+           f"{t3['rule_version']} (a settled run agrees when it clearly did not learn, the Wilson upper bound of its "
+           "test accuracy below the bar, disagrees when it learned, is not counted in between; the share decision, "
+           "one a scheme), its contrast "
            f"{scheme_label(contrast)} read by the same rule on tier {t3['contrast_tier']}'s runs of the same group. "
            f"Study runs shipped: {n} of {want} (`make study TIER=3`). \"ladder seeds\": the scale ladder's runs "
            "at this preset (seed 42, data seed 42), trained before the registration, read beside, never pooled.", ""]
     if len(reads):
-        out += [_md_table(["group", "scheme", "runs", "counted", "rests on", "evidence", "decision"],
-                          [[r.group, scheme_label(r.scheme), str(r.runs), str(r.counted), r.rests_on, r.evidence,
-                            r.decision] for r in tuples(reads)]), ""]
+        out += [_md_table(["group", "scheme", "role", "runs", "counted", "rests on", "evidence", "decision"],
+                          [[r.group, scheme_label(r.scheme), r.role, str(r.runs), str(r.counted), r.rests_on,
+                            r.evidence, r.decision] for r in tuples(reads)]), ""]
     if len(runs):
         out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc", "run", "run id"],
                           [[r.group, scheme_label(r.variant), str(r.seed), str(int(r.data_seed)), _pct(r.test_acc),
@@ -874,7 +879,9 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
         lines += ["", f"Tier 3 ({tier3_title()}, {planned_runs(tier=3, all_schemes=True)} runs, registered "
                       f"{load_registry().study['tier3']['registered']}; `make study TIER=3`; NoPE's half cannot come "
                       "out otherwise in the `paper` arch, which is permutation-invariant without position):", ""]
-        lines += [f"- {r.group}, {scheme_label(r.scheme)}: {r.counted} of {r.runs} runs counted: **{r.decision}**"
+        lines += [f"- {r.group}, {scheme_label(r.scheme)}"
+                  + (f" ({r.role})" if r.role != "test" else "")
+                  + f": {r.counted} of {r.runs} runs counted: **{r.decision}**"
                   for r in tuples(tier3)] or ["- no run has finished yet"]
     return lines
 

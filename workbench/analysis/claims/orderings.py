@@ -10,7 +10,8 @@ from .._common import scheme_label, tuples
 from ..settings import SETTINGS
 from .registry import load_registry
 from .status import StatusRules, _exact
-from .rules import UNRANKED, share, specificity, _is_settled, _row, _runs, _seed_label, _settled, _unshown, _verdict
+from .rules import (FEW_SEEDS, UNRANKED, share, specificity, _is_settled, _row, _runs, _seed_label, _settled,
+                    _unshown, _verdict)
 from .runs import DEFAULT_DATA_SEED, mean_ci, seeds_text, _rests
 
 
@@ -190,18 +191,34 @@ def _train_fit(r) -> str:
     return f"train acc {acc:.3f}" + ("" if measured else " (running mean)")
 
 
+def clearly_not_learned(sub: pd.DataFrame) -> pd.Series:
+    """Whether each run's Wilson 95 % upper bound of its test accuracy lies below the status rule's bar for learning
+    (reference + learned_share x (1 - reference)): it clearly did not learn (`nope-no-generalise-t1` version 3). The
+    status rule calls a run learned on the lower bound; a run between the two is neither."""
+    from .status import wilson
+
+    rules = StatusRules()
+    bar = sub["reference"] + rules.learned_share * (1 - sub["reference"])
+    upper = [wilson(float(a), int(n))[1] if np.isfinite(n) and n > 0 else float(a)
+             for a, n in zip(sub["test_acc"], sub.get("n_test", pd.Series(np.nan, index=sub.index)).fillna(0))]
+    return pd.Series(np.asarray(upper) < bar.to_numpy(), index=sub.index)
+
+
 def no_generalise_counted(sub: pd.DataFrame) -> pd.DataFrame:
-    """The runs `nope-no-generalise-t1` counts: settled (learned or not) and not diverged (version 2)."""
-    return sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+    """The runs `nope-no-generalise-t1` counts: settled (learned or not) and not diverged (version 2), and either
+    learned or clearly not (version 3: a run whose interval contains the bar cannot tell)."""
+    settled = sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+    return settled[settled.learned.astype(bool) | clearly_not_learned(settled)]
 
 
 def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
     """"does not generalise" (`nope-no-generalise-t1`, whose sentence names relative too), a row per setting
-    (registered: the `paper` arch and the authors' transformer script): a settled run agrees when it did not learn
-    the task (run_status); a run not settled is left out (more epochs might change it); the share rule decides;
-    full RoPE of the same setting is the contrast (it must not "not generalise"). Version 2 (2026-12-05): a
-    diverged run has nothing to show (OUTCOME_RULES) and is not counted; every run diverged: inconclusive (did not
-    learn)."""
+    (registered: the `paper` arch and the authors' transformer script): a settled run agrees when it clearly did not
+    learn the task (version 3: the Wilson upper bound of its test accuracy below the bar; between the bounds it is
+    not counted) and disagrees when it learned; a run not settled is left out (more epochs might change it); the
+    share rule decides; full RoPE of the same setting is the contrast (it must not "not generalise"). Version 2
+    (2026-12-05): a diverged run has nothing to show (OUTCOME_RULES) and is not counted; every run diverged:
+    inconclusive (did not learn)."""
     claim, paper = f"{scheme_label(scheme)} does not generalise on Task 1", "NoPE and relative do not generalise"
     out = []
     for setting in settings:
@@ -210,18 +227,22 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
             out.append(_row(claim, paper, setting, "pending", "runs not finished yet", [],
                             claim_id="nope-no-generalise-t1"))
             continue
-        settled = no_generalise_counted(sub)
-        agree = list(~settled.learned.astype(bool))
-        ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why}; {_train_fit(r)})" for r in tuples(sub))
-        extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(settled, sub)}
+        settled = sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+        counted = no_generalise_counted(sub)
+        agree = list(~counted.learned.astype(bool))
+        between = set(settled.run_id) - set(counted.run_id)
+        ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why}; {_train_fit(r)})"
+                       + (": its interval contains the bar, not counted" if r.run_id in between else "")
+                       for r in tuples(sub))
+        extra = {"claim_id": "nope-no-generalise-t1", "rests_on": _rests(counted, sub)}
         if agree:
-            rope = _runs(runs, setting, "rope", "trigger-distance")
-            rope = no_generalise_counted(rope)  # the same rule: diverged not counted
+            rope = no_generalise_counted(_runs(runs, setting, "rope", "trigger-distance"))  # the same rule
             label, text = specificity(list(~rope.learned.astype(bool)), th, "RoPE Task 1")
             ev += f". Decision: {share(agree, th)['text']}; {text}"
             extra.update(specificity=label, few_runs=share(agree, th)["few"])
         verdict = (("inconclusive (did not learn)" if sub.diverged.astype(bool).all() else
-                    "inconclusive (still learning)") if settled.empty else _verdict(agree, th))
+                    "inconclusive (still learning)") if settled.empty else
+                   FEW_SEEDS if counted.empty else _verdict(agree, th))
         out.append(_row(claim, paper, setting, verdict, ev, sub.run_id, **extra))
     return out
 

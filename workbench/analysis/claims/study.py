@@ -29,9 +29,9 @@ def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
 def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
     """The runs the registered seed study reads (tier 1: `[study]`; tiers 2 and 3: `[study.tier2]`,
     `[study.tier3]`): its preset, the `paper` arch, its task and schemes (full, not partial), with a `group`
-    column: "study" for its registered training x data seeds, "ladder seeds" for the scale ladder's runs at the study's preset (seeds 42-44, data seed
-    42, all trained before the registration; tier 2's seed 43 re-created bit for bit on 2026-11-27 to add its
-    tables); shown beside, never pooled into the study's decision)."""
+    column: "study" for its registered training x data seeds, "ladder seeds" for the scale ladder's runs at the
+    study's preset (seeds 42-44, data seed 42, all trained before the registration; tier 2's seed 43 re-created bit
+    for bit on 2026-11-27 to add its tables); shown beside, never pooled into the study's decision)."""
     st = _tier(tier)
     sub = runs[(runs.preset == st["preset"]) & (runs.setting == st["arch"]) & (runs.task == st["task"])
                & runs.variant.isin(st["schemes"]) & (runs.variant == runs.scheme) & ~runs.partial.astype(bool)]
@@ -193,30 +193,43 @@ def tier2_readouts(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TIER2_COLUMNS)
 
 
-TIER3_COLUMNS = ["group", "scheme", "runs", "counted", "rests_on", "evidence", "decision"]
+TIER3_COLUMNS = ["group", "scheme", "role", "runs", "counted", "rests_on", "evidence", "decision"]
+BY_CONSTRUCTION = "instrument check: cannot come out otherwise"
 
 
 def tier3_readouts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Tier 3's registered readout per scheme and group (`[study.tier3]`): the claim's own rule
-    (`nope-no-generalise-t1`, `orderings._no_generalise_claim`: a settled, not diverged run agrees when it did not
-    learn; the share decision) on the tier's runs of the scheme, its contrast (the claim's `contrast`, RoPE) read by
-    the same rule on tier `contrast_tier`'s runs of the same group, so a reproduced stands only where RoPE fails it
-    (`specific_or_not`). "interim: k of N runs" while the study group's registered runs of the scheme are not all
-    shipped. Schemes and groups are never pooled."""
-    st, th = _tier(3), Thresholds()
-    contrast = load_registry().claim(st["claims"][0])["contrast"]
+    """Tier 3's registered readout per scheme and group (`[study.tier3]`): the claim's own rule at the version the
+    tier names (`nope-no-generalise-t1` version 3, `orderings._no_generalise_claim`: a settled, not diverged run
+    agrees when it clearly did not learn, disagrees when it learned, is not counted in between; the share decision)
+    on the tier's runs of the scheme, its contrast (the claim's `contrast`, RoPE) read by the same rule on tier
+    `contrast_tier`'s runs of the same group, so a reproduced stands only where RoPE fails it (`specific_or_not`).
+    The decision is marked "(few runs)" under the registered minimum and "interim: k of N runs" while the study
+    group's runs of the scheme are not all shipped (a scheme with none: pending, 0 of N). `role`: an instrument
+    check for the schemes whose outcome the architecture fixes (`by_construction`), else a test. Schemes and groups
+    are never pooled. ValueError when the claim's registered version is not the one the tier is read by."""
+    st, th, reg = _tier(3), Thresholds(), load_registry()
+    claim = reg.claim(st["claims"][0])
+    if claim["version"] != st["rule_version"]:
+        raise ValueError(f"study tier 3 is registered to be read by {claim['id']} version {st['rule_version']}, and "
+                         f"the registry holds version {claim['version']}: register the tier again for the new rule")
     mine, other = study_runs(runs, tier=3), study_runs(runs, tier=st["contrast_tier"])
-    other = other[other.variant == contrast]
+    other = other[other.variant == claim["contrast"]]
     planned = planned_runs(tier=3)
     rows = []
     for scheme in st["schemes"]:
-        for group, g in mine[mine.variant == scheme].groupby("group", sort=False):
+        role = BY_CONSTRUCTION if scheme in st.get("by_construction", []) else "test"
+        groups = {"study": mine.iloc[:0]} | dict(tuple(mine[mine.variant == scheme].groupby("group", sort=False)))
+        for group, g in groups.items():
+            if g.empty:
+                rows.append({"group": group, "scheme": scheme, "role": role, "runs": 0, "counted": 0, "rests_on": "",
+                             "evidence": "no run shipped yet", "decision": f"pending (0 of {planned} runs)"})
+                continue
             [row] = _no_generalise_claim(pd.concat([g, other[other.group == group]]), th, scheme, ("paper",))
+            n = len(no_generalise_counted(g))
             interim = f"interim: {len(g)} of {planned} runs" if group == "study" and len(g) < planned else ""
-            rows.append({"group": group, "scheme": scheme, "runs": len(g),
-                         "counted": len(no_generalise_counted(g)),
+            rows.append({"group": group, "scheme": scheme, "role": role, "runs": len(g), "counted": n,
                          "rests_on": row["rests_on"], "evidence": row["evidence"],
-                         "decision": row["verdict"] + (f" ({interim})" if interim else "")})
+                         "decision": _decided({"verdict": row["verdict"], "n": n, "few": n < th.min_runs}, interim)})
     return pd.DataFrame(rows, columns=TIER3_COLUMNS).sort_values(["group", "scheme"], ascending=[False, True],
                                                                   ignore_index=True)
 
