@@ -881,7 +881,7 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
                       "out otherwise in the `paper` arch, which is permutation-invariant without position):", ""]
         lines += [f"- {r.group}, {scheme_label(r.scheme)}"
                   + (f" ({r.role})" if r.role != "test" else "")
-                  + f": {r.counted} of {r.runs} runs counted: **{r.decision}**"
+                  + (f": {r.counted} of {r.runs} runs counted" if r.runs else "") + f": **{r.decision}**"
                   for r in tuples(tier3)] or ["- no run has finished yet"]
     return lines
 
