@@ -537,9 +537,13 @@ def _tier3_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
                           [[r.group, scheme_label(r.scheme), r.role, str(r.runs), str(r.counted), r.rests_on,
                             r.evidence, r.decision] for r in tuples(reads)]), ""]
     if len(runs):
-        out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc", "run", "run id"],
-                          [[r.group, scheme_label(r.variant), str(r.seed), str(int(r.data_seed)), _pct(r.test_acc),
-                            r.status, _links([r.run_id], 1)]
+        out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc, epoch 1 -> last",
+                           "train acc", "run", "run id"],
+                          [[r.group, scheme_label(r.variant), str(r.seed), str(int(r.data_seed)),
+                            f"{_pct(r.test_acc_epoch1)} -> {_pct(r.test_acc)}",
+                            _pct(r.train_acc_eval) if np.isfinite(r.train_acc_eval)
+                            else f"{_pct(r.train_acc)} (running mean)", r.status,
+                            _links([r.run_id], 1)]
                            for r in tuples(runs.sort_values(["group", "variant", "data_seed", "seed"],
                                                             ascending=[False, True, True, True]))]), ""]
     return "\n".join(out)
