@@ -1889,6 +1889,9 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
     assert still.loc[("study", "nope"), "decision"] == "inconclusive (too few seeds)"
     interim = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", 11)})).set_index(["group", "scheme"])
     assert interim.loc[("study", "relative"), "decision"] == "not reproduced (few runs; interim: 7 of 8 runs)"
+    one = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", i) for i in range(1, 21)}))
+    assert one.set_index(["group", "scheme"]).loc[("study", "relative"), "decision"] == \
+        "inconclusive (too few seeds) (interim: 1 of 8 runs)"  # interim whatever it reads
     none = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", i) for i in range(21)}))
     assert none.set_index(["group", "scheme"]).loc[("study", "relative"), "decision"] == "pending (0 of 8 runs)"
     frame = _tier3_frame(lambda i: 0.95)

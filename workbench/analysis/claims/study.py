@@ -204,7 +204,7 @@ def tier3_readouts(runs: pd.DataFrame) -> pd.DataFrame:
     on the tier's runs of the scheme, its contrast (the claim's `contrast`, RoPE) read by the same rule on tier
     `contrast_tier`'s runs of the same group, so a reproduced stands only where RoPE fails it (`specific_or_not`).
     The decision is marked "(few runs)" under the registered minimum and "interim: k of N runs" while the study
-    group's runs of the scheme are not all shipped (a scheme with none: pending, 0 of N). `role`: an instrument
+    group's runs of the scheme are not all shipped, whatever it reads (a scheme with none: pending, 0 of N). `role`: an instrument
     check for the schemes whose outcome the architecture fixes (`by_construction`), else a test. Schemes and groups
     are never pooled. ValueError when the claim's registered version is not the one the tier is read by."""
     st, th, reg = _tier(3), Thresholds(), load_registry()
@@ -227,9 +227,10 @@ def tier3_readouts(runs: pd.DataFrame) -> pd.DataFrame:
             [row] = _no_generalise_claim(pd.concat([g, other[other.group == group]]), th, scheme, ("paper",))
             n = len(no_generalise_counted(g))
             interim = f"interim: {len(g)} of {planned} runs" if group == "study" and len(g) < planned else ""
+            marks = ["few runs"] * (row["verdict"] in TESTS and n < th.min_runs) + [interim] * bool(interim)
             rows.append({"group": group, "scheme": scheme, "role": role, "runs": len(g), "counted": n,
                          "rests_on": row["rests_on"], "evidence": row["evidence"],
-                         "decision": _decided({"verdict": row["verdict"], "n": n, "few": n < th.min_runs}, interim)})
+                         "decision": row["verdict"] + (f" ({'; '.join(marks)})" if marks else "")})
     return pd.DataFrame(rows, columns=TIER3_COLUMNS).sort_values(["group", "scheme"], ascending=[False, True],
                                                                   ignore_index=True)
 
