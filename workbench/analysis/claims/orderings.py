@@ -204,10 +204,15 @@ def clearly_not_learned(sub: pd.DataFrame) -> pd.Series:
     return pd.Series(np.asarray(upper) < bar.to_numpy(), index=sub.index)
 
 
+def _settled_alive(sub: pd.DataFrame) -> pd.DataFrame:
+    """The runs of `sub` that settled (learned or not) and did not diverge (`nope-no-generalise-t1` version 2)."""
+    return sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+
+
 def no_generalise_counted(sub: pd.DataFrame) -> pd.DataFrame:
-    """The runs `nope-no-generalise-t1` counts: settled (learned or not) and not diverged (version 2), and either
-    learned or clearly not (version 3: a run whose interval contains the bar cannot tell)."""
-    settled = sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
+    """The runs `nope-no-generalise-t1` counts: settled and not diverged (`_settled_alive`), and either learned or
+    clearly not (version 3: a run whose interval contains the bar cannot tell)."""
+    settled = _settled_alive(sub)
     return settled[settled.learned.astype(bool) | clearly_not_learned(settled)]
 
 
@@ -227,8 +232,7 @@ def _no_generalise_claim(runs, th, scheme, settings=("paper",)) -> list[dict]:
             out.append(_row(claim, paper, setting, "pending", "runs not finished yet", [],
                             claim_id="nope-no-generalise-t1"))
             continue
-        settled = sub[_is_settled(sub) & ~sub.diverged.astype(bool)]
-        counted = no_generalise_counted(sub)
+        settled, counted = _settled_alive(sub), no_generalise_counted(sub)
         agree = list(~counted.learned.astype(bool))
         between = set(settled.run_id) - set(counted.run_id)
         ev = "; ".join(f"seed {_seed_label(r)}: {r.status} ({r.why}; {_train_fit(r)})"
