@@ -484,9 +484,9 @@ def kernel_choices(sdpa_backend: str | None) -> dict | None:
 def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, Any]:
     """run.json's fields of a training session (`now`: device, amp, compiled, sdpa_backend, dataset_hash,
     code_version, torch_version, scheme_params: the scheme's kwargs with its defaults filled in, so that a default
-    changed later cannot change silently what a stored run meant): as they are for a new run; for a resume the first session's are kept and each
-    that differs now is recorded in `resumed_settings` ({field: [then, now]}, with a warning: the checkpoint's later
-    epochs ran otherwise than its first). Refused where the data differ: the resume would train on other data."""
+    changed later cannot change silently what a stored run meant): as they are for a new run; for a resume the
+    first session's are kept and each that differs now is recorded in `resumed_settings` ({field: [then, now]}, with
+    a warning: the checkpoint's later epochs ran otherwise than its first). Refused where the data differ: the resume would train on other data."""
     if not resumed:
         return now
     info = run.info
