@@ -146,7 +146,7 @@ def index(store, **filters) -> pd.DataFrame:
 def run_label(row: dict | pd.Series) -> str:
     """`variant · Task n · seed s · setting · acc 98.3 % still learning · status — run id`: which run it is at a
     glance (what it can show by the registered run rules, `run_status`, when the index has it), the full id last."""
-    from workbench.analysis._common import task_label
+    from workbench.analysis.common import task_label
     from workbench.analysis.settings import setting_label
     from workbench.figures.style import pct
 

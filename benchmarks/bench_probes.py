@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from timing import timed  # noqa: E402  (this folder is on sys.path when run as a script)
 from workbench.analysis import probes  # noqa: E402
-from workbench.analysis._common import run_data, split_xy, subsample  # noqa: E402
+from workbench.analysis.common import run_data, split_xy, subsample  # noqa: E402
 
 
 def reference(model, data, n_examples=600, max_tokens=6000, n_folds=5, alpha=1.0, C=1.0, max_iter=300, seed=0,

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from bench_ablation import task1_like_tokens  # noqa: E402  (this folder is on sys.path when run as a script)
 from timing import SideBySide  # noqa: E402
 from workbench.analysis import trigger_attention  # noqa: E402
-from workbench.analysis._common import batches, cache_hooks, valid_pairs  # noqa: E402
+from workbench.analysis.common import batches, cache_hooks, valid_pairs  # noqa: E402
 from workbench.model import ModelConfig, PEClassifier  # noqa: E402
 
 

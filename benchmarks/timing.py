@@ -54,7 +54,7 @@ def open_run(args):
 
     import torch
 
-    from workbench.analysis._common import run_data
+    from workbench.analysis.common import run_data
     from workbench.store import RunStore
 
     torch.set_num_threads(args.threads)

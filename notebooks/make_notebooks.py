@@ -47,7 +47,7 @@ import pandas as pd
 import torch
 
 from workbench.analysis import ANALYSES
-from workbench.analysis._common import run_data
+from workbench.analysis.common import run_data
 from workbench.analysis.claims import base_preset, run_table
 from workbench.analysis.experiments import run_deposit
 from workbench.figures import FIGURES
@@ -335,7 +335,7 @@ if run:
     new_markdown_cell("A spot check of one cell of the table by hand (needs the model): zero the top head's `z` with "
                       "a hook, on the same test examples the sweep used."),
     new_code_cell('''\
-from workbench.analysis._common import subsample
+from workbench.analysis.common import subsample
 
 if run and live(run):
     l, h = int(top["layer"]), int(top["head"])

@@ -12,7 +12,7 @@ from scipy.linalg import toeplitz
 from workbench.analysis import (ANALYSES, COMPUTE, NotApplicable, ablation, aggregate_seeds, angles, deposit,
                                 deposit_sentence, distance_bias, extrapolation, hadamard_check, qk_means,
                                 rope_expected_score, spectral)
-from workbench.analysis._common import bootstrap_means, percentile_interval, rotary_planes, split_xy, tuples
+from workbench.analysis.common import bootstrap_means, percentile_interval, rotary_planes, split_xy, tuples
 from workbench.model import ModelConfig, PEClassifier, list_schemes
 
 SCHEMES = list(list_schemes())
@@ -345,7 +345,7 @@ def test_explained_variance_of_hand_built_matrices():
 def test_spectral_explained_variance_matches_the_reference_per_head():
     """On one example the pooled and the per-example R^2 of spectral.compute are the reference's on that
     example's non-pad score matrix; on two, the per-example one is the mean of the two references."""
-    from workbench.analysis._common import cache_hooks, valid_pairs
+    from workbench.analysis.common import cache_hooks, valid_pairs
     model, data = make_model("rope"), make_data(2, seed=5)
     data.test_x[0, 9:] = 0
     ref = np.zeros((2, 2, 4))
@@ -508,7 +508,7 @@ def test_run_wrapper_saves_tagged_table():
 def test_analyses_count_what_training_counted_with_ignore_label(tmp_path):
     """The authors' script drops count-0 examples from loss and accuracy (train.ignore_label = 0): the analyses
     see the same examples, so the ablation's clean accuracy is the run's own final test accuracy."""
-    from workbench.analysis._common import run_data
+    from workbench.analysis.common import run_data
     from workbench.store import RunStore
     from workbench.train import resolve_config, train
 

@@ -271,7 +271,7 @@ def test_trigger_attention_reads_the_labelled_pair_and_the_keys_the_model_sees()
     pair is the w1 whose w2 lies the label's distance after it (`trigger_pair`). The authors' model attends the pad
     keys too, so a head attending uniformly (W_Q = 0) sits at the uniform reference only if the pads count."""
     from workbench.analysis import trigger_attention
-    from workbench.analysis._common import trigger_pair
+    from workbench.analysis.common import trigger_pair
 
     tok = torch.tensor([[7, 5, 9, 9, 7, 9, 0], [5, 9, 7, 5, 9, 9, 7]])  # w1 = 5, w2 = 7; labels 3 and 3
     p1, p2 = trigger_pair(tok, torch.tensor([3, 3]), [5, 7])

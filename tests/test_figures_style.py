@@ -14,7 +14,7 @@ import pytest
 
 from workbench.analysis import (ablation, angles, deposit, distance_bias, experiments, extrapolation, hadamard_check,
                                 qk_means, rope_expected_score, spectral)
-from workbench.analysis._common import scheme_label, tag
+from workbench.analysis.common import scheme_label, tag
 from workbench.analysis.baselines import chance, length_only_accuracy
 from workbench.figures import FIGURES, TABLE_OF
 from workbench.figures import style as S

@@ -77,7 +77,7 @@ def shipped(tmp_path_factory):
     than the smoke runs and every per-head table, so a notebook that does not keep to one preset picks it.
     Returns (store, the smoke store, the MLA run's id, the other preset's run id)."""
     from workbench.analysis import ANALYSES, ablation, deposit
-    from workbench.analysis._common import tag
+    from workbench.analysis.common import tag
     from workbench.store import RunStore
     from workbench.store.ship import ship_run
     from workbench.train import resolve_config, train

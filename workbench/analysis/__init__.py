@@ -1,6 +1,6 @@
 """Analyses: one module per analysis, each with a pure `compute(model, data, **params) -> DataFrame`; its
 `run(run, **params)` loads the run's model and dataset, computes, stores the table with `run.save_table(name, df)`
-and returns it (`_common.stored`; ablation, deposit, attribution and head_summary have their own). Table schemas:
+and returns it (`common.stored`; ablation, deposit, attribution and head_summary have their own). Table schemas:
 docs/analyses.md.
 
     from workbench.analysis import ANALYSES, NotApplicable
@@ -14,7 +14,7 @@ import json
 
 from . import (ablation, angles, attribution, deposit, distance_bias, dla, edges, experiments, extrapolation,
                head_summary, patching, probes, qk_means, qkv, self_repair, spectral, trigger_attention)
-from ._common import NotApplicable, stored
+from .common import NotApplicable, stored
 from .ablation import aggregate_seeds
 from .deposit import deposit_sentence
 from .distance_bias import rope_expected_score

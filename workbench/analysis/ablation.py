@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, run_data,
+from .common import (batches, bootstrap_means, cache_hooks, evaluating, lengths, percentile_interval, run_data,
                       split_xy, streams, subsample, tag)
 
 METRICS = ("accuracy", "loss")

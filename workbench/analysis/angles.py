@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rotary_planes, split_xy, subsample,
+from .common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rotary_planes, split_xy, subsample,
                       train_length)
 
 

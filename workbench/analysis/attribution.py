@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import batches, run_data, tag
+from .common import batches, run_data, tag
 from .patching import SETS, _check, normalised, pairs_for, position_masks, table_from_pairs, zero_tolerance
 
 CHECK_COLUMNS = ("patching_effect", "patching_lo", "patching_hi", "in_patching_ci", "rank_corr", "check")

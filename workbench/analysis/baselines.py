@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import lengths, split_xy
+from .common import lengths, split_xy
 
 
 def chance(n_classes: int) -> float:

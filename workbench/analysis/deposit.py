@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import NotApplicable, scheme_label, tag, task_label
+from .common import NotApplicable, scheme_label, tag, task_label
 
 SHOWN_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
                  "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]  # what the report and the Ablation page show

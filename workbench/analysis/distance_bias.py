@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rope_frequencies, split_xy, subsample,
+from .common import (batches, cache_hooks, evaluating, lengths, NotApplicable, rope_frequencies, split_xy, subsample,
                       train_length)
 
 

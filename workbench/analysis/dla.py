@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval
+from .common import batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval
 
 
 def components(model, store: dict[str, torch.Tensor], tokens: torch.Tensor, scale: torch.Tensor | None = None):

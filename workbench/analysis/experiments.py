@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ._common import NotApplicable, run_meta, task_label
+from .common import NotApplicable, run_meta, task_label
 from .baselines import run_baselines
 from .deposit import compute as deposit_compute
 from .deposit import deposit_sentence

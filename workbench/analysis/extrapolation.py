@@ -13,7 +13,7 @@ import pandas as pd
 import torch.nn.functional as F
 
 from .baselines import chance, length_only_accuracy
-from ._common import (batches, bootstrap_means, evaluating, lengths, NotApplicable, percentile_interval, split_xy,
+from .common import (batches, bootstrap_means, evaluating, lengths, NotApplicable, percentile_interval, split_xy,
                       subsample, train_length)
 
 

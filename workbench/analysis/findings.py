@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import tuples
+from .common import tuples
 
 MATRIX_COLUMNS = ["claim", "setting", "rung", "verdict", "n_seeds", "evidence", "runs", "claim_no"]
 

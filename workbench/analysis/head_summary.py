@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._common import NotApplicable, tag, tuples
+from .common import NotApplicable, tag, tuples
 from .deposit import compute as deposit_stats
 
 SOURCES = ("ablation", "ablation_mean", "ablation_resample", "patching", "attribution", "qkv", "probes", "dla",

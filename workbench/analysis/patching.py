@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ._common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval, streams
+from .common import batches, bootstrap_means, evaluating, NotApplicable, percentile_interval, streams
 
 
 SETS = ("all", "trigger", "non_trigger")

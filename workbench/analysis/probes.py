@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import batches, cache_hooks, evaluating, NotApplicable, split_xy, subsample, trigger_pair
+from .common import batches, cache_hooks, evaluating, NotApplicable, split_xy, subsample, trigger_pair
 
 PROBES = ("position", "label_head", "label_stream")
 DTYPE = torch.float32  # the batched logistic solve (float64: 4x slower; fold accuracies within 0.002)

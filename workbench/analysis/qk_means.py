@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._common import batches, cache_hooks, evaluating, rotary_planes, split_xy, subsample, train_length
+from .common import batches, cache_hooks, evaluating, rotary_planes, split_xy, subsample, train_length
 
 
 def _frequencies(model, layer: int, width: int) -> np.ndarray:

@@ -139,7 +139,7 @@ CHANGES = {  # table -> the changes of its numbers, oldest first
                       "the label probes' solver: a batched L-BFGS in torch replaced scikit-learn's LogisticRegression "
                       "(the same objective; measured on t2-rope-repro-s42-333ab3, scores up to 0.015 apart)"),
                Change(*_FIX, "label_head reads each head's z at the second trigger of the pair whose distance is "
-                             "the label (`_common.trigger_pair`), not at the row's first w2: the authors' filler "
+                             "the label (`common.trigger_pair`), not at the row's first w2: the authors' filler "
                              "holds trigger words (13.7 % of t1-rope-repro-s42-40a0c6's test rows read elsewhere)",
                       "filler_triggers")),
     "trigger_attention": (Change(*_FIX, "t2_to_t1 and t1_to_t2 read the pair whose distance is the label (the "

@@ -37,7 +37,7 @@ import torch
 
 from workbench.model.attention import compute_dtype
 
-from ._common import batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval
+from .common import batches, bootstrap_means, cache_hooks, evaluating, labelled_test, percentile_interval
 from .ablation import MODES, head_means, partner_z, with_partners
 from .dla import components, runner_up, store_names
 

@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from scipy.linalg import toeplitz
 
-from ._common import batches, cache_hooks, evaluating, rope_frequencies, split_xy, subsample, valid_pairs
+from .common import batches, cache_hooks, evaluating, rope_frequencies, split_xy, subsample, valid_pairs
 
 
 def toeplitz_from_profile(profile: dict[int, float] | np.ndarray, n: int) -> np.ndarray:

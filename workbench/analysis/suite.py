@@ -13,7 +13,7 @@ import time
 from typing import Callable, Iterable
 
 from . import ablation
-from ._common import NotApplicable
+from .common import NotApplicable
 
 
 def _accepted(fn: Callable, offered: dict) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._common import (batches, bootstrap_means, cache_hooks, evaluating, NotApplicable, percentile_interval, split_xy,
+from .common import (batches, bootstrap_means, cache_hooks, evaluating, NotApplicable, percentile_interval, split_xy,
                       subsample, trigger_pair, valid_pairs)
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis._common import task_label
+from workbench.analysis.common import task_label
 from workbench.figures import style as S
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.analysis._common import scheme_label, tuples
+from workbench.analysis.common import scheme_label, tuples
 
 from . import style
 

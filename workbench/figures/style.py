@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-from workbench.analysis._common import scheme_label, task_label
+from workbench.analysis.common import scheme_label, task_label
 
 # ---- colours -----------------------------------------------------------------------------------
 SCHEME_COLORS = {

@@ -24,7 +24,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        tier2_pairs, tier3_readouts, study_title, tier2_title, tier3_title,
                                        verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
-from workbench.analysis._common import scheme_label, task_label, tuples
+from workbench.analysis.common import scheme_label, task_label, tuples
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 from workbench.store.runstore import DEFAULT_DATA_SEED

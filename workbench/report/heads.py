@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.analysis._common import tuples
+from workbench.analysis.common import tuples
 from workbench.analysis.head_summary import DLA_LEFT_OUT, counted, mean_dla_vote
 
 # (table, figure builder, kwargs)

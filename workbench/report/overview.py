@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from workbench.analysis._common import tuples
+from workbench.analysis.common import tuples
 from workbench.report.build import Doc, inline_html, records
 
 MAX_DETAIL_RUNS = 30  # per-run diagnostics (figures per run) only for a selection of at most this many runs

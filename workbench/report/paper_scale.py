@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis._common import tuples
+from workbench.analysis.common import tuples
 from workbench.analysis.claims import TESTS, accuracy_text
 from workbench.store import paper_store
 
@@ -106,7 +106,7 @@ def paper_scale_table1(t1: pd.DataFrame, root: str | Path) -> pd.DataFrame:
 def cell_phrase(r) -> str:
     """One row of `paper_scale_table1` in a phrase: scheme, task and setting, the mean in % with what its seeds can
     show (`status`, which counts them), beside the paper's number and the CPU reproduction's mean."""
-    from workbench.analysis._common import scheme_label, task_label
+    from workbench.analysis.common import scheme_label, task_label
     from workbench.analysis.settings import SETTINGS
 
     r = r._asdict() if hasattr(r, "_asdict") else dict(r)  # an itertuples row or a Series (whose .mean is a method)

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label, task_label, tuples
+from ..common import scheme_label, task_label, tuples
 from ..head_summary import counted, mean_dla_vote
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
                     _deposit_text, _deposits, _largest, _learned, _made_before, _row, _runs, _seed_label, _settled,

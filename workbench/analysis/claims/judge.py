@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._common import scheme_label
+from ..common import scheme_label
 from .deposits import (_absolute_heads_claim, _causal_claims, _per_seed_deposit_claim, _rope_absolute_claim,
                        _rope_shallow_claim)
 from .mla import _mla_claims

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._common import task_label, tuples
+from ..common import task_label, tuples
 from .rules import (TESTS, FEW_SEEDS, specificity, _contrast_runs, _learned, _row, _runs, _seed_label, _settled,
                     _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
 from .runs import TASKS, _rests

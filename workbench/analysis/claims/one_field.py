@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._common import tuples
+from ..common import tuples
 from ..settings import BASE_VARIANTS
 from .rules import json_value, _deposit_heads, _row_settled
 from .runs import mean_ci

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label, tuples
+from ..common import scheme_label, tuples
 from ..settings import SETTINGS
 from .registry import load_registry
 from .status import StatusRules, _exact

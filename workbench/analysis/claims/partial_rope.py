@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._common import tuples
+from ..common import tuples
 from ..experiments import _kwargs
 from ..settings import runs_grid
 from .rules import (largest_layer, specificity, _deposit_agreement, _deposit_text, _deposits, _largest, _learned,

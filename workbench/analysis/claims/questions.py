@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._common import tuples
+from ..common import tuples
 from ..settings import SETTINGS
 from .deposits import ROPE_SHALLOW
 

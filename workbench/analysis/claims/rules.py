@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .._common import tuples
+from ..common import tuples
 from .registry import load_registry
 from .status import StatusRules, wilson
 from .runs import DEFAULT_DATA_SEED

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._common import tuples
+from ..common import tuples
 from ..experiments import PAPER_TABLE1
 from ..settings import SETTINGS
 from .deposits import ROPE_SHALLOW

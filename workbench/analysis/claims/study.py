@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._common import scheme_label, task_label, tuples
+from ..common import scheme_label, task_label, tuples
 from .registry import load_registry
 from .mla import largest_drop
 from .orderings import no_generalise_counted, paired, _no_generalise_claim, _order_verdict

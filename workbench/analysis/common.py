@@ -1,4 +1,5 @@
-"""Helpers shared by the analyses: data access, batching, hooks, rotary-plane discovery, run tagging."""
+"""Helpers shared by the analyses and the layers above them (figures, reports, dashboard, notebooks): labels,
+data access, batching, hooks, rotary-plane discovery, run tagging, the bootstrap."""
 from __future__ import annotations
 
 import collections
