@@ -43,9 +43,10 @@ def wall(args: list[str], threads: int) -> float:
 
 
 def runs_info(root: Path) -> list[dict]:
-    return [json.loads((d / "run.json").read_text()) | {"metrics": [json.loads(line) for line in
-                                                                     (d / "metrics.jsonl").read_text().splitlines()]}
-            for d in sorted(root.iterdir()) if (d / "run.json").exists()]
+    """run.json of each run in the store `root`, with its metric rows under "metrics"."""
+    from workbench.store import RunStore
+
+    return [run.info | {"metrics": run.metric_rows()} for run in RunStore(root, readonly=True).runs()]
 
 
 def train_rate(root: Path) -> float:

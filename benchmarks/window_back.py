@@ -45,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from window_size import LIMIT_MIB, travel_bytes  # noqa: E402  (beside this script)
+from workbench.store import RunStore  # noqa: E402  (the only code that knows a run's files)
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "benchmarks" / "kernels" / "triton.tgz"
@@ -104,11 +105,12 @@ def runs_table(results: Path, run_ids: list[str]) -> list[str]:
     accuracy, and how far the test accuracy moved over the second half (the registered run rules' window)."""
     from workbench.train.sweep import epoch_seconds, fmt_time  # the planner's own epoch time and its format
 
+    store = RunStore(results, readonly=True)
     lines = ["| run | epochs | wall | first epoch's wall (set-up, compile) | median epoch (with its test evaluation) | "
              "test accuracy | training accuracy | test accuracy, epoch E/2 -> E |", "|---|---|---|---|---|---|---|---|"]
     for rid in run_ids:
-        rows = [json.loads(x) for x in (results / rid / "metrics.jsonl").read_text().splitlines() if x.strip()]
-        info = json.loads((results / rid / "run.json").read_text())
+        run = store.get(rid)
+        rows, info = run.metric_rows(), run.info
         if not rows:
             lines.append(f"| `{rid}` | 0 | – | – | – | – | – | – |")
             continue
@@ -136,7 +138,8 @@ def draft_readme(folder: Path, results: Path, added: list[str], device: str | No
     """What `window_back` knows of a window, as the start of its benchmarks/measured README: the card, the code,
     the runs it added (`runs_table`), the sweep's last word and what it left, and the spare-time step measurement.
     The device time, the commands and what the figures mean are the developer's to add."""
-    versions = sorted({json.loads((results / r / "run.json").read_text()).get("code_version") for r in added} - {None})
+    store = RunStore(results, readonly=True)
+    versions = sorted({store.get(r).info.get("code_version") for r in added} - {None})
     out = [f"# The lent {device or 'GPU'} window `{folder.name}` (a draft by window_back.py: add the device time, "
            "the commands, and what the figures mean)", "",
            f"Machine: {device or 'not named'}, torch {torch_version or 'not named'}. Code: "
@@ -274,9 +277,10 @@ def main(argv: list[str] | None = None) -> int:
             rc = 1
 
     device, torch_version = (check or {}).get("device"), (check or {}).get("torch")
-    # no check: the card that trained this window's runs (the runs shipped before, unchanged, only without any)
-    for rid in (added or same + differ) if device is None else []:
-        info = json.loads((a.results / rid / "run.json").read_text())
+    # no check: the card that trained this window's runs (or of those shipped before unchanged, without any; a run
+    # shipped here with another manifest is not the window's run)
+    for rid in (added or same) if device is None else []:
+        info = RunStore(a.results, readonly=True).get(rid).info
         device, torch_version = info.get("gpu") or device, info.get("torch_version") or torch_version
     name = a.name or fresh_name(a.measured, f"{card_name(device) or 'gpu'}-{datetime.date.today().isoformat()}")
     cache = next((c / "inductor-cache.tgz" for c in calls if (c / "inductor-cache.tgz").exists()), None)
