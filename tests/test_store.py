@@ -410,6 +410,16 @@ def test_run_ids_never_become_paths(store, tmp_path):
     assert sorted(p.name for p in outside.iterdir()) == ["config.json"]  # no tables/ written outside
 
 
+def test_the_store_names_its_own_files_and_refuses_paths_and_runs(store):
+    run = store.create(make_config())
+    assert store.own_file("report.html") == store.root / "report.html"
+    for bad in ("../report.html", "a/b.html", "/tmp/x.log", "", "..", "index.sqlite", run.id):
+        with pytest.raises(StoreError, match="cannot be a file of the store"):
+            store.own_file(bad)
+    store.own_file("demo.log").write_text("a line\n")
+    assert store.run_ids() == [run.id]  # a file beside the runs is not a run
+
+
 def test_read_only_store_never_writes(store, tmp_path):
     import shutil
 

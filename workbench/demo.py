@@ -100,7 +100,7 @@ def train_all(preset: str) -> None:
             runs.append(run)
         else:
             console.print(f"[red]{run.id}: {run.status}, skipped")
-    out = store.root / "report.html"
+    out = store.own_file("report.html")
     with analysis_pool(len(runs)) as pool:  # the same processes for both passes
         for tables, what in ((FIRST, "first"), (None, "full")):
             rule(f"analyses for the {what} report")
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     from workbench.store import RunStore, shipped_root
 
     store = RunStore()
-    log = store.root / "demo.log"
+    log = store.own_file("demo.log")
     threads = os.environ.get("PELAB_THREADS", "1")
     # numpy / scipy / scikit-learn BLAS threads too: many small fits with a thread pool each on a busy machine
     # were the demo's slowest part; PYTHONUNBUFFERED: the log gets each line when it is written, in order
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
           f"({'shipped results in ' + str(shipped) if shipped else 'no shipped results found'})\n"
           f"  Runs       {URL}/runs  the demo grid ({preset} preset) trains in the background (pid {worker.pid}); "
           f"its runs appear as they finish\n"
-          f"  log        {log}\n  report     {store.root / 'report.html'} (a first one after training and the fast "
+          f"  log        {log}\n  report     {store.own_file('report.html')} (a first one after training and the fast "
           f"analyses, the full one when all analyses are done)\n",
           flush=True)
     from apps import create_app, start_warm_up

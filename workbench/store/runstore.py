@@ -264,6 +264,14 @@ class RunStore:
         check_config_id(run)
         return run
 
+    def own_file(self, name: str) -> Path:
+        """A file the store keeps beside its runs (the demo's report.html and demo.log): `root/name`. StoreError
+        when `name` is not one file name or names a run."""
+        if not RUN_ID_PATTERN.match(name) or name == INDEX or (self.root / name).is_dir():
+            raise StoreError(f"{name!r} cannot be a file of the store {self.root}: give one file name, not a path, "
+                             f"the index or a run's folder")
+        return self.root / name
+
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
             return []
