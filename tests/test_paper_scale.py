@@ -174,3 +174,14 @@ def test_a_paper_scale_cell_marks_few_runs_on_a_test_verdict_only():
     assert paper_scale_cell(SimpleNamespace(verdict="mixed", few_runs=True, evidence="e")) == "mixed (few runs): e"
     assert paper_scale_cell(SimpleNamespace(verdict="inconclusive (one seed)", few_runs=True, evidence="e")) == \
         "inconclusive (one seed): e"
+
+
+def test_the_paper_grid_is_the_repro_grid_at_the_paper_preset():
+    """grids/paper.toml says it is grids/repro.toml tier for tier (same schemes, variants, settings and seeds) at the
+    `paper` preset: a variant, seed list or setting changed in one and not the other fails here."""
+    from workbench.train.sweep import load_grid
+
+    repro, paper = load_grid("grids/repro.toml"), load_grid("grids/paper.toml")
+    assert (repro.pop("name"), repro.pop("preset"), paper.pop("name"), paper.pop("preset")) == (
+        "repro", "repro", "paper", "paper")
+    assert paper == repro
