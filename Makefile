@@ -91,7 +91,7 @@ study: $(STAMP)
 	$(COMPARE)
 
 # Re-make the shipped tables made before their analysis changed its numbers (docs/reproduction.md, "Refreshing such
-# tables"): `verify --stale $(STALE) --refresh`, two niced single-thread processes (--shard 1/2, 2/2), re-trains each
+# tables"): `verify --stale $(STALE) --refresh`, two niced single-thread processes (--shard 0/2, 1/2), re-trains each
 # such run this machine may re-train bit for bit, shortest first, into $(REFRESH_RUNS) and, where every epoch's metrics
 # equal the shipped ones, ships the tables recomputed from its weights in their place; then COMPARISON.md. Resumes (a
 # refreshed run is stale no more). Needs a committed tree, left unedited while it runs (each table records the code
@@ -99,7 +99,7 @@ study: $(STAMP)
 STALE ?= probes,patching,trigger_attention,dla,head_summary
 REFRESH_RUNS ?= runs-refresh
 refresh: $(STAMP)
-	pids=; for i in 1 2; do \
+	pids=; for i in 0 1; do \
 	    $(CPU_RUN) verify --stale $(STALE) --shard $$i/2 --refresh -q --root $(REFRESH_RUNS) \
 	        --shipped results/repro & pids="$$pids $$!"; done; \
 	rc=0; for p in $$pids; do wait $$p || rc=$$?; done; \

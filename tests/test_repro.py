@@ -1703,10 +1703,10 @@ def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_cha
     shutil.copytree(base / "results" / ids[1], fake / ids[1])  # shipped by today's code: not stale
     env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
     args = ["verify", "--shipped", str(fake), "--root", str(mine), "-q", "--tables", "none", "--stale", "probes"]
-    res = CliRunner().invoke(app, args + ["--shard", "2/2"], env=env)
+    res = CliRunner().invoke(app, args + ["--shard", "1/2"], env=env)
     assert res.exit_code == 0, res.output
     assert "1 shipped runs of" in res.output and "a probes table made before its analysis changed" in res.output
-    assert "0 of them in shard 2/2" in res.output and "no shipped run of" in res.output
+    assert "0 of them in shard 1/2" in res.output and "no shipped run of" in res.output
     assert not mine.exists() or not any(mine.iterdir())
     with monkeypatch.context() as m:  # a machine whose kernels reach less than the run was trained at
         import torch
@@ -1715,14 +1715,14 @@ def test_verify_stale_selects_the_runs_with_a_table_made_before_its_analysis_cha
         res = CliRunner().invoke(app, args, env=env)
     assert res.exit_code == 0, res.output
     assert "0 may be re-trained here bit for bit (left out: 1 at a SIMD level above this machine's)" in res.output
-    res = CliRunner().invoke(app, args + ["--shard", "1/2"], env=env)
+    res = CliRunner().invoke(app, args + ["--shard", "0/2"], env=env)
     assert res.exit_code == 0, res.output
-    assert "1 of them in shard 1/2" in res.output and f"{ids[0]}: verified (bit-identical" in res.output
+    assert "1 of them in shard 0/2" in res.output and f"{ids[0]}: verified (bit-identical" in res.output
     assert not (mine / ids[1]).exists()
     other = ["verify", "--shipped", str(fake), "--root", str(tmp_path / "other")]
-    for bad, says in ((["--stale", "probes", "--shard", "3/2"], "write I/N with 1 <= I <= N"),
+    for bad, says in ((["--stale", "probes", "--shard", "2/2"], "write I/N with 0 <= I < N"),
                       (["--stale", "probs"], "'probs' cannot be re-checked"),
-                      (["--shard", "1/2"], "--shard I/N splits the runs --stale selects; add --stale")):
+                      (["--shard", "0/2"], "--shard I/N splits the runs --stale selects; add --stale")):
         res = CliRunner().invoke(app, other + bad, env=env)
         assert res.exit_code != 0 and says in res.output, res.output
     assert not (tmp_path / "other").exists()

@@ -132,6 +132,8 @@ BAD_OTHER = [
     (["figure", "RUN", "ablation", "-o", "DATA.svg", "--height", "-5"], ["--height"]),
     (["figure", "RUN", "ablation", "-o", "DATA.svg", "--scale", "0"], ["--scale 0.0", "> 0"]),
     (["sweep", "GRID:set = 5"], ["grid: set", "table"]),
+    (["sweep", "GRID:schemes = [\"rope\"]", "--shard", "2/2"], ["--shard '2/2'", "0 <= I < N", "0/2 and 1/2"]),
+    (["sweep", "GRID:schemes = [\"rope\"]", "--shard", "x"], ["--shard 'x'", "0 <= I < N"]),
     (["sweep", "GRID:variants = 3"], ["variants", "list of tables"]),
     (["sweep", "GRID:seeds = [\"abc\"]\nschemes = [\"rope\"]"], ["train.seed", "abc"]),
     (["sweep", "GRID:preset = 5\nschemes = [\"rope\"]"], ["preset", "5"]),

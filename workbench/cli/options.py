@@ -50,6 +50,18 @@ def say_created(store) -> None:
         typer.secho(f"created the run store {store.root}", err=True)
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """`--shard I/N` as (I, N) with 0 <= I < N (0-based, as a Slurm array's task id): the I-th of N processes
+    side by side. ValueError saying what to write otherwise."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        i, n = -1, 0
+    if not 0 <= i < n:
+        raise ValueError(f"--shard {text!r}: write I/N with 0 <= I < N, e.g. 0/2 and 1/2 for two processes")
+    return i, n
+
+
 def parse_tiers(tier: Optional[str]) -> Optional[list[int]]:
     """`--tier 1` / `1,2` -> [1] / [1, 2]; None (no option) -> None (every tier). ValueError for anything else,
     `--tier ''` (an unset $TIER in a script) included: never read as "every tier"."""

@@ -18,7 +18,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import parse_tiers, say_created
+from .options import parse_shard, parse_tiers, say_created
 
 PENDING_GRIDS = ("grids/repro.toml", "grids/ladder.toml", "grids/study.toml")  # `compare` lists their unfinished runs
 
@@ -443,7 +443,7 @@ def verify_cmd(
                                              "of those this machine may re-train bit for bit (trained on a CPU of "
                                              "its vendor, at a SIMD level it reaches), shortest training first"),
     shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N",
-                                        help="with --stale: only every N-th of them from the I-th (I = 1..N), for N "
+                                        help="with --stale: only every N-th of them from the I-th (0-based: I = 0..N-1), for N "
                                              "processes side by side"),
     refresh: bool = typer.Option(False, "--refresh",
                                  help="where a re-training's metrics equal the shipped ones at every epoch, ship the "
@@ -488,7 +488,7 @@ def verify_cmd(
 
     try:
         names = recheck_names(tables)  # bad input is refused before anything trains
-        part = _shard(shard) if shard else None
+        part = parse_shard(shard) if shard else None
         wanted = recheck_names(stale) if stale else None
     except ValueError as e:
         _fail(str(e))
@@ -566,17 +566,6 @@ _VERDICT = {True: "verified", False: "NOT verified", None: "stopped: off the shi
             "statistical": "reproduced statistically (other numerics: its floats and tables are not the shipped ones)"}
 
 
-def _shard(text: str) -> tuple[int, int]:
-    """`--shard I/N` as (I, N), 1 <= I <= N; ValueError saying what to write otherwise."""
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        i = n = 0
-    if not 1 <= i <= n:
-        raise ValueError(f"--shard {text!r}: write I/N with 1 <= I <= N, e.g. 1/2 and 2/2 for two processes")
-    return i, n
-
-
 def _here(runs) -> tuple[list, list, list[str]]:
     """(the runs this machine may re-train bit for bit: CPU runs of its vendor at a SIMD level it reaches, the CPU
     runs, what was left out of the first and why: "2 trained on a GPU", "164 on another CPU vendor", ...)."""
@@ -603,7 +592,7 @@ def _stale_ids(src_store, tables: list[str], part: Optional[tuple[int, int]]) ->
     runs = [r for r in finished_runs(src_store)[0] if set(stale_tables(r)) & set(tables)]
     fit, _, left = _here(runs)
     fit = sorted(fit, key=lambda r: (float(r.info.get("wall_time_s") or 0), r.id))
-    ids = [r.id for r in fit][part[0] - 1::part[1]] if part else [r.id for r in fit]
+    ids = [r.id for r in fit][part[0]::part[1]] if part else [r.id for r in fit]
     which = "a table" if len(tables) > 1 else f"a {tables[0]} table"
     typer.echo(f"{len(runs)} shipped runs of {src_store.root} hold {which} made before its analysis changed; "
                f"{len(fit)} may be re-trained here bit for bit" + (f", {len(ids)} of them in shard {part[0]}/{part[1]}"

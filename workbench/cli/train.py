@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from .options import (COMPILE_MODE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, existing_root,
-                      grid_points_of, parse_tiers, say_created, step_options)
+                      grid_points_of, parse_shard, parse_tiers, say_created, step_options)
 
 
 def _store(root: Optional[Path], create: bool = True):
@@ -271,14 +271,10 @@ def sweep_cmd(
     """Train every run of a grid that is not finished; stop and restart any time."""
     from workbench.train import sweep
 
-    shard_t = None
-    if shard:
-        try:
-            i, n = (int(v) for v in shard.split("/"))
-            assert 0 <= i < n
-            shard_t = (i, n)
-        except (ValueError, AssertionError):
-            _fail(f"--shard {shard!r}: expected I/N with 0 <= I < N, e.g. 0/2")
+    try:
+        shard_t = parse_shard(shard) if shard else None
+    except ValueError as e:
+        _fail(str(e))
     try:
         tiers = parse_tiers(tier)
     except ValueError as e:
