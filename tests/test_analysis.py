@@ -538,3 +538,89 @@ def test_tuples_reads_the_rows_itertuples_gives():
         for g, w in zip(got, want):
             assert [type(v) for v in g] == [type(v) for v in w]
             assert all(a == b or (a != a and b != b) for a, b in zip(g, w)), (g, w)
+
+
+# ---- the bootstrap and the deposit rule at their boundaries (intervals and thresholds read as registered) ---------
+def test_the_percentile_interval_is_the_central_level():
+    """95 % leaves 2.5 % on each side: 0..1000 gives exactly (25, 975); a one-sided 5 % would give (50, 950)."""
+    lo, hi = percentile_interval(np.arange(1001.0)[:, None], 0.95)
+    assert (float(lo[0]), float(hi[0])) == (pytest.approx(25.0), pytest.approx(975.0))
+    lo, hi = percentile_interval(np.arange(1001.0)[:, None], 0.5)
+    assert (float(lo[0]), float(hi[0])) == (pytest.approx(250.0), pytest.approx(750.0))
+
+
+def test_bootstrap_means_resample_every_column_alike():
+    """The same resamples for every column: a column shifted by 1 stays exactly 1 apart in every replicate (the
+    paired gap interval of the deposit rule depends on it)."""
+    v = np.random.default_rng(0).random(50)
+    reps = bootstrap_means(np.c_[v, v + 1], 200, 0)
+    np.testing.assert_allclose(reps[:, 1] - reps[:, 0], 1.0, atol=1e-12)
+
+
+def _one_layer(wrong: dict[int, range], n: int = 100, heads: int = 3) -> dict[str, np.ndarray]:
+    """Per-example outcomes of one layer: the clean model right everywhere, head h wrong on `wrong[h]`."""
+    correct = np.ones((1, heads, n), dtype=bool)
+    for h, idx in wrong.items():
+        correct[0, h, list(idx)] = False
+    return {"correct": correct, "clean_correct": np.ones(n, dtype=bool),
+            "loss": np.where(correct, 0.1, 2.0), "clean_loss": np.full(n, 0.1)}
+
+
+def test_the_layer_gap_interval_is_paired_between_the_top_and_the_second_head():
+    """Hand-computed: top head wrong on 30 of 100, second on 10, third never. Nested (second's 10 inside top's 30):
+    the per-example gap is 1 on 20 examples, mean 0.2, sd 0.4, se 0.04: about [0.12, 0.28]. Disjoint: +1 on 30,
+    -1 on 10, sd 0.6, se 0.06: about [0.08, 0.32]. An unpaired bootstrap gives the same width to both, a gap to
+    the last head (the third) a gap of 0.3."""
+    from workbench.analysis.ablation import table_from_examples
+
+    for second, (want_lo, want_hi) in ((range(0, 10), (0.12, 0.28)), (range(30, 40), (0.08, 0.32))):
+        t = table_from_examples(_one_layer({0: range(0, 30), 1: second}), n_boot=4000, seed=1)
+        row = t[(t.metric == "accuracy") & (t["head"] == 0)].iloc[0]
+        assert row.layer_gap == pytest.approx(0.2, abs=1e-12)
+        assert row.layer_gap_lo == pytest.approx(want_lo, abs=0.02)
+        assert row.layer_gap_hi == pytest.approx(want_hi, abs=0.02)
+
+
+def _deposit_of(drops, dtype=np.float64) -> str:
+    from workbench.analysis import deposit
+
+    d = np.asarray(drops, dtype=dtype)
+    gap = d[0] - d[1]
+    abl = pd.DataFrame({"layer": 0, "head": range(len(d)), "metric": "accuracy", "mode": "zero", "delta": d,
+                        "layer_gap": gap, "layer_gap_lo": gap / 2, "layer_gap_hi": gap * 2})
+    return deposit.compute(abl)["pattern"].iloc[0]
+
+
+def test_the_deposit_thresholds_are_read_as_written_at_their_boundaries():
+    """The spec's >= 0.05, >= 3x and summed >= 0.05, on drops that are counts out of 1,000 as float subtraction
+    computes them (950 - 900 of 1,000 is 0.04999999999999993) and as float32 tables ship them (0.15 reads
+    0.15000000596, 3 x 0.05 0.15000000224)."""
+    drop = lambda right_clean, right_ablated: right_clean / 1000 - right_ablated / 1000  # noqa: E731
+    for dtype in (np.float64, np.float32):
+        assert _deposit_of([drop(950, 900), 0, 0, 0], dtype) == "single-head"  # exactly 0.05
+        assert _deposit_of([drop(950, 800), drop(950, 900), 0, 0], dtype) == "single-head"  # exactly 3x
+        assert _deposit_of([0.15, 0.051, 0, 0], dtype) == "average"  # less than 3x
+        assert _deposit_of([0.049, 0, 0, 0], dtype) == "none"  # below 0.05, summed below 0.05
+        assert _deposit_of([drop(950, 920), drop(950, 940), drop(950, 940), 0], dtype) == "average"  # sum 0.05
+
+
+def test_a_deposit_at_the_higher_threshold_keeps_a_drop_of_exactly_that():
+    from workbench.analysis.claims.rules import _at
+
+    dep = pd.DataFrame({"layer": [0, 1], "single_head_deposit": [True, True],
+                        "top_delta": [0.95 - 0.85, 0.0999]})  # 0.09999999999999998: exactly 0.10 as counts
+    assert list(_at(dep, 0.10).single_head_deposit) == [True, False]
+
+
+def test_seed_aggregated_layer_gap_has_the_t_interval_of_the_per_seed_gaps():
+    """Per-seed gaps 0.1, 0.2, 0.3 (top head 0.3, 0.4, 0.5; second 0.2 each): mean 0.2, t(0.975, 2) = 4.303,
+    sd 0.1: 0.2 -+ 4.303 x 0.1 / sqrt(3) = [-0.048, 0.448]."""
+    from workbench.analysis.ablation import aggregate_seeds
+
+    tables = [pd.DataFrame({"layer": 0, "head": [0, 1, 2], "metric": "accuracy", "mode": "zero",
+                            "delta": [top, 0.2, 0.0], "importance": [top, 0.2, 0.0], "ci_lo": 0.0, "ci_hi": 0.0,
+                            "layer_gap": top - 0.2, "layer_gap_lo": 0.0, "layer_gap_hi": 0.0})
+              for top in (0.3, 0.4, 0.5)]
+    row = aggregate_seeds(tables).query("head == 0").iloc[0]
+    assert row.layer_gap == pytest.approx(0.2)
+    assert (row.layer_gap_lo, row.layer_gap_hi) == (pytest.approx(-0.04843, abs=1e-4), pytest.approx(0.44843, abs=1e-4))

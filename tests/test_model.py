@@ -133,6 +133,13 @@ def test_partial_rope_masks_leave_heads_position_free(tiny_cfg):
     frac = model_for(tiny_cfg("rope", scheme_kwargs={"rotary_fraction": 0.5})).blocks[0].attn
     rq, _ = frac.rotate(q, q)
     assert torch.equal(rq[..., 4:], q[..., 4:]) and not torch.allclose(rq[:, 1:, :, :4], q[:, 1:, :, :4])
+    # the rotating dims are a RoPE of width d_rot = 4: theta_i = 10000^(-2i/4) = 1, 0.01 (not 10000^(-2i/8))
+    torch.testing.assert_close(frac.inv_freq, torch.tensor([1.0, 0.01]))
+    pos = 3
+    plane1 = rq[0, pos, 0, 2:4]  # plane 1 at position 3 turned by 3 x 0.01 rad
+    c, s_ = math.cos(pos * 0.01), math.sin(pos * 0.01)
+    x, y = q[0, pos, 0, 2], q[0, pos, 0, 3]
+    torch.testing.assert_close(plane1, torch.stack([x * c - y * s_, x * s_ + y * c]))
 
 
 def test_rotate_pairs_preserves_norm():

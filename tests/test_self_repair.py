@@ -205,3 +205,18 @@ def test_shares_add_up_to_one_and_the_experiment_compares_runs():
     assert "rope" not in title.split("shares)")[-1]
     with pytest.raises(NotApplicable, match="--what self-repair"):
         self_repair_shares(runs=runs[1:2])
+
+
+def test_the_mean_fill_is_each_heads_z_averaged_over_the_real_tokens():
+    """`head_means`, checked against one cached forward of the whole padded batch: every head's hook_z averaged over
+    the non-pad tokens of all examples (a batch size that splits the data, so per-batch means weighted wrong would
+    show; a mean that counted pads would be pulled towards the pads' z)."""
+    model, d = task_model(), make_data(n=10)
+    assert (d.test_x == 0).any()  # padded examples
+    tok = torch.as_tensor(d.test_x)
+    with torch.no_grad():
+        _, cache = model.run_with_cache(tok)
+    real = (tok != 0)
+    want = torch.stack([cache[f"blocks.{l}.attn.hook_z"][real].double().mean(0)
+                        for l in range(model.cfg.n_layers)]).float()  # [layer, head, d_head]
+    torch.testing.assert_close(ablation.head_means(model, d.test_x, batch_size=3), want, rtol=1e-5, atol=1e-6)

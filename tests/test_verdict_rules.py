@@ -47,6 +47,11 @@ def test_settled_reads_the_test_accuracy_over_the_last_half_of_training():
     m["test_acc"] = [0.155, 0.155, 0.16]
     assert run_status(m, 26, 0.18, n_test=6000)["status"] == "did not learn"
     assert run_status(curve([0.9]), 26, 0.18)["settled"]  # one epoch: e0 = E (the registered rule as written)
+    fell = run_status(curve([0.5, 0.9, 0.9, 0.85]), 26, 0.18, n_test=6000)  # epoch 2 -> 4: -0.05, a fall moves too
+    assert not fell["settled"] and fell["status"] == "still learning"
+    assert run_status(curve([0.5, 0.9, 0.9, 0.895]), 26, 0.18, n_test=6000)["settled"]  # -0.005 < 1 point
+    exact = run_status(curve([0.5, 0.23, 0.6, 0.24]), 26, 0.18, n_test=6000)  # 0.24 - 0.23: exactly 1 point
+    assert not exact["settled"]  # computes as 0.009999999999999981: >= 1 point read as written
 
 
 def test_diverged_is_a_non_finite_or_exploding_loss():
@@ -87,6 +92,8 @@ def test_ceilings_and_seed_noise_are_not_differences():
     assert said["inconclusive (ceiling)"] == "cannot tell (both at the ceiling)"
     assert _order([0.95, 0.96, 0.95], [0.85, 0.86, 0.87]).verdict == "reproduced"  # a clear, consistent gap
     assert _order([0.80, 0.81, 0.80], [0.90, 0.91, 0.90]).verdict == "not reproduced"
+    # one run of each side at the ceiling is not both sides at it: a clear paired gap still decides
+    assert _order([0.99, 0.95, 0.96], [0.98, 0.94, 0.95]).verdict == "reproduced"
 
 
 def test_an_ordering_is_judged_only_in_the_settings_it_was_registered_for():

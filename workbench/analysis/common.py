@@ -296,6 +296,14 @@ def stored(name: str, compute):
     return run
 
 
+def exact(v):
+    """`v` (a number or an array) rounded to 6 decimals, for comparing with a registered threshold as the number it
+    stands for: accuracies and their drops are counts over n examples (multiples of 1/n, n < 10^5, so no two differ
+    by less than 1e-5), which float subtraction leaves 1e-17 off (a drop of 50 in 1,000 computes as 0.04999999999999993)
+    and a table shipped in float32 1e-8 off (0.15 reads 0.15000000596)."""
+    return np.round(v, 6)
+
+
 def bootstrap_weights(n: int, n_boot: int, seed: int, chunk: int = 64) -> Iterator[np.ndarray]:
     """Yield chunks of bootstrap resampling counts [chunk, n] (each row sums to n), seeded."""
     rng = np.random.default_rng(seed)

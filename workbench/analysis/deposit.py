@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import NotApplicable, scheme_label, tag, task_label
+from .common import NotApplicable, exact, scheme_label, tag, task_label
 
 SHOWN_COLUMNS = ["layer", "pattern", "concentration", "top_head", "top_delta", "top_lo", "top_hi", "second_head",
                  "second_delta", "gap", "gap_lo", "gap_hi", "sum_delta"]  # what the report and the Ablation page show
@@ -61,9 +61,10 @@ def compute(ablation: pd.DataFrame, metric: str = "accuracy", min_delta: float =
                 and not np.isclose(top["layer_gap"], gap, rtol=1e-6, atol=1e-6):
             gap_lo = gap_hi = float("nan")
         lo, hi = sign * top.get("ci_lo", np.nan), sign * top.get("ci_hi", np.nan)
-        single = bool(imp[0] >= min_delta and imp[0] >= ratio * second_imp and gap_lo > 0)
+        # thresholds read as written (>=) on the counts the drops stand for (`exact`), float64 or shipped float32
+        single = bool(exact(imp[0]) >= min_delta and exact(imp[0] - ratio * second_imp) >= 0 and gap_lo > 0)
         total = float(imp.sum())
-        average = bool(total >= min_sum and not single)
+        average = bool(exact(total) >= min_sum and not single)
         rows.append({
             "layer": int(layer), "metric": metric, "mode": mode, "n_heads": len(sub),
             "concentration": conc,

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..common import scheme_label, task_label, tuples
+from ..common import exact, scheme_label, task_label, tuples
 from ..head_summary import counted, mean_dla_vote
 from .rules import (share, specificity, _at, _contrast_runs, _dep_shows, _deposit_agreement, _deposit_heads,
                     _deposit_text, _deposits, _largest, _learned, _made_before, _row, _runs, _seed_label, _settled,
@@ -91,7 +91,7 @@ def concentrated(abl: pd.DataFrame, threshold: float, layers: int = 1, quiet: fl
         return False, "no heads"
     pos = np.clip(d, 0, None)
     top3 = float(np.sort(pos)[::-1][:3].sum() / pos.sum()) if pos.sum() > 0 else 0.0
-    big, small = int((d >= threshold).sum()), int((d < quiet).sum())
+    big, small = int((exact(d) >= threshold).sum()), int((exact(d) < quiet).sum())
     ok = big >= 1 and small >= len(d) / 2 and top3 >= top_share
     return ok, (f"{big} of {len(d)} heads in layers 0-{layers} drop >= {threshold:g}, {small} drop < {quiet:g}, "
                 f"the three largest carry {100 * top3:.0f} % of the summed drop")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..common import task_label, tuples
+from ..common import exact, task_label, tuples
 from .rules import (TESTS, FEW_SEEDS, specificity, _contrast_runs, _learned, _row, _runs, _seed_label, _settled,
                     _stored, _two_extra, _two_thresholds, _uncounted_notes, _unshown, _verdict, _waiting)
 from .runs import TASKS, _rests
@@ -27,8 +27,8 @@ def _mla_claims(store, runs, th) -> list[dict]:
         good = _settled(sub)
         abl = _stored(store, _learned(sub)["run_id"], "ablation")
         tops = {rid: largest_drop(a) for rid, a in abl.items()}
-        return good, abl, tops, [(r, bool(tops[r.run_id].delta < th.indispensable),
-                                  bool(tops[r.run_id].delta < th.also)) for r in tuples(good) if r.run_id in tops]
+        return good, abl, tops, [(r, bool(exact(tops[r.run_id].delta) < th.indispensable),
+                                  bool(exact(tops[r.run_id].delta) < th.also)) for r in tuples(good) if r.run_id in tops]
 
     for setting in ("paper", "authors-mla", "encoder"):
         for task in TASKS:

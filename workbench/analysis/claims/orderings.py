@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..common import scheme_label, tuples
+from ..common import exact, scheme_label, tuples
 from ..settings import SETTINGS
 from .registry import load_registry
-from .status import StatusRules, _exact
+from .status import StatusRules
 from .rules import (FEW_SEEDS, UNRANKED, share, specificity, _is_settled, _row, _runs, _seed_label, _settled,
                     _unshown, _verdict)
 from .runs import DEFAULT_DATA_SEED, mean_ci, seeds_text, _rests
@@ -78,7 +78,7 @@ def _overfit_claim(runs, th) -> dict:
         return _row(claim, paper, "paper", "not testable at this preset", ev, sub.run_id,
                     claim_id="random-overfits", rests_on=seeds_text(sub))
     def agrees(d):
-        return list(d.train_acc_eval - d.test_acc >= th.overfit_gap)
+        return list(exact(d.train_acc_eval - d.test_acc) >= th.overfit_gap)
 
     settled = _settled(sub)
     good = settled[~_at_ceiling(settled)]
@@ -97,11 +97,11 @@ def _overfit_claim(runs, th) -> dict:
 
 
 def _at_ceiling(d: pd.DataFrame) -> pd.Series:
-    """run_status's `ceiling` (final test accuracy >= 0.98, compared as counts: rounded to 9 decimals) of each
+    """run_status's `ceiling` (final test accuracy >= 0.98, compared as counts: `common.exact`) of each
     run of `d`; a hand-made table without it: from its test accuracy by the same rule."""
     if "ceiling" in d:
         return d["ceiling"].astype(bool)
-    return d.test_acc.map(lambda a: _exact(float(a)) >= StatusRules().ceiling).astype(bool)
+    return d.test_acc.map(lambda a: exact(float(a)) >= StatusRules().ceiling).astype(bool)
 
 
 def _seed_noise(a: pd.DataFrame, b: pd.DataFrame, floor: float) -> float:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..common import tuples
+from ..common import exact, tuples
 from .registry import load_registry
 from .status import StatusRules, wilson
 from .runs import DEFAULT_DATA_SEED
@@ -232,7 +232,7 @@ def _at(dep: pd.DataFrame, threshold: float) -> pd.DataFrame:
     if threshold <= 0.05 + 1e-12:
         return dep
     d = dep.copy()
-    d["single_head_deposit"] = d["single_head_deposit"].astype(bool) & (d["top_delta"] >= threshold)
+    d["single_head_deposit"] = d["single_head_deposit"].astype(bool) & (exact(d["top_delta"]) >= threshold)
     return d
 
 

@@ -18,9 +18,9 @@ the registration's (`registry.toml`, `[status]`; docs/preregistration.md), never
     ceiling        final test accuracy >= ceiling (0.98): two such runs cannot be ranked
     still learning (the reading of an accuracy ordering) not settled and below the ceiling, not diverged
 
-The comparisons read accuracies rounded to 9 decimals (`_exact`): accuracies are counts over n test examples, and a
-change of exactly 1 point (60 of 6,000) computes as 0.00999999999999998, which the rule, read as written, does not
-call settled.
+The comparisons read accuracies rounded to 6 decimals (`common.exact`): accuracies are counts over n test examples,
+and a change of exactly 1 point (60 of 6,000) computes as 0.00999999999999998, which the rule, read as written, does
+not call settled.
 
 A run *counts* for a mechanism claim (deposits, heads) only when it learned, settled and did not diverge: the
 ceiling does NOT exempt it (a run at 99.98 % that rose 34 points in its last half is still forming its mechanism).
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..common import exact
 from .registry import load_registry
 
 
@@ -124,12 +125,6 @@ def settle_window(epochs: int) -> int:
     return max(1, epochs // 2)
 
 
-def _exact(v: float) -> float:
-    """v rounded to 9 decimals: a difference or a share of counts compared with a registered threshold as the
-    number it stands for (float subtraction leaves 1e-17 errors that flip a comparison at the threshold)."""
-    return round(v, 9) if np.isfinite(v) else v
-
-
 def _window_change(m: pd.DataFrame) -> tuple[float, int]:
     """(test acc(E) - test acc(e0), e0); NaN with a non-finite accuracy at either end. One epoch: e0 = E, a change
     of 0 (the registered rule read as written: such a run is settled; only smoke runs have one epoch)."""
@@ -158,9 +153,9 @@ def run_status(metrics: pd.DataFrame, n_classes: int, length_only: float = np.na
     bound = rules.diverged_factor * math.log(n_classes)
     diverged = bool((~np.isfinite(losses)).any() or (losses[-1] > bound).any())
     learned = bool(np.isfinite(lower) and lower >= need and not diverged)
-    ceiling = bool(_exact(final) >= rules.ceiling)
+    ceiling = bool(exact(final) >= rules.ceiling)
     change, e0 = _window_change(m)
-    settled = bool(np.isfinite(change) and abs(_exact(change)) < rules.settle_points and not diverged)
+    settled = bool(np.isfinite(change) and abs(exact(change)) < rules.settle_points and not diverged)
     still = bool(not settled and not ceiling and not diverged)
     lo_txt = f"Wilson lower bound {lower:.3f}" if n_test else f"test acc {final:.3f} (test set size unknown)"
     if diverged:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..common import scheme_label, task_label, tuples
+from ..common import exact, scheme_label, task_label, tuples
 from .registry import load_registry
 from .mla import largest_drop
 from .orderings import no_generalise_counted, paired, _no_generalise_claim, _order_verdict
@@ -115,8 +115,9 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
         cr = st[(st.group == group) & (st.scheme == contrast) & st.counted
                 & st["has_ablation" if scheme == "mla" else "has_deposit"]]
         if scheme == "mla":
-            reads = [("largest drop of any head < threshold", c.largest_drop < th.indispensable,
-                      c.largest_drop < th.also, (cr.largest_drop < th.indispensable, cr.largest_drop < th.also))]
+            drop, drop_c = exact(c.largest_drop), exact(cr.largest_drop)
+            reads = [("largest drop of any head < threshold", drop < th.indispensable, drop < th.also,
+                      (drop_c < th.indispensable, drop_c < th.also))]
         else:
             reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0,
                       (cr.layer_005 == 0, cr.layer_010 == 0)),
