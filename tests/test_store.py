@@ -326,6 +326,22 @@ def test_an_unusable_index_file_falls_back_to_an_in_memory_index(store):
         assert RunStore(store.root).query(status="created")["id"].tolist() == [run.id]
 
 
+def test_an_index_that_opens_but_cannot_be_written_falls_back_to_memory(store, monkeypatch):
+    """A read-only store (or index file): the listing, the report and the dashboard read it through an in-memory
+    index (root ignores chmod, so the file is opened read-only as such a store's would be)."""
+    import sqlite3
+
+    first, second = store.create(make_config()), store.create(make_config(seed=7))
+    with sqlite3.connect(store.index_path) as conn:  # the index file has not seen the second run yet
+        conn.execute("DELETE FROM runs WHERE id = ?", (second.id,))
+    ro = RunStore(store.root)
+    monkeypatch.setattr(ro, "_connect", lambda: sqlite3.connect(f"file:{ro.index_path}?mode=ro", uri=True))
+    with pytest.warns(UserWarning, match="cannot write .*in memory"):
+        assert sorted(ro.query()["id"]) == sorted([first.id, second.id])
+    assert sorted(ro.query()["id"]) == sorted([first.id, second.id])  # the memory index from then on
+    assert ro.get(second.id).status == "created"
+
+
 def test_a_run_whose_creation_was_interrupted_is_incomplete(store):
     (store.root / "t1-rope-smoke-s42-abcdef").mkdir()  # kill between mkdir and config.json
     row = store.query().iloc[0]

@@ -421,9 +421,22 @@ class RunStore:
         yield self._memory
 
     def _with_index(self, fn) -> Any:
-        with self._index() as conn:
-            with conn:  # one transaction
-                return fn(conn)
+        """fn(conn) in one transaction. An index file that opens but cannot be written (a read-only store or
+        file, a full disk) gives way to an in-memory index, rebuilt from the run folders, as an unusable file does."""
+        in_file = self._memory is None
+        try:
+            with self._index() as conn:
+                with conn:  # one transaction
+                    return fn(conn)
+        except sqlite3.OperationalError as e:
+            if not in_file or self._memory is not None:
+                raise
+            warnings.warn(f"run store {self.root}: cannot write {self.index_path} ({e}); indexing the run folders "
+                          "in memory instead (make the store writable to get a persistent index)", stacklevel=3)
+            self._memory = sqlite3.connect(":memory:", check_same_thread=False)
+            self._create_schema(self._memory)
+            with self._memory:  # empty: the next query's refresh reads every run folder into it
+                return fn(self._memory)
 
     @staticmethod
     def _row(run: Run) -> dict[str, Any]:
