@@ -1,5 +1,6 @@
 """The shipped reproduction: analyse + ship without weights, COMPARISON.md from the tables alone, verify by re-training,
 and the claim verdicts on tables whose answer is known."""
+import hashlib
 import json
 import math
 import re
@@ -277,8 +278,12 @@ def test_verify_draws_a_sample_and_names_which_of_several_runs_verify(shipped, t
     for rid in ids[:2]:
         shutil.copytree(base / "results" / rid, fake / rid)
     rows = [json.loads(line) for line in (fake / ids[1] / "metrics.jsonl").read_text().splitlines()]
-    rows[-1]["test_acc"] += 0.01
-    (fake / ids[1] / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows[-1]["test_acc"] += 0.01  # a shipped run whose training gave other numbers: its run.json records them
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    (fake / ids[1] / "metrics.jsonl").write_text(text)
+    info = json.loads((fake / ids[1] / "run.json").read_text())
+    info["metrics_sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (fake / ids[1] / "run.json").write_text(json.dumps(info))
     write_manifest(fake / ids[1])
     res = CliRunner().invoke(app, ["verify", ids[0], ids[1], "--shipped", str(fake), *where], env=env)
     assert res.exit_code == 1, res.output

@@ -342,6 +342,19 @@ def test_an_index_that_opens_but_cannot_be_written_falls_back_to_memory(store, m
     assert ro.get(second.id).status == "created"
 
 
+def test_a_finished_run_whose_curve_was_cut_is_listed_corrupt(store):
+    """metrics.jsonl cut at a line's end still parses: only its sha256 against run.json's shows the lost epoch
+    (else listings say finished and figures draw, and verdicts read, the wrong last epoch)."""
+    run = store.create(make_config())
+    rows = [{"epoch": e, "test_acc": a} for e, a in ((1, 0.5), (2, 0.9))]
+    run.update_info(status="finished", epoch=2, final=rows[-1], metrics_sha256=run.write_metrics(rows))
+    assert store.query()["status"].tolist() == ["finished"]
+    path = run.path / "metrics.jsonl"
+    path.write_text(path.read_text().splitlines(keepends=True)[0])
+    row = store.query().iloc[0]
+    assert row["status"] == "corrupt" and "metrics.jsonl changed after training" in row["error"]
+
+
 def test_a_run_whose_creation_was_interrupted_is_incomplete(store):
     (store.root / "t1-rope-smoke-s42-abcdef").mkdir()  # kill between mkdir and config.json
     row = store.query().iloc[0]

@@ -661,10 +661,15 @@ class Run:
         self.check_files()
 
     def check_files(self) -> None:
-        """`check` without config.json and run.json (the index reads those first)."""
+        """`check` without config.json and run.json (the index reads those first), and metrics.jsonl against the
+        sha256 its training recorded (a finished run whose curve was cut or edited would draw and read the wrong
+        epochs). The weights are checked where they are loaded."""
         import pyarrow.parquet as pq
 
         self.metric_rows()
+        if self.metrics_changed():
+            raise StoreError(f"{METRICS} changed after training (its sha256 differs from the one in {INFO}); restore "
+                             "it or train the run again (`--force`)", self.id, METRICS)
         self._bundled()  # reads the bundle's footer
         for p in sorted((self.path / TABLES).glob("*.parquet")):
             try:
