@@ -97,6 +97,13 @@ def test_check_passes_a_whole_store_and_refuses_a_missing_one(tmp_path):
     assert res.exit_code == 1 and f"{ROPE_T1[1]}: no manifest.json" in res.output
     res = CliRunner().invoke(_app(), ["check", str(tmp_path / "typo")])
     assert res.exit_code == 2 and "not a folder" in res.output and not (tmp_path / "typo").exists()
+    # one folder too high (results/ for results/repro): no run there, the store below named; nothing written
+    res = CliRunner().invoke(_app(), ["check", str(root.parent), "--write-missing"])
+    assert res.exit_code == 2 and f"no shipped run in {root.parent}; did you mean {root}?" in res.output
+    assert not (root / "manifest.json").exists() and not (root.parent / "manifest.json").exists()
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(_app(), ["check", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "no shipped run in" in res.output
 
 
 def test_ship_writes_a_manifest_of_every_shipped_file(tmp_path):

@@ -842,6 +842,10 @@ def check_cmd(
     if not results.is_dir():
         _fail(f"{results}: not a folder; pass a shipped results store, e.g. results/repro")
     bad, ids = check_store(results, write_missing=write_missing)
+    if not ids and not bad:
+        inner = sorted(p for p in results.iterdir() if p.is_dir() and check_store(p)[1])
+        _fail(f"no shipped run in {results}" + (f"; did you mean {' or '.join(map(str, inner))}?" if inner else
+                                                  ": pass a shipped results store, e.g. results/repro"))
     for rid, problems in bad.items():
         for p in problems:
             typer.secho(f"{rid}: {p}", fg=typer.colors.RED, err=True)

@@ -126,13 +126,15 @@ def verify_manifest(folder: str | os.PathLike, run_id: str) -> None:
 def check_store(root: str | os.PathLike, write_missing: bool = False) -> tuple[dict[str, list[str]], list[str]]:
     """Every run folder of a shipped store against its manifest: ({run id: problems} for the runs that differ or
     have no manifest, [run ids checked]). `write_missing`: write a manifest for each run that has none (trusting
-    its bytes as they are now) instead of counting it as a problem."""
+    its bytes as they are now) instead of counting it as a problem. A folder with neither config.json nor a
+    manifest is not a run's (`results/` holds stores, not runs) and is not counted."""
     from .runstore import RUN_ID_PATTERN
 
     root = Path(root)
     if not root.is_dir():
         raise StoreError(f"{root} is not a folder: pass a shipped results store, e.g. results/repro")
-    bad, ids = {}, sorted(p.name for p in root.iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name))
+    bad, ids = {}, sorted(p.name for p in root.iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name)
+                          and ((p / "config.json").exists() or has_manifest(p)))  # a run's folder, not a store's
     for left in sorted(root.glob(".*.old")) + sorted(root.glob(".*.shipping")):  # a (re-)ship cut short
         rid = left.name[1:].rsplit(".", 1)[0]
         bad.setdefault(rid, []).append(
