@@ -125,6 +125,10 @@ def ship_cmd(
         opts["then_tables"] = _table_list(then_tables, "--then-tables")
     if tags is not None and grid is None:
         _fail("--tags needs --grid GRID.toml")
+    if tier is not None and grid is None:
+        _fail("--tier needs --grid GRID.toml")
+    if tables is not None and not analyze:
+        _fail("--tables names the tables to analyse and ship; with --no-analyze nothing is analysed: drop one")
     if while_pid is not None and follow is None:
         _fail("--while-pid needs --follow SECONDS")
     waiting = list(run_ids)

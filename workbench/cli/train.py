@@ -155,6 +155,23 @@ def _seeds(seed: Optional[str]) -> list:
     return seeds
 
 
+def _check_filters(store, **given: Optional[List[str]]) -> None:
+    """A filter value that names no scheme, task, arch or preset PE-Lab knows, nor one a listed run has, is a
+    typo: refused with the names there are (an empty table would read as "no such runs")."""
+    from synthetic_tasks import TASKS
+    from workbench.model import list_schemes
+    from workbench.model.config import ARCHS
+    from workbench.train.presets import PRESETS
+
+    known = {"scheme": set(list_schemes()), "task": set(TASKS), "arch": set(ARCHS), "preset": set(PRESETS)}
+    listed = store.query()
+    for key, values in given.items():
+        names = known[key] | set(listed[key].dropna()) if key in listed else known[key]
+        bad = sorted(set(values or []) - names)
+        if bad:
+            _fail(f"--{key} {', '.join(bad)}: unknown; use one of {', '.join(sorted(names))}")
+
+
 def runs_cmd(
     scheme: Optional[List[str]] = typer.Option(None, "--scheme", "-s"),
     task: Optional[List[str]] = typer.Option(None, "--task", "-t"),
@@ -183,6 +200,7 @@ def runs_cmd(
     if reindex:
         store.own.reindex()
     task = [canonical_task(t) for t in task] if task else None
+    _check_filters(store, scheme=scheme, task=task, arch=arch, preset=preset)
     df = store.query(scheme=scheme or None, task=task, arch=arch or None, preset=preset or None, seed=seed or None,
                      status=status or None, tag=tag or None)
     if rules:
