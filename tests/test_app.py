@@ -140,6 +140,9 @@ def test_cli_app_on_a_busy_port_says_so_and_exits_1_before_running(monkeypatch, 
     assert r.exit_code == 1, r.output
     assert f"port {port}" in r.output and "already in use" in r.output and "--port" in r.output
     assert "dashboard on" not in r.output
+    # a host that does not resolve is not a port in use
+    r = CliRunner().invoke(cli, ["app", "--runs", str(tmp_path / "runs"), "--host", "nosuch.invalid"])
+    assert r.exit_code == 2 and "does not resolve" in r.output and "already in use" not in r.output, r.output
 
 
 def test_every_page_is_routed_and_served(tmp_path):

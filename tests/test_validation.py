@@ -102,6 +102,7 @@ def test_bad_train_input_is_a_clear_error_and_leaves_nothing(env, args, words):
 BAD_OTHER = [
     (["runs", "--root", "/dev/null"], ["/dev/null", "--root"]),
     (["runs", "--status", "bogus"], ["--status bogus", "finished"]),
+    (["analyze", "RUN", "--what", "ablation", "--all"], ["--what ablation and --all", "drop one"]),
     (["runs", "--scheme", "nosuch"], ["--scheme nosuch", "unknown", "rope"]),
     (["runs", "--task", "t9"], ["--task t9", "trigger-distance"]),
     (["runs", "--preset", "nosuch"], ["--preset nosuch", "repro"]),
@@ -124,6 +125,7 @@ BAD_OTHER = [
     (["report", "--out", "/dev/null/x/r.html"], ["--out /dev/null/x/r.html", "cannot be a folder"]),
     (["report", "--out", "DATA.pdf"], ["--out", "the report is HTML", "d.html"]),
     (["report", "--out", "DATA/r.html", "--summary", "DATA/r.html"], ["--summary", "is the report's --out"]),
+    (["report", "--out", "DATA/r.html", "--summary", "/tmp"], ["--summary", "/tmp is a folder", "summary.json"]),
     (["analyze", "RUN", "--what", ","], ["--what ','", "names no analysis"]),
     (["analyze", "RUN", "--what", "qk-means", "--aggregate"], ["--aggregate", "add ablation to --what"]),
     (["analyze", "RUN", "--what", "ablation", "--aggregate"], ["--aggregate", "two runs or more"]),
@@ -275,6 +277,28 @@ def test_a_train_failing_before_its_first_epoch_leaves_no_run_folder(env, monkey
     assert not store.exists(store.run_id(cfg)) and store.query().empty
 
 
+def test_ctrl_c_says_resume_only_when_a_run_was_stored(env, monkeypatch):
+    """Ctrl-C while the data are made (no run folder yet): --resume would find nothing to continue, so the
+    message says to run the command again; once the run is stored it says --resume."""
+    import workbench.train
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    root = env / "runs"
+    monkeypatch.setattr(workbench.train, "train", interrupted)
+    r = invoke(["train", "--preset", "smoke", "--root", str(root), "-q"])
+    assert r.exit_code == 130 and "before any run was stored" in r.output and "--resume (" not in r.output
+
+    def stored_then_interrupted(cfg, store, **k):
+        store.create(cfg)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(workbench.train, "train", stored_then_interrupted)
+    r = invoke(["train", "--preset", "smoke", "--root", str(root), "-q"])
+    assert r.exit_code == 130 and "continue with the same command and --resume (t1-" in r.output
+
+
 def test_non_finite_loss_fails_the_run_instead_of_finishing_it(env, monkeypatch):
     import workbench.train.loop as loop
 
@@ -395,7 +419,8 @@ def test_compare_checks_its_outputs_before_it_writes_anything(tmp_path):
     (tmp_path / "plain.md").write_text("# no block\n")
     for extra, words in (([ "--readme", str(other / "R.md")], ["--readme", "must be in", "or below"]),
                          (["--readme", str(tmp_path / "plain.md")], ["no <!-- findings:start -->"]),
-                         (["--figure", str(tmp_path / "t1.gif")], ["cannot export to 'gif'", ".png"])):
+                         (["--figure", str(tmp_path / "t1.gif")], ["cannot export to 'gif'", ".png"]),
+                         (["--paper", str(tmp_path / "plain.md")], ["--paper", "not a folder"])):
         r = invoke(["compare", str(results), "--out", str(out)] + extra)
         assert_clear_error(r, words, extra)
         assert not out.exists(), extra

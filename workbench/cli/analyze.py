@@ -26,6 +26,8 @@ def _fail(msg: str, code: int = 2) -> None:
 
 def parse_what(what: Optional[str], all_: bool) -> list[str]:
     """CLI names (comma separated, '-' or '_') -> ANALYSES keys in run order; ablation brings deposit along."""
+    if all_ and what:
+        _fail(f"--what {what} and --all contradict each other: --all runs every analysis; drop one")
     if all_:
         return list(NAMES.values())
     if not what:

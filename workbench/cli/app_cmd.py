@@ -1,6 +1,7 @@
 """`workbench app`: start the Dash dashboard over a run store (and the read-only shipped results)."""
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Optional
 
@@ -36,11 +37,15 @@ def register(app: typer.Typer) -> None:
         from werkzeug.serving import is_running_from_reloader
 
         busy = None if is_running_from_reloader() else port_in_use(bind, port)
-        if busy:
-            typer.secho(f"error: port {port} on {bind} is already in use ({busy}); is the dashboard already running "
-                        f"(http://127.0.0.1:{port}/)? Stop it, or pick another port: `workbench app --port "
+        if busy and busy[0] == errno.EADDRINUSE:
+            typer.secho(f"error: port {port} on {bind} is already in use ({busy[1]}); is the dashboard already "
+                        f"running (http://127.0.0.1:{port}/)? Stop it, or pick another port: `workbench app --port "
                         f"{port + 10}`", fg=typer.colors.RED, err=True)
             raise typer.Exit(1)
+        if busy:  # a name that does not resolve, an address this machine does not have, a port it may not open
+            raise typer.BadParameter(f"cannot serve on {bind}:{port} ({busy[1]}); give an address of this machine "
+                                     "(127.0.0.1, the default; --public for every interface) and a free port",
+                                     param_hint="--host / --port")
         dash_app = create_app(store_root, shipped=shipped)
         if bind not in LOCAL:
             typer.secho(f"warning: serving on {bind}: anyone who can reach this machine can read the runs and "
@@ -56,14 +61,18 @@ def register(app: typer.Typer) -> None:
 LOCAL = ("127.0.0.1", "localhost", "::1")  # binds only this machine can reach
 
 
-def port_in_use(host: str, port: int) -> str | None:
-    """Why `host:port` cannot be served (e.g. "Address already in use"), or None when a server can bind it."""
+def port_in_use(host: str, port: int) -> tuple[int | None, str] | None:
+    """Why `host:port` cannot be served, as (errno, text): (EADDRINUSE, "Address already in use") for a port taken,
+    another errno for a host name that does not resolve or an address this machine lacks; None when a server can
+    bind it."""
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         try:
             s.bind((host, port))
+        except socket.gaierror as e:
+            return None, f"the host name does not resolve: {e.strerror or e}"
         except OSError as e:
-            return e.strerror or str(e)
+            return e.errno, e.strerror or str(e)
     return None

@@ -50,6 +50,9 @@ def register(app: typer.Typer) -> None:
         if out.suffix.lower() not in (".html", ".htm"):
             raise typer.BadParameter(f"{out}: the report is HTML, name it .html (e.g. {out.with_suffix('.html')}); "
                                      "PDF / PNG / SVG figures: --figures-dir", param_hint="--out")
+        if summary is not None and summary.is_dir():
+            raise typer.BadParameter(f"{summary} is a folder: give summary.json's file name, e.g. "
+                                     f"{summary / 'summary.json'}", param_hint="--summary")
         if summary is not None and summary.resolve() == out.resolve():
             raise typer.BadParameter(f"{summary} is the report's --out: give summary.json its own file (or leave "
                                      f"--summary out: {default_summary_path(out)})", param_hint="--summary")

@@ -332,6 +332,8 @@ def compare_cmd(
     from workbench.train.presets import LADDER
 
     rel = _compare_outputs(results, readme, figure, study_figure)  # every option checked before anything is written
+    if paper is not None and not paper.is_dir():
+        raise ValueError(f"--paper {paper}: not a folder; pass the paper-scale results store, e.g. results/paper")
     store = RunStore(results, readonly=True)
     runs = run_table(store)
     if runs.empty:

@@ -126,7 +126,10 @@ def train_cmd(
                           progress=not quiet, checkpoint_every=checkpoint_every, sdpa_backend=sdpa_backend)
                     for cfg in cfgs]
     except KeyboardInterrupt:
-        typer.secho(f"interrupted; continue with the same command and --resume ({', '.join(run_ids)})", err=True)
+        stored = [r for r in run_ids if store.exists(r)]
+        said = (f"interrupted; continue with the same command and --resume ({', '.join(stored)})" if stored else
+                "interrupted before any run was stored; run the same command again (without --resume)")
+        typer.secho(said, err=True)
         raise typer.Exit(130)
     except StoreError as e:  # a stored run of these configs whose files are damaged: say the way out
         if getattr(e, "run_id", None) in run_ids and getattr(e, "file", None) and not force:
