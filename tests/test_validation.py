@@ -432,6 +432,11 @@ def test_an_unknown_shipped_run_is_refused_before_your_store_is_made(tmp_path, c
     r = invoke([cmd, "nosuchrun", "--shipped", str(results), "--root", str(tmp_path / "rc")])
     assert_clear_error(r, ["nosuchrun"], cmd)
     assert not (tmp_path / "rc").exists()
+    if cmd == "recreate":  # a thread count out of range too, before the store is made
+        rid = sorted(p.name for p in results.iterdir() if (p / "config.json").exists())[0]
+        r = invoke([cmd, rid, "--shipped", str(results), "--root", str(tmp_path / "rc"), "--threads", "100000"])
+        assert_clear_error(r, ["--threads", "from 1 to"], cmd)
+        assert not (tmp_path / "rc").exists() and "created the run store" not in r.output
 
 
 @pytest.mark.parametrize("value", ["[0,1", "01", "1"])

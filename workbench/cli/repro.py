@@ -406,10 +406,13 @@ def recreate_cmd(
     level (ATEN_CPU_CAPABILITY), as it was trained."""
     from workbench.store import RunStore, StoreError
 
+    from workbench.train.loop import check_threads
+
     src_store = _shipped(shipped)
     try:
-        src_store.get(run_id)  # an unknown id is refused before your store is made
-    except StoreError as e:
+        src_store.get(run_id)  # an unknown id (or thread count) is refused before your store is made
+        check_threads(threads)
+    except (StoreError, ValueError) as e:
         _fail(str(e))
     own = RunStore(root)
     say_created(own)
