@@ -432,6 +432,11 @@ def test_an_unknown_shipped_run_is_refused_before_your_store_is_made(tmp_path, c
     r = invoke([cmd, "nosuchrun", "--shipped", str(results), "--root", str(tmp_path / "rc")])
     assert_clear_error(r, ["nosuchrun"], cmd)
     assert not (tmp_path / "rc").exists()
+    (tmp_path / "empty").mkdir()
+    if cmd == "verify":  # nothing to draw from: said, and no store made
+        r = invoke([cmd, "--sample", "3", "--shipped", str(tmp_path / "empty"), "--root", str(tmp_path / "rc")])
+        assert_clear_error(r, ["no finished shipped run in", "--shipped"], cmd)
+        assert not (tmp_path / "rc").exists()
     if cmd == "recreate":  # a thread count out of range too, before the store is made
         rid = sorted(p.name for p in results.iterdir() if (p / "config.json").exists())[0]
         r = invoke([cmd, rid, "--shipped", str(results), "--root", str(tmp_path / "rc"), "--threads", "100000"])

@@ -520,10 +520,12 @@ def verify_cmd(
             _fail(str(e))
         if why:
             _fail(f"run {rid!r}: cannot re-check it here: {why}")
-    own = RunStore(root)
     if sample:  # drawn from the finished CPU runs, whatever is named beside it; with --epochs (bit for bit) from
         # those this machine may re-train bit for bit: a run of another CPU vendor could only say "no"
         finished = finished_runs(src_store)[0]
+        if not finished:
+            _fail(f"no finished shipped run in {src_store.root} to draw from: pass a results store of shipped runs "
+                  "with --shipped, e.g. results/repro")
         fit, cpu, left = _here(finished)
         pool = sorted(r.id for r in (fit if epochs else cpu))
         if not pool:
@@ -547,6 +549,7 @@ def verify_cmd(
                        "analysis changed and that this machine may re-train bit for bit")
             return
         _fail("name a shipped run id (`workbench runs` lists them: source shipped) or draw some with --sample K")
+    own = RunStore(root)
     say_created(own)
     verdicts = {}
     for i, rid in enumerate(ids, 1):
