@@ -355,6 +355,31 @@ def test_a_finished_run_whose_curve_was_cut_is_listed_corrupt(store):
     assert row["status"] == "corrupt" and "metrics.jsonl changed after training" in row["error"]
 
 
+def test_ctrl_c_during_an_epochs_record_waits_until_it_is_whole(store, monkeypatch):
+    """Ctrl-C while an epoch is being recorded (metrics written, run.json not yet): the record is completed, then
+    KeyboardInterrupt is raised, so run.json never lags the metrics (a listing read the epoch before)."""
+    import os
+    import signal
+
+    from workbench.train.loop import commit_epoch
+
+    run = store.create(make_config())
+    write = run.write_metrics
+
+    def write_then_ctrl_c(rows):
+        sha = write(rows)
+        os.kill(os.getpid(), signal.SIGINT)  # delivered here, in the middle of the record
+        return sha
+
+    monkeypatch.setattr(run, "write_metrics", write_then_ctrl_c)
+    row = {"epoch": 1, "train_loss": 1.0, "wall_s": 1.0, "test_acc": 0.5}
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        commit_epoch(run, [], row, None, None, {}, dev=torch.device("cpu"), cpu_time_s=1.0)
+    assert run.info["epoch"] == 1 and not run.metrics_changed()
+    assert signal.getsignal(signal.SIGINT) is before  # the handler given back
+
+
 def test_a_run_whose_creation_was_interrupted_is_incomplete(store):
     (store.root / "t1-rope-smoke-s42-abcdef").mkdir()  # kill between mkdir and config.json
     row = store.query().iloc[0]

@@ -4,12 +4,15 @@ A reader (or a crash, or `kill -9`) sees either the old file or the new one, nev
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 def _umask() -> int:
@@ -32,6 +35,24 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C (SIGINT) held until the block's writes are done, then raised: several files written as one record
+    (an epoch's metrics, checkpoint and run.json) are never left at different epochs by it. Outside the main
+    thread (where Python delivers signals) it does nothing; `kill -9` is what the checkpoint journal is for."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[Any] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "wb") -> Path:

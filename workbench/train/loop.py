@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError
+from workbench.store.atomic import interrupts_deferred
 from workbench.store.run import MODEL, machine_identity, now_iso, numerics_record, process_identity
 
 
@@ -389,12 +390,14 @@ def commit_epoch(run: Run, rows: list[dict[str, Any]], row: dict[str, Any], mode
         raise FloatingPointError(f"the training loss became {row['train_loss']} in epoch {row['epoch']}; "
                                  "lower train.lr or set train.grad_clip")
     rows.append(row)
-    metrics_sha256 = run.write_metrics(rows)
-    if optim_t is not None:
-        run.save_checkpoint(model.state_dict(), optim_t, state)
     gpu = {"peak_gpu_mb": round(torch.cuda.max_memory_allocated(dev) / 2**20, 1)} if dev.type == "cuda" else {}
-    run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final_of(row),
-                    peak_rss_mb=round(peak_rss_mb(), 1), cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256, **gpu)
+    with interrupts_deferred():  # Ctrl-C between these writes left run.json an epoch behind the checkpoint
+        metrics_sha256 = run.write_metrics(rows)
+        if optim_t is not None:
+            run.save_checkpoint(model.state_dict(), optim_t, state)
+        run.update_info(epoch=row["epoch"], wall_time_s=row["wall_s"], final=final_of(row),
+                        peak_rss_mb=round(peak_rss_mb(), 1), cpu_time_s=cpu_time_s, metrics_sha256=metrics_sha256,
+                        **gpu)
 
 
 @contextlib.contextmanager
