@@ -268,3 +268,20 @@ def test_each_table_records_the_parameters_it_was_made_with(store, tmp_path):
     ANALYSES["deposit"](run)  # computes the missing ablation table (defaults) inside deposit's own call
     assert run.provenance_of("ablation")["parameters"]["seed"] == 0
     assert run.provenance_of("deposit")["parameters"] == {"table": "ablation", "compute_missing": True}
+
+
+def test_analysing_an_unfinished_run_says_its_tables_are_of_a_checkpoint(tmp_path):
+    """A run stopped (or still being trained) after epoch 1 of 2: its tables are of that checkpoint, and the
+    command says so (the analysis itself is allowed: a deposit forming during training is worth a look)."""
+    from workbench.store import RunStore
+    from workbench.train import resolve_config, train
+
+    st = RunStore(tmp_path / "runs", data_dir=tmp_path / "data")
+    cfg = resolve_config(preset="smoke", sets=["train.epochs=2", "task.n_examples=300", "task.extrap_size=20"],
+                         store=st)
+    run = train(cfg, st, progress=False, stop_after_epochs=1)
+    assert run.status == "interrupted"
+    res = CliRunner().invoke(app, ["analyze", run.id, "--what", "qk-means", "--root", str(st.root)],
+                             env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert f"note: {run.id} is interrupted (epoch 1 of 2): its tables are of that checkpoint" in res.output

@@ -300,6 +300,11 @@ def analyze_cmd(
         damaged = None if reading else _metrics_damage(run)
         shows = (f" ({reading['status']}: {reading['why']})" if reading else
                  f" (cannot tell whether it learned: {damaged})" if damaged else "")
+        if run.status != "finished":  # e.g. a run a sweep is training: its tables are of the last checkpoint
+            info = run.info
+            console.print(f"[yellow]note: {run.id} is {run.status} (epoch {info.get('epoch') or 0} of "
+                          f"{run.config['train']['epochs']}): its tables are of that checkpoint, and are made again "
+                          "from the final weights only by analysing it once it has finished[/]")
         table = Table(title=f"{run.id}{shows}", show_lines=False)
         for col in ("analysis", "rows", "time", "summary"):
             table.add_column(col, overflow="fold")
