@@ -308,6 +308,24 @@ def test_report_cli_refuses_before_it_writes(tmp_path, args, says):
     assert all(f.read_text() == "good" for f in tmp_path.iterdir() if f.is_file())
 
 
+def test_a_report_of_only_damaged_runs_is_refused_and_keeps_the_old_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from workbench.cli import app as cli
+
+    bad = tmp_path / "runs" / "t1-rope-smoke-s42-abcdef"
+    bad.mkdir(parents=True)
+    (bad / "config.json").write_text("{")
+    (bad / "run.json").write_text("{}")
+    (tmp_path / "shipped").mkdir()
+    out = tmp_path / "r.html"
+    out.write_text("good")
+    r = CliRunner().invoke(cli, ["report", "--root", str(tmp_path / "runs"), "--shipped", str(tmp_path / "shipped"),
+                                 "--out", str(out)], env={"COLUMNS": "250"})
+    assert r.exit_code == 2 and "every run --runs 'all' selects is damaged" in r.output and bad.name in r.output
+    assert out.read_text() == "good" and not (tmp_path / "r.summary.json").exists()
+
+
 @pytest.mark.browser
 def test_report_renders_in_the_browser(report):
     reason = B.browser_skip_reason()

@@ -57,8 +57,12 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"{summary} is the report's --out: give summary.json its own file (or leave "
                                      f"--summary out: {default_summary_path(out)})", param_hint="--summary")
         stores = StoreSet.open(root, shipped)
-        if select_runs(stores, runs_query).empty:  # an empty report would replace a good one at --out
+        chosen = select_runs(stores, runs_query)
+        if chosen.empty:  # an empty report would replace a good one at --out
             raise ValueError(f"no runs match --runs {runs_query!r}: nothing written (see `workbench runs`)")
+        if chosen["status"].isin(["corrupt", "incomplete"]).all():  # so would a report of runs that do not read
+            why = "; ".join(f"{r.id}: {r.error}" for r in chosen.itertuples())
+            raise ValueError(f"every run --runs {runs_query!r} selects is damaged, nothing written: {why}")
         for opt, path in (("--out", out), ("--summary", summary)):
             try:
                 if path is not None:
