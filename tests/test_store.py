@@ -104,6 +104,18 @@ def test_dead_running_run_reads_as_interrupted(store):
 
 
 # ---- atomic writes ----------------------------------------------------------------------------------
+def test_a_write_under_a_file_names_the_file_asked_for(tmp_path):
+    """`-o FILE/x.svg`, `--figures-dir FILE`: the error names the path given and what is wrong with it, not the
+    temp file beside it ("cannot use .x.svg.k3j2.tmp: File exists")."""
+    from workbench.store import atomic_write_text
+
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(OSError) as e:
+        atomic_write_text(tmp_path / "f" / "x.svg", "<svg/>")
+    assert e.value.filename == str(tmp_path / "f" / "x.svg") and "a file is where a folder should be" in str(e.value)
+    assert (tmp_path / "f").read_text() == "a file"
+
+
 def test_atomic_write_leaves_old_file_intact_on_failure(tmp_path):
     from workbench.store import atomic_write
 

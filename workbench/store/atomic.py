@@ -5,6 +5,7 @@ A reader (or a crash, or `kill -9`) sees either the old file or the new one, nev
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -61,8 +62,14 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: st
     If `write` raises, the temp file is removed and `path` keeps its old content.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:  # named by the file asked for, not the temp file nobody asked for
+        why = {errno.EEXIST: "a file is where a folder should be", errno.ENOTDIR: "a file is where a folder should be",
+               errno.EACCES: "its folder is not writable", errno.EROFS: "its folder is on a read-only file system",
+               errno.EPERM: "its folder is not writable"}.get(e.errno, e.strerror or str(e))
+        raise OSError(e.errno, f"{why}; pass another path", str(path)) from None
     try:
         os.chmod(tmp, _FILE_MODE)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
