@@ -316,6 +316,15 @@ def test_bundle_converts_shipped_runs_in_place_and_every_table_reads_back_equal(
     assert sum(p.stat().st_size for p in root.rglob("*.parquet")) < 0.7 * size
     assert CliRunner().invoke(app, ["bundle", str(root)]).exit_code == 0
     assert finished_runs(store)[1] == {}
+    own = tmp_path / "own"  # a store one trains into (no run.json `shipped`): refused, nothing converted
+    shutil.copytree(root / ids[0], own / ids[0])
+    info = json.loads((own / ids[0] / "run.json").read_text())
+    info.pop("shipped")
+    (own / ids[0] / "run.json").write_text(json.dumps(info))
+    files = sorted(p.name for p in (own / ids[0]).iterdir())
+    res = CliRunner().invoke(app, ["bundle", str(own)])
+    assert res.exit_code == 2 and "is not a shipped store" in res.output and ids[0] in res.output, res.output
+    assert sorted(p.name for p in (own / ids[0]).iterdir()) == files
 
 
 def test_bundle_keeps_each_tables_columns_order_and_dtypes(tmp_path):

@@ -280,7 +280,17 @@ def bundle_shipped(root: str | os.PathLike, log=print) -> tuple[int, int]:
     from .runstore import RUN_ID_PATTERN
 
     total = [0, 0]
-    for folder in sorted(p for p in Path(root).iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name)):
+    folders = sorted(p for p in Path(root).iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name))
+    for folder in folders:  # a store you train into is not converted: its runs' tables are its analyses' own
+        try:
+            shipped = json.loads((folder / "run.json").read_text()).get("shipped")
+        except (OSError, ValueError, AttributeError):
+            shipped = None
+        if (folder / "config.json").exists() and not shipped:
+            raise StoreError(f"{root} is not a shipped store: run {folder.name} was never shipped (its run.json has "
+                             "no `shipped`); pass a results store that `workbench ship` filled, e.g. results/repro",
+                             folder.name)
+    for folder in folders:
         before, after = bundle_run(folder)
         total[0] += before
         total[1] += after
