@@ -1151,7 +1151,8 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert layer0.decision == "inconclusive (specificity not shown)"
     assert "contrast ALiBi: no counted run" in layer0.at_005
     assert layer0.rests_on == "10 training seeds x 2 data seeds (43, 44)"
-    assert reads.loc[("study", "rope", "largest deposit in layer <= 1 (second reading)")].at_005.startswith("20 of 20")
+    second = reads.loc[("study", "rope", "largest deposit in layer <= 1 (second reading)")]
+    assert second.at_005.startswith("20 of 20") and second.decision == second.decision_010 == "shown, never deciding"
     pre = reads.loc[("ladder seeds", "rope", "largest deposit in layer 0")]
     assert pre.at_005.startswith("0 of 3") and pre.decision == "inconclusive (too few seeds)"  # beside, not pooled
     mla = reads.loc[("study", "mla", "largest drop of any head < threshold")]

@@ -17,7 +17,7 @@ from dash.exceptions import PreventUpdate
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
                                        registration_changes, registration_table, scheme_overview, verdict_summary)
-from workbench.analysis.common import task_label
+from workbench.analysis.common import scheme_label, task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
 
@@ -159,8 +159,9 @@ def _header(store, preset: str | None) -> html.Div:
     where = C.shown_path(store.root)
     return C.page_header(
         title, f"Shipped results ({where}, read-only): each claim of the paper per setting, coloured by its verdict "
-        "(the number: seeds behind it), and where each scheme puts its largest single-head deposit. Click a cell "
-        f"for its evidence. The full text: {where}/COMPARISON.md (`workbench compare {where}`).")
+        "(the number: seeds run; the evidence says which of them the rule counts), and where each scheme puts its "
+        f"largest single-head deposit. Click a cell for its evidence. The full text: {where}/COMPARISON.md "
+        f"(`workbench compare {where}`).")
 
 
 def layout(claim: str | None = None, **query):
@@ -307,22 +308,29 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tier3: pd.DataFrame) -> h
                             html.P(study_differs())], className="job-note")
     intro = html.P(f"RoPE and MLA on Task 1 at `{study['preset']}`, {len(study['train_seeds'])} training seeds x "
                    f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
-                   f"was trained: {n_done} of {planned_runs(all_schemes=True)} runs shipped (`make study` continues "
-                   "it).", className="job-note")
+                   f"was trained (a rule's later version, e.g. the share decision's version 3 of 2026-12-06, is "
+                   f"flagged in COMPARISON.md): {n_done} of {planned_runs(all_schemes=True)} runs shipped "
+                   "(`make study` continues it).", className="job-note")
+    shipped = {t: int(df.loc[df.group == "study", col].sum()) if len(df) else 0
+               for t, df, col in ((2, tier2, "pairs"), (3, tier3, "runs"))}
     tier2_view = html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "
-                                            f"`{study['tier2']['claims'][0]}`, {planned_runs(tier=2)} pairs "
-                                            "registered; `make study TIER=2`)"),
+                                            f"`{study['tier2']['claims'][0]}`; {shipped[2]} of "
+                                            f"{planned_runs(tier=2)} registered pairs shipped; `make study TIER=2`)"),
                                _table(tier2, id=f"{P}-study-tier2", page_size=5)])
-    tier3_view = html.Details([html.Summary(f"tier 3: {tier3_title()} (`{study['tier3']['claims'][0]}`, "
-                                            f"{planned_runs(tier=3, all_schemes=True)} runs; NoPE's half is "
-                                            "permutation-invariant, so it cannot come out otherwise)"),
+    n3 = planned_runs(tier=3, all_schemes=True)
+    tier3_view = html.Details([html.Summary(f"tier 3: {tier3_title()} (`{study['tier3']['claims'][0]}`; "
+                                            + (f"interim: {shipped[3]} of {n3} runs shipped"
+                                               if shipped[3] < n3 else f"all {n3} runs shipped")
+                                            + "; NoPE's half is permutation-invariant, so it cannot come out "
+                                            "otherwise)"),
                                _table(tier3, id=f"{P}-study-tier3", page_size=5)])
     if st.empty:
         return html.Div([html.H3("The seed study of the headline claims"), differs, intro, tier2_view, tier3_view],
                         className="card")
     readouts = study_readouts(st)
     study_rows = readouts[(readouts.group == "study") & (readouts.decision != "")]
-    answer = "; ".join(f"{r.scheme}, {r.readout}: {r.decision} ({r.at_005})" for r in study_rows.itertuples())
+    answer = "; ".join(f"{scheme_label(r.scheme)}, {r.readout}: {r.decision} ({r.at_005})"
+                       for r in study_rows.itertuples())
     return html.Div([html.H3("The seed study of the headline claims"), differs, intro,
                      html.P(answer or "No study run has shipped yet.", className="job-note"),
                      C.figure_or_hint("study_map", st, id=f"{P}-study"), tier2_view, tier3_view,

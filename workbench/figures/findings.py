@@ -138,7 +138,7 @@ def _scale_marks(fig, s: pd.DataFrame, x: np.ndarray, scheme: str, col: int) -> 
 
 
 def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
-    """The claims' verdicts as coloured cells (`analysis.findings.verdict_matrix`), the number of seeds behind each
+    """The claims' verdicts as coloured cells (`analysis.findings.verdict_matrix`), the number of seeds run behind each
     written in it. `by="setting"`: claims x settings at the base preset (the rung of the rows with `claim_no` >= 0);
     `by="rung"`: (claim, setting) x the ladder's rungs, for the rows run at a rung other than the base. A cell's
     `customdata` is its row's index in `df` (the page shows that row's evidence on a click). Traces: one heatmap,
@@ -153,7 +153,7 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
         xs = [style.wrap(SHORT.get(s, s), 8) for s in dict.fromkeys(
             k for k in ("paper", "authors", "authors-mla", "encoder", "decoder") if k in set(d["setting"]))]
         xs += [x for x in dict.fromkeys(d["x"]) if x not in xs]
-        title = f"Each claim per setting ({base}; number: seeds behind the verdict)"
+        title = f"Each claim per setting ({base}; number: seeds run, not all counted: see the evidence)"
     else:
         keys = set(zip(df.loc[df["rung"] != base, "claim"], df.loc[df["rung"] != base, "setting"]))
         d = df[[k in keys for k in zip(df["claim"], df["setting"])]]
@@ -173,7 +173,8 @@ def verdict_matrix(df: pd.DataFrame, by: str = "setting") -> go.Figure:
         a, b = yi[r.y], xi[r.x]
         z[a, b], text[a, b], idx[a, b] = code[r.verdict], str(int(r.n_seeds)), i
         hover[a, b] = (f"{style.wrap(r.claim, 60)}<br>{r.setting} · {r.rung}<br><b>{r.verdict}</b> "
-                       f"({int(r.n_seeds)} seed{'s' if r.n_seeds != 1 else ''})<br>click for the evidence")
+                       f"({int(r.n_seeds)} seed{'s' if r.n_seeds != 1 else ''} run; the evidence says which count)<br>"
+                       "click for the evidence")
     n = max(len(verdicts), 1)
     scale = [[(k + e) / n, style.verdict_color(v)] for k, v in enumerate(verdicts) for e in (0, 1)] or \
         [[0, "#ffffff"], [1, "#ffffff"]]

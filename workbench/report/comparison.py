@@ -55,6 +55,15 @@ def _links(run_ids, limit: int = 6) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+def status_legend(sr: StatusRules) -> str:
+    """What the run statuses mean, from the registered run rules (COMPARISON.md's Table 1, the README block)."""
+    return (f"*ceiling*: >= {100 * sr.ceiling:g} %; *not settled*: its test accuracy moved >= "
+            f"{100 * sr.settle_points:g} point{'' if 100 * sr.settle_points == 1 else 's'} between epoch "
+            "max(1, floor(E/2)) and its last epoch E; *still learning*: not settled and below the ceiling; "
+            f"*did not learn*: the Wilson lower bound of its test accuracy below the reference + {sr.learned_share:.2f}"
+            " x the room above it")
+
+
 def _table1_section(t1: pd.DataFrame) -> str:
     if t1.empty:
         return "No MLA / RoPE / NoPE run has finished yet.\n"
@@ -618,11 +627,8 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         f"The paper's numbers (one run each) next to PE-Lab's at `{base}`: the mean over seeds with the seeds' "
         "range (smallest-largest; with one seed, the Wilson 95 % interval of its test set), and what each run can "
-        f"show, by the registered run rules (*ceiling*: >= {100 * sr.ceiling:g} %; *not settled*: its test accuracy "
-        f"moved >= {100 * sr.settle_points:g} point{'' if 100 * sr.settle_points == 1 else 's'} "
-        "between epoch max(1, floor(E/2)) and its last epoch E; *still learning*: not settled and below the ceiling; "
-        f"*did not learn*: the Wilson lower bound of its test accuracy below the reference + {sr.learned_share:.2f} x "
-        "the room above it), and how many training and data seeds each cell rests on. The authors ran MLA in a "
+        f"show, by the registered run rules ({status_legend(sr)}), and how many training and data seeds each cell "
+        "rests on. The authors ran MLA in a "
         "different script and architecture from RoPE and NoPE (docs/paper.md): the rows of the `paper` architecture "
         "compare all three in one architecture with one set of settings.",
         "",
@@ -810,7 +816,9 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     if figure:  # the figure marks the paper-scale means on their bars where there are any (figures.findings.table1)
         alt = "PE-Lab's on CPU and at the paper's own scale on a GPU" if at_scale else "PE-Lab's"
         lines += [f"![Table 1: the paper's test accuracy and {alt}]({figure})", ""]
-    lines += [_table1_section(t1)]
+    lines += [_table1_section(t1), f"Runs: {status_legend(StatusRules())}. A verdict counts only the runs its claim's "
+              "rule can read (*counted*: settled, not diverged, and learned where the claim is about what a model "
+              "learned); the others are shown, not counted.", ""]
     lines += at_scale
     lines += ["The questions, answered so far (evidence in COMPARISON.md):", ""]
     lines += [f"- {q} " + "; ".join(f"{r.setting}: **{r.answer}**" for r in tuples(g))
