@@ -225,13 +225,15 @@ judged by the ordering rule of `nope-beats-rope-t2` (its status checks first).""
     new_code_cell('''\
 from workbench.analysis.claims import tier2_pairs, tier2_readouts
 
+print(f"Not the paper's setup: {preset_difference('repro-paperdata-long', task='trigger-count')}.")
 display(tier2_readouts(every))
 tier2_pairs(every)'''),
     new_markdown_cell("""\
 Tier 3: NoPE and Relative on Task 1 at `repro-long` (`[study.tier3]`, registered 2026-12-06 before its runs), read by
-the rule of `nope-no-generalise-t1` (a settled run agrees when it did not learn) against tier 1's RoPE runs. NoPE's
-half cannot come out otherwise: without position the `paper` arch is permutation-invariant, so it checks the
-instrument; Relative's half is the open one."""),
+the rule of `nope-no-generalise-t1`, version 3 (a settled run agrees only when it clearly did not learn: the Wilson
+upper bound of its test accuracy below the bar; it disagrees when it learned, and is not counted in between) against
+tier 1's RoPE runs. NoPE's half cannot come out otherwise: without position the `paper` arch is
+permutation-invariant, so it checks the instrument; Relative's half is the open one."""),
     new_code_cell('''\
 from workbench.analysis.claims import tier3_readouts
 
