@@ -883,8 +883,10 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
     if figure:
         lines += ["", f"![The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall]"
                       f"({figure})"]
+    t2 = load_registry().study["tier2"]
     lines += ["", f"Tier 2 ({tier2_title()}, {planned_runs(tier=2, all_schemes=True)} runs in "
-                  f"{planned_runs(tier=2)} pairs; `make study TIER=2`):", ""]
+                  f"{planned_runs(tier=2)} pairs; `make study TIER=2`; not the paper's setup: "
+                  f"{preset_difference(t2['preset'], task=t2['task'])}):", ""]
     lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
               for r in tuples(tier2)] or ["- no pair has finished yet"]
     if tier3 is not None:
