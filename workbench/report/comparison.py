@@ -434,6 +434,10 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
     notes = [f"- {line}" for line in registration_changes()]
     caveats = [f"- `{r.rule}`: {r.caveat}." for r in tuples(registration_table(cl, runs_all)) if r.caveat]
     table = _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"], rows)
+    quoted = [f"- `{r.rule}` ({r.section}): \"{reg.claim(r.rule)['quote']}\""
+              for r in tuples(registration_table(cl, runs_all)) if reg.claim(r.rule).get("quote")]
+    table += ("\nThe paper's own sentence each rule reads (verbatim, checked against the paper's text by "
+              "tests/test_registration.py):\n\n" + "\n".join(quoted) + "\n") if quoted else ""
     changed = "\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else ""
     caveated = ("\nCaveats registered beside a rule (`caveat`): where its quoted sentence does not itself state the "
                 "direction it tests (a verdict on these is a verdict on Table 1's numbers), or where the preset "
