@@ -159,9 +159,8 @@ def _header(store, preset: str | None) -> html.Div:
     where = C.shown_path(store.root)
     return C.page_header(
         title, f"Shipped results ({where}, read-only): each claim of the paper per setting, coloured by its verdict "
-        "(the number: seeds run; the evidence says which of them the rule counts), and where each scheme puts its "
-        f"largest single-head deposit. Click a cell for its evidence. The full text: {where}/COMPARISON.md "
-        f"(`workbench compare {where}`).")
+        "(the number: seeds run, not all counted), and where each scheme puts its largest single-head deposit. "
+        f"Click a cell for its evidence. The full text: {where}/COMPARISON.md (`workbench compare {where}`).")
 
 
 def layout(claim: str | None = None, **query):
@@ -308,9 +307,8 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tier3: pd.DataFrame) -> h
                             html.P(study_differs())], className="job-note")
     intro = html.P(f"RoPE and MLA on Task 1 at `{study['preset']}`, {len(study['train_seeds'])} training seeds x "
                    f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
-                   f"was trained (a rule's later version, e.g. the share decision's version 3 of 2026-12-06, is "
-                   f"flagged in COMPARISON.md): {n_done} of {planned_runs(all_schemes=True)} runs shipped "
-                   "(`make study` continues it).", className="job-note")
+                   f"was trained (later versions flagged in COMPARISON.md): {n_done} of "
+                   f"{planned_runs(all_schemes=True)} runs shipped (`make study` continues it).", className="job-note")
     shipped = {t: int(df.loc[df.group == "study", col].sum()) if len(df) else 0
                for t, df, col in ((2, tier2, "pairs"), (3, tier3, "runs"))}
     tier2_view = html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "

@@ -37,6 +37,19 @@ def _level_marks(fig, d: pd.DataFrame, settings: list, column: str, kind: str, l
                                  hovertemplate=f"{label}: %{{y:.1f}} %<extra></extra>"), row=1, col=col)
 
 
+def still_moving(status: str) -> str:
+    """A Table 1 cell's `status` ("2 ceiling; 1 ceiling, not settled") as the bar's note: how many of its runs
+    are still moving (not settled, still learning) or did not learn, by the registered run rules; "" when none."""
+    moving = lost = 0
+    for part in str(status or "").split("; "):
+        k, _, what = part.partition(" ")
+        if not k.isdigit():
+            continue
+        lost += int(k) * what.startswith("did not learn")
+        moving += int(k) * (not what.startswith("did not learn") and ("not settled" in what or "still" in what))
+    return ", ".join(t for t in (f"{lost} not learned" * bool(lost), f"{moving} still moving" * bool(moving)) if t)
+
+
 def table1(df: pd.DataFrame) -> go.Figure:
     """The paper's Table 1 beside PE-Lab's: one panel per task; per setting, a bar per scheme present, centred
     on the setting's label, with the seeds' range as whiskers (claims.table1's lo / hi; a bar of one seed is hatched:
@@ -71,16 +84,20 @@ def table1(df: pd.DataFrame) -> go.Figure:
             err_hi, err_lo = s["hi"] - s["mean"], s["mean"] - s["lo"]  # NaN (one seed): no bar drawn
             n = s["n_seeds"].fillna(0).astype(int).to_numpy()
             one_seed |= bool(((n == 1) & have).any())
+            notes = [still_moving(v) for v in (s["status"] if "status" in s else pd.Series("", index=s.index))[have]]
             fig.add_trace(go.Bar(
                 x=x[have], y=100 * s["mean"][have], width=BAR_WIDTH, name=scheme_label(scheme), legendgroup=scheme,
+                text=notes, textposition="inside", insidetextanchor="start", textangle=-90,
+                textfont=dict(size=9, color="white"),
                 marker=dict(color=style.scheme_color(scheme),
                             pattern=dict(shape=[ONE_SEED_PATTERN if k == 1 else "" for k in n[have]],
                                          fillmode="overlay", fgcolor="white")),
                 error_y=dict(type="data", array=100 * err_hi[have], arrayminus=100 * err_lo[have], visible=True),
                 customdata=np.stack([[SETTINGS[k] for k in np.array(settings)[have]], n[have],
-                                     s["seeds"].fillna("")[have]], axis=-1),
+                                     s["seeds"].fillna("")[have],
+                                     (s["status"] if "status" in s else s["seeds"]).fillna("")[have]], axis=-1),
                 hovertemplate="%{customdata[0]}<br>" + scheme_label(scheme) + ": %{y:.2f} % (%{customdata[1]} "
-                              "seeds: %{customdata[2]})<extra></extra>"), row=1, col=c)
+                              "seeds: %{customdata[2]})<br>runs: %{customdata[3]}<extra></extra>"), row=1, col=c)
             ok = have & s["paper"].notna().to_numpy()
             px += list(x[ok])
             py += list(100 * s["paper"].to_numpy()[ok])
@@ -105,7 +122,8 @@ def table1(df: pd.DataFrame) -> go.Figure:
     title = ("Table 1: the paper's test accuracy (diamonds), PE-Lab's on CPU (bars: mean over seeds, whiskers: "
              "range) and on a GPU at paper scale (amber)" if scale else
              "Table 1: the paper's test accuracy (diamonds) and PE-Lab's (bars: mean over seeds, whiskers: the seeds' "
-             "range)")
+             "range)") + "<br><sup>in a bar: its runs still moving or not learned (registered run rules); a bar " \
+        "above a diamond whose runs still move is not a model that beats the paper</sup>"
     return style.layout(fig, title, height=480)
 
 
