@@ -240,12 +240,15 @@ from workbench.analysis.claims import tier3_readouts
 tier3_readouts(every)'''),
     new_markdown_cell("""\
 ## The central claim: RoPE's single-head deposit on Task 1
-The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over seeds: mean delta per
-head with a Student-t interval over seeds."""),
+The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over every seed, counted or not:
+mean delta per head with a Student-t interval over seeds. It shows the heads; it is not the verdict, which reads
+only the seeds its rule counts (printed first; the seed study above is where the claim is tested)."""),
     new_code_cell('''\
+row = cl[(cl.claim_id == "rope-deposit-first-layer") & (cl.setting == "paper")].iloc[0]
+print(f"verdict: {row.verdict} (rests on {row.rests_on})")
 ids = runs[(runs.setting == "paper") & (runs.variant == "rope") & (runs.task == "trigger-distance")].run_id
 tables = [store.get(i).load_table("ablation") for i in ids if store.get(i).has_table("ablation")]
-print(f"{len(tables)} RoPE Task 1 runs with an ablation table")
+print(f"{len(tables)} RoPE Task 1 runs with an ablation table, averaged below")
 FIGURES["ablation"](aggregate_seeds(tables) if len(tables) > 1 else tables[0])'''),
     new_markdown_cell("## Learning curves of the shipped runs"),
     new_code_cell('''\
