@@ -610,3 +610,14 @@ def test_figure_cli_says_when_a_runs_figure_shows_a_run_that_did_not_learn(tmp_p
         "figure", f"{rope},{nope}", "extrapolation", "--out", str(tmp_path / "x.svg"), "--root", str(own.root),
         "--shipped", str(shipped)]).stderr.split())
     assert len(written) == 3
+
+
+def test_every_verdict_colour_is_told_apart_from_every_other():
+    """Two verdicts whose chips differ by less than 12 (of 255) in every channel read as one in the legend (the
+    ladder matrix had "one seed" and "too few seeds" 6 apart)."""
+    from workbench.figures.style import VERDICT_COLORS
+
+    rgb = {v: tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for v, c in VERDICT_COLORS.items()}
+    close = [(a, b) for i, a in enumerate(rgb) for b in list(rgb)[i + 1:]
+             if max(abs(x - y) for x, y in zip(rgb[a], rgb[b])) < 12]
+    assert not close, close

@@ -479,7 +479,7 @@ VERDICT_COLORS = {  # one light background per verdict (table rows, legend chips
     "inconclusive (did not learn)": "#d8cff0", "inconclusive (ceiling)": "#c9def5",
     "inconclusive (within seed spread)": "#d3e3ee",
     "inconclusive (still learning)": "#c6ebe6", "inconclusive (one seed)": "#dde7c4", "inconclusive": "#e6e0f3",
-    "inconclusive (too few seeds)": "#e3e9cc", "inconclusive (few pairs)": "#e2d9c8",
+    "inconclusive (too few seeds)": "#d9cfa3", "inconclusive (few pairs)": "#e2d9c8",
     "inconclusive (not specific)": "#ecd9cf", "inconclusive (specificity not shown)": "#efe2d8",
     "not testable at this preset": "#eadcc6", "beyond the paper": "#f4d3ea", "pending": "#eef0f4",
 }
