@@ -477,10 +477,10 @@ def n_key_columns(df: pd.DataFrame) -> int:
 VERDICT_COLORS = {  # one light background per verdict (table rows, legend chips); dark text stays readable
     "reproduced": "#cdebd3", "mixed": "#fbe3a8", "not reproduced": "#f5c4be",
     "inconclusive (did not learn)": "#d8cff0", "inconclusive (ceiling)": "#c9def5",
-    "inconclusive (within seed spread)": "#d3e3ee",
+    "inconclusive (within seed spread)": "#dfeef9",
     "inconclusive (still learning)": "#c6ebe6", "inconclusive (one seed)": "#dde7c4", "inconclusive": "#e6e0f3",
-    "inconclusive (too few seeds)": "#d9cfa3", "inconclusive (few pairs)": "#e2d9c8",
-    "inconclusive (not specific)": "#ecd9cf", "inconclusive (specificity not shown)": "#efe2d8",
+    "inconclusive (too few seeds)": "#d9cfa3", "inconclusive (few pairs)": "#d6ccba",
+    "inconclusive (not specific)": "#f9d2c4", "inconclusive (specificity not shown)": "#f7ecd9",
     "not testable at this preset": "#eadcc6", "beyond the paper": "#f4d3ea", "pending": "#eef0f4",
 }
 UNKNOWN_VERDICT_COLOR = "#d9d9d9"
