@@ -143,6 +143,10 @@ def test_the_deposit_map_takes_each_runs_largest_single_head_deposit():
     assert list(by_name["deposit"].x) == [2, 1] and list(by_name["deposit"].text) == ["0.60", "0.40"]
     assert list(by_name["no single-head deposit"].x) == [-1] and list(by_name["did not learn"].x) == [-1]
     assert fig.layout.xaxis.ticktext[0] == "none"
+    moving = d.reset_index().assign(status=["ceiling, not settled", "learned", "learned", "did not learn"])
+    by_name = {t.name: t for t in FIGURES["deposit_map"](moving).data}  # a run still moving: faded, apart
+    assert list(by_name["deposit"].x) == [1] and list(by_name["deposit, run still moving (not counted)"].x) == [2]
+    assert by_name["deposit, run still moving (not counted)"].marker.opacity < 1
 
 
 def test_memo_store_reads_each_table_once_and_hands_out_copies():

@@ -224,7 +224,8 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
     """Where each scheme puts its largest single-head deposit (`analysis.findings.deposit_map`): one panel per
     task, a row per (scheme, setting), x the layer (a column "none" for runs without a single-head deposit), one
     marker per seed (side by side in the row), its size the zero-ablation drop, the drop written beside it. Traces
-    per panel: deposits (scheme colours), no single-head deposit (open), did not learn (grey x)."""
+    per panel: deposits (scheme colours), deposits of runs still moving (not settled or still learning: faded, not
+    counted by the registered rules), no single-head deposit (open), did not learn (grey x)."""
     from workbench.analysis.settings import SHORT
 
     tasks = [t for t in style.TASK_ORDER if t in set(df["task"])]
@@ -240,9 +241,15 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
         d["n"] = d.groupby("row")["seed"].transform("size")
         d["y"] = d["row"] + (d["k"] - (d["n"] - 1) / 2) * 0.22
         has = d["drop"].notna()
-        kinds = [("deposit", has, dict(size=(7 + 26 * d.loc[has, "drop"].clip(0, 1)).tolist(),
-                                       color=[style.scheme_color(s) for s in d.loc[has, "scheme"]],
-                                       line=dict(color="#333333", width=0.5))),
+        moving = d["status"].astype(str).str.contains("not settled|still learning") if "status" in d else has & False
+
+        def dots(m, **extra) -> dict:  # a deposit: sized by its drop, in its scheme's colour
+            return dict(size=(7 + 26 * d.loc[m, "drop"].clip(0, 1)).tolist(),
+                        color=[style.scheme_color(s) for s in d.loc[m, "scheme"]], **extra)
+
+        kinds = [("deposit", has & ~moving, dots(has & ~moving, line=dict(color="#333333", width=0.5))),
+                 ("deposit, run still moving (not counted)", has & moving,
+                  dots(has & moving, opacity=0.35, line=dict(color="#333333", width=1.5))),
                  ("no single-head deposit", ~has & d["learned"], dict(size=9, symbol="circle-open", color="#333333")),
                  ("did not learn", ~has & ~d["learned"], dict(size=8, symbol="x-thin-open", color="#999999"))]
         for name, m, marker in kinds:
@@ -252,7 +259,7 @@ def deposit_map(df: pd.DataFrame) -> go.Figure:
             hover = [f"{scheme_label(r.scheme)} · {r.setting} · seed {r.seed}<br>"
                      + (f"L{int(r.layer)}.H{int(r.head)}: drop {100 * r.drop:.1f} points" if r.drop == r.drop
                         else name) + f"<br>{r.run_id}" for r in tuples(s)]
-            fig.add_trace(go.Scatter(x=x, y=s["y"], mode="markers+text" if name == "deposit" else "markers",
+            fig.add_trace(go.Scatter(x=x, y=s["y"], mode="markers+text" if name.startswith("deposit") else "markers",
                                      text=text, textposition="middle right", textfont=dict(size=9),
                                      marker=marker, name=name, legendgroup=name, showlegend=c == 1,
                                      hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
