@@ -24,6 +24,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        tier2_pairs, tier3_readouts, study_title, tier2_title, tier3_title,
                                        verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
+from workbench.analysis.claims.study import NEVER_DECIDING
 from workbench.analysis.common import scheme_label, task_label, tuples
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
@@ -881,7 +882,7 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
     reads = study_readouts(st) if len(st) else pd.DataFrame(columns=["group", "decision"])
     reads = reads[(reads.group == "study") & (reads.decision != "")]
     lines += [f"- {scheme_label(r.scheme)}, {r.readout}, at 0.05: {r.at_005}"
-              + ("" if "second reading" in r.readout else f": **{r.decision}**"
+              + ("" if r.decision == NEVER_DECIDING else f": **{r.decision}**"
                  + ("" if r.decision_010 == r.decision else f"; at 0.10: **{r.decision_010}**"))
               for r in tuples(reads)] or ["- no study run has finished yet"]
     if figure:

@@ -19,6 +19,9 @@ STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counte
                  "largest_drop_head", "has_deposit", "has_ablation", "test_acc", "run_id"]
 
 
+NEVER_DECIDING = "shown, never deciding"  # a readout's decision where its reading is registered as never deciding
+
+
 def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
     """The registered study's runs a scheme, training seeds x data seeds (tier `tier` of grids/study.toml); with
     `all_schemes`, of all its schemes."""
@@ -130,11 +133,10 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
                 (l5, x5), (l10, x10) = (specificity(list(a), th, scheme_label(contrast)) for a in against)
                 s5, s10 = ({**s, "verdict": specific_or_not(s["verdict"], lab)} for s, lab in ((s5, l5), (s10, l10)))
                 t5, t10 = f"{t5}; {x5}", f"{t10}; {x10}"
-            never = "shown, never deciding"  # the registry's second reading: a share, no verdict
-            second = "second reading" in name
+            second = "second reading" in name  # the registry's second reading: a share, no verdict
             rows.append({**base, "readout": name, "at_005": t5, "at_010": t10,
-                         "decision": never if second else _decided(s5, interim),
-                         "decision_010": never if second else _decided(s10, interim)})
+                         "decision": NEVER_DECIDING if second else _decided(s5, interim),
+                         "decision_010": NEVER_DECIDING if second else _decided(s10, interim)})
         if scheme == "mla" and len(c):
             d = c.largest_drop.dropna()
             rows.append({**base, "readout": "largest drop of any head: min / median / max",
