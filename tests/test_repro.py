@@ -655,6 +655,12 @@ def test_findings_notebook_executes_on_shipped_results_without_training(shipped,
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert sum("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs) >= 3
     assert any("Paper scale" in o.get("text", "") and "not run yet" in o.get("text", "") for o in outputs)
+    text = "\n".join(o.get("text", "") for o in outputs)
+    from workbench.analysis.claims import registration_changes
+
+    # the registered rules, then every change since the registration, one line each, the registry's own words
+    assert "What changed since the registration:" in text and registration_changes()
+    assert all(f"- {line}" in text for line in registration_changes())
     assert not list((base / "results").glob("*/model.safetensors"))  # nothing was trained into the shipped store
 
 
