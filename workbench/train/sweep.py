@@ -34,6 +34,7 @@ estimate that was short wastes only the epochs it took to show it, and the time 
 """
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import json
@@ -609,6 +610,73 @@ def shipped_records(ids: list[str], store: RunStore, shipped: RunStore | None) -
     return out
 
 
+def _select(grid: dict[str, Any], store: RunStore, *, tiers, tags, shard, shipped: RunStore | None, log,
+            engine: str) -> tuple[list[str], list[tuple[str, dict[str, Any]]], dict[str, dict[str, Any]]]:
+    """The grid's points this sweep trains, logged: (every selected point's run id in grid order, the jobs as
+    (progress head, config) without repeats or runs shipped already, the shipped runs' records by id)."""
+    configs = expand_grid(grid, store, tiers)
+    if tags is not None:
+        configs = [c for c in configs if c.get("tag") in tags]
+    if shard is not None:
+        i, n = shard
+        configs = [c for j, c in enumerate(configs) if j % n == i]
+    ids = [store.run_id(c) for c in configs]
+    if len(set(ids)) != len(ids):
+        dup = sorted({x for x in ids if ids.count(x) > 1})
+        log(f"note: {len(ids) - len(set(ids))} grid points repeat an identical config ({dup[:3]}...); run once")
+    done = sum(_finished(store, r) for r in set(ids))
+    gone = shipped_records(ids, store, shipped)
+    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished"
+        + (f", {len(gone)} shipped in {shipped.root}" if shipped is not None else "") + f", root {store.root}{engine}")
+    seen, jobs = set(), []
+    for k, (cfg, run_id) in enumerate(zip(configs, ids), 1):
+        head = f"[{k:>{len(str(len(ids)))}}/{len(ids)}] {run_id}"
+        if run_id in gone and run_id not in seen:
+            log(f"{head}  shipped already (test acc {gone[run_id]['test_acc']:.4f})")
+        elif run_id not in seen:
+            jobs.append((head, cfg))
+        seen.add(run_id)
+    return ids, jobs, gone
+
+
+def _open_window(deadline: float, store: RunStore, configs: list[dict[str, Any]], *, clock, step_ms, compile,
+                 shipped: RunStore | None, hardware: str | None, device: str | None) -> Window:
+    """The deadline's `Window`, taught every config's seconds per epoch; `hardware` (a preview of another machine)
+    must name one that trained a run shipped to `shipped`."""
+    window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
+                    shipped=shipped, hardware=hardware or this_hardware(device))
+    if hardware is not None and not window.shipped_rows():
+        known = shipped_hardware(shipped)
+        raise ValueError(f"--hardware {hardware!r}: no finished run in "
+                         f"{shipped.root if shipped is not None else '(no --shipped store)'} was trained on it; "
+                         + (f"pick one of {', '.join(map(repr, known))}" if known else "none of its runs names "
+                            "its hardware (GPU runs shipped before run.json recorded the GPU's name do not)"))
+    for cfg in configs:
+        window.learn(cfg)
+    return window
+
+
+def _fits(window: Window, est: float | None, partial: bool) -> bool:
+    """A run estimated to take `est` seconds (None: unknown) is started in grid order: it fits in what is left;
+    one of unknown time only while time is left and a partial run may outlive the window (partial=True)."""
+    if est is not None:
+        return est <= window.left()
+    return window.left() > 0 and partial
+
+
+def _deferred(head: str, cfg: dict[str, Any], window: Window, store: RunStore, run, *, partial: bool,
+              log) -> dict[str, Any]:
+    """A run that did not fit the window, after the runs that did: trained (`run`) up to the deadline when it fits
+    its start-up and one epoch (and partial runs may outlive the window), else recorded "deferred" for the next."""
+    per, left = window.per_epoch(cfg), window.left()
+    if partial and left > 0 and (per is None or window.startup(cfg) + per <= left):
+        return run(head, cfg)
+    est = window.estimate(cfg)
+    need = "an unknown time" if est is None else f"about {fmt_time(est)}"
+    log(f"{head}  left for the next window ({need} to finish, {fmt_time(max(0, left))} left)")
+    return {"id": store.run_id(cfg), "outcome": "deferred", "test_acc": None, "error": None}
+
+
 def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
           threads: int | None = None, compile: bool | str = False, progress: bool = True,
           dry_run: bool = False, shard: tuple[int, int] | None = None, fail_fast: bool = False,
@@ -664,32 +732,10 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
 
         connect(None if ray is True else str(ray))  # before any file is written: a bad address leaves no trace
     store = store if store is not None else RunStore()
-    if not isinstance(grid, dict):
-        grid = load_grid(grid)
     log = log or _stderr
-    configs = expand_grid(grid, store, tiers)
-    if tags is not None:
-        configs = [c for c in configs if c.get("tag") in tags]
-    if shard is not None:
-        i, k = shard
-        configs = [c for j, c in enumerate(configs) if j % k == i]
-    ids = [store.run_id(c) for c in configs]
-    if len(set(ids)) != len(ids):
-        dup = sorted({x for x in ids if ids.count(x) > 1})
-        log(f"note: {len(ids) - len(set(ids))} grid points repeat an identical config ({dup[:3]}...); run once")
-    done = sum(_finished(store, r) for r in set(ids))
-    gone = shipped_records(ids, store, shipped)
     engine = f", {workers} worker processes" if workers > 1 else (", on Ray" if ray else "")
-    log(f"sweep {grid.get('name', '')}: {len(set(ids))} runs, {done} already finished"
-        + (f", {len(gone)} shipped in {shipped.root}" if shipped is not None else "") + f", root {store.root}{engine}")
-    total, seen, jobs = len(ids), set(), []
-    for k, (cfg, run_id) in enumerate(zip(configs, ids), 1):
-        head = f"[{k:>{len(str(total))}}/{total}] {run_id}"
-        if run_id in gone and run_id not in seen:
-            log(f"{head}  shipped already (test acc {gone[run_id]['test_acc']:.4f})")
-        elif run_id not in seen:
-            jobs.append((head, cfg))
-        seen.add(run_id)
+    ids, jobs, gone = _select(grid if isinstance(grid, dict) else load_grid(grid), store, tiers=tiers, tags=tags,
+                              shard=shard, shipped=shipped, log=log, engine=engine)
     t_start = time.perf_counter()
     opts = dict(device=device, threads=threads, compile=compile, retry_failed=retry_failed,
                 checkpoint_every=checkpoint_every)
@@ -702,17 +748,14 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
     if deadline is not None:
         if dry_run:  # a preview of the window: a clock that each planned run moves on by its estimate
             clock = PreviewClock(clock())
-        window = Window(deadline, store, clock=clock, step_ms=step_ms, startup_s=STARTUP_S[bool(compile)],
-                        shipped=shipped, hardware=hardware or this_hardware(device))
-        if hardware is not None and not window.shipped_rows():
-            known = shipped_hardware(shipped)
-            raise ValueError(f"--hardware {hardware!r}: no finished run in "
-                             f"{shipped.root if shipped is not None else '(no --shipped store)'} was trained on it; "
-                             + (f"pick one of {', '.join(map(repr, known))}" if known else "none of its runs names "
-                                "its hardware (GPU runs shipped before run.json recorded the GPU's name do not)"))
-        for _, cfg in jobs:
-            window.learn(cfg)
+        window = _open_window(deadline, store, [cfg for _, cfg in jobs], clock=clock, step_ms=step_ms,
+                              compile=compile, shipped=shipped, hardware=hardware, device=device)
         opts |= {"deadline": window.end, "clock": clock, "must_finish": not partial}
+
+    def run(head: str, cfg: dict[str, Any]) -> dict[str, Any]:
+        return attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast, log=log,
+                       **opts)
+
     results: list[dict[str, Any] | None] = [None] * len(jobs)
     deferred: list[int] = []
     for group in plan_packs(jobs, store, pack, device, retry_failed) if not (parallel or dry_run) else \
@@ -727,7 +770,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         head, cfg = jobs[k]
         if window is not None:
             est = window.estimate(cfg)
-            if (est is not None and est > window.left()) or (est is None and (window.left() <= 0 or not partial)):
+            if not _fits(window, est, partial):
                 log(f"{head}  does not fit the {fmt_time(max(0, window.left()))} left"
                     + (f" (about {fmt_time(est)})" if est is not None else
                        f" (its time unknown: no --step-ms entry for {cfg['model']['scheme']!r})" if not partial
@@ -736,29 +779,18 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
                 continue
         finished = parallel and _finished(store, store.run_id(cfg))
         if window is None:
-            results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
-                                 log=log, **opts) if not parallel or finished else None
+            results[k] = run(head, cfg) if not parallel or finished else None
             continue
         t0, e0 = clock(), window.epochs_done(cfg, checkpointed=True)  # a resume replays from its checkpoint
-        results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
-                             log=log, **opts)
+        results[k] = run(head, cfg)
         if dry_run and results[k]["outcome"] == "planned":
             clock.now += est or 0.0
             log(f"{head}  planned in the window: about {fmt_time(est or 0.0)}, {fmt_time(max(0, window.left()))} "
                 "left after it")
             continue
         window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
-    for k in deferred:  # what did not fit: the first that fits its start-up and an epoch trains up to the deadline
-        head, cfg = jobs[k]
-        per, left = window.per_epoch(cfg), window.left()
-        if partial and left > 0 and (per is None or window.startup(cfg) + per <= left):
-            results[k] = attempt(cfg, store, head=head, progress=progress, dry_run=dry_run, fail_fast=fail_fast,
-                                 log=log, **opts)
-            continue
-        est = window.estimate(cfg)
-        results[k] = {"id": store.run_id(cfg), "outcome": "deferred", "test_acc": None, "error": None}
-        need = "an unknown time" if est is None else f"about {fmt_time(est)}"
-        log(f"{head}  left for the next window ({need} to finish, {fmt_time(max(0, left))} left)")
+    for k in deferred:
+        results[k] = _deferred(*jobs[k], window, store, run, partial=partial, log=log)
     todo = [k for k, r in enumerate(results) if r is None]
     if todo and workers > 1 and not ray:
         workers = fit_workers(workers, [jobs[k][1] for k in todo], device, log)
@@ -775,9 +807,7 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
         results[k] = rec
     by_id = {r["id"]: r for r in results} | gone
     results = [by_id[rid] for rid in dict.fromkeys(ids)]
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    counts = collections.Counter(r["outcome"] for r in results)
     log(f"sweep done in {fmt_time(time.perf_counter() - t_start)}: "
         + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     return results
