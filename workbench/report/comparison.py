@@ -188,7 +188,8 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
         + (moves or ["- none so far"]) + [""]
     pts = f"{100 * GAP_CLOSER:g} points"
     out += [f"Differences from the paper the ladder explains (a rung brings the cell >= {pts} closer to the "
-            "paper's number, and its run learned and settled: the status checks come first):", ""] + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
+            "paper's number, and its run learned and settled: the status checks come first):", ""] \
+        + ([f"- {x}" for x in explained] or ["- none so far"]) + [""]
     out += [f"Differences it does not explain (no rung run so far moves the cell >= {pts} closer):", ""] \
         + ([f"- {x}" for x in unexplained] or ["- none"]) + [""]
     if undecided:
@@ -222,7 +223,7 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
         return "No shipped run has a probes table yet.\n"
     rows = []
     for (setting, variant, task), g in d.groupby(["setting", "variant", "task"]):
-        layers = ", ".join(f"seed {r.seed}: {'never' if r.first_layer is None or pd.isna(r.first_layer) else int(r.first_layer)}"
+        layers = ", ".join(f"seed {r.seed}: {'never' if pd.isna(r.first_layer) else int(r.first_layer)}"  # None too
                            f" (best {r.best_score:.2f})" for r in tuples(g))
         rows.append([SETTINGS.get(setting, setting), variant, task_label(task), layers])
     old = int(d["solved_before"].sum())
@@ -370,7 +371,8 @@ def _provenance_section(runs: pd.DataFrame, store=None) -> str:
                      "(docs/reproduction.md)")
     cpu = runs[runs["gpu"].isna()] if "gpu" in runs else runs
     if len(cpu):
-        lines.append("- where a re-training can equal a CPU run bit for bit (`workbench verify`; docs/reproduction.md): "
+        lines.append("- where a re-training can equal a CPU run bit for bit (`workbench verify`; "
+                     "docs/reproduction.md): "
                      "on a CPU of the same vendor at the same SIMD level ATen dispatched to (with the same torch build "
                      "and the run's thread count); a lower level is held by `recreate`, a higher one no machine below "
                      "it can run. By vendor and level: "
@@ -582,27 +584,12 @@ def _corrupt_section(corrupt: dict[str, str], n_read: int) -> list[str]:
         [f"- `{rid}`: {' '.join(why.split())}" for rid, why in sorted(corrupt.items())] + [""]
 
 
-def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None,
-                        paper_root: str | Path | None = None, judged: BaseClaims | None = None) -> str:
-    """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
-    Table 1 and the claims, the scale ladder's other rungs beside them, and the paper-scale column from the
-    GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
-    from workbench.report.paper_scale import paper_scale_note, with_paper_scale_claims, with_paper_scale_table1
-    from workbench.store import paper_root as beside
-    from workbench.analysis.settings import reproduction_grid
-    from workbench.train.presets import LADDER, PRESETS, scale_disclaimer
+def _head_parts(judged: BaseClaims, cl: pd.DataFrame, gpu: bool, pending: list[str] | None) -> list[str]:
+    """COMPARISON.md's title, scale disclaimer, verdict summary, what was run and what is still to run."""
+    from workbench.train.presets import scale_disclaimer
 
-    sr = StatusRules()  # the registered run rules, as the verdicts read them
-    label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
-    paper_root = beside(store.root) if paper_root is None else paper_root
-    judged = base_claims(store, run_table(store), LADDER, th) if judged is None else judged
-    runs_all, base, runs, cl = judged.runs_all, judged.base, judged.runs, judged.claims
-    lad, rungs, seeded = judged.ladder, judged.rungs, judged.seeded
-    t1 = table1(runs)
-    if paper_root is not None:  # None: this store is the paper-scale one, with nothing beside it
-        t1, cl = with_paper_scale_table1(t1, paper_root), with_paper_scale_claims(cl, paper_root)
-    gpu = base == "paper"  # the paper's own scale is trained on a GPU (docs/training.md)
-    parts = [
+    base, runs, runs_all = judged.base, judged.runs, judged.runs_all
+    return [
         f"# The core paper at the `{base}` preset ({'GPU' if gpu else 'CPU'}): comparison",
         "",
         scale_disclaimer(base),
@@ -623,11 +610,17 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
                    for (p, s, t), g in runs_all.groupby(["preset", "setting", "task"])]) if len(runs_all)
         else "Nothing yet.",
         "",
-    ]
-    if pending:
-        parts += ["**Still to run** (the grid resumes where it stopped):", ""] + [f"- {p}" for p in pending] + [""]
-    parts += _corrupt_section(runs_all.attrs.get("corrupt", {}), len(runs_all))
-    parts += [
+    ] + (["**Still to run** (the grid resumes where it stopped):", ""] + [f"- {p}" for p in pending] + [""]
+         if pending else []) + _corrupt_section(runs_all.attrs.get("corrupt", {}), len(runs_all))
+
+
+def _results_parts(judged: BaseClaims, t1: pd.DataFrame, cl: pd.DataFrame, th: Thresholds, gpu: bool, paper_root,
+                   label: str | None) -> list[str]:
+    """Table 1, the questions answered so far and the paper's claims with their verdicts."""
+    from workbench.report.paper_scale import paper_scale_note
+
+    base, sr = judged.base, StatusRules()  # the registered run rules, as the verdicts read them
+    return [
         "## Table 1: test accuracy (%)",
         "",
         f"The paper's numbers (one run each) next to PE-Lab's at `{base}`: the mean over seeds with the seeds' "
@@ -666,6 +659,13 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
            "on every seed run at that rung where it was run with more."),
         "",
         _claims_section(cl.drop(columns=["holds_across_scale"], errors="ignore") if gpu else cl, th),
+    ]
+
+
+def _registration_parts(judged: BaseClaims, cl: pd.DataFrame, gpu: bool) -> list[str]:
+    """The registration: each rule with the commit that registered it, and which runs it could not have seen."""
+    base, runs_all = judged.base, judged.runs_all
+    return [
         "## The registration",
         "",
         "Every rule above is the registered one (docs/preregistration.md; `workbench/analysis/claims/registry.toml`), "
@@ -679,21 +679,41 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "judges were trained.",
         "",
         _registration_section(cl, runs_all, registration_commits()),
-        *(["## The seed study and the scale ladder", "",
-           "Both are CPU grids at the `repro` presets (docs/preregistration.md, docs/reproduction.md), shipped to "
-           "results/repro: their verdicts are in its COMPARISON.md (`../repro/COMPARISON.md`). None of their runs "
-           "is in this folder.", ""] if gpu else [
-            "## The seed study",
-            "",
-            _study_section(judged.study, runs_all, judged.tier2, judged.tier3),
-            "## The scale ladder",
-            "",
-            f"The deciding settings re-run (seed 42) at presets that each move one thing of `{base}` towards the "
-            "paper (grids/ladder.toml; costs in docs/reproduction.md):",
-            "",
-            *[f"- `{r}`: {PRESETS[r]['doc'].removeprefix('scale ladder: ')}" for r in rungs[1:]],
-            "",
-            _ladder_section(runs_all, lad, rungs, seeded)]),
+    ]
+
+
+def _study_and_ladder_parts(judged: BaseClaims, gpu: bool) -> list[str]:
+    """The seed study's readouts and the scale ladder (a paper-scale store only points to the CPU store's)."""
+    from workbench.train.presets import PRESETS
+
+    if gpu:
+        return ["## The seed study and the scale ladder", "",
+                "Both are CPU grids at the `repro` presets (docs/preregistration.md, docs/reproduction.md), shipped to "
+                "results/repro: their verdicts are in its COMPARISON.md (`../repro/COMPARISON.md`). None of their "
+                "runs is in this folder.", ""]
+    rungs = judged.rungs
+    return [
+        "## The seed study",
+        "",
+        _study_section(judged.study, judged.runs_all, judged.tier2, judged.tier3),
+        "## The scale ladder",
+        "",
+        f"The deciding settings re-run (seed 42) at presets that each move one thing of `{judged.base}` towards the "
+        "paper (grids/ladder.toml; costs in docs/reproduction.md):",
+        "",
+        *[f"- `{r}`: {PRESETS[r]['doc'].removeprefix('scale ladder: ')}" for r in rungs[1:]],
+        "",
+        _ladder_section(judged.runs_all, judged.ladder, rungs, judged.seeded),
+    ]
+
+
+def _analyses_parts(store, judged: BaseClaims, th: Thresholds) -> list[str]:
+    """Every deposit, where the label first becomes decodable, every scheme, partial RoPE, one setting at a time, and
+    the thresholds."""
+    from workbench.analysis.settings import reproduction_grid
+
+    base, runs, runs_all = judged.base, judged.runs, judged.runs_all
+    return [
         "## Every single-head deposit",
         "",
         "Every deposit the spec's rule finds, in every shipped run with a deposit table, whatever claim reads it.",
@@ -737,6 +757,13 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in tuples(thresholds_table(th))]),
         "",
+    ]
+
+
+def _setup_parts(store, judged: BaseClaims, gpu: bool) -> list[str]:
+    """What differs from the paper's setup, provenance and the runs."""
+    runs_all, rungs = judged.runs_all, judged.rungs
+    return [
         "## What differs from the paper's setup",
         "",
         ("These runs were trained on a GPU (each short lent window trains a few: docs/training.md) at the paper's "
@@ -761,7 +788,27 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
         "",
         _runs_section(runs_all) if len(runs_all) else "Nothing yet.\n",
     ]
-    return "\n".join(parts)
+
+
+def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str] | None = None,
+                        paper_root: str | Path | None = None, judged: BaseClaims | None = None) -> str:
+    """The whole document, from the store's finished runs and their stored tables: the `repro` preset's runs for
+    Table 1 and the claims, the scale ladder's other rungs beside them, and the paper-scale column from the
+    GPU runs in `paper_root` (default: `paper/` beside the store, i.e. results/paper; "not run yet" without)."""
+    from workbench.report.paper_scale import with_paper_scale_claims, with_paper_scale_table1
+    from workbench.store import paper_root as beside
+    from workbench.train.presets import LADDER
+
+    label = None if paper_root is not None else "results/paper (`paper/` beside this folder)"
+    paper_root = beside(store.root) if paper_root is None else paper_root
+    judged = base_claims(store, run_table(store), LADDER, th) if judged is None else judged
+    t1, cl = table1(judged.runs), judged.claims
+    if paper_root is not None:  # None: this store is the paper-scale one, with nothing beside it
+        t1, cl = with_paper_scale_table1(t1, paper_root), with_paper_scale_claims(cl, paper_root)
+    gpu = judged.base == "paper"  # the paper's own scale is trained on a GPU (docs/training.md)
+    return "\n".join(_head_parts(judged, cl, gpu, pending) + _results_parts(judged, t1, cl, th, gpu, paper_root, label)
+                     + _registration_parts(judged, cl, gpu) + _study_and_ladder_parts(judged, gpu)
+                     + _analyses_parts(store, judged, th) + _setup_parts(store, judged, gpu))
 
 
 def pending_points(store, grid_path) -> list[str]:
