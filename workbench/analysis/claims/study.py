@@ -119,24 +119,23 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
                 & st["has_ablation" if scheme == "mla" else "has_deposit"]]
         if scheme == "mla":
             drop, drop_c = exact(c.largest_drop), exact(cr.largest_drop)
-            reads = [("largest drop of any head < threshold", drop < th.indispensable, drop < th.also,
+            reads = [("largest drop of any head < threshold", True, drop < th.indispensable, drop < th.also,
                       (drop_c < th.indispensable, drop_c < th.also))]
         else:
-            reads = [("largest deposit in layer 0", c.layer_005 == 0, c.layer_010 == 0,
-                      (cr.layer_005 == 0, cr.layer_010 == 0)),
-                     ("largest deposit in layer <= 1 (second reading)", c.layer_005 <= 1, c.layer_010 <= 1,
+            reads = [("largest deposit in layer 0", True, c.layer_005 == 0, c.layer_010 == 0,
+                      (cr.layer_005 == 0, cr.layer_010 == 0)),  # the registry's second reading: a share, no verdict
+                     ("largest deposit in layer <= 1 (second reading)", False, c.layer_005 <= 1, c.layer_010 <= 1,
                       (cr.layer_005 <= 1, cr.layer_010 <= 1))]
-        for name, a5, a10, against in reads:
+        for name, deciding, a5, a10, against in reads:
             s5, s10 = share(list(a5), th), share(list(a10), th)
             t5, t10 = s5["text"], s10["text"]
             if contrast is not None:
                 (l5, x5), (l10, x10) = (specificity(list(a), th, scheme_label(contrast)) for a in against)
                 s5, s10 = ({**s, "verdict": specific_or_not(s["verdict"], lab)} for s, lab in ((s5, l5), (s10, l10)))
                 t5, t10 = f"{t5}; {x5}", f"{t10}; {x10}"
-            second = "second reading" in name  # the registry's second reading: a share, no verdict
             rows.append({**base, "readout": name, "at_005": t5, "at_010": t10,
-                         "decision": NEVER_DECIDING if second else _decided(s5, interim),
-                         "decision_010": NEVER_DECIDING if second else _decided(s10, interim)})
+                         "decision": _decided(s5, interim) if deciding else NEVER_DECIDING,
+                         "decision_010": _decided(s10, interim) if deciding else NEVER_DECIDING})
         if scheme == "mla" and len(c):
             d = c.largest_drop.dropna()
             rows.append({**base, "readout": "largest drop of any head: min / median / max",
