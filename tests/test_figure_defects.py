@@ -110,6 +110,38 @@ def test_table1_bars_sit_on_their_labels_and_one_seed_bars_are_marked():
     assert any(t.name.startswith("hatched") for t in fig.data)
 
 
+def test_table1_bars_say_how_many_runs_still_move_or_did_not_learn_legibly():
+    """Each bar's note counts its runs still moving (not settled or still learning) and those that did not learn,
+    by their statuses (a ceiling run not settled moves too); a bar too short to hold its note carries it above,
+    in a dark colour (white text outside a bar is unreadable on the page), a tall one inside, in white."""
+    from workbench.figures.findings import NOTE_INSIDE, still_moving
+
+    assert still_moving("2 ceiling; 1 ceiling, not settled") == "1 still moving"
+    assert still_moving("1 did not learn; 2 still learning") == "1 not learned, 2 still moving"
+    assert still_moving("3 learned") == still_moving("") == still_moving(None) == ""
+    df = t1_table()
+    mask = (df.setting == "paper") & (df.task == "trigger-distance")
+    df.loc[mask, "status"] = ["2 learned; 1 not settled", "3 learned", "3 did not learn"]
+    df.loc[mask & (df.scheme == "nope"), "mean"] = 0.15  # short: a NoPE that did not learn
+    df["status"] = df["status"].fillna("")
+    fig = FIGURES["table1"](df)
+    notes = {}
+    for t in fig.data:
+        if isinstance(t, go.Bar) and (t.xaxis or "x") == "x" and t.x[0] is not None:
+            pos = [t.textposition] * len(t.x) if isinstance(t.textposition, str) else list(t.textposition)
+            colour = [t.textfont.color] * len(t.x) if isinstance(t.textfont.color, str) else list(t.textfont.color)
+            for label, y, text, p, c in zip(t.customdata[:, 0], t.y, t.text, pos, colour):
+                notes[(t.name, label)] = (y, text, p, c)
+    from workbench.analysis.claims import SETTINGS
+
+    paper = SETTINGS["paper"]
+    assert notes[("MLA", paper)][1:] == ("1 still moving", "inside", "white")
+    assert notes[("RoPE", paper)][1] == ""
+    y, text, p, c = notes[("NoPE", paper)]
+    assert y < NOTE_INSIDE and text == "3 not learned" and p == "outside" and c != "white"
+    assert all(p == "inside" for y, _, p, _ in notes.values() if y >= NOTE_INSIDE)
+
+
 S_PATTERN = "/"
 
 

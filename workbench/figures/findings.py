@@ -37,6 +37,9 @@ def _level_marks(fig, d: pd.DataFrame, settings: list, column: str, kind: str, l
                                  hovertemplate=f"{label}: %{{y:.1f}} %<extra></extra>"), row=1, col=col)
 
 
+NOTE_INSIDE = 40.0  # a Table 1 bar below this test accuracy (%) carries its note above it: too short to hold it
+
+
 def still_moving(status: str) -> str:
     """A Table 1 cell's `status` ("2 ceiling; 1 ceiling, not settled") as the bar's note: how many of its runs
     are still moving (not settled, still learning) or did not learn, by the registered run rules; "" when none."""
@@ -85,10 +88,12 @@ def table1(df: pd.DataFrame) -> go.Figure:
             n = s["n_seeds"].fillna(0).astype(int).to_numpy()
             one_seed |= bool(((n == 1) & have).any())
             notes = [still_moving(v) for v in (s["status"] if "status" in s else pd.Series("", index=s.index))[have]]
+            inside = (100 * s["mean"][have] >= NOTE_INSIDE).to_numpy()  # a short bar's note goes above it, legible
             fig.add_trace(go.Bar(
                 x=x[have], y=100 * s["mean"][have], width=BAR_WIDTH, name=scheme_label(scheme), legendgroup=scheme,
-                text=notes, textposition="inside", insidetextanchor="start", textangle=-90,
-                textfont=dict(size=9, color="white"),
+                text=notes, textposition=["inside" if k else "outside" for k in inside], insidetextanchor="start",
+                textangle=-90, constraintext="none", cliponaxis=False,
+                textfont=dict(size=9, color=["white" if k else "#333333" for k in inside]),
                 marker=dict(color=style.scheme_color(scheme),
                             pattern=dict(shape=[ONE_SEED_PATTERN if k == 1 else "" for k in n[have]],
                                          fillmode="overlay", fgcolor="white")),
