@@ -137,6 +137,10 @@ def create_app(store_root: str | os.PathLike | None = None, cache_dir: str | os.
             app.server.add_url_rule(alias, endpoint=f"alias:{alias}", view_func=lambda to=m.PATH: flask.redirect(
                 app.get_relative_path(to) + (f"?{flask.request.query_string.decode()}"
                                              if flask.request.query_string else "")))  # the query kept
+    # a script path Dash does not serve (a library not registered, a path outside its files, `..`): 404, not
+    # Dash's own exception as HTTP 500 with a traceback in the server's log
+    app.server.register_error_handler(dash.exceptions.DependencyException,
+                                      lambda e: ("no such file", 404))
     dash.register_page("not_found_404", path="/not-found", title="PE-Lab · no such page",  # Dash's name for it
                        layout=lambda **_: not_found(modules))
     nav = html.Nav([html.Span("PE-Lab", className="brand")]

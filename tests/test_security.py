@@ -354,3 +354,22 @@ def test_the_heads_card_draws_a_heads_attention_with_the_explorers_helpers(site)
         out = heads.attention_block(run, 0, 0, 10 ** 6)
     text = str(out)
     assert "Cannot load" not in text and "Graph" in text, text[:300]
+
+
+def test_a_script_path_outside_what_dash_serves_is_not_found_without_a_traceback(site, capfd):
+    """Paths under /_dash-component-suites/ that leave a library's files (`..`, encoded or not), or name a library
+    that is not registered, answer 404 (Dash raised its DependencyException: HTTP 500 and a traceback in the
+    server's log); the app's own scripts are still served."""
+    app, client, run, tmp = site
+    page = client.get("/").get_data(as_text=True)
+    script = re.search(r'src="(/_dash-component-suites/dash/[^"]+\.js[^"]*)"', page).group(1)
+    assert client.get(script).status_code == 200
+    capfd.readouterr()
+    for url in ("/_dash-component-suites/../../etc/passwd", "/_dash-component-suites/dash/..%2F..%2F..%2Fetc%2Fpasswd",
+                "/_dash-component-suites/dash/../../../etc/passwd", "/_dash-component-suites/nosuchpkg/x.js",
+                "/_dash-component-suites/dash/deps/..%2F..%2F__init__.py"):
+        r = client.get(url)
+        assert r.status_code == 404, url
+        assert_safe(r.get_data(as_text=True), tmp)
+        assert "root:" not in r.get_data(as_text=True) and "import" not in r.get_data(as_text=True)
+    assert "Traceback" not in "".join(capfd.readouterr())
