@@ -1268,6 +1268,27 @@ def test_provenance_names_the_vendor_and_simd_level_a_bit_identical_re_training_
     assert "By vendor and level: " in shipped and " at AVX2 (" in shipped  # the rest: test_the_shipped_comparison_...
 
 
+def test_provenance_names_every_run_resumed_under_other_settings_with_what_changed():
+    """A run resumed from a checkpoint under another code version (a session ended mid-run) keeps its first
+    session's run.json fields and records both in `resumed_settings`: COMPARISON.md's provenance names each such
+    shipped run with what changed, and no other run."""
+    from workbench.analysis.claims import run_table
+    from workbench.report.comparison import _provenance_section
+    from workbench.store import RunStore
+
+    root = Path(__file__).resolve().parents[1] / "results" / "repro"
+    recorded = {p.parent.name: json.loads(p.read_text()).get("resumed_settings") for p in root.glob("*/run.json")}
+    recorded = {k: v for k, v in recorded.items() if v}
+    assert recorded, "the shipped study has runs resumed across code versions"
+    line = next(x for x in _provenance_section(run_table(RunStore(root, readonly=True))).splitlines()
+                if x.startswith("- resumed from a checkpoint"))
+    assert f": {len(recorded)} of " in line
+    named = set(re.findall(r"`([a-z0-9-]+-[0-9a-f]{6})`", line))
+    assert named == set(recorded)
+    for rid, changed in recorded.items():
+        assert f"`{rid}` (" + "; ".join(f"`{k}` {a} -> {b}" for k, (a, b) in changed.items()) + ")" in line
+
+
 def test_a_recomputed_table_is_compared_on_the_shipped_columns_and_names_the_added_ones():
     """Today's analysis may add columns to a table shipped earlier (dla's runner-up margin, patching's note): those
     are named and not compared; a shipped column the recomputed table lacks makes it differ."""

@@ -384,6 +384,13 @@ def _provenance_section(runs: pd.DataFrame, store=None) -> str:
                  f"recorded with the run, so `workbench recreate` may not re-create it bit for bit): {len(dirty)} of "
                  f"{len(runs)}" + (": " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in tuples(dirty))
                                    if len(dirty) else ""))
+    resumed = runs[runs.resumed_otherwise.notna()] if "resumed_otherwise" in runs else runs.iloc[:0]
+    lines.append(f"- resumed from a checkpoint under other settings than it started with (run.json "
+                 f"`resumed_settings`; run.json's other fields are the first session's, the epochs after the "
+                 f"checkpoint ran the later; `git diff A B -- workbench/train workbench/model synthetic_tasks` shows "
+                 f"what changed in its training code): {len(resumed)} of {len(runs)}"
+                 + (": " + ", ".join(f"`{r.run_id}` ({r.resumed_otherwise})" for r in tuples(resumed))
+                    if len(resumed) else ""))
     if store is not None:
         lines += _tables_made_before(store, runs)
     return "\n".join(lines) + "\n"

@@ -131,12 +131,17 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "gpu": (info.get("gpu") or "a GPU, not named") if (info.get("device") or "cpu") != "cpu" else None,
             "simd": numerics.get("cpu_capability"), "cpu_vendor": numerics.get("cpu_vendor"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
+            # what a resume ran otherwise than the first session (run.json `resumed_settings`): "`code_version`
+            # a509157 -> 2ca9d57"; None when it never was resumed otherwise
+            "resumed_otherwise": "; ".join(f"`{k}` {a} -> {b}" for k, (a, b) in
+                                           (info.get("resumed_settings") or {}).items()) or None,
             **st,
         })
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
             "test_acc", "train_acc",
             "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
-            "gpu", "simd", "cpu_vendor", "train_acc_eval", "n_test", "chance", "length_only", *STATUS_COLUMNS]
+            "gpu", "simd", "cpu_vendor", "train_acc_eval", "resumed_otherwise", "n_test", "chance", "length_only",
+            *STATUS_COLUMNS]
     df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
     df.attrs["corrupt"] = corrupt
     return df
