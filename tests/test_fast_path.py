@@ -493,6 +493,33 @@ def test_deadline_checkpoints_and_stops_before_an_epoch_that_would_not_fit(tmp_p
     assert [r["test_acc"] for r in ref.metric_rows()] == [r["test_acc"] for r in done.metric_rows()]
 
 
+def test_epoch_timer_stops_before_an_epoch_that_would_end_past_the_deadline_or_when_the_run_cannot_finish():
+    """`loop.EpochTimer` on a clock read at each epoch's start, after the session's first two steps and at the
+    epoch's end: the first epoch's start-up (its first step beyond its second) is left out of the next epoch's
+    estimate; an epoch that would end past the deadline stops the run; with must_finish, so does the time of the
+    epochs left at the fastest epoch after the first (two timed at least); the last epoch never stops it."""
+    from workbench.train.loop import EpochTimer
+
+    def run(deadline, must_finish, ends=(20, 32, 44, 56, 68)):
+        times = iter([0, 10, 12, ends[0]] + [t for a, b in zip(ends, ends[1:]) for t in (a, b)])
+        timer, out = EpochTimer(lambda: next(times), deadline, len(ends), 0, must_finish), []
+        for epoch in range(len(ends)):
+            timer.begin()
+            for i in range(2 if epoch == 0 else 0):
+                timer.stepped(epoch, i)
+            out.append(timer.ended(epoch))
+        return out
+
+    # epoch 0: 20 s with 8 of start-up (10 - 0 beyond 12 - 10): the next is judged 12 s
+    assert [r[0] for r in run(None, False)] == [12, 12, 12, 12, 12]
+    assert not any(stop for _, stop, _ in run(None, True))  # no deadline: never stops
+    assert [r[1:] for r in run(60, False)] == [(False, False), (False, False), (False, False), (True, False),
+                                               (False, False)]  # 56 + 12 > 60 after epoch 3
+    # must finish: after epoch 2 (two timed), 44 + 2 epochs x 12 > 60: it cannot finish, so it stops there
+    assert [r[1:] for r in run(60, True)][:3] == [(False, False), (False, False), (True, True)]
+    assert run(100, True)[-1][1:] == (False, False) and run(50, False)[-1][1:] == (False, False)  # the last epoch
+
+
 def test_a_run_that_must_finish_stops_as_soon_as_it_cannot(tmp_path, monkeypatch):
     """`train(must_finish=True)` (a window whose checkpoints are lost, `sweep --no-partial`): 6 epochs in a window of
     4.4: after epoch 3 the 3 left would end at 6 > 4.4, so it stops there, not after epoch 4 as a plain deadline

@@ -354,6 +354,41 @@ def startup_excess(c0: float, marks: list[float]) -> float:
     return max(0.0, (marks[0] - c0) - (marks[1] - marks[0]))
 
 
+class EpochTimer:
+    """Whether a run stops at its deadline after an epoch (`train(deadline=...)`), by `clock`: the next epoch is
+    judged to take as long as this one, its evaluation included (the session's first: less its start-up,
+    `startup_excess`); with `must_finish`, it also stops once the epochs left, at the session's fastest epoch after
+    its first (two timed at least), would end past the deadline."""
+
+    def __init__(self, clock: Callable[[], float], deadline: float | None, epochs: int, start_epoch: int,
+                 must_finish: bool):
+        self.clock, self.deadline, self.epochs, self.start_epoch = clock, deadline, epochs, start_epoch
+        self.must_finish, self.fastest, self.timed = must_finish, math.inf, 0
+        self.c0, self.marks = 0.0, []
+
+    def begin(self) -> None:
+        """At an epoch's start."""
+        self.c0, self.marks = self.clock(), []
+
+    def stepped(self, epoch: int, i: int) -> None:
+        """After step i of the epoch: the session's first two steps are timed (`startup_excess`)."""
+        if epoch == self.start_epoch and i < 2:
+            self.marks.append(self.clock())
+
+    def ended(self, epoch: int) -> tuple[float, bool, bool]:
+        """After the epoch and its evaluation: (the next epoch's seconds as judged, stop here, stopped because the
+        run cannot finish)."""
+        now, last = self.clock(), epoch + 1 >= self.epochs
+        next_s = now - self.c0 - (startup_excess(self.c0, self.marks) if epoch == self.start_epoch else 0.0)
+        if epoch > self.start_epoch:
+            self.fastest, self.timed = min(self.fastest, now - self.c0), self.timed + 1
+        if self.deadline is None or last:
+            return next_s, False, False
+        hopeless = (self.must_finish and self.timed >= 2
+                    and now + (self.epochs - epoch - 1) * self.fastest > self.deadline)
+        return next_s, hopeless or now + next_s > self.deadline, hopeless
+
+
 def epoch_row(model, evals, tcfg: dict[str, Any], amp: bool, *, epoch: int, step: int, lr: float, sums, n: int,
               useful: int, computed: int, train_time: float, clock: Callable[[], float],
               static: bool = False) -> dict[str, Any]:
@@ -650,7 +685,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     try:
         from tqdm.auto import tqdm
 
-        fastest, timed = math.inf, 0  # this session's fastest epoch after its first, of how many (`must_finish`)
+        timer = EpochTimer(clock, deadline, epochs, start_epoch, must_finish)
         for epoch in range(start_epoch, epochs):
             torch.manual_seed(derive_seed(seed, epoch, "torch"))  # dropout masks (all devices)
             batches = epoch_batches(lengths, bs, seed, epoch, batching)
@@ -660,8 +695,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             correct = torch.zeros((), device=dev, dtype=torch.long)
             counted = torch.zeros((), device=dev, dtype=torch.long)
             computed = 0
-            t0, c0 = time.perf_counter(), clock()
-            marks = []  # clock() after the session's first two steps (`startup_excess`)
+            t0 = time.perf_counter()
+            timer.begin()
             # the bar only on a terminal; a log file gets the one line per epoch below
             bar = tqdm(range(steps_per_epoch), desc=f"{run.id} {epoch + 1}/{epochs}", leave=False,
                        disable=not (progress and sys.stderr.isatty()), file=sys.stderr, dynamic_ncols=True)
@@ -677,8 +712,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                 train_step(fwd, opt, params, xb, yb, valid, (loss_sum, correct, counted), ignore=ignore, amp=amp,
                            grad_clip=tcfg.get("grad_clip"))
                 step += 1
-                if epoch == start_epoch and i < 2:
-                    marks.append(clock())
+                timer.stepped(epoch, i)
                 computed += len(idx) * xb.shape[1]
                 if not bar.disable and (i % 10 == 0 or i == steps_per_epoch - 1):
                     seen = max(1, counted.item())
@@ -692,17 +726,9 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                             n=n, useful=int(lengths.sum()), computed=computed, train_time=train_time,
                             clock=lambda: wall_before + time.perf_counter() - t_session, static=bool(compile))
             wall = row["wall_s"]
-            now = clock()  # the next epoch is judged to take as long as this one, its evaluation included (the
-            # session's first: less its start-up)
-            next_s = now - c0 - (startup_excess(c0, marks) if epoch == start_epoch else 0.0)
-            at_deadline = deadline is not None and epoch + 1 < epochs and now + next_s > deadline
+            next_s, at_deadline, hopeless = timer.ended(epoch)
             if deadline is not None and epoch == start_epoch:  # for a window's planner (`sweep.Window.timed`)
                 run.update_info(epoch_estimate_s=next_s)
-            if epoch > start_epoch:
-                fastest, timed = min(fastest, now - c0), timed + 1
-            hopeless = (must_finish and deadline is not None and epoch + 1 < epochs and timed >= 2
-                        and now + (epochs - epoch - 1) * fastest > deadline)
-            at_deadline = at_deadline or hopeless
             checkpoint = checkpoint_due(epoch, epochs, checkpoint_every, stop_after_epochs) or at_deadline
             rng = {"rng.torch": torch.get_rng_state()} | (
                 {"rng.cuda": torch.cuda.get_rng_state(dev)} if dev.type == "cuda" else {})
