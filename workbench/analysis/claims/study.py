@@ -123,9 +123,9 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
                       (drop_c < th.indispensable, drop_c < th.also))]
         else:
             reads = [("largest deposit in layer 0", True, c.layer_005 == 0, c.layer_010 == 0,
-                      (cr.layer_005 == 0, cr.layer_010 == 0)),  # the registry's second reading: a share, no verdict
+                      (cr.layer_005 == 0, cr.layer_010 == 0)),
                      ("largest deposit in layer <= 1 (second reading)", False, c.layer_005 <= 1, c.layer_010 <= 1,
-                      (cr.layer_005 <= 1, cr.layer_010 <= 1))]
+                      (cr.layer_005 <= 1, cr.layer_010 <= 1))]  # the registry's second reading: a share, no verdict
         for name, deciding, a5, a10, against in reads:
             s5, s10 = share(list(a5), th), share(list(a10), th)
             t5, t10 = s5["text"], s10["text"]
