@@ -51,6 +51,18 @@ def test_each_packed_run_equals_its_solo_run(solo_and_packed):
     assert len({p.final["train_loss"] for p in packed}) == 3  # three different runs, not one copied
 
 
+def test_a_packed_run_records_the_session_fields_a_solo_run_does(solo_and_packed):
+    """run.json of a packed run holds every field a solo run's has (`loop.mark_running`, shared), with the same
+    values where they describe the run's setting rather than its process."""
+    solo, packed = solo_and_packed
+    for s, p in zip(solo, packed):
+        only_solo = set(s.info) - set(p.info)
+        assert only_solo <= {"stopped_at_deadline", "epoch_estimate_s", "triton_tuned"}, only_solo
+        for k in ("status", "device", "amp", "compiled", "sdpa_backend", "gpu", "dataset_hash", "code_version",
+                  "scheme_params", "threads", "epochs", "checkpoint_every", "error"):
+            assert p.info[k] == s.info[k], k
+
+
 def test_a_pack_counts_its_process_cpu_time_once(solo_and_packed):
     """Each packed run records a third of the pack process's CPU time, so a sum over the three is the process's
     time; runs packed before that rule (whole process time, no `pack_cpu_time_s`) are divided when read."""

@@ -542,6 +542,46 @@ def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, An
         "resumed_settings": changed or None}
 
 
+def load_split(store: RunStore, task: dict[str, Any], dev: torch.device):
+    """The task's dataset (cached by the store) and its train and test token ids and labels as int64 on `dev`."""
+    ds = store.load_task(task)
+    return (ds, *(torch.from_numpy(a).long().to(dev) for a in (ds.train_x, ds.train_y, ds.test_x, ds.test_y)))
+
+
+def zero_sums(dev: torch.device, shape: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """An epoch's running loss, correct and counted sums (one each a packed run: `shape` (K,)), kept on the device
+    and read once the epoch ends (`epoch_row`)."""
+    return (torch.zeros(shape, device=dev), torch.zeros(shape, device=dev, dtype=torch.long),
+            torch.zeros(shape, device=dev, dtype=torch.long))
+
+
+def mark_running(run: Run, *, resumed: bool, start_epoch: int, n_threads: int, dev: torch.device, amp: bool,
+                 compiled: bool | str, sdpa_backend: str | None, dataset_hash: str, scheme_params: dict[str, Any],
+                 epochs: int, checkpoint_every: int, **extra: Any) -> None:
+    """Mark `run` running and write run.json's fields of this training session: threads and numerics
+    (`resume_record`), the session's settings (`session_record`: a resume keeps the first session's), device, machine
+    and process; `extra`: the caller's own fields (a pack's `packed`, a deadline's)."""
+    session = session_record(run, resumed, dict(
+        device=str(dev), amp=amp, compiled=compiled, sdpa_backend=sdpa_backend, dataset_hash=dataset_hash,
+        **run.record_code(resumed=resumed), torch_version=torch.__version__, scheme_params=dict(scheme_params)))
+    run.update_info(status="running", started=now_iso(), **resume_record(run, resumed, n_threads, dev), **session,
+                    gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None, epochs=epochs,
+                    resumed_from_epoch=start_epoch if resumed else None,
+                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
+                    checkpoint_every=checkpoint_every, **extra, **process_identity())
+
+
+def mark_ended(runs: list[Run], e: BaseException) -> None:
+    """Record in run.json why training left its loop early: *interrupted* (Ctrl-C, `StopTraining`: resumable) or
+    *failed* (any other error, with its message; best effort, so that the error itself is what propagates)."""
+    for r in runs:
+        if isinstance(e, (KeyboardInterrupt, StopTraining)):
+            r.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
+        else:
+            with contextlib.suppress(Exception):
+                r.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+
+
 def train(config: dict[str, Any] | Run, store: RunStore | None = None, *, resume: bool = False,
           force: bool = False, device: str | None = None, compile: bool | str = False,
           amp: bool | None = None, sdpa_backend: str | None = None,
@@ -627,9 +667,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     amp = (dev.type == "cuda") if amp is None else amp
     n_threads = set_threads(threads)
 
-    ds = store.load_task(cfg["task"])
-    x_train, y_train = torch.from_numpy(ds.train_x).long().to(dev), torch.from_numpy(ds.train_y).long().to(dev)
-    x_test, y_test = torch.from_numpy(ds.test_x).long().to(dev), torch.from_numpy(ds.test_y).long().to(dev)
+    ds, x_train, y_train, x_test, y_test = load_split(store, cfg["task"], dev)
 
     from workbench.model import PEClassifier
     from workbench.model.attention import use_fused_dropout
@@ -663,23 +701,16 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
         rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
         if rows:
             resync(run, rows, state)
-    record = resume_record(run, ckpt is not None, n_threads, dev)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
     fwd = compiled(model, x_train[:1], amp, compile) if compile else model
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
 
-    session = session_record(run, ckpt is not None, dict(
-        device=str(dev), amp=amp, compiled=True if compile == "default" else (compile or False),
-        sdpa_backend=sdpa_backend, dataset_hash=ds.hash, **run.record_code(resumed=ckpt is not None),
-        torch_version=torch.__version__, scheme_params=dict(model.scheme.kw)))
-    run.update_info(status="running", started=now_iso(), **record, **session,
-                    gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None, epochs=epochs,
-                    resumed_from_epoch=start_epoch if ckpt else None,
-                    omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                    checkpoint_every=checkpoint_every, stopped_at_deadline=None, epoch_estimate_s=None,
-                    **process_identity())
+    mark_running(run, resumed=ckpt is not None, start_epoch=start_epoch, n_threads=n_threads, dev=dev, amp=amp,
+                 compiled=True if compile == "default" else (compile or False), sdpa_backend=sdpa_backend,
+                 dataset_hash=ds.hash, scheme_params=model.scheme.kw, epochs=epochs,
+                 checkpoint_every=checkpoint_every, stopped_at_deadline=None, epoch_estimate_s=None)
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = run.info.get("cpu_time_s", 0.0) if ckpt else 0.0
     try:
@@ -691,9 +722,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
             batches = epoch_batches(lengths, bs, seed, epoch, batching)
             batches = torch.cat(batches).to(dev).split([len(b) for b in batches])  # one copy to the device
             model.train()
-            loss_sum = torch.zeros((), device=dev)
-            correct = torch.zeros((), device=dev, dtype=torch.long)
-            counted = torch.zeros((), device=dev, dtype=torch.long)
+            loss_sum, correct, counted = zero_sums(dev)
             computed = 0
             t0 = time.perf_counter()
             timer.begin()
@@ -743,14 +772,10 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                 raise StopTraining(f"stopped after epoch {epoch + 1}: " + (
                     f"its {epochs - epoch - 1} epochs left would end past the deadline (must finish)" if hopeless
                     else "the next would end past the deadline"))
-    except (KeyboardInterrupt, StopTraining) as e:
-        run.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        return run
     except BaseException as e:
-        with contextlib.suppress(Exception):
-            run.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+        mark_ended([run], e)
+        if isinstance(e, StopTraining):
+            return run
         raise
     run.update_info(status="finished", finished=now_iso(), wall_time_s=wall_before + time.perf_counter() - t_session,
                     cpu_time_s=cpu_before + time.process_time() - cpu_session, machine_at_finish=machine_identity(),

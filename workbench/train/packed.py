@@ -37,11 +37,9 @@ process's CPU time in the session that finished the pack. Each run's `wall_time_
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import math
-import os
 import sys
 import time
 from typing import Any, Callable
@@ -50,11 +48,11 @@ import torch
 import torch.nn.functional as F
 
 from workbench.store import Run, RunStore, StoreError
-from workbench.store.run import machine_identity, now_iso, process_identity
+from workbench.store.run import machine_identity, now_iso
 
 from .loop import (StopTraining, checkpoint_due, check_checkpoint_every, check_threads, commit_epoch, derive_seed,
-                   epoch_batches, epoch_row, epoch_state, load_optimizer_tensors, lr_at, pick_device, report_epoch,
-                   resume_record, resync, session_record, set_threads, tf32, train_subset)
+                   epoch_batches, epoch_row, epoch_state, load_optimizer_tensors, load_split, lr_at, mark_ended,
+                   mark_running, pick_device, report_epoch, resync, set_threads, tf32, train_subset, zero_sums)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -275,9 +273,7 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     n_threads = set_threads(threads)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    ds = store.load_task(cfg["task"])
-    x_train, y_train = torch.from_numpy(ds.train_x).long().to(dev), torch.from_numpy(ds.train_y).long().to(dev)
-    x_test, y_test = torch.from_numpy(ds.test_x).long().to(dev), torch.from_numpy(ds.test_y).long().to(dev)
+    ds, x_train, y_train, x_test, y_test = load_split(store, cfg["task"], dev)
     models = [PEClassifier(r.model_config()).to(dev) for r in runs]
     ckpts = [r.load_checkpoint() if r.has_checkpoint() else None for r in runs]
     for m, ck in zip(models, ckpts):
@@ -325,16 +321,10 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
     for r, ck in zip(runs, ckpts):
-        session = session_record(r, ck is not None, dict(
-            device=str(dev), amp=amp, compiled=False, dataset_hash=ds.hash,
-            **r.record_code(resumed=ck is not None), torch_version=torch.__version__,
-            scheme_params=dict(models[0].scheme.kw)))
-        r.update_info(status="running", started=now_iso(), **resume_record(r, ck is not None, n_threads, dev),
-                      **session, epochs=epochs, resumed_from_epoch=start_epoch if ck else None,
-                      omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),
-                      checkpoint_every=checkpoint_every, packed=K,
-                      packed_with=[q.id for q in runs if q is not r],
-                      **process_identity())
+        mark_running(r, resumed=ck is not None, start_epoch=start_epoch, n_threads=n_threads, dev=dev, amp=amp,
+                     compiled=False, sdpa_backend=None, dataset_hash=ds.hash, scheme_params=models[0].scheme.kw,
+                     epochs=epochs, checkpoint_every=checkpoint_every, packed=K,
+                     packed_with=[q.id for q in runs if q is not r])
     t_session, cpu_session = time.perf_counter(), time.process_time()
     cpu_before = [r.info.get("cpu_time_s", 0.0) if ck else 0.0 for r, ck in zip(runs, ckpts)]
     try:
@@ -344,9 +334,7 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
             order = [epoch_batches(lengths, bs, sd, epoch, batching) for sd in seeds]
             sizes = [len(b) for b in order[0]]
             batches = torch.stack([torch.cat(o) for o in order]).to(dev).split(sizes, dim=1)  # [K, b] each
-            loss_sum = torch.zeros(K, device=dev)
-            correct = torch.zeros(K, device=dev, dtype=torch.long)
-            counted = torch.zeros(K, device=dev, dtype=torch.long)
+            loss_sum, correct, counted = zero_sums(dev, (K,))
             computed = 0
             t0 = time.perf_counter()
             bar = tqdm(range(steps_per_epoch), desc=f"pack of {K} {epoch + 1}/{epochs}", leave=False,
@@ -400,16 +388,10 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                 report_epoch(run, row, epochs, progress, on_epoch)
             if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
                 raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
-    except (KeyboardInterrupt, StopTraining) as e:
-        for r in runs:
-            r.update_info(status="interrupted", interrupted=now_iso(), error=str(e) or type(e).__name__)
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        return
     except BaseException as e:
-        for r in runs:
-            with contextlib.suppress(Exception):
-                r.update_info(status="failed", failed=now_iso(), error=f"{type(e).__name__}: {e}")
+        mark_ended(runs, e)
+        if isinstance(e, StopTraining):
+            return
         raise
     pack_cpu = time.process_time() - cpu_session  # read once: the K shares add up to exactly the whole
     for k, r in enumerate(runs):
