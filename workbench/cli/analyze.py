@@ -206,6 +206,81 @@ def summarize(name: str, df) -> str:
     return f"{len(df)} rows"
 
 
+def _params(*, mode, n_boot, seed, max_examples, n_pairs, ig_steps, grad_drop, measure, min_agree,
+            dla_measure) -> dict[str, dict]:
+    """Each analysis's keyword arguments from `analyze`'s options."""
+    from workbench.analysis.ablation import table_name
+
+    return {
+        "ablation": dict(mode=mode, n_boot=n_boot, seed=seed, max_examples=max_examples),
+        "deposit": dict(table=table_name(mode)),
+        "qk_means": dict(seed=seed), "angles": dict(seed=seed), "spectral": dict(seed=seed),
+        "distance_bias": dict(seed=seed),
+        "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
+        "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
+        "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps, grad_drop=grad_drop),
+        "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
+        "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
+        "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
+        "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples),
+        "self_repair": dict(mode=mode, n_boot=n_boot, seed=seed, measure=measure,
+                            **({"n_examples": max_examples} if max_examples else {})),
+        "head_summary": dict(min_agree=min_agree, dla_measure=dla_measure),
+    }
+
+
+def _analyze_run(console, run, keys: list[str], params: dict[str, dict]):
+    """Run `keys` on one run, saving each table with it, and print a table of what each did (its title: what the
+    run can show by the registered run rules) and the deposit sentence, qualified as the run is read. Returns
+    (its ablation table or None, its reading, whether an analysis did not apply, whether one failed)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from workbench.analysis import ANALYSES, NotApplicable, deposit_sentence
+    from workbench.analysis.claims import as_read, reading_of
+
+    reading = reading_of(run)  # what it can show by the registered run rules (`as_read`)
+    damaged = None if reading else _metrics_damage(run)
+    shows = (f" ({reading['status']}: {reading['why']})" if reading else
+             f" (cannot tell whether it learned: {damaged})" if damaged else "")
+    if run.status != "finished":  # e.g. a run a sweep is training: its tables are of the last checkpoint
+        info = run.info
+        console.print(f"[yellow]note: {run.id} is {run.status} (epoch {info.get('epoch') or 0} of "
+                      f"{run.config['train']['epochs']}): its tables are of that checkpoint, and are made again "
+                      "from the final weights only by analysing it once it has finished[/]")
+    table = Table(title=f"{run.id}{shows}", show_lines=False)
+    for col in ("analysis", "rows", "time", "summary"):
+        table.add_column(col, overflow="fold")
+    sentence = ablation = None
+    missing = failed = False
+    for key in keys:
+        t0 = time.perf_counter()
+        try:
+            df = ANALYSES[key](run, **params[key])
+        except NotApplicable as e:
+            table.add_row(key, "-", "-", f"[yellow]not applicable: {escape(str(e))}[/]")
+            missing = True
+            continue
+        except Exception as e:  # report and go on with the next analysis
+            table.add_row(key, "-", "-", f"[red]failed: {type(e).__name__}: {escape(str(e))}[/]")
+            failed = True
+            continue
+        dt = time.perf_counter() - t0
+        if key == "deposit":
+            sentence = as_read(deposit_sentence(df), reading)
+            if damaged:  # no reading: a damaged metrics.jsonl must not make the finding read as unqualified
+                sentence = f"cannot tell whether the run learned ({damaged}): {sentence}"
+        table.add_row(key, str(len(df)), f"{dt:.1f}s",  # the summary as text, never rich markup ("[resample]")
+                      escape(sentence if key == "deposit" else summarize(key, df)))
+        if key == "ablation":
+            ablation = df
+    console.print(table)
+    if sentence:
+        console.print(f"[bold]{sentence}[/]")
+    return ablation, reading, missing, failed
+
+
 def analyze_cmd(
     run_ids: List[str] = typer.Argument(..., help="one or more run ids (see `workbench runs`)"),
     what: Optional[str] = typer.Option(None, "--what", "-w",
@@ -246,13 +321,11 @@ def analyze_cmd(
     1: an analysis failed. With --all, analyses a run cannot support are noted and skipped."""
     import torch
     from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
-    from workbench.analysis import ANALYSES, NotApplicable, aggregate_seeds, deposit_sentence
-    from workbench.analysis.claims import COUNTS, as_read, reading_of
+    from workbench.analysis import aggregate_seeds, deposit_sentence
+    from workbench.analysis.claims import COUNTS
     from workbench.analysis import deposit as deposit_mod
-    from workbench.analysis.ablation import MODES, table_name
+    from workbench.analysis.ablation import MODES
     from workbench.analysis.head_summary import DLA_MEASURES
     from workbench.analysis.self_repair import MEASURES
     from workbench.store import RunStore
@@ -273,69 +346,22 @@ def analyze_cmd(
     if aggregate:
         check_aggregate(runs, keys)
     console = Console(width=160)
-    params = {
-        "ablation": dict(mode=mode, n_boot=n_boot, seed=seed, max_examples=max_examples),
-        "deposit": dict(table=table_name(mode)),
-        "qk_means": dict(seed=seed), "angles": dict(seed=seed), "spectral": dict(seed=seed),
-        "distance_bias": dict(seed=seed),
-        "extrapolation": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
-        "ablation_resample": dict(n_boot=n_boot, seed=seed, max_examples=max_examples),
-        "patching": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
-        "attribution": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps, grad_drop=grad_drop),
-        "edges": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed, ig_steps=ig_steps),
-        "qkv": dict(n_pairs=n_pairs, n_boot=n_boot, seed=seed),
-        "probes": dict(seed=seed), "trigger_attention": dict(n_boot=n_boot, seed=seed),
-        "dla": dict(n_boot=n_boot, seed=seed, n_examples=max_examples),
-        "self_repair": dict(mode=mode, n_boot=n_boot, seed=seed, measure=measure,
-                            **({"n_examples": max_examples} if max_examples else {})),
-        "head_summary": dict(min_agree=min_agree, dla_measure=dla_measure),
-    }
+    params = _params(mode=mode, n_boot=n_boot, seed=seed, max_examples=max_examples, n_pairs=n_pairs,
+                     ig_steps=ig_steps, grad_drop=grad_drop, measure=measure, min_agree=min_agree,
+                     dla_measure=dla_measure)
     not_applicable = failed = False
     ablations, uncounted = [], []
     for run in runs:
         if device != "cpu":
             load = run.load_model
             run.load_model = lambda device_=device, load=load: load(device_)
-        reading = reading_of(run)  # what it can show by the registered run rules (`as_read`)
-        damaged = None if reading else _metrics_damage(run)
-        shows = (f" ({reading['status']}: {reading['why']})" if reading else
-                 f" (cannot tell whether it learned: {damaged})" if damaged else "")
-        if run.status != "finished":  # e.g. a run a sweep is training: its tables are of the last checkpoint
-            info = run.info
-            console.print(f"[yellow]note: {run.id} is {run.status} (epoch {info.get('epoch') or 0} of "
-                          f"{run.config['train']['epochs']}): its tables are of that checkpoint, and are made again "
-                          "from the final weights only by analysing it once it has finished[/]")
-        table = Table(title=f"{run.id}{shows}", show_lines=False)
-        for col in ("analysis", "rows", "time", "summary"):
-            table.add_column(col, overflow="fold")
-        sentence = None
-        for key in plan(keys, mode, run.has_table):
-            t0 = time.perf_counter()
-            try:
-                df = ANALYSES[key](run, **params[key])
-            except NotApplicable as e:
-                style = "yellow"
-                table.add_row(key, "-", "-", f"[{style}]not applicable: {escape(str(e))}[/]")
-                not_applicable = not_applicable or not all_
-                continue
-            except Exception as e:  # report and go on with the next analysis
-                table.add_row(key, "-", "-", f"[red]failed: {type(e).__name__}: {escape(str(e))}[/]")
-                failed = True
-                continue
-            dt = time.perf_counter() - t0
-            if key == "deposit":
-                sentence = as_read(deposit_sentence(df), reading)
-                if damaged:  # no reading: a damaged metrics.jsonl must not make the finding read as unqualified
-                    sentence = f"cannot tell whether the run learned ({damaged}): {sentence}"
-            table.add_row(key, str(len(df)), f"{dt:.1f}s",  # the summary as text, never rich markup ("[resample]")
-                          escape(sentence if key == "deposit" else summarize(key, df)))
-            if key == "ablation":
-                ablations.append(df)
-                if reading and reading["status"] not in COUNTS:
-                    uncounted.append(f"{run.id} {reading['status']}")
-        console.print(table)
-        if sentence:
-            console.print(f"[bold]{sentence}[/]")
+        ablation, reading, missing, broke = _analyze_run(console, run, plan(keys, mode, run.has_table), params)
+        not_applicable = not_applicable or (missing and not all_)
+        failed = failed or broke
+        if ablation is not None:
+            ablations.append(ablation)
+            if reading and reading["status"] not in COUNTS:
+                uncounted.append(f"{run.id} {reading['status']}")
     if aggregate and len(ablations) > 1:
         agg = aggregate_seeds(ablations)
         dep = deposit_mod.compute(agg)

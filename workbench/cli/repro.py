@@ -488,10 +488,8 @@ def verify_cmd(
 
     --epochs N: only the first N epochs, each compared bit for bit, stopping at the first that differs; exit 0 when
     all N are the shipped ones (`verify --sample 5 --epochs 1`: does this machine reproduce the shipped floats?)."""
-    import random
-
     from workbench.analysis.reproduce import recheck_names
-    from workbench.store import RunStore, StoreError, finished_runs
+    from workbench.store import RunStore, StoreError
     from workbench.store.runstore import code_version
     from workbench.train.recreate import gpu_needed
 
@@ -520,27 +518,8 @@ def verify_cmd(
             _fail(str(e))
         if why:
             _fail(f"run {rid!r}: cannot re-check it here: {why}")
-    if sample:  # drawn from the finished CPU runs, whatever is named beside it; with --epochs (bit for bit) from
-        # those this machine may re-train bit for bit: a run of another CPU vendor could only say "no"
-        finished = finished_runs(src_store)[0]
-        if not finished:
-            _fail(f"no finished shipped run in {src_store.root} to draw from: pass a results store of shipped runs "
-                  "with --shipped, e.g. results/repro")
-        fit, cpu, left = _here(finished)
-        pool = sorted(r.id for r in (fit if epochs else cpu))
-        if not pool:
-            _fail(f"none of the finished runs of {src_store.root} can be re-trained "
-                  f"{'bit for bit ' if epochs else ''}on this machine (left out: {', '.join(left)})")
-        drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
-        gpu = len(finished) - len(cpu)
-        what = (f"the {len(pool)} finished runs of {src_store.root} this machine may re-train bit for bit"
-                + (f" (left out: {', '.join(left)})" if left else "") if epochs else
-                f"the {len(pool)} finished runs of {src_store.root} this machine can re-train"
-                + (f" ({len(fit)} of them bit for bit; the others, of another CPU vendor or SIMD level, are judged "
-                   "by the statistical rule)" if len(fit) < len(pool) else "")
-                + (f" ({gpu} trained on a GPU left out: no CUDA GPU here)" if gpu else ""))
-        typer.echo(f"drawn with --seed {seed} from {what}: {', '.join(drawn)}")
-        ids += [rid for rid in drawn if rid not in ids]
+    if sample:
+        ids += [rid for rid in _draw(src_store, sample, seed, bit_for_bit=bool(epochs)) if rid not in ids]
     if stale:
         ids += [rid for rid in _stale_ids(src_store, wanted, part) if rid not in ids]
     if not ids:
@@ -571,6 +550,35 @@ def verify_cmd(
             f"\n  {rid}: {_VERDICT[ok]}" for rid, ok in verdicts.items()))
     if not all(verdicts.values()):
         raise typer.Exit(1)
+
+
+def _draw(src_store, sample: int, seed: int, bit_for_bit: bool) -> list[str]:
+    """`verify --sample K`: K finished shipped runs drawn at random (`seed`, said) from those this machine can
+    re-train: its CPU runs, or with `bit_for_bit` (--epochs) those it may re-train bit for bit (a run of another CPU
+    vendor could only say "no"); the draw and the pool it came from are printed."""
+    import random
+
+    from workbench.store import finished_runs
+
+    finished = finished_runs(src_store)[0]
+    if not finished:
+        _fail(f"no finished shipped run in {src_store.root} to draw from: pass a results store of shipped runs "
+              "with --shipped, e.g. results/repro")
+    fit, cpu, left = _here(finished)
+    pool = sorted(r.id for r in (fit if bit_for_bit else cpu))
+    if not pool:
+        _fail(f"none of the finished runs of {src_store.root} can be re-trained "
+              f"{'bit for bit ' if bit_for_bit else ''}on this machine (left out: {', '.join(left)})")
+    drawn = random.Random(seed).sample(pool, min(sample, len(pool)))
+    gpu = len(finished) - len(cpu)
+    what = (f"the {len(pool)} finished runs of {src_store.root} this machine may re-train bit for bit"
+            + (f" (left out: {', '.join(left)})" if left else "") if bit_for_bit else
+            f"the {len(pool)} finished runs of {src_store.root} this machine can re-train"
+            + (f" ({len(fit)} of them bit for bit; the others, of another CPU vendor or SIMD level, are judged "
+               "by the statistical rule)" if len(fit) < len(pool) else "")
+            + (f" ({gpu} trained on a GPU left out: no CUDA GPU here)" if gpu else ""))
+    typer.echo(f"drawn with --seed {seed} from {what}: {', '.join(drawn)}")
+    return drawn
 
 
 _VERDICT = {True: "verified", False: "NOT verified", None: "stopped: off the shipped trajectory, not judged",
