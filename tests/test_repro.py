@@ -1170,6 +1170,11 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert "Study runs shipped: 40 of 40." in text and "| ladder seeds | RoPE | 3 | 3 |" in text
     fig = study_map(st)
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
+    titles = [a.text for a in fig.layout.annotations]  # each panel names its deciding readout, as the table does
+    assert "RoPE (a run agrees: largest deposit in layer 0)" in titles
+    assert "MLA (a run agrees: largest drop of any head < 0.05)" in titles
+    assert "MLA (a run agrees: largest drop of any head < 0.10)" in [a.text for a in study_map(st, threshold="010")
+                                                                   .layout.annotations]
     half = study_table(store, frame[frame.data_seed != 44])  # data seed 44 not shipped yet: an interim look
     early = study_readouts(half).set_index(["group", "scheme", "readout"])
     assert early.loc[("study", "rope", "largest deposit in layer 0")].decision == "mixed (interim: 10 of 20 runs)"

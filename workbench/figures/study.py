@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workbench.analysis.claims.study import DECIDING
 from workbench.analysis.common import scheme_label, tuples
 
 from . import style
@@ -35,12 +36,12 @@ def study_map(st: pd.DataFrame, schemes=("rope", "mla"), threshold: str = "005",
     RoPE: a cell at the layer of the run's largest single-head deposit (threshold `threshold`: "005" or "010"),
     coloured by its drop, "none" under a run without one. MLA: a cell at the layer of its largest zero-ablation drop
     of any head, coloured by the drop (the registered question is whether that drop reaches 0.05 / 0.10). An "x"
-    above a column marks a run that does not count (not learned or not settled). Each panel's title says when a run
-    agrees with the paper's claim (the registered readout; the verdict is in the readouts table beside)."""
+    above a column marks a run that does not count (not learned or not settled). Each panel's title names the deciding
+    readout, `claims.study.DECIDING`, as the readouts table beside does: when a run agrees with the paper's claim."""
     at = f"{int(threshold) / 100:.2f}"
-    agrees = {"rope": "a run agrees when its deposit is in layer 0", "mla": f"a run agrees when its drop is < {at}"}
-    fig = make_subplots(rows=1, cols=len(schemes), horizontal_spacing=0.08,
-                        subplot_titles=[scheme_label(s) + (f" ({agrees[s]})" if s in agrees else "") for s in schemes])
+    fig = make_subplots(rows=1, cols=len(schemes), horizontal_spacing=0.08, subplot_titles=[
+        scheme_label(s) + (f" (a run agrees: {DECIDING[s].replace('threshold', at)})" if s in DECIDING else "")
+        for s in schemes])
     drops = [d for s in schemes for d in _cells(st[st.scheme == s], s, threshold)[1] if pd.notna(d)]
     zmax = max([0.1, *drops])
     for i, scheme in enumerate(schemes, start=1):

@@ -19,6 +19,8 @@ STUDY_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "status", "counte
                  "largest_drop_head", "has_deposit", "has_ablation", "test_acc", "run_id"]
 
 
+#: Each study scheme's deciding readout (`study_readouts`), named so in the readouts table and the study map's panels.
+DECIDING = {"rope": "largest deposit in layer 0", "mla": "largest drop of any head < threshold"}
 NEVER_DECIDING = "shown, never deciding"  # a readout's decision where its reading is registered as never deciding
 
 
@@ -119,10 +121,10 @@ def study_readouts(st: pd.DataFrame) -> pd.DataFrame:
                 & st["has_ablation" if scheme == "mla" else "has_deposit"]]
         if scheme == "mla":
             drop, drop_c = exact(c.largest_drop), exact(cr.largest_drop)
-            reads = [("largest drop of any head < threshold", True, drop < th.indispensable, drop < th.also,
+            reads = [(DECIDING["mla"], True, drop < th.indispensable, drop < th.also,
                       (drop_c < th.indispensable, drop_c < th.also))]
         else:
-            reads = [("largest deposit in layer 0", True, c.layer_005 == 0, c.layer_010 == 0,
+            reads = [(DECIDING["rope"], True, c.layer_005 == 0, c.layer_010 == 0,
                       (cr.layer_005 == 0, cr.layer_010 == 0)),
                      ("largest deposit in layer <= 1 (second reading)", False, c.layer_005 <= 1, c.layer_010 <= 1,
                       (cr.layer_005 <= 1, cr.layer_010 <= 1))]  # the registry's second reading: a share, no verdict
