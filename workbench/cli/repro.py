@@ -79,25 +79,34 @@ def ship_cmd(
 ) -> None:
     """Run every analysis on finished runs and copy them, without weights, into a results store."""
     from workbench.store import RunStore, StoreError
-    from workbench.store.lock import lock_holder
     from workbench.store.ship import check_destination
 
     try:
         tiers = parse_tiers(tier)
     except ValueError as e:
         _fail(str(e))
+    for bad, why in ((allow_dirty is not None and not allow_dirty.strip(),
+                      "--allow-dirty needs a reason, e.g. --allow-dirty 'only docs changed'"),
+                     (then_tables is not None and (tables is None or not analyze),
+                      "--then-tables needs --tables (the tables shipped first) and the analyses on"),
+                     (tags is not None and grid is None, "--tags needs --grid GRID.toml"),
+                     (tier is not None and grid is None, "--tier needs --grid GRID.toml"),
+                     (tables is not None and not analyze, "--tables names the tables to analyse and ship; with "
+                      "--no-analyze nothing is analysed: drop one"),
+                     (while_pid is not None and follow is None, "--while-pid needs --follow SECONDS")):
+        if bad:
+            _fail(why)
     # never creates the store: beside a sweep (`make repro`) it may not exist yet, and its runs are then waited for
     store = RunStore(root, create=False)
     try:
         check_destination(store.root, to)
     except StoreError as e:
         _fail(str(e))
+    shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
     if follow is None:  # a named run neither in the store nor shipped cannot finish while this command runs
-        shipped_before = RunStore(to, readonly=True) if Path(to).is_dir() else None
-        absent = [r for r in run_ids or [] if not store.exists(r)
-                  and not (shipped_before is not None and shipped_before.exists(r))]
+        absent = [r for r in run_ids or [] if not store.exists(r) and not (shipped is not None and shipped.exists(r))]
         if absent:
-            _fail(f"no run {', '.join(absent)} in {store.root}" + (f" or {to}" if shipped_before else "") +
+            _fail(f"no run {', '.join(absent)} in {store.root}" + (f" or {to}" if shipped else "") +
                   ": check the id (`workbench runs`), pass the store it is in with --root, or --follow SECONDS "
                   "beside the sweep that trains it")
     if grid is not None:
@@ -113,25 +122,25 @@ def ship_cmd(
         run_ids = list(dict.fromkeys(list(run_ids or []) + ids))
     if not run_ids:
         _fail("name run ids or pass --grid GRID.toml")
-    if allow_dirty is not None and not allow_dirty.strip():
-        _fail("--allow-dirty needs a reason, e.g. --allow-dirty 'only docs changed'")
-    counts = {"shipped": 0, "unchanged": 0, "skipped": 0, "failed": 0}
-    shipped = RunStore(to, readonly=True) if Path(to).is_dir() else None  # runs shipped before this command
     opts = dict(analyze=analyze, n_boot=n_boot, max_examples=max_examples, shipped=shipped, allow_dirty=allow_dirty,
                 tables=_table_list(tables), replace=replace, device=_analysis_device(device))
     if then_tables is not None:
-        if tables is None or not analyze:
-            _fail("--then-tables needs --tables (the tables shipped first) and the analyses on")
         opts["then_tables"] = _table_list(then_tables, "--then-tables")
-    if tags is not None and grid is None:
-        _fail("--tags needs --grid GRID.toml")
-    if tier is not None and grid is None:
-        _fail("--tier needs --grid GRID.toml")
-    if tables is not None and not analyze:
-        _fail("--tables names the tables to analyse and ship; with --no-analyze nothing is analysed: drop one")
-    if while_pid is not None and follow is None:
-        _fail("--while-pid needs --follow SECONDS")
-    waiting = list(run_ids)
+    counts = _ship_looks(store, list(run_ids), to, follow, while_pid, opts)
+    failed = f", {counts['failed']} failed" if counts["failed"] else ""
+    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped{failed}")
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+def _ship_looks(store, waiting: list[str], to: Path, follow: float | None, while_pid: int | None,
+                opts: dict) -> dict[str, int]:
+    """`ship`'s looks at the runs it is to ship: one (`follow` None), or one every `follow` seconds, shipping each
+    run as it finishes, until none waits, process `while_pid` has ended (after one last look), or two looks in a
+    row find none of them being trained or shipped by another process. Returns the count of each outcome."""
+    from workbench.store.lock import lock_holder
+
+    counts = {"shipped": 0, "unchanged": 0, "skipped": 0, "failed": 0}
     idle = 0
     while True:
         ended = while_pid is not None and not _alive(while_pid)  # before the look: it sees all the sweep finished
@@ -141,12 +150,12 @@ def ship_cmd(
             if follow is None or o != "waiting":
                 counts["skipped" if o == "waiting" else o] += 1
         if follow is None or not waiting:
-            break
+            return counts
         if ended:
             typer.echo(f"process {while_pid} has ended; stopped following: {len(waiting)} run(s) not finished",
                        err=True)
             counts["skipped"] += len(waiting)
-            break
+            return counts
         doing = [h["doing"] for h in (lock_holder(store.root, rid) for rid in waiting) if h]
         idle = 0 if doing or any(o != "waiting" for o in outcomes.values()) else idle + 1
         if idle >= 2:
@@ -154,15 +163,11 @@ def ship_cmd(
                        f"after two looks; stopped following: {', '.join(waiting[:5])}"
                        f"{' ...' if len(waiting) > 5 else ''}", err=True)
             counts["skipped"] += len(waiting)
-            break
+            return counts
         typer.echo(f"following: {len(waiting)} run(s) to ship, {doing.count('trained')} being trained, "
                    f"{doing.count('shipped')} being shipped by another process; next look in {follow:g} s",
                    err=True)
         _sleep(follow, while_pid)
-    failed = f", {counts['failed']} failed" if counts["failed"] else ""
-    typer.echo(f"{counts['shipped']} shipped, {counts['unchanged']} unchanged, {counts['skipped']} skipped{failed}")
-    if counts["failed"]:
-        raise typer.Exit(1)
 
 
 def _alive(pid: int) -> bool:
