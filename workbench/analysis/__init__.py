@@ -100,8 +100,13 @@ COMPUTE = {
 ANALYSES = {name: recording(fn, COMPUTE[name] if name not in ("deposit", "head_summary") else None)
             for name, fn in _RUN.items()}
 
+# name -> summary(table) -> str: one line about a table, for `workbench analyze`'s console: each analysis module's
+# `summary`; the deposit's is its sentence (which `analyze` qualifies by how the run is read)
+SUMMARIES = {name: globals()[name].summary for name in _RUN if name not in ("deposit", "ablation_resample")} | {
+    "deposit": deposit_sentence, "ablation_resample": lambda df: ablation.summary(df) + " [resample]"}
+
 # tables that need no run at all
 STANDALONE = {"hadamard_check": hadamard_check, "rope_expected_score": rope_expected_score}
 
-__all__ = ["ANALYSES", "COMPUTE", "EXPERIMENTS", "STANDALONE", "NotApplicable", "aggregate_seeds",
+__all__ = ["ANALYSES", "COMPUTE", "EXPERIMENTS", "STANDALONE", "SUMMARIES", "NotApplicable", "aggregate_seeds",
            "deposit_sentence", "hadamard_check", "rope_expected_score"]

@@ -342,3 +342,12 @@ def aggregate_seeds(tables: list[pd.DataFrame], level: float = 0.95) -> pd.DataF
         if key in all_.columns and all_[key].nunique(dropna=False) == 1:
             out.insert(0, key, all_[key].iloc[0])
     return out
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the head whose ablation drops accuracy most, with
+    its interval."""
+    acc = df[df.metric == "accuracy"]
+    r = acc.loc[acc["delta"].idxmax()]
+    return (f"largest accuracy drop: layer {int(r.layer)}, head {int(r['head'])}, delta {r.delta:.3f} "
+            f"[{r.ci_lo:.3f}, {r.ci_hi:.3f}] (clean accuracy {r.clean:.3f}, {int(r.n_examples)} examples)")

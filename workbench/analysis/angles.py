@@ -166,3 +166,9 @@ def compute(model, data, n_pairs: int = 4096, n_examples: int | None = 512, seed
         raise NotApplicable("no head of this model rotates any plane (partial RoPE with rope_heads=0 or empty "
                             f"rope_layers?); initial angles need rotating heads ({rotary_schemes()})")
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the share of anomalous pairs by layer."""
+    w = df.groupby("layer")["share_anomalous"].mean()
+    return "share of anomalous pairs by layer: " + ", ".join(f"{l}: {v:.2f}" for l, v in w.items())

@@ -321,3 +321,23 @@ def run(run, **params) -> pd.DataFrame:
     df = check_against(df, patched)
     run.save_table("attribution", df)
     return df
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the largest estimated head effect and its check
+    against patching."""
+    h = df[(df.site == "head") & (df.positions == "all")]
+    if h["effect"].isna().all():
+        return f"undefined: {df['note'].iloc[0]}"
+    r = h.loc[h["effect"].idxmax()]
+    check = (f"rank correlation with patching over heads {h['rank_corr'].iloc[0]:+.2f}, "
+             f"{int(h['in_patching_ci'].sum())} of {int(h['in_patching_ci'].notna().sum())} estimates inside "
+             "patching's interval" if not df["check"].iloc[0] else df["check"].iloc[0])
+    ig = (f"; {int(df['ig_steps'].iloc[0])} IG steps, completeness {df['completeness'].iloc[0]:.3f}"
+          if "ig_steps" in df.columns and df["ig_steps"].iloc[0] else "")
+    gd = ""
+    if "grad_drop" in h.columns and h["grad_drop"].notna().any():
+        g = h.loc[h["grad_drop"].idxmax()]
+        gd = f"; largest GradDrop score: layer {int(g.layer)}, head {int(g['head'])}, {g.grad_drop:.2f}"
+    return (f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; "
+            f"{check}{ig}{gd}")

@@ -147,3 +147,10 @@ def rope_expected_score(means=(0.0, 0.1, 1.0), d_head: int = 128, base: float = 
                          "mc_se": float(scores[:, i].std() / math.sqrt(n_samples)), "n_samples": n_samples,
                          "d_head": d_head, "base": base, "std": std})
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the mean logit(near) - logit(far) by layer."""
+    ph = df.drop_duplicates(["layer", "head"])
+    w = ph.groupby("layer")["mean_diff"].mean()
+    return "mean logit(near) - logit(far) by layer: " + ", ".join(f"{l}: {v:+.2f}" for l, v in w.items())

@@ -128,3 +128,16 @@ def compute(model, data, n_examples: int | None = 2000, n_boot: int = 1000, seed
              "vs_runner_up_hi": hi[2 * n + i], "n_examples": len(cols), "level": level}
             for i, (c, l, h) in enumerate(labels)]
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the largest direct effect against the mean and
+    the runner-up class."""
+    h = df[df.component == "head"]
+    r = h.loc[h["dla_vs_mean"].idxmax()]
+    out = f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.dla_vs_mean:+.2f} logits vs mean"
+    if "dla_vs_runner_up" in h:
+        q = h.loc[h["dla_vs_runner_up"].idxmax()]
+        out += (f"; vs the runner-up class: layer {int(q.layer)}, head {int(q['head'])}, "
+                f"{q.dla_vs_runner_up:+.2f} logits")
+    return out

@@ -201,3 +201,13 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     top = largest(df["effect"], check_top)
     real = path_per_pair(model, pairs, [order[i] for i in top], batch_size) if top else None
     return with_real(df, res, top, real, "path", {"effect": "in_path_ci"}, n_boot=n_boot, seed=seed, level=level)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the largest edge effect."""
+    if df["effect"].isna().all():
+        return f"undefined: {df['note'].iloc[0]}"
+    r = df.loc[df["effect"].abs().idxmax()]
+    src = f"L{int(r.layer)}.H{int(r['head'])}" if r.source == "head" else f"L{int(r.layer)} MLP"
+    dst = "readout" if r.target == "readout" else f"L{int(r.target_layer)} {r.target}"
+    return f"largest edge: {src} -> {dst}, {r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}] ({len(df)} edges)"

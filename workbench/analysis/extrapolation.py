@@ -77,3 +77,8 @@ def compute(model, data, splits: list[str] | None = None, batch_size: int = 64, 
         rows.append(row)
     df = pd.DataFrame(rows)
     return df.sort_values(["max_len", "split"], kind="stable").reset_index(drop=True)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: accuracy on each split."""
+    return "accuracy: " + ", ".join(f"{r.split} ({int(r.max_len)} tok) {r.accuracy:.3f}" for r in df.itertuples())

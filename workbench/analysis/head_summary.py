@@ -195,3 +195,15 @@ def run(run, **params) -> pd.DataFrame:
     df = summarise(run, **params)
     run.save_table("head_summary", df)
     return df
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the deposit heads the methods agree on beside the
+    paper's ablation-only ones."""
+    dep = df[df.deposit_head]
+    paper = df[df.paper_deposit]
+    heads = lambda d: ", ".join(f"L{int(r.layer)}H{int(r.head)}" for r in d.itertuples()) or "none"  # noqa: E731
+    against = "the runner-up" if "dla_measure" in df and df.dla_measure.iloc[0] == "runner_up" else "the mean"
+    return (f"deposit heads (>= {int(df.min_agree.iloc[0])} methods agree, the dla vote on the margin vs "
+            f"{against}): {heads(dep)}; paper's ablation-only "
+            f"single-head deposits: {heads(paper)}")

@@ -278,3 +278,14 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     pairs = pairs_for(data, n_pairs, seed)
     res = per_pair(model, pairs, method=method, batch_size=batch_size)
     return table_from_pairs(res, n_boot=n_boot, seed=seed, level=level)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the largest head effect and the first layer whose
+    stream carries the answer."""
+    h = df[(df.site == "head") & (df.positions == "all")]
+    r = h.loc[h["effect"].idxmax()]
+    first = df[(df.site == "resid") & (df.positions == "all") & (df.ci_lo > 0.5)]
+    where = f"stream effect > 0.5 from layer {int(first.layer.min())}" if len(first) else "no layer's stream > 0.5"
+    return (f"largest head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f} "
+            f"[{r.ci_lo:.2f}, {r.ci_hi:.2f}] ({int(r.n_pairs)} pairs); {where}")

@@ -234,3 +234,19 @@ def compute(model, data, probes=PROBES, layers: list[int] | None = None, n_examp
     if not rows:
         raise NotApplicable(f"nothing to probe for probes={list(probes)}, layers={layers}")
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: position R² by layer and the best head label
+    probe."""
+    bits = []
+    pos = df[df.probe == "position"]
+    if len(pos):
+        bits.append("position R² by layer: "
+                    + ", ".join(f"{int(l)}: {v:.2f}" for l, v in zip(pos.layer, pos.score)))
+    lab = df[df.probe == "label_head"]
+    if len(lab):
+        r = lab.loc[lab["selectivity"].idxmax()]
+        bits.append(f"best head label probe: layer {int(r.layer)}, head {int(r['head'])}, acc {r.score:.2f} "
+                    f"(selectivity {r.selectivity:+.2f})")
+    return "; ".join(bits)

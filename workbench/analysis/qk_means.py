@@ -50,7 +50,6 @@ def compute(model, data, n_examples: int | None = 512, seed: int = 0, batch_size
         var = (sq[(l, w)] / count).cpu().numpy() - mean ** 2
         H, width = mean.shape
         theta = _frequencies(model, l, width)  # [head, plane]
-        n_rot = int((~np.isnan(theta)).any(1).sum())
         for d in range(width):
             th = theta[:, d // 2]
             th_rot = th[~np.isnan(th)]
@@ -66,3 +65,14 @@ def compute(model, data, n_examples: int | None = 512, seed: int = 0, batch_size
                 "train_len": L, "n_tokens": count,
             })
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the mean |q/k mean| in the under-trained
+    dimensions against the rest."""
+    u = df[df.undertrained]
+    rest = df[~df.undertrained]
+    if len(u):
+        return (f"mean |q/k mean| in under-trained dims {u.abs_mean.mean():.3f} vs {rest.abs_mean.mean():.3f} "
+                f"elsewhere ({int(u.dim.nunique())} of {int(df.dim.nunique())} dims under-trained)")
+    return f"mean |q/k mean| {df.abs_mean.mean():.3f} over {int(df.dim.nunique())} dims (no under-trained marks)"

@@ -230,3 +230,15 @@ def compute(model, data, n_pairs: int = 256, n_boot: int = 1000, seed: int = 0, 
     rows = [i for site in SITES for i in largest(df.loc[df["site"] == site, "effect"], per_site)]
     real = patch_per_pair(model, pairs, chosen(df, rows), batch_size) if rows else None
     return add_patches(df, res, rows, real, n_boot=n_boot, seed=seed, level=level)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the largest query / key / value effect and the
+    split of the summed effects."""
+    if df["effect"].isna().all():
+        return f"undefined: {df['note'].iloc[0]}"
+    r = df.loc[df["effect"].abs().idxmax()]
+    split = ", ".join(f"{s.site} {s.share:.0%}" for s in shares(df).itertuples())
+    return (f"largest: layer {int(r.layer)}, head {int(r['head'])}, {r.site} ({r.positions} positions), "
+            f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; sum of |AtP*| over heads: {split}; "
+            f"{check_line(df)}")

@@ -236,3 +236,14 @@ def shares(df: pd.DataFrame) -> pd.DataFrame:
              if total > 0 else np.nan, "sum_direct": total, "sum_total": float(np.abs(df["total"]).sum())}
             for p in SHARES]
     return pd.DataFrame(rows).assign(mode=str(df["mode"].iloc[0]) if "mode" in df.columns and len(df) else "zero")
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the largest direct effect, its ablation's total
+    effect and the share made up."""
+    r = df.loc[df["direct"].abs().idxmax()]
+    share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
+    return (f"largest direct effect ({r.get('measure', 'runner_up')}): layer {int(r.layer)}, "
+            f"head {int(r['head'])}, {r.direct:+.2f} logits; its "
+            f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
+            f"{r.top_component})")

@@ -194,3 +194,10 @@ def hadamard_check(sizes=(8, 32, 128), n_trials: int = 20, kinds=("random", "lin
                     "radius_contracted": bool(np.abs(ev_h).max() <= np.abs(ev_t).max() + tol),
                 })
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the Toeplitz share of logit variance by layer."""
+    ph = df.drop_duplicates(["layer", "head"])
+    w = ph.groupby("layer")["explained_var"].mean()
+    return "Toeplitz share of logit variance by layer: " + ", ".join(f"{l}: {v:.2f}" for l, v in w.items())

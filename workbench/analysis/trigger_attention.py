@@ -107,3 +107,10 @@ def compute(model, data, n_examples: int = 1000, n_boot: int = 1000, seed: int =
                              "value": dist_sum[l, h, delta] / dist_n[delta], "ci_lo": np.nan, "ci_hi": np.nan,
                              "uniform": dist_uni[delta] / dist_n[delta], "n_examples": len(x)})
     return pd.DataFrame(rows)
+
+
+def summary(df) -> str:
+    """One line about the table for `workbench analyze`'s console: the head that attends most to the trigger."""
+    t = df[df.measure == ("t2_to_t1" if (df.measure == "t2_to_t1").any() else "to_triggers")]
+    r = t.loc[t["value"].idxmax()]
+    return f"most {r.measure}: layer {int(r.layer)}, head {int(r['head'])}, {r.value:.2f}"

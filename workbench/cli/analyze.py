@@ -94,118 +94,6 @@ def _metrics_damage(run) -> str | None:
     return None
 
 
-def summarize(name: str, df) -> str:
-    """One line about a table, for the console."""
-    if name == "ablation":
-        acc = df[df.metric == "accuracy"]
-        r = acc.loc[acc["delta"].idxmax()]
-        return (f"largest accuracy drop: layer {int(r.layer)}, head {int(r['head'])}, delta {r.delta:.3f} "
-                f"[{r.ci_lo:.3f}, {r.ci_hi:.3f}] (clean accuracy {r.clean:.3f}, {int(r.n_examples)} examples)")
-    if name == "qk_means":
-        u = df[df.undertrained]
-        rest = df[~df.undertrained]
-        if len(u):
-            return (f"mean |q/k mean| in under-trained dims {u.abs_mean.mean():.3f} vs {rest.abs_mean.mean():.3f} "
-                    f"elsewhere ({int(u.dim.nunique())} of {int(df.dim.nunique())} dims under-trained)")
-        return f"mean |q/k mean| {df.abs_mean.mean():.3f} over {int(df.dim.nunique())} dims (no under-trained marks)"
-    if name == "angles":
-        w = df.groupby("layer")["share_anomalous"].mean()
-        return "share of anomalous pairs by layer: " + ", ".join(f"{l}: {v:.2f}" for l, v in w.items())
-    if name == "spectral":
-        ph = df.drop_duplicates(["layer", "head"])
-        w = ph.groupby("layer")["explained_var"].mean()
-        return "Toeplitz share of logit variance by layer: " + ", ".join(f"{l}: {v:.2f}" for l, v in w.items())
-    if name == "distance_bias":
-        ph = df.drop_duplicates(["layer", "head"])
-        w = ph.groupby("layer")["mean_diff"].mean()
-        return "mean logit(near) - logit(far) by layer: " + ", ".join(f"{l}: {v:+.2f}" for l, v in w.items())
-    if name == "ablation_resample":
-        return summarize("ablation", df) + " [resample]"
-    if name == "patching":
-        h = df[(df.site == "head") & (df.positions == "all")]
-        r = h.loc[h["effect"].idxmax()]
-        first = df[(df.site == "resid") & (df.positions == "all") & (df.ci_lo > 0.5)]
-        where = f"stream effect > 0.5 from layer {int(first.layer.min())}" if len(first) else "no layer's stream > 0.5"
-        return (f"largest head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f} "
-                f"[{r.ci_lo:.2f}, {r.ci_hi:.2f}] ({int(r.n_pairs)} pairs); {where}")
-    if name == "attribution":
-        h = df[(df.site == "head") & (df.positions == "all")]
-        if h["effect"].isna().all():
-            return f"undefined: {df['note'].iloc[0]}"
-        r = h.loc[h["effect"].idxmax()]
-        check = (f"rank correlation with patching over heads {h['rank_corr'].iloc[0]:+.2f}, "
-                 f"{int(h['in_patching_ci'].sum())} of {int(h['in_patching_ci'].notna().sum())} estimates inside "
-                 "patching's interval" if not df["check"].iloc[0] else df["check"].iloc[0])
-        ig = (f"; {int(df['ig_steps'].iloc[0])} IG steps, completeness {df['completeness'].iloc[0]:.3f}"
-              if "ig_steps" in df.columns and df["ig_steps"].iloc[0] else "")
-        gd = ""
-        if "grad_drop" in h.columns and h["grad_drop"].notna().any():
-            g = h.loc[h["grad_drop"].idxmax()]
-            gd = f"; largest GradDrop score: layer {int(g.layer)}, head {int(g['head'])}, {g.grad_drop:.2f}"
-        return (f"largest estimated head effect: layer {int(r.layer)}, head {int(r['head'])}, {r.effect:.2f}; "
-                f"{check}{ig}{gd}")
-    if name == "edges":
-        if df["effect"].isna().all():
-            return f"undefined: {df['note'].iloc[0]}"
-        r = df.loc[df["effect"].abs().idxmax()]
-        src = f"L{int(r.layer)}.H{int(r['head'])}" if r.source == "head" else f"L{int(r.layer)} MLP"
-        dst = "readout" if r.target == "readout" else f"L{int(r.target_layer)} {r.target}"
-        return f"largest edge: {src} -> {dst}, {r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}] ({len(df)} edges)"
-    if name == "qkv":
-        from workbench.analysis import qkv
-
-        if df["effect"].isna().all():
-            return f"undefined: {df['note'].iloc[0]}"
-        r = df.loc[df["effect"].abs().idxmax()]
-        split = ", ".join(f"{s.site} {s.share:.0%}" for s in qkv.shares(df).itertuples())
-        return (f"largest: layer {int(r.layer)}, head {int(r['head'])}, {r.site} ({r.positions} positions), "
-                f"{r.effect:+.3f} [{r.ci_lo:+.3f}, {r.ci_hi:+.3f}]; sum of |AtP*| over heads: {split}; "
-                f"{qkv.check_line(df)}")
-    if name == "probes":
-        bits = []
-        pos = df[df.probe == "position"]
-        if len(pos):
-            bits.append("position R² by layer: "
-                        + ", ".join(f"{int(l)}: {v:.2f}" for l, v in zip(pos.layer, pos.score)))
-        lab = df[df.probe == "label_head"]
-        if len(lab):
-            r = lab.loc[lab["selectivity"].idxmax()]
-            bits.append(f"best head label probe: layer {int(r.layer)}, head {int(r['head'])}, acc {r.score:.2f} "
-                        f"(selectivity {r.selectivity:+.2f})")
-        return "; ".join(bits)
-    if name == "trigger_attention":
-        t = df[df.measure == ("t2_to_t1" if (df.measure == "t2_to_t1").any() else "to_triggers")]
-        r = t.loc[t["value"].idxmax()]
-        return f"most {r.measure}: layer {int(r.layer)}, head {int(r['head'])}, {r.value:.2f}"
-    if name == "dla":
-        h = df[df.component == "head"]
-        r = h.loc[h["dla_vs_mean"].idxmax()]
-        out = f"largest direct effect: layer {int(r.layer)}, head {int(r['head'])}, {r.dla_vs_mean:+.2f} logits vs mean"
-        if "dla_vs_runner_up" in h:
-            q = h.loc[h["dla_vs_runner_up"].idxmax()]
-            out += (f"; vs the runner-up class: layer {int(q.layer)}, head {int(q['head'])}, "
-                    f"{q.dla_vs_runner_up:+.2f} logits")
-        return out
-    if name == "self_repair":
-        r = df.loc[df["direct"].abs().idxmax()]
-        share = "share undefined" if r.repaired != r.repaired else f"{r.repaired:.0%} made up"  # NaN
-        return (f"largest direct effect ({r.get('measure', 'runner_up')}): layer {int(r.layer)}, "
-                f"head {int(r['head'])}, {r.direct:+.2f} logits; its "
-                f"{r['mode']} ablation {r.total:+.2f} [{r.total_lo:+.2f}, {r.total_hi:+.2f}]: {share} (most by "
-                f"{r.top_component})")
-    if name == "head_summary":
-        dep = df[df.deposit_head]
-        paper = df[df.paper_deposit]
-        heads = lambda d: ", ".join(f"L{int(r.layer)}H{int(r.head)}" for r in d.itertuples()) or "none"  # noqa: E731
-        against = "the runner-up" if "dla_measure" in df and df.dla_measure.iloc[0] == "runner_up" else "the mean"
-        return (f"deposit heads (>= {int(df.min_agree.iloc[0])} methods agree, the dla vote on the margin vs "
-                f"{against}): {heads(dep)}; paper's ablation-only "
-                f"single-head deposits: {heads(paper)}")
-    if name == "extrapolation":
-        return "accuracy: " + ", ".join(f"{r.split} ({int(r.max_len)} tok) {r.accuracy:.3f}" for r in df.itertuples())
-    return f"{len(df)} rows"
-
-
 def _params(*, mode, n_boot, seed, max_examples, n_pairs, ig_steps, grad_drop, measure, min_agree,
             dla_measure) -> dict[str, dict]:
     """Each analysis's keyword arguments from `analyze`'s options."""
@@ -237,7 +125,7 @@ def _analyze_run(console, run, keys: list[str], params: dict[str, dict]):
     from rich.markup import escape
     from rich.table import Table
 
-    from workbench.analysis import ANALYSES, NotApplicable, deposit_sentence
+    from workbench.analysis import ANALYSES, SUMMARIES, NotApplicable, deposit_sentence
     from workbench.analysis.claims import as_read, reading_of
 
     reading = reading_of(run)  # what it can show by the registered run rules (`as_read`)
@@ -272,7 +160,7 @@ def _analyze_run(console, run, keys: list[str], params: dict[str, dict]):
             if damaged:  # no reading: a damaged metrics.jsonl must not make the finding read as unqualified
                 sentence = f"cannot tell whether the run learned ({damaged}): {sentence}"
         table.add_row(key, str(len(df)), f"{dt:.1f}s",  # the summary as text, never rich markup ("[resample]")
-                      escape(sentence if key == "deposit" else summarize(key, df)))
+                      escape(sentence if key == "deposit" else SUMMARIES[key](df)))
         if key == "ablation":
             ablation = df
     console.print(table)
