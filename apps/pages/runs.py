@@ -212,54 +212,8 @@ def register_callbacks(app):
         stamp = "|".join(s.contents_stamp() for _, s in store.sources)
         if dash.ctx.triggered_id == f"{P}-tick" and stamp == seen:
             raise PreventUpdate
-        return (*_update(store, scheme, task, arch, preset, status, setting, metric, splits, show, cmp_a, cmp_b),
+        return (*_index_view(store, scheme, task, arch, preset, status, setting, metric, splits, show, cmp_a, cmp_b),
                 stamp)
-
-    def _update(store, scheme, task, arch, preset, status, setting, metric, splits, show, cmp_a, cmp_b):
-        from workbench.analysis.claims import NOT_LEARNED
-        from workbench.analysis.settings import in_setting
-
-        everything = store.query()
-        df = in_setting(C.index(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status),
-                        setting if isinstance(setting, str) else None)
-        filter_opts = [_options(everything.get(k, [])) for k in C.FILTER_KEYS]
-        if everything.empty:
-            hint = C.no_runs_hint(store)
-            return (None, hint, C.hint("No training curves: the store is empty."), [], [], None, None, *filter_opts)
-        damaged = C.damaged_hints(store)  # named whatever the filters, which a damaged run's missing setting fails
-        if df.empty:
-            return (None, [C.hint("No run matches these filters; clear one of them."), *damaged], None, [], [], None,
-                    None, *filter_opts)
-        shown = _with_tables(store, df)
-        cols = [c for c in INDEX_COLUMNS if c in shown.columns]
-        table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, tooltip_data=[
-            {"n_tables": {"value": t or "no tables", "type": "text"}} for t in shown["tables"]],
-            tooltip_duration=None, style_data_conditional=[
-            *[{"if": {"filter_query": f'{{shows}} = "{st}"', "column_id": ["test_acc", "shows"]},
-               "color": "#a04030"} for st in NOT_LEARNED],
-            {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'},
-             "backgroundColor": "#fbeceb"},
-            {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
-             "backgroundColor": "#fdf6e3"}])
-        counts = df["status"].value_counts().to_dict()
-        notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items())
-                           + "; accuracies in %"), *damaged]
-        for r in df.to_dict("records"):
-            if r["status"] in ("failed", "incomplete"):
-                err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
-                notes.append(C.hint(f"{r['id']} {r['status']}: {err}", cmd=f"workbench train --resume {r['id']}",
-                                    kind="error"))
-            elif r["status"] in ("interrupted", "created"):
-                notes.append(C.hint(f"{r['id']} is {r['status']} (epoch {r.get('epoch') or 0} of "
-                                    f"{r.get('epochs') or '?'}): partial.", cmd=f"workbench train --resume {r['id']}",
-                                    kind="warn"))
-        show = show if isinstance(show, str) and show in {v for v, _ in CURVE_SHOW} else "schemes"
-        curves = _curves(store, C.curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
-        opts = C.run_options(df)
-        ids = list(df["id"])
-        a = cmp_a if cmp_a in ids else C.default_run(df)  # by default RoPE against NoPE of its setting and task
-        b = cmp_b if cmp_b in ids and cmp_b != a else C.partner_run(df, a)
-        return (table, notes, curves, opts, opts, a, b, *filter_opts)
 
     @app.callback(Output(f"{P}-compare", "children"), Input(f"{P}-cmp-a", "value"), Input(f"{P}-cmp-b", "value"),
                   Input(f"{P}-metric", "value"))
@@ -293,6 +247,62 @@ def register_callbacks(app):
             note = html.Span(f"{hidden} identical config fields hidden", className="job-note") if hidden else None
         return html.Div([C.table_component(diff, id=f"{P}-cmp-table", page_size=15), note,
                          _curves(store, ids, metric or "accuracy", "train|test", per_run=True)])
+
+
+def _index_view(store, scheme, task, arch, preset, status, setting, metric, splits, show, cmp_a, cmp_b):
+    """What the index callback shows for these filters: the index table, its notes, the curves, the compare
+    pickers' options and values, and each filter's options."""
+    from workbench.analysis.claims import NOT_LEARNED
+    from workbench.analysis.settings import in_setting
+
+    everything = store.query()
+    df = in_setting(C.index(store, scheme=scheme, task=task, arch=arch, preset=preset, status=status),
+                    setting if isinstance(setting, str) else None)
+    filter_opts = [_options(everything.get(k, [])) for k in C.FILTER_KEYS]
+    if everything.empty:
+        hint = C.no_runs_hint(store)
+        return (None, hint, C.hint("No training curves: the store is empty."), [], [], None, None, *filter_opts)
+    damaged = C.damaged_hints(store)  # named whatever the filters, which a damaged run's missing setting fails
+    if df.empty:
+        return (None, [C.hint("No run matches these filters; clear one of them."), *damaged], None, [], [], None,
+                None, *filter_opts)
+    shown = _with_tables(store, df)
+    cols = [c for c in INDEX_COLUMNS if c in shown.columns]
+    table = C.table_component(shown[cols], id=f"{P}-table", page_size=12, tooltip_data=[
+        {"n_tables": {"value": t or "no tables", "type": "text"}} for t in shown["tables"]],
+        tooltip_duration=None, style_data_conditional=[
+        *[{"if": {"filter_query": f'{{shows}} = "{st}"', "column_id": ["test_acc", "shows"]},
+           "color": "#a04030"} for st in NOT_LEARNED],
+        {"if": {"filter_query": '{status} = "failed" || {status} = "corrupt" || {status} = "incomplete"'},
+         "backgroundColor": "#fbeceb"},
+        {"if": {"filter_query": '{status} = "interrupted" || {status} = "running" || {status} = "created"'},
+         "backgroundColor": "#fdf6e3"}])
+    notes = _status_notes(df, damaged)
+    show = show if isinstance(show, str) and show in {v for v, _ in CURVE_SHOW} else "schemes"
+    curves = _curves(store, C.curve_runs(df, show), metric or "accuracy", splits or "test", per_run=show == "runs")
+    opts = C.run_options(df)
+    ids = list(df["id"])
+    a = cmp_a if cmp_a in ids else C.default_run(df)  # by default RoPE against NoPE of its setting and task
+    b = cmp_b if cmp_b in ids and cmp_b != a else C.partner_run(df, a)
+    return (table, notes, curves, opts, opts, a, b, *filter_opts)
+
+
+def _status_notes(df: pd.DataFrame, damaged: list) -> list:
+    """Under the index: the count of runs by status, the damaged runs' hints, and a hint with the command that
+    resumes each failed, incomplete, interrupted or created run."""
+    counts = df["status"].value_counts().to_dict()
+    notes = [html.Span(f"{len(df)} run(s): " + ", ".join(f"{v} {k}" for k, v in counts.items())
+                       + "; accuracies in %"), *damaged]
+    for r in df.to_dict("records"):
+        if r["status"] in ("failed", "incomplete"):
+            err = (r.get("error") or "no error recorded").strip().splitlines()[-1]
+            notes.append(C.hint(f"{r['id']} {r['status']}: {err}", cmd=f"workbench train --resume {r['id']}",
+                                kind="error"))
+        elif r["status"] in ("interrupted", "created"):
+            notes.append(C.hint(f"{r['id']} is {r['status']} (epoch {r.get('epoch') or 0} of "
+                                f"{r.get('epochs') or '?'}): partial.", cmd=f"workbench train --resume {r['id']}",
+                                kind="warn"))
+    return notes
 
 
 def _describe(run) -> dict:
