@@ -326,6 +326,10 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[], help="override, e.g. model.dropout=0")
     ap.add_argument("--pad-values", action="store_true",
                     help="on CPU, pad v to q's width inside SDPA (MLA), so that it stays one kernel to count")
+    ap.add_argument("--activation-budget", type=float, default=None, metavar="B",
+                    help="AOTAutograd's activation memory budget (torch._functorch.config.activation_memory_budget,"
+                         " 0-1): below 1 the partitioner saves fewer activations and recomputes them in the "
+                         "backward; default torch's (1: the min-cut partition, what training compiles)")
     ap.add_argument("--top", type=int, default=12, help="the largest kernels by bytes to list")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
@@ -338,6 +342,10 @@ def main() -> None:
         # has no dropout, so SDPA would decompose into the T x T scores, a graph no GPU runs
         cfg["model"]["dropout_sites"] = [x for x in sites if x != "attn_weights"]
         left_out = ["attn_weights dropout (inside the GPU's attention kernel; on CPU it would decompose SDPA)"]
+    from torch._functorch import config as aot_config
+
+    if a.activation_budget is not None:
+        aot_config.activation_memory_budget = a.activation_budget
     t0 = time.perf_counter()
     with Recorder(gpu_cat=dev.type != "cuda") as rec:
         one_step(cfg, dev, pad_values=a.pad_values)
@@ -359,6 +367,7 @@ def main() -> None:
     out = {"code_version": code_version(), "machine": machine_identity(), "threads": torch.get_num_threads(),
            "wall_s": round(wall, 1), "command": "python benchmarks/step_traffic.py " + " ".join(sys.argv[1:]),
            "attention_decomposed": decomposed, "device": a.device,
+           "activation_memory_budget": aot_config.activation_memory_budget,
            "graphs_of": ("this GPU's Triton graphs" if dev.type == "cuda" else
                          "inductor's CPU graphs with the GPU's cat lowering (an estimate of the GPU's: same "
                          "partition, close but not identical fusion)"),

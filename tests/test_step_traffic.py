@@ -72,6 +72,7 @@ def test_the_script_counts_a_compiled_training_step_with_its_provenance(tmp_path
     for card, c in d["cards"].items():
         assert d["bytes"] / c["bytes_per_s"] * 1e3 <= d["floor_ms"][card] + 1e-9
     assert d["code_version"] and d["machine"]["cpu"] and d["wall_s"] > 0 and d["threads"] == 1
+    assert d["activation_memory_budget"] == 1.0  # torch's default partition, what training compiles
     assert "floor on H100 SXM" in p.stdout
 
 
