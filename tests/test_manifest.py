@@ -772,6 +772,11 @@ def test_training_from_a_dirty_tree_records_its_diff(tmp_path, monkeypatch):
                 threads=1)
     assert run.info["code_version"] == "abc1234-dirty"
     assert (run.path / "code.diff").read_text() == "diff --git a/y b/y\n+x\n"
+    from workbench.analysis.claims import run_table
+
+    assert run.has_code_diff and run_table(own).set_index("run_id").code_diff[run.id] == True  # noqa: E712
+    (run.path / "code.diff").unlink()
+    assert not run.has_code_diff and run_table(own).set_index("run_id").code_diff[run.id] == False  # noqa: E712
 
 
 @pytest.mark.slow

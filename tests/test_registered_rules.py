@@ -397,7 +397,14 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
     flagged = _registration_section(cl, frame, commits)
     assert "**changed 2026-11-27, after its runs were trained (latest 2026-11-25)**" in flagged
     prov = _provenance_section(frame.assign(wall_time_s=1.0, cpu_time_s=1.0))
-    assert "trained from a dirty tree" in prov and "1 of 3: `rope-43` (`abc1234-dirty`)" in prov
+    assert "trained from a dirty tree" in prov and ("1 of 3; 1 shipped without it (before `ship` required it), so "
+                                                    "`workbench recreate` may not re-create them bit for bit: "
+                                                    "`rope-43` (`abc1234-dirty`)") in prov
+    two = frame.assign(wall_time_s=1.0, cpu_time_s=1.0, code_version="abc1234-dirty",
+                       code_diff=[True, False, True])  # two of them ship their code.diff (run_table's column)
+    prov = _provenance_section(two)
+    assert ("3 of 3; 2 ship the diff they were trained with (code.diff: their commit with it applied re-creates "
+            "them): `rope-42` (`abc1234-dirty`), `rope-44` (`abc1234-dirty`); 1 shipped without it") in prov
 
 
 def test_random_overfits_is_decided_by_the_share_rule_once_the_train_accuracy_is_measured():

@@ -380,10 +380,16 @@ def _provenance_section(runs: pd.DataFrame, store=None) -> str:
     lines.append("- torch threads per run: " + ", ".join(f"{v} ({n})" for v, n in
                                                           runs.threads.astype(str).value_counts().items()))
     dirty = runs[runs.code_version.astype(str).str.endswith("-dirty")]
-    lines.append(f"- trained from a dirty tree (run.json `code_version` ending `-dirty`: uncommitted changes, not "
-                 f"recorded with the run, so `workbench recreate` may not re-create it bit for bit): {len(dirty)} of "
-                 f"{len(runs)}" + (": " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in tuples(dirty))
-                                   if len(dirty) else ""))
+    with_diff = dirty[dirty.code_diff == True] if "code_diff" in dirty else dirty.iloc[:0]  # noqa: E712 (NaN)
+    without = dirty.drop(with_diff.index)
+    lines.append(f"- trained from a dirty tree (run.json `code_version` ending `-dirty`: uncommitted changes): "
+                 f"{len(dirty)} of {len(runs)}" + (
+                     f"; {len(with_diff)} ship the diff they were trained with (code.diff: their commit with it "
+                     "applied re-creates them): " + ", ".join(f"`{r.run_id}` (`{r.code_version}`)"
+                                                               for r in tuples(with_diff)) if len(with_diff) else "")
+                 + (f"; {len(without)} shipped without it (before `ship` required it), so `workbench recreate` "
+                    "may not re-create them bit for bit: "
+                    + ", ".join(f"`{r.run_id}` (`{r.code_version}`)" for r in tuples(without)) if len(without) else ""))
     resumed = runs[runs.resumed_otherwise.notna()] if "resumed_otherwise" in runs else runs.iloc[:0]
     lines.append(f"- resumed from a checkpoint under other settings than it started with (run.json "
                  f"`resumed_settings`; run.json's other fields are the first session's, the epochs after the "

@@ -488,6 +488,12 @@ class Run:
         """Whether model.safetensors (or its committed `.next`) is present; shipped results may lack it."""
         return (self.path / MODEL).exists() or (self.path / f"{MODEL}.next").exists()
 
+    @property
+    def has_code_diff(self) -> bool:
+        """Whether the run records the uncommitted diff it was trained with (code.diff, `record_code`): a run of a
+        dirty tree with it can be re-created (check out its commit, apply the diff); one without, not surely."""
+        return (self.path / CODE_DIFF).is_file()
+
     def _load_tensors(self, name: str, state: dict | None, verify: bool = True) -> dict:
         from safetensors.torch import load
 

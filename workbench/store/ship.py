@@ -125,7 +125,7 @@ def ship_run(run: Run, dest_root: str | os.PathLike, allow_dirty: str | None = N
                          "(`--force`)", run.id)
     same_model = check_replacement(run, dest_root, replace)
     info = run.info
-    has_diff = (run.path / CODE_DIFF).is_file()
+    has_diff = run.has_code_diff
     if is_dirty(info) and not has_diff and not allow_dirty:
         raise StoreError(f"was trained from a tree with uncommitted changes (code_version "
                          f"{info.get('code_version')}) and records no {CODE_DIFF}, so nobody could re-create it; "

@@ -97,7 +97,8 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
     (running mean; `train_acc_eval` measured after the epoch where recorded), epochs, wall and CPU time (a packed
-    run's share: `cpu_time_share`), threads, code version, the test set's size, chance and length-only levels, and
+    run's share: `cpu_time_share`), threads, code version (and `code_diff`: whether it ships the uncommitted diff it
+    was trained with), the test set's size, chance and length-only levels, and
     what the run can show (`run_status.run_status`: learned, still_learning, diverged, ceiling, reference, status,
     why).
     From a store: its finished runs that read; `.attrs["corrupt"]` holds {run id: why} for those that cannot be
@@ -126,7 +127,8 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "test_acc_auc": float(m["test_acc"].mean()) if len(m) else np.nan,
             "epochs": int(len(m)), "wall_time_s": float(info.get("wall_time_s") or np.nan),
             "cpu_time_s": cpu_time_share(info), "threads": info.get("threads"),
-            "code_version": info.get("code_version"), "cpu": (info.get("machine") or {}).get("cpu"),
+            "code_version": info.get("code_version"), "code_diff": run.has_code_diff,
+            "cpu": (info.get("machine") or {}).get("cpu"),
             # the GPU a run trained on (run.json `gpu`, recorded since 2026-11-27); None for a CPU run
             "gpu": (info.get("gpu") or "a GPU, not named") if (info.get("device") or "cpu") != "cpu" else None,
             "simd": numerics.get("cpu_capability"), "cpu_vendor": numerics.get("cpu_vendor"),
@@ -139,7 +141,8 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
         })
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
             "test_acc", "train_acc",
-            "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version", "cpu",
+            "test_acc_epoch1", "test_acc_auc", "epochs", "wall_time_s", "cpu_time_s", "threads", "code_version",
+            "code_diff", "cpu",
             "gpu", "simd", "cpu_vendor", "train_acc_eval", "resumed_otherwise", "n_test", "chance", "length_only",
             *STATUS_COLUMNS]
     df = pd.DataFrame(rows, columns=cols).sort_values(["setting", "variant", "task", "seed"], ignore_index=True)
