@@ -36,6 +36,7 @@ def fake_run(rid, scheme, task, seed, data=None, epochs=3):
     saved = {}
     run = SimpleNamespace(
         id=rid, final={"test_acc": acc, "test_loss": 0.5, "train_acc": acc, "train_loss": 0.4}, info={},
+        has_code_diff=False,
         config={"model": {"scheme": scheme, "scheme_kwargs": {}, "n_heads": 4, "n_layers": 2, "n_classes": 6},
                 "task": {"task": task}, "train": {"seed": seed}},
         tables=lambda: list(saved), load_table=lambda n: saved[n], save_table=lambda n, df: saved.__setitem__(n, df),

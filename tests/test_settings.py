@@ -286,8 +286,9 @@ def fake_store(tmp_path):
     for rid, scheme, acc in (("r1", "rope", 1.0), ("r2", "learned", 0.9)):
         m = pd.DataFrame({"epoch": [1, 2], "train_acc": [0.5, 1.0], "test_acc": [0.4, acc], "train_loss": [1, .1],
                           "test_loss": [1, .2]})
-        runs[rid] = SimpleNamespace(id=rid, config=cfg(scheme, tag=None), info={}, status="finished",
-                                    final={"test_acc": acc, "train_acc": 1.0}, metrics=lambda m=m: m,
+        runs[rid] = SimpleNamespace(id=rid, config=cfg(scheme, tag=None), info={}, has_code_diff=False,
+                                    status="finished", final={"test_acc": acc, "train_acc": 1.0},
+                                    metrics=lambda m=m: m,
                                     tables=lambda: [], has_table=lambda n: False, load_dataset=None)
     idx = pd.DataFrame([{"id": r, "scheme": x.config["model"]["scheme"], "task": "trigger-distance", "preset": "repro",
                          "status": "finished", "seed": 42, "test_acc": x.final["test_acc"], "tag": None,
