@@ -622,3 +622,17 @@ def test_every_verdict_colour_is_told_apart_from_every_other():
     close = [(a, b) for i, a in enumerate(rgb) for b in list(rgb)[i + 1:]
              if max(abs(x - y) for x, y in zip(rgb[a], rgb[b])) < 12]
     assert not close, close
+
+
+def test_every_analysis_summarises_its_table_in_one_line(tables):
+    """`workbench analyze` prints each analysis's `summary(table)` (`analysis.SUMMARIES`, one per analysis, in its
+    own module): one non-empty line for every analysis's table."""
+    from workbench.analysis import ANALYSES, SUMMARIES
+
+    assert set(SUMMARIES) == set(ANALYSES) and set(SUMMARIES) <= set(tables)
+    for name, summary in SUMMARIES.items():
+        table = tables[name]
+        if "run_id" in table and table["run_id"].nunique() > 1:  # the fixture concatenates runs; a summary reads one
+            table = table[table.run_id == table.run_id.iloc[0]]
+        line = summary(table)
+        assert isinstance(line, str) and line.strip() and "\n" not in line, (name, line)
