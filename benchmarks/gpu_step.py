@@ -52,7 +52,7 @@ from workbench.model.attention import Attention, use_fused_dropout  # noqa: E402
 from workbench.store import RunStore, code_version  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
 from workbench.train.loop import (compile_mode, compiled, make_optimizer, sdpa_backend_context,  # noqa: E402
-                                  set_lr, train_step)
+                                  set_lr, train_step, zero_sums)
 from workbench.train.presets import task_spec  # noqa: E402
 
 TIER1 = {"rope": ("rope", "authors"), "nope": ("nope", "authors"), "mla": ("mla", "authors-mla")}
@@ -93,8 +93,7 @@ def run_steps(cfg: dict, dev: torch.device, compile: bool, data: list, amp: bool
     params = list(model.parameters())
     tcfg = cfg["train"]
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    zero = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
-            torch.zeros((), device=dev, dtype=torch.long))
+    zero = zero_sums(dev)
     warm = 3 if timed else 0
     t0 = time.perf_counter()
     losses, ms = [], []

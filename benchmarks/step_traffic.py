@@ -48,7 +48,7 @@ from gpu_step import batches, build, tier1_config  # noqa: E402
 from workbench.model import attention  # noqa: E402
 from workbench.store import code_version  # noqa: E402
 from workbench.store.run import machine_identity  # noqa: E402
-from workbench.train.loop import train_step  # noqa: E402
+from workbench.train.loop import train_step, zero_sums  # noqa: E402
 
 CARDS = {"H100 SXM": {"bytes_per_s": 3.35e12, "flops_per_s": 989e12},
          "H200": {"bytes_per_s": 4.8e12, "flops_per_s": 989e12}}
@@ -311,8 +311,7 @@ def one_step(cfg: dict, dev: torch.device, pad_values: bool = False) -> None:
         for m in model.modules():
             if isinstance(m, attention.Attention):
                 m.sdpa = _padded_sdpa
-    sums = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
-            torch.zeros((), device=dev, dtype=torch.long))
+    sums = zero_sums(dev)
     tcfg = cfg["train"]
     train_step(fwd, opt, list(model.parameters()), xb, yb, None, sums, ignore=tcfg.get("ignore_label"), amp=True,
                grad_clip=tcfg.get("grad_clip"))

@@ -191,7 +191,7 @@ from workbench.store import RunStore  # noqa: E402
 from workbench.train import resolve_config, train  # noqa: E402
 from workbench.train import loop  # noqa: E402
 from workbench.train.loop import (compiled, counted_loss, make_optimizer, pad_batch, set_lr, train_step,  # noqa: E402
-                                  trim)
+                                  trim, zero_sums)
 
 TINY = ["train.epochs=2", "task.n_examples=400"]
 
@@ -701,8 +701,7 @@ def test_cuda_training_step_does_not_synchronise(tiny_cfg):
 
     use_fused_dropout(model, True)
     opt = make_optimizer(model, {"lr": 1e-3, "betas": [0.9, 0.99], "weight_decay": 1e-5}, dev, compile=True)
-    sums = (torch.zeros((), device=dev), torch.zeros((), device=dev, dtype=torch.long),
-            torch.zeros((), device=dev, dtype=torch.long))
+    sums = zero_sums(dev)
     xb, yb, valid = pad_batch(_tokens(n=10).to(dev), (torch.arange(10) % 6).to(dev), 16)
     set_lr(opt, 1e-3)
     train_step(model, opt, list(model.parameters()), xb, yb, valid, sums, ignore=None, amp=True, grad_clip=1.0)
