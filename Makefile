@@ -75,7 +75,7 @@ ladder: $(STAMP)
 
 # The registered seed study (docs/preregistration.md, grids/study.toml): tier $(TIER) (1: RoPE and MLA on Task 1 at
 # repro-long, 10 training x 2 data seeds each; 2: NoPE vs RoPE on Task 2; 3: NoPE and Relative on Task 1 at
-# repro-long, 4 x 2 seeds each) into the same store, $(SWEEPS) niced sweep(s) each packing 2 seeds
+# repro-long, 4 x 2 seeds each; 4: Relative on Task 1 at repro-xlong, 24 epochs, 4 x 2 seeds) into the same store, $(SWEEPS) niced sweep(s) each packing 2 seeds
 # (run locks keep them apart: SWEEPS=2 uses both cores, about twice the rate; the default leaves one core free);
 # each run is shipped lean (metrics, zero-ablation and its deposit table) as it finishes.
 SWEEPS ?= 1

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from workbench.analysis.claims.registry import REGISTRY, load_registry, parse_registry
+from workbench.analysis.claims.study import registered_tiers
 from workbench.store.runstore import run_id_for
 from workbench.train.presets import resolve_config
 from workbench.train.sweep import grid_points, load_grid
@@ -84,6 +85,7 @@ def test_registry_is_complete_and_its_numbers_are_the_registered_ones():
     (lambda d: d["claim"][1].update(id=d["claim"][0]["id"]), "twice"),
     (lambda d: d["study"]["claims"].append("no-such-claim"), "not registered"),
     (lambda d: d["study"]["tier2"]["claims"].append("no-such-claim"), "not registered"),
+    (lambda d: d["study"]["tier4"]["claims"].append("no-such-claim"), "not registered"),
     (lambda d: d["claim"][0].pop("agree"), "needs `agree`"),
 ])
 def test_a_broken_registry_names_the_claim_and_field(mutate, message):
@@ -101,12 +103,17 @@ def test_the_study_grid_trains_exactly_the_registered_seeds():
     want = {(s, t, d, study["preset"], study["task"]) for s in study["schemes"] for t in study["train_seeds"]
             for d in study["data_seeds"]}
     assert got == want and len(points) == len(want) == 40
-    t2 = study["tier2"]  # tier 2 likewise: its grid tier trains exactly the seeds registered in [study.tier2]
-    points = grid_points(load_grid(ROOT / study["grid"]), tiers=[t2["grid_tier"]])
-    got = {(p["scheme"], p["seed"], dict(p["sets"]).get("task.seed"), p["preset"], p["task"]) for p in points}
-    want = {(s, t, d, t2["preset"], t2["task"]) for s in t2["schemes"] for t in t2["train_seeds"]
-            for d in t2["data_seeds"]}
-    assert got == want and len(points) == 28
+    sizes = {}
+    for tier in registered_tiers()[1:]:  # each later tier likewise: its grid tier trains exactly its registered seeds
+        tn = study[f"tier{tier}"]
+        assert tn["grid_tier"] == tier
+        points = grid_points(load_grid(ROOT / study["grid"]), tiers=[tier])
+        got = {(p["scheme"], p["seed"], dict(p["sets"]).get("task.seed"), p["preset"], p["task"]) for p in points}
+        want = {(s, t, d, tn["preset"], tn["task"]) for s in tn["schemes"] for t in tn["train_seeds"]
+                for d in tn["data_seeds"]}
+        assert got == want and len(points) == len(want)
+        sizes[tier] = len(points)
+    assert sizes == {2: 28, 3: 16, 4: 8}
 
 
 def test_data_seeds_are_a_grid_axis_and_name_the_run():

@@ -58,7 +58,8 @@ def parse_registry(data: dict[str, Any]) -> Registry:
             raise ValueError(f"registry claim {c['id']!r} is registered twice")
         seen.add(c["id"])
     study = data.get("study", {})
-    for cid in study.get("claims", []) + [c for t in ("tier2", "tier3") for c in study.get(t, {}).get("claims", [])]:
+    tiers = [t for k, t in study.items() if k.startswith("tier") and isinstance(t, dict)]
+    for cid in study.get("claims", []) + [c for t in tiers for c in t.get("claims", [])]:
         if cid not in seen:
             raise ValueError(f"registry study names claim {cid!r}, which is not registered")
     return Registry(registered=data["registered"], status=data["status"], deposit=data["deposit"],

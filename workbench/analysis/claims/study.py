@@ -45,11 +45,16 @@ def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
     return sub.assign(group=np.where(study, "study", "ladder seeds"))[study | ~is_study(sub)]
 
 
+def registered_tiers() -> list[int]:
+    """The study's registered tiers, in order: 1 (`[study]`) and each `[study.tierN]`."""
+    return [1] + sorted(int(k[4:]) for k in load_registry().study if k.startswith("tier") and k[4:].isdigit())
+
+
 def _tier(tier: int) -> dict:
-    """The registration of the study's tier `tier` (1: `[study]`, 2: `[study.tier2]`, 3: `[study.tier3]`)."""
+    """The registration of the study's tier `tier` (1: `[study]`, N: `[study.tierN]`)."""
     st = load_registry().study
-    if tier not in (1, 2, 3):
-        raise ValueError(f"the seed study has tiers 1, 2 and 3, not {tier!r}")
+    if tier not in registered_tiers():
+        raise ValueError(f"the seed study has tiers {registered_tiers()}, not {tier!r}")
     return st if tier == 1 else st[f"tier{tier}"]
 
 
