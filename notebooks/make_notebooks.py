@@ -229,15 +229,19 @@ print(f"Not the paper's setup: {preset_difference('repro-paperdata-long', task='
 display(tier2_readouts(every))
 tier2_pairs(every)'''),
     new_markdown_cell("""\
-Tier 3: NoPE and Relative on Task 1 at `repro-long` (`[study.tier3]`, registered 2026-12-06 before its runs), read by
-the rule of `nope-no-generalise-t1`, version 3 (a settled run agrees only when it clearly did not learn: the Wilson
-upper bound of its test accuracy below the bar; it disagrees when it learned, and is not counted in between) against
-tier 1's RoPE runs. NoPE's half cannot come out otherwise: without position the `paper` arch is
-permutation-invariant, so it checks the instrument; Relative's half is the open one."""),
+The share tiers, each read by the rule of `nope-no-generalise-t1`, version 3 (a settled run agrees only when it
+clearly did not learn: the Wilson upper bound of its test accuracy below the bar; it disagrees when it learned, and is
+not counted in between) against tier 1's RoPE runs, one decision a scheme: tier 3, NoPE and Relative on Task 1 at
+`repro-long` (`[study.tier3]`; NoPE's half cannot come out otherwise: without position the `paper` arch is
+permutation-invariant, so it checks the instrument); tier 4, Relative's same seeds at `repro-xlong`, 24 epochs
+(`[study.tier4]`), beside tier 3's runs of those seeds, never pooled."""),
     new_code_cell('''\
-from workbench.analysis.claims import tier3_readouts
+from workbench.analysis.claims import same_seeds_earlier, share_tiers, tier_readouts
 
-tier3_readouts(every)'''),
+for tier in share_tiers():
+    print(f"Tier {tier}:")
+    display(tier_readouts(every, tier))
+same_seeds_earlier(every, 4)'''),
     new_markdown_cell("""\
 ## The central claim: RoPE's single-head deposit on Task 1
 The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over every seed, counted or not:

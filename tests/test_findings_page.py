@@ -188,10 +188,14 @@ def test_the_seed_study_card_says_first_how_its_setup_differs_from_the_papers():
 
     from apps.pages.findings import _study_view
 
-    card = _study_view(pd.DataFrame(columns=["group"]), pd.DataFrame(), pd.DataFrame())
+    from workbench.analysis.claims import TIER_COLUMNS, share_tiers
+
+    card = _study_view(pd.DataFrame(columns=["group"]), pd.DataFrame(),
+                       {t: pd.DataFrame(columns=TIER_COLUMNS) for t in share_tiers()})
     text = json.dumps(card, cls=PlotlyJSONEncoder)
     assert "Not the paper's setup" in json.dumps(card.children[1], cls=PlotlyJSONEncoder)  # after the title
     assert "dropout 0 (the paper's 0.1" in text and "RoPE is RoPE alone" in text and "Figure 7" in text
     assert text.index("Not the paper's setup") < text.index("runs shipped")
     # tier 3 says, in its own line, why its NoPE half cannot come out otherwise
     assert "tier 3: NoPE and Relative on Task 1" in text and "permutation-invariant" in text
+    assert "tier 4: Relative on Task 1 at `repro-xlong`" in text  # each registered share tier, its own line

@@ -1877,12 +1877,17 @@ def test_verify_says_unrecorded_numerics_as_unrecorded_not_as_differences(shippe
     assert "numerics the shipped run did not record (trained before run.json recorded them): " in res.output
 
 
-def _tier3_frame(relative_acc, rope_acc=0.99, nope_still=(), drop=()):
+def _tier3_frame(relative_acc, rope_acc=0.99, nope_still=(), drop=(), xlong=None):
     """Tier 3's runs by hand at repro-long, Task 1, `paper` arch: NoPE at 0.15 (did not learn) and Relative at
     `relative_acc(i)` on training seeds 45-48 x data seeds 43-44, tier 1's RoPE at `rope_acc` on seeds 45-54 x 43-44,
     and seed 42 of data seed 42 of each (trained before the registration); `nope_still`: indices of NoPE runs still
-    learning; `drop`: (scheme, index) of runs not shipped."""
-    rows = []
+    learning; `drop`: (scheme, index) of runs not shipped; `xlong`: {index: (test acc, still learning)} of tier 4's
+    Relative runs at repro-xlong (24 epochs), on the same seeds."""
+    rows = [{"run_id": f"t1-relative-repro-xlong-s{seed}-d{data}", "variant": "relative", "scheme": "relative",
+             "task": "trigger-distance", "seed": seed, "data_seed": data, "preset": "repro-xlong",
+             "test_acc": acc, "test_acc_auc": 0.5, "epochs": 24, "still_learning": still}
+            for i, (seed, data) in enumerate((s, d) for d in (43, 44) for s in range(45, 49))
+            for acc, still in [(xlong or {}).get(i, (None, None))] if acc is not None]
     for i, (seed, data) in enumerate([(s, d) for d in (43, 44) for s in range(45, 55)] + [(42, 42)]):
         for scheme, acc in (("nope", 0.15), ("relative", relative_acc(i)), ("rope", rope_acc)):
             if (scheme != "rope" and (seed > 48 and data != 42)) or (scheme, i) in drop:
@@ -1900,8 +1905,11 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
     reproduced; with RoPE not learning either the same NoPE runs cannot read reproduced (not specific); runs still
     learning are not counted, and fewer than 4 counted is too few; a missing run is interim; seed 42 is read apart,
     never pooled."""
-    from workbench.analysis.claims import tier3_readouts
-    from workbench.report.comparison import _tier3_section, study_lines
+    from workbench.analysis.claims import tier_readouts
+    from workbench.report.comparison import _tier_section, study_lines
+
+    def tier3_readouts(frame):
+        return tier_readouts(frame, 3)
 
     reads = tier3_readouts(_tier3_frame(lambda i: 0.95)).set_index(["group", "scheme"])
     assert list(reads.loc[("study", "nope"), ["runs", "counted"]]) == [8, 8]
@@ -1933,18 +1941,18 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
     none = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", i) for i in range(21)}))
     assert none.set_index(["group", "scheme"]).loc[("study", "relative"), "decision"] == "pending (0 of 8 runs)"
     frame = _tier3_frame(lambda i: 0.95)
-    text = _tier3_section(frame, tier3_readouts(frame))
+    text = _tier_section(frame, 3, tier3_readouts(frame))
     assert text.startswith("### Tier 3: NoPE and Relative on Task 1 at `repro-long`")
     assert "Study runs shipped: 16 of 16" in text
     assert text.index("permutation-invariant") < text.index("| group |")  # what differs, before the results
     lines = "\n".join(study_lines(pd.DataFrame(columns=["group"]), pd.DataFrame(columns=["group"]), None,
-                                  tier3_readouts(frame)))
+                                  {3: tier3_readouts(frame)}))
     assert "- study, NoPE (instrument check: cannot come out otherwise): 8 of 8 runs counted: **reproduced (few runs)**" \
         in lines
 
 
 def test_tier3_refuses_a_rule_other_than_the_one_it_was_registered_for(monkeypatch):
-    """`[study.tier3]` pins the claim's version it is read by: a registry whose claim moved on is refused, with what
+    """`[study.tier3]` (and `[study.tier4]`) pins the claim's version it is read by: a registry whose claim moved on is refused, with what
     to do, rather than read tier 3's runs by a rule fixed after them."""
     import tomllib
 
@@ -1956,4 +1964,47 @@ def test_tier3_refuses_a_rule_other_than_the_one_it_was_registered_for(monkeypat
     next(c for c in data["claim"] if c["id"] == "nope-no-generalise-t1")["version"] = 4
     monkeypatch.setattr(study, "load_registry", lambda: parse_registry(data))
     with pytest.raises(ValueError, match="version 3, and the registry holds version 4: register the tier again"):
-        study.tier3_readouts(_tier3_frame(lambda i: 0.95))
+        study.tier_readouts(_tier3_frame(lambda i: 0.95), 3)
+    with pytest.raises(ValueError, match="study tier 4 is registered to be read by nope-no-generalise-t1 version 3"):
+        study.tier_readouts(_tier3_frame(lambda i: 0.95), 4)  # tier 4 pins the same version
+
+
+def test_tier4_reads_relative_at_24_epochs_apart_from_tier3_with_the_same_seeds_beside():
+    """Tier 4 reads Relative's runs at repro-xlong by the same rule, never pooling tier 3's runs of the same seeds
+    (at repro-long): with tier 3's Relative still learning (not counted) and tier 4's at the ceiling and settled,
+    tier 4 reads not reproduced and tier 3 stays inconclusive; a tier-4 run still learning is not counted; its
+    section shows each run beside tier 3's run of the same seeds, and says what differs from the paper first."""
+    from workbench.analysis.claims import same_seeds_earlier, share_tiers, tier_readouts
+    from workbench.report.comparison import _tier_section, study_lines
+
+    assert share_tiers() == [3, 4]
+    settled = {i: (0.99, False) for i in range(8)}
+    frame = _tier3_frame(lambda i: 0.99, xlong=settled)
+    frame.loc[(frame.variant == "relative") & (frame.preset == "repro-long"), ["still_learning", "settled", "status"]] \
+        = [True, False, "still learning"]
+    t3 = tier_readouts(frame, 3).set_index(["group", "scheme"])
+    t4 = tier_readouts(frame, 4).set_index(["group", "scheme"])
+    assert t3.loc[("study", "relative"), "decision"] == "inconclusive (still learning)"  # tier 3: none counted
+    assert list(t4.index) == [("study", "relative")]  # Relative alone; tier 3's runs are not tier 4's
+    assert list(t4.loc[("study", "relative"), ["runs", "counted"]]) == [8, 8]
+    assert t4.loc[("study", "relative"), "decision"] == "not reproduced (few runs)"
+    assert t4.loc[("study", "relative"), "role"] == "test"
+    late = tier_readouts(_tier3_frame(lambda i: 0.99, xlong=settled | {0: (0.99, True), 1: (0.99, True),
+                                                                      2: (0.99, True), 3: (0.99, True),
+                                                                      4: (0.99, True)}), 4)
+    assert late.set_index(["group", "scheme"]).loc[("study", "relative"), "decision"] == \
+        "inconclusive (too few seeds)"  # 3 of 8 settled: too few counted
+    half = tier_readouts(_tier3_frame(lambda i: 0.99, xlong={i: (0.99, False) for i in range(5)}), 4)
+    assert half.decision.iloc[0] == "not reproduced (few runs; interim: 5 of 8 runs)"
+    beside = same_seeds_earlier(frame, 4)
+    assert len(beside) == 8 and set(beside.tier) == {3} and set(beside.preset) == {"repro-long"}
+    assert set(beside.scheme) == {"relative"}  # not tier 3's NoPE, nor its ladder seed 42
+    text = _tier_section(frame, 4, tier_readouts(frame, 4))
+    assert text.startswith("### Tier 4: Relative on Task 1 at `repro-xlong`")
+    assert text.index("Not the paper's setup") < text.index("| group |")
+    assert "Study runs shipped: 8 of 8 (`make study TIER=4`)" in text and "ladder seeds" not in text
+    assert "tier 3 (`repro-long`): 99.00 (still learning)" in text and "cannot come out otherwise" not in text
+    lines = "\n".join(study_lines(pd.DataFrame(columns=["group"]), pd.DataFrame(columns=["group"]), None,
+                                  {4: tier_readouts(frame, 4)}))
+    assert "Tier 4 (Relative on Task 1 at `repro-xlong`, 8 runs" in lines
+    assert "- study, Relative: 8 of 8 runs counted: **not reproduced (few runs)**" in lines

@@ -126,7 +126,7 @@ def _tables_of(store, gpu_root) -> dict:
             "overview": pd.DataFrame() if empty else scheme_overview(store, runs),
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
-            "study": judged.study, "tier2": judged.tier2, "tier3": judged.tier3,
+            "study": judged.study, "tier2": judged.tier2, "tiers": judged.tiers,
             "registration": registration_table(cl, runs_all)}
 
 
@@ -201,7 +201,7 @@ def layout(claim: str | None = None, **query):
                   dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
                   html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
         *(_cpu_studies_elsewhere() if preset == "paper" else [
-            _study_view(t["study"], t["tier2"], t["tier3"]),
+            _study_view(t["study"], t["tier2"], t["tiers"]),
             html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
                       C.figure_or_hint("verdict_matrix", m, id=f"{P}-ladder-matrix", by="rung")
                       if (m["claim_no"] < 0).any()
@@ -292,12 +292,13 @@ def _cpu_studies_elsewhere() -> list:
                              "runs of Table 1 only.", className="job-note"), _no_ladder_graph()], className="card")]
 
 
-def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tier3: pd.DataFrame) -> html.Div:
+def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict) -> html.Div:
     """The registered seed study (docs/preregistration.md): its readouts per scheme (a share with its Wilson
     interval, deciding at 0.05, 0.10 beside) and the layer x run map (`figures.study.study_map`), the runs trained
     before the registration beside it, never pooled; tier 2's ordering readout per group (`tier2`,
-    `claims.tier2_readouts`) and tier 3's per scheme and group (`tier3`, `claims.tier3_readouts`)."""
-    from workbench.analysis.claims import load_registry, planned_runs, study_readouts, tier2_title, tier3_title
+    `claims.tier2_readouts`) and each share tier's per scheme and group (`tiers[N]`, `claims.tier_readouts`)."""
+    from workbench.analysis.claims import (by_construction_note, load_registry, planned_runs, study_readouts,
+                                           study_title, tier2_title)
     from workbench.report.comparison import preset_difference, study_differs
 
     study = load_registry().study
@@ -309,21 +310,25 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tier3: pd.DataFrame) -> h
                    f"{len(study['data_seeds'])} data seeds each, judged by the rules registered before any of them "
                    f"was trained (later versions flagged in COMPARISON.md): {n_done} of "
                    f"{planned_runs(all_schemes=True)} runs shipped (`make study` continues it).", className="job-note")
-    shipped = {t: int(df.loc[df.group == "study", col].sum()) if len(df) else 0
-               for t, df, col in ((2, tier2, "pairs"), (3, tier3, "runs"))}
-    tier2_view = html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "
-                                            f"`{study['tier2']['claims'][0]}`; {shipped[2]} of "
-                                            f"{planned_runs(tier=2)} registered pairs shipped; `make study TIER=2`)"),
-                               _table(tier2, id=f"{P}-study-tier2", page_size=5)])
-    n3 = planned_runs(tier=3, all_schemes=True)
-    tier3_view = html.Details([html.Summary(f"tier 3: {tier3_title()} (`{study['tier3']['claims'][0]}`; "
-                                            + (f"interim: {shipped[3]} of {n3} runs shipped"
-                                               if shipped[3] < n3 else f"all {n3} runs shipped")
-                                            + "; NoPE's half is permutation-invariant, so it cannot come out "
-                                            "otherwise)"),
-                               _table(tier3, id=f"{P}-study-tier3", page_size=5)])
+
+    def shipped(df, col):
+        return int(df.loc[df.group == "study", col].sum()) if len(df) else 0
+
+    tier_views = [html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "
+                                             f"`{study['tier2']['claims'][0]}`; {shipped(tier2, 'pairs')} of "
+                                             f"{planned_runs(tier=2)} registered pairs shipped; `make study TIER=2`)"),
+                                _table(tier2, id=f"{P}-study-tier2", page_size=5)])]
+    for tier, reads in tiers.items():
+        n, want = shipped(reads, "runs"), planned_runs(tier=tier, all_schemes=True)
+        note = by_construction_note(tier)
+        tier_views.append(html.Details([
+            html.Summary(f"tier {tier}: {study_title(tier)} (`{study[f'tier{tier}']['claims'][0]}`; "
+                         + (f"interim: {n} of {want} runs shipped" if n < want else f"all {want} runs shipped")
+                         + f"; `make study TIER={tier}`)"),
+            *([html.P(note, className="job-note")] if note else []),
+            _table(reads, id=f"{P}-study-tier{tier}", page_size=5)]))
     if st.empty:
-        return html.Div([html.H3("The seed study of the headline claims"), differs, intro, tier2_view, tier3_view],
+        return html.Div([html.H3("The seed study of the headline claims"), differs, intro, *tier_views],
                         className="card")
     readouts = study_readouts(st)
     study_rows = readouts[(readouts.group == "study") & (readouts.decision != "")]
@@ -331,7 +336,7 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tier3: pd.DataFrame) -> h
                        for r in study_rows.itertuples())
     return html.Div([html.H3("The seed study of the headline claims"), differs, intro,
                      html.P(answer or "No study run has shipped yet.", className="job-note"),
-                     C.figure_or_hint("study_map", st, id=f"{P}-study"), tier2_view, tier3_view,
+                     C.figure_or_hint("study_map", st, id=f"{P}-study"), *tier_views,
                      html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
                                                 "registration, never pooled)"),
                                    _table(readouts, id=f"{P}-study-readouts", page_size=10)])], className="card")

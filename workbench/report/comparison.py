@@ -21,7 +21,8 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
                                        NOT_SPECIFIC, StatusRules, status_settled, registration_changes,
                                        registration_table, study_readouts, study_runs, table1, thresholds_table,
-                                       tier2_pairs, tier3_readouts, study_title, tier2_title, tier3_title,
+                                       tier2_pairs, tier_readouts, share_tiers, same_seeds_earlier, by_construction_note,
+                                       study_title, tier2_title,
                                        verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
 from workbench.analysis.claims.study import NEVER_DECIDING
@@ -462,10 +463,11 @@ def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: lis
 
 
 def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame,
-                   tier3: pd.DataFrame | None = None) -> str:
+                   tiers: dict | None = None) -> str:
     """The seed study: per scheme the counted runs and the registered readouts (`study_readouts`: the study's runs,
     and the runs trained before the registration beside them, never pooled), then every run of it; then tier 2
-    (`_tier2_section`, its readouts `tier2`) and tier 3 (`_tier3_section`, its readouts `tier3`)."""
+    (`_tier2_section`, its readouts `tier2`) and each share tier (`_tier_section`, its readouts `tiers[N]`,
+    computed from `runs_all` when not given)."""
     study, reads = load_registry().study, study_readouts(st)
     lead = (_not_the_papers(study["preset"]) + study_differs()
             + " The registered seed study (`[study]` of the registry, "
@@ -496,8 +498,9 @@ def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame
                             "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
                             "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
                            for r in tuples(st)]), ""]
-    return "\n".join(out + [_tier2_section(runs_all, tier2),
-                            _tier3_section(runs_all, tier3_readouts(runs_all) if tier3 is None else tier3)])
+    tiers = {t: tier_readouts(runs_all, t) for t in share_tiers()} if tiers is None else tiers
+    return "\n".join(out + [_tier2_section(runs_all, tier2)]
+                     + [_tier_section(runs_all, t, reads) for t, reads in tiers.items()])
 
 
 def _not_the_papers(preset: str) -> str:
@@ -537,42 +540,50 @@ def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def _tier3_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
-    """Tier 3 of the seed study (`[study.tier3]`): what differs first, the registration, the readout per scheme and
-    group (`reads`, `tier3_readouts`), then every run of the tier with its status."""
-    t3 = load_registry().study["tier3"]
-    runs = study_runs(runs_all, tier=3)
-    n, want = int((runs.group == "study").sum()), planned_runs(tier=3, all_schemes=True)
-    contrast = load_registry().claim(t3["claims"][0])["contrast"]
-    out = [f"### Tier 3: {tier3_title()}", "",
-           _not_the_papers(t3["preset"])
-           + "NoPE's half cannot come out otherwise: in the `paper` arch a model without position is "
-           "permutation-invariant (a function of the multiset of its tokens), so it cannot compute the distance "
-           "Task 1's label is; it shows only that the rule reads \"did not learn\" for a model that cannot learn "
-           "(an instrument check), not that a slow learner would be read right. Relative's half is the open one "
-           "(exploratory: no direction predicted). The optimiser was tuned on RoPE. "
-           f"Registered in `[study.tier3]` on {t3['registered']}, before any of its runs (amended the same day "
-           "before any finished: docs/preregistration.md, \"Tier 3\"): training seeds "
-           f"{t3['train_seeds'][0]}-{t3['train_seeds'][-1]} x data seeds "
-           f"{', '.join(str(d) for d in t3['data_seeds'])}, judged by `{t3['claims'][0]}`'s own rule, version "
-           f"{t3['rule_version']} (a settled run agrees when it clearly did not learn, the Wilson upper bound of its "
+def _tier_section(runs_all: pd.DataFrame, tier: int, reads: pd.DataFrame) -> str:
+    """A share tier of the seed study (`[study.tierN]`, `share_tiers`: 3 and 4): what differs first, the
+    registration, the readout per scheme and group (`reads`, `tier_readouts`), then every run of the tier with its
+    status, and beside it the same seeds' runs of an earlier share tier (`same_seeds_earlier`), never pooled."""
+    t = load_registry().study[f"tier{tier}"]
+    runs = study_runs(runs_all, tier=tier)
+    n, want = int((runs.group == "study").sum()), planned_runs(tier=tier, all_schemes=True)
+    contrast = load_registry().claim(t["claims"][0])["contrast"]
+    tests = [scheme_label(s) for s in t["schemes"] if s not in t.get("by_construction", [])]
+    before = sorted(set(zip(runs.seed[runs.group != "study"], runs.data_seed[runs.group != "study"])))
+    out = [f"### Tier {tier}: {study_title(tier)}", "",
+           _not_the_papers(t["preset"]) + (by_construction_note(tier) + " " if by_construction_note(tier) else "")
+           + f"The test: {' and '.join(tests)} (registered exploratory: no direction predicted). The optimiser was "
+           f"tuned on RoPE. Registered in `[study.tier{tier}]` on {t['registered']}, before any of its runs "
+           f"(docs/preregistration.md, \"Tier {tier}\", with any amendment): training seeds "
+           f"{t['train_seeds'][0]}-{t['train_seeds'][-1]} x data seeds "
+           f"{', '.join(str(d) for d in t['data_seeds'])}, judged by `{t['claims'][0]}`'s own rule, version "
+           f"{t['rule_version']} (a settled run agrees when it clearly did not learn, the Wilson upper bound of its "
            "test accuracy below the bar, disagrees when it learned, is not counted in between; the share decision, "
            "one a scheme), its contrast "
-           f"{scheme_label(contrast)} read by the same rule on tier {t3['contrast_tier']}'s runs of the same group. "
-           f"Study runs shipped: {n} of {want} (`make study TIER=3`). \"ladder seeds\": the scale ladder's runs "
-           "at this preset (seed 42, data seed 42), trained before the registration, read beside, never pooled.", ""]
+           f"{scheme_label(contrast)} read by the same rule on tier {t['contrast_tier']}'s runs of the same group. "
+           f"Study runs shipped: {n} of {want} (`make study TIER={tier}`)."
+           + (" \"ladder seeds\": the scale ladder's runs at this preset (" + ", ".join(
+               f"seed {s}, data seed {int(d)}" for s, d in before) + "), trained before the registration, read "
+              "beside, never pooled." if before else ""), ""]
     if len(reads):
         out += [_md_table(["group", "scheme", "role", "runs", "counted", "rests on", "evidence", "decision"],
                           [[r.group, scheme_label(r.scheme), r.role, str(r.runs), str(r.counted), r.rests_on,
                             r.evidence, r.decision] for r in tuples(reads)]), ""]
     if len(runs):
+        earlier = {(r.scheme, r.train_seed, r.data_seed): r for r in tuples(same_seeds_earlier(runs_all, tier))}
+        beside = (["same seeds in an earlier tier (test acc, run)"] if earlier else [])
+
+        def cells(r) -> list[str]:
+            e = earlier.get((r.variant, int(r.seed), int(r.data_seed)))
+            return [] if not earlier else [f"tier {e.tier} (`{e.preset}`): {_pct(e.test_acc)} ({e.status}) "
+                                           + _links([e.run_id], 1) if e is not None else "–"]
         out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc, epoch 1 -> last",
-                           "train acc", "run", "run id"],
+                           "train acc", "run", "run id"] + beside,
                           [[r.group, scheme_label(r.variant), str(r.seed), str(int(r.data_seed)),
                             f"{_pct(r.test_acc_epoch1)} -> {_pct(r.test_acc)}",
                             _pct(r.train_acc_eval) if np.isfinite(r.train_acc_eval)
                             else f"{_pct(r.train_acc)} (running mean)", r.status,
-                            _links([r.run_id], 1)]
+                            _links([r.run_id], 1)] + cells(r)
                            for r in tuples(runs.sort_values(["group", "variant", "data_seed", "seed"],
                                                             ascending=[False, True, True, True]))]), ""]
     return "\n".join(out)
@@ -708,7 +719,7 @@ def _study_and_ladder_parts(judged: BaseClaims, gpu: bool) -> list[str]:
     return [
         "## The seed study",
         "",
-        _study_section(judged.study, judged.runs_all, judged.tier2, judged.tier3),
+        _study_section(judged.study, judged.runs_all, judged.tier2, judged.tiers),
         "## The scale ladder",
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{judged.base}` towards the "
@@ -890,7 +901,7 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
               for q, g in qa.groupby("question", sort=False)]
     lines += [f"- {q} (scale ladder) " + "; ".join(f"at `{r.rung}`: **{r.answer}**" for r in tuples(g))
               for q, g in judged.answers.groupby("question", sort=False)]
-    lines += study_lines(judged.study, judged.tier2, study_figure, judged.tier3)
+    lines += study_lines(judged.study, judged.tier2, study_figure, judged.tiers)
     lines += partial_rope_lines(partial_rope_pairs(store, runs))
     lines += one_setting_lines(one_setting(store, runs))
     lines += ["", f"The claims (docs/paper.md) at `{base}`: {verdict_summary(cl)}. {_rules_when(runs)}", "",
@@ -928,10 +939,11 @@ def study_differs() -> str:
 
 
 def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None,
-                tier3: pd.DataFrame | None = None) -> list[str]:
+                tiers: dict | None = None) -> list[str]:
     """The README's seed-study paragraph: how many of its registered runs are shipped, then each deciding readout
     of the study group (`study_readouts`) with its decision (the second reading, layer <= 1, without: it never
-    decides), the study map (`figure`) when given, and tier 2's readout per group (`tier2`, `tier2_readouts`)."""
+    decides), the study map (`figure`) when given, tier 2's readout per group (`tier2`, `tier2_readouts`) and each
+    share tier's per scheme and group (`tiers[N]`, `tier_readouts`), when given."""
     want = planned_runs(all_schemes=True)
     n_study = int((st.group == "study").sum()) if len(st) else 0
     study = load_registry().study
@@ -954,14 +966,16 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
                   f"{preset_difference(t2['preset'], task=t2['task'])}):", ""]
     lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
               for r in tuples(tier2)] or ["- no pair has finished yet"]
-    if tier3 is not None:
-        lines += ["", f"Tier 3 ({tier3_title()}, {planned_runs(tier=3, all_schemes=True)} runs, registered "
-                      f"{load_registry().study['tier3']['registered']}; `make study TIER=3`; NoPE's half cannot come "
-                      "out otherwise in the `paper` arch, which is permutation-invariant without position):", ""]
+    for tier, reads in (tiers or {}).items():
+        t = study[f"tier{tier}"]
+        lines += ["", f"Tier {tier} ({study_title(tier)}, {planned_runs(tier=tier, all_schemes=True)} runs, registered "
+                      f"{t['registered']}; `make study TIER={tier}`; not the paper's setup: "
+                      f"{preset_difference(t['preset'], task=t['task'])}"
+                      + (f"; {by_construction_note(tier).rstrip('.')}" if by_construction_note(tier) else "") + "):", ""]
         lines += [f"- {r.group}, {scheme_label(r.scheme)}"
                   + (f" ({r.role})" if r.role != "test" else "")
                   + (f": {r.counted} of {r.runs} runs counted" if r.runs else "") + f": **{r.decision}**"
-                  for r in tuples(tier3)] or ["- no run has finished yet"]
+                  for r in tuples(reads)] or ["- no run has finished yet"]
     return lines
 
 

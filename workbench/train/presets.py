@@ -166,7 +166,7 @@ PRESETS["repro-paperdata-long"] = _rung(
 # has a settling window (epochs 12-24) after it; not a ladder rung (one thing moved, the epochs, as `repro-long`).
 PRESETS["repro-xlong"] = _rung(
     "`repro-long` with twice the epochs (24, Task 2: 32; 8x `repro`), for study tier 4: Relative on Task 1, whose "
-    "tier-3 runs learned late in `repro-long`'s 12; same model, data and optimiser (the cosine schedule spans the 24)",
+    "tier-3 runs learned late in `repro-long`'s 12; same model, data and optimiser, its cosine schedule over all 24",
     by_task={"trigger-distance": {"train.epochs": 24}, "trigger-count": {"train.epochs": 32}})
 
 # The authors' released scripts (docs/paper.md §7), as explicit fields. "scheme_map" renames a scheme to the PE-Lab

@@ -17,8 +17,9 @@ and the run status beside them. Tidy tables, no I/O but reads.
     judge          `claims(store, runs)`: every claim row at one preset
     scale_ladder   every claim at each rung of the scale ladder; `base_claims`, what COMPARISON.md shows
     study          the registered seed study: tier 1's `study_table`, `study_readouts`; tier 2's `tier2_pairs`,
-                   `tier2_readouts` (NoPE vs RoPE on Task 2, the ordering rule), `tier2_title`; tier 3's
-                   `tier3_readouts` (NoPE and Relative on Task 1, `nope-no-generalise-t1`), `tier3_title`
+                   `tier2_readouts` (NoPE vs RoPE on Task 2, the ordering rule), `tier2_title`; the share
+                   tiers (`share_tiers`: 3, NoPE and Relative on Task 1; 4, Relative at 24 epochs), each read by
+                   `nope-no-generalise-t1` (`tier_readouts`, `same_seeds_earlier`, `by_construction_note`)
 
     runs = run_table(store)            one row per finished run
     status_of_run(run)["status"]       what one run can show (learned, still learning, ceiling ...); every surface
@@ -50,5 +51,6 @@ from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUM
                            ONE_SEED, seed_verdict, holds_across_scale, ladder_rungs, BaseClaims, base_claims,
                            ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells, status_settled)
 from .registration import REGISTRATION_COLUMNS, registration_changes, registration_table
-from .study import (STUDY_COLUMNS, TIER2_COLUMNS, TIER3_COLUMNS, planned_runs, study_runs, study_table, study_readouts,
-                    tier2_pairs, tier2_readouts, tier2_title, tier3_readouts, tier3_title, study_title)
+from .study import (STUDY_COLUMNS, TIER2_COLUMNS, TIER_COLUMNS, by_construction_note, planned_runs, registered_tiers,
+                    same_seeds_earlier, share_tiers, study_runs, study_table, study_readouts, tier2_pairs,
+                    tier2_readouts, tier2_title, tier_readouts, study_title)

@@ -14,11 +14,11 @@ from ..experiments import PAPER_TABLE1
 from ..settings import SETTINGS
 from .deposits import ROPE_SHALLOW
 from .judge import claims
-from .questions import ANSWER_OF, answer_of, answers
+from .questions import ANSWER_OF, answer_of
 from .rules import Thresholds, _runs
 from .runs import TASKS, base_preset, is_study
 from .registry import load_registry
-from .study import study_table, tier2_readouts, tier3_readouts
+from .study import share_tiers, study_table, tier2_readouts, tier_readouts
 
 
 LADDER_QUESTIONS = (  # (question, kind, spec): "learns": a cell (setting, variant, task); "claim": a Table 1 order
@@ -180,14 +180,14 @@ class BaseClaims(NamedTuple):
     answers: pd.DataFrame  # the ladder's questions at each rung (`ladder_answers`)
     study: pd.DataFrame  # the registered seed study, one row per run (`study_table`), judged apart from the rest
     tier2: pd.DataFrame  # its tier 2's ordering readout per group (`tier2_readouts`)
-    tier3: pd.DataFrame  # its tier 3's readout per scheme and group (`tier3_readouts`)
+    tiers: dict  # its share tiers' readouts per scheme and group, by tier (`tier_readouts`: tiers 3 and 4)
     every: pd.DataFrame  # every claim row at the other rungs on every seed run there (`every_seed_claims`)
 
 
 def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = Thresholds()) -> BaseClaims:
     """The base preset's claims and the scale ladder around them (BaseClaims), each rung's claims judged once on
     every seed (`every_seed_claims`) and read by `rung_claims` and `ladder_answers`; the seed study's table and its
-    tiers 2 and 3's readouts beside."""
+    tier 2's and the share tiers' readouts beside."""
     pre = runs_all[~is_study(runs_all)]  # the seed study's runs are judged by the study alone, never pooled
     base = base_preset(pre if len(pre) else runs_all)
     runs = pre[pre.preset == base]
@@ -198,7 +198,8 @@ def base_claims(store, runs_all: pd.DataFrame, ladder_presets, th: Thresholds = 
     seeded = rung_claims(store, pre, rungs, th, every=every)
     cl["holds_across_scale"] = holds_across_scale(cl, lad, base, seeded) if len(cl) else pd.Series(dtype=object)
     return BaseClaims(runs_all, base, runs, cl, lad, rungs, seeded, ladder_answers(store, pre, rungs, th, every=every),
-                      study_table(store, runs_all), tier2_readouts(runs_all), tier3_readouts(runs_all), every)
+                      study_table(store, runs_all), tier2_readouts(runs_all),
+                      {t: tier_readouts(runs_all, t) for t in share_tiers()}, every)
 
 
 def ladder_table1(runs: pd.DataFrame, rungs, seed: int = 42) -> pd.DataFrame:

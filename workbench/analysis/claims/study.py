@@ -32,8 +32,7 @@ def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
 
 
 def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
-    """The runs the registered seed study reads (tier 1: `[study]`; tiers 2 and 3: `[study.tier2]`,
-    `[study.tier3]`): its preset, the `paper` arch, its task and schemes (full, not partial), with a `group`
+    """The runs the registered seed study reads (tier 1: `[study]`; tier N: `[study.tierN]`): its preset, the `paper` arch, its task and schemes (full, not partial), with a `group`
     column: "study" for its registered training x data seeds, "ladder seeds" for the scale ladder's runs at the
     study's preset (seeds 42-44, data seed 42, all trained before the registration; tier 2's seed 43 re-created bit
     for bit on 2026-11-27 to add its tables); shown beside, never pooled into the study's decision)."""
@@ -205,28 +204,41 @@ def tier2_readouts(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TIER2_COLUMNS)
 
 
-TIER3_COLUMNS = ["group", "scheme", "role", "runs", "counted", "rests_on", "evidence", "decision"]
+TIER_COLUMNS = ["group", "scheme", "role", "runs", "counted", "rests_on", "evidence", "decision"]
 BY_CONSTRUCTION = "instrument check: cannot come out otherwise"
+#: Why a scheme a tier registers `by_construction` cannot come out otherwise, as every surface says it.
+WHY_BY_CONSTRUCTION = {"nope": "without position the `paper` arch is permutation-invariant (a function of the multiset "
+                               "of its tokens), so it cannot compute the distance Task 1's label is"}
 
 
-def tier3_readouts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Tier 3's registered readout per scheme and group (`[study.tier3]`): the claim's own rule at the version the
-    tier names (`nope-no-generalise-t1` version 3, `orderings._no_generalise_claim`: a settled, not diverged run
-    agrees when it clearly did not learn, disagrees when it learned, is not counted in between; the share decision)
-    on the tier's runs of the scheme, its contrast (the claim's `contrast`, RoPE) read by the same rule on tier
-    `contrast_tier`'s runs of the same group, so a reproduced stands only where RoPE fails it (`specific_or_not`).
-    The decision is marked "(few runs)" under the registered minimum and "interim: k of N runs" while the study
-    group's runs of the scheme are not all shipped, whatever it reads (a scheme with none: pending, 0 of N). `role`: an instrument
-    check for the schemes whose outcome the architecture fixes (`by_construction`), else a test. Schemes and groups
-    are never pooled. ValueError when the claim's registered version is not the one the tier is read by."""
-    st, th, reg = _tier(3), Thresholds(), load_registry()
+def share_tiers() -> list[int]:
+    """The study's tiers read scheme by scheme by a claim's share rule at a pinned version (their registration names
+    `rule_version` and `contrast_tier`: tiers 3 and 4), in order."""
+    return [t for t in registered_tiers()[1:] if "rule_version" in _tier(t)]
+
+
+def tier_readouts(runs: pd.DataFrame, tier: int) -> pd.DataFrame:
+    """A share tier's registered readout per scheme and group (`[study.tierN]`, `share_tiers`): the claim's own rule
+    at the version the tier names (`nope-no-generalise-t1` version 3, `orderings._no_generalise_claim`: a settled,
+    not diverged run agrees when it clearly did not learn, disagrees when it learned, is not counted in between; the
+    share decision) on the tier's runs of the scheme, its contrast (the claim's `contrast`, RoPE) read by the same
+    rule on tier `contrast_tier`'s runs of the same group, so a reproduced stands only where RoPE fails it
+    (`specific_or_not`). The decision is marked "(few runs)" under the registered minimum and "interim: k of N
+    runs" while the study group's runs of the scheme are not all shipped, whatever it reads (a scheme with none:
+    pending, 0 of N). `role`: an instrument check for the schemes whose outcome the architecture fixes
+    (`by_construction`), else a test. Schemes, groups and tiers are never pooled. ValueError when the claim's
+    registered version is not the one the tier is read by."""
+    st, th, reg = _tier(tier), Thresholds(), load_registry()
+    if tier not in share_tiers():
+        raise ValueError(f"study tier {tier} is not read scheme by scheme (share tiers: {share_tiers()})")
     claim = reg.claim(st["claims"][0])
     if claim["version"] != st["rule_version"]:
-        raise ValueError(f"study tier 3 is registered to be read by {claim['id']} version {st['rule_version']}, and "
-                         f"the registry holds version {claim['version']}: register the tier again for the new rule")
-    mine, other = study_runs(runs, tier=3), study_runs(runs, tier=st["contrast_tier"])
+        raise ValueError(f"study tier {tier} is registered to be read by {claim['id']} version {st['rule_version']}, "
+                         f"and the registry holds version {claim['version']}: register the tier again for the new "
+                         "rule")
+    mine, other = study_runs(runs, tier=tier), study_runs(runs, tier=st["contrast_tier"])
     other = other[other.variant == claim["contrast"]]
-    planned = planned_runs(tier=3)
+    planned = planned_runs(tier=tier)
     rows = []
     for scheme in st["schemes"]:
         role = BY_CONSTRUCTION if scheme in st.get("by_construction", []) else "test"
@@ -243,11 +255,30 @@ def tier3_readouts(runs: pd.DataFrame) -> pd.DataFrame:
             rows.append({"group": group, "scheme": scheme, "role": role, "runs": len(g), "counted": n,
                          "rests_on": row["rests_on"], "evidence": row["evidence"],
                          "decision": row["verdict"] + (f" ({'; '.join(marks)})" if marks else "")})
-    return pd.DataFrame(rows, columns=TIER3_COLUMNS).sort_values(["group", "scheme"], ascending=[False, True],
-                                                                  ignore_index=True)
+    return pd.DataFrame(rows, columns=TIER_COLUMNS).sort_values(["group", "scheme"], ascending=[False, True],
+                                                                 ignore_index=True)
 
 
-def tier3_title() -> str:
-    """Tier 3's one-line name from `[study.tier3]`: "NoPE and Relative on Task 1 at `repro-long`"."""
-    return study_title(3)
+def by_construction_note(tier: int) -> str:
+    """What a share tier says first of its schemes registered `by_construction` (an instrument check, and why it
+    cannot come out otherwise), "" when it has none."""
+    return " ".join(f"{scheme_label(s)}'s half cannot come out otherwise: {WHY_BY_CONSTRUCTION.get(s, 'by its arch')}"
+                    "; it shows only that the rule reads \"did not learn\" for a model that cannot learn (an "
+                    "instrument check), not that a slow learner would be read right." for s in _tier(tier).get("by_construction", []))
 
+
+def same_seeds_earlier(runs: pd.DataFrame, tier: int) -> pd.DataFrame:
+    """The study runs of earlier share tiers with a scheme, training seed and data seed of tier `tier`'s (tier 4's
+    Relative seeds at 24 epochs beside tier 3's at 12), one row per run: scheme, train_seed, data_seed, tier,
+    preset, test_acc, status, run_id. Shown beside, never pooled: each tier is judged on its own runs."""
+    mine = study_runs(runs, tier=tier)
+    keys = set(zip(mine.variant, mine.seed, mine.data_seed))
+    rows = []
+    for t in (t for t in share_tiers() if t < tier):
+        sub = study_runs(runs, tier=t)
+        for r in tuples(sub[sub.group == "study"]):
+            if (r.variant, r.seed, r.data_seed) in keys:
+                rows.append({"scheme": r.variant, "train_seed": int(r.seed), "data_seed": int(r.data_seed), "tier": t,
+                             "preset": r.preset, "test_acc": r.test_acc, "status": r.status, "run_id": r.run_id})
+    return pd.DataFrame(rows, columns=["scheme", "train_seed", "data_seed", "tier", "preset", "test_acc", "status",
+                                       "run_id"])
