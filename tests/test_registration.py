@@ -126,3 +126,17 @@ def test_data_seeds_are_a_grid_axis_and_name_the_run():
     plain = grid_points({"preset": "smoke", "schemes": ["rope"], "seeds": [1]})
     assert plain[0]["sets"] == []  # no data_seeds: the preset's data seed, the same run ids as before
     assert run_id_for(resolve_config(**plain[0])) == ids[0]
+
+
+def test_a_run_of_any_tier_is_a_study_run_never_pooled_with_the_rest(monkeypatch):
+    """`is_study` reads every tier's seeds, not tier 1's alone: a tier registering a training seed outside tier 1's
+    keeps its runs out of the `repro` claims and the ladder."""
+    import pandas as pd
+
+    from workbench.analysis.claims import runs as runs_mod
+
+    data = tomllib.loads(REGISTRY.read_text())
+    data["study"]["tier4"]["train_seeds"] = [60]
+    monkeypatch.setattr(runs_mod, "load_registry", lambda: parse_registry(data))
+    frame = pd.DataFrame({"seed": [42, 60, 45], "data_seed": [42, 42, 42]})
+    assert list(runs_mod.is_study(frame)) == [False, True, True]
