@@ -236,12 +236,12 @@ not counted in between) against tier 1's RoPE runs, one decision a scheme: tier 
 permutation-invariant, so it checks the instrument); tier 4, Relative's same seeds at `repro-xlong`, 24 epochs
 (`[study.tier4]`), beside tier 3's runs of those seeds, never pooled."""),
     new_code_cell('''\
-from workbench.analysis.claims import same_seeds_earlier, share_tiers, tier_readouts
+from workbench.analysis.claims import share_tiers, tier_readouts, tier_runs
 
 for tier in share_tiers():
     print(f"Tier {tier}:")
     display(tier_readouts(every, tier))
-same_seeds_earlier(every, 4)'''),
+tier_runs(every, 4)  # each tier-4 run beside tier 3's of the same seeds'''),
     new_markdown_cell("""\
 ## The central claim: RoPE's single-head deposit on Task 1
 The zero-ablation atlas of the RoPE runs (PE-Lab `paper` architecture), averaged over every seed, counted or not:

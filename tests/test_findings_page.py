@@ -199,3 +199,14 @@ def test_the_seed_study_card_says_first_how_its_setup_differs_from_the_papers():
     # tier 3 says, in its own line, why its NoPE half cannot come out otherwise
     assert "tier 3: NoPE and Relative on Task 1" in text and "permutation-invariant" in text
     assert "tier 4: Relative on Task 1 at `repro-xlong`" in text  # each registered share tier, its own line
+    assert "tier 4's runs" not in text  # no run of it: no runs table
+    from workbench.analysis.claims import TIER_RUN_COLUMNS
+
+    row = dict.fromkeys(TIER_RUN_COLUMNS) | {"group": "study", "scheme": "relative", "run_id": "t1-relative-x",
+                                             "earlier_tier": 3, "earlier_run": "t1-relative-y"}
+    card = _study_view(pd.DataFrame(columns=["group"]), pd.DataFrame(),
+                       {t: pd.DataFrame(columns=TIER_COLUMNS) for t in share_tiers()},
+                       {4: pd.DataFrame([row], columns=TIER_RUN_COLUMNS)})
+    text = json.dumps(card, cls=PlotlyJSONEncoder)
+    assert "tier 4's runs, each beside the same seeds' run of an earlier tier, never pooled" in text
+    assert "t1-relative-y" in text and "tier 3's runs" not in text

@@ -1974,7 +1974,7 @@ def test_tier4_reads_relative_at_24_epochs_apart_from_tier3_with_the_same_seeds_
     (at repro-long): with tier 3's Relative still learning (not counted) and tier 4's at the ceiling and settled,
     tier 4 reads not reproduced and tier 3 stays inconclusive; a tier-4 run still learning is not counted; its
     section shows each run beside tier 3's run of the same seeds, and says what differs from the paper first."""
-    from workbench.analysis.claims import same_seeds_earlier, share_tiers, tier_readouts
+    from workbench.analysis.claims import share_tiers, tier_readouts, tier_runs
     from workbench.report.comparison import _tier_section, study_lines
 
     assert share_tiers() == [3, 4]
@@ -1996,9 +1996,11 @@ def test_tier4_reads_relative_at_24_epochs_apart_from_tier3_with_the_same_seeds_
         "inconclusive (too few seeds)"  # 3 of 8 settled: too few counted
     half = tier_readouts(_tier3_frame(lambda i: 0.99, xlong={i: (0.99, False) for i in range(5)}), 4)
     assert half.decision.iloc[0] == "not reproduced (few runs; interim: 5 of 8 runs)"
-    beside = same_seeds_earlier(frame, 4)
-    assert len(beside) == 8 and set(beside.tier) == {3} and set(beside.preset) == {"repro-long"}
-    assert set(beside.scheme) == {"relative"}  # not tier 3's NoPE, nor its ladder seed 42
+    beside = tier_runs(frame, 4)
+    assert len(beside) == 8 and set(beside.earlier_tier) == {3} and set(beside.earlier_preset) == {"repro-long"}
+    assert set(beside.scheme) == {"relative"} and beside.earlier_run.str.contains("repro-long").all()
+    assert (beside.earlier_status == "still learning").all() and (beside.status == "ceiling").all()
+    assert tier_runs(frame, 3).earlier_run.isna().all()  # tier 3 has no earlier share tier
     text = _tier_section(frame, 4, tier_readouts(frame, 4))
     assert text.startswith("### Tier 4: Relative on Task 1 at `repro-xlong`")
     assert text.index("Not the paper's setup") < text.index("| group |")

@@ -16,7 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
-                                       registration_changes, registration_table, scheme_overview, verdict_summary)
+                                       registration_changes, registration_table, scheme_overview, tier_runs, verdict_summary)
 from workbench.analysis.common import scheme_label, task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color
@@ -127,6 +127,7 @@ def _tables_of(store, gpu_root) -> dict:
             "partial": pd.DataFrame() if empty else partial_rope_pairs(store, runs),
             "one_setting": pd.DataFrame() if empty else one_setting(store, runs),
             "study": judged.study, "tier2": judged.tier2, "tiers": judged.tiers,
+            "tier_runs": {t: tier_runs(runs_all, t) for t in judged.tiers},
             "registration": registration_table(cl, runs_all)}
 
 
@@ -201,7 +202,7 @@ def layout(claim: str | None = None, **query):
                   dcc.Dropdown(id=f"{P}-claim", options=options, value=chosen, clearable=False),
                   html.Div(id=f"{P}-evidence")], className="card", id=f"{P}-detail"),
         *(_cpu_studies_elsewhere() if preset == "paper" else [
-            _study_view(t["study"], t["tier2"], t["tiers"]),
+            _study_view(t["study"], t["tier2"], t["tiers"], t["tier_runs"]),
             html.Div([html.H3("Across scale: the verdicts at each rung of the scale ladder"),
                       C.figure_or_hint("verdict_matrix", m, id=f"{P}-ladder-matrix", by="rung")
                       if (m["claim_no"] < 0).any()
@@ -292,11 +293,12 @@ def _cpu_studies_elsewhere() -> list:
                              "runs of Table 1 only.", className="job-note"), _no_ladder_graph()], className="card")]
 
 
-def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict) -> html.Div:
+def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict, tier_tables: dict | None = None) -> html.Div:
     """The registered seed study (docs/preregistration.md): its readouts per scheme (a share with its Wilson
     interval, deciding at 0.05, 0.10 beside) and the layer x run map (`figures.study.study_map`), the runs trained
     before the registration beside it, never pooled; tier 2's ordering readout per group (`tier2`,
-    `claims.tier2_readouts`) and each share tier's per scheme and group (`tiers[N]`, `claims.tier_readouts`)."""
+    `claims.tier2_readouts`) and each share tier's per scheme and group (`tiers[N]`, `claims.tier_readouts`), with
+    its runs (`tier_tables[N]`, `claims.tier_runs`: each beside the same seeds' run of an earlier tier)."""
     from workbench.analysis.claims import (by_construction_note, load_registry, planned_runs, study_readouts,
                                            study_title, tier2_title)
     from workbench.report.comparison import preset_difference, study_differs
@@ -326,7 +328,12 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict) -> html.Div:
                          + (f"interim: {n} of {want} runs shipped" if n < want else f"all {want} runs shipped")
                          + f"; `make study TIER={tier}`)"),
             *([html.P(note, className="job-note")] if note else []),
-            _table(reads, id=f"{P}-study-tier{tier}", page_size=5)]))
+            _table(reads, id=f"{P}-study-tier{tier}", page_size=5),
+            *([html.Details([html.Summary(f"tier {tier}'s runs" + (", each beside the same seeds' run of an earlier "
+                                                                   "tier, never pooled"
+                                                                   if runs.earlier_run.notna().any() else "")),
+                             _table(runs, id=f"{P}-study-tier{tier}-runs", page_size=10)])]
+              if len(runs := (tier_tables or {}).get(tier, pd.DataFrame())) else [])]))
     if st.empty:
         return html.Div([html.H3("The seed study of the headline claims"), differs, intro, *tier_views],
                         className="card")

@@ -21,7 +21,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
                                        NOT_SPECIFIC, StatusRules, status_settled, registration_changes,
                                        registration_table, study_readouts, study_runs, table1, thresholds_table,
-                                       tier2_pairs, tier_readouts, share_tiers, same_seeds_earlier, by_construction_note,
+                                       tier2_pairs, tier_readouts, tier_runs, share_tiers, by_construction_note,
                                        study_title, tier2_title,
                                        verdict_summary)
 from workbench.analysis.claims.registry import REGISTRY, load_registry
@@ -543,7 +543,7 @@ def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
 def _tier_section(runs_all: pd.DataFrame, tier: int, reads: pd.DataFrame) -> str:
     """A share tier of the seed study (`[study.tierN]`, `share_tiers`: 3 and 4): what differs first, the
     registration, the readout per scheme and group (`reads`, `tier_readouts`), then every run of the tier with its
-    status, and beside it the same seeds' runs of an earlier share tier (`same_seeds_earlier`), never pooled."""
+    status, and beside it the same seeds' runs of an earlier share tier (`tier_runs`), never pooled."""
     t = load_registry().study[f"tier{tier}"]
     runs = study_runs(runs_all, tier=tier)
     n, want = int((runs.group == "study").sum()), planned_runs(tier=tier, all_schemes=True)
@@ -569,23 +569,20 @@ def _tier_section(runs_all: pd.DataFrame, tier: int, reads: pd.DataFrame) -> str
         out += [_md_table(["group", "scheme", "role", "runs", "counted", "rests on", "evidence", "decision"],
                           [[r.group, scheme_label(r.scheme), r.role, str(r.runs), str(r.counted), r.rests_on,
                             r.evidence, r.decision] for r in tuples(reads)]), ""]
-    if len(runs):
-        earlier = {(r.scheme, r.train_seed, r.data_seed): r for r in tuples(same_seeds_earlier(runs_all, tier))}
-        beside = (["same seeds in an earlier tier (test acc, run)"] if earlier else [])
+    table = tier_runs(runs_all, tier)
+    if len(table):
+        beside = bool(table.earlier_run.notna().any())
 
         def cells(r) -> list[str]:
-            e = earlier.get((r.variant, int(r.seed), int(r.data_seed)))
-            return [] if not earlier else [f"tier {e.tier} (`{e.preset}`): {_pct(e.test_acc)} ({e.status}) "
-                                           + _links([e.run_id], 1) if e is not None else "–"]
+            return [] if not beside else [f"tier {int(r.earlier_tier)} (`{r.earlier_preset}`): "
+                                          f"{_pct(r.earlier_test_acc)} ({r.earlier_status}) "
+                                          + _links([r.earlier_run], 1) if r.earlier_run else "–"]
         out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc, epoch 1 -> last",
-                           "train acc", "run", "run id"] + beside,
-                          [[r.group, scheme_label(r.variant), str(r.seed), str(int(r.data_seed)),
+                           "train acc", "run", "run id"] + ["same seeds in an earlier tier (test acc, run)"] * beside,
+                          [[r.group, scheme_label(r.scheme), str(r.train_seed), str(r.data_seed),
                             f"{_pct(r.test_acc_epoch1)} -> {_pct(r.test_acc)}",
-                            _pct(r.train_acc_eval) if np.isfinite(r.train_acc_eval)
-                            else f"{_pct(r.train_acc)} (running mean)", r.status,
-                            _links([r.run_id], 1)] + cells(r)
-                           for r in tuples(runs.sort_values(["group", "variant", "data_seed", "seed"],
-                                                            ascending=[False, True, True, True]))]), ""]
+                            _pct(r.train_acc) + ("" if r.train_acc_measured else " (running mean)"), r.status,
+                            _links([r.run_id], 1)] + cells(r) for r in tuples(table)]), ""]
     return "\n".join(out)
 
 

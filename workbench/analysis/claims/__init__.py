@@ -19,7 +19,7 @@ and the run status beside them. Tidy tables, no I/O but reads.
     study          the registered seed study: tier 1's `study_table`, `study_readouts`; tier 2's `tier2_pairs`,
                    `tier2_readouts` (NoPE vs RoPE on Task 2, the ordering rule), `tier2_title`; the share
                    tiers (`share_tiers`: 3, NoPE and Relative on Task 1; 4, Relative at 24 epochs), each read by
-                   `nope-no-generalise-t1` (`tier_readouts`, `same_seeds_earlier`, `by_construction_note`)
+                   `nope-no-generalise-t1` (`tier_readouts`, `tier_runs`, `by_construction_note`)
 
     runs = run_table(store)            one row per finished run
     status_of_run(run)["status"]       what one run can show (learned, still learning, ceiling ...); every surface
@@ -52,5 +52,5 @@ from .scale_ladder import (LADDER_QUESTIONS, ladder_answers, ladder, EVERY_COLUM
                            ladder_table1, PASSES_STATUS, GAP_CLOSER, ladder_gaps, rung_seed_cells, status_settled)
 from .registration import REGISTRATION_COLUMNS, registration_changes, registration_table
 from .study import (STUDY_COLUMNS, TIER2_COLUMNS, TIER_COLUMNS, by_construction_note, planned_runs, registered_tiers,
-                    same_seeds_earlier, share_tiers, study_runs, study_table, study_readouts, tier2_pairs,
-                    tier2_readouts, tier2_title, tier_readouts, study_title)
+                    share_tiers, study_runs, study_table, study_readouts, tier2_pairs,
+                    tier2_readouts, tier2_title, tier_readouts, tier_runs, TIER_RUN_COLUMNS, study_title)

@@ -267,18 +267,32 @@ def by_construction_note(tier: int) -> str:
                     "instrument check), not that a slow learner would be read right." for s in _tier(tier).get("by_construction", []))
 
 
-def same_seeds_earlier(runs: pd.DataFrame, tier: int) -> pd.DataFrame:
-    """The study runs of earlier share tiers with a scheme, training seed and data seed of tier `tier`'s (tier 4's
-    Relative seeds at 24 epochs beside tier 3's at 12), one row per run: scheme, train_seed, data_seed, tier,
-    preset, test_acc, status, run_id. Shown beside, never pooled: each tier is judged on its own runs."""
+TIER_RUN_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "test_acc_epoch1", "test_acc", "train_acc",
+                    "train_acc_measured", "status", "run_id", "earlier_tier", "earlier_preset", "earlier_test_acc",
+                    "earlier_status", "earlier_run"]
+
+
+def tier_runs(runs: pd.DataFrame, tier: int) -> pd.DataFrame:
+    """A share tier's runs, tidy, one row per run (study group first, then the runs of its preset trained before
+    the registration): test accuracy at epoch 1 and at the last, train accuracy (measured after the last epoch
+    where recorded, `train_acc_measured`, else the epoch's running mean), status; and beside it the study run of an
+    earlier share tier with the same scheme, training seed and data seed (tier 4's Relative at 24 epochs beside tier
+    3's at 12; `earlier_*`, NaN where none), never pooled: each tier is judged on its own runs."""
     mine = study_runs(runs, tier=tier)
-    keys = set(zip(mine.variant, mine.seed, mine.data_seed))
-    rows = []
+    earlier = {}
     for t in (t for t in share_tiers() if t < tier):
         sub = study_runs(runs, tier=t)
-        for r in tuples(sub[sub.group == "study"]):
-            if (r.variant, r.seed, r.data_seed) in keys:
-                rows.append({"scheme": r.variant, "train_seed": int(r.seed), "data_seed": int(r.data_seed), "tier": t,
-                             "preset": r.preset, "test_acc": r.test_acc, "status": r.status, "run_id": r.run_id})
-    return pd.DataFrame(rows, columns=["scheme", "train_seed", "data_seed", "tier", "preset", "test_acc", "status",
-                                       "run_id"])
+        earlier |= {(r.variant, r.seed, r.data_seed): (t, r) for r in tuples(sub[sub.group == "study"])}
+    rows = []
+    for r in tuples(mine.sort_values(["group", "variant", "data_seed", "seed"], ascending=[False, True, True, True])):
+        t, e = earlier.get((r.variant, r.seed, r.data_seed), (np.nan, None))
+        measured = np.isfinite(r.train_acc_eval)
+        rows.append({"group": r.group, "scheme": r.variant, "train_seed": int(r.seed), "data_seed": int(r.data_seed),
+                     "test_acc_epoch1": r.test_acc_epoch1, "test_acc": r.test_acc,
+                     "train_acc": r.train_acc_eval if measured else r.train_acc, "train_acc_measured": measured,
+                     "status": r.status, "run_id": r.run_id, "earlier_tier": t,
+                     "earlier_preset": e.preset if e is not None else None,
+                     "earlier_test_acc": e.test_acc if e is not None else np.nan,
+                     "earlier_status": e.status if e is not None else None,
+                     "earlier_run": e.run_id if e is not None else None})
+    return pd.DataFrame(rows, columns=TIER_RUN_COLUMNS)
