@@ -16,7 +16,8 @@ from dash.exceptions import PreventUpdate
 
 from apps import common as C
 from workbench.analysis.claims import (GAP_CLOSER, answers, one_setting, one_setting_effect, partial_rope_pairs,
-                                       registration_changes, registration_table, scheme_overview, tier_runs, verdict_summary)
+                                       registration_changes, registration_table, scheme_overview, tier_runs,
+                                       verdict_summary)
 from workbench.analysis.common import scheme_label, task_label
 from workbench.analysis.settings import SETTINGS, describe
 from workbench.figures.style import VERDICT_COLORS, percent_table, verdict_color

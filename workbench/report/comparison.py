@@ -964,11 +964,10 @@ def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None
     lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
               for r in tuples(tier2)] or ["- no pair has finished yet"]
     for tier, reads in (tiers or {}).items():
-        t = study[f"tier{tier}"]
+        t, note = study[f"tier{tier}"], by_construction_note(tier).rstrip(".")
         lines += ["", f"Tier {tier} ({study_title(tier)}, {planned_runs(tier=tier, all_schemes=True)} runs, registered "
                       f"{t['registered']}; `make study TIER={tier}`; not the paper's setup: "
-                      f"{preset_difference(t['preset'], task=t['task'])}"
-                      + (f"; {by_construction_note(tier).rstrip('.')}" if by_construction_note(tier) else "") + "):", ""]
+                      f"{preset_difference(t['preset'], task=t['task'])}" + (f"; {note}" if note else "") + "):", ""]
         lines += [f"- {r.group}, {scheme_label(r.scheme)}"
                   + (f" ({r.role})" if r.role != "test" else "")
                   + (f": {r.counted} of {r.runs} runs counted" if r.runs else "") + f": **{r.decision}**"

@@ -39,6 +39,17 @@ class Registry:
                 return c
         raise KeyError(f"no registered claim {claim_id!r}; registered: {', '.join(c['id'] for c in self.claims)}")
 
+    @property
+    def tiers(self) -> dict[int, dict[str, Any]]:
+        """The seed study's tiers in order: 1 (`[study]` itself) and each `[study.tierN]` as N."""
+        return study_tiers(self.study)
+
+
+def study_tiers(study: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The tiers of a `[study]` table: {1: the table, N: its `tierN` sub-table}, in order ({} without a study)."""
+    later = {int(k[4:]): t for k, t in study.items() if k.startswith("tier") and k[4:].isdigit()}
+    return ({1: study} if study else {}) | dict(sorted(later.items()))
+
 
 def parse_registry(data: dict[str, Any]) -> Registry:
     """A Registry from the TOML's tables; ValueError naming the claim and field when one is missing or wrong."""
@@ -58,8 +69,7 @@ def parse_registry(data: dict[str, Any]) -> Registry:
             raise ValueError(f"registry claim {c['id']!r} is registered twice")
         seen.add(c["id"])
     study = data.get("study", {})
-    tiers = [t for k, t in study.items() if k.startswith("tier") and isinstance(t, dict)]
-    for cid in study.get("claims", []) + [c for t in tiers for c in t.get("claims", [])]:
+    for cid in [c for t in study_tiers(study).values() for c in t.get("claims", [])]:
         if cid not in seen:
             raise ValueError(f"registry study names claim {cid!r}, which is not registered")
     return Registry(registered=data["registered"], status=data["status"], deposit=data["deposit"],

@@ -260,8 +260,7 @@ def is_study(runs: pd.DataFrame) -> pd.Series:
     """Whether each run belongs to the registered seed study (`[study]` and its tiers: any tier's training or data
     seeds), whose runs are judged by the study's readouts alone and never pooled with the runs trained before the
     registration (seeds 42-44, data seed 42)."""
-    study = load_registry().study
-    tiers = [study] + [t for k, t in study.items() if k.startswith("tier") and isinstance(t, dict)]
+    tiers = load_registry().tiers.values()
     seeds = {s for t in tiers for s in t.get("train_seeds", [])}  # every tier's (today all within tier 1's 45-54)
     data = {d for t in tiers for d in t.get("data_seeds", [])}
     ds = runs["data_seed"] if "data_seed" in runs else pd.Series(DEFAULT_DATA_SEED, index=runs.index)

@@ -32,10 +32,11 @@ def planned_runs(all_schemes: bool = False, tier: int = 1) -> int:
 
 
 def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
-    """The runs the registered seed study reads (tier 1: `[study]`; tier N: `[study.tierN]`): its preset, the `paper` arch, its task and schemes (full, not partial), with a `group`
-    column: "study" for its registered training x data seeds, "ladder seeds" for the scale ladder's runs at the
-    study's preset (seeds 42-44, data seed 42, all trained before the registration; tier 2's seed 43 re-created bit
-    for bit on 2026-11-27 to add its tables); shown beside, never pooled into the study's decision)."""
+    """The runs the registered seed study reads (tier 1: `[study]`; tier N: `[study.tierN]`): its preset, the
+    `paper` arch, its task and schemes (full, not partial), with a `group` column: "study" for its registered
+    training x data seeds, "ladder seeds" for the scale ladder's runs at the study's preset (seeds 42-44, data
+    seed 42, all trained before the registration; tier 2's seed 43 re-created bit for bit on 2026-11-27 to add its
+    tables); shown beside, never pooled into the study's decision)."""
     st = _tier(tier)
     sub = runs[(runs.preset == st["preset"]) & (runs.setting == st["arch"]) & (runs.task == st["task"])
                & runs.variant.isin(st["schemes"]) & (runs.variant == runs.scheme) & ~runs.partial.astype(bool)]
@@ -46,15 +47,15 @@ def study_runs(runs: pd.DataFrame, tier: int = 1) -> pd.DataFrame:
 
 def registered_tiers() -> list[int]:
     """The study's registered tiers, in order: 1 (`[study]`) and each `[study.tierN]`."""
-    return [1] + sorted(int(k[4:]) for k in load_registry().study if k.startswith("tier") and k[4:].isdigit())
+    return list(load_registry().tiers)
 
 
 def _tier(tier: int) -> dict:
     """The registration of the study's tier `tier` (1: `[study]`, N: `[study.tierN]`)."""
-    st = load_registry().study
-    if tier not in registered_tiers():
-        raise ValueError(f"the seed study has tiers {registered_tiers()}, not {tier!r}")
-    return st if tier == 1 else st[f"tier{tier}"]
+    tiers = load_registry().tiers
+    if tier not in tiers:
+        raise ValueError(f"the seed study has tiers {list(tiers)}, not {tier!r}")
+    return tiers[tier]
 
 
 def study_table(store, runs: pd.DataFrame) -> pd.DataFrame:
@@ -264,7 +265,8 @@ def by_construction_note(tier: int) -> str:
     cannot come out otherwise), "" when it has none."""
     return " ".join(f"{scheme_label(s)}'s half cannot come out otherwise: {WHY_BY_CONSTRUCTION.get(s, 'by its arch')}"
                     "; it shows only that the rule reads \"did not learn\" for a model that cannot learn (an "
-                    "instrument check), not that a slow learner would be read right." for s in _tier(tier).get("by_construction", []))
+                    "instrument check), not that a slow learner would be read right."
+                    for s in _tier(tier).get("by_construction", []))
 
 
 TIER_RUN_COLUMNS = ["group", "scheme", "train_seed", "data_seed", "test_acc_epoch1", "test_acc", "train_acc",
