@@ -446,10 +446,11 @@ def shoot_pages(shipped: str = str(REPO / "results" / "repro"), store_root: str 
     return paths, problems
 
 
-FINDINGS_MAX_HEIGHT = 4300  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells; 3,968
+FINDINGS_MAX_HEIGHT = 4350  # px at SHOT_WIDTH with its tables folded (it was 17,258 with them open in cells; 3,968
 # before the paper-scale line of 2026-11-28, which takes about 60 px; 4,050 before 2026-11-29's readable labels and
 # titles: the verdict matrix's two-line rows and legend below it, long titles on two lines, 4,178 after; 4,239 before
-# 2026-12-06's "not the paper's setup" line that opens the seed study's card, 26 px, 4,265 after)
+# 2026-12-06's "not the paper's setup" line that opens the seed study's card, 26 px, 4,265 after; 4,309 after study
+# tier 4's folded line, one line a registered tier, its decision in the line; the cap was 4,300 until then)
 
 # per table of the page: its right edge beyond its card's, or a horizontal scroll bar (columns out of sight)
 _CUT_TABLES_JS = """return Array.from(document.querySelectorAll('.content .dash-spreadsheet-container')).map(t => {

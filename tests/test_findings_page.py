@@ -203,10 +203,13 @@ def test_the_seed_study_card_says_first_how_its_setup_differs_from_the_papers():
     from workbench.analysis.claims import TIER_RUN_COLUMNS
 
     row = dict.fromkeys(TIER_RUN_COLUMNS) | {"group": "study", "scheme": "relative", "run_id": "t1-relative-x",
-                                             "earlier_tier": 3, "earlier_run": "t1-relative-y"}
+                                             "train_seed": 45, "data_seed": 43, "test_acc_epoch1": 0.1,
+                                             "test_acc": 0.99, "status": "ceiling", "earlier_tier": 3,
+                                             "earlier_test_acc": 0.678, "earlier_status": "still learning",
+                                             "earlier_run": "t1-relative-y"}
     card = _study_view(pd.DataFrame(columns=["group"]), pd.DataFrame(),
                        {t: pd.DataFrame(columns=TIER_COLUMNS) for t in share_tiers()},
                        {4: pd.DataFrame([row], columns=TIER_RUN_COLUMNS)})
     text = json.dumps(card, cls=PlotlyJSONEncoder)
     assert "tier 4's runs, each beside the same seeds' run of an earlier tier, never pooled" in text
-    assert "t1-relative-y" in text and "tier 3's runs" not in text
+    assert "tier 3: 67.8 (still learning)" in text and "s45 d43" in text and "tier 3's runs" not in text

@@ -317,24 +317,30 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict, tier_tables:
     def shipped(df, col):
         return int(df.loc[df.group == "study", col].sum()) if len(df) else 0
 
-    tier_views = [html.Details([html.Summary(f"tier 2: {tier2_title()} (the ordering rule of "
-                                             f"`{study['tier2']['claims'][0]}`; {shipped(tier2, 'pairs')} of "
-                                             f"{planned_runs(tier=2)} registered pairs shipped; `make study TIER=2`)"),
+    n2 = shipped(tier2, "pairs")
+    tier_views = [html.Details([html.Summary(f"tier 2: {tier2_title()}: " + ("; ".join(
+                                    f"{r.group}: {r.decision}" for r in tier2.itertuples() if r.group == "study")
+                                    if n2 else f"not started (0 of {planned_runs(tier=2)} pairs)")),
+                                html.P(f"Read by the ordering rule of `{study['tier2']['claims'][0]}`; {n2} of "
+                                       f"{planned_runs(tier=2)} registered pairs shipped; `make study TIER=2` "
+                                       "continues it.", className="job-note"),
                                 _table(tier2, id=f"{P}-study-tier2", page_size=5)])]
     for tier, reads in tiers.items():
         n, want = shipped(reads, "runs"), planned_runs(tier=tier, all_schemes=True)
-        note = by_construction_note(tier)
+        decided = "; ".join(f"{scheme_label(r.scheme)}{' (instrument check)' if r.role != 'test' else ''}: "
+                            f"{r.decision}" for r in reads.itertuples() if r.group == "study")
+        runs = (tier_tables or {}).get(tier, pd.DataFrame())
         tier_views.append(html.Details([
-            html.Summary(f"tier {tier}: {study_title(tier)} (`{study[f'tier{tier}']['claims'][0]}`; "
-                         + (f"interim: {n} of {want} runs shipped" if n < want else f"all {want} runs shipped")
-                         + f"; `make study TIER={tier}`)"),
-            *([html.P(note, className="job-note")] if note else []),
+            html.Summary(f"tier {tier}: {study_title(tier)}: {decided or 'no run shipped yet'}"),
+            html.P(f"Read by `{study[f'tier{tier}']['claims'][0]}` version {study[f'tier{tier}']['rule_version']} "
+                   f"(registered before its runs); {n} of {want} runs shipped; `make study TIER={tier}` continues it. "
+                   + by_construction_note(tier), className="job-note"),
             _table(reads, id=f"{P}-study-tier{tier}", page_size=5),
             *([html.Details([html.Summary(f"tier {tier}'s runs" + (", each beside the same seeds' run of an earlier "
                                                                    "tier, never pooled"
                                                                    if runs.earlier_run.notna().any() else "")),
-                             _table(runs, id=f"{P}-study-tier{tier}-runs", page_size=10)])]
-              if len(runs := (tier_tables or {}).get(tier, pd.DataFrame())) else [])]))
+                             _table(_tier_runs_view(runs), id=f"{P}-study-tier{tier}-runs", page_size=10)])]
+              if len(runs) else [])]))
     if st.empty:
         return html.Div([html.H3("The seed study of the headline claims"), differs, intro, *tier_views],
                         className="card")
@@ -348,6 +354,22 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict, tier_tables:
                      html.Details([html.Summary("the readouts (the study's runs and the ones trained before the "
                                                 "registration, never pooled)"),
                                    _table(readouts, id=f"{P}-study-readouts", page_size=10)])], className="card")
+
+
+def _tier_runs_view(runs: pd.DataFrame) -> pd.DataFrame:
+    """`claims.tier_runs` as the page shows it: seeds, test accuracy (epoch 1 -> last, %), status, and the same
+    seeds' run of an earlier tier where there is one (the columns narrow enough for the card)."""
+    def earlier(r) -> str:
+        return (f"tier {int(r.earlier_tier)}: {100 * r.earlier_test_acc:.1f} ({r.earlier_status})"
+                if isinstance(r.earlier_run, str) else "–")
+    out = pd.DataFrame({"group": runs.group, "scheme": runs.scheme.map(scheme_label),
+                        "seeds": [f"s{a} d{b}" for a, b in zip(runs.train_seed, runs.data_seed)],
+                        "test acc %": [f"{100 * a:.1f} -> {100 * b:.1f}" for a, b in zip(runs.test_acc_epoch1,
+                                                                                       runs.test_acc)],
+                        "status": runs.status, "run_id": runs.run_id})
+    if runs.earlier_run.notna().any():
+        out.insert(5, "same seeds earlier", [earlier(r) for r in runs.itertuples()])
+    return out
 
 
 def _table(df, id: str, **kw):
