@@ -20,7 +20,7 @@ from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS
                                        ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
                                        planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
                                        NOT_SPECIFIC, StatusRules, status_settled, registration_changes,
-                                       registration_table, study_readouts, study_runs, table1, thresholds_table,
+                                       registration_table, study_readouts, table1, thresholds_table,
                                        tier2_pairs, tier_readouts, tier_runs, share_tiers, by_construction_note,
                                        study_title, tier2_title,
                                        verdict_summary)
@@ -544,14 +544,14 @@ def _tier_section(runs_all: pd.DataFrame, tier: int, reads: pd.DataFrame) -> str
     """A share tier of the seed study (`[study.tierN]`, `share_tiers`: 3 and 4): what differs first, the
     registration, the readout per scheme and group (`reads`, `tier_readouts`), then every run of the tier with its
     status, and beside it the same seeds' runs of an earlier share tier (`tier_runs`), never pooled."""
-    t = load_registry().study[f"tier{tier}"]
-    runs = study_runs(runs_all, tier=tier)
-    n, want = int((runs.group == "study").sum()), planned_runs(tier=tier, all_schemes=True)
+    t, table, note = load_registry().study[f"tier{tier}"], tier_runs(runs_all, tier), by_construction_note(tier)
+    n, want = int((table.group == "study").sum()), planned_runs(tier=tier, all_schemes=True)
     contrast = load_registry().claim(t["claims"][0])["contrast"]
     tests = [scheme_label(s) for s in t["schemes"] if s not in t.get("by_construction", [])]
-    before = sorted(set(zip(runs.seed[runs.group != "study"], runs.data_seed[runs.group != "study"])))
+    old = table[table.group != "study"]
+    before = sorted(set(zip(old.train_seed, old.data_seed)))
     out = [f"### Tier {tier}: {study_title(tier)}", "",
-           _not_the_papers(t["preset"]) + (by_construction_note(tier) + " " if by_construction_note(tier) else "")
+           _not_the_papers(t["preset"]) + (note + " " if note else "")
            + f"The test: {' and '.join(tests)} (registered exploratory: no direction predicted). The optimiser was "
            f"tuned on RoPE. Registered in `[study.tier{tier}]` on {t['registered']}, before any of its runs "
            f"(docs/preregistration.md, \"Tier {tier}\", with any amendment): training seeds "
@@ -563,13 +563,12 @@ def _tier_section(runs_all: pd.DataFrame, tier: int, reads: pd.DataFrame) -> str
            f"{scheme_label(contrast)} read by the same rule on tier {t['contrast_tier']}'s runs of the same group. "
            f"Study runs shipped: {n} of {want} (`make study TIER={tier}`)."
            + (" \"ladder seeds\": the scale ladder's runs at this preset (" + ", ".join(
-               f"seed {s}, data seed {int(d)}" for s, d in before) + "), trained before the registration, read "
+               f"seed {s}, data seed {d}" for s, d in before) + "), trained before the registration, read "
               "beside, never pooled." if before else ""), ""]
     if len(reads):
         out += [_md_table(["group", "scheme", "role", "runs", "counted", "rests on", "evidence", "decision"],
                           [[r.group, scheme_label(r.scheme), r.role, str(r.runs), str(r.counted), r.rests_on,
                             r.evidence, r.decision] for r in tuples(reads)]), ""]
-    table = tier_runs(runs_all, tier)
     if len(table):
         beside = bool(table.earlier_run.notna().any())
 
