@@ -555,6 +555,38 @@ def zero_sums(dev: torch.device, shape: tuple[int, ...] = ()) -> tuple[torch.Ten
             torch.zeros(shape, device=dev, dtype=torch.long))
 
 
+def restore(run: Run, ckpt, model, opt: torch.optim.Optimizer) -> tuple[int, int, float, list[dict[str, Any]]]:
+    """Load a checkpoint (`Run.load_checkpoint`; None: a fresh start) into `model` and `opt` and the global torch RNG;
+    run.json and the metrics as the checkpoint left the run (`resync`). Returns (epochs done, steps done, wall
+    seconds before this session, the metric rows kept)."""
+    if ckpt is None:
+        return 0, 0, 0.0, []
+    model_t, optim_t, state = ckpt
+    model.load_state_dict(model_t, strict=True)
+    load_optimizer_tensors(opt, optim_t)
+    if "rng.torch" in optim_t:
+        torch.set_rng_state(optim_t["rng.torch"])
+    rows = [r for r in run.metric_rows() if r["epoch"] <= state["epoch"]]
+    if rows:
+        resync(run, rows, state)
+    return state["epoch"], state["step"], state.get("wall_time_s", 0.0), rows
+
+
+def step_batch(xb: torch.Tensor, yb: torch.Tensor, size: int, *, static: bool, trim_pads: bool):
+    """A training batch as the step takes it: (x, y, valid rows or None). static (a compiled step, one shape): a
+    short last batch padded to `size` with ignored rows (`pad_batch`), pads not trimmed; else trimmed to its
+    longest sequence when `trim_pads` (train.batching "length")."""
+    if static and len(xb) < size:
+        return pad_batch(xb, yb, size)
+    return (trim(xb) if trim_pads and not static else xb), yb, None
+
+
+def stop_if_asked(epoch: int, epochs: int, stop_after_epochs: int | None) -> None:
+    """StopTraining after epoch `epoch` (0-based) when it completes `stop_after_epochs` and epochs remain."""
+    if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
+        raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
+
+
 def mark_running(run: Run, *, resumed: bool, start_epoch: int, n_threads: int, dev: torch.device, amp: bool,
                  compiled: bool | str, sdpa_backend: str | None, dataset_hash: str, scheme_params: dict[str, Any],
                  epochs: int, checkpoint_every: int, **extra: Any) -> None:
@@ -689,18 +721,8 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
     steps_per_epoch = math.ceil(n / bs)
     total_steps = steps_per_epoch * epochs
 
-    start_epoch, step, wall_before, rows = 0, 0, 0.0, []
     ckpt = run.load_checkpoint() if resume else None
-    if ckpt is not None:
-        model_t, optim_t, state = ckpt
-        model.load_state_dict(model_t, strict=True)
-        load_optimizer_tensors(opt, optim_t)
-        start_epoch, step, wall_before = state["epoch"], state["step"], state.get("wall_time_s", 0.0)
-        if "rng.torch" in optim_t:
-            torch.set_rng_state(optim_t["rng.torch"])
-        rows = [r for r in run.metric_rows() if r["epoch"] <= start_epoch]
-        if rows:
-            resync(run, rows, state)
+    start_epoch, step, wall_before, rows = restore(run, ckpt, model, opt)
     if compile:  # a fresh compile cache per run: dynamo's recompile limit (8 per function) would otherwise
         torch._dynamo.reset()  # leave the later runs of a sweep's process silently eager
     fwd = compiled(model, x_train[:1], amp, compile) if compile else model
@@ -731,11 +753,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                        disable=not (progress and sys.stderr.isatty()), file=sys.stderr, dynamic_ncols=True)
             for i in bar:
                 idx = batches[i]
-                xb, yb, valid = x_train[idx], y_train[idx], None
-                if compile and len(idx) < bs:  # one shape for the compiled step; pads are not trimmed there
-                    xb, yb, valid = pad_batch(xb, yb, bs)
-                elif trim_pads and not compile:
-                    xb = trim(xb)
+                xb, yb, valid = step_batch(x_train[idx], y_train[idx], bs, static=bool(compile), trim_pads=trim_pads)
                 lr = lr_at(step, total_steps, tcfg)
                 set_lr(opt, lr)
                 train_step(fwd, opt, params, xb, yb, valid, (loss_sum, correct, counted), ignore=ignore, amp=amp,
@@ -765,8 +783,7 @@ def _train_locked(run: Run, store: RunStore, *, resume: bool, dev: torch.device,
                          epoch_state(epoch, step, total_steps, steps_per_epoch, wall, lr, batching),
                          dev=dev, cpu_time_s=cpu_before + time.process_time() - cpu_session)
             report_epoch(run, row, epochs, progress, on_epoch)
-            if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
-                raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
+            stop_if_asked(epoch, epochs, stop_after_epochs)
             if at_deadline:
                 run.update_info(stopped_at_deadline=epoch + 1, triton_tuned=kernel_choices(sdpa_backend))
                 raise StopTraining(f"stopped after epoch {epoch + 1}: " + (

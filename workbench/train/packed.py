@@ -52,7 +52,8 @@ from workbench.store.run import machine_identity, now_iso
 
 from .loop import (StopTraining, checkpoint_due, check_checkpoint_every, check_threads, commit_epoch, derive_seed,
                    epoch_batches, epoch_row, epoch_state, load_optimizer_tensors, load_split, lr_at, mark_ended,
-                   mark_running, pick_device, report_epoch, resync, set_threads, tf32, train_subset, zero_sums)
+                   mark_running, pick_device, report_epoch, resync, set_lr, set_threads, stop_if_asked, tf32,
+                   train_subset, zero_sums)
 
 def _slice(t: torch.Tensor | None, dim: int | None, k: int) -> torch.Tensor | None:
     return t if t is None or dim is None else t.select(dim, k)
@@ -209,6 +210,59 @@ def padding_rows(model: torch.nn.Module) -> list[tuple[str, int]]:
             if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None]
 
 
+def shared_buffers(models: list[torch.nn.Module], scheme: str) -> dict[str, torch.Tensor]:
+    """The buffers every packed model shares (config-derived: RoPE's angles, masks), from the first; ValueError
+    when a scheme's buffers differ between seeds (such runs cannot be packed)."""
+    buffers = dict(models[0].named_buffers())
+    for m in models[1:]:
+        if any(not torch.equal(buffers[name], t) for name, t in m.named_buffers()):
+            raise ValueError(f"scheme {scheme!r} has buffers that differ between seeds; train these runs alone")
+    return buffers
+
+
+def _restore_pack(runs: list[Run], ckpts: list, opt: torch.optim.Optimizer):
+    """As `loop.restore` for a pack: each run's optimizer moments stacked into `opt` (the weights were stacked from
+    the restored models), run.json and metrics as each checkpoint left its run. Returns (epochs done, steps done,
+    each run's wall seconds before this session, each run's metric rows kept); the runs stopped after one epoch."""
+    if ckpts[0] is None:
+        return 0, 0, [0.0] * len(runs), [[] for _ in runs]
+    per_run = [ck[1] for ck in ckpts]
+    start_epoch, step = ckpts[0][2]["epoch"], ckpts[0][2]["step"]
+    load_optimizer_tensors(opt, {key: torch.stack([t[key] for t in per_run]) if per_run[0][key].dim() > 0
+                                 else per_run[0][key] for key in per_run[0] if key.startswith("state.")})
+    rows = [[row for row in r.metric_rows() if row["epoch"] <= start_epoch] for r in runs]
+    for r, mine, ck in zip(runs, rows, ckpts):
+        if mine:
+            resync(r, mine, ck[2])
+    return start_epoch, step, [ck[2].get("wall_time_s", 0.0) for ck in ckpts], rows
+
+
+def _pack_step(fwd, opt: torch.optim.Optimizer, params: dict[str, torch.Tensor], pads: list[tuple[str, int]],
+               xb: torch.Tensor, yb: torch.Tensor, sums, *, ignore: int | None, amp: bool,
+               grad_clip: float | None) -> None:
+    """One AdamW step of K stacked runs on their batches xb [K, b, pos], yb [K, b]: the loss summed over the runs,
+    so run k's gradient is its own mean loss's; the pad embedding rows kept at zero (`padding_rows`), each run's
+    gradient clipped by its own norm. Adds each run's loss sum, correct and counted examples to `sums` ([K] each,
+    on the device: nothing is read back)."""
+    with torch.autocast(xb.device.type, dtype=torch.bfloat16, enabled=amp):
+        logits = fwd(params, xb)  # [K, b, outputs]
+    keep = torch.ones_like(yb, dtype=torch.bool) if ignore is None else yb != ignore
+    losses = F.cross_entropy(logits.float().flatten(0, 1), yb.flatten(), reduction="none").view_as(yb)
+    batch_loss, batch_counted = (losses * keep).sum(1), keep.sum(1)
+    loss = (batch_loss / batch_counted.clamp(min=1)).sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    for name, row in pads:
+        params[name].grad[:, row] = 0
+    if grad_clip:
+        _clip_per_run([p.grad for p in params.values()], grad_clip)
+    opt.step()
+    loss_sum, correct, counted = sums
+    loss_sum += batch_loss.detach()
+    correct += ((logits.argmax(-1) == yb) & keep).sum(1)
+    counted += batch_counted
+
+
 def train_packed(configs: list[dict[str, Any]], store: RunStore | None = None, *, resume: bool = True,
                  device: str | None = None, amp: bool | None = None, threads: int | None = None,
                  progress: bool = True, stop_after_epochs: int | None = None, checkpoint_every: int = 1,
@@ -282,32 +336,15 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
     bs, epochs, ignore = tcfg["batch_size"], tcfg["epochs"], tcfg.get("ignore_label")
     batching = tcfg.get("batching", "random")  # "random" (`unpackable`): every run's batches of one size per step
     params, _ = stack_module_state(models)  # {name: [K, ...]} leaves with requires_grad
-    names = list(params)
-    buffers = dict(models[0].named_buffers())
-    for m in models[1:]:  # config-derived, hence shared; a scheme with per-seed buffers could not be packed
-        if any(not torch.equal(buffers[name], t) for name, t in m.named_buffers()):
-            raise ValueError(f"scheme {cfg['model']['scheme']!r} has buffers that differ between seeds; train these "
-                             "runs alone")
+    buffers = shared_buffers(models, cfg["model"]["scheme"])
     base = copy.deepcopy(models[0]).to("meta")
     if dev.type == "cpu":
         exact_ops(base)
     else:
         fold_attention(base)
-    opt = torch.optim.AdamW([params[k] for k in names], lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
+    opt = torch.optim.AdamW(list(params.values()), lr=tcfg["lr"], betas=tuple(tcfg["betas"]),
                             weight_decay=tcfg["weight_decay"], fused=dev.type == "cuda")
-    start_epoch, step, walls = 0, 0, [0.0] * K
-    rows = [[] for _ in runs]
-    if ckpts[0] is not None:
-        per_run = [ck[1] for ck in ckpts]
-        walls = [ck[2].get("wall_time_s", 0.0) for ck in ckpts]
-        start_epoch, step = ckpts[0][2]["epoch"], ckpts[0][2]["step"]
-        stacked = {key: (torch.stack([t[key] for t in per_run]) if per_run[0][key].dim() > 0 else per_run[0][key])
-                   for key in per_run[0] if key.startswith("state.")}
-        load_optimizer_tensors(opt, stacked)
-        rows = [[row for row in r.metric_rows() if row["epoch"] <= start_epoch] for r in runs]
-        for r, mine, ck in zip(runs, rows, ckpts):  # as `train`: run.json as its checkpoint left the run
-            if mine:
-                resync(r, mine, ck[2])
+    start_epoch, step, walls, rows = _restore_pack(runs, ckpts, opt)
 
     def forward(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         return functional_call(base, (p, buffers), (x,))
@@ -343,25 +380,10 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                 idx = batches[i]
                 xb, yb = x_train[idx], y_train[idx]  # [K, b, pos], [K, b]
                 lr = lr_at(step, total_steps, tcfg)
-                for group in opt.param_groups:
-                    group["lr"] = lr
-                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
-                    logits = fwd(params, xb)  # [K, b, outputs]
-                keep = torch.ones_like(yb, dtype=torch.bool) if ignore is None else yb != ignore
-                losses = F.cross_entropy(logits.float().flatten(0, 1), yb.flatten(), reduction="none").view_as(yb)
-                batch_loss, batch_counted = (losses * keep).sum(1), keep.sum(1)
-                loss = (batch_loss / batch_counted.clamp(min=1)).sum()  # run k's gradient is its own loss's
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                for name, row in pads:
-                    params[name].grad[:, row] = 0
-                if tcfg.get("grad_clip"):
-                    _clip_per_run([params[k].grad for k in names], tcfg["grad_clip"])
-                opt.step()
+                set_lr(opt, lr)
+                _pack_step(fwd, opt, params, pads, xb, yb, (loss_sum, correct, counted), ignore=ignore, amp=amp,
+                           grad_clip=tcfg.get("grad_clip"))
                 step += 1
-                loss_sum += batch_loss.detach()
-                correct += ((logits.argmax(-1) == yb) & keep).sum(1)
-                counted += batch_counted
                 computed += xb[0].numel()
                 if progress and (i % 10 == 0 or i == steps_per_epoch - 1):
                     seen = counted.clamp(min=1)
@@ -386,8 +408,7 @@ def _train_pack(runs: list[Run], store: RunStore, *, dev: torch.device, amp: boo
                              epoch_state(epoch, step, total_steps, steps_per_epoch, row["wall_s"], lr, batching),
                              dev=dev, cpu_time_s=cpu_before[k] + (time.process_time() - cpu_session) / K)
                 report_epoch(run, row, epochs, progress, on_epoch)
-            if stop_after_epochs is not None and epoch + 1 >= stop_after_epochs and epoch + 1 < epochs:
-                raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
+            stop_if_asked(epoch, epochs, stop_after_epochs)
     except BaseException as e:
         mark_ended(runs, e)
         if isinstance(e, StopTraining):

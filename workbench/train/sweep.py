@@ -677,6 +677,43 @@ def _deferred(head: str, cfg: dict[str, Any], window: Window, store: RunStore, r
     return {"id": store.run_id(cfg), "outcome": "deferred", "test_acc": None, "error": None}
 
 
+def _why_not(window: Window, cfg: dict[str, Any], partial: bool) -> str:
+    """Why a run was left out of the window, for the log: its estimate, or that its time is unknown."""
+    est = window.estimate(cfg)
+    if est is not None:
+        return f" (about {fmt_time(est)})"
+    return "" if partial else f" (its time unknown: no --step-ms entry for {cfg['model']['scheme']!r})"
+
+
+def _in_window(head: str, cfg: dict[str, Any], window: Window, run, *, clock, dry_run: bool, log) -> dict[str, Any]:
+    """Train (`run`) one run that fits the window and teach the window its time per epoch (`Window.timed`); in a
+    dry run, move the preview clock on by the run's estimate instead."""
+    est = window.estimate(cfg)
+    t0, e0 = clock(), window.epochs_done(cfg, checkpointed=True)  # a resume replays from its checkpoint
+    rec = run(head, cfg)
+    if dry_run and rec["outcome"] == "planned":
+        clock.now += est or 0.0
+        log(f"{head}  planned in the window: about {fmt_time(est or 0.0)}, {fmt_time(max(0, window.left()))} "
+            "left after it")
+    else:
+        window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
+    return rec
+
+
+def _fan_out(jobs: list[tuple[str, dict[str, Any]]], store: RunStore, *, workers: int, ray, ray_gpus: float,
+             device: str | None, progress: bool, fail_fast: bool, log, opts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Train `jobs` at once: as Ray tasks (`ray`) or in `workers` processes, as many as the free GPU memory holds
+    (`fit_workers`)."""
+    if ray:
+        from .ray_engine import sweep_ray
+
+        return sweep_ray(jobs, store, fail_fast=fail_fast, log=log, num_gpus=ray_gpus, **opts)
+    from .workers import sweep_workers
+
+    workers = fit_workers(workers, [cfg for _, cfg in jobs], device, log)
+    return sweep_workers(jobs, store, workers, progress=progress, fail_fast=fail_fast, log=log, **opts)
+
+
 def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, device: str | None = None,
           threads: int | None = None, compile: bool | str = False, progress: bool = True,
           dry_run: bool = False, shard: tuple[int, int] | None = None, fail_fast: bool = False,
@@ -768,43 +805,22 @@ def sweep(grid: dict[str, Any] | str | Path, store: RunStore | None = None, *, d
             continue
         (k,) = group  # sequentially: everything; in parallel: the finished runs (no process needed)
         head, cfg = jobs[k]
-        if window is not None:
-            est = window.estimate(cfg)
-            if not _fits(window, est, partial):
-                log(f"{head}  does not fit the {fmt_time(max(0, window.left()))} left"
-                    + (f" (about {fmt_time(est)})" if est is not None else
-                       f" (its time unknown: no --step-ms entry for {cfg['model']['scheme']!r})" if not partial
-                       else "") + "; after the runs that fit")
-                deferred.append(k)
-                continue
-        finished = parallel and _finished(store, store.run_id(cfg))
         if window is None:
-            results[k] = run(head, cfg) if not parallel or finished else None
-            continue
-        t0, e0 = clock(), window.epochs_done(cfg, checkpointed=True)  # a resume replays from its checkpoint
-        results[k] = run(head, cfg)
-        if dry_run and results[k]["outcome"] == "planned":
-            clock.now += est or 0.0
-            log(f"{head}  planned in the window: about {fmt_time(est or 0.0)}, {fmt_time(max(0, window.left()))} "
-                "left after it")
-            continue
-        window.timed(cfg, clock() - t0, window.epochs_done(cfg) - e0)
+            results[k] = run(head, cfg) if not parallel or _finished(store, store.run_id(cfg)) else None
+        elif _fits(window, window.estimate(cfg), partial):
+            results[k] = _in_window(head, cfg, window, run, clock=clock, dry_run=dry_run, log=log)
+        else:
+            log(f"{head}  does not fit the {fmt_time(max(0, window.left()))} left{_why_not(window, cfg, partial)}; "
+                "after the runs that fit")
+            deferred.append(k)
     for k in deferred:
         results[k] = _deferred(*jobs[k], window, store, run, partial=partial, log=log)
     todo = [k for k, r in enumerate(results) if r is None]
-    if todo and workers > 1 and not ray:
-        workers = fit_workers(workers, [jobs[k][1] for k in todo], device, log)
-    if todo and ray:
-        from .ray_engine import sweep_ray
-
-        recs = sweep_ray([jobs[k] for k in todo], store, fail_fast=fail_fast, log=log, num_gpus=ray_gpus, **opts)
-    elif todo:
-        from .workers import sweep_workers
-
-        recs = sweep_workers([jobs[k] for k in todo], store, workers, progress=progress, fail_fast=fail_fast,
-                             log=log, **opts)
-    for k, rec in zip(todo, recs if todo else []):
-        results[k] = rec
+    if todo:
+        recs = _fan_out([jobs[k] for k in todo], store, workers=workers, ray=ray, ray_gpus=ray_gpus, device=device,
+                        progress=progress, fail_fast=fail_fast, log=log, opts=opts)
+        for k, rec in zip(todo, recs):
+            results[k] = rec
     by_id = {r["id"]: r for r in results} | gone
     results = [by_id[rid] for rid in dict.fromkeys(ids)]
     counts = collections.Counter(r["outcome"] for r in results)
