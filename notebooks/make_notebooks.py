@@ -213,7 +213,7 @@ what differs from the paper's setup:"""),
     new_code_cell('''\
 from workbench.analysis.claims import study_readouts, study_table
 from workbench.figures.study import study_map
-from workbench.report.comparison import preset_difference, study_differs
+from workbench.report.study import preset_difference, study_differs
 
 print(f"Not the paper's setup: {preset_difference('repro-long')}.", study_differs())
 st = study_table(store, every)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from workbench.analysis.claims import (Thresholds, claims, concentrated, holds_across_scale, ladder, ladder_gaps,
                                        one_setting_effect, seeds_text, share, table1)
@@ -359,7 +358,8 @@ def test_table1_and_claims_say_how_many_training_and_data_seeds_they_rest_on():
 
 # ---- COMPARISON.md: the registration and provenance --------------------------------------------------------------
 def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_runs(monkeypatch):
-    from workbench.report.comparison import _provenance_section, _registration_section, rule_commit
+    from workbench.report.comparison import _provenance_section
+    from workbench.report.study import registration_section, rule_commit
 
     commits = [("aaaaaaa", "2026-11-26"), ("bbbbbbb", "2026-11-28"), ("ccccccc", "2026-12-01")]
     assert rule_commit({"version": 1}, commits, "2026-11-26") == "`aaaaaaa` (2026-11-26)"
@@ -370,7 +370,7 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
              "code_version": "abc1234-dirty" if s == 43 else "abc1234"} for s in (42, 43, 44)]
     frame = _runs_frame(rows)
     cl = claims(FakeStore([FakeRun(r["run_id"], {"deposit": _deposit([0])}) for r in rows]), frame)
-    text = _registration_section(cl, frame, commits)
+    text = registration_section(cl, frame, commits)
     # the share decision's version 3 (2026-12-06) came after these runs: every share rule is flagged, and says why
     assert ("| `rope-deposit-first-layer` | 5.1 | share | 1 | `aaaaaaa` (2026-11-26) | **changed 2026-12-06 (its "
             "decision), after its runs were trained (latest 2026-11-25)** | 3 |") in text
@@ -380,7 +380,7 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
     reg = load_registry()
     changed = [dict(c, version=2, changed="2026-11-27") if c["id"] == "rope-deposit-first-layer" else c
                for c in reg.claims]
-    import workbench.report.comparison as comparison
+    import workbench.report.study as study
 
     class Changed:  # the claim's own change alone (its decision as registered on 2026-11-26)
         registered, claims = reg.registered, tuple(changed)
@@ -392,9 +392,9 @@ def test_comparison_names_each_rules_commit_and_flags_a_rule_changed_after_its_r
 
     import workbench.analysis.claims.registration as registration
 
-    monkeypatch.setattr(comparison, "load_registry", lambda: Changed)
+    monkeypatch.setattr(study, "load_registry", lambda: Changed)
     monkeypatch.setattr(registration, "load_registry", lambda: Changed)
-    flagged = _registration_section(cl, frame, commits)
+    flagged = registration_section(cl, frame, commits)
     assert "**changed 2026-11-27, after its runs were trained (latest 2026-11-25)**" in flagged
     prov = _provenance_section(frame.assign(wall_time_s=1.0, cpu_time_s=1.0))
     assert "trained from a dirty tree" in prov and ("1 of 3; 1 shipped without it (before `ship` required it), so "
@@ -450,7 +450,7 @@ def test_registration_commits_are_seven_characters_whatever_the_clone_abbreviate
     changed COMPARISON.md; the commit is the full hash's first 7 characters in every clone."""
     import subprocess
 
-    from workbench.report.comparison import registration_commits
+    from workbench.report.study import registration_commits
 
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git[:3] + ["init", "-q"], check=True)
@@ -468,7 +468,7 @@ def test_a_shallow_clone_names_no_registration_commit(tmp_path):
     dates are said instead), never the wrong one."""
     import subprocess
 
-    from workbench.report.comparison import registration_commits
+    from workbench.report.study import registration_commits
 
     src = tmp_path / "src"
     git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]

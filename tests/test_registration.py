@@ -50,7 +50,7 @@ def test_each_caveat_reaches_the_registration_table_and_comparison():
     import pandas as pd
 
     from workbench.analysis.claims import registration_table
-    from workbench.report.comparison import _registration_section
+    from workbench.report.study import registration_section
 
     reg = load_registry()
     with_caveat = [c["id"] for c in reg.claims if c.get("caveat")]
@@ -60,7 +60,7 @@ def test_each_caveat_reaches_the_registration_table_and_comparison():
     t = registration_table(cl, runs).set_index("rule")
     assert t.loc["mla-beats-rope-t2", "caveat"].startswith("the quoted sentence (C.3") and t.loc["random-overfits",
                                                                                               "caveat"] == ""
-    text = _registration_section(cl, runs, [])
+    text = registration_section(cl, runs, [])
     assert "Caveats registered beside a rule (`caveat`): where its quoted sentence does not itself state" in text
     assert all(f"- `{cid}`: " in text for cid in with_caveat)
 

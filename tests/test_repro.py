@@ -158,7 +158,7 @@ def test_verify_retrains_a_shipped_run_and_matches(shipped, tmp_path):
             "every value equals the shipped table's (floats at its float32 precision)") and line.endswith("; agrees")
     assert "  the same sentence: NoPE, Task 1:" in res.output
     assert "not shipped with this run, not re-checked: " in res.output  # e.g. attribution (not in ship's suite)
-    assert f"tables recomputed from its weights agree with the shipped ones" in res.output
+    assert "tables recomputed from its weights agree with the shipped ones" in res.output
     assert "made by an earlier analysis" not in res.output  # shipped by today's code: every table judged
 
 
@@ -759,7 +759,8 @@ def test_the_shipped_comparison_is_what_its_tables_give(name, judged):
     `workbench compare results/<name>` writes (its default grids: grids/paper.toml for the paper store)."""
     from workbench.cli.repro import PENDING_GRIDS
     from workbench.analysis.settings import reproduction_grid
-    from workbench.report.comparison import comparison_markdown, pending_points, registration_commits
+    from workbench.report.comparison import comparison_markdown, pending_points
+    from workbench.report.study import registration_commits
 
     repo = Path(__file__).resolve().parents[1]
     shipped = repo / "results" / name
@@ -1064,7 +1065,7 @@ def test_partial_rope_pairs_put_full_rope_of_the_same_task_and_seeds_beside_each
 
 
 def test_the_study_line_says_how_its_preset_differs_from_the_box_above_it():
-    from workbench.report.comparison import preset_difference
+    from workbench.report.study import preset_difference
 
     assert preset_difference() == "`repro` with train.epochs 12 (not 3)"
     assert preset_difference("repro") == "the same as `repro`"
@@ -1140,7 +1141,7 @@ def test_the_study_reads_mlas_share_against_ropes_runs_by_the_same_rule():
 def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_ones():
     from workbench.analysis.claims import study_readouts, study_table, tier2_readouts
     from workbench.figures.study import study_map
-    from workbench.report.comparison import _study_section, study_lines
+    from workbench.report.study import study_section, study_lines
 
     store, frame = _study_store()
     st = study_table(store, frame)
@@ -1166,7 +1167,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     # 18 of 18 at 0.10, but no RoPE run of the study has an ablation table here: specificity not shown (version 3)
     assert mla.decision == "mixed" and mla.decision_010 == "inconclusive (specificity not shown)"
     assert reads.loc[("study", "mla", "largest drop of any head: min / median / max")].at_005 == "0.030 / 0.030 / 0.070"
-    text = _study_section(st, frame, tier2_readouts(frame))
+    text = study_section(st, frame, tier2_readouts(frame))
     assert "Study runs shipped: 40 of 40." in text and "| ladder seeds | RoPE | 3 | 3 |" in text
     fig = study_map(st)
     assert len(fig.data) >= 2 and {t.name for t in fig.data} >= {"RoPE", "MLA"}
@@ -1194,7 +1195,7 @@ def test_the_seed_study_reads_its_registered_runs_and_never_pools_the_earlier_on
     assert "40 of 40 shipped. The study's models are PE-Lab's `paper` arch with dropout 0 (the paper's 0.1" in full
     assert full.index("RoPE is RoPE alone") < full.index("Readouts under the registered rules")  # said first
     empty = study_table(store, frame[frame.data_seed == 42])
-    assert "Study runs shipped: 0 of 40 (none has finished yet" in _study_section(empty, frame, tier2_readouts(frame))
+    assert "Study runs shipped: 0 of 40 (none has finished yet" in study_section(empty, frame, tier2_readouts(frame))
     assert "- no study run has finished yet" in study_lines(empty, tier2_readouts(frame))
 
 
@@ -1221,7 +1222,7 @@ def test_tier2_judges_nope_vs_rope_by_the_ordering_rule_on_its_own_pairs():
     flips sign within the seeds' spread is neither; one NoPE run still learning makes the whole readout cannot
     tell; a missing data seed is interim; the runs trained before the registration are read apart, never pooled."""
     from workbench.analysis.claims import tier2_pairs, tier2_readouts
-    from workbench.report.comparison import _tier2_section, study_lines
+    from workbench.report.study import tier2_section, study_lines
 
     ahead = _tier2_frame(lambda i: 0.03 + 0.02 * (i % 2))
     pairs = tier2_pairs(ahead)
@@ -1239,7 +1240,7 @@ def test_tier2_judges_nope_vs_rope_by_the_ordering_rule_on_its_own_pairs():
         "study", "decision"] == "inconclusive (still learning)"
     half = ahead[ahead.data_seed != 44]
     assert tier2_readouts(half).set_index("group").loc["study", "decision"] == "reproduced (interim: 7 of 14 pairs)"
-    text = _tier2_section(ahead, tier2_readouts(ahead))
+    text = tier2_section(ahead, tier2_readouts(ahead))
     assert "Study pairs shipped: 14 of 14" in text and "| study | 45 | 43 | 73.00 (learned) | 70.00 (learned) | +3.00 points |" in text
     lines = study_lines(pd.DataFrame(columns=["group"]), tier2_readouts(ahead))
     assert "- study: 14 pairs, paired difference +0.040" in "\n".join(lines) and lines[-1].endswith(
@@ -1906,7 +1907,7 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
     learning are not counted, and fewer than 4 counted is too few; a missing run is interim; seed 42 is read apart,
     never pooled."""
     from workbench.analysis.claims import tier_readouts
-    from workbench.report.comparison import _tier_section, study_lines
+    from workbench.report.study import tier_section, study_lines
 
     def tier3_readouts(frame):
         return tier_readouts(frame, 3)
@@ -1941,7 +1942,7 @@ def test_tier3_reads_no_generalise_by_its_own_rule_against_tier1s_rope():
     none = tier3_readouts(_tier3_frame(lambda i: 0.95, drop={("relative", i) for i in range(21)}))
     assert none.set_index(["group", "scheme"]).loc[("study", "relative"), "decision"] == "pending (0 of 8 runs)"
     frame = _tier3_frame(lambda i: 0.95)
-    text = _tier_section(frame, 3, tier3_readouts(frame))
+    text = tier_section(frame, 3, tier3_readouts(frame))
     assert text.startswith("### Tier 3: NoPE and Relative on Task 1 at `repro-long`")
     assert "Study runs shipped: 16 of 16" in text
     assert text.index("permutation-invariant") < text.index("| group |")  # what differs, before the results
@@ -1975,7 +1976,7 @@ def test_tier4_reads_relative_at_24_epochs_apart_from_tier3_with_the_same_seeds_
     tier 4 reads not reproduced and tier 3 stays inconclusive; a tier-4 run still learning is not counted; its
     section shows each run beside tier 3's run of the same seeds, and says what differs from the paper first."""
     from workbench.analysis.claims import share_tiers, tier_readouts, tier_runs
-    from workbench.report.comparison import _tier_section, study_lines
+    from workbench.report.study import tier_section, study_lines
 
     assert share_tiers() == [3, 4]
     settled = {i: (0.99, False) for i in range(8)}
@@ -2001,7 +2002,7 @@ def test_tier4_reads_relative_at_24_epochs_apart_from_tier3_with_the_same_seeds_
     assert set(beside.scheme) == {"relative"} and beside.earlier_run.str.contains("repro-long").all()
     assert (beside.earlier_status == "still learning").all() and (beside.status == "ceiling").all()
     assert tier_runs(frame, 3).earlier_run.isna().all()  # tier 3 has no earlier share tier
-    text = _tier_section(frame, 4, tier_readouts(frame, 4))
+    text = tier_section(frame, 4, tier_readouts(frame, 4))
     assert text.startswith("### Tier 4: Relative on Task 1 at `repro-xlong`")
     assert text.index("Not the paper's setup") < text.index("| group |")
     assert "Study runs shipped: 8 of 8 (`make study TIER=4`)" in text and "ladder seeds" not in text

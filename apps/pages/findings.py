@@ -302,7 +302,7 @@ def _study_view(st: pd.DataFrame, tier2: pd.DataFrame, tiers: dict, tier_tables:
     its runs (`tier_tables[N]`, `claims.tier_runs`: each beside the same seeds' run of an earlier tier)."""
     from workbench.analysis.claims import (by_construction_note, load_registry, planned_runs, study_readouts,
                                            study_title, tier2_title)
-    from workbench.report.comparison import preset_difference, study_differs
+    from workbench.report.study import preset_difference, study_differs
 
     study = load_registry().study
     n_done = int((st["group"] == "study").sum()) if not st.empty else 0

@@ -6,7 +6,7 @@
 Sections: what was run, Table 1 side by side, the questions asked of the reproduction, every qualitative claim
 with its verdict and evidence, where the label becomes decodable, every scheme at a glance, partial RoPE, one
 setting at a time, the thresholds, what differs from the paper's setup (computed from the presets), provenance,
-and the run list.
+and the run list. The registered rules and the seed study's sections are written by `report.study`.
 """
 from __future__ import annotations
 
@@ -15,46 +15,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.claims import (BASE, GAP_CLOSER, OUTCOME_RULES, SETTINGS, BaseClaims, Thresholds,
-                                       accuracy_text, all_deposits, answers, base_claims, decodable_layers, ladder_gaps,
-                                       ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
-                                       planned_runs, rung_seed_cells, run_table, scheme_overview, seed_verdict,
-                                       NOT_SPECIFIC, StatusRules, status_settled, registration_changes,
-                                       registration_table, study_readouts, table1, thresholds_table,
-                                       tier2_pairs, tier_readouts, tier_runs, share_tiers, by_construction_note,
-                                       study_title, tier2_title,
-                                       verdict_summary)
-from workbench.analysis.claims.registry import REGISTRY, load_registry
-from workbench.analysis.claims.study import NEVER_DECIDING
+from workbench.analysis.claims import (BASE, GAP_CLOSER, NOT_SPECIFIC, OUTCOME_RULES, SETTINGS, BaseClaims, StatusRules,
+                                       Thresholds, accuracy_text, all_deposits, answers, base_claims, decodable_layers,
+                                       ladder_gaps, ladder_table1, one_setting, one_setting_effect, partial_rope_pairs,
+                                       rung_seed_cells, run_table, scheme_overview, seed_verdict, status_settled,
+                                       table1, thresholds_table, verdict_summary)
+from workbench.analysis.claims.registry import load_registry
 from workbench.analysis.common import scheme_label, task_label, tuples
 from workbench.analysis.experiments import PAPER_TABLE1
 from workbench.store import atomic_write_text
 from workbench.store.runstore import DEFAULT_DATA_SEED
 
-VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**"}
-
-
-def _mark(verdict: str) -> str:
-    return VERDICT_MARK.get(verdict, f"*{verdict}*" if verdict != "pending" else verdict)
-
-
-def _pct(x: float) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    def clean(c: str) -> str:
-        return str(c).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(clean(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _links(run_ids, limit: int = 6) -> str:
-    ids = list(run_ids)
-    shown = ", ".join(f"[{r}]({r}/)" for r in ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+from .markdown import VERDICT_MARK, links, mark, md_table, pct
+from .study import registration_commits, registration_section, study_lines, study_section
 
 
 def status_legend(sr: StatusRules) -> str:
@@ -75,7 +48,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
         cells = [SETTINGS[setting], scheme_label(scheme)]
         for task in ("trigger-distance", "trigger-count"):
             r = g[g.task == task]
-            cells += [_pct(PAPER_TABLE1.get((scheme, task), np.nan)), accuracy_text(r.iloc[0]) if len(r) else "no run"]
+            cells += [pct(PAPER_TABLE1.get((scheme, task), np.nan)), accuracy_text(r.iloc[0]) if len(r) else "no run"]
             if scale:
                 cells.append(r.paper_scale.iloc[0] if len(r) else "no run")
         rows.append(cells)
@@ -85,7 +58,7 @@ def _table1_section(t1: pd.DataFrame) -> str:
     for task in ("Task 1", "Task 2"):
         header += [f"{task} paper", f"{task} PE-Lab: mean (seed range)"] + ([f"{task} PE-Lab at paper scale"]
                                                                               if scale else [])
-    return _md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + _md_table(
+    return md_table(header, rows) + "\n\nPer-seed test accuracies, and what the runs can show:\n\n" + md_table(
         ["setting", "scheme", "task", "rests on", "seeds (test accuracy, %)", "runs"],
         [[SETTINGS[r.setting], scheme_label(r.scheme), task_label(r.task), r.rests_on, r.seeds, r.status]
          for r in tuples(t1)]) + "\n"
@@ -108,7 +81,7 @@ def _verdict_cell(r, th: Thresholds) -> str:
     """The verdict at the deciding threshold, "(few runs)" under the registered minimum, and the flags: the verdict
     at the second threshold (`th.also`) where it differs (threshold-sensitive) and the specificity check."""
     few = " (few runs)" if getattr(r, "few_runs", False) and r.verdict in VERDICT_MARK else ""
-    cell = _mark(r.verdict) + few + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else "")
+    cell = mark(r.verdict) + few + (f" (seeds: {r.result})" if r.verdict == "beyond the paper" else "")
     if getattr(r, "threshold_sensitive", False):
         cell += f"; *threshold-sensitive*: at {th.also:.2f} {r.verdict_also}"
     if getattr(r, "specificity", "") == "not specific" and NOT_SPECIFIC not in (r.verdict, getattr(r, "result", "")):
@@ -122,10 +95,10 @@ def _claims_section(cl: pd.DataFrame, th: Thresholds) -> str:
              SETTINGS.get(r.setting, r.setting), _verdict_cell(r, th), getattr(r, "rests_on", "") or "–",
              getattr(r, "specificity", "") or "–", r.evidence]
             + ([r.holds_across_scale] if scale else []) + ([r.paper_scale] if paper else [])
-            + [_links(r.runs, 3) if len(r.runs) else ""] for r in tuples(cl)]
+            + [links(r.runs, 3) if len(r.runs) else ""] for r in tuples(cl)]
     header = ["claim", "registered rule", "setting", "verdict", "rests on", "specificity", "evidence"] \
         + (["holds across scale"] if scale else []) + (["at paper scale"] if paper else []) + ["runs"]
-    return f"Verdicts: {verdict_summary(cl)}.\n\n" + _md_table(header, rows) + "\n"
+    return f"Verdicts: {verdict_summary(cl)}.\n\n" + md_table(header, rows) + "\n"
 
 
 def _outcomes_section() -> str:
@@ -138,12 +111,12 @@ def _deposits_section(d: pd.DataFrame, runs_all: pd.DataFrame) -> str:
     note = ("" if not missing else
             f"\nShipped without a deposit table (metrics only: their accuracies count, no deposit of theirs is "
             f"shown or judged; `workbench recreate RUN_ID`, then `workbench ship RUN_ID`, adds it): "
-            f"{_links(missing, len(missing))}.\n")
+            f"{links(missing, len(missing))}.\n")
     if d.empty:
         return "No shipped run has a deposit table yet.\n" + note
     rows = [[f"`{r.preset}`", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task), str(r.seed), r.status,
-             r.deposits, _links([r.run_id], 1)] for r in tuples(d)]
-    return _md_table(["preset", "setting", "variant", "task", "seed", "run", "single-head deposits", "run id"],
+             r.deposits, links([r.run_id], 1)] for r in tuples(d)]
+    return md_table(["preset", "setting", "variant", "task", "seed", "run", "single-head deposits", "run id"],
                      rows) + "\n" + note
 
 
@@ -166,7 +139,7 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
         return ("No run of the ladder's other rungs is shipped yet: `workbench sweep grids/ladder.toml --root "
                 "runs-repro`, then ship (docs/reproduction.md#the-scale-ladder).\n")
     rows = [[SETTINGS.get(d["setting"], d["setting"]), scheme_label(d["scheme"]), task_label(d["task"]),
-             _pct(d["paper"])] + ["–" if not np.isfinite(d[rung]) else f"{_pct(d[rung])} ({d[rung + ' status']})"
+             pct(d["paper"])] + ["–" if not np.isfinite(d[rung]) else f"{pct(d[rung])} ({d[rung + ' status']})"
                                   for rung in rungs] for d in t.to_dict("records")]
     gaps = ladder_gaps(t, rungs)
     what = {g: [] for g in ("explains", "does not explain", "cannot tell yet", "closer, unexplainable", "no gap")}
@@ -174,11 +147,11 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
         # a closer cell whose run did not learn (or diverged) is settled: no more epochs make it explain the gap
         group = "closer, unexplainable" if r.gap == "cannot tell yet" and status_settled(r.status) else r.gap
         what[group].append(f"{SETTINGS.get(r.setting, r.setting)} {scheme_label(r.scheme)} {task_label(r.task)} at "
-                           f"{r.rung}: {_pct(r.base)} -> {_pct(r.acc)} (paper {_pct(r.paper)})"
+                           f"{r.rung}: {pct(r.base)} -> {pct(r.acc)} (paper {pct(r.paper)})"
                            + (f" ({_undecided_why(r.status)})" if r.gap == "cannot tell yet" else ""))
     explained, unexplained, undecided = what["explains"], what["does not explain"], what["cannot tell yet"]
     head = ["setting", "scheme", "task", "paper"] + [f"`{x}` (seed 42)" for x in rungs]
-    out = [_md_table(head, rows), ""]
+    out = [md_table(head, rows), ""]
     changed = lad[(lad.rung != rungs[0]) & (lad.verdict != "pending")]
     base_v = {(r.claim, r.setting): r.result for r in tuples(lad[lad.rung == rungs[0]])}
     moves = [f"- {r.claim} ({SETTINGS.get(r.setting, r.setting)}): `{rungs[0]}` "
@@ -206,14 +179,14 @@ def _ladder_section(runs_all: pd.DataFrame, lad: pd.DataFrame, rungs, seeded: pd
                 "number):", ""] + [f"- {x}" for x in what["no gap"]] + [""]
     if seeded is not None and len(seeded):
         cells = [f"- {SETTINGS.get(setting, setting)} {scheme_label(variant)} {task_label(task)} at `{rung}`: "
-                 + ", ".join(f"seed {r.seed} {_pct(r.test_acc)} ({r.status})" for r in tuples(g))
+                 + ", ".join(f"seed {r.seed} {pct(r.test_acc)} ({r.status})" for r in tuples(g))
                  for (rung, setting, variant, task), g in
                  rung_seed_cells(runs_all, rungs).groupby(["rung", "setting", "variant", "task"], sort=False)]
         out += ["Where seed 42's verdict changed, the rung is run with seeds 43 and 44 too; its claims on every seed "
                 "(the rules of the claims above: a share needs four counted runs, an ordering three pairs):", ""] \
             + cells + [""]
-        out += [_md_table(["rung", "claim", "setting", "verdict", "evidence"],
-                          [[f"`{r.rung}`", r.claim, SETTINGS.get(r.setting, r.setting), _mark(r.verdict), r.evidence]
+        out += [md_table(["rung", "claim", "setting", "verdict", "evidence"],
+                          [[f"`{r.rung}`", r.claim, SETTINGS.get(r.setting, r.setting), mark(r.verdict), r.evidence]
                            for r in tuples(seeded)]), ""]
     return "\n".join(out)
 
@@ -237,7 +210,7 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
                 f"What changed: {c.what}. `workbench verify` recomputes a run's probes and says how far apart the "
                 "two are; `workbench verify --refresh` re-makes them where a re-training is bit-identical "
                 "(docs/reproduction.md).\n")
-    return _md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n" \
+    return md_table(["setting", "variant", "task", "first decodable layer per seed (best accuracy)"], rows) + "\n" \
         + note
 
 
@@ -245,11 +218,11 @@ def _one_setting_section(d: pd.DataFrame) -> str:
     if d.empty:
         return "No run of tier 4 has finished yet.\n"
     rows = [[SETTINGS.get(r.setting, r.setting), f"{r.base} -> {r.variant}", r.change, task_label(r.task),
-             _pct(r.base_acc), _pct(r.acc),
+             pct(r.base_acc), pct(r.acc),
              f"{100 * r.delta:+.2f}" + ("" if r.n_seeds < 2 else f" [{100 * r.delta_lo:+.2f}, {100 * r.delta_hi:+.2f}]")
              + f" ({r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})", r.base_deposit, r.deposit,
-             _links(r.runs, 2)] for r in tuples(d)]
-    return _md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
+             links(r.runs, 2)] for r in tuples(d)]
+    return md_table(["setting", "variant", "field changed", "task", "baseline test acc %", "changed test acc %",
                       "difference (points)", "baseline deposits", "changed deposits", "runs"], rows) + "\n"
 
 
@@ -258,20 +231,20 @@ def _overview_section(d: pd.DataFrame) -> str:
         return "No run of the `paper` arch has finished yet.\n"
     rows = []
     for r in tuples(d):
-        ci = f" [{_pct(r.lo)}, {_pct(r.hi)}]" if r.n_seeds < 2 else f" ({_pct(r.lo)}-{_pct(r.hi)})"
-        rows.append([scheme_label(r.scheme), task_label(r.task), str(r.n_seeds), _pct(r.mean) + ci, r.status,
-                     r.deposit, _links(r.runs, 3)])
-    return _md_table(["scheme", "task", "seeds", "test acc % (mean (seed range) or [Wilson 95 %])", "runs can show",
+        ci = f" [{pct(r.lo)}, {pct(r.hi)}]" if r.n_seeds < 2 else f" ({pct(r.lo)}-{pct(r.hi)})"
+        rows.append([scheme_label(r.scheme), task_label(r.task), str(r.n_seeds), pct(r.mean) + ci, r.status,
+                     r.deposit, links(r.runs, 3)])
+    return md_table(["scheme", "task", "seeds", "test acc % (mean (seed range) or [Wilson 95 %])", "runs can show",
                       "single-head deposits", "runs"], rows) + "\n"
 
 
 def _partial_rope_section(d: pd.DataFrame, grid: str = "grids/repro.toml") -> str:
     if d.empty:
         return f"No partial-RoPE run has finished yet (tier 2 of {grid}).\n"
-    rows = [[r.variant, str(r.rope_heads), r.rope_layers, task_label(r.task), str(r.n_seeds), _pct(r.acc),
-             _pct(r.full_acc), r.deposit, r.deposits_on_rope_heads, r.full_deposit, _links(r.runs, 2)]
+    rows = [[r.variant, str(r.rope_heads), r.rope_layers, task_label(r.task), str(r.n_seeds), pct(r.acc),
+             pct(r.full_acc), r.deposit, r.deposits_on_rope_heads, r.full_deposit, links(r.runs, 2)]
             for r in tuples(d)]
-    return _md_table(["variant", "RoPE heads k", "RoPE layers", "task", "seeds", "test acc %", "full RoPE test acc %",
+    return md_table(["variant", "RoPE heads k", "RoPE layers", "task", "seeds", "test acc %", "full RoPE test acc %",
                       "single-head deposits", "deposits on a RoPE head", "full RoPE's deposits", "runs"], rows) + "\n"
 
 
@@ -297,7 +270,7 @@ def _scale_section(runs: pd.DataFrame, rungs: tuple[str, ...]) -> str:
         names += [f"{task_label(task)} {k}" for k in ("epochs", "labels", "vocab_size", "n_examples", "max_tokens")]
     cols = [column(p) for p in ("paper", *presets)]
     rows = [[n] + [c[i] for c in cols] for i, n in enumerate(names)]
-    return _md_table(["setting", "paper (docs/paper.md)"] + [f"`{p}`" for p in presets], rows) + "\n"
+    return md_table(["setting", "paper (docs/paper.md)"] + [f"`{p}`" for p in presets], rows) + "\n"
 
 
 def _vendor_level(runs: pd.DataFrame) -> pd.Series:
@@ -403,193 +376,11 @@ def _provenance_section(runs: pd.DataFrame, store=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def registration_commits(path: str | Path = REGISTRY) -> list[tuple[str, str]]:
-    """[(short commit, date)] of the commits that changed the registration file, oldest first (`git log --follow`);
-    [] where git or the history is not available (a shipped copy): the registry's own dates are said instead.
-    The short commit is the full hash's first 7 characters, not git's `%h`, whose length grows with the number of
-    objects in the clone (a CI clone wrote 8), so that COMPARISON.md reads the same in every clone. A shallow clone
-    gives [] too: its oldest commit is where the clone was cut, not the one that registered the rules."""
-    import subprocess
-
-    path = Path(path)
-    try:  # newest first, reversed below: `--follow` stops at a rename under `--reverse`
-        shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=path.parent,
-                                 capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-        if shallow == "true":
-            return []
-        out = subprocess.run(["git", "log", "--follow", "--format=%H %cs", "--", path.name], cwd=path.parent,
-                             capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [(h[:7], day) for h, day in (line.split(" ", 1) for line in out.splitlines() if " " in line)][::-1]
-
-
-def rule_commit(claim: dict, commits: list[tuple[str, str]], registered: str) -> str:
-    """The commit that registered `claim`'s current rule: version 1, the first commit of the registration file;
-    a later version, the first commit on or after its `changed` date; without git, the registry's date."""
-    when = str(claim.get("changed") or registered)
-    if not commits:
-        return f"registered {when} (no git history here)"
-    if int(claim.get("version", 1)) <= 1:
-        return f"`{commits[0][0]}` ({commits[0][1]})"
-    later = [c for c in commits if c[1] >= when]
-    c = later[0] if later else commits[-1]
-    return f"`{c[0]}` ({c[1]})"
-
-
-def _registration_section(cl: pd.DataFrame, runs_all: pd.DataFrame, commits: list[tuple[str, str]]) -> str:
-    """Every registered rule with the commit that registered it, its version, and whether it changed after the
-    runs it judges were trained (`claims.registration_table`), then what changed (`claims.registration_changes`)."""
-    reg = load_registry()
-    rows = []
-    for r in tuples(registration_table(cl, runs_all)):
-        what = f" ({r.what})" if r.what else ""
-        flag = (f"**changed {r.changed}{what}, after its runs were trained (latest {r.latest_run})**" if r.after_runs
-                else f"changed {r.changed}{what}" if r.changed else "unchanged")
-        rows.append([f"`{r.rule}`", r.section, r.decision, str(r.version),
-                     rule_commit(reg.claim(r.rule), commits, reg.registered), flag, str(r.runs_judged)])
-    notes = [f"- {line}" for line in registration_changes()]
-    caveats = [f"- `{r.rule}`: {r.caveat}." for r in tuples(registration_table(cl, runs_all)) if r.caveat]
-    table = _md_table(["rule", "paper section", "decision", "version", "registered in", "since", "runs judged"], rows)
-    quoted = [f"- `{r.rule}` ({r.section}): \"{reg.claim(r.rule)['quote']}\""
-              for r in tuples(registration_table(cl, runs_all)) if reg.claim(r.rule).get("quote")]
-    table += ("\nThe paper's own sentence each rule reads (verbatim, checked against the paper's text by "
-              "tests/test_registration.py):\n\n" + "\n".join(quoted) + "\n") if quoted else ""
-    changed = "\nWhat changed since the registration:\n\n" + "\n".join(notes) + "\n" if notes else ""
-    caveated = ("\nCaveats registered beside a rule (`caveat`): where its quoted sentence does not itself state the "
-                "direction it tests (a verdict on these is a verdict on Table 1's numbers), or where the preset "
-                "carries a confound the rule cannot remove:\n\n" + "\n".join(caveats) + "\n" if caveats else "")
-    return table + "\n" + changed + caveated
-
-
-def _study_section(st: pd.DataFrame, runs_all: pd.DataFrame, tier2: pd.DataFrame,
-                   tiers: dict | None = None) -> str:
-    """The seed study: per scheme the counted runs and the registered readouts (`study_readouts`: the study's runs,
-    and the runs trained before the registration beside them, never pooled), then every run of it; then tier 2
-    (`_tier2_section`, its readouts `tier2`) and each share tier (`_tier_section`, its readouts `tiers[N]`,
-    computed from `runs_all` when not given)."""
-    study, reads = load_registry().study, study_readouts(st)
-    lead = (_not_the_papers(study["preset"]) + study_differs()
-            + " The registered seed study (`[study]` of the registry, "
-            f"`{study['grid']}`): the `{study['arch']}` arch's "
-            f"{', '.join(scheme_label(s) for s in study['schemes'])} on {task_label(study['task'])} at "
-            f"`{study['preset']}`, training seeds {study['train_seeds'][0]}-{study['train_seeds'][-1]} x data seeds "
-            f"{', '.join(str(d) for d in study['data_seeds'])}, judged by the registered rules alone. The runs "
-            "of the scale ladder at this preset (seeds 42-44, data seed 42, \"ladder seeds\": all trained before the "
-            "registration) are shown beside it, never pooled.")
-    n = int((st.group == "study").sum()) if len(st) else 0
-    want = planned_runs(all_schemes=True)
-    out = [lead, "", f"Study runs shipped: {n} of {want}" + (" (none has finished yet: `make study` continues it; "
-                                                                "nothing below decides the headline questions)"
-                                                                if n == 0 else "") + ".", ""]
-    if len(reads):
-        out += [_md_table(["group", "scheme", "runs", "counted", "rests on", "readout", "at 0.05", "at 0.10",
-                           "decision (0.05)", "decision (0.10)"],
-                          [[r.group, scheme_label(r.scheme), str(r.runs), str(r.counted), r.rests_on, r.readout,
-                            r.at_005, r.at_010, r.decision, r.decision_010] for r in tuples(reads)]), ""]
-    if len(st):
-        def cell(r, tag):
-            layer = getattr(r, f"layer_{tag}")
-            return "none" if pd.isna(layer) else (f"L{int(layer)}.H{int(getattr(r, f'head_{tag}'))} "
-                                                   f"{getattr(r, f'drop_{tag}'):.3f}")
-        out += [_md_table(["group", "scheme", "training seed", "data seed", "run", "counted",
-                           "largest deposit (0.05)", "largest deposit (0.10)", "largest drop of any head", "run id"],
-                          [[r.group, scheme_label(r.scheme), str(r.train_seed), str(r.data_seed), r.status,
-                            "yes" if r.counted else "no", cell(r, "005"), cell(r, "010"),
-                            "–" if pd.isna(r.largest_drop) else f"{r.largest_drop:.3f}", _links([r.run_id], 1)]
-                           for r in tuples(st)]), ""]
-    tiers = {t: tier_readouts(runs_all, t) for t in share_tiers()} if tiers is None else tiers
-    return "\n".join(out + [_tier2_section(runs_all, tier2)]
-                     + [_tier_section(runs_all, t, reads) for t, reads in tiers.items()])
-
-
-def _not_the_papers(preset: str) -> str:
-    """What differs from the paper's setup at a study's `preset`, said before its results: the preset's own line,
-    pointing at the box that opens the document for the rest."""
-    from workbench.train.presets import PRESETS
-
-    return (f"**Not the paper's setup:** `{preset}` is {PRESETS[preset]['doc'].removeprefix('scale ladder: ')} "
-            "(how `repro` differs from the paper: the box at the top, and *What differs from the paper's setup*). ")
-
-
-def _tier2_section(runs_all: pd.DataFrame, reads: pd.DataFrame) -> str:
-    """Tier 2 of the seed study (`[study.tier2]`): the ordering's readout per group (`reads`, `tier2_readouts`),
-    then every pair of `runs_all` with both sides' test accuracy and status (`tier2_pairs`)."""
-    t2 = load_registry().study["tier2"]
-    win, lose = (scheme_label(s) for s in t2["schemes"])
-    n = int(((pairs := tier2_pairs(runs_all)).group == "study").sum())
-    want = planned_runs(tier=2)
-    out = [f"### Tier 2: {tier2_title()}", "",
-           _not_the_papers(t2["preset"])
-           + f"Registered in `[study.tier2]`: training seeds {t2['train_seeds'][0]}-{t2['train_seeds'][-1]} x data "
-           f"seeds {', '.join(str(d) for d in t2['data_seeds'])}, judged by `{t2['claims'][0]}`'s own rule (the "
-           "ordering decision: its status checks first, then the Student-t 95 % interval of the mean paired "
-           f"difference). Study pairs shipped: {n} of {want} (`make study TIER=2`). \"ladder seeds\": the scale "
-           "ladder's pairs at this preset (seeds 42-44, data seed 42), all trained before the registration (seed "
-           "43's run folders date from 2026-11-27: shipped with metrics only, they were re-created then, bit for bit, "
-           "to add their tables), read beside, never pooled.", ""]
-    if len(reads):
-        out += [_md_table(["group", "pairs", "rests on", "readout", "evidence", "decision"],
-                          [[r.group, str(r.pairs), r.rests_on, r.readout, r.evidence, r.decision]
-                           for r in tuples(reads)]), ""]
-    if len(pairs):
-        out += [_md_table(["group", "training seed", "data seed", win, lose, f"{win} - {lose}", "runs"],
-                          [[r.group, str(r.train_seed), str(r.data_seed), f"{100 * r.win_acc:.2f} ({r.win_status})",
-                            f"{100 * r.lose_acc:.2f} ({r.lose_status})", f"{100 * r.diff:+.2f} points",
-                            _links([r.win_run, r.lose_run], 2)] for r in tuples(pairs)]), ""]
-    return "\n".join(out)
-
-
-def _tier_section(runs_all: pd.DataFrame, tier: int, reads: pd.DataFrame) -> str:
-    """A share tier of the seed study (`[study.tierN]`, `share_tiers`: 3 and 4): what differs first, the
-    registration, the readout per scheme and group (`reads`, `tier_readouts`), then every run of the tier with its
-    status, and beside it the same seeds' runs of an earlier share tier (`tier_runs`), never pooled."""
-    t, table, note = load_registry().study[f"tier{tier}"], tier_runs(runs_all, tier), by_construction_note(tier)
-    n, want = int((table.group == "study").sum()), planned_runs(tier=tier, all_schemes=True)
-    contrast = load_registry().claim(t["claims"][0])["contrast"]
-    tests = [scheme_label(s) for s in t["schemes"] if s not in t.get("by_construction", [])]
-    old = table[table.group != "study"]
-    before = sorted(set(zip(old.train_seed, old.data_seed)))
-    out = [f"### Tier {tier}: {study_title(tier)}", "",
-           _not_the_papers(t["preset"]) + (note + " " if note else "")
-           + f"The test: {' and '.join(tests)} (registered exploratory: no direction predicted). The optimiser was "
-           f"tuned on RoPE. Registered in `[study.tier{tier}]` on {t['registered']}, before any of its runs "
-           f"(docs/preregistration.md, \"Tier {tier}\", with any amendment): training seeds "
-           f"{t['train_seeds'][0]}-{t['train_seeds'][-1]} x data seeds "
-           f"{', '.join(str(d) for d in t['data_seeds'])}, judged by `{t['claims'][0]}`'s own rule, version "
-           f"{t['rule_version']} (a settled run agrees when it clearly did not learn, the Wilson upper bound of its "
-           "test accuracy below the bar, disagrees when it learned, is not counted in between; the share decision, "
-           "one a scheme), its contrast "
-           f"{scheme_label(contrast)} read by the same rule on tier {t['contrast_tier']}'s runs of the same group. "
-           f"Study runs shipped: {n} of {want} (`make study TIER={tier}`)."
-           + (" \"ladder seeds\": the scale ladder's runs at this preset (" + ", ".join(
-               f"seed {s}, data seed {d}" for s, d in before) + "), trained before the registration, read "
-              "beside, never pooled." if before else ""), ""]
-    if len(reads):
-        out += [_md_table(["group", "scheme", "role", "runs", "counted", "rests on", "evidence", "decision"],
-                          [[r.group, scheme_label(r.scheme), r.role, str(r.runs), str(r.counted), r.rests_on,
-                            r.evidence, r.decision] for r in tuples(reads)]), ""]
-    if len(table):
-        beside = bool(table.earlier_run.notna().any())
-
-        def cells(r) -> list[str]:
-            return [] if not beside else [f"tier {int(r.earlier_tier)} (`{r.earlier_preset}`): "
-                                          f"{_pct(r.earlier_test_acc)} ({r.earlier_status}) "
-                                          + _links([r.earlier_run], 1) if r.earlier_run else "–"]
-        out += [_md_table(["group", "scheme", "training seed", "data seed", "test acc, epoch 1 -> last",
-                           "train acc", "run", "run id"] + ["same seeds in an earlier tier (test acc, run)"] * beside,
-                          [[r.group, scheme_label(r.scheme), str(r.train_seed), str(r.data_seed),
-                            f"{_pct(r.test_acc_epoch1)} -> {_pct(r.test_acc)}",
-                            _pct(r.train_acc) + ("" if r.train_acc_measured else " (running mean)"), r.status,
-                            _links([r.run_id], 1)] + cells(r) for r in tuples(table)]), ""]
-    return "\n".join(out)
-
-
 def _runs_section(runs: pd.DataFrame) -> str:
     rows = [[f"[{r.run_id}]({r.run_id}/)", SETTINGS.get(r.setting, r.setting), r.variant, task_label(r.task),
              str(r.seed), f"{r.test_acc:.4f}", f"{r.train_acc:.4f}", str(r.epochs), f"{r.wall_time_s:.0f}",
              f"{r.cpu_time_s:.0f}", str(r.threads)] for r in tuples(runs)]
-    return _md_table(["run", "setting", "variant", "task", "seed", "test acc", "train acc", "epochs", "wall s",
+    return md_table(["run", "setting", "variant", "task", "seed", "test acc", "train acc", "epochs", "wall s",
                       "CPU s", "threads"], rows) + "\n"
 
 
@@ -625,7 +416,7 @@ def _head_parts(judged: BaseClaims, cl: pd.DataFrame, gpu: bool, pending: list[s
         "",
         "## What was run",
         "",
-        _md_table(["preset", "setting", "task", "variants", "runs"],
+        md_table(["preset", "setting", "task", "variants", "runs"],
                   [[f"`{p}`", SETTINGS.get(s, s), task_label(t), ", ".join(sorted(set(g.variant))), str(len(g))]
                    for (p, s, t), g in runs_all.groupby(["preset", "setting", "task"])]) if len(runs_all)
         else "Nothing yet.",
@@ -698,7 +489,7 @@ def _registration_parts(judged: BaseClaims, cl: pd.DataFrame, gpu: bool) -> list
         + " A rule changed later keeps its id, bumps its version and is flagged where it changed after the runs it "
         "judges were trained.",
         "",
-        _registration_section(cl, runs_all, registration_commits()),
+        registration_section(cl, runs_all, registration_commits()),
     ]
 
 
@@ -715,7 +506,7 @@ def _study_and_ladder_parts(judged: BaseClaims, gpu: bool) -> list[str]:
     return [
         "## The seed study",
         "",
-        _study_section(judged.study, judged.runs_all, judged.tier2, judged.tiers),
+        study_section(judged.study, judged.runs_all, judged.tier2, judged.tiers),
         "## The scale ladder",
         "",
         f"The deciding settings re-run (seed 42) at presets that each move one thing of `{judged.base}` towards the "
@@ -775,7 +566,7 @@ def _analyses_parts(store, judged: BaseClaims, th: Thresholds) -> list[str]:
         _one_setting_section(one_setting(store, runs)),
         "Thresholds used above (claims, and the run rules of `workbench/analysis/claims/status.py`):",
         "",
-        _md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in tuples(thresholds_table(th))]),
+        md_table(["threshold", "value"], [[r.threshold, str(r.value)] for r in tuples(thresholds_table(th))]),
         "",
     ]
 
@@ -905,75 +696,6 @@ def readme_block(store, figure: str | None = None, results: str = "results/repro
     return "\n".join(lines)
 
 
-def preset_difference(preset: str = "repro-long", base: str = "repro", task: str = "trigger-distance") -> str:
-    """How `preset` differs from `base` on `task` (their resolved configs, field by field): "`repro` with
-    train.epochs 12 (not 3)", the box that opens a report being `base`'s."""
-    from workbench.analysis.claims.one_field import config_changes
-    from workbench.train.presets import base_config
-
-    diff = config_changes(base_config(base, "rope", task), base_config(preset, "rope", task))
-    return (f"`{base}` with " + ", ".join(f"{k} {new} (not {old})" for k, (old, new) in diff.items()) if diff
-            else f"the same as `{base}`")
-
-
-def study_differs() -> str:
-    """What differs from the paper's own models for the study's schemes, said before its readouts: the arch and its
-    dropout (the study preset's resolved config against the `paper` preset's), PE-Lab's RoPE and MLA against the
-    authors' (docs/fidelity.md rows 13, 31, 33), and the head ablation against the paper's Figure 7 (row 36)."""
-    from workbench.train.presets import base_config
-
-    study = load_registry().study
-    ours, theirs = (base_config(p, "rope", study["task"])["model"]["dropout"] for p in (study["preset"], "paper"))
-    return (f"The study's models are PE-Lab's `{study['arch']}` arch with dropout {ours:g} (the paper's {theirs:g}: "
-            "\"all our experiments used dropout, so the deposit pattern is not a phenomenon that can be improved by "
-            "ordinary dropout\", Remark C.1). Its RoPE is RoPE alone: the authors' RoPE behind Table 1 and Figure 4 "
-            "also added a sinusoid at the input (docs/fidelity.md, row 13). Its MLA has a rotary query per head and a "
-            "true rotation (the authors' shares one rotary query "
-            "across heads and reads sin and cos at mismatched frequencies, rows 31 and 33), and the study zeroes each "
-            "head's output, where the paper's Figure 7 zeroed 16-wide column blocks of the latent projections, empty "
-            "for heads 8-15 (row 36).")
-
-
-def study_lines(st: pd.DataFrame, tier2: pd.DataFrame, figure: str | None = None,
-                tiers: dict | None = None) -> list[str]:
-    """The README's seed-study paragraph: how many of its registered runs are shipped, then each deciding readout
-    of the study group (`study_readouts`) with its decision (the second reading, layer <= 1, without: it never
-    decides), the study map (`figure`) when given, tier 2's readout per group (`tier2`, `tier2_readouts`) and each
-    share tier's per scheme and group (`tiers[N]`, `tier_readouts`), when given."""
-    want = planned_runs(all_schemes=True)
-    n_study = int((st.group == "study").sum()) if len(st) else 0
-    study = load_registry().study
-    lines = ["", f"The registered seed study (docs/preregistration.md; {study_title()}: "
-                 f"{preset_difference(study['preset'], task=study['task'])}; {want} runs): {n_study} of {want} shipped"
-                 + (" so far" if n_study < want else "") + ". " + study_differs() + " Readouts under the registered "
-                 "rules (COMPARISON.md, \"The seed study\"):", ""]
-    reads = study_readouts(st) if len(st) else pd.DataFrame(columns=["group", "decision"])
-    reads = reads[(reads.group == "study") & (reads.decision != "")]
-    lines += [f"- {scheme_label(r.scheme)}, {r.readout}, at 0.05: {r.at_005}"
-              + ("" if r.decision == NEVER_DECIDING else f": **{r.decision}**"
-                 + ("" if r.decision_010 == r.decision else f"; at 0.10: **{r.decision_010}**"))
-              for r in tuples(reads)] or ["- no study run has finished yet"]
-    if figure:
-        lines += ["", f"![The seed study: where each run's largest deposit (RoPE) and largest drop (MLA) fall]"
-                      f"({figure})"]
-    t2 = load_registry().study["tier2"]
-    lines += ["", f"Tier 2 ({tier2_title()}, {planned_runs(tier=2, all_schemes=True)} runs in "
-                  f"{planned_runs(tier=2)} pairs; `make study TIER=2`; not the paper's setup: "
-                  f"{preset_difference(t2['preset'], task=t2['task'])}):", ""]
-    lines += [f"- {r.group}: {r.pairs} pair{'s' if r.pairs != 1 else ''}, {r.evidence}: **{r.decision}**"
-              for r in tuples(tier2)] or ["- no pair has finished yet"]
-    for tier, reads in (tiers or {}).items():
-        t, note = study[f"tier{tier}"], by_construction_note(tier).rstrip(".")
-        lines += ["", f"Tier {tier} ({study_title(tier)}, {planned_runs(tier=tier, all_schemes=True)} runs, registered "
-                      f"{t['registered']}; `make study TIER={tier}`; not the paper's setup: "
-                      f"{preset_difference(t['preset'], task=t['task'])}" + (f"; {note}" if note else "") + "):", ""]
-        lines += [f"- {r.group}, {scheme_label(r.scheme)}"
-                  + (f" ({r.role})" if r.role != "test" else "")
-                  + (f": {r.counted} of {r.runs} runs counted" if r.runs else "") + f": **{r.decision}**"
-                  for r in tuples(reads)] or ["- no run has finished yet"]
-    return lines
-
-
 def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:
     """The README's summary of COMPARISON.md's one-setting table: the fields whose change moved the test accuracy
     by >= `min_points`, largest first, and how many moved it less."""
@@ -984,7 +706,7 @@ def one_setting_lines(d: pd.DataFrame, min_points: float = 1.0) -> list[str]:
     lines = ["", "One setting at a time (the authors' settings with one field set back to PE-Lab's value; "
                  f"changes of >= {unit} in test accuracy):", ""]
     lines += [f"- {SETTINGS.get(r.setting, r.setting)}, {task_label(r.task)}, {r.base} -> {r.variant} "
-              f"({r.change}): {_pct(r.base_acc)} -> {_pct(r.acc)} % ({100 * r.delta:+.2f} points, "
+              f"({r.change}): {pct(r.base_acc)} -> {pct(r.acc)} % ({100 * r.delta:+.2f} points, "
               f"{r.n_seeds} seed{'s' if r.n_seeds > 1 else ''}; {one_setting_effect(r)})" for r in tuples(moved)]
     rest = len(d) - len(moved)
     if rest:
@@ -999,7 +721,7 @@ def partial_rope_lines(d: pd.DataFrame) -> list[str]:
     lines = ["", "Partial RoPE (RoPE on the first k heads of every layer or of one layer, NoPE elsewhere; `paper` "
                  "arch): test accuracy beside full RoPE's, and the single-head deposits that sit on a RoPE head:", ""]
     lines += [f"- {r.variant} ({task_label(r.task)}, k = {r.rope_heads}, RoPE layers {r.rope_layers}): "
-              f"{_pct(r.acc)} % vs {_pct(r.full_acc)} %; deposits on a RoPE head {r.deposits_on_rope_heads}"
+              f"{pct(r.acc)} % vs {pct(r.full_acc)} %; deposits on a RoPE head {r.deposits_on_rope_heads}"
               + (f" (not counted: {r.uncounted})" if r.uncounted else "")
               for r in tuples(d)]
     return lines
