@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import time
 
-import numpy as np
 import pytest
 import torch
 
@@ -361,8 +360,8 @@ def test_empty_store_shows_hints_not_errors(drv, tmp_path):
 def test_hostile_urls_and_inputs_give_hints_in_the_page(drv, server, smoke):
     """Crafted query parameters (a path as run id, layer -1, unknown heads, a bad example) never reach the store
     as paths and never break the page; the store root is not shown."""
-    for url in (f"/explorer?run=..%2F..%2Fetc&layer=-1&ablate=99.99&example=abc",
-                f"/explorer?run=%2Ftmp%2Fx&example=-3", f"/qk-means?run=..%2Fx", "/?run=..%2Fx"):
+    for url in ("/explorer?run=..%2F..%2Fetc&layer=-1&ablate=99.99&example=abc",
+                "/explorer?run=%2Ftmp%2Fx&example=-3", "/qk-means?run=..%2Fx", "/?run=..%2Fx"):
         open_page(drv, server.url + url, need_traces=False)
         assert_clean(drv, url)
     open_page(drv, f"{server.url}/explorer?run={smoke.rope}&ablate=0.1|99.99&layer=1", need_traces=False)

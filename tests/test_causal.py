@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from synthetic_tasks import generate, get_spec
+from synthetic_tasks import get_spec
 from synthetic_tasks.counterfactual import counterfactual_pairs
 from workbench.analysis import ablation
 from workbench.model import ModelConfig, PEClassifier

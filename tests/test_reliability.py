@@ -442,7 +442,6 @@ def test_sweep_workers_exit_when_their_parent_is_killed(sig, tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     import psutil
 

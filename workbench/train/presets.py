@@ -494,7 +494,6 @@ def estimate_gpu_memory(cfg: dict[str, Any]) -> float:
     the CUDA context, and 25 % for the caching allocator's fragmentation. An upper estimate: the `gpu` test
     holds it against torch.cuda.max_memory_allocated."""
     spec = task_spec(cfg["task"])
-    n_train = round(spec.train_frac * spec.n_examples)
     m, t = cfg["model"], cfg["train"]
     seq_len, d, ff, L, H = spec.seq_len, m["d_model"], m["d_ff"], m["n_layers"], m["n_heads"]
     params = m["vocab_size"] * d + L * (4 * d * d + 2 * d * ff + 9 * d) + d * m["n_classes"] + m["max_len"] * d
