@@ -1840,7 +1840,7 @@ def test_a_bit_for_bit_sample_draws_only_runs_this_machine_may_retrain_bit_for_b
     without --epochs it stays in (judged by the statistical rule). `_here` is the one partition --stale uses too."""
     from types import SimpleNamespace
 
-    from workbench.cli.repro import _here
+    from workbench.cli.verify import _here
     from workbench.store.run import machine_identity
 
     here = machine_identity().get("cpu_vendor") or "AuthenticAMD"

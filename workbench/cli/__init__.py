@@ -11,13 +11,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any c
 import typer  # noqa: E402
 from typer.core import TyperGroup  # noqa: E402
 
-from . import analyze, app_cmd, data, figure, report, repro, schemes, train  # noqa: E402
-
-
-def fail(message: str) -> None:
-    """Print `error: message` to stderr and exit with code 2 (bad input)."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
+from . import analyze, app_cmd, data, figure, report, repro, schemes, train, verify  # noqa: E402
+from .options import fail  # noqa: E402
 
 
 class _Group(TyperGroup):
@@ -41,7 +36,7 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
-for _module in (data, schemes, train, analyze, report, repro, figure, app_cmd):
+for _module in (data, schemes, train, analyze, report, repro, verify, figure, app_cmd):
     _module.register(app)
 
 

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import ROOT_HELP, existing_root
+from .options import ROOT_HELP, existing_root, fail
 # CLI name -> ANALYSES key, in the order they run (deposit right after ablation: it reads its table)
 # (attribution after patching: it checks itself against patching's table; head-summary last: it joins the
 # per-head tables stored before it)
@@ -19,29 +19,24 @@ NAMES = {"ablation": "ablation", "deposit": "deposit", "qk-means": "qk_means", "
          "head-summary": "head_summary"}
 
 
-def _fail(msg: str, code: int = 2) -> None:
-    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code)
-
-
 def parse_what(what: Optional[str], all_: bool) -> list[str]:
     """CLI names (comma separated, '-' or '_') -> ANALYSES keys in run order; ablation brings deposit along."""
     if all_ and what:
-        _fail(f"--what {what} and --all contradict each other: --all runs every analysis; drop one")
+        fail(f"--what {what} and --all contradict each other: --all runs every analysis; drop one")
     if all_:
         return list(NAMES.values())
     if not what:
-        _fail(f"say what to run: --what {','.join(NAMES)} (any subset) or --all")
+        fail(f"say what to run: --what {','.join(NAMES)} (any subset) or --all")
     keys = set()
     for part in what.split(","):
         name = part.strip().replace("_", "-")
         if not name:
             continue
         if name not in NAMES:
-            _fail(f"unknown analysis {part.strip()!r}; choose from {', '.join(NAMES)}")
+            fail(f"unknown analysis {part.strip()!r}; choose from {', '.join(NAMES)}")
         keys.add(NAMES[name])
     if not keys:
-        _fail(f"--what {what!r} names no analysis: --what {','.join(NAMES)} (any subset) or --all")
+        fail(f"--what {what!r} names no analysis: --what {','.join(NAMES)} (any subset) or --all")
     if "ablation" in keys:
         keys.add("deposit")
     return [k for k in NAMES.values() if k in keys]
@@ -69,16 +64,16 @@ def check_aggregate(runs: list, keys: list[str]) -> None:
     from workbench.store import flat_config
 
     if "ablation" not in keys:
-        _fail("--aggregate pools the runs' ablation tables: add ablation to --what")
+        fail("--aggregate pools the runs' ablation tables: add ablation to --what")
     ids = [r.id for r in runs]
     if len(set(ids)) < 2 or len(set(ids)) < len(ids):
-        _fail(f"--aggregate pools the ablation tables of seeds of one configuration: give two runs or more, each "
+        fail(f"--aggregate pools the ablation tables of seeds of one configuration: give two runs or more, each "
               f"once (got {' '.join(ids)})")
     flat = [flat_config(r.config) for r in runs]  # a field added since one was stored: its default
     differ = {k: [str(f.get(k, "(absent)")) for f in flat] for k in sorted(set().union(*flat) - set(SEED_FIELDS))}
     differ = {k: v for k, v in differ.items() if len(set(v)) > 1}
     if differ:
-        _fail("--aggregate pools seeds of one configuration, and these runs differ in " +
+        fail("--aggregate pools seeds of one configuration, and these runs differ in " +
               "; ".join(f"{k} ({' / '.join(dict.fromkeys(v))})" for k, v in differ.items()) +
               ": analyze them without --aggregate, or pool runs that differ in their seeds only")
 
@@ -224,7 +219,7 @@ def analyze_cmd(
     for flag, value, allowed in (("--mode", mode, MODES), ("--measure", measure, MEASURES),
                                  ("--dla-measure", dla_measure, tuple(DLA_MEASURES))):
         if value not in allowed:
-            _fail(f"{flag} {value!r}: use {', '.join(allowed[:-1])} or {allowed[-1]}")
+            fail(f"{flag} {value!r}: use {', '.join(allowed[:-1])} or {allowed[-1]}")
     device = str(pick_device(device))
     n_threads = check_threads(threads)
     if n_threads:

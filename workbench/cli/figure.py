@@ -15,12 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import SHIPPED_HELP, existing_root, root_option
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code)
+from .options import SHIPPED_HELP, existing_root, fail, root_option
 
 
 def parse_kwargs(items: list[str]) -> dict:
@@ -108,20 +103,20 @@ def figure_cmd(
 
     name = figure.strip().replace("-", "_")
     if name in ELSEWHERE:
-        _fail(f"`workbench figure` cannot draw {name} (it reads no stored table): see {ELSEWHERE[name]}")
+        fail(f"`workbench figure` cannot draw {name} (it reads no stored table): see {ELSEWHERE[name]}")
     if name not in FIGURES:
-        _fail(f"unknown figure {figure!r}; choose from {', '.join(sorted(set(FIGURES) - set(ELSEWHERE)))}")
+        fail(f"unknown figure {figure!r}; choose from {', '.join(sorted(set(FIGURES) - set(ELSEWHERE)))}")
     if scale is not None and scale <= 0:
-        _fail(f"--scale {scale}: must be > 0 (a resolution multiplier: 2 doubles the PNG's pixels)")
+        fail(f"--scale {scale}: must be > 0 (a resolution multiplier: 2 doubles the PNG's pixels)")
     export_format(out)  # bad input (ValueError, StoreError, no browser: ExportError) -> the group's `error: ...`, 2
     stores = StoreSet.open(existing_root(root), shipped)
     try:
         df = figure_table(stores, run, name)
         fig = FIGURES[name](df, **parse_kwargs(kw))
     except TypeError as e:
-        _fail(f"figure {name}: {e} (check the --kw names against its docstring: workbench.figures.FIGURES[{name!r}])")
+        fail(f"figure {name}: {e} (check the --kw names against its docstring: workbench.figures.FIGURES[{name!r}])")
     except NotApplicable as e:
-        _fail(str(e))
+        fail(str(e))
     write_figure(fig, out, width=width, height=height, scale=scale)
     typer.echo(f"wrote {out} ({name}, {len(fig.data)} traces)")
     from workbench.analysis import EXPERIMENTS, STANDALONE

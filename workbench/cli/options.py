@@ -6,6 +6,12 @@ from typing import Optional
 
 import typer
 
+def fail(message: str, code: int = 2) -> None:
+    """Print `error: message` to stderr and exit with `code` (2: bad input)."""
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
 ROOT_HELP = "run store root (default: $PELAB_RUNS or ./runs)"
 SHIPPED_HELP = ("read-only store of shipped results shown next to yours (default: $PELAB_SHIPPED, else results/repro "
                 "when it exists)")

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from .options import (COMPILE_MODE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, existing_root,
+from .options import (COMPILE_MODE_HELP, ROOT_HELP, SDPA_BACKEND_HELP, SHIPPED_HELP, existing_root, fail,
                       grid_points_of, parse_shard, parse_tiers, say_created, step_options)
 
 
@@ -23,11 +23,6 @@ def _shipped_store(shipped: Optional[Path]):
     from workbench.store import RunStore
 
     return None if shipped is None else RunStore(shipped, readonly=True)
-
-
-def _fail(msg: str) -> None:
-    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
 
 
 CONFIG_OPTIONS = ("scheme", "task", "preset", "arch", "fidelity", "seed", "set_", "tag")  # make the run's config
@@ -77,18 +72,18 @@ def train_cmd(
     pick_device(device)  # bad arguments fail before the dataset is generated
     check_threads(threads)
     if resume and force:
-        _fail("--resume and --force contradict each other: --resume continues the stored run, --force deletes it "
+        fail("--resume and --force contradict each other: --resume continues the stored run, --force deletes it "
               "and trains it again; pass one")
     try:
         compile, sdpa_backend = step_options(compile, compile_mode, sdpa_backend, checkpoint_every)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     seeds = _seeds(seed)
     if run_id is not None:
         given = [p.opts[0] for p in ctx.command.params if p.name in CONFIG_OPTIONS  # (typer vendors click's enum)
                  and ctx.get_parameter_source(p.name).name != "DEFAULT"]
         if given:
-            _fail(f"RUN_ID {run_id} trains the run's own config.json: leave out {', '.join(given)}")
+            fail(f"RUN_ID {run_id} trains the run's own config.json: leave out {', '.join(given)}")
         from workbench.store import RunStore
 
         # the run must exist: its store is not created
@@ -101,7 +96,7 @@ def train_cmd(
                                store=store, fidelity=fidelity) for s in seeds]
     run_ids = [run_id_for(c) for c in cfgs]
     if resume and store is not None and not any(store.exists(r) for r in run_ids):
-        _fail(f"--resume: no run {', '.join(run_ids)} in {store.root} to continue; leave out --resume to start it "
+        fail(f"--resume: no run {', '.join(run_ids)} in {store.root} to continue; leave out --resume to start it "
               "(or check --root)")
     if dry_run:
         for cfg, run_id in zip(cfgs, run_ids):
@@ -133,7 +128,7 @@ def train_cmd(
         raise typer.Exit(130)
     except StoreError as e:  # a stored run of these configs whose files are damaged: say the way out
         if getattr(e, "run_id", None) in run_ids and getattr(e, "file", None) and not force:
-            _fail(f"{e}; the same command with --force deletes run {e.run_id} and trains it again")
+            fail(f"{e}; the same command with --force deletes run {e.run_id} and trains it again")
         raise
     for run in runs:
         final = run.final
@@ -152,9 +147,9 @@ def _seeds(seed: Optional[str]) -> list:
     try:
         seeds = [int(s) for s in str(seed).split(",")]
     except ValueError:
-        _fail(f"--seed {seed!r}: an integer or a comma-separated list, e.g. 42 or 42,43,44")
+        fail(f"--seed {seed!r}: an integer or a comma-separated list, e.g. 42 or 42,43,44")
     if len(set(seeds)) != len(seeds):
-        _fail(f"--seed {seed!r}: a seed is repeated")
+        fail(f"--seed {seed!r}: a seed is repeated")
     return seeds
 
 
@@ -172,7 +167,7 @@ def _check_filters(store, **given: Optional[List[str]]) -> None:
         names = known[key] | set(listed[key].dropna()) if key in listed else known[key]
         bad = sorted(set(values or []) - names)
         if bad:
-            _fail(f"--{key} {', '.join(bad)}: unknown; use one of {', '.join(sorted(names))}")
+            fail(f"--{key} {', '.join(bad)}: unknown; use one of {', '.join(sorted(names))}")
 
 
 def runs_cmd(
@@ -198,7 +193,7 @@ def runs_cmd(
 
     bad = sorted(set(status or []) - set(LISTED_STATUSES))
     if bad:
-        _fail(f"--status {', '.join(bad)}: unknown; use one of {', '.join(LISTED_STATUSES)}")
+        fail(f"--status {', '.join(bad)}: unknown; use one of {', '.join(LISTED_STATUSES)}")
     store = StoreSet.open(existing_root(root), shipped)
     if reindex:
         store.own.reindex()
@@ -295,11 +290,11 @@ def sweep_cmd(
     try:
         shard_t = parse_shard(shard) if shard else None
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     try:
         tiers = parse_tiers(tier)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     tags_l = [t.strip() for t in tags.split(",")] if tags is not None else None
     grid_points_of(grid, tiers, tags_l)  # a typo in --tier or --tags: `error: ...` before the store is made
     from workbench.train.loop import check_threads, pick_device
@@ -310,15 +305,15 @@ def sweep_cmd(
     try:
         compile, sdpa_backend = step_options(compile, compile_mode, sdpa_backend, checkpoint_every)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     if ray_gpus < 0:
-        _fail(f"--ray-gpus {ray_gpus}: must be >= 0")
+        fail(f"--ray-gpus {ray_gpus}: must be >= 0")
     pack_n = None
     if pack is not None:
         try:
             pack_n = pack if pack == "auto" else int(pack)
         except ValueError:
-            _fail(f"--pack {pack!r}: a number of runs (1: no packing) or auto")
+            fail(f"--pack {pack!r}: a number of runs (1: no packing) or auto")
     ray_arg = ray_address or ray or None
     try:
         from workbench.train.sweep import check_options, load_step_ms
@@ -327,7 +322,7 @@ def sweep_cmd(
                       deadline=deadline, hardware=hardware, dry_run=dry_run)  # before the store is made
         steps, filled = load_step_ms(step_ms)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     for line in filled:
         typer.echo(f"step ms filled: {line}")
     try:
@@ -343,9 +338,9 @@ def sweep_cmd(
                         partial=partial, tags=tags_l, sdpa_backend=sdpa_backend,
                         hardware=hardware)
     except ImportError as e:  # --ray without Ray installed
-        _fail(str(e))
+        fail(str(e))
     except ValueError as e:  # --hardware that no shipped run was trained on
-        _fail(str(e))
+        fail(str(e))
     except RuntimeError as e:  # --fail-fast with --workers / --ray: a run failed
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1)
