@@ -223,7 +223,8 @@ def shared_buffers(models: list[torch.nn.Module], scheme: str) -> dict[str, torc
 def _restore_pack(runs: list[Run], ckpts: list, opt: torch.optim.Optimizer):
     """As `loop.restore` for a pack: each run's optimizer moments stacked into `opt` (the weights were stacked from
     the restored models), run.json and metrics as each checkpoint left its run. Returns (epochs done, steps done,
-    each run's wall seconds before this session, each run's metric rows kept); the pack's runs stopped after the same epoch (`train_packed` checks)."""
+    each run's wall seconds before this session, each run's metric rows kept); the pack's runs stopped after the
+    same epoch (`train_packed` checks)."""
     if ckpts[0] is None:
         return 0, 0, [0.0] * len(runs), [[] for _ in runs]
     per_run = [ck[1] for ck in ckpts]
