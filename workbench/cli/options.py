@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+
 def fail(message: str, code: int = 2) -> None:
     """Print `error: message` to stderr and exit with `code` (2: bad input)."""
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
