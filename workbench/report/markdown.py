@@ -2,17 +2,13 @@
 a share as a percentage, a table, links to run folders."""
 from __future__ import annotations
 
-import numpy as np
+from workbench.analysis.claims.runs import pct  # noqa: F401 (re-exported: the percentage cell of a table)
 
 VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**"}
 
 
 def mark(verdict: str) -> str:
     return VERDICT_MARK.get(verdict, f"*{verdict}*" if verdict != "pending" else verdict)
-
-
-def pct(x: float) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:

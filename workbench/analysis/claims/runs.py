@@ -189,12 +189,14 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float, int]:
     return float(v.mean()), float(v.mean() - half), float(v.mean() + half), len(v)
 
 
+def pct(x) -> str:
+    """A fraction as a percentage with 2 decimals, no unit (a table cell): 0.9922 -> '99.22'; '–' when missing."""
+    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
+
+
 def accuracy_text(r) -> str:
     """A Table 1 cell (mean, lo, hi, n_seeds of `accuracy_ci`) in %: '99.22 (98.42-99.75, 3 seeds)' (the seeds'
     range) or '99.93 [99.83, 99.97] (1 seed)' (Wilson 95 %); '–' for a missing number."""
-    def pct(x) -> str:
-        return "–" if x is None or not np.isfinite(x) else f"{100 * x:.2f}"
-
     if r["n_seeds"] < 2:
         return f"{pct(r['mean'])} [{pct(r['lo'])}, {pct(r['hi'])}] (1 seed)"
     return f"{pct(r['mean'])} ({pct(r['lo'])}-{pct(r['hi'])}, {r['n_seeds']} seeds)"
