@@ -61,3 +61,18 @@ def test_summary_table():
     text = con.export_text()
     assert "len1.5x" in text and f"{len(ds.train_y):,}" in text and "0..12" in text
     assert data.sparkline([0, 1, 8]) == " ▁█"
+
+
+def test_help_keeps_paragraphs_and_joins_their_lines():
+    """`--help` of a command whose docstring spans several source lines a paragraph: on a wide terminal each
+    paragraph is one line (Typer keeps a docstring's line breaks after the first paragraph; the CLI joins them),
+    and the paragraphs stay apart."""
+    r = runner.invoke(_app(), ["verify", "--help"], env={"COLUMNS": "400"}, terminal_width=400)
+    assert r.exit_code == 0, r.output
+    lines = [ln.strip(" │") for ln in r.output.splitlines()]
+    joined = [ln for ln in lines if "match: verified when every metric agrees within --tol" in ln]
+    assert len(joined) == 1, r.output  # was broken after "verified when" (a source line's end)
+    assert "(workbench.analysis.reproduce.CHANGES), which is compared" in joined[0]  # two source lines further
+    assert any(ln.startswith("--refresh: where the metrics are bit-identical") for ln in lines)  # its own paragraph
+    r = runner.invoke(_app(), ["train", "--help"], env={"COLUMNS": "400"}, terminal_width=400)
+    assert "[OPTIONS] [RUN_ID]" in r.output and "[[RUN_ID]]" not in r.output  # optional: one pair of brackets

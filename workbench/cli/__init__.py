@@ -4,6 +4,7 @@ Every command turns bad input into `error: ...` on stderr and exit code 2, never
 (invalid config, argument or query), `StoreError` (unknown run, corrupt file, locked run, read-only store) and
 `OSError` (a path that cannot be written) are caught once, here, by the command group.
 """
+import inspect
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # entry point: before any command imports torch
@@ -36,8 +37,17 @@ def _root() -> None:
     """PE-Lab: positional-encoding interpretability workbench."""
 
 
+def _prose(doc: str) -> str:
+    """A command's docstring as its `--help` text: paragraphs kept, the line breaks inside each joined. Typer (0.29)
+    keeps them after the first paragraph, so a paragraph re-wrapped to the terminal broke again at every source
+    line."""
+    return "\n\n".join(" ".join(p.split("\n")) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
 for _module in (data, schemes, train, analyze, report, repro, verify, figure, app_cmd):
     _module.register(app)
+for _cmd in [*app.registered_commands, *(c for g in app.registered_groups for c in g.typer_instance.registered_commands)]:
+    _cmd.help = _prose(_cmd.help or _cmd.callback.__doc__ or "")
 
 
 def main() -> None:

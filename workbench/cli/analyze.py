@@ -199,9 +199,8 @@ def analyze_cmd(
 ) -> None:
     """Run analyses on stored runs, save each table with the run, and print a short summary.
 
-    Exit status 0: everything asked for ran. 3: an analysis named in --what does not apply to a run.
-
-    1: an analysis failed. With --all, analyses a run cannot support are noted and skipped."""
+    Exit status: 0 when everything asked for ran; 1 when an analysis failed; 3 when an analysis named in --what
+    does not apply to a run. With --all, analyses a run cannot support are noted and skipped."""
     import torch
     from rich.console import Console
 

@@ -30,7 +30,7 @@ CONFIG_OPTIONS = ("scheme", "task", "preset", "arch", "fidelity", "seed", "set_"
 
 def train_cmd(
     ctx: typer.Context,
-    run_id: Optional[str] = typer.Argument(None, metavar="[RUN_ID]",
+    run_id: Optional[str] = typer.Argument(None, metavar="RUN_ID",
                                            help="a run of your store: train it from its own config.json "
                                                 "(`workbench train --resume RUN_ID` continues an unfinished one); "
                                                 "config options (--scheme, --set, ...) do not apply then"),
