@@ -44,8 +44,8 @@ def _old_mask(model):
 def test_no_mask_equals_the_zero_mask_path(tiny_cfg, scheme, arch, pad_mask):
     model, x = _model(tiny_cfg, scheme, arch, attn_pad_mask=pad_mask), _tokens()
     assert (model.attn_mask(x, torch.float32) is None) == (not pad_mask and arch != "decoder")
-    for train in (False, True):  # eval, and train mode at dropout 0 (the training step's path)
-        model.train(train)
+    for training in (False, True):  # eval, and train mode at dropout 0 (the training step's path)
+        model.train(training)
         new = model(x)
         _old_mask(model)
         old = model(x)

@@ -2,7 +2,9 @@
 a share as a percentage, a table, links to run folders."""
 from __future__ import annotations
 
-from workbench.analysis.claims.runs import pct  # noqa: F401 (re-exported: the percentage cell of a table)
+from workbench.analysis.claims.runs import pct  # the percentage cell of a table, re-exported
+
+__all__ = ["VERDICT_MARK", "links", "mark", "md_table", "pct"]
 
 VERDICT_MARK = {"reproduced": "**reproduced**", "mixed": "**mixed**", "not reproduced": "**not reproduced**"}
 
