@@ -46,7 +46,8 @@ def _prose(doc: str) -> str:
 
 for _module in (data, schemes, train, analyze, report, repro, verify, figure, app_cmd):
     _module.register(app)
-for _cmd in [*app.registered_commands, *(c for g in app.registered_groups for c in g.typer_instance.registered_commands)]:
+_grouped = [c for g in app.registered_groups for c in g.typer_instance.registered_commands]  # `workbench data ...`
+for _cmd in [*app.registered_commands, *_grouped]:
     _cmd.help = _prose(_cmd.help or _cmd.callback.__doc__ or "")
 
 
