@@ -1318,8 +1318,9 @@ def test_a_recomputed_table_is_compared_on_the_shipped_columns_and_names_the_add
 class _Shipped:
     """A shipped run as `reproduce` reads it: its info, tables and what made each (`provenance`)."""
 
-    def __init__(self, shipped: str, tables: dict, provenance: dict | None = None, config: dict | None = None):
-        self.info, self._tables, self._made = {"shipped": shipped}, tables, provenance or {}
+    def __init__(self, shipped: str, tables: dict, provenance: dict | None = None, config: dict | None = None,
+                 code: str | None = None):
+        self.info, self._tables, self._made = {"shipped": shipped, "code_version": code}, tables, provenance or {}
         self.config = config or {}
 
     def tables(self):
@@ -1362,6 +1363,43 @@ def test_a_table_made_before_its_analysis_changed_is_known_by_the_ship_date():
     assert said_changes("head_summary", made_before("head_summary", both)) == \
         "changes of tables it joins: eccf8f7 (patching, 2026-11-25), 6a3fc22 (probes, 2026-11-25)"
     assert said_changes("probes", probes_change) == f"6a3fc22 (2026-11-25) changed it: {CHANGES['probes'][0].what}"
+
+
+def test_a_table_made_by_code_without_a_change_is_stale_whatever_its_date(monkeypatch):
+    """`made_before` reads the code that made a table (its provenance's code version, else the run's) by git
+    ancestry: a table shipped after a change landed but from a branch without it is stale, one whose code holds the
+    change is not whatever the dates say, and where git cannot tell the dates decide."""
+    from workbench.analysis.reproduce import CHANGES, made_before
+    from workbench.store import runstore
+
+    c = CHANGES["probes"][0]
+    history = {("side", c.commit): False, ("main", c.commit): True, ("made", c.commit): True}
+    monkeypatch.setattr(runstore, "contains_commit", lambda code, commit: history.get((code, commit)))
+    t = {"probes": pd.DataFrame(), "head_summary": pd.DataFrame()}
+    after, before = "2026-11-25T03:49:54+00:00", "2026-11-22T06:48:34+00:00"
+    assert before < c.landed < after
+    side = _Shipped(after, t, code="side")
+    assert made_before("probes", side) == [("probes", c)] and made_before("head_summary", side) == [("probes", c)]
+    assert made_before("probes", _Shipped(before, t, code="main")) == []  # the code holds it: the clock is moot
+    assert made_before("probes", _Shipped(before, t, code="elsewhere")) == [("probes", c)]  # git cannot tell
+    assert made_before("probes", _Shipped(after, t, code="elsewhere")) == []
+    # a table's own provenance names its code before the run's does (re-made since, e.g. `verify --refresh`)
+    remade = _Shipped(after, t, {"probes": {"code_version": "made", "analysed": before}}, code="side")
+    assert made_before("probes", remade) == [] and made_before("head_summary", remade) == [("probes", c)]
+
+
+def test_the_solver_change_is_not_in_the_branch_that_shipped_the_tapa_runs():
+    """The history behind the rule: b523926 (which trained and shipped t1-tapa-repro-s42-ea0e93 after 6a3fc22
+    landed) lacks the probes' solver change; the code that holds this test has it."""
+    from workbench.analysis.reproduce import SOLVER_CHANGE, made_before
+    from workbench.store.runstore import code_version, contains_commit
+
+    if contains_commit("b523926", SOLVER_CHANGE.commit) is None:
+        pytest.skip("this copy has no git history holding b523926 (a shallow clone or an export)")
+    assert contains_commit("b523926", SOLVER_CHANGE.commit) is False
+    assert contains_commit(code_version(), SOLVER_CHANGE.commit) is True
+    tapa = _Shipped("2026-11-25T03:49:54+00:00", {"probes": pd.DataFrame()}, code="b523926")
+    assert tapa.info["shipped"] > SOLVER_CHANGE.landed and made_before("probes", tapa) == [("probes", SOLVER_CHANGE)]
 
 
 def test_a_change_of_the_authors_settings_makes_only_their_tables_stale():
@@ -1410,9 +1448,9 @@ def test_the_recomputation_reads_its_parameters_from_the_shipped_tables():
 
 
 def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_changed(shipped, tmp_path):
-    """A shipped probes table that today's solver does not give (a score moved by 0.05): shipped after the solver
-    changed (6a3fc22), the run is NOT verified; shipped before it, the table came from the old solver, so it is
-    compared and said, not judged, and the run verifies (its other tables agree)."""
+    """A shipped probes table that today's solver does not give (a score moved by 0.05): shipped by code that holds
+    the solver's change (6a3fc22), the run is NOT verified; shipped before it by code without it, the table came
+    from the old solver, so it is compared and said, not judged, and the run verifies (its other tables agree)."""
     import shutil
 
     from workbench.analysis.reproduce import CHANGES
@@ -1429,8 +1467,9 @@ def test_verify_compares_but_does_not_judge_a_table_made_before_its_analysis_cha
     env, mine = {"PELAB_DATA": str(base / "data")}, tmp_path / "mine"
     args = ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--tables", "probes,head_summary,dla"]
     info = json.loads((fake / rid / "run.json").read_text())
-    for shipped_at, code in (("2026-11-20T00:00:00+00:00", 0), (info["shipped"], 1)):
-        (fake / rid / "run.json").write_text(json.dumps(info | {"shipped": shipped_at}))
+    for shipped_at, by, code in (("2026-11-20T00:00:00+00:00", "b523926", 0),
+                                 (info["shipped"], info["code_version"], 1)):
+        (fake / rid / "run.json").write_text(json.dumps(info | {"shipped": shipped_at, "code_version": by}))
         write_manifest(fake / rid)
         res = CliRunner().invoke(app, args, env=env)
         assert res.exit_code == code, res.output
@@ -1489,17 +1528,18 @@ def test_comparison_says_which_runs_probes_came_from_the_former_solver(shipped, 
 
     run = RunStore(results, readonly=True).get(ids[0])  # its probes made before the solver changed, as recorded
     made = {n: run.provenance_of(n) for n in run.tables()}
-    made["probes"] = dict(made["probes"], analysed="2026-11-20T00:00:00+00:00")
+    made["probes"] = dict(made["probes"], analysed="2026-11-20T00:00:00+00:00", code_version="b523926")
     (results / ids[0] / BUNDLE).write_bytes(bundle_bytes({n: run.load_table(n) for n in run.tables()}, made))
     write_manifest(results / ids[0])
-    assert (f"1 of these 3 runs was shipped before {CHANGES['probes'][0].commit} (2026-11-25), so their probes come "
-            "from the former solver") in section()
+    assert (f"1 of these 3 runs was analysed by code without {CHANGES['probes'][0].commit} (2026-11-25; shipped "
+            "before it, or from a branch without it), so their probes come from the former solver") in section()
 
 
-def _stale_copy(base, rid, dest, shipped_at="2026-11-20T00:00:00+00:00", probe_shift=0.05):
-    """A copy of shipped run `rid` in `dest` as a run shipped on `shipped_at` would be: its tables without the
-    record of what made them (so the ship date says when), one probe score moved by `probe_shift` (what the former
-    solver could have given), its manifest consistent."""
+def _stale_copy(base, rid, dest, shipped_at="2026-11-20T00:00:00+00:00", probe_shift=0.05, code="b523926"):
+    """A copy of shipped run `rid` in `dest` as a run shipped on `shipped_at` by code version `code` would be (the
+    default: a commit without the probes' solver and patching changes, so stale by ancestry and, without git, by
+    the ship date): its tables without the record of what made them, one probe score moved by `probe_shift` (what
+    the former solver could have given), its manifest consistent."""
     import shutil
 
     from workbench.store.bundle import BUNDLE, bundle_bytes
@@ -1510,7 +1550,7 @@ def _stale_copy(base, rid, dest, shipped_at="2026-11-20T00:00:00+00:00", probe_s
     tables["probes"].loc[tables["probes"].index[0], "score"] += probe_shift
     (dest / rid / BUNDLE).write_bytes(bundle_bytes(tables))
     info = json.loads((dest / rid / "run.json").read_text())
-    (dest / rid / "run.json").write_text(json.dumps(info | {"shipped": shipped_at}))
+    (dest / rid / "run.json").write_text(json.dumps(info | {"shipped": shipped_at, "code_version": code}))
     write_manifest(dest / rid)
     return tables
 
@@ -1539,8 +1579,8 @@ def test_verify_refresh_ships_the_tables_recomputed_in_place_of_those_made_befor
         text = comparison_markdown(RunStore(fake, readonly=True)).split("## Provenance")[1].split("\n## ")[0]
         return [ln for ln in text.splitlines() if ln.startswith("- tables ")]
 
-    assert provenance() == ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`; `workbench "
-                            "verify` compares them with a re-computation and does not judge them; `--refresh` re-makes "
+    assert provenance() == ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`: made by "
+                            "code without the change, by git ancestry; `workbench verify` compares them with a re-computation and does not judge them; `--refresh` re-makes "
                             "them): distance_bias of 1 run, head_summary of 1 run, patching of 1 run, probes of 1 run"]
     monkeypatch.setattr(runstore, "code_version", lambda: "abc1234-dirty")
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],

@@ -576,6 +576,38 @@ def test_code_version_is_dirty_only_when_code_changed(tmp_path):
     assert git_version(tmp_path / "nowhere") is None
 
 
+def test_contains_commit_reads_git_ancestry_and_says_when_git_cannot_tell(tmp_path):
+    """`contains_commit`: a branch made before a commit does not hold it whatever the dates; a later commit of
+    its line does (also with `-dirty`); a version git cannot name, or an option-like one, gives None."""
+    import subprocess
+
+    from workbench.store.runstore import contains_commit
+
+    def git(*a):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *a],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def commit(msg):
+        (tmp_path / "f").write_text(msg)
+        git("add", "f")
+        git("commit", "-qm", msg)
+        return git("rev-parse", "--short", "HEAD")
+
+    git("init", "-q")
+    base = commit("base")
+    git("checkout", "-qb", "side")
+    side = commit("side")  # the branch leaves before `change`
+    git("checkout", "-q", base)
+    change = commit("change")
+    later = commit("later")
+    assert contains_commit(later, change, tmp_path) is True and contains_commit(f"{later}-dirty", change, tmp_path)
+    assert contains_commit(side, change, tmp_path) is False and contains_commit(change, base, tmp_path) is True
+    assert contains_commit("pe-lab 0.1", change, tmp_path) is None
+    assert contains_commit("--help", change, tmp_path) is None and contains_commit(None, change, tmp_path) is None
+    assert contains_commit("0123abcd", change, tmp_path) is None  # not a commit of this repository
+    assert contains_commit(later, change, tmp_path / "nowhere") is None
+
+
 def test_flat_config_dots_nested_fields_and_fills_the_later_defaults():
     """`store.flat_config`, the one flattening behind `analyze --aggregate`, the runs page and the one-setting claims:
     nested sections become dotted keys, lists stay leaves, an empty section has none, and a field added after a

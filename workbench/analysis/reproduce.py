@@ -15,7 +15,8 @@ The shipped analysis tables (no weights are shipped) are re-checked from the re-
 (bootstrap, test subsample, a head summary's thresholds and dla margin) on the thread count they were made on (the
 probes' L-BFGS sums in another order on another count); `table_agreement` compares at the shipped precision
 (float32).
-A table made before its analysis changed its numbers (`CHANGES`) is compared, not judged (`made_before`);
+A table made by code without a change of its analysis's numbers (`CHANGES`: by git ancestry, else by date) is
+compared, not judged (`made_before`);
 `stale_tables` lists them, and `workbench verify --refresh` ships the recomputed ones in their place where the
 re-training's metrics equal the shipped ones at every epoch (`refresh_record` says what, when and why).
 """
@@ -203,16 +204,31 @@ def _analysed(shipped_run, name: str) -> str:
     return str(made.get("analysed") or shipped_run.info.get("shipped") or shipped_run.info.get("finished") or "")
 
 
+def _lacks(shipped_run, name: str, change: Change) -> bool:
+    """Whether table `name` of `shipped_run` was made by code without `change`: by git ancestry of the code that made
+    it (its provenance's `code_version`, else the run's: a table without provenance was made when the run was
+    shipped, by the checkout that trained it) where git can tell (`store.runstore.contains_commit`), else by the
+    clock (`_analysed` before the change landed). The clock alone missed t1-tapa-repro-s42-ea0e93: shipped after
+    the probes' solver changed (6a3fc22), from b523926, a branch without it (a bisection re-made its probes there)."""
+    from workbench.store.runstore import contains_commit
+
+    code = (shipped_run.provenance_of(name) or {}).get("code_version") or shipped_run.info.get("code_version")
+    has = contains_commit(code, change.commit)
+    if has is not None:
+        return not has
+    when = _analysed(shipped_run, name)
+    return bool(when) and when < change.landed
+
+
 def made_before(name: str, shipped_run) -> list[tuple[str, Change]]:
     """[(table, change)] of the changes (`CHANGES`) to table `name` of `shipped_run`, or to a table it is made
-    from, that apply to the run (`Change.applies`) and landed after either table was made (`_analysed`), oldest
-    first; [] when the shipped table came from
-    today's analyses. A joining table made before a change of a table it joins read that table's old numbers, even
-    where that table was refreshed since (`verify --refresh --tables probes` leaves the head summary stale)."""
-    mine = _analysed(shipped_run, name)
+    from, that apply to the run (`Change.applies`) and that either table was made without (`_lacks`), oldest
+    first; [] when the shipped table came from today's analyses. A joining table made before a change of a table
+    it joins read that table's old numbers, even where that table was refreshed since (`verify --refresh --tables
+    probes` leaves the head summary stale)."""
     later = [(n, c) for n in (name, *_needs(name)) if n in shipped_run.tables()
-             for c in CHANGES.get(n, ()) if (when := min(mine, _analysed(shipped_run, n))) and when < c.landed
-             and (c.applies is None or APPLIES[c.applies](shipped_run.config))]
+             for c in CHANGES.get(n, ()) if (c.applies is None or APPLIES[c.applies](shipped_run.config))
+             and (_lacks(shipped_run, name, c) or _lacks(shipped_run, n, c))]
     return sorted(later, key=lambda nc: nc[1].landed)
 
 

@@ -144,6 +144,23 @@ def git_version(src: Path) -> str | None:
     return (f"{desc}-dirty" if dirty else desc) or None
 
 
+@lru_cache(maxsize=4096)
+def contains_commit(code: str | None, commit: str, src: Path | None = None) -> bool | None:
+    """Whether the code version `code` (a `code_version`: a commit, `tag-N-g<hash>`, either with `-dirty`) has
+    `commit` in its history, by git ancestry in the repository at `src` (default: this source tree); None where
+    git cannot tell (no git or no repository, either commit unknown here: a shallow clone, another fork)."""
+    code = (code or "").removesuffix("-dirty")
+    if not re.fullmatch(r"[\w.][\w./-]*", code) or not re.fullmatch(r"[0-9a-f]{4,40}", commit):
+        return None  # not a version git could name (`pe-lab 0.1`), nor one read as an option
+    src = src or Path(__file__).resolve().parent.parent.parent
+    try:
+        rc = subprocess.run(["git", "--no-optional-locks", "-C", str(src), "merge-base", "--is-ancestor", commit,
+                             code], capture_output=True, timeout=10).returncode
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(rc)
+
+
 def _excludes() -> list[str]:
     return [f":(exclude){p}" for p in NOT_CODE]
 

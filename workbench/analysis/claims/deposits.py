@@ -300,7 +300,7 @@ def _vote_counts(dep: pd.DataFrame) -> str:
 def decodable_layers(store, runs: pd.DataFrame, min_acc: float = 0.5) -> pd.DataFrame:
     """Where the label first becomes linearly decodable: per run, the first layer whose pooled-stream label probe
     reaches `min_acc` accuracy with positive selectivity (probes table, `label_stream`); -1 = the embedded input.
-    `solved_before`: the table was shipped before the probes' solver changed (`reproduce.made_before`)."""
+    `solved_before`: the table was made by code without the probes' solver change (`reproduce.made_before`)."""
     from ..reproduce import SOLVER_CHANGE, made_before
 
     rows = []
