@@ -2051,3 +2051,41 @@ def test_tier4_reads_relative_at_24_epochs_apart_from_tier3_with_the_same_seeds_
                                   {4: tier_readouts(frame, 4)}))
     assert "Tier 4 (Relative on Task 1 at `repro-xlong`, 8 runs" in lines
     assert "- study, Relative: 8 of 8 runs counted: **not reproduced (few runs)**" in lines
+
+
+def test_a_run_trained_at_a_lower_simd_level_has_its_tables_re_checked_held_to_it(shipped, tmp_path, capsys):
+    """`recompute_tables(env=...)` re-makes the tables in a child started held (ATen reads its level once): they
+    record the held level, and on the same weights come out as this process's up to the level's rounding.
+    `verify`'s re-check holds them where the run was trained at a lower level than this machine's
+    (`recreate.simd_hold`), as its re-training is held (t1-alibi-repro-long-s42, AVX2 on AVX-512: ablation and
+    spectral differed unheld, equal held)."""
+    import shutil
+
+    import torch
+
+    from workbench.analysis.reproduce import recompute_tables, table_agreement
+    from workbench.cli.verify import _recheck_tables
+
+    if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
+        pytest.skip("this machine's ATen runs its DEFAULT kernels: there is no lower level to hold a re-check to")
+    base, ids = shipped
+    rid, names = ids[0], ["ablation", "qk_means"]
+    src = RunStore(base / "results", readonly=True).get(rid)
+    rerun = RunStore(base / "runs", data_dir=base / "data").get(rid)
+    here, _, made_here = recompute_tables(rerun, src, names)
+    held, params, made = recompute_tables(rerun, src, names, env={"ATEN_CPU_CAPABILITY": "default"})
+    assert made["ablation"]["numerics"]["cpu_capability"] == "DEFAULT" != made_here["ablation"]["numerics"][
+        "cpu_capability"] and params["threads"] == 1 and sorted(held) == names
+    for n in names:
+        a = table_agreement(here[n], held[n])
+        assert list(held[n].columns) == list(here[n].columns) and a["max_abs"] < 1e-3, (n, a["why"])
+    # verify's re-check of a run whose run.json records the DEFAULT level: held, and said so
+    fake = tmp_path / "results"
+    shutil.copytree(base / "results" / rid, fake / rid)
+    info = json.loads((fake / rid / "run.json").read_text())
+    info["numerics"]["cpu_capability"] = "DEFAULT"
+    (fake / rid / "run.json").write_text(json.dumps(info))
+    write_manifest(fake / rid)
+    wrong, _, _ = _recheck_tables(RunStore(fake, readonly=True).get(rid), rerun, ["qk_means"], 1e-3, judged=True)
+    out = capsys.readouterr().out
+    assert "ATen held to DEFAULT (ATEN_CPU_CAPABILITY=default), as trained" in out and wrong == [], out

@@ -330,13 +330,17 @@ def analysis_threads(shipped_run) -> int | None:
     return int(threads) if threads else None
 
 
-def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict, dict]:
+def recompute_tables(rerun, shipped_run, names, env: dict[str, str] | None = None) -> tuple[dict, dict, dict]:
     """({name: table}, parameters, {name: what made it}) of `names` computed on `rerun`'s weights by the suite
     `workbench ship` runs (`suite.run_suite`), in memory: what a table is made from recomputed first (a deposit
     table's ablation, the head summary's per-head tables as shipped), with the parameters the shipped tables record
     (`shipped_params`: each table's provenance `parameters`, else the ablation table's `n_boot` / `n_examples`
     columns and a head summary's thresholds and dla margin, else ship's defaults), on the shipped tables' torch
-    thread count (`analysis_threads`; the provenance records it). A table the run cannot support is left out."""
+    thread count (`analysis_threads`; the provenance records it). A table the run cannot support is left out.
+    env: computed in a child process started with it (`_recompute_held`), e.g. ATen held to the SIMD level the run
+    was trained at (`train.recreate.simd_hold`): ATen reads its level once, so this process cannot change its own."""
+    if env:
+        return _recompute_held(rerun, shipped_run, names, env)
     import torch
 
     from .suite import run_suite
@@ -355,6 +359,54 @@ def recompute_tables(rerun, shipped_run, names) -> tuple[dict, dict, dict]:
     done = [n for n in names if n in scratch.saved]
     return ({n: scratch.saved[n] for n in done}, dict(params, threads=int(threads)),
             {n: scratch.made[n] for n in done})
+
+
+def _recompute_held(rerun, shipped_run, names, env: dict[str, str]) -> tuple[dict, dict, dict]:
+    """`recompute_tables` in a child started with `env` (`_recompute_child`), its tables and their provenance
+    handed back as parquet files in a temporary folder. Measured on t1-alibi-repro-long-s42 (trained at AVX2,
+    re-trained bit for bit held to it on an AVX-512 machine): re-checked here its ablation and spectral tables
+    differed from the shipped ones (2.4e-4, 11.5 in `cond`), held they are equal."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    from workbench.store.run import parquet_provenance
+
+    with tempfile.TemporaryDirectory(prefix="pelab-recheck-") as d:
+        cmd = [sys.executable, "-c", "from workbench.analysis.reproduce import _recompute_child; _recompute_child()",
+               str(rerun.store.root), str(rerun.store.data_dir), rerun.id, str(shipped_run.store.root),
+               shipped_run.id, ",".join(names), d]
+        res = subprocess.run(cmd, env=os.environ | env, capture_output=True, text=True)
+        if res.returncode:
+            held = ", ".join(f"{k}={v}" for k, v in env.items())
+            tail = " ".join(res.stderr.strip().splitlines()[-3:])
+            raise RuntimeError(f"the tables' re-check held to {held} failed (exit status {res.returncode}): {tail}")
+        params = json.loads((Path(d) / "params.json").read_text())
+        done = params.pop("tables")
+        tables = {n: pd.read_parquet(Path(d) / f"{n}.parquet") for n in done}
+        return tables, params, {n: parquet_provenance(Path(d) / f"{n}.parquet") for n in done}
+
+
+def _recompute_child() -> None:
+    """The child of `_recompute_held` (`python -c ... OWN DATA RUN_ID SHIPPED SHIPPED_ID NAMES OUT`): the tables
+    recomputed in this process (started held), written to OUT with what made each, and the parameters."""
+    import sys
+    from pathlib import Path
+
+    from workbench.store import RunStore
+    from workbench.store.run import parquet_bytes
+
+    own, data, run_id, shipped, shipped_id, names, out = sys.argv[1:8]
+    rerun = RunStore(own, data_dir=data).get(run_id)
+    tables, params, made = recompute_tables(rerun, RunStore(shipped, readonly=True).get(shipped_id),
+                                            [n for n in names.split(",") if n])
+    for n, df in tables.items():
+        (Path(out) / f"{n}.parquet").write_bytes(parquet_bytes(df, made[n]))
+    (Path(out) / "params.json").write_text(json.dumps(dict(params, tables=list(tables))))
 
 
 def as_shipped(df):

@@ -439,6 +439,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     their analysis changed)."""
     from workbench.analysis import deposit_sentence
     from workbench.analysis.reproduce import as_shipped, made_before, recompute_tables, said_changes, table_agreement
+    from workbench.train.recreate import simd_hold
 
     have = set(src.tables())
     absent = [n for n in names if n not in have]
@@ -447,9 +448,11 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     names = [n for n in names if n in have]
     if not names:
         return [], "", {}
-    mine, params, made = recompute_tables(run, src, names)
+    held = simd_hold(src.info)  # trained at a lower SIMD level than this machine's: its tables re-made held too
+    mine, params, made = recompute_tables(run, src, names, env=held)
     how = (f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped; "
-           f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}")
+           f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}"
+           + "".join(f"; ATen held to {v.upper()} ({k}={v}), as trained" for k, v in held.items()))
     wrong, equal, older, stale = [], [], [], {}
     for n in names:
         if n not in mine:
