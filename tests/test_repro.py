@@ -1580,7 +1580,8 @@ def test_verify_refresh_ships_the_tables_recomputed_in_place_of_those_made_befor
         return [ln for ln in text.splitlines() if ln.startswith("- tables ")]
 
     assert provenance() == ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`: made by "
-                            "code without the change, by git ancestry; `workbench verify` compares them with a re-computation and does not judge them; `--refresh` re-makes "
+                            "code without the change, by git ancestry; `workbench verify` compares them with a "
+                            "re-computation and does not judge them; `--refresh` re-makes "
                             "them): distance_bias of 1 run, head_summary of 1 run, patching of 1 run, probes of 1 run"]
     monkeypatch.setattr(runstore, "code_version", lambda: "abc1234-dirty")
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--refresh"],

@@ -205,8 +205,9 @@ def _decodable_section(store, runs: pd.DataFrame) -> str:
     if old:  # two solvers behind one table: said, with what their difference is
         from workbench.analysis.reproduce import SOLVER_CHANGE as c
 
-        note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} analysed by code without {c.commit} "
-                f"({c.landed[:10]}; shipped before it, or from a branch without it), so their probes come from the former solver and the others' from today's. "
+        note = (f"\n{old} of these {len(d)} runs {'was' if old == 1 else 'were'} analysed by code without "
+                f"{c.commit} ({c.landed[:10]}; shipped before it, or from a branch without it), so their probes "
+                "come from the former solver and the others' from today's. "
                 f"What changed: {c.what}. `workbench verify` recomputes a run's probes and says how far apart the "
                 "two are; `workbench verify --refresh` re-makes them where a re-training is bit-identical "
                 "(docs/reproduction.md).\n")
@@ -317,7 +318,8 @@ def _tables_made_before(store, runs: pd.DataFrame) -> list[str]:
             refreshed.update(r.get("tables") or [])
             when.append(str(r.get("refreshed", ""))[:10])
     lines = ["- tables made before their analysis changed its numbers (`reproduce.CHANGES`: made by code without "
-             "the change, by git ancestry; `workbench verify` compares them with a re-computation and does not judge them; `--refresh` re-makes them): "
+             "the change, by git ancestry; `workbench verify` compares them with a re-computation and does not "
+             "judge them; `--refresh` re-makes them): "
              + (", ".join(f"{t} of {n} run{'s' * (n != 1)}" for t, n in sorted(stale.items())) if stale
                 else "none")]
     if when:
