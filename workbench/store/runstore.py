@@ -144,6 +144,11 @@ def git_version(src: Path) -> str | None:
     return (f"{desc}-dirty" if dirty else desc) or None
 
 
+def _source_tree() -> Path:
+    """The folder that holds the `workbench` package: the repository, in a checkout."""
+    return Path(__file__).resolve().parent.parent.parent
+
+
 @lru_cache(maxsize=4096)
 def contains_commit(code: str | None, commit: str, src: Path | None = None) -> bool | None:
     """Whether the code version `code` (a `code_version`: a commit, `tag-N-g<hash>`, either with `-dirty`) has
@@ -152,7 +157,7 @@ def contains_commit(code: str | None, commit: str, src: Path | None = None) -> b
     code = (code or "").removesuffix("-dirty")
     if not re.fullmatch(r"[\w.][\w./-]*", code) or not re.fullmatch(r"[0-9a-f]{4,40}", commit):
         return None  # not a version git could name (`pe-lab 0.1`), nor one read as an option
-    src = src or Path(__file__).resolve().parent.parent.parent
+    src = src or _source_tree()
     try:
         rc = subprocess.run(["git", "--no-optional-locks", "-C", str(src), "merge-base", "--is-ancestor", commit,
                              code], capture_output=True, timeout=10).returncode
@@ -169,9 +174,7 @@ def _excludes() -> list[str]:
 def code_diff() -> str | None:
     """`git diff HEAD` of the tracked files outside NOT_CODE (what makes `code_version` `-dirty`), None outside
     git or when there is none; read once per process, like `code_version`."""
-    import workbench
-
-    src = Path(workbench.__file__).resolve().parent.parent
+    src = _source_tree()
     try:
         out = subprocess.run(["git", "--no-optional-locks", "-C", str(src), "diff", "HEAD", "--", "."] + _excludes(),
                              capture_output=True, text=True, timeout=30, check=True).stdout
@@ -188,7 +191,7 @@ def code_version() -> str:
     reads it when it starts, `train.workers._worker`)."""
     import workbench
 
-    return (git_version(Path(workbench.__file__).resolve().parent.parent) or os.environ.get("PELAB_CODE_VERSION")
+    return (git_version(_source_tree()) or os.environ.get("PELAB_CODE_VERSION")
             or f"pe-lab {workbench.__version__}")
 
 
