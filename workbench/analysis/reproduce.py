@@ -226,7 +226,8 @@ def made_before(name: str, shipped_run) -> list[tuple[str, Change]]:
     first; [] when the shipped table came from today's analyses. A joining table made before a change of a table
     it joins read that table's old numbers, even where that table was refreshed since (`verify --refresh --tables
     probes` leaves the head summary stale)."""
-    later = [(n, c) for n in (name, *_needs(name)) if n in shipped_run.tables()
+    have = shipped_run.tables()
+    later = [(n, c) for n in (name, *_needs(name)) if n in have
              for c in CHANGES.get(n, ()) if (c.applies is None or APPLIES[c.applies](shipped_run.config))
              and (_lacks(shipped_run, name, c) or _lacks(shipped_run, n, c))]
     return sorted(later, key=lambda nc: nc[1].landed)

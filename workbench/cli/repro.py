@@ -326,7 +326,7 @@ def compare_cmd(
     judged = base_claims(store, runs, LADDER)  # once, for COMPARISON.md and the README block
     if not grid:  # results/paper's grid is the paper-scale one: the CPU grids' points would all read pending there
         grid = [Path(reproduction_grid(judged.base))] if judged.base == "paper" else [Path(g) for g in PENDING_GRIDS]
-    pending = [line for g in grid if g.is_file() for line in pending_points(store, g)] or None
+    pending = [line for g in grid if g.is_file() for line in pending_points(store, g, runs)] or None
     path = write_comparison(store, out or results / "COMPARISON.md", pending=pending, paper_root=paper,
                             judged=judged)
     typer.echo(f"wrote {path}")

@@ -624,13 +624,14 @@ def comparison_markdown(store, th: Thresholds = Thresholds(), pending: list[str]
                      + _analyses_parts(store, judged, th) + _setup_parts(store, judged, gpu))
 
 
-def pending_points(store, grid_path) -> list[str]:
-    """One line per tier of the grid: how many of its points have no finished run in `store`, and which."""
+def pending_points(store, grid_path, runs: pd.DataFrame | None = None) -> list[str]:
+    """One line per tier of the grid: how many of its points have no finished run in `store`, and which (`runs`: the
+    store's `run_table`, when already read: `workbench compare` asks for each of its grids)."""
     from workbench.train.presets import PRESETS
     from workbench.train.sweep import grid_points, load_grid
 
     grid = load_grid(grid_path)
-    runs = run_table(store)
+    runs = run_table(store) if runs is None else runs
     have = set(zip(runs.preset, runs.setting, runs.variant, runs.task, runs.seed, runs.data_seed))
     tiers = sorted({grid.get("tier", 1)} | {v.get("tier", grid.get("tier", 1)) for v in grid.get("variants", [])})
     out = []
