@@ -204,6 +204,38 @@ def test_position_probe_known_answers():
     assert dec.loc[1, "score"] > bi["score"].max() + 0.1
 
 
+def test_position_probe_runs_openblas_on_torchs_thread_count(monkeypatch):
+    """The ridge fits' sums follow OpenBLAS's thread count (t1-alibi-repro-long-s42's `score_lo` 1.67e-06 apart at
+    1 and 2 threads on the same weights), and the tables' provenance records torch's: so the position probe runs
+    OpenBLAS on torch's thread count, whatever OpenBLAS's own (here 2, torch's 1)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from workbench.analysis import probes
+
+    if not any(i["internal_api"] == "openblas" for i in threadpool_info()):
+        pytest.skip("numpy here does not run on OpenBLAS")
+    seen, ridge = [], probes._ridge
+
+    def spy(alpha):
+        make = ridge(alpha)
+
+        def made():
+            seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+            return make()
+        return made
+
+    monkeypatch.setattr(probes, "_ridge", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):
+            probes.compute(probe_model("paper", "sinusoidal"), probe_data(40), probes=("position",), n_examples=40)
+            assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {2}  # restored
+    finally:
+        torch.set_num_threads(before)
+    assert seen and all(s == {1} for s in seen), seen
+
+
 def test_label_probes_find_a_planted_signal():
     """The label = how often token 2 occurs (0, 4, .., 20 times): the mean-pooled z of the heads and the pooled
     stream average the token embeddings, so the label is linearly decodable there; shuffled controls fail."""

@@ -586,6 +586,9 @@ def test_a_run_shipped_from_a_lower_simd_level_is_retrained_held_to_it_and_verif
     shipped_info = json.loads((tmp_path / "results" / rid / "run.json").read_text())
     assert simd_hold(shipped_info) == {"ATEN_CPU_CAPABILITY": "default"}
     assert simd_hold(shipped_info | {"device": "cuda"}) == {} and simd_hold({"numerics": None}) == {}
+    if torch.backends.cpu.get_cpu_capability() == "AVX512":  # an AVX2 run: OpenBLAS held to its kernels too
+        avx2 = shipped_info | {"numerics": shipped_info["numerics"] | {"cpu_capability": "AVX2"}}
+        assert simd_hold(avx2) == {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
     assert numerics_note(shipped_info, threads=1) is None  # the held level is the one the re-training runs at
 
     mine, where = tmp_path / "mine", ["--shipped", str(tmp_path / "results"), "--root", str(tmp_path / "mine"), "-q"]

@@ -262,6 +262,10 @@ def test_a_table_records_what_made_it_and_a_bundle_keeps_it(store, tmp_path):
 
     assert abs((datetime.now(timezone.utc) - datetime.fromisoformat(made["analysed"])).total_seconds()) < 600
     assert made["cpu"]
+    from threadpoolctl import threadpool_info  # the OpenBLAS kernels numpy runs, which the probes' ridge fits follow
+
+    assert made["numerics"]["openblas"] == next((i["architecture"] for i in threadpool_info()
+                                                 if i["internal_api"] == "openblas"), None)
     pd.testing.assert_frame_equal(run.load_table("ablation"), df)
     pd.testing.assert_frame_equal(pd.read_parquet(run.table_file("ablation")), df)  # any parquet reader
     run.save_table("probes", df, provenance={"analysed": "2026-11-01T00:00:00+00:00"})

@@ -37,12 +37,15 @@ DTYPE = torch.float32  # the batched logistic solve (float64: 4x slower; fold ac
 
 
 def _cv(make, X: np.ndarray, y: np.ndarray, folds, seed: int, groups=None) -> tuple[np.ndarray, np.ndarray]:
-    """Fold scores of the probe on (X, y) and on shuffled y (the control)."""
+    """Fold scores of the probe on (X, y) and on shuffled y (the control), with OpenBLAS on torch's thread count
+    (which the tables' provenance records): the ridge fits' sums follow OpenBLAS's threads, 1.67e-06 apart in
+    `score_lo` at 1 and 2 threads on the same weights (benchmarks/measured/cpu-probes-residue-2026-12-07)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import cross_val_score
+    from threadpoolctl import threadpool_limits
 
     y_shuf = np.random.default_rng(seed).permutation(y)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), threadpool_limits(limits=torch.get_num_threads(), user_api="blas"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         real = cross_val_score(make(), X, y, cv=folds, groups=groups)
         ctrl = cross_val_score(make(), X, y_shuf, cv=folds, groups=groups)

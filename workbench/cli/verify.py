@@ -440,7 +440,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     their analysis changed)."""
     from workbench.analysis import deposit_sentence
     from workbench.analysis.reproduce import as_shipped, made_before, recompute_tables, said_changes, table_agreement
-    from workbench.train.recreate import simd_hold
+    from workbench.train.recreate import said_hold, simd_hold
 
     have = set(src.tables())
     absent = [n for n in names if n not in have]
@@ -453,7 +453,7 @@ def _recheck_tables(src, run, names: list[str], tol: float, judged: bool) -> tup
     mine, params, made = recompute_tables(run, src, names, env=held)
     how = (f"bootstrap {params['n_boot']} on {params['max_examples']} test examples, as shipped; "
            f"{params['threads']} thread{'s' if params['threads'] > 1 else ''}"
-           + "".join(f"; ATen held to {v.upper()} ({k}={v}), as trained" for k, v in held.items()))
+           + (f"; {said_hold(held)}, as trained" if held else ""))
     wrong, equal, older, stale = [], [], [], {}
     for n in names:
         if n not in mine:

@@ -205,14 +205,24 @@ def table_parameters(params: dict[str, Any]):
         _PARAMETERS.reset(token)
 
 
+def openblas_kernels() -> str | None:
+    """The kernels OpenBLAS runs here (numpy's and scipy's: threadpoolctl's `architecture`, e.g. "Haswell",
+    "SkylakeX"), None where numpy runs on another BLAS. The probes' ridge fits follow them (1.07e-05 apart at Haswell's
+    and SkylakeX's on the same weights; `train.recreate.simd_hold` holds them)."""
+    from threadpoolctl import threadpool_info
+
+    return next((i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"), None)
+
+
 def table_provenance() -> dict[str, Any]:
     """What made a table saved now: the code (`code_version`), when (`analysed`, UTC), the CPU, and the numerics
     (`numerics_identity`: torch, SIMD level, BLAS, threads ...: the probes' L-BFGS sums in an order that follows
-    the thread count, 0.012 apart at 1 and 2 threads on the same weights)."""
+    the thread count, 0.012 apart at 1 and 2 threads on the same weights; and `openblas_kernels`, which the probes'
+    ridge fits run on that thread count)."""
     from .runstore import code_version
 
     return {"code_version": code_version(), "analysed": now_iso(), "cpu": machine_identity().get("cpu"),
-            "numerics": numerics_identity()}
+            "numerics": numerics_identity() | {"openblas": openblas_kernels()}}
 
 
 def parquet_bytes(df: "pd.DataFrame", provenance: dict[str, Any] | None = None) -> bytes:

@@ -29,23 +29,38 @@ from .workers import exit_with_parent
 
 METRIC_KEYS = ("train_loss", "train_acc", "test_loss", "test_acc")
 SIMD_LEVELS = ("DEFAULT", "AVX2", "AVX512")  # ATen's x86 CPU capabilities, lowest first
+# the OpenBLAS kernels (numpy's and scipy's, DYNAMIC_ARCH builds) a machine at a SIMD level runs: an AVX2 CPU's
+# (Haswell, Zen 1-3) are the Haswell ones; measured where the probes' ridge fits use them
+OPENBLAS_CORE = {"AVX2": "Haswell"}
+
+
+def said_hold(env: dict[str, str]) -> str:
+    """`simd_hold`'s environment in words: "ATen held to AVX2, OpenBLAS to its Haswell kernels
+    (ATEN_CPU_CAPABILITY=avx2, OPENBLAS_CORETYPE=Haswell)"."""
+    what = ([f"ATen held to {env['ATEN_CPU_CAPABILITY'].upper()}"] if "ATEN_CPU_CAPABILITY" in env else []) \
+        + ([f"OpenBLAS to its {env['OPENBLAS_CORETYPE']} kernels"] if "OPENBLAS_CORETYPE" in env else [])
+    return f"{', '.join(what)} ({', '.join(f'{k}={v}' for k, v in env.items())})"
 
 
 def simd_hold(info: dict) -> dict[str, str]:
-    """The environment that holds ATen's CPU kernels to the SIMD level a CPU run was trained with, where this
-    machine's is higher: {"ATEN_CPU_CAPABILITY": "avx2"} for a run trained at AVX2 re-trained on an AVX-512 machine;
-    {} where the levels agree, the recorded one is unknown or higher, or the run trained on a GPU. ATen reads the
-    variable once, at its first kernel, so the re-training runs in a process started with it (`workbench recreate`
-    / `verify`). The level is what changes the floats: one training step of a `repro-paperdata-long` model gives
-    other gradients at AVX2 than at AVX-512, and the same ones with MKL and oneDNN held to AVX2 or not; two runs
-    shipped from an AVX2 machine re-trained here held to AVX2 equal their shipped metrics (docs/reproduction.md)."""
+    """The environment that holds the CPU kernels to the SIMD level a CPU run was trained with, where this machine's
+    is higher: {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"} for a run trained at AVX2 re-trained
+    on an AVX-512 machine; {} where the levels agree, the recorded one is unknown or higher, or the run trained on a
+    GPU. ATen and OpenBLAS read their variable once, at start, so the re-training and the re-check of its tables run
+    in processes started with it (`workbench recreate` / `verify`). ATen's level is what changes the training's
+    floats: one training step of a `repro-paperdata-long` model gives other gradients at AVX2 than at AVX-512, and
+    the same ones with MKL and oneDNN held to AVX2 or not; two runs shipped from an AVX2 machine re-trained here held
+    to AVX2 equal their shipped metrics (docs/reproduction.md). OpenBLAS's kernels change the probes' ridge fits
+    (1.07e-05 in `score_lo` of t1-alibi-repro-long-s42 at SkylakeX's, equal at Haswell's and the thread count the
+    table was made on: benchmarks/measured/cpu-probes-residue-2026-12-07)."""
     import torch
 
     if (info.get("device") or "cpu") != "cpu":
         return {}
     recorded, here = recorded_numerics(info).get("cpu_capability"), torch.backends.cpu.get_cpu_capability()
     if recorded in SIMD_LEVELS and here in SIMD_LEVELS and SIMD_LEVELS.index(recorded) < SIMD_LEVELS.index(here):
-        return {"ATEN_CPU_CAPABILITY": recorded.lower()}
+        blas = {"OPENBLAS_CORETYPE": OPENBLAS_CORE[recorded]} if recorded in OPENBLAS_CORE else {}
+        return {"ATEN_CPU_CAPABILITY": recorded.lower()} | blas
     return {}
 
 
@@ -170,7 +185,8 @@ def simd_beyond(info: dict) -> str | None:
 def numerics_here(info: dict, threads: int | None = None) -> dict:
     """This machine's numerics (`numerics_identity`) as a re-training of the shipped run `info` runs at: its thread
     count (`threads`, else the shipped run's) and the SIMD level `recreate` holds it to (`simd_hold`)."""
-    held = {"cpu_capability": level.upper() for level in simd_hold(info).values()}
+    level = simd_hold(info).get("ATEN_CPU_CAPABILITY")
+    held = {"cpu_capability": level.upper()} if level else {}
     return numerics_identity() | {"threads": threads or info.get("threads")} | held
 
 
@@ -270,9 +286,9 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
     so this process cannot change its own). The child exits when this process is gone (`workers.exit_with_parent`);
     `on_epoch` is called for each epoch the child writes. `mine`: the own copy, if any. An unfinished copy started at
     another level is trained again from the start: resumed held, its epochs would mix two trajectories."""
-    (name, level), = env.items()
+    level = env["ATEN_CPU_CAPABILITY"]
     say(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
-        f"({name}={level}), as it was trained")
+        f"({', '.join(f'{k}={v}' for k, v in env.items())}), as it was trained")
     started = recorded_numerics(mine.info).get("cpu_capability") if mine and not retrain else None
     if started not in (None, level.upper()):
         say(f"your unfinished copy was started at {started}: training it again from the start")
