@@ -39,7 +39,12 @@ def said_hold(env: dict[str, str]) -> str:
     (ATEN_CPU_CAPABILITY=avx2, OPENBLAS_CORETYPE=Haswell)"."""
     what = ([f"ATen held to {env['ATEN_CPU_CAPABILITY'].upper()}"] if "ATEN_CPU_CAPABILITY" in env else []) \
         + ([f"OpenBLAS to its {env['OPENBLAS_CORETYPE']} kernels"] if "OPENBLAS_CORETYPE" in env else [])
-    return f"{', '.join(what)} ({', '.join(f'{k}={v}' for k, v in env.items())})"
+    return f"{', '.join(what)} ({_assignments(env)})"
+
+
+def _assignments(env: dict[str, str]) -> str:
+    """"ATEN_CPU_CAPABILITY=avx2, OPENBLAS_CORETYPE=Haswell": the variables as a shell would set them."""
+    return ", ".join(f"{k}={v}" for k, v in env.items())
 
 
 def simd_hold(info: dict) -> dict[str, str]:
@@ -288,7 +293,7 @@ def _train_held(shipped: RunStore, own: RunStore, run_id: str, env: dict[str, st
     another level is trained again from the start: resumed held, its epochs would mix two trajectories."""
     level = env["ATEN_CPU_CAPABILITY"]
     say(f"the shipped run was trained at {level.upper()}: re-training it with ATen's CPU kernels held to it "
-        f"({', '.join(f'{k}={v}' for k, v in env.items())}), as it was trained")
+        f"({_assignments(env)}), as it was trained")
     started = recorded_numerics(mine.info).get("cpu_capability") if mine and not retrain else None
     if started not in (None, level.upper()):
         say(f"your unfinished copy was started at {started}: training it again from the start")
