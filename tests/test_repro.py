@@ -190,6 +190,13 @@ def test_verify_recomputes_the_shipped_head_ablation_and_fails_on_one_the_weight
     assert "deposit: recomputed" in res.output and "; agrees" in res.output.split("deposit: recomputed")[1]
     assert ("NOT verified: the metrics agree (bit-identical), but the shipped ablation table is not what the "
             "re-trained weights give") in res.output
+    assert "note: the shipped ablation table records no maker" in res.output  # the fake bundle dropped it
+    made = {n: run.provenance_of(n) or {"analysed": "2026-12-07T00:00:00+00:00"} for n in tables}
+    (fake / rid / BUNDLE).write_bytes(bundle_bytes(tables, made))  # the same wrong table, its maker on record
+    write_manifest(fake / rid)
+    res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q", "--tol", "0"],
+                             env=env)
+    assert res.exit_code == 1 and "NOT verified" in res.output and "records no maker" not in res.output, res.output
     own = RunStore(mine).get(rid)
     before = {p.name: p.stat().st_mtime_ns for p in own.path.rglob("*") if p.is_file()}
     res = CliRunner().invoke(app, ["verify", rid, "--shipped", str(fake), "--root", str(mine), "-q"], env=env)
