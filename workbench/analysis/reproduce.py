@@ -366,7 +366,8 @@ def _recompute_held(rerun, shipped_run, names, env: dict[str, str]) -> tuple[dic
     """`recompute_tables` in a child started with `env` (`_recompute_child`), its tables and their provenance
     handed back as parquet files in a temporary folder. Measured on t1-alibi-repro-long-s42 (trained at AVX2,
     re-trained bit for bit held to it on an AVX-512 machine): re-checked here its ablation and spectral tables
-    differed from the shipped ones (2.4e-4, 11.5 in `cond`), held they are equal."""
+    differed from the shipped ones (2.4e-4, 11.5 in `cond`), held they are equal, and its probes too once OpenBLAS
+    was held with ATen (1.07e-05 before; benchmarks/measured/cpu-probes-residue-2026-12-07)."""
     import os
     import subprocess
     import sys

@@ -109,7 +109,8 @@ def verify_cmd(
     every epoch's metrics with the shipped ones, then recompute each run's shipped analysis tables from the re-run's
     weights (--tables: head ablations, deposits, patching, probes, DLA, the head summary, ...) and compare them too.
     Several runs: one after another, then a line each. A CPU run trained at a lower SIMD level than this machine's
-    is re-trained, and its tables re-checked, in a process with ATen held to that level (ATEN_CPU_CAPABILITY).
+    is re-trained, and its tables re-checked, in a process with ATen held to that level (ATEN_CPU_CAPABILITY) and,
+    from AVX2, OpenBLAS to that level's kernels (OPENBLAS_CORETYPE; the probes' ridge fits run on it).
 
     Where the recorded numerics (torch, SIMD level, CPU vendor, BLAS / MKL / oneDNN, threads) match: verified when
     every metric agrees within --tol ("bit-identical" when equal) and every recomputed table equals the shipped one
