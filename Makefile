@@ -75,13 +75,16 @@ ladder: $(STAMP)
 
 # The registered seed study (docs/preregistration.md, grids/study.toml): tier $(TIER) (1: RoPE and MLA on Task 1 at
 # repro-long, 10 training x 2 data seeds each; 2: NoPE vs RoPE on Task 2; 3: NoPE and Relative on Task 1 at
-# repro-long, 4 x 2 seeds each; 4: Relative on Task 1 at repro-xlong, 24 epochs, 4 x 2 seeds) into the same store, $(SWEEPS) niced sweep(s) each packing 2 seeds
+# repro-long, 4 x 2 seeds each; 4: Relative on Task 1 at repro-xlong, 24 epochs, 4 x 2 seeds) into the same store, $(SWEEPS) niced sweep(s) each packing $(PACK) seeds
 # (run locks keep them apart: SWEEPS=2 uses both cores, about twice the rate; the default leaves one core free);
-# each run is shipped lean (metrics, zero-ablation and its deposit table) as it finishes.
+# each run is shipped lean (metrics, zero-ablation and its deposit table) as it finishes. PACK=1 trains each run
+# alone: for tier 2 (Task 2 at repro-paperdata-long) two solo runs side by side trained 1.13x the rate of two packs of
+# 2 (docs/training.md, "Packed runs"), and a pair's two sides finish together.
 SWEEPS ?= 1
+PACK ?= 2
 study: $(STAMP)
 	pids=; for i in $$(seq $(SWEEPS)); do \
-	    $(CPU_RUN) sweep grids/study.toml --tier $(TIER) --workers 1 --threads 1 --pack 2 --quiet \
+	    $(CPU_RUN) sweep grids/study.toml --tier $(TIER) --workers 1 --threads 1 --pack $(PACK) --quiet \
 	        --root $(REPRO_RUNS) --shipped results/repro & pids="$$pids $$!"; sleep 20; done; \
 	$(CPU_SHIP) --grid grids/study.toml --tier $(TIER) --tables ablation,deposit --root $(REPRO_RUNS) \
 	    --to results/repro --follow 120; \
