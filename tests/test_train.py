@@ -170,6 +170,54 @@ def test_a_resume_keeps_what_its_first_session_ran_with_and_refuses_other_data(s
     assert run.info["epoch"] == 2  # nothing trained
 
 
+def test_each_kept_session_is_recorded_from_its_epoch_and_an_abandoned_one_is_dropped_with_its_diff(store,
+                                                                                                    monkeypatch):
+    """run.json `sessions` lists each training session whose epochs the run keeps (the epoch it started from and its
+    code version, device, backend ...); a session that left no checkpoint (here: started from a dirty tree, then
+    gone before its first epoch ended) is dropped when the next resumes from the same epoch, and so is the
+    code.diff it wrote, where no kept session ran dirty; the provenance line names each session's epochs."""
+    from workbench.analysis.claims.runs import resumed_otherwise
+    from workbench.store import runstore
+    from workbench.train.loop import mark_running
+
+    monkeypatch.setattr(runstore, "code_version", lambda: "abc1234")  # a clean tree, whatever this checkout's is
+    monkeypatch.setattr(runstore, "code_diff", lambda: None)
+    cfg = tiny(store, "rope", "train.epochs=3")
+    run = train(cfg, store, progress=False, device="cpu", stop_after_epochs=1)
+    first = run.info
+    assert first["sessions"] == [{"from_epoch": 0, **{k: first[k] for k in first["sessions"][0] if k != "from_epoch"}}]
+    with monkeypatch.context() as m:  # a dirty session that starts from epoch 1 and never checkpoints
+        m.setattr(runstore, "code_version", lambda: "abc1234-dirty")
+        m.setattr(runstore, "code_diff", lambda: "diff --git a/y b/y\n+x\n")
+        with pytest.warns(UserWarning, match="resumed with other settings"):
+            mark_running(run, resumed=True, start_epoch=1, n_threads=1, dev=torch.device("cpu"), amp=False,
+                         compiled=False, sdpa_backend=first["sdpa_backend"], dataset_hash=first["dataset_hash"],
+                         scheme_params=first["scheme_params"], epochs=3, checkpoint_every=1)
+    assert (run.path / "code.diff").exists() and run.info["sessions"][-1]["code_version"] == "abc1234-dirty"
+    with pytest.warns(UserWarning, match="resumed with other settings"):
+        train(cfg, store, progress=False, device="cpu", resume=True, stop_after_epochs=2, sdpa_backend="math")
+    assert not (run.path / "code.diff").exists()  # the abandoned session's diff trained nothing the run keeps
+    assert [(s["from_epoch"], s["sdpa_backend"], s["code_version"]) for s in run.info["sessions"]] == [
+        (0, first["sdpa_backend"], first["code_version"]), (1, "math", first["code_version"])]
+    train(cfg, store, progress=False, device="cpu", resume=True)
+    info = run.info
+    assert [s["from_epoch"] for s in info["sessions"]] == [0, 1, 2] and info["epoch"] == 3
+    assert resumed_otherwise(info, 3) == (f"`sdpa_backend` {first['sdpa_backend']} (epochs 1-1) -> math (2-2) -> "
+                                          f"{first['sdpa_backend']} (3-3)")
+    # a kept dirty session keeps its diff through a clean resume; a run from before `sessions` reads as before
+    dirty = tiny(store, "nope", "train.epochs=2")
+    with monkeypatch.context() as m:
+        m.setattr(runstore, "code_version", lambda: "abc1234-dirty")
+        m.setattr(runstore, "code_diff", lambda: "diff --git a/y b/y\n+x\n")
+        d = train(dirty, store, progress=False, device="cpu", stop_after_epochs=1)
+    with pytest.warns(UserWarning, match="resumed with other settings"):
+        train(dirty, store, progress=False, device="cpu", resume=True)
+    assert (d.path / "code.diff").read_text() == "diff --git a/y b/y\n+x\n"
+    assert resumed_otherwise(d.info, 2) == "`code_version` abc1234-dirty (epochs 1-1) -> abc1234 (2-2)"
+    assert resumed_otherwise({"resumed_settings": {"code_version": ["a509157", "2ca9d57"]}}, 12) == (
+        "`code_version` a509157 -> 2ca9d57")
+
+
 def test_a_table_made_before_the_run_finished_is_not_shipped_as_its_final_models(store, tmp_path):
     """A table records the weights it was computed from (run.json's `weights`: sha256 and epoch); `ship` refuses a
     table of earlier weights than the run's last (an analysis of the run while it was interrupted, kept after it

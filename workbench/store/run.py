@@ -359,19 +359,21 @@ class Run:
         self.store._index_run(self)
         return info
 
-    def record_code(self, resumed: bool = False) -> dict[str, str]:
+    def record_code(self, resumed: bool = False, kept_dirty: bool = False) -> dict[str, str]:
         """Writer-side, when training starts: {"code_version": ...} for run.json, and the uncommitted changes
         it was trained with as `code.diff` when the tree is dirty (removed when it is not), so a dirty run can be
-        re-created; `ship` refuses a dirty run without it. `resumed`: an earlier session's code.diff is kept (its
-        epochs were trained with it); this session's is written only where there is none."""
+        re-created; `ship` refuses a dirty run without it. `resumed` and `kept_dirty` (an earlier session whose
+        epochs the resume keeps ran from a dirty tree): that session's code.diff is kept and this session's is not
+        written; otherwise a code.diff there is a session's that left no checkpoint, and is replaced or removed."""
         from .runstore import code_diff, code_version
 
         self.store.check_writable(self.id)
         version, p = code_version(), self.path / CODE_DIFF
         diff = code_diff() if version.endswith("-dirty") else None
-        if diff and not (resumed and p.exists()):
+        keep = resumed and kept_dirty and p.exists()
+        if diff and not keep:
             atomic_write_text(p, diff)
-        elif not diff and not resumed:
+        elif not keep:
             p.unlink(missing_ok=True)
         return {"code_version": version}
 

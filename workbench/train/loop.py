@@ -587,16 +587,40 @@ def stop_if_asked(epoch: int, epochs: int, stop_after_epochs: int | None) -> Non
         raise StopTraining(f"stopped after epoch {epoch + 1} (stop_after_epochs)")
 
 
+SESSION_FIELDS = ("code_version", "device", "amp", "compiled", "sdpa_backend", "torch_version")
+
+
+def kept_sessions(info: dict[str, Any], start_epoch: int) -> list[dict[str, Any]]:
+    """The earlier training sessions whose epochs a resume from epoch `start_epoch` keeps (run.json `sessions`:
+    each {from_epoch, SESSION_FIELDS}); a session that started at `start_epoch` or later left no checkpoint the
+    resume keeps, so it is dropped. A run from before `sessions` (2026-12-07): its first session's fields from epoch
+    0, then its last resume's (`resumed_settings`' later values from `resumed_from_epoch`) where it recorded one."""
+    past = info.get("sessions")
+    if past is None:
+        first = {"from_epoch": 0, **{k: info.get(k) for k in SESSION_FIELDS}}
+        later = info.get("resumed_settings") or {}
+        past = [first] + ([first | {"from_epoch": info["resumed_from_epoch"]}
+                           | {k: v[-1] for k, v in later.items() if k in SESSION_FIELDS}]
+                          if later and info.get("resumed_from_epoch") else [])
+    return [s for s in past if s["from_epoch"] < start_epoch]
+
+
 def mark_running(run: Run, *, resumed: bool, start_epoch: int, n_threads: int, dev: torch.device, amp: bool,
                  compiled: bool | str, sdpa_backend: str | None, dataset_hash: str, scheme_params: dict[str, Any],
                  epochs: int, checkpoint_every: int, **extra: Any) -> None:
     """Mark `run` running and write run.json's fields of this training session: threads and numerics
-    (`resume_record`), the session's settings (`session_record`: a resume keeps the first session's), device, machine
-    and process; `extra`: the caller's own fields (a pack's `packed`, a deadline's)."""
-    session = session_record(run, resumed, dict(
-        device=str(dev), amp=amp, compiled=compiled, sdpa_backend=sdpa_backend, dataset_hash=dataset_hash,
-        **run.record_code(resumed=resumed), torch_version=torch.__version__, scheme_params=dict(scheme_params)))
+    (`resume_record`), the session's settings (`session_record`: a resume keeps the first session's; `sessions`:
+    each kept session's, from the epoch it started at), device, machine and process; `extra`: the caller's own
+    fields (a pack's `packed`, a deadline's)."""
+    kept = kept_sessions(run.info, start_epoch) if resumed else []
+    now = dict(device=str(dev), amp=amp, compiled=compiled, sdpa_backend=sdpa_backend, dataset_hash=dataset_hash,
+               **run.record_code(resumed=resumed, kept_dirty=any(
+                   str(s.get("code_version") or "").endswith("-dirty") for s in kept)),
+               torch_version=torch.__version__, scheme_params=dict(scheme_params))
+    session = session_record(run, resumed, now)
+    sessions = kept + [{"from_epoch": start_epoch if resumed else 0, **{k: now[k] for k in SESSION_FIELDS}}]
     run.update_info(status="running", started=now_iso(), **resume_record(run, resumed, n_threads, dev), **session,
+                    sessions=sessions,
                     gpu=torch.cuda.get_device_name(dev) if dev.type == "cuda" else None, epochs=epochs,
                     resumed_from_epoch=start_epoch if resumed else None,
                     omp_wait_policy=os.environ.get("OMP_WAIT_POLICY"), error=None, machine=machine_identity(),

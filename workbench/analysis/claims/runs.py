@@ -93,6 +93,22 @@ def index_statuses(store, index: pd.DataFrame, memo: dict | None = None) -> list
     return out
 
 
+def resumed_otherwise(info: dict, epochs: int) -> str | None:
+    """What the sessions of a resumed run ran otherwise (run.json `sessions`, each kept session's settings from the
+    epoch it started at): "`code_version` 39f4b718 (epochs 1-2) -> a0938f10 (3-16)"; a run from before `sessions`:
+    its `resumed_settings` ({field: [first session's, last resume's]}), "`code_version` a509157 -> 2ca9d57"; None
+    when no session ran otherwise."""
+    sessions = info.get("sessions") or []
+    if len(sessions) < 2:
+        return "; ".join(f"`{k}` {v[0]} -> {v[-1]}" for k, v in (info.get("resumed_settings") or {}).items()) or None
+    ends = [s["from_epoch"] for s in sessions[1:]] + [epochs]
+    spans = [f"{s['from_epoch'] + 1}-{end}" for s, end in zip(sessions, ends)]
+    fields = [k for k in sessions[0] if k != "from_epoch" and len({str(s.get(k)) for s in sessions}) > 1]
+    return "; ".join(f"`{k}` " + " -> ".join(f"{s.get(k)} ({'epochs ' if i == 0 else ''}{span})"
+                                             for i, (s, span) in enumerate(zip(sessions, spans)))
+                     for k in fields) or None
+
+
 def run_table(store=None, runs=None) -> pd.DataFrame:
     """One row per finished run: id, setting, variant (tag or scheme), scheme, task, seed, preset, the final and
     epoch-1 test accuracy, the mean test accuracy over epochs (area under the learning curve), train accuracy
@@ -133,10 +149,7 @@ def run_table(store=None, runs=None) -> pd.DataFrame:
             "gpu": (info.get("gpu") or "a GPU, not named") if (info.get("device") or "cpu") != "cpu" else None,
             "simd": numerics.get("cpu_capability"), "cpu_vendor": numerics.get("cpu_vendor"),
             "train_acc_eval": float(m["train_acc_eval"].iloc[-1]) if "train_acc_eval" in m and len(m) else np.nan,
-            # what a resume ran otherwise than the first session (run.json `resumed_settings`): "`code_version`
-            # a509157 -> 2ca9d57"; None when it never was resumed otherwise
-            "resumed_otherwise": "; ".join(f"`{k}` {a} -> {b}" for k, (a, b) in
-                                           (info.get("resumed_settings") or {}).items()) or None,
+            "resumed_otherwise": resumed_otherwise(info, len(m)),
             **st,
         })
     cols = ["run_id", "setting", "variant", "scheme", "partial", "task", "seed", "data_seed", "preset", "started",
