@@ -524,7 +524,8 @@ def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, An
     code_version, torch_version, scheme_params: the scheme's kwargs with its defaults filled in, so that a default
     changed later cannot change silently what a stored run meant): as they are for a new run; for a resume the
     first session's are kept and each that differs now is recorded in `resumed_settings` ({field: [then, now]}, with
-    a warning: the checkpoint's later epochs ran otherwise than its first). Refused where the data differ: the resume would train on other data."""
+    a warning: the checkpoint's later epochs ran otherwise than its first). Refused where the data differ: the resume
+    would train on other data."""
     if not resumed:
         return now
     info = run.info
@@ -536,8 +537,9 @@ def session_record(run: Run, resumed: bool, now: dict[str, Any]) -> dict[str, An
     changed = {k: [info[k], v] for k, v in now.items() if k in info and info[k] != v}
     if changed:
         warnings.warn(f"run {run.id}: resumed with other settings than it started with (" + ", ".join(
-            f"{k} {a} then, {b} now" for k, (a, b) in changed.items()) + "); run.json keeps the first session's and "
-            "records both (resumed_settings)", stacklevel=3)
+            f"{k} {a} then, {b} now" for k, (a, b) in changed.items()) + "); run.json keeps the first session's, "
+            "records the change (resumed_settings) and each kept session's epochs and settings (sessions)",
+            stacklevel=3)
     return {k: info.get(k, v) for k, v in now.items()} | {
         "resumed_settings": changed or None}
 
