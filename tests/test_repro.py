@@ -1283,8 +1283,9 @@ def test_provenance_names_the_vendor_and_simd_level_a_bit_identical_re_training_
 
 def test_provenance_names_every_run_resumed_under_other_settings_with_what_changed():
     """A run resumed from a checkpoint under another code version (a session ended mid-run) keeps its first
-    session's run.json fields and records both in `resumed_settings`: COMPARISON.md's provenance names each such
-    shipped run with what changed, and no other run."""
+    session's run.json fields and records the change in `resumed_settings` (and, since 8e069bf, each kept session in
+    `sessions`): COMPARISON.md's provenance names each such shipped run with what changed (each session's value with
+    the epochs it trained, where `sessions` is recorded; else first -> last), and no other run."""
     from workbench.analysis.claims import run_table
     from workbench.report.comparison import _provenance_section
     from workbench.store import RunStore
@@ -1299,7 +1300,16 @@ def test_provenance_names_every_run_resumed_under_other_settings_with_what_chang
     named = set(re.findall(r"`([a-z0-9-]+-[0-9a-f]{6})`", line))
     assert named == set(recorded)
     for rid, changed in recorded.items():
-        assert f"`{rid}` (" + "; ".join(f"`{k}` {a} -> {b}" for k, (a, b) in changed.items()) + ")" in line
+        info = json.loads((root / rid / "run.json").read_text())
+        sessions = info.get("sessions") or []
+        if len(sessions) < 2:
+            assert f"`{rid}` (" + "; ".join(f"`{k}` {a} -> {b}" for k, (a, b) in changed.items()) + ")" in line
+            continue
+        said = line.split(f"`{rid}` (", 1)[1]
+        last = [s["from_epoch"] for s in sessions[1:]] + [info["epochs"]]  # session i trains from_epoch + 1 .. next's
+        for k in changed:
+            assert f"`{k}` " + " -> ".join(f"{s[k]} ({'epochs ' * (i == 0)}{s['from_epoch'] + 1}-{end})"
+                                           for i, (s, end) in enumerate(zip(sessions, last))) in said
 
 
 def test_a_recomputed_table_is_compared_on_the_shipped_columns_and_names_the_added_ones():
